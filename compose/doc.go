@@ -1,0 +1,15 @@
+// Package compose runs real clusters on one machine for tests and
+// benchmarks: redis-server, redis-sentinel, ZooKeeper and etcd members as
+// child processes on 127.0.0.1, each with a free port, its own data dir and
+// log under the run dir, and injects faults into them.
+//
+// Every node runs in its own process group with a parent-death signal, so
+// nothing survives the run: Env.Close kills every group, and if the parent
+// process itself dies (SIGKILL included) the kernel kills the children.
+//
+// Node controls are the fault catalogue's primitives: Kill, Stop, Start,
+// Restart (with or without its data), Pause and Resume (SIGSTOP/SIGCONT),
+// and, for a node started behind a proxy, Partition, Heal and Delay through
+// an in-process Toxiproxy. Redis nodes can also ShiftClock: move every key's
+// expiry, which is what a wall-clock jump does to a Redis server.
+package compose

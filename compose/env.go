@@ -1,0 +1,143 @@
+package compose
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ReadyTimeout bounds how long a node may take to become ready after it is
+// started (a JVM-based ZooKeeper server is the slowest).
+const ReadyTimeout = 60 * time.Second
+
+// Env owns the servers of one test or run: their directories under Dir,
+// their processes and proxies. Close stops them all.
+type Env struct {
+	// Dir is the run dir: one sub-directory per node (data and config) and
+	// one log file per node.
+	Dir string
+
+	mu      sync.Mutex
+	nodes   []*Node
+	proxies *proxies
+	names   map[string]int // next index per node name prefix
+	closed  bool
+}
+
+// New returns an Env whose nodes live under dir, which is created if
+// needed.
+func New(dir string) (*Env, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("compose: empty run dir")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("compose: run dir %q: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("compose: run dir %q: %w", dir, err)
+	}
+	return &Env{Dir: abs}, nil
+}
+
+// ForTest returns an Env in a temporary directory that is closed when tb
+// ends. On failure the last lines of every node's log are written to the
+// test log, which is usually where the reason is.
+func ForTest(tb testing.TB) *Env {
+	tb.Helper()
+	e, err := New(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			for _, n := range e.Nodes() {
+				tb.Logf("--- %s log (tail) ---\n%s", n.Name, n.LogTail(2048))
+			}
+		}
+		if err := e.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return e
+}
+
+// Nodes returns every node started in this Env, in start order.
+func (e *Env) Nodes() []*Node {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*Node(nil), e.nodes...)
+}
+
+// newNames returns n fresh node names "prefix-i", unique in this Env.
+func (e *Env) newNames(prefix string, n int) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.names == nil {
+		e.names = map[string]int{}
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, e.names[prefix])
+		e.names[prefix]++
+	}
+	return names
+}
+
+func (e *Env) add(n *Node) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return fmt.Errorf("compose: env %s is closed", e.Dir)
+	}
+	e.nodes = append(e.nodes, n)
+	return nil
+}
+
+// Close kills every node's process group and stops every proxy. It waits
+// for the processes to exit. Calls after the first return nil.
+func (e *Env) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	nodes, px := e.nodes, e.proxies
+	e.mu.Unlock()
+
+	var errs []error
+	for _, n := range nodes {
+		if err := n.Kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if px != nil {
+		px.close()
+	}
+	return errors.Join(errs...)
+}
+
+// logFile opens (appending) the log of the named node.
+func (e *Env) logFile(name string) (*os.File, error) {
+	return os.OpenFile(filepath.Join(e.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// tail returns the last n bytes of r.
+func tail(r io.ReadSeeker, n int64) string {
+	size, err := r.Seek(0, io.SeekEnd)
+	if err != nil {
+		return ""
+	}
+	off := max(size-n, 0)
+	if _, err := r.Seek(off, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(r)
+	return string(b)
+}

@@ -1,0 +1,304 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// spec says how to run one node; the topology files build it.
+type spec struct {
+	name string
+	kind kind
+	// port is the port clients use (the proxy's port when the node is
+	// proxied); the topology may use more ports internally.
+	port int
+	bin  string
+	args []string
+	env  []string
+	// prepare writes the node's configuration into its dir before each
+	// start (the dir may just have been wiped).
+	prepare func(dir string) error
+	// ready returns nil once the node serves requests.
+	ready func(ctx context.Context) error
+}
+
+// Node is one server process. Its controls are safe for concurrent use.
+type Node struct {
+	// Name identifies the node in logs and results, e.g. "redis-2".
+	Name string
+	// Dir is the node's data and config dir; Restart(false) wipes it.
+	Dir string
+	// Port is the port the server listens on.
+	Port int
+
+	env   *Env
+	spec  spec
+	proxy *Proxy // nil unless the node is proxied
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+	paused bool
+}
+
+// Addr is the address clients should dial: the proxy in front of the node
+// if it has one, the server itself otherwise.
+func (n *Node) Addr() string {
+	if n.proxy != nil {
+		return n.proxy.Addr()
+	}
+	return n.ServerAddr()
+}
+
+// ServerAddr is the server's own address, bypassing any proxy.
+func (n *Node) ServerAddr() string { return addr(n.Port) }
+
+// PID returns the server's process id, or 0 when it is not running.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Running reports whether the server process is alive (paused counts).
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil
+}
+
+// LogTail returns the last max bytes of the node's log.
+func (n *Node) LogTail(max int64) string {
+	f, err := os.Open(filepath.Join(n.env.Dir, n.Name+".log"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	return tail(f, max)
+}
+
+// kind is the sort of server a node runs, for controls that only some
+// servers support.
+type kind int
+
+const (
+	kindOther kind = iota
+	kindRedis
+)
+
+// startNode registers a node in e, puts a proxy in front of it when asked,
+// and starts it.
+func (e *Env) startNode(ctx context.Context, s spec, proxied bool) (*Node, error) {
+	n := &Node{Name: s.name, Dir: filepath.Join(e.Dir, s.name), Port: s.port, env: e, spec: s}
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("compose: %s: %w", s.name, err)
+	}
+	if proxied {
+		p, err := e.Proxy(s.name+"-proxy", n.ServerAddr())
+		if err != nil {
+			return nil, err
+		}
+		n.proxy = p
+	}
+	if err := e.add(n); err != nil {
+		return nil, err
+	}
+	if err := n.Start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Start starts the server if it is not running and waits until it is
+// ready, ctx ends or ReadyTimeout passes.
+func (n *Node) Start(ctx context.Context) error {
+	if err := n.spawn(); err != nil {
+		return err
+	}
+	return n.waitReady(ctx)
+}
+
+func (n *Node) spawn() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil {
+		return nil
+	}
+	if n.spec.prepare != nil {
+		if err := n.spec.prepare(n.Dir); err != nil {
+			return fmt.Errorf("compose: prepare %s: %w", n.Name, err)
+		}
+	}
+	log, err := n.env.logFile(n.Name)
+	if err != nil {
+		return fmt.Errorf("compose: log of %s: %w", n.Name, err)
+	}
+	defer log.Close() // the child keeps its own descriptor
+	fmt.Fprintf(log, "=== %s start: %s %v\n", time.Now().Format(time.RFC3339Nano), n.spec.bin, n.spec.args)
+	cmd := exec.Command(n.spec.bin, n.spec.args...)
+	cmd.Dir = n.Dir
+	cmd.Env = append(os.Environ(), n.spec.env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group, so Kill reaches any child it forks; and a
+	// parent-death signal, so it dies with us even if we are SIGKILLed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("compose: start %s (%s): %w", n.Name, n.spec.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	n.cmd, n.exited, n.paused = cmd, exited, false
+	return nil
+}
+
+func (n *Node) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
+	defer cancel()
+	n.mu.Lock()
+	exited := n.exited
+	n.mu.Unlock()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		probeCtx, probeCancel := context.WithTimeout(ctx, time.Second)
+		last = n.spec.ready(probeCtx)
+		probeCancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			n.reap()
+			return fmt.Errorf("compose: %s exited before it was ready (%v); log:\n%s", n.Name, last, n.LogTail(1024))
+		case <-ctx.Done():
+			return fmt.Errorf("compose: %s not ready: %w (last probe: %v); log:\n%s", n.Name, ctx.Err(), last, n.LogTail(1024))
+		case <-tick.C:
+		}
+	}
+}
+
+// reap forgets a process that has exited on its own.
+func (n *Node) reap() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.exited != nil {
+		select {
+		case <-n.exited:
+			n.cmd, n.exited = nil, nil
+		default:
+		}
+	}
+}
+
+// signal sends sig to the node's process group.
+func (n *Node) signal(sig syscall.Signal) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return fmt.Errorf("compose: %s is not running", n.Name)
+	}
+	if err := syscall.Kill(-n.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("compose: signal %v to %s: %w", sig, n.Name, err)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the node's process group and waits for the server
+// to exit: a crash, with no chance to save anything. Killing a node that
+// is not running does nothing.
+func (n *Node) Kill() error { return n.stop(syscall.SIGKILL) }
+
+// Stop asks the server to shut down (SIGTERM) and waits for it to exit,
+// killing it if it takes longer than 10 s.
+func (n *Node) Stop() error { return n.stop(syscall.SIGTERM) }
+
+func (n *Node) stop(sig syscall.Signal) error {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, sig)
+	if sig != syscall.SIGKILL {
+		_ = syscall.Kill(-pgid, syscall.SIGCONT) // a paused server cannot shut down
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-exited
+	}
+	// Children the server forked (a Redis save, say) die with the group.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	n.mu.Lock()
+	if n.cmd == cmd {
+		n.cmd, n.exited, n.paused = nil, nil, false
+	}
+	n.mu.Unlock()
+	return nil
+}
+
+// Restart kills the server and starts it again. With keepData false its
+// dir is wiped first, so it comes back empty (what a node without
+// persistence looks like after a crash); with keepData true it recovers
+// whatever it had persisted.
+func (n *Node) Restart(ctx context.Context, keepData bool) error {
+	if err := n.Kill(); err != nil {
+		return err
+	}
+	if !keepData {
+		if err := os.RemoveAll(n.Dir); err != nil {
+			return fmt.Errorf("compose: wipe %s: %w", n.Name, err)
+		}
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			return fmt.Errorf("compose: wipe %s: %w", n.Name, err)
+		}
+	}
+	return n.Start(ctx)
+}
+
+// Pause stops the server with SIGSTOP: it keeps its connections and its
+// state but answers nothing, like a process stuck in a long GC pause.
+func (n *Node) Pause() error {
+	if err := n.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.paused = true
+	n.mu.Unlock()
+	return nil
+}
+
+// Resume continues a paused server with SIGCONT.
+func (n *Node) Resume() error {
+	if err := n.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.paused = false
+	n.mu.Unlock()
+	return nil
+}
+
+// Paused reports whether the node is stopped by Pause.
+func (n *Node) Paused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.paused
+}

@@ -1,0 +1,135 @@
+package compose_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockbench/lockbench/compose"
+)
+
+// TestMain lets the test binary play a parent that starts servers and is
+// then killed, for TestNoOrphansAfterParentKilled.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("COMPOSE_ORPHAN_PARENT"); dir != "" {
+		orphanParent(dir)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// orphanParent starts two Redis nodes, prints their pids and waits to be
+// killed.
+func orphanParent(dir string) {
+	env, err := compose.New(dir)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	nodes, err := env.Redis(context.Background(), 2, compose.RedisOptions{})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	for _, n := range nodes {
+		fmt.Println("pid", n.PID())
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	// A zombie has exited; only a live process has a state other than Z.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b))
+	return len(fields) > 2 && fields[2] != "Z"
+}
+
+func TestNoOrphansAfterParentKilled(t *testing.T) {
+	parent := exec.Command(os.Args[0], "-test.run=^$")
+	parent.Env = append(os.Environ(), "COMPOSE_ORPHAN_PARENT="+t.TempDir())
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if f[0] == "ready" {
+			break
+		}
+		if f[0] == "error" {
+			t.Fatalf("parent: %s", sc.Text())
+		}
+		if f[0] == "pid" {
+			pid, _ := strconv.Atoi(f[1])
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) != 2 {
+		t.Fatalf("parent reported %d server pids, want 2", len(pids))
+	}
+	for _, pid := range pids {
+		if !processAlive(pid) {
+			t.Fatalf("server %d not running while its parent lives", pid)
+		}
+	}
+	if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	// The kernel delivers the parent-death signal as the parent exits:
+	// wait for each child's exit through a pidfd, which becomes readable
+	// when the process terminates.
+	for _, pid := range pids {
+		if !waitExit(t, pid, 10*time.Second) {
+			t.Fatalf("server %d survived its killed parent", pid)
+		}
+	}
+}
+
+// waitExit reports whether process pid exits within d.
+func waitExit(t *testing.T, pid int, d time.Duration) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return true // already gone
+	}
+	if err != nil {
+		t.Fatalf("pidfd_open(%d): %v", pid, err)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(d.Milliseconds()))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll pidfd of %d: %v", pid, err)
+		}
+		return n == 1 || !processAlive(pid)
+	}
+}

@@ -1,0 +1,135 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+)
+
+// proxies is the Env's in-process Toxiproxy server, created on first use.
+type proxies struct {
+	srv *toxiproxy.ApiServer
+	mu  sync.Mutex
+	all []*Proxy
+}
+
+func (p *proxies) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, x := range p.all {
+		x.p.Stop()
+	}
+}
+
+// Proxy is a TCP proxy placed in front of a server (between clients and a
+// node, or between a Redis master and its replica) that can cut or slow
+// the traffic through it. Its controls are safe for concurrent use.
+type Proxy struct {
+	// Name identifies the proxy.
+	Name string
+	// Upstream is the address the proxy forwards to.
+	Upstream string
+
+	p    *toxiproxy.Proxy
+	port int
+}
+
+// Proxy starts a proxy on a free port of 127.0.0.1 that forwards to
+// upstream. It lives until the Env is closed.
+func (e *Env) Proxy(name, upstream string) (*Proxy, error) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("compose: env %s is closed", e.Dir)
+	}
+	if e.proxies == nil {
+		e.proxies = &proxies{srv: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())}
+	}
+	px := e.proxies
+	e.mu.Unlock()
+
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	p := toxiproxy.NewProxy(px.srv, name, addr(ports[0]), upstream)
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("compose: proxy %s -> %s: %w", name, upstream, err)
+	}
+	x := &Proxy{Name: name, Upstream: upstream, p: p, port: ports[0]}
+	px.mu.Lock()
+	px.all = append(px.all, x)
+	px.mu.Unlock()
+	return x, nil
+}
+
+// Addr is the address to dial instead of Upstream.
+func (x *Proxy) Addr() string { return addr(x.port) }
+
+// Partition blackholes the traffic in both directions: connections stay
+// open but nothing gets through, so a client sees timeouts, as in a real
+// network partition, rather than refused connections.
+func (x *Proxy) Partition() error {
+	for _, stream := range []string{"upstream", "downstream"} {
+		if err := x.add("partition-"+stream, "timeout", stream, `{"timeout":0}`); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Delay adds d of latency to every response that passes the proxy.
+func (x *Proxy) Delay(d time.Duration) error {
+	return x.add("delay", "latency", "downstream", fmt.Sprintf(`{"latency":%d}`, d.Milliseconds()))
+}
+
+// Heal removes every fault from the proxy. Connections that lost data
+// while partitioned are not repaired; clients reconnect.
+func (x *Proxy) Heal() error {
+	x.p.Toxics.ResetToxics(context.Background())
+	return nil
+}
+
+func (x *Proxy) add(name, typ, stream, attrs string) error {
+	// Replace a fault of the same name rather than fail on it.
+	_ = x.p.Toxics.RemoveToxic(context.Background(), name)
+	js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, stream, attrs)
+	if _, err := x.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+		return fmt.Errorf("compose: proxy %s: add %s: %w", x.Name, name, err)
+	}
+	return nil
+}
+
+// Proxy returns the proxy in front of the node, or nil if the node was
+// started without one.
+func (n *Node) Proxy() *Proxy { return n.proxy }
+
+// Partition cuts clients off from the node (see Proxy.Partition). The node
+// must have been started behind a proxy.
+func (n *Node) Partition() error {
+	if n.proxy == nil {
+		return fmt.Errorf("compose: %s has no proxy to partition", n.Name)
+	}
+	return n.proxy.Partition()
+}
+
+// Heal undoes Partition and Delay.
+func (n *Node) Heal() error {
+	if n.proxy == nil {
+		return fmt.Errorf("compose: %s has no proxy to heal", n.Name)
+	}
+	return n.proxy.Heal()
+}
+
+// Delay slows every response from the node by d.
+func (n *Node) Delay(d time.Duration) error {
+	if n.proxy == nil {
+		return fmt.Errorf("compose: %s has no proxy to delay", n.Name)
+	}
+	return n.proxy.Delay(d)
+}

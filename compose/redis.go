@@ -1,0 +1,129 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisOptions configures standalone Redis nodes.
+type RedisOptions struct {
+	// AOF turns the append-only file on with appendfsync always, so that a
+	// node killed and restarted with its data has every write it
+	// acknowledged. Without it a node keeps nothing across a crash.
+	AOF bool
+	// Proxied starts each node behind a Proxy, so that it can be
+	// partitioned from, or slowed for, its clients.
+	Proxied bool
+	// Config holds extra redis.conf directives, each as a name and its
+	// arguments, e.g. {"maxmemory", "100mb"}.
+	Config [][]string
+}
+
+// RedisServer is the redis-server binary compose runs.
+var RedisServer = "redis-server"
+
+// Redis starts n standalone redis-server nodes (independent masters, as
+// Redlock wants them) and waits until each answers PING.
+func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("compose: %d Redis nodes: need at least 1", n)
+	}
+	bin, err := exec.LookPath(RedisServer)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
+	}
+	ports, err := freePorts(n)
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]*Node, n)
+	for i, name := range e.newNames("redis", n) {
+		args := redisArgs(ports[i], o.AOF)
+		for _, c := range o.Config {
+			args = append(args, append([]string{"--" + c[0]}, c[1:]...)...)
+		}
+		node, err := e.startNode(ctx, spec{name: name, kind: kindRedis, port: ports[i], bin: bin, args: args, ready: redisReady(ports[i])}, o.Proxied)
+		if err != nil {
+			return nil, err
+		}
+		nodes[i] = node
+	}
+	return nodes, nil
+}
+
+// redisArgs is the command line of a redis-server that keeps its files in
+// its working directory (the node's dir).
+func redisArgs(port int, aof bool) []string {
+	args := []string{
+		"--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1",
+		"--dir", ".",
+		"--daemonize", "no",
+		"--protected-mode", "no",
+		"--save", "",
+		"--logfile", "",
+		"--maxclients", "10000",
+	}
+	if aof {
+		return append(args, "--appendonly", "yes", "--appendfsync", "always")
+	}
+	return append(args, "--appendonly", "no")
+}
+
+// redisReady answers nil once the server at port replies to PING (and has
+// finished loading its data).
+func redisReady(port int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c := redis.NewClient(&redis.Options{Addr: addr(port), MaxRetries: -1, DialTimeout: time.Second, PoolSize: 1})
+		defer c.Close()
+		return c.Ping(ctx).Err()
+	}
+}
+
+// client returns a go-redis client to the node's own address, for
+// compose's controls.
+func (n *Node) client() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: n.ServerAddr(), MaxRetries: -1, PoolSize: 1})
+}
+
+// shiftClockScript moves the expiry of every volatile key by -ARGV[1] ms
+// and deletes the keys whose expiry that moves into the past.
+const shiftClockScript = `
+local shift = tonumber(ARGV[1])
+local cursor, moved = "0", 0
+repeat
+  local r = redis.call('SCAN', cursor, 'COUNT', 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do
+    local ttl = redis.call('PTTL', k)
+    if ttl > 0 then
+      if ttl <= shift then redis.call('DEL', k) else redis.call('PEXPIRE', k, ttl - shift) end
+      moved = moved + 1
+    end
+  end
+until cursor == "0"
+return moved`
+
+// ShiftClock does to a Redis node what a jump of its wall clock by d does:
+// every key's expiry comes d sooner (d > 0, a jump forward) or later
+// (d < 0), and keys whose expiry is now past are gone. It returns how many
+// keys it moved. (A real clock faker such as libfaketime crashes Debian's
+// jemalloc-built redis-server, and the expiry is all a clock jump changes
+// for a lock.)
+func (n *Node) ShiftClock(ctx context.Context, d time.Duration) (int, error) {
+	if n.spec.kind != kindRedis {
+		return 0, fmt.Errorf("compose: %s is not a Redis node: cannot shift its clock", n.Name)
+	}
+	c := n.client()
+	defer c.Close()
+	moved, err := c.Eval(ctx, shiftClockScript, nil, d.Milliseconds()).Int()
+	if err != nil {
+		return 0, fmt.Errorf("compose: shift clock of %s by %v: %w", n.Name, d, err)
+	}
+	return moved, nil
+}

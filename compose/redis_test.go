@@ -1,0 +1,182 @@
+package compose_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/compose"
+)
+
+func client(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestRedisKillRestart(t *testing.T) {
+	ctx := context.Background()
+	env := compose.ForTest(t)
+	nodes, err := env.Redis(ctx, 2, compose.RedisOptions{AOF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nodes[0].Addr() == nodes[1].Addr() || nodes[0].Name == nodes[1].Name {
+		t.Fatalf("two nodes share an address or a name: %s %s", nodes[0].Addr(), nodes[0].Name)
+	}
+	n := nodes[0]
+	c := client(t, n.Addr())
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	pid := n.PID()
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if n.Running() || processAlive(pid) {
+		t.Fatalf("process %d still alive after Kill", pid)
+	}
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING answered by a killed node")
+	}
+
+	if err := n.Restart(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("after a restart with data (AOF): GET k = %q, %v; want v", v, err)
+	}
+
+	if err := n.Restart(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, "k").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("after a restart without data: GET k = %v; want redis.Nil", err)
+	}
+	if v, err := client(t, nodes[1].Addr()).Ping(ctx).Result(); err != nil || v != "PONG" {
+		t.Fatalf("the other node was disturbed: %v %v", v, err)
+	}
+}
+
+func TestRedisPauseResume(t *testing.T) {
+	ctx := context.Background()
+	env := compose.ForTest(t)
+	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := nodes[0]
+	c := client(t, n.Addr())
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if !n.Paused() || !n.Running() {
+		t.Fatal("a paused node should report Paused and Running")
+	}
+	err = c.Ping(ctx).Err()
+	var netErr interface{ Timeout() bool }
+	if !errors.As(err, &netErr) || !netErr.Timeout() {
+		t.Fatalf("PING to a paused node = %v, want a timeout", err)
+	}
+	if err := n.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING after Resume: %v", err)
+	}
+}
+
+func TestRedisShiftClock(t *testing.T) {
+	ctx := context.Background()
+	env := compose.ForTest(t)
+	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := nodes[0]
+	c := client(t, n.Addr())
+	for _, k := range []string{"short", "long"} {
+		ttl := 10 * time.Second
+		if k == "short" {
+			ttl = 2 * time.Second
+		}
+		if err := c.Set(ctx, k, "v", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Set(ctx, "forever", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := n.ShiftClock(ctx, 5*time.Second)
+	if err != nil || moved != 2 {
+		t.Fatalf("ShiftClock = %d, %v; want 2 keys moved", moved, err)
+	}
+	if err := c.Get(ctx, "short").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("a key with 2s left survived a 5s clock jump: %v", err)
+	}
+	if ttl := c.PTTL(ctx, "long").Val(); ttl <= 0 || ttl > 5*time.Second {
+		t.Fatalf("PTTL long = %v after a 5s jump, want ≤ 5s", ttl)
+	}
+	if ttl := c.PTTL(ctx, "forever").Val(); ttl != -1 {
+		t.Fatalf("a key without expiry got PTTL %v", ttl)
+	}
+}
+
+func TestProxyPartitionDelayHeal(t *testing.T) {
+	ctx := context.Background()
+	env := compose.ForTest(t)
+	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{Proxied: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := nodes[0]
+	if n.Addr() == n.ServerAddr() {
+		t.Fatal("a proxied node's Addr is the server's own")
+	}
+	c := client(t, n.Addr())
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := n.Partition(); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Ping(ctx).Err()
+	var netErr interface{ Timeout() bool }
+	if !errors.As(err, &netErr) || !netErr.Timeout() {
+		t.Fatalf("PING across a partition = %v, want a timeout", err)
+	}
+	if err := client(t, n.ServerAddr()).Ping(ctx).Err(); err != nil {
+		t.Fatalf("the server itself should still answer: %v", err)
+	}
+	if err := n.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING after Heal: %v", err)
+	}
+
+	if err := n.Delay(150 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A lower bound only: the delay is what the fault adds, whatever the
+	// machine's speed.
+	if took := time.Since(start); took < 150*time.Millisecond {
+		t.Fatalf("PING through a 150ms delay took %v", took)
+	}
+	if err := n.Heal(); err != nil {
+		t.Fatal(err)
+	}
+}
