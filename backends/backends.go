@@ -1,0 +1,164 @@
+// Package backends is the registry of lock backends: each backend package
+// registers a Factory under its name in an init function, and the CLI and
+// the workloads open them by name with a Config. Import
+// github.com/lockbench/lockbench/backends/all to register every backend.
+package backends
+
+import (
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/locker"
+)
+
+// Config is how a backend is reached and tuned. Addrs, credentials and TLS
+// are common to all backends; Params carries the backend's own settings
+// (for example "fencing" or "quarantine" for redlock), each documented by
+// its backend.
+type Config struct {
+	// Addrs are the node addresses (host:port), or URLs where a backend
+	// says so.
+	Addrs []string
+	// Username and Password authenticate to the servers (Redis ACL/AUTH,
+	// etcd users, ZooKeeper digest), where the backend supports it.
+	Username, Password string
+	// TLS, when set, is used for every connection to the servers.
+	TLS *tls.Config
+	// Params are backend-specific settings by name.
+	Params map[string]string
+}
+
+// Factory opens a Locker from a Config.
+type Factory func(Config) (locker.Locker, error)
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]Factory{}
+)
+
+// Register makes a backend available under name. It is meant to be called
+// from a backend's init function, and panics if name is empty, f is nil or
+// the name is taken, since those are programming errors.
+func Register(name string, f Factory) {
+	mu.Lock()
+	defer mu.Unlock()
+	if name == "" || f == nil {
+		panic("backends: Register needs a name and a factory")
+	}
+	if _, dup := registry[name]; dup {
+		panic("backends: Register called twice for " + name)
+	}
+	registry[name] = f
+}
+
+// Open opens the backend registered under name.
+func Open(name string, cfg Config) (locker.Locker, error) {
+	mu.RLock()
+	f, ok := registry[name]
+	mu.RUnlock()
+	if !ok {
+		return nil, locker.Invalidf("unknown backend %q (registered: %s)", name, strings.Join(Names(), ", "))
+	}
+	l, err := f(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	return l, nil
+}
+
+// Names lists the registered backends in alphabetical order.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Check returns an error wrapping locker.ErrInvalid naming every param of
+// c that is not in known, so that a typo does not silently fall back to a
+// default.
+func (c Config) Check(known ...string) error {
+	var unknown []string
+	for k := range c.Params {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return locker.Invalidf("unknown param(s) %s (known: %s)", strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	return nil
+}
+
+// String returns param name, or def when it is not set.
+func (c Config) String(name, def string) string {
+	if v, ok := c.Params[name]; ok {
+		return v
+	}
+	return def
+}
+
+// Bool returns param name parsed as a boolean, or def when it is not set.
+func (c Config) Bool(name string, def bool) (bool, error) {
+	v, ok := c.Params[name]
+	if !ok {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, locker.Invalidf("param %s=%q: not a boolean", name, v)
+	}
+	return b, nil
+}
+
+// Int returns param name parsed as an integer, or def when it is not set.
+func (c Config) Int(name string, def int) (int, error) {
+	v, ok := c.Params[name]
+	if !ok {
+		return def, nil
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, locker.Invalidf("param %s=%q: not an integer", name, v)
+	}
+	return i, nil
+}
+
+// Duration returns param name parsed by time.ParseDuration, or def when it
+// is not set.
+func (c Config) Duration(name string, def time.Duration) (time.Duration, error) {
+	v, ok := c.Params[name]
+	if !ok {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, locker.Invalidf("param %s=%q: not a duration", name, v)
+	}
+	return d, nil
+}
+
+// NeedAddrs returns an error wrapping locker.ErrInvalid unless c has at
+// least n addresses, none of them empty.
+func (c Config) NeedAddrs(n int) error {
+	if len(c.Addrs) < n {
+		return locker.Invalidf("%d address(es) %q: need at least %d", len(c.Addrs), c.Addrs, n)
+	}
+	for i, a := range c.Addrs {
+		if strings.TrimSpace(a) == "" {
+			return locker.Invalidf("address %d of %q is empty", i, c.Addrs)
+		}
+	}
+	return nil
+}
