@@ -99,6 +99,46 @@ const (
 // startNode registers a node in e, puts a proxy in front of it when asked,
 // and starts it.
 func (e *Env) startNode(ctx context.Context, s spec, proxied bool) (*Node, error) {
+	n, err := e.newNode(s, proxied)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// startNodes starts the nodes of specs together and waits until every one
+// is ready. Members of a quorum system (ZooKeeper, etcd) need it: none is
+// ready before a majority runs.
+func (e *Env) startNodes(ctx context.Context, specs []spec, proxied bool) ([]*Node, error) {
+	nodes := make([]*Node, len(specs))
+	for i, s := range specs {
+		n, err := e.newNode(s, proxied)
+		if err != nil {
+			return nil, err
+		}
+		if err := n.spawn(); err != nil {
+			return nil, err
+		}
+		nodes[i] = n
+	}
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = n.waitReady(ctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// newNode registers a node in e, with its dir and, when asked, a proxy in
+// front of it, without starting it.
+func (e *Env) newNode(s spec, proxied bool) (*Node, error) {
 	n := &Node{Name: s.name, Dir: filepath.Join(e.Dir, s.name), Port: s.port, env: e, spec: s}
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("compose: %s: %w", s.name, err)
@@ -111,9 +151,6 @@ func (e *Env) startNode(ctx context.Context, s spec, proxied bool) (*Node, error
 		n.proxy = p
 	}
 	if err := e.add(n); err != nil {
-		return nil, err
-	}
-	if err := n.Start(ctx); err != nil {
 		return nil, err
 	}
 	return n, nil

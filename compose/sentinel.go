@@ -1,0 +1,471 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SentinelOptions configures a master–replica set watched by Redis
+// Sentinel. The zero value is a usable small set: one master, one replica,
+// three sentinels.
+type SentinelOptions struct {
+	// Replicas is the number of replicas of the master; 0 means 1.
+	Replicas int
+	// Sentinels is the number of redis-sentinel processes; 0 means 3. The
+	// quorum is a majority of them.
+	Sentinels int
+	// MasterName is the name the sentinels monitor the set by; "" means
+	// "lockbench".
+	MasterName string
+	// DownAfter is how long a node may fail to answer before a sentinel
+	// considers it down (down-after-milliseconds); 0 means 1 s, which
+	// makes an automatic failover take a few seconds.
+	DownAfter time.Duration
+	// FailoverTimeout is Sentinel's failover-timeout; 0 means 5 s, or
+	// 10 min with ProxiedReplication (see there).
+	FailoverTimeout time.Duration
+	// AOF turns the append-only file on (appendfsync always) on every
+	// Redis node, as in RedisOptions.
+	AOF bool
+	// ProxiedReplication makes each replica replicate from the master
+	// through its own Proxy (SentinelSet.ReplicationLinks), so that a
+	// fault can hold replication back while clients keep writing to the
+	// master: the write a failover then loses. Sentinels and clients still
+	// reach every node directly.
+	//
+	// Sentinel repoints a replica whose master address is not the
+	// monitored one ("+fix-slave-config") once failover-timeout has
+	// passed, which would route replication around the proxy; so with
+	// ProxiedReplication FailoverTimeout defaults to 10 minutes. A failed
+	// election is retried only after twice that, but with three sentinels
+	// on one machine elections do not fail. The links carry only the
+	// initial master's replication: replicas reconfigured by a failover
+	// replicate from the new master directly.
+	ProxiedReplication bool
+	// Proxied starts every Redis node and sentinel behind a Proxy, so that
+	// clients can be cut off from, or slowed to, any of them. Sentinels
+	// report the servers' own addresses; dial through SentinelSet.Dial to
+	// reach the proxies instead.
+	Proxied bool
+}
+
+// RedisSentinel is the redis-sentinel binary compose runs.
+var RedisSentinel = "redis-sentinel"
+
+// SentinelSet is a Redis master with replicas and the sentinels that watch
+// them and promote a replica when the master fails.
+type SentinelSet struct {
+	// MasterName is the name the sentinels know the set by.
+	MasterName string
+	// Master is the initial master; after a failover it may be a replica
+	// (CurrentMaster tells).
+	Master *Node
+	// Replicas are the initial replicas of Master.
+	Replicas []*Node
+	// Sentinels are the redis-sentinel processes.
+	Sentinels []*Node
+	// ReplicationLinks[i] carries Replicas[i]'s replication stream from
+	// Master when the set was started with ProxiedReplication; nil
+	// otherwise. Partition or Delay a link to hold replication back.
+	ReplicationLinks []*Proxy
+
+	quorum int
+}
+
+// Sentinel starts a Redis master, o.Replicas replicas and o.Sentinels
+// sentinels on 127.0.0.1, and waits until every replica's link to the
+// master is up and every sentinel knows the master, every replica and the
+// other sentinels — until a failover can succeed.
+func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, error) {
+	if o.Replicas < 0 {
+		return nil, fmt.Errorf("compose: %d Sentinel replicas: need at least 1", o.Replicas)
+	}
+	if o.Sentinels < 0 {
+		return nil, fmt.Errorf("compose: %d sentinels: need at least 1", o.Sentinels)
+	}
+	if o.DownAfter < 0 || o.FailoverTimeout < 0 {
+		return nil, fmt.Errorf("compose: negative Sentinel timeout (down-after %v, failover-timeout %v)", o.DownAfter, o.FailoverTimeout)
+	}
+	replicas := orDefault(o.Replicas, 1)
+	sentinels := orDefault(o.Sentinels, 3)
+	name := o.MasterName
+	if name == "" {
+		name = "lockbench"
+	}
+	if strings.ContainsAny(name, " \t\r\n\"'") {
+		return nil, fmt.Errorf("compose: Sentinel master name %q: no spaces or quotes", name)
+	}
+	downAfter := orDefault(o.DownAfter, time.Second)
+	failoverTimeout := o.FailoverTimeout
+	if failoverTimeout == 0 {
+		failoverTimeout = 5 * time.Second
+		if o.ProxiedReplication {
+			failoverTimeout = 10 * time.Minute
+		}
+	}
+	redisBin, err := exec.LookPath(RedisServer)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
+	}
+	sentinelBin, err := exec.LookPath(RedisSentinel)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w (install Debian's redis-sentinel: make deps)", err)
+	}
+	ports, err := freePorts(1 + replicas + sentinels)
+	if err != nil {
+		return nil, err
+	}
+	s := &SentinelSet{MasterName: name, quorum: sentinels/2 + 1}
+
+	redisSpec := func(name string, port int, replicaOf string) spec {
+		args := append(redisArgs(port, o.AOF),
+			"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
+			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(port))
+		if replicaOf != "" {
+			host, p, _ := net.SplitHostPort(replicaOf)
+			args = append(args, "--replicaof", host, p)
+		}
+		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: args, ready: redisReady(port)}
+	}
+	s.Master, err = e.startNode(ctx, redisSpec(e.newNames("redis-master", 1)[0], ports[0], ""), o.Proxied)
+	if err != nil {
+		return nil, err
+	}
+	for i, rname := range e.newNames("redis-replica", replicas) {
+		upstream := s.Master.ServerAddr()
+		var link *Proxy
+		if o.ProxiedReplication {
+			if link, err = e.Proxy(rname+"-link", upstream); err != nil {
+				return nil, err
+			}
+			upstream = link.Addr()
+		}
+		n, err := e.startNode(ctx, redisSpec(rname, ports[1+i], upstream), o.Proxied)
+		if err != nil {
+			return nil, err
+		}
+		s.Replicas = append(s.Replicas, n)
+		s.ReplicationLinks = append(s.ReplicationLinks, link)
+	}
+	// Sentinels see the replicas in the master's INFO as soon as they
+	// connect when the links are up first; otherwise they wait for the
+	// next INFO, 10 s later.
+	if err := poll(ctx, ReadyTimeout, s.replicationUp); err != nil {
+		return nil, fmt.Errorf("compose: Sentinel replicas not in sync: %w", err)
+	}
+
+	initial := s.Master.ServerAddr()
+	for i, sname := range e.newNames("sentinel", sentinels) {
+		port := ports[1+replicas+i]
+		conf := filepath.Join(e.Dir, sname, "sentinel.conf")
+		sp := spec{name: sname, port: port, bin: sentinelBin, args: []string{conf}, ready: s.sentinelAnswers(port)}
+		sp.prepare = func(dir string) error {
+			// A sentinel rewrites its file with what it learns: keep it
+			// across Restart(true). A fresh one monitors the master the
+			// others report.
+			if _, err := os.Stat(conf); err == nil {
+				return nil
+			}
+			master := initial
+			askCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if cur, err := s.currentMaster(askCtx, sname); err == nil {
+				master = cur
+			}
+			host, mport, _ := net.SplitHostPort(master)
+			text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\n", port, dir) +
+				fmt.Sprintf("sentinel monitor %s %s %s %d\n", name, host, mport, s.quorum) +
+				fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", name, downAfter.Milliseconds()) +
+				fmt.Sprintf("sentinel failover-timeout %s %d\n", name, failoverTimeout.Milliseconds()) +
+				fmt.Sprintf("sentinel parallel-syncs %s 1\n", name)
+			return os.WriteFile(conf, []byte(text), 0o644)
+		}
+		n, err := e.startNode(ctx, sp, o.Proxied)
+		if err != nil {
+			return nil, err
+		}
+		s.Sentinels = append(s.Sentinels, n)
+	}
+	if err := poll(ctx, ReadyTimeout, s.sentinelsReady); err != nil {
+		return nil, fmt.Errorf("compose: sentinels of %s not ready: %w", name, err)
+	}
+	return s, nil
+}
+
+// orDefault returns v, or def when v is the zero value.
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// poll calls check every 50 ms until it returns nil, ctx ends or d passes;
+// the error then includes check's last error.
+func poll(ctx context.Context, d time.Duration, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		probeCtx, probeCancel := context.WithTimeout(ctx, time.Second)
+		last := check(probeCtx)
+		probeCancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// probeOptions are go-redis options for compose's own short probes.
+func probeOptions(addr string) *redis.Options {
+	return &redis.Options{
+		Addr: addr, MaxRetries: -1, PoolSize: 1, DisableIdentity: true,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+	}
+}
+
+// replicationUp answers nil when every replica reports its master link up.
+func (s *SentinelSet) replicationUp(ctx context.Context) error {
+	for _, r := range s.Replicas {
+		c := redis.NewClient(probeOptions(r.ServerAddr()))
+		info, err := c.Info(ctx, "replication").Result()
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.Name, err)
+		}
+		if !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("%s: master link not up", r.Name)
+		}
+	}
+	return nil
+}
+
+// sentinelAnswers is a sentinel's own readiness: it answers for the set.
+func (s *SentinelSet) sentinelAnswers(port int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c := redis.NewSentinelClient(probeOptions(addr(port)))
+		defer c.Close()
+		return c.GetMasterAddrByName(ctx, s.MasterName).Err()
+	}
+}
+
+// sentinelsReady answers nil when every sentinel reports the initial
+// master, sees every replica healthy and knows every other sentinel.
+func (s *SentinelSet) sentinelsReady(ctx context.Context) error {
+	want := s.Master.ServerAddr()
+	for _, sn := range s.Sentinels {
+		c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
+		err := func() error {
+			m, err := c.GetMasterAddrByName(ctx, s.MasterName).Result()
+			if err != nil {
+				return err
+			}
+			if got := net.JoinHostPort(m[0], m[1]); got != want {
+				return fmt.Errorf("reports master %s, want %s", got, want)
+			}
+			reps, err := c.Replicas(ctx, s.MasterName).Result()
+			if err != nil {
+				return err
+			}
+			seen := map[string]bool{}
+			for _, r := range reps {
+				if r["flags"] == "slave" && r["master-link-status"] == "ok" {
+					seen[r["name"]] = true
+				}
+			}
+			for _, r := range s.Replicas {
+				if !seen[r.ServerAddr()] {
+					return fmt.Errorf("does not see replica %s in sync", r.ServerAddr())
+				}
+			}
+			peers, err := c.Sentinels(ctx, s.MasterName).Result()
+			if err != nil {
+				return err
+			}
+			if len(peers) != len(s.Sentinels)-1 {
+				return fmt.Errorf("knows %d other sentinels, want %d", len(peers), len(s.Sentinels)-1)
+			}
+			return nil
+		}()
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", sn.Name, err)
+		}
+	}
+	return nil
+}
+
+// SentinelAddrs returns the addresses clients should ask for the master
+// (the sentinels' proxies when the set is Proxied).
+func (s *SentinelSet) SentinelAddrs() []string {
+	addrs := make([]string, len(s.Sentinels))
+	for i, n := range s.Sentinels {
+		addrs[i] = n.Addr()
+	}
+	return addrs
+}
+
+// Nodes returns the Redis nodes of the set: the initial master, then the
+// replicas.
+func (s *SentinelSet) Nodes() []*Node {
+	return append([]*Node{s.Master}, s.Replicas...)
+}
+
+// Node returns the Redis node or sentinel whose server or client address
+// is addr, such as an address CurrentMaster returned, or nil.
+func (s *SentinelSet) Node(addr string) *Node {
+	for _, n := range append(s.Nodes(), s.Sentinels...) {
+		if n.ServerAddr() == addr || n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// Dial connects to addr, or to the proxy in front of the node at addr when
+// the set is Proxied. Sentinels report the servers' own addresses; use
+// Dial as go-redis's Options.Dialer (or FailoverOptions.Dialer) to reach
+// them through their proxies, so that node faults apply to the client.
+func (s *SentinelSet) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if n := s.Node(addr); n != nil {
+		addr = n.Addr()
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// CurrentMaster asks the sentinels, in order, for the master's address
+// (the server's own) and returns the first answer.
+func (s *SentinelSet) CurrentMaster(ctx context.Context) (string, error) {
+	return s.currentMaster(ctx, "")
+}
+
+// currentMaster is CurrentMaster without asking the sentinel named skip.
+// It dials addresses only, so a sentinel's prepare may call it.
+func (s *SentinelSet) currentMaster(ctx context.Context, skip string) (string, error) {
+	var errs []error
+	for _, sn := range s.Sentinels {
+		if sn.Name == skip {
+			continue
+		}
+		c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
+		m, err := c.GetMasterAddrByName(ctx, s.MasterName).Result()
+		c.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", sn.Name, err))
+			continue
+		}
+		return net.JoinHostPort(m[0], m[1]), nil
+	}
+	if len(errs) == 0 {
+		return "", fmt.Errorf("compose: no sentinel to ask for master %s", s.MasterName)
+	}
+	return "", fmt.Errorf("compose: master %s: %w", s.MasterName, errors.Join(errs...))
+}
+
+// Failover makes the sentinels promote a replica now (SENTINEL FAILOVER,
+// which needs no agreement), and waits until they report a new master
+// that answers ROLE as a master. It returns the new master's address.
+// ctx bounds the wait; without a deadline it is one minute.
+func (s *SentinelSet) Failover(ctx context.Context) (string, error) {
+	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
+	defer cancel()
+	old, err := s.CurrentMaster(ctx)
+	if err != nil {
+		return "", err
+	}
+	// A sentinel refuses (NOGOODSLAVE, INPROG) until it sees a promotable
+	// replica and no failover is running: try them in turn until one
+	// accepts.
+	err = poll(ctx, time.Minute, func(ctx context.Context) error {
+		var errs []error
+		for _, sn := range s.Sentinels {
+			c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
+			err := c.Failover(ctx, s.MasterName).Err()
+			c.Close()
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", sn.Name, err))
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		return "", fmt.Errorf("compose: SENTINEL FAILOVER %s: %w", s.MasterName, err)
+	}
+	return s.AwaitNewMaster(ctx, old)
+}
+
+// AwaitNewMaster waits until every sentinel that answers (a majority at
+// least) reports the same master other than old, and that master answers
+// ROLE as a master; it returns its address. Use it after killing or
+// partitioning the master to wait for the automatic failover. ctx bounds
+// the wait; without a deadline it is one minute.
+func (s *SentinelSet) AwaitNewMaster(ctx context.Context, old string) (string, error) {
+	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
+	defer cancel()
+	var master string
+	err := poll(ctx, time.Minute, func(ctx context.Context) error {
+		agreed, answers := "", 0
+		for _, sn := range s.Sentinels {
+			c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
+			m, err := c.GetMasterAddrByName(ctx, s.MasterName).Result()
+			c.Close()
+			if err != nil {
+				continue // down or paused: its view does not count
+			}
+			got := net.JoinHostPort(m[0], m[1])
+			if got == old {
+				return fmt.Errorf("%s still reports master %s", sn.Name, old)
+			}
+			if agreed != "" && got != agreed {
+				return fmt.Errorf("sentinels disagree: %s and %s", agreed, got)
+			}
+			agreed = got
+			answers++
+		}
+		if answers < s.quorum {
+			return fmt.Errorf("%d sentinels answer, want %d", answers, s.quorum)
+		}
+		c := redis.NewClient(probeOptions(agreed))
+		role, err := c.Do(ctx, "ROLE").Slice()
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("ROLE at %s: %w", agreed, err)
+		}
+		if len(role) == 0 || role[0] != "master" {
+			return fmt.Errorf("%s is not a master yet (ROLE %v)", agreed, role)
+		}
+		master = agreed
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("compose: no new master for %s after %s: %w", s.MasterName, old, err)
+	}
+	return master, nil
+}
+
+// withDefaultTimeout bounds ctx by d unless it already has a deadline.
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

@@ -1,0 +1,175 @@
+package compose_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/compose"
+)
+
+func startSentinel(t *testing.T, o compose.SentinelOptions) *compose.SentinelSet {
+	t.Helper()
+	s, err := compose.ForTest(t).Sentinel(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Sentinels) != 3 || len(s.Replicas) != max(o.Replicas, 1) || s.MasterName == "" {
+		t.Fatalf("set has %d sentinels, %d replicas, master name %q", len(s.Sentinels), len(s.Replicas), s.MasterName)
+	}
+	return s
+}
+
+// waitReplicated waits until n replicas have acknowledged every write the
+// master had received, and fails if they do not within a second.
+func waitReplicated(t *testing.T, master *redis.Client, n int) {
+	t.Helper()
+	got, err := master.Wait(context.Background(), n, time.Second).Result()
+	if err != nil || got < int64(n) {
+		t.Fatalf("WAIT %d = %d, %v", n, got, err)
+	}
+}
+
+func TestSentinelReplicates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := startSentinel(t, compose.SentinelOptions{Replicas: 2})
+	if got, err := s.CurrentMaster(ctx); err != nil || got != s.Master.ServerAddr() {
+		t.Fatalf("CurrentMaster = %q, %v; want %s", got, err, s.Master.ServerAddr())
+	}
+	m := client(t, s.Master.Addr())
+	if err := m.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(t, m, 2)
+	for _, r := range s.Replicas {
+		if v, err := client(t, r.Addr()).Get(ctx, "k").Result(); err != nil || v != "v" {
+			t.Fatalf("GET k on %s = %q, %v; want v", r.Name, v, err)
+		}
+	}
+	if s.Node(s.Replicas[1].ServerAddr()) != s.Replicas[1] || s.Node("127.0.0.1:1") != nil {
+		t.Fatal("Node does not map addresses to nodes")
+	}
+	if s.ReplicationLinks[0] != nil {
+		t.Fatal("a replication link without ProxiedReplication")
+	}
+}
+
+// TestSentinelFailover also runs the set behind proxies, with a go-redis
+// FailoverClient that follows the failover and dials through s.Dial.
+func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := startSentinel(t, compose.SentinelOptions{Proxied: true})
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: s.MasterName, SentinelAddrs: s.SentinelAddrs(), Dialer: s.Dial,
+		MaxRetries: 20, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
+	})
+	t.Cleanup(func() { fc.Close() })
+	if err := fc.Set(ctx, "k", "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	old := s.Master.ServerAddr()
+	got, err := s.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == old || got != s.Replicas[0].ServerAddr() {
+		t.Fatalf("Failover promoted %s, want the replica %s", got, s.Replicas[0].ServerAddr())
+	}
+	if cur, err := s.CurrentMaster(ctx); err != nil || cur != got {
+		t.Fatalf("CurrentMaster after Failover = %q, %v; want %s", cur, err, got)
+	}
+	if err := client(t, s.Replicas[0].Addr()).Set(ctx, "k", "v2", 0).Err(); err != nil {
+		t.Fatalf("SET on the new master: %v", err)
+	}
+	// The client finds the new master (after a READONLY error from the
+	// demoted one at most) and reaches it through its proxy: partitioning
+	// that proxy cuts the client off.
+	if v, err := fc.Get(ctx, "k").Result(); err != nil || v != "v2" {
+		t.Fatalf("GET k through the failover client = %q, %v; want v2", v, err)
+	}
+	if err := s.Replicas[0].Partition(); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := fc.Get(short, "k").Err(); err == nil {
+		t.Fatal("GET answered across a partition: the client bypassed the proxy")
+	}
+}
+
+func TestSentinelKillMaster(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := startSentinel(t, compose.SentinelOptions{})
+	if err := s.Master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got, err := s.AwaitNewMaster(ctx, s.Master.ServerAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("automatic failover took %v", time.Since(start))
+	if n := s.Node(got); n != s.Replicas[0] {
+		t.Fatalf("the sentinels promoted %s, want the replica %s", got, s.Replicas[0].ServerAddr())
+	}
+}
+
+// TestSentinelLostWrite is the Redis lost-write failover: a key written to
+// the master while replication is held back is not on the replica, and
+// when the master dies the sentinels promote the replica without it.
+func TestSentinelLostWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := startSentinel(t, compose.SentinelOptions{ProxiedReplication: true})
+	link := s.ReplicationLinks[0]
+	if link == nil || link.Upstream != s.Master.ServerAddr() {
+		t.Fatalf("replication link = %+v, want a proxy to the master", link)
+	}
+	m := client(t, s.Master.Addr())
+	r := client(t, s.Replicas[0].Addr())
+	if err := m.Set(ctx, "before", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(t, m, 1)
+
+	if err := link.Partition(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Set(ctx, "lock", "client-1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Wait(ctx, 1, 300*time.Millisecond).Result(); err != nil || got != 0 {
+		t.Fatalf("WAIT across a partitioned link = %d, %v; want 0 replicas", got, err)
+	}
+	if err := r.Get(ctx, "lock").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET lock on the replica = %v; want redis.Nil (not replicated)", err)
+	}
+
+	if err := s.Master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.AwaitNewMaster(ctx, s.Master.ServerAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != s.Replicas[0].ServerAddr() {
+		t.Fatalf("promoted %s, want %s", got, s.Replicas[0].ServerAddr())
+	}
+	if v, err := r.Get(ctx, "before").Result(); err != nil || v != "v" {
+		t.Fatalf("a replicated key was lost: %q, %v", v, err)
+	}
+	if err := r.Get(ctx, "lock").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET lock on the promoted replica = %v; want the write lost", err)
+	}
+	// A second client now takes the lock the first one holds.
+	if ok, err := r.SetNX(ctx, "lock", "client-2", 0).Result(); err != nil || !ok {
+		t.Fatalf("SETNX lock on the new master = %v, %v; want true", ok, err)
+	}
+}
