@@ -1,0 +1,269 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ZooKeeperOptions configures a ZooKeeper ensemble.
+type ZooKeeperOptions struct {
+	// TickTime is ZooKeeper's unit of time; 0 means 200 ms. Sessions may
+	// last from 2 ticks to 60 s, so a small tick makes session-expiry
+	// tests fast. initLimit is 10 ticks and syncLimit 5.
+	TickTime time.Duration
+	// Proxied starts each server behind a Proxy for its clients (the
+	// servers reach each other directly), so that clients can be cut off
+	// from, or slowed to, any of them.
+	Proxied bool
+	// NoFsync sets forceSync=no: a server does not wait for its
+	// transaction log to reach the disk. A killed process loses nothing
+	// (the kernel keeps the data), only a machine crash would.
+	NoFsync bool
+	// LogLevel is the log4j level of the servers' logs; "" means WARN.
+	LogLevel string
+	// JVMFlags replace the default JVM flags, which favour a fast start
+	// and a small heap (C1 compiler only, serial GC, 256 MB) over peak
+	// throughput; pass e.g. {"-Xmx1g"} for benchmarks.
+	JVMFlags []string
+}
+
+// Java is the java binary that runs ZooKeeper.
+var Java = "java"
+
+// ZooKeeperClasspath is the classpath of a ZooKeeper server: Debian's
+// package (whose jar names its other dependencies in its manifest) and a
+// log4j binding for slf4j, so that the servers log.
+var ZooKeeperClasspath = []string{
+	"/etc/zookeeper/conf",
+	"/usr/share/java/zookeeper.jar",
+	"/usr/share/java/slf4j-log4j12.jar",
+	"/usr/share/java/log4j-1.2.jar",
+}
+
+// zkDefaultJVMFlags start a server in under a second on a small machine.
+var zkDefaultJVMFlags = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:-UsePerfData"}
+
+// Ensemble is a ZooKeeper ensemble: one standalone server or an odd number
+// of servers electing a leader.
+type Ensemble struct {
+	// Nodes are the servers; Nodes[i] has myid i+1.
+	Nodes []*Node
+}
+
+// ZooKeeper starts an ensemble of n servers (n odd; 1 runs a standalone
+// server) and waits until each serves clients: it reports its mode
+// (standalone, leader or follower) to the srvr command, which a server
+// does only once it has joined a quorum.
+func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemble, error) {
+	if n < 1 || n%2 == 0 {
+		return nil, fmt.Errorf("compose: %d ZooKeeper servers: want an odd number, at least 1", n)
+	}
+	tick := orDefault(o.TickTime, 200*time.Millisecond)
+	if tick < time.Millisecond {
+		return nil, fmt.Errorf("compose: ZooKeeper tick time %v: want at least 1ms", o.TickTime)
+	}
+	level := orDefault(o.LogLevel, "WARN")
+	switch strings.ToUpper(level) {
+	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF":
+	default:
+		return nil, fmt.Errorf("compose: ZooKeeper log level %q: want TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF", level)
+	}
+	java, err := exec.LookPath(Java)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w (ZooKeeper needs Java: make deps)", err)
+	}
+	for _, p := range ZooKeeperClasspath {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("compose: ZooKeeper classpath entry %s: %w (install Debian's zookeeper: make deps)", p, err)
+		}
+	}
+	ports, err := freePorts(3 * n) // client, peer, election
+	if err != nil {
+		return nil, err
+	}
+	names := e.newNames("zookeeper", n)
+	var servers strings.Builder
+	if n > 1 {
+		for i := range n {
+			fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d\n", i+1, ports[3*i+1], ports[3*i+2])
+		}
+	}
+	jvm := o.JVMFlags
+	if jvm == nil {
+		jvm = zkDefaultJVMFlags
+	}
+	specs := make([]spec, n)
+	for i, name := range names {
+		dir := filepath.Join(e.Dir, name)
+		client := ports[3*i]
+		args := append(append([]string(nil), jvm...),
+			"-Djava.net.preferIPv4Stack=true",
+			"-Dzookeeper.jmx.log4j.disable=true",
+			"-Dlog4j.configuration=file:"+filepath.Join(dir, "log4j.properties"),
+			"-cp", strings.Join(ZooKeeperClasspath, string(os.PathListSeparator)),
+			"org.apache.zookeeper.server.quorum.QuorumPeerMain",
+			filepath.Join(dir, "zoo.cfg"))
+		cfg := zkConfig(dir, client, tick, o.NoFsync) + servers.String()
+		log4j := "log4j.rootLogger=" + strings.ToUpper(level) + ", CONSOLE\n" +
+			"log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n" +
+			"log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n" +
+			"log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n\n"
+		myid := strconv.Itoa(i + 1)
+		specs[i] = spec{
+			name: name, port: client, bin: java, args: args,
+			// Written before every start, so that a server restarted
+			// without its data still knows who it is.
+			prepare: func(dir string) error {
+				for f, text := range map[string]string{"myid": myid + "\n", "zoo.cfg": cfg, "log4j.properties": log4j} {
+					if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			ready: func(ctx context.Context) error {
+				_, err := zkMode(ctx, addr(client))
+				return err
+			},
+		}
+	}
+	nodes, err := e.startNodes(ctx, specs, o.Proxied)
+	if err != nil {
+		return nil, err
+	}
+	return &Ensemble{Nodes: nodes}, nil
+}
+
+// zkConfig is a server's zoo.cfg without its server.N lines.
+func zkConfig(dir string, client int, tick time.Duration, noFsync bool) string {
+	ms := tick.Milliseconds()
+	cfg := fmt.Sprintf(`tickTime=%d
+initLimit=10
+syncLimit=5
+dataDir=%s
+clientPort=%d
+clientPortAddress=127.0.0.1
+minSessionTimeout=%d
+maxSessionTimeout=60000
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,mntr,stat
+autopurge.purgeInterval=0
+`, ms, dir, client, 2*ms)
+	if noFsync {
+		cfg += "forceSync=no\n"
+	}
+	return cfg
+}
+
+// Addrs returns the addresses clients should connect to (the proxies when
+// the ensemble is Proxied).
+func (z *Ensemble) Addrs() []string {
+	addrs := make([]string, len(z.Nodes))
+	for i, n := range z.Nodes {
+		addrs[i] = n.Addr()
+	}
+	return addrs
+}
+
+// Mode asks a server what it is: "standalone", "leader", "follower" or
+// "observer". A server that is not serving (electing, or not in a quorum)
+// answers with an error.
+func (z *Ensemble) Mode(ctx context.Context, n *Node) (string, error) {
+	mode, err := zkMode(ctx, n.ServerAddr())
+	if err != nil {
+		return "", fmt.Errorf("compose: mode of %s: %w", n.Name, err)
+	}
+	return mode, nil
+}
+
+// Leader returns the server that leads the ensemble (the standalone
+// server when there is one). Servers that do not answer — killed or
+// paused — are skipped; it is an error if none leads.
+func (z *Ensemble) Leader(ctx context.Context) (*Node, error) {
+	var errs []error
+	for _, n := range z.Nodes {
+		probe, cancel := context.WithTimeout(ctx, time.Second)
+		mode, err := z.Mode(probe, n)
+		cancel()
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case mode == "leader" || mode == "standalone":
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("compose: no ZooKeeper leader: %w", errors.Join(errs...))
+}
+
+// AwaitLeader waits until a server other than old (which may be nil)
+// leads the ensemble and returns it: what a leader-kill fault waits for.
+// ctx bounds the wait; without a deadline it is one minute.
+func (z *Ensemble) AwaitLeader(ctx context.Context, old *Node) (*Node, error) {
+	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
+	defer cancel()
+	var leader *Node
+	err := poll(ctx, time.Minute, func(ctx context.Context) error {
+		l, err := z.Leader(ctx)
+		if err != nil {
+			return err
+		}
+		if l == old {
+			return fmt.Errorf("%s still leads", l.Name)
+		}
+		leader = l
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compose: no new ZooKeeper leader: %w", err)
+	}
+	return leader, nil
+}
+
+// zkMode sends srvr to the server at addr and returns the mode it reports.
+func zkMode(ctx context.Context, addr string) (string, error) {
+	out, err := fourLetterWord(ctx, addr, "srvr")
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(out) {
+		if mode, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(mode), nil
+		}
+	}
+	return "", fmt.Errorf("srvr at %s: no mode in %q", addr, strings.TrimSpace(out))
+}
+
+// fourLetterWord sends a ZooKeeper four-letter command and returns the
+// reply, which ends when the server closes the connection.
+func fourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Second)
+	}
+	if err := conn.SetDeadline(deadline); err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(conn, cmd); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		return "", fmt.Errorf("%s at %s: %w", cmd, addr, err)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,146 @@
+package compose_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockbench/lockbench/compose"
+)
+
+type zkNoLog struct{}
+
+func (zkNoLog) Printf(string, ...any) {}
+
+func zkConnect(t *testing.T, addrs []string) *zk.Conn {
+	t.Helper()
+	c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zkNoLog{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// zkRetry retries op while the client reconnects (a leader election, a
+// server that just restarted), for up to 20 s.
+func zkRetry(t *testing.T, what string, op func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := op()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrSessionMoved) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %v after 20s", what, err)
+		}
+	}
+}
+
+func zkCreate(t *testing.T, c *zk.Conn, path string) {
+	t.Helper()
+	zkRetry(t, "create "+path, func() error {
+		_, err := c.Create(path, []byte("v"), 0, zk.WorldACL(zk.PermAll))
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil // a retry after the first attempt succeeded
+		}
+		return err
+	})
+}
+
+func zkExists(t *testing.T, c *zk.Conn, path string) bool {
+	t.Helper()
+	var ok bool
+	zkRetry(t, "exists "+path, func() (err error) {
+		ok, _, err = c.Exists(path)
+		return err
+	})
+	return ok
+}
+
+func TestZooKeeperStandalone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := compose.ForTest(t)
+	z, err := env.ZooKeeper(ctx, 1, compose.ZooKeeperOptions{Proxied: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(z.Nodes) != 1 || z.Addrs()[0] != z.Nodes[0].Proxy().Addr() {
+		t.Fatalf("ensemble %v: want one node reached through its proxy", z.Addrs())
+	}
+	if l, err := z.Leader(ctx); err != nil || l != z.Nodes[0] {
+		t.Fatalf("Leader = %v, %v; want the standalone server", l, err)
+	}
+	c := zkConnect(t, z.Addrs())
+	zkCreate(t, c, "/lock")
+	if !zkExists(t, c, "/lock") {
+		t.Fatal("/lock does not exist after Create")
+	}
+}
+
+func TestZooKeeperBadSize(t *testing.T) {
+	env := compose.ForTest(t)
+	for _, n := range []int{0, 2, -1} {
+		if _, err := env.ZooKeeper(context.Background(), n, compose.ZooKeeperOptions{}); err == nil {
+			t.Errorf("ZooKeeper(%d) succeeded", n)
+		}
+	}
+}
+
+func TestZooKeeperLeaderKillRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := compose.ForTest(t)
+	z, err := env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, err := z.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := zkConnect(t, z.Addrs())
+	zkCreate(t, c, "/before")
+
+	if err := leader.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	next, err := z.AwaitLeader(ctx, leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s killed, %s elected in %v", leader.Name, next.Name, time.Since(start))
+	zkCreate(t, c, "/after")
+
+	// The old leader comes back with its data, as a follower, and has
+	// caught up with what was written while it was down.
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keepData=%v", keep), func(t *testing.T) {
+			if err := leader.Restart(ctx, keep); err != nil {
+				t.Fatal(err)
+			}
+			if mode, err := z.Mode(ctx, leader); err != nil || mode != "follower" {
+				t.Fatalf("restarted old leader: mode %q, %v; want follower", mode, err)
+			}
+			only := zkConnect(t, []string{leader.Addr()})
+			for _, p := range []string{"/before", "/after"} {
+				// A follower may serve a read before it has applied the
+				// latest writes; sync first, as a client must.
+				zkRetry(t, "sync", func() error { _, err := only.Sync(p); return err })
+				if !zkExists(t, only, p) {
+					t.Fatalf("%s missing on the restarted server", p)
+				}
+			}
+		})
+	}
+}
