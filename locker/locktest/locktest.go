@@ -28,7 +28,9 @@ import (
 
 // Opener returns a new Locker on the backend under test. Every call must
 // return an independent client, with its own connections, as separate
-// processes would have; the suite closes it.
+// processes would have. The suite closes it, and its Close must release
+// everything the Opener made (its clients too): the suite checks that no
+// goroutine is left behind.
 type Opener func(t testing.TB) locker.Locker
 
 // Option tunes the suite for a backend.

@@ -1,0 +1,458 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lockbench/lockbench/locker"
+)
+
+// Acquire implements locker.Locker. Goroutines of this Redlock that want
+// the same key queue for it in FIFO order; the one at the head retries
+// until ctx ends, waking at once when the key is released anywhere (the
+// release script publishes it) rather than sleeping through its backoff.
+func (r *Redlock) Acquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
+	o, err := r.resolve(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.queue.enter(ctx, key, r.life); err != nil {
+		return nil, fmt.Errorf("acquire %q: %w", key, err)
+	}
+	a := r.newAttempt(key, o)
+	defer a.unwatch()
+	lease, err := locker.Retry(ctx, o.Retry, a.wake, func(ctx context.Context) (locker.Lease, error) {
+		lease, err := a.run(ctx)
+		if errors.Is(err, locker.ErrNotAcquired) {
+			a.watch() // from now on, wake on releases
+		}
+		return lease, err
+	})
+	if err != nil {
+		r.queue.leave(key)
+		return nil, err
+	}
+	return lease, nil
+}
+
+// TryAcquire implements locker.Locker: one attempt, and ErrNotAcquired
+// at once if another goroutine of this Redlock holds or awaits the key.
+func (r *Redlock) TryAcquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
+	o, err := r.resolve(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !r.queue.tryEnter(key) {
+		return nil, fmt.Errorf("%w: %q is held by this process", locker.ErrNotAcquired, key)
+	}
+	a := r.newAttempt(key, o)
+	defer a.unwatch()
+	lease, err := a.run(ctx)
+	if err != nil {
+		r.queue.leave(key)
+		return nil, err
+	}
+	return lease, nil
+}
+
+// resolve checks the key and options, and that the Redlock is open.
+func (r *Redlock) resolve(key string, opts []locker.Option) (locker.Options, error) {
+	o, err := locker.Resolve(key, opts...)
+	if err != nil {
+		return o, err
+	}
+	if o.TTL < time.Millisecond {
+		return o, locker.Invalidf("TTL %v for key %q: Redis expires in whole milliseconds", o.TTL, key)
+	}
+	if r.o.quarantine && o.TTL > r.o.maxTTL {
+		return o, locker.Invalidf("TTL %v for key %q: above the max TTL %v that the restart quarantine covers (see WithMaxTTL)", o.TTL, key, r.o.maxTTL)
+	}
+	return o, r.closed()
+}
+
+// Per-node outcome of one attempt.
+const (
+	notAsked uint8 = iota
+	granted        // the node set the key for us and may vote
+	held           // the key has another value there
+	excluded       // the node may not vote now (quarantine)
+	failed         // unreachable, timed out, or an error reply
+)
+
+// attempt is one Acquire's state across its tries.
+type attempt struct {
+	r     *Redlock
+	key   string
+	o     locker.Options
+	value string
+	start time.Time
+	calls []call
+	state []uint8
+	token []int64
+	set   []bool  // we may have set the key there: release it on failure
+	cause []error // why a node failed or was excluded
+	admit []string
+
+	// contended: an earlier try lost, so try the priority node alone
+	// first; losers then cost one command instead of a round on every
+	// node, and nobody splits the vote.
+	contended bool
+	wake      chan struct{}
+	stop      func()
+}
+
+func (r *Redlock) newAttempt(key string, o locker.Options) *attempt {
+	n := len(r.nodes)
+	return &attempt{
+		r: r, key: key, o: o,
+		calls: r.newCalls(r.nodes),
+		state: make([]uint8, n), token: make([]int64, n), set: make([]bool, n),
+		cause: make([]error, n), admit: make([]string, n),
+		wake: make(chan struct{}, 1),
+	}
+}
+
+// watch subscribes to the key's releases, once.
+func (a *attempt) watch() {
+	if a.stop == nil {
+		a.stop = a.r.notify.watch(a.key, a.wake)
+	}
+}
+
+func (a *attempt) unwatch() {
+	if a.stop != nil {
+		a.stop()
+	}
+}
+
+// run makes one try: it asks the nodes for the key, and either returns
+// a lease held on a majority within its validity, or releases whatever
+// it got and returns an error wrapping locker.ErrNotAcquired.
+func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
+	if err := a.r.closed(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a.value = newValue()
+	a.start = time.Now()
+	clear(a.state)
+	clear(a.set)
+	clear(a.cause)
+	clear(a.admit)
+
+	if p := a.priority(); a.contended && p >= 0 {
+		a.ask(ctx, func(i int) bool { return i == p })
+		if a.state[p] == held {
+			return nil, a.fail(ctx, "")
+		}
+		// Granted, or the priority node failed: ask the others.
+		a.ask(ctx, func(i int) bool { return i != p })
+	} else {
+		a.ask(ctx, func(int) bool { return true })
+	}
+	if a.count(granted) < a.r.quorum && a.splitWon() {
+		a.claim(ctx)
+	}
+	a.admitNodes(ctx)
+	if a.count(granted) < a.r.quorum {
+		return nil, a.fail(ctx, "")
+	}
+	token, err := a.fence(ctx)
+	if err != nil {
+		return nil, a.fail(ctx, err.Error())
+	}
+	validUntil := a.start.Add(a.o.TTL - a.driftAllowance())
+	if !time.Now().Before(validUntil) {
+		return nil, a.fail(ctx, fmt.Sprintf("validity exhausted: the grant took %v of a %v TTL", time.Since(a.start).Round(time.Microsecond), a.o.TTL))
+	}
+	h := &hold{r: a.r, key: a.key, value: a.value}
+	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.o.fencing, ValidUntil: validUntil}
+	return locker.NewLease(a.r.life, h, g, a.o), nil
+}
+
+// driftAllowance is TTL×drift + 2 ms, what validity loses to clock drift.
+func (a *attempt) driftAllowance() time.Duration {
+	return time.Duration(float64(a.o.TTL)*a.r.o.drift) + 2*time.Millisecond
+}
+
+// priority returns the first node, in the canonical order every client
+// shares, that this client believes can vote, or -1.
+func (a *attempt) priority() int {
+	now := time.Now()
+	for i, n := range a.r.nodes {
+		n.mu.Lock()
+		ok := n.health.admitted && !now.Before(n.downUntil)
+		n.mu.Unlock()
+		if ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// splitWon reports a split vote that this client should finish: nobody
+// has a majority, this client holds the first node that answered (the
+// tie-breaker every client agrees on), and the nodes held by others could
+// still make up its quorum once their holders, who lost the tie-breaker,
+// release them.
+func (a *attempt) splitWon() bool {
+	g, h := a.count(granted), a.count(held)
+	if g+h < a.r.quorum || h >= a.r.quorum {
+		return false
+	}
+	for i := range a.state {
+		switch a.state[i] {
+		case granted:
+			return true
+		case held:
+			return false
+		}
+	}
+	return false
+}
+
+// claim re-asks the nodes held by others after a won split vote, waking
+// when they are released, for a bounded share of the TTL.
+func (a *attempt) claim(ctx context.Context) {
+	a.watch()
+	budget := a.start.Add(min(a.o.TTL/2, 20*a.r.timeout(a.o.TTL)))
+	backoff := 250 * time.Microsecond
+	timer := time.NewTimer(backoff)
+	defer timer.Stop()
+	for a.count(granted) < a.r.quorum && a.count(granted)+a.count(held) >= a.r.quorum {
+		if !time.Now().Add(backoff).Before(budget) {
+			return
+		}
+		timer.Reset(backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.wake:
+		case <-timer.C:
+		}
+		backoff = min(2*backoff, 4*time.Millisecond)
+		a.ask(ctx, func(i int) bool { return a.state[i] == held })
+	}
+}
+
+// ask sends the acquire script to the nodes for which which(i) holds and
+// records what each answered.
+func (a *attempt) ask(ctx context.Context, which func(int) bool) {
+	r := a.r
+	ttlMS := strconv.FormatInt(a.o.TTL.Milliseconds(), 10)
+	now := time.Now()
+	for i := range a.calls {
+		a.calls[i].skip = !which(i)
+		a.calls[i].extra = r.o.waitTimeout
+	}
+	exchange(ctx, a.calls, r.timeout(a.o.TTL), func(i int, c *call) {
+		b := c.conn.buf
+		if r.o.quarantine && c.node.needInfo(now) {
+			b = appendCommand(b, "INFO", "server")
+			b = appendCommand(b, "GET", markerKey)
+			c.info, c.want = true, 2
+		}
+		b = appendArray(b, 11)
+		b = appendBulk(b, "EVALSHA")
+		b = appendBulk(b, acquireScript.sha)
+		b = appendBulk(b, "3")
+		b = appendBulk(b, a.key)
+		b = appendBulk(b, a.key+tokenSuffix)
+		b = appendBulk(b, markerKey)
+		b = appendBulk(b, a.value)
+		b = appendBulk(b, ttlMS)
+		b = appendBulk(b, flag(r.o.quarantine))
+		b = appendBulk(b, flag(r.o.fencing))
+		b = appendBulk(b, flag(r.o.clockFloor))
+		c.want++
+		if r.o.waitReplicas > 0 {
+			b = appendCommand(b, "WAIT", strconv.Itoa(r.o.waitReplicas), strconv.FormatInt(r.o.waitTimeout.Milliseconds(), 10))
+			c.want++
+		}
+		c.conn.buf = b
+	})
+	for i := range a.calls {
+		c := &a.calls[i]
+		if c.skip {
+			continue
+		}
+		a.record(i, c, now)
+	}
+}
+
+// record turns node i's replies into its outcome.
+func (a *attempt) record(i int, c *call, now time.Time) {
+	r := a.r
+	a.set[i] = true // a request that timed out may still have set the key
+	if c.err != nil {
+		a.state[i], a.cause[i] = failed, c.nodeErr()
+		return
+	}
+	k := 0
+	if c.info {
+		runID, err := c.node.observe(c.rep[0], c.rep[1], now, r.o.maxTTL, false)
+		if err != nil {
+			a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
+			return
+		}
+		a.admit[i] = runID
+		k = 2
+	}
+	rep := c.rep[k]
+	if err := rep.err(); err != nil {
+		a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
+		return
+	}
+	switch {
+	case rep.n == -2:
+		c.node.suspect()
+		a.state[i], a.set[i] = excluded, false
+		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errors.New("lost its data (no marker): quarantined")}
+		return
+	case rep.n == -1:
+		a.state[i], a.set[i] = held, false
+		return
+	}
+	a.token[i] = rep.n
+	if r.o.waitReplicas > 0 {
+		if w := c.rep[k+1]; w.err() != nil || w.n < int64(r.o.waitReplicas) {
+			a.state[i] = failed
+			a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: fmt.Errorf("WAIT: %d of %d replicas acknowledged in %v (%v)", w.n, r.o.waitReplicas, r.o.waitTimeout, w.err())}
+			return
+		}
+	}
+	if !c.node.votes() {
+		a.state[i] = excluded
+		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: fmt.Errorf("restarted: quarantined until %s", c.node.quarantinedUntil().Format(time.RFC3339Nano))}
+		return
+	}
+	a.state[i] = granted
+}
+
+func (a *attempt) count(s uint8) int {
+	n := 0
+	for _, x := range a.state {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// admitNodes writes the marker on the nodes whose quarantine this round
+// found over (rare: once per node restart).
+func (a *attempt) admitNodes(ctx context.Context) {
+	for _, id := range a.admit {
+		if id != "" {
+			_ = a.r.admit(ctx, a.calls, a.admit)
+			return
+		}
+	}
+}
+
+// fence returns the lease's token: the highest the granting nodes
+// returned, written back until a majority of nodes has it.
+func (a *attempt) fence(ctx context.Context) (int64, error) {
+	if !a.r.o.fencing {
+		return 0, nil
+	}
+	var top int64
+	for i, s := range a.state {
+		if s == granted {
+			top = max(top, a.token[i])
+		}
+	}
+	have := 0
+	for i, s := range a.state {
+		if s == granted && a.token[i] == top {
+			have++
+		}
+	}
+	if have >= a.r.quorum {
+		return top, nil
+	}
+	// Raise the granting nodes that returned less.
+	for i := range a.calls {
+		a.calls[i].skip = !(a.state[i] == granted && a.token[i] < top)
+		a.calls[i].extra = 0
+	}
+	topStr := strconv.FormatInt(top, 10)
+	exchange(ctx, a.calls, a.r.timeout(a.o.TTL), func(_ int, c *call) {
+		c.conn.buf = appendCommand(c.conn.buf, "EVALSHA", raiseScript.sha, "1", a.key+tokenSuffix, topStr)
+		c.want = 1
+	})
+	var errs []error
+	for i := range a.calls {
+		c := &a.calls[i]
+		if c.skip {
+			continue
+		}
+		if c.err == nil {
+			c.err = c.rep[0].err()
+		}
+		if c.err != nil {
+			errs = append(errs, c.nodeErr())
+			continue
+		}
+		have++
+	}
+	if have < a.r.quorum {
+		return 0, fmt.Errorf("fencing token %d reached %d nodes, quorum %d: %w", top, have, a.r.quorum, errors.Join(errs...))
+	}
+	return top, nil
+}
+
+// fail releases whatever the try may have set and returns the error that
+// explains the refusal, naming each failing node.
+func (a *attempt) fail(ctx context.Context, why string) error {
+	release := false
+	for _, s := range a.set {
+		release = release || s
+	}
+	if release {
+		for i := range a.calls {
+			a.calls[i].skip = !a.set[i]
+			a.calls[i].extra = 0
+		}
+		a.r.release(context.WithoutCancel(ctx), a.calls, a.key, a.value, a.o.TTL)
+	}
+	a.contended = true
+	g, h := a.count(granted), a.count(held)
+	if why == "" {
+		why = fmt.Sprintf("%d of %d nodes granted, quorum %d", g, len(a.state), a.r.quorum)
+		if h > 0 {
+			why += fmt.Sprintf("; held by another client on %d", h)
+		}
+	}
+	var causes []error
+	for _, c := range a.cause {
+		if c != nil {
+			causes = append(causes, c)
+		}
+	}
+	if len(causes) == 0 {
+		return fmt.Errorf("%w: %q: %s", locker.ErrNotAcquired, a.key, why)
+	}
+	return fmt.Errorf("%w: %q: %s: %w", locker.ErrNotAcquired, a.key, why, errors.Join(causes...))
+}
+
+// newValue returns a fresh 128-bit random lock value, hex-encoded.
+func newValue() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+func flag(on bool) string {
+	if on {
+		return "1"
+	}
+	return "0"
+}

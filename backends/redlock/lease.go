@@ -1,0 +1,114 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockbench/lockbench/locker"
+)
+
+// hold is the Redlock side of a lease: the key and the random value that
+// proves it is ours on each node.
+type hold struct {
+	r          *Redlock
+	key, value string
+	left       atomic.Bool // the key's turn has been handed on
+}
+
+var (
+	_ locker.Holder = (*hold)(nil)
+	_ locker.Ender  = (*hold)(nil)
+)
+
+// Extend runs the extend script on every node and succeeds when a
+// majority still held the key for us, within the new validity.
+func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	r := h.r
+	if ttl < time.Millisecond || (r.o.quarantine && ttl > r.o.maxTTL) {
+		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: must be between 1ms and the max TTL %v", ttl, h.key, r.o.maxTTL)
+	}
+	if err := r.closed(); err != nil {
+		return time.Time{}, err
+	}
+	start := time.Now()
+	calls := r.newCalls(r.nodes)
+	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
+	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
+		c.conn.buf = appendCommand(c.conn.buf, "EVALSHA", extendScript.sha, "1", h.key, h.value, ttlMS)
+		c.want = 1
+	})
+	ok, notOurs, errs := tally(calls)
+	validUntil := start.Add(ttl - time.Duration(float64(ttl)*r.o.drift) - 2*time.Millisecond)
+	switch {
+	case ok >= r.quorum && time.Now().Before(validUntil):
+		return validUntil, nil
+	case notOurs > len(r.nodes)-r.quorum:
+		return time.Time{}, fmt.Errorf("%w: %q is ours on %d of %d nodes, quorum %d: %w", locker.ErrNotHeld, h.key, ok, len(r.nodes), r.quorum, errors.Join(errs...))
+	default:
+		return time.Time{}, fmt.Errorf("%q extended on %d of %d nodes, quorum %d: %w", h.key, ok, len(r.nodes), r.quorum, errors.Join(errs...))
+	}
+}
+
+// Release runs the release script on every node, then hands the key's
+// turn to the next goroutine of this process that waits for it.
+func (h *hold) Release(ctx context.Context) error {
+	defer h.leave()
+	calls := h.r.newCalls(h.r.nodes)
+	ok, _, errs := h.r.release(ctx, calls, h.key, h.value, h.r.o.maxTTL)
+	switch {
+	case ok == 0 && len(errs) == 0:
+		return fmt.Errorf("%w: %q was not ours on any node", locker.ErrNotHeld, h.key)
+	case len(errs) > 0:
+		return fmt.Errorf("%q released on %d of %d nodes; it stays taken on the others until its TTL: %w", h.key, ok, len(calls), errors.Join(errs...))
+	}
+	return nil
+}
+
+// Ended hands the key's turn on when the lease expires or is lost.
+func (h *hold) Ended(error) { h.leave() }
+
+// leave hands the key's turn on, once, however the lease ended.
+func (h *hold) leave() {
+	if h.left.CompareAndSwap(false, true) {
+		h.r.queue.leave(h.key)
+	}
+}
+
+// release runs the release script on the calls that are not skipped, and
+// returns how many nodes released the key, how many did not hold it for
+// value, and the errors of the others.
+func (r *Redlock) release(ctx context.Context, calls []call, key, value string, ttl time.Duration) (ok, notOurs int, errs []error) {
+	channel := releaseChannel(key)
+	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
+		c.conn.buf = appendCommand(c.conn.buf, "EVALSHA", releaseScript.sha, "1", key, value, channel)
+		c.want = 1
+	})
+	return tally(calls)
+}
+
+// tally counts the calls whose script answered 1 (done) and 0 (the key
+// was not ours), and collects the errors of the rest.
+func tally(calls []call) (ok, notOurs int, errs []error) {
+	for i := range calls {
+		c := &calls[i]
+		if c.skip {
+			continue
+		}
+		if c.err == nil {
+			c.err = c.rep[0].err()
+		}
+		switch {
+		case c.err != nil:
+			errs = append(errs, c.nodeErr())
+		case c.rep[0].n == 1:
+			ok++
+		default:
+			notOurs++
+		}
+	}
+	return ok, notOurs, errs
+}

@@ -1,0 +1,77 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/compose"
+)
+
+// addrs are the five independent Redis masters the examples and the
+// conformance tests share; TestMain starts them. Fault tests start their
+// own.
+var addrs []string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "redlock-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	env, err := compose.New(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer env.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := env.Redis(ctx, 5, compose.RedisOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr())
+	}
+	// The nodes are new: admit them to the quorum now rather than after
+	// one max TTL of uptime.
+	clients := newClients(addrs)
+	defer closeClients(clients)
+	rl, err := redlock.New(clients)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := rl.Bootstrap(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	rl.Close()
+	return m.Run()
+}
+
+func newClients(addrs []string) []redis.UniversalClient {
+	clients := make([]redis.UniversalClient, len(addrs))
+	for i, a := range addrs {
+		clients[i] = redis.NewClient(&redis.Options{Addr: a})
+	}
+	return clients
+}
+
+func closeClients(clients []redis.UniversalClient) {
+	for _, c := range clients {
+		c.Close()
+	}
+}

@@ -1,0 +1,48 @@
+package redlock
+
+import (
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+)
+
+// script is a Lua script run with EVALSHA, loaded on every connection when
+// it is dialled, and re-loaded if a node answers NOSCRIPT.
+type script struct {
+	src string
+	sha string
+}
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+var (
+	//go:embed scripts/acquire.lua
+	acquireLua string
+	//go:embed scripts/extend.lua
+	extendLua string
+	//go:embed scripts/release.lua
+	releaseLua string
+	//go:embed scripts/raise.lua
+	raiseLua string
+
+	acquireScript = newScript(acquireLua)
+	extendScript  = newScript(extendLua)
+	releaseScript = newScript(releaseLua)
+	raiseScript   = newScript(raiseLua)
+
+	allScripts = []*script{acquireScript, extendScript, releaseScript, raiseScript}
+)
+
+// markerKey holds, on every node, the run_id of the server process that
+// the clients have admitted to the quorum. A node that restarts without
+// its data loses it, and the acquire script then refuses to vote.
+const markerKey = "redlock:node"
+
+// tokenSuffix names a key's fencing counter: key + tokenSuffix.
+const tokenSuffix = ":token"
+
+// releaseChannel is the pub/sub channel the release script publishes on.
+func releaseChannel(key string) string { return "redlock:released:" + key }
