@@ -1,0 +1,89 @@
+// Package redis is the single-instance Redis lock: SET key value NX PX ttl
+// to acquire, compare-and-delete and compare-and-extend Lua scripts to
+// release and extend, and a fencing token from a per-key counter that the
+// acquire script advances. It is safe exactly as long as that one server
+// runs and keeps its data: a crash without persistence, or a failover to a
+// replica that had not received the lock, grants the key twice.
+//
+// It is the Redlock algorithm on one node (quorum 1 of 1), so it shares
+// backends/redlock's scripts, multiplexed connections and release
+// notifications rather than repeating them; only the restart quarantine
+// is off, since a lone node has no other voters to wait for.
+package redis
+
+import (
+	"errors"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/locker"
+)
+
+func init() { backends.Register("redis", Open) }
+
+// Locker is a lock on one Redis server. It implements locker.Locker.
+type Locker struct {
+	*redlock.Redlock
+	owned goredis.UniversalClient // closed by Close when Open made it
+}
+
+// New returns a Locker on the server client talks to, with fencing tokens
+// on. opts are passed to redlock.New after the defaults (no quarantine,
+// fencing on), so they can override them. New does not close client.
+func New(client goredis.UniversalClient, opts ...redlock.Option) (*Locker, error) {
+	opts = append([]redlock.Option{redlock.WithQuarantine(false), redlock.WithFencing(true)}, opts...)
+	r, err := redlock.New([]goredis.UniversalClient{client}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Locker{Redlock: r}, nil
+}
+
+// Open is the registry's factory: a Locker on cfg.Addrs[0] with a client
+// of its own. Params: fencing (default true).
+func Open(cfg backends.Config) (locker.Locker, error) {
+	if err := cfg.Check("fencing"); err != nil {
+		return nil, err
+	}
+	if err := cfg.NeedAddrs(1); err != nil {
+		return nil, err
+	}
+	if len(cfg.Addrs) > 1 {
+		return nil, locker.Invalidf("%d addresses %q: the redis backend uses one server (use redlock for several)", len(cfg.Addrs), cfg.Addrs)
+	}
+	fencing, err := cfg.Bool("fencing", true)
+	if err != nil {
+		return nil, err
+	}
+	client := redlock.Clients(cfg)[0]
+	l, err := New(client, redlock.WithFencing(fencing))
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	l.owned = client
+	return l, nil
+}
+
+// Info implements locker.Locker.
+func (l *Locker) Info() locker.Info {
+	info := l.Redlock.Info()
+	info.Name = "redis"
+	info.Guarantee = "one Redis server holds the key: safe while it runs and keeps its data; " +
+		"a crash without persistence or a failover loses the lock, and a holder that pauses past its TTL overlaps the next"
+	if info.Fencing {
+		info.Guarantee += " (fencing tokens let the resource reject a paused holder)"
+	}
+	return info
+}
+
+// Close closes the lock, and the client if Open made it.
+func (l *Locker) Close() error {
+	err := l.Redlock.Close()
+	if l.owned != nil {
+		err = errors.Join(err, l.owned.Close())
+	}
+	return err
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the servers lockbench runs (Debian packages) when they are
+# missing, or says exactly what to install when it cannot.
+set -euo pipefail
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "deps: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  exit 0
+fi
+echo "lockbench needs these packages: ${missing[*]}" >&2
+echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+exit 1
