@@ -25,6 +25,9 @@ type spec struct {
 	// prepare writes the node's configuration into its dir before each
 	// start (the dir may just have been wiped).
 	prepare func(dir string) error
+	// argv, when set, replaces args at each start, after prepare: for a
+	// server whose command line depends on what prepare found.
+	argv func() []string
 	// ready returns nil once the node serves requests.
 	ready func(ctx context.Context) error
 }
@@ -181,8 +184,12 @@ func (n *Node) spawn() error {
 		return fmt.Errorf("compose: log of %s: %w", n.Name, err)
 	}
 	defer log.Close() // the child keeps its own descriptor
-	fmt.Fprintf(log, "=== %s start: %s %v\n", time.Now().Format(time.RFC3339Nano), n.spec.bin, n.spec.args)
-	cmd := exec.Command(n.spec.bin, n.spec.args...)
+	args := n.spec.args
+	if n.spec.argv != nil {
+		args = n.spec.argv()
+	}
+	fmt.Fprintf(log, "=== %s start: %s %v\n", time.Now().Format(time.RFC3339Nano), n.spec.bin, args)
+	cmd := exec.Command(n.spec.bin, args...)
 	cmd.Dir = n.Dir
 	cmd.Env = append(os.Environ(), n.spec.env...)
 	cmd.Stdout, cmd.Stderr = log, log

@@ -202,37 +202,6 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 	return s, nil
 }
 
-// orDefault returns v, or def when v is the zero value.
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
-// poll calls check every 50 ms until it returns nil, ctx ends or d passes;
-// the error then includes check's last error.
-func poll(ctx context.Context, d time.Duration, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		probeCtx, probeCancel := context.WithTimeout(ctx, time.Second)
-		last := check(probeCtx)
-		probeCancel()
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
-		case <-tick.C:
-		}
-	}
-}
-
 // probeOptions are go-redis options for compose's own short probes.
 func probeOptions(addr string) *redis.Options {
 	return &redis.Options{
@@ -460,12 +429,4 @@ func (s *SentinelSet) AwaitNewMaster(ctx context.Context, old string) (string, e
 		return "", fmt.Errorf("compose: no new master for %s after %s: %w", s.MasterName, old, err)
 	}
 	return master, nil
-}
-
-// withDefaultTimeout bounds ctx by d unless it already has a deadline.
-func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
 }

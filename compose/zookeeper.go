@@ -2,7 +2,6 @@ package compose
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -186,22 +185,17 @@ func (z *Ensemble) Mode(ctx context.Context, n *Node) (string, error) {
 }
 
 // Leader returns the server that leads the ensemble (the standalone
-// server when there is one). Servers that do not answer — killed or
-// paused — are skipped; it is an error if none leads.
+// server when there is one). Servers that do not answer within a second —
+// killed or paused — are skipped; it is an error if none leads.
 func (z *Ensemble) Leader(ctx context.Context) (*Node, error) {
-	var errs []error
-	for _, n := range z.Nodes {
-		probe, cancel := context.WithTimeout(ctx, time.Second)
-		mode, err := z.Mode(probe, n)
-		cancel()
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case mode == "leader" || mode == "standalone":
-			return n, nil
-		}
+	leader, err := leaderOf(ctx, z.Nodes, func(ctx context.Context, i int) (bool, uint64, error) {
+		mode, err := zkMode(ctx, z.Nodes[i].ServerAddr())
+		return mode == "leader" || mode == "standalone", 0, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compose: no ZooKeeper leader: %w", err)
 	}
-	return nil, fmt.Errorf("compose: no ZooKeeper leader: %w", errors.Join(errs...))
+	return leader, nil
 }
 
 // AwaitLeader waits until a server other than old (which may be nil)

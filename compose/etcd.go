@@ -1,0 +1,327 @@
+package compose
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EtcdOptions configures an etcd cluster.
+type EtcdOptions struct {
+	// HeartbeatInterval is the members' raft heartbeat; 0 means 50 ms.
+	HeartbeatInterval time.Duration
+	// ElectionTimeout is how long a follower waits for a heartbeat before
+	// it calls an election; 0 means 300 ms, so that a new leader is
+	// elected well within a second of a leader's death.
+	ElectionTimeout time.Duration
+	// Proxied starts each member behind a Proxy for its clients (members
+	// reach each other directly), so that clients can be cut off from, or
+	// slowed to, any of them.
+	Proxied bool
+	// NoFsync skips fsync (etcd's --unsafe-no-fsync): a killed process
+	// loses nothing, only a machine crash would.
+	NoFsync bool
+	// LogLevel is the members' log level (debug, info, warn, error); ""
+	// means warn.
+	LogLevel string
+}
+
+// EtcdCluster is a cluster of etcd members, each a process of
+// cmd/etcd-member.
+type EtcdCluster struct {
+	// Nodes are the members, in --initial-cluster order.
+	Nodes []*Node
+}
+
+// Etcd starts a cluster of n members (n odd) and waits until each reports
+// itself healthy on /health, which a member does once the cluster has a
+// leader and it can serve a linearizable read.
+//
+// The member binary is found once per process (see etcdMemberBinary):
+// $LOCKBENCH_ETCD_MEMBER, else etcd-member next to the running executable
+// (where `make` puts it beside lockbench), else it is built into the
+// user's cache dir.
+func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, error) {
+	if n < 1 || n%2 == 0 {
+		return nil, fmt.Errorf("compose: %d etcd members: want an odd number, at least 1", n)
+	}
+	hb := orDefault(o.HeartbeatInterval, 50*time.Millisecond)
+	el := orDefault(o.ElectionTimeout, 300*time.Millisecond)
+	if hb < time.Millisecond || el < 5*hb {
+		return nil, fmt.Errorf("compose: etcd heartbeat %v, election timeout %v: want a heartbeat of 1ms or more and an election timeout of at least 5 heartbeats", hb, el)
+	}
+	level := orDefault(o.LogLevel, "warn")
+	switch level {
+	case "debug", "info", "warn", "error":
+	default:
+		return nil, fmt.Errorf("compose: etcd log level %q: want debug, info, warn or error", level)
+	}
+	bin, err := etcdMemberBinary()
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(2 * n) // client, peer
+	if err != nil {
+		return nil, err
+	}
+	names := e.newNames("etcd", n)
+	cluster := make([]string, n)
+	for i, name := range names {
+		cluster[i] = fmt.Sprintf("%s=http://%s", name, addr(ports[2*i+1]))
+	}
+	token := make([]byte, 8)
+	_, _ = rand.Read(token)
+	c := &EtcdCluster{}
+	specs := make([]spec, n)
+	for i, name := range names {
+		client, peer := ports[2*i], "http://"+addr(ports[2*i+1])
+		dataDir := filepath.Join(e.Dir, name, "data")
+		initial, state, started := strings.Join(cluster, ","), "new", false
+		specs[i] = spec{
+			name: name, port: client, bin: bin,
+			// A member restarted without its data cannot rejoin as
+			// itself ("already bootstrapped"): as an operator would, it
+			// is replaced by a new member at the same address.
+			prepare: func(string) error {
+				if _, err := os.Stat(dataDir); err == nil || !started {
+					started = true
+					return nil
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				members, err := c.replaceMember(ctx, i, name, peer)
+				if err != nil {
+					return err
+				}
+				initial, state = members, "existing"
+				return nil
+			},
+			argv: func() []string {
+				return []string{
+					"--name", name,
+					"--data-dir", dataDir,
+					"--listen-client-url", "http://" + addr(client),
+					"--listen-peer-url", peer,
+					"--initial-cluster", initial,
+					"--initial-cluster-state", state,
+					"--initial-cluster-token", "lockbench-" + hex.EncodeToString(token),
+					"--heartbeat-interval", fmt.Sprint(hb.Milliseconds()),
+					"--election-timeout", fmt.Sprint(el.Milliseconds()),
+					"--log-level", level,
+					fmt.Sprintf("--unsafe-no-fsync=%v", o.NoFsync),
+				}
+			},
+			ready: func(ctx context.Context) error { return etcdHealthy(ctx, addr(client)) },
+		}
+	}
+	nodes, err := e.startNodes(ctx, specs, o.Proxied)
+	if err != nil {
+		return nil, err
+	}
+	c.Nodes = nodes
+	return c, nil
+}
+
+// replaceMember removes the member at peer URL peer from the cluster and
+// adds a new one there, through the other members, and returns the
+// --initial-cluster the new member (Nodes[self], named name) starts with.
+func (c *EtcdCluster) replaceMember(ctx context.Context, self int, name, peer string) (string, error) {
+	type member struct {
+		ID       string   `json:"ID"`
+		Name     string   `json:"name"`
+		PeerURLs []string `json:"peerURLs"`
+	}
+	var members []member
+	var newID string
+	// A cluster refuses a new member (unhealthy cluster) until its leader
+	// has been connected to a quorum for 5 s: retry, and reuse a member
+	// added by an attempt whose answer was lost.
+	err := poll(ctx, time.Minute, func(ctx context.Context) error {
+		var errs []error
+		for i, n := range c.Nodes {
+			if i == self {
+				continue
+			}
+			at := n.ServerAddr()
+			err := func() error {
+				var list struct{ Members []member }
+				if err := etcdCall(ctx, at, "/v3/cluster/member/list", struct{}{}, &list); err != nil {
+					return err
+				}
+				for _, m := range list.Members {
+					if !slices.Contains(m.PeerURLs, peer) {
+						continue
+					}
+					if m.Name == "" { // added, never started
+						members, newID = list.Members, m.ID
+						return nil
+					}
+					if err := etcdCall(ctx, at, "/v3/cluster/member/remove", map[string]string{"ID": m.ID}, nil); err != nil {
+						return err
+					}
+				}
+				var added struct {
+					Member  member
+					Members []member
+				}
+				if err := etcdCall(ctx, at, "/v3/cluster/member/add", map[string][]string{"peerURLs": {peer}}, &added); err != nil {
+					return err
+				}
+				members, newID = added.Members, added.Member.ID
+				return nil
+			}()
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", n.Name, err))
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		return "", fmt.Errorf("compose: replace etcd member %s at %s: %w", name, peer, err)
+	}
+	var initial []string
+	for _, m := range members {
+		mname := m.Name
+		if m.ID == newID {
+			mname = name
+		}
+		for _, u := range m.PeerURLs {
+			initial = append(initial, mname+"="+u)
+		}
+	}
+	return strings.Join(initial, ","), nil
+}
+
+// etcdCall posts req as JSON to the member's gRPC gateway at path and
+// decodes the answer into resp (unless nil). Unlike a gRPC client it fails
+// at once on a member that is down.
+func etcdCall(ctx context.Context, addr, path string, req, resp any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(r)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("%s at %s: %w", path, addr, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s at %s: %s: %s", path, addr, res.Status, bytes.TrimSpace(out))
+	}
+	if resp == nil {
+		return nil
+	}
+	if err := json.Unmarshal(out, resp); err != nil {
+		return fmt.Errorf("%s at %s: %w", path, addr, err)
+	}
+	return nil
+}
+
+// etcdHealthy answers nil when GET /health at addr reports health true.
+func etcdHealthy(ctx context.Context, addr string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		return err
+	}
+	var h struct {
+		Health string `json:"health"`
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal(body, &h); err != nil {
+		return fmt.Errorf("/health at %s: %s: %w", addr, resp.Status, err)
+	}
+	if h.Health != "true" {
+		return fmt.Errorf("/health at %s: %s %s", addr, h.Health, h.Reason)
+	}
+	return nil
+}
+
+// Endpoints returns the addresses clients should use (the proxies when the
+// cluster is Proxied), as clientv3.Config.Endpoints accepts them.
+func (c *EtcdCluster) Endpoints() []string {
+	eps := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		eps[i] = n.Addr()
+	}
+	return eps
+}
+
+// Leader returns the member that leads the cluster: of the members that
+// answer a status request within a second and report themselves leader,
+// the one with the highest raft term. Killed or paused members are
+// skipped; it is an error if none leads.
+func (c *EtcdCluster) Leader(ctx context.Context) (*Node, error) {
+	leader, err := leaderOf(ctx, c.Nodes, func(ctx context.Context, i int) (bool, uint64, error) {
+		var st struct {
+			Header struct {
+				MemberID string `json:"member_id"`
+			} `json:"header"`
+			Leader   string `json:"leader"`
+			RaftTerm string `json:"raftTerm"`
+		}
+		if err := etcdCall(ctx, c.Nodes[i].ServerAddr(), "/v3/maintenance/status", struct{}{}, &st); err != nil {
+			return false, 0, err
+		}
+		term, _ := strconv.ParseUint(st.RaftTerm, 10, 64)
+		return st.Leader != "" && st.Leader == st.Header.MemberID, term, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compose: no etcd leader: %w", err)
+	}
+	return leader, nil
+}
+
+// AwaitLeader waits until a member other than old (which may be nil) leads
+// the cluster and returns it: what a leader-kill fault waits for. ctx
+// bounds the wait; without a deadline it is one minute.
+func (c *EtcdCluster) AwaitLeader(ctx context.Context, old *Node) (*Node, error) {
+	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
+	defer cancel()
+	var leader *Node
+	err := poll(ctx, time.Minute, func(ctx context.Context) error {
+		l, err := c.Leader(ctx)
+		if err != nil {
+			return err
+		}
+		if l == old {
+			return fmt.Errorf("%s still leads", l.Name)
+		}
+		leader = l
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compose: no new etcd leader: %w", err)
+	}
+	return leader, nil
+}

@@ -1,0 +1,93 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// orDefault returns v, or def when v is the zero value.
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// poll calls check every 50 ms until it returns nil, ctx ends or d passes;
+// the error then includes check's last error. Each check gets 3 s.
+func poll(ctx context.Context, d time.Duration, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		probeCtx, probeCancel := context.WithTimeout(ctx, 3*time.Second)
+		last := check(probeCtx)
+		probeCancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// withDefaultTimeout bounds ctx by d unless it already has a deadline.
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// leaderOf asks every node at once, each within a second, whether it
+// leads (and in which term), and returns the leader of the highest term.
+// Nodes that do not answer — killed or paused — are skipped; the error
+// joins their errors when none leads.
+func leaderOf(ctx context.Context, nodes []*Node, leads func(ctx context.Context, i int) (bool, uint64, error)) (*Node, error) {
+	type answer struct {
+		leads bool
+		term  uint64
+		err   error
+	}
+	answers := make([]answer, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			probe, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			a := &answers[i]
+			a.leads, a.term, a.err = leads(probe, i)
+			if a.err != nil {
+				a.err = fmt.Errorf("%s: %w", n.Name, a.err)
+			}
+		})
+	}
+	wg.Wait()
+	var (
+		leader *Node
+		term   uint64
+		errs   []error
+	)
+	for i, a := range answers {
+		if a.err != nil {
+			errs = append(errs, a.err)
+		} else if a.leads && (leader == nil || a.term > term) {
+			leader, term = nodes[i], a.term
+		}
+	}
+	if leader == nil {
+		if len(errs) == 0 {
+			return nil, errors.New("no member leads")
+		}
+		return nil, errors.Join(errs...)
+	}
+	return leader, nil
+}
