@@ -98,9 +98,9 @@ type attempt struct {
 	cause []error // why a node failed or was excluded
 	admit []string
 
-	// contended: an earlier try lost, so try the priority node alone
-	// first; losers then cost one command instead of a round on every
-	// node, and nobody splits the vote.
+	// contended: the last try lost to other clients on live nodes, so try
+	// the priority node alone first; losers then cost one command instead
+	// of a round on every node, and nobody splits the vote.
 	contended bool
 	wake      chan struct{}
 	stop      func()
@@ -253,11 +253,11 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 		a.calls[i].extra = r.o.waitTimeout
 	}
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), func(i int, c *call) {
-		b := c.conn.buf
+		b := c.req
 		if r.o.quarantine && c.node.needInfo(now) {
 			b = appendCommand(b, "INFO", "server")
 			b = appendCommand(b, "GET", markerKey)
-			c.info, c.want = true, 2
+			c.info, c.p.want = true, 2
 		}
 		b = appendArray(b, 11)
 		b = appendBulk(b, "EVALSHA")
@@ -271,12 +271,12 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 		b = appendBulk(b, flag(r.o.quarantine))
 		b = appendBulk(b, flag(r.o.fencing))
 		b = appendBulk(b, flag(r.o.clockFloor))
-		c.want++
+		c.p.want++
 		if r.o.waitReplicas > 0 {
 			b = appendCommand(b, "WAIT", strconv.Itoa(r.o.waitReplicas), strconv.FormatInt(r.o.waitTimeout.Milliseconds(), 10))
-			c.want++
+			c.p.want++
 		}
-		c.conn.buf = b
+		c.req = b
 	})
 	for i := range a.calls {
 		c := &a.calls[i]
@@ -385,8 +385,8 @@ func (a *attempt) fence(ctx context.Context) (int64, error) {
 	}
 	topStr := strconv.FormatInt(top, 10)
 	exchange(ctx, a.calls, a.r.timeout(a.o.TTL), func(_ int, c *call) {
-		c.conn.buf = appendCommand(c.conn.buf, "EVALSHA", raiseScript.sha, "1", a.key+tokenSuffix, topStr)
-		c.want = 1
+		c.req = appendCommand(c.req, "EVALSHA", raiseScript.sha, "1", a.key+tokenSuffix, topStr)
+		c.p.want = 1
 	})
 	var errs []error
 	for i := range a.calls {
@@ -423,8 +423,10 @@ func (a *attempt) fail(ctx context.Context, why string) error {
 		}
 		a.r.release(context.WithoutCancel(ctx), a.calls, a.key, a.value, a.o.TTL)
 	}
-	a.contended = true
 	g, h := a.count(granted), a.count(held)
+	// Only contention among live nodes calls for the priority node first;
+	// after node failures, ask everyone again.
+	a.contended = h > 0 && a.count(failed) == 0
 	if why == "" {
 		why = fmt.Sprintf("%d of %d nodes granted, quorum %d", g, len(a.state), a.r.quorum)
 		if h > 0 {

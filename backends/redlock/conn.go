@@ -10,15 +10,46 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// conn is one raw connection to a node. Redlock writes a round's commands
-// to one conn per node before reading any reply, so a round costs the
-// slowest node's round trip and needs no goroutine; go-redis's API cannot
-// do that, so Redlock dials these itself, with the client's own options
-// (dialer, TLS, credentials, database).
+// conn is Redlock's own connection to a node, shared by every goroutine
+// of the Redlock: requests are pipelined on it and replies come back in
+// order. Redlock dials it itself, with the client's options (dialer, TLS,
+// credentials, database), because go-redis cannot send one command to
+// five nodes before waiting for any reply, nor batch the commands of
+// concurrent callers into one write — the two things that make Redlock
+// fast. Its state is guarded by its node's mutex.
 type conn struct {
-	nc  net.Conn
-	rd  *bufio.Reader
-	buf []byte // the request being built
+	nc net.Conn
+	rd *bufio.Reader
+
+	wbuf    []byte     // requests not yet written
+	spare   []byte     // the buffer being written, recycled
+	writing bool       // a sender is writing wbuf
+	reading bool       // a receiver is reading replies
+	queue   []*pending // requests written or queued, awaiting replies, in order
+	broken  bool
+}
+
+// pending is one request's replies, filled in by whichever goroutine
+// reads them.
+type pending struct {
+	want     int
+	got      int
+	rep      [maxReplies]reply
+	err      error
+	done     bool
+	deadline time.Time
+	conn     *conn
+	wake     chan struct{} // capacity 1: replies delivered, or a turn to read
+}
+
+// maxReplies bounds the commands of one request.
+const maxReplies = 8
+
+func (p *pending) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // dial opens a connection to the node that opt describes, authenticates,
@@ -34,34 +65,57 @@ func dial(ctx context.Context, opt *redis.Options, deadline time.Time) (*conn, e
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{nc: nc, rd: bufio.NewReaderSize(nc, 4096)}
 	user, pass, err := credentials(ctx, opt)
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
+	var req []byte
 	want := 0
 	if pass != "" {
 		if user != "" {
-			c.buf = appendCommand(c.buf, "AUTH", user, pass)
+			req = appendCommand(req, "AUTH", user, pass)
 		} else {
-			c.buf = appendCommand(c.buf, "AUTH", pass)
+			req = appendCommand(req, "AUTH", pass)
 		}
 		want++
 	}
 	if opt.DB != 0 {
-		c.buf = appendCommand(c.buf, "SELECT", fmt.Sprint(opt.DB))
+		req = appendCommand(req, "SELECT", fmt.Sprint(opt.DB))
 		want++
 	}
 	for _, s := range allScripts {
-		c.buf = appendCommand(c.buf, "SCRIPT", "LOAD", s.src)
+		req = appendCommand(req, "SCRIPT", "LOAD", s.src)
 		want++
 	}
-	if err := c.roundTrip(deadline, want, func(i int, r reply) error { return r.err() }); err != nil {
+	c := &conn{nc: nc, rd: bufio.NewReaderSize(nc, 16<<10)}
+	if err := c.handshake(req, want, deadline); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("handshake: %w", err)
 	}
 	return c, nil
+}
+
+// handshake writes req and checks its want replies, before anyone else
+// uses the connection.
+func (c *conn) handshake(req []byte, want int, deadline time.Time) error {
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		return err
+	}
+	if _, err := c.nc.Write(req); err != nil {
+		return err
+	}
+	var first error
+	for range want {
+		r, err := readReply(c.rd)
+		if err != nil {
+			return err
+		}
+		if err := r.err(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // credentials returns the username and password the client would use.
@@ -76,33 +130,3 @@ func credentials(ctx context.Context, opt *redis.Options) (user, pass string, er
 		return opt.Username, opt.Password, nil
 	}
 }
-
-// send writes c.buf and empties it.
-func (c *conn) send(deadline time.Time) error {
-	if err := c.nc.SetDeadline(deadline); err != nil {
-		return err
-	}
-	_, err := c.nc.Write(c.buf)
-	c.buf = c.buf[:0]
-	return err
-}
-
-// roundTrip sends c.buf and reads want replies, handing each to f.
-func (c *conn) roundTrip(deadline time.Time, want int, f func(int, reply) error) error {
-	if err := c.send(deadline); err != nil {
-		return err
-	}
-	var first error
-	for i := range want {
-		r, err := readReply(c.rd)
-		if err != nil {
-			return err
-		}
-		if err := f(i, r); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-func (c *conn) close() { c.nc.Close() }

@@ -38,8 +38,8 @@ func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	calls := r.newCalls(r.nodes)
 	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
 	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
-		c.conn.buf = appendCommand(c.conn.buf, "EVALSHA", extendScript.sha, "1", h.key, h.value, ttlMS)
-		c.want = 1
+		c.req = appendCommand(c.req, "EVALSHA", extendScript.sha, "1", h.key, h.value, ttlMS)
+		c.p.want = 1
 	})
 	ok, notOurs, errs := tally(calls)
 	validUntil := start.Add(ttl - time.Duration(float64(ttl)*r.o.drift) - 2*time.Millisecond)
@@ -84,8 +84,8 @@ func (h *hold) leave() {
 func (r *Redlock) release(ctx context.Context, calls []call, key, value string, ttl time.Duration) (ok, notOurs int, errs []error) {
 	channel := releaseChannel(key)
 	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
-		c.conn.buf = appendCommand(c.conn.buf, "EVALSHA", releaseScript.sha, "1", key, value, channel)
-		c.want = 1
+		c.req = appendCommand(c.req, "EVALSHA", releaseScript.sha, "1", key, value, channel)
+		c.p.want = 1
 	})
 	return tally(calls)
 }

@@ -47,18 +47,10 @@ func run(m *testing.M) int {
 	}
 	// The nodes are new: admit them to the quorum now rather than after
 	// one max TTL of uptime.
-	clients := newClients(addrs)
-	defer closeClients(clients)
-	rl, err := redlock.New(clients)
-	if err != nil {
+	if err := bootstrap(ctx, addrs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := rl.Bootstrap(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	rl.Close()
 	return m.Run()
 }
 
@@ -74,4 +66,15 @@ func closeClients(clients []redis.UniversalClient) {
 	for _, c := range clients {
 		c.Close()
 	}
+}
+
+func bootstrap(ctx context.Context, addrs []string) error {
+	clients := newClients(addrs)
+	defer closeClients(clients)
+	rl, err := redlock.New(clients)
+	if err != nil {
+		return err
+	}
+	defer rl.Close()
+	return rl.Bootstrap(ctx)
 }

@@ -2,8 +2,8 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,16 +15,18 @@ import (
 // dial, so that a dead node costs nothing instead of a dial per round.
 const downFor = 100 * time.Millisecond
 
-// node is one Redis master: its client options, a pool of raw
-// connections and what this client knows of its health.
+var errClosedNode = errors.New("redlock closed")
+
+// node is one Redis master: its client options, Redlock's connection to
+// it and what this client knows of its health.
 type node struct {
 	addr   string
 	opt    *redis.Options
 	client *redis.Client // the caller's client, used for pub/sub
-	idle   chan *conn
-	closed atomic.Bool
 
 	mu        sync.Mutex
+	c         *conn // nil until dialled, and after it broke
+	closed    bool
 	downUntil time.Time
 	downErr   error
 	health    health // restart quarantine; see quarantine.go
@@ -32,75 +34,178 @@ type node struct {
 
 func newNode(c *redis.Client) *node {
 	opt := c.Options()
-	return &node{addr: opt.Addr, opt: opt, client: c, idle: make(chan *conn, max(opt.PoolSize, 1))}
+	return &node{addr: opt.Addr, opt: opt, client: c}
 }
 
-// get returns an idle connection or dials a new one.
-func (n *node) get(ctx context.Context, deadline time.Time) (*conn, error) {
-	select {
-	case c := <-n.idle:
-		return c, nil
-	default:
-	}
-	now := time.Now()
+// send queues req on the node's connection, dialling it if needed, and
+// writes it unless another sender is writing, in which case that sender
+// writes it with its own: concurrent requests share one write, and the
+// server one read. The replies go to p; collect them with receive.
+func (n *node) send(ctx context.Context, p *pending, req []byte) error {
 	n.mu.Lock()
-	if now.Before(n.downUntil) {
-		err := n.downErr
+	c, err := n.connLocked(ctx, p.deadline)
+	if err != nil {
 		n.mu.Unlock()
-		return nil, err
+		return err
 	}
+	p.conn, p.got, p.err, p.done = c, 0, nil, false
+	c.queue = append(c.queue, p)
+	c.wbuf = append(c.wbuf, req...)
+	if c.writing {
+		n.mu.Unlock()
+		return nil
+	}
+	c.writing = true
+	for len(c.wbuf) > 0 && !c.broken {
+		buf := c.wbuf
+		c.wbuf = c.spare[:0]
+		n.mu.Unlock()
+		err := c.nc.SetWriteDeadline(p.deadline)
+		if err == nil {
+			_, err = c.nc.Write(buf)
+		}
+		n.mu.Lock()
+		c.spare = buf[:0]
+		if err != nil {
+			n.breakLocked(c, err)
+		}
+	}
+	c.writing = false
 	n.mu.Unlock()
+	return nil
+}
+
+// connLocked returns the node's connection, dialling it if there is none.
+func (n *node) connLocked(ctx context.Context, deadline time.Time) (*conn, error) {
+	if n.closed {
+		return nil, errClosedNode
+	}
+	if n.c != nil {
+		return n.c, nil
+	}
+	if time.Now().Before(n.downUntil) {
+		return nil, n.downErr
+	}
 	c, err := dial(ctx, n.opt, deadline)
 	if err != nil {
 		if ctx.Err() == nil { // our own cancellation says nothing of the node
-			n.mu.Lock()
 			n.downUntil, n.downErr = time.Now().Add(downFor), err
-			n.mu.Unlock()
 		}
 		return nil, err
 	}
+	n.c = c
 	return c, nil
 }
 
-// put returns a healthy connection to the pool.
-func (n *node) put(c *conn) {
-	if n.closed.Load() {
-		c.close()
-		return
-	}
-	select {
-	case n.idle <- c:
-	default:
-		c.close()
+// receive waits for p's replies. If nobody is reading the connection, it
+// reads, delivering the replies of the requests queued before p to their
+// owners, then hands the reading on to the next waiter; so a lone caller
+// reads its own replies with no hand-off at all.
+func (n *node) receive(p *pending) error {
+	for {
+		n.mu.Lock()
+		if p.done {
+			n.mu.Unlock()
+			return p.err
+		}
+		c := p.conn
+		if c.reading {
+			n.mu.Unlock()
+			<-p.wake
+			continue
+		}
+		c.reading = true
+		n.mu.Unlock()
+		err := n.readUntil(c, p)
+		n.mu.Lock()
+		c.reading = false
+		if err != nil {
+			n.breakLocked(c, err)
+		} else if len(c.queue) > 0 {
+			c.queue[0].signal() // its owner reads next
+		}
+		n.mu.Unlock()
 	}
 }
 
-func (n *node) close() {
-	n.closed.Store(true)
+// readUntil reads replies in order until p has all of its own.
+func (n *node) readUntil(c *conn, p *pending) error {
 	for {
-		select {
-		case c := <-n.idle:
-			c.close()
-		default:
-			return
+		n.mu.Lock()
+		if c.broken || len(c.queue) == 0 {
+			n.mu.Unlock()
+			return errors.New("connection reset")
+		}
+		head := c.queue[0]
+		n.mu.Unlock()
+		if err := c.nc.SetReadDeadline(head.deadline); err != nil {
+			return err
+		}
+		r, err := readReply(c.rd)
+		if err != nil {
+			return err
+		}
+		n.mu.Lock()
+		if c.broken || len(c.queue) == 0 || c.queue[0] != head {
+			n.mu.Unlock()
+			return errors.New("connection reset")
+		}
+		head.rep[head.got] = r
+		head.got++
+		if head.got == head.want {
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+			head.done = true
+			if head != p {
+				head.signal()
+			}
+		}
+		done := p.done
+		n.mu.Unlock()
+		if done {
+			return nil
 		}
 	}
 }
 
-// maxReplies bounds the commands one node gets in one round.
-const maxReplies = 4
+// breakLocked closes a connection that failed or timed out: its state is
+// unknown, so every request still waiting on it fails with err.
+func (n *node) breakLocked(c *conn, err error) {
+	if c.broken {
+		return
+	}
+	c.broken = true
+	c.nc.Close()
+	if n.c == c {
+		n.c = nil
+	}
+	for _, p := range c.queue {
+		p.err, p.done = err, true
+		p.signal()
+	}
+	c.queue, c.wbuf = nil, nil
+}
 
-// call is one node's part of a round: the commands written to it and
-// the replies read back.
+func (n *node) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closed = true
+	if n.c != nil {
+		n.breakLocked(n.c, errClosedNode)
+	}
+}
+
+// call is one node's part of a round: the commands sent to it and the
+// replies read back.
 type call struct {
 	node  *node
 	skip  bool // not part of this round
-	conn  *conn
-	info  bool // the round carries INFO and GET marker first
-	want  int  // replies expected
-	rep   [maxReplies]reply
-	err   error         // the node could not be reached, or failed
-	extra time.Duration // added to the read deadline (WAIT blocks on purpose)
+	info  bool // the request carries INFO and GET marker first
+	req   []byte
+	p     pending
+	rep   []reply // p's replies, once received
+	err   error   // the node could not be reached, or failed
+	extra time.Duration
 }
 
 // nodeErr wraps the call's error with its node's address.
@@ -111,12 +216,10 @@ func (c *call) nodeErr() error {
 	return &locker.NodeError{Node: c.node.addr, Err: c.err}
 }
 
-// exchange runs one round: it writes every call's commands (appended by
-// build to the call's connection) before it reads any reply, so the round
-// costs the slowest node's round trip, not the sum, and spawns nothing.
-// A node that answers NOSCRIPT gets its scripts loaded and the commands
-// again. A connection that fails or times out is closed; the others go
-// back to their pools.
+// exchange runs one round: it sends every call's request (built by
+// build) before it waits for any reply, so the round costs the slowest
+// node's round trip, not the sum, and spawns nothing. A node that answers
+// NOSCRIPT gets its scripts loaded and the request again.
 func exchange(ctx context.Context, calls []call, timeout time.Duration, build func(int, *call)) {
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -127,83 +230,66 @@ func exchange(ctx context.Context, calls []call, timeout time.Duration, build fu
 		if c.skip {
 			continue
 		}
-		c.want, c.info, c.err = 0, false, nil
+		c.info, c.err, c.rep = false, nil, nil
+		c.req, c.p.want = c.req[:0], 0
+		if c.p.wake == nil {
+			c.p.wake = make(chan struct{}, 1)
+		}
 		if err := ctx.Err(); err != nil {
 			c.err = err
 			continue
 		}
-		conn, err := c.node.get(ctx, deadline)
-		if err != nil {
-			c.err = err
-			continue
-		}
-		c.conn = conn
 		build(i, c)
-		if err := conn.nc.SetDeadline(deadline.Add(c.extra)); err != nil {
-			c.fail(err)
-			continue
-		}
-		if _, err := conn.nc.Write(conn.buf); err != nil {
-			c.fail(err)
-		}
+		c.p.deadline = deadline.Add(c.extra)
+		c.err = c.node.send(ctx, &c.p, c.req)
 	}
 	for i := range calls {
 		c := &calls[i]
-		if c.skip || c.conn == nil {
+		if c.skip || c.err != nil {
 			continue
 		}
-		if err := c.read(deadline.Add(c.extra)); err != nil {
-			c.fail(err)
+		if c.err = c.node.receive(&c.p); c.err != nil {
 			continue
 		}
-		c.conn.buf = c.conn.buf[:0]
-		c.node.put(c.conn)
-		c.conn = nil
+		c.rep = c.p.rep[:c.p.want]
+		if hasNoScript(c.rep) {
+			c.err = c.reload(ctx)
+		}
 	}
 }
 
-// read reads the call's replies; on NOSCRIPT it loads the scripts and
-// sends the same commands once more.
-func (c *call) read(deadline time.Time) error {
-	for i := range c.want {
-		r, err := readReply(c.conn.rd)
-		if err != nil {
+// reload loads the scripts on a node that lost them (SCRIPT FLUSH, or a
+// restart behind a proxy that kept the connection) and sends the call's
+// request again. The commands of a request before its EVALSHA are reads
+// or idempotent.
+func (c *call) reload(ctx context.Context) error {
+	var req []byte
+	for _, s := range allScripts {
+		req = appendCommand(req, "SCRIPT", "LOAD", s.src)
+	}
+	req = append(req, c.req...)
+	want := c.p.want
+	c.p.want = len(allScripts) + want
+	if err := c.node.send(ctx, &c.p, req); err != nil {
+		return err
+	}
+	if err := c.node.receive(&c.p); err != nil {
+		return err
+	}
+	for _, r := range c.p.rep[:len(allScripts)] {
+		if err := r.err(); err != nil {
 			return err
 		}
-		c.rep[i] = r
 	}
-	noScript := false
-	for i := range c.want {
-		if isNoScript(c.rep[i].err()) {
-			noScript = true
-		}
-	}
-	if !noScript {
-		return nil
-	}
-	// The node lost its scripts (SCRIPT FLUSH, or a restart behind a
-	// proxy that kept the connection): load them and replay the round.
-	// The commands before the failed EVALSHA are reads or idempotent.
-	req := append([]byte(nil), c.conn.buf...)
-	c.conn.buf = c.conn.buf[:0]
-	for _, s := range allScripts {
-		c.conn.buf = appendCommand(c.conn.buf, "SCRIPT", "LOAD", s.src)
-	}
-	c.conn.buf = append(c.conn.buf, req...)
-	return c.conn.roundTrip(deadline, len(allScripts)+c.want, func(i int, r reply) error {
-		if i < len(allScripts) {
-			return r.err()
-		}
-		c.rep[i-len(allScripts)] = r
-		return nil
-	})
+	c.rep = c.p.rep[len(allScripts):c.p.want]
+	return nil
 }
 
-// fail records err and closes the connection, whose state is unknown.
-func (c *call) fail(err error) {
-	if c.conn != nil {
-		c.conn.close()
-		c.conn = nil
+func hasNoScript(reps []reply) bool {
+	for _, r := range reps {
+		if isNoScript(r.err()) {
+			return true
+		}
 	}
-	c.err = err
+	return false
 }

@@ -240,9 +240,9 @@ func (r *Redlock) Bootstrap(ctx context.Context) error {
 	calls := r.newCalls(r.nodes)
 	now := time.Now()
 	exchange(ctx, calls, r.timeout(r.o.maxTTL), func(_ int, c *call) {
-		c.conn.buf = appendCommand(c.conn.buf, "INFO", "server")
-		c.conn.buf = appendCommand(c.conn.buf, "GET", markerKey)
-		c.want = 2
+		c.req = appendCommand(c.req, "INFO", "server")
+		c.req = appendCommand(c.req, "GET", markerKey)
+		c.p.want = 2
 	})
 	var errs []error
 	admit := make([]string, len(calls))
@@ -274,8 +274,8 @@ func (r *Redlock) admit(ctx context.Context, calls []call, runIDs []string) []er
 		return nil
 	}
 	exchange(ctx, targets, r.timeout(r.o.maxTTL), func(i int, c *call) {
-		c.conn.buf = appendCommand(c.conn.buf, "SET", markerKey, ids[i])
-		c.want = 1
+		c.req = appendCommand(c.req, "SET", markerKey, ids[i])
+		c.p.want = 1
 	})
 	var errs []error
 	for i := range targets {

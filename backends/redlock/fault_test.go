@@ -1,0 +1,262 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/locker"
+)
+
+// cluster starts five fresh Redis masters for one test and returns them
+// with a Redlock factory over them.
+func cluster(t *testing.T, o compose.RedisOptions) ([]*compose.Node, func(opts ...redlock.Option) *redlock.Redlock) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := compose.ForTest(t).Redis(ctx, 5, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr())
+	}
+	return nodes, func(opts ...redlock.Option) *redlock.Redlock {
+		clients := newClients(addrs)
+		rl, err := redlock.New(clients, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			rl.Close()
+			closeClients(clients)
+		})
+		bctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rl.Bootstrap(bctx); err != nil {
+			t.Fatal(err)
+		}
+		return rl
+	}
+}
+
+func TestMinorityDown(t *testing.T) {
+	nodes, newRedlock := cluster(t, compose.RedisOptions{})
+	// Checked after the Redlock is closed (cleanups run last-in first-out)
+	// and before the cluster is stopped.
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	rl := newRedlock(redlock.WithFencing(true))
+	for _, n := range nodes[:2] {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := rl.Acquire(ctx, "k", locker.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatalf("Acquire with 2 of 5 nodes down: %v", err)
+	}
+	if err := lease.Extend(ctx, 5*time.Second); err != nil {
+		t.Fatalf("Extend with 2 of 5 nodes down: %v", err)
+	}
+	// The release reaches the three live nodes and reports the two dead.
+	err = lease.Release(ctx)
+	for _, n := range nodes[:2] {
+		if err == nil || !strings.Contains(err.Error(), n.Addr()) {
+			t.Fatalf("Release error %v does not name dead node %s", err, n.Addr())
+		}
+	}
+	if _, err := rl.TryAcquire(ctx, "k"); err != nil {
+		t.Fatalf("the key is not free after Release on the live majority: %v", err)
+	}
+}
+
+func TestMajorityDown(t *testing.T) {
+	nodes, newRedlock := cluster(t, compose.RedisOptions{})
+	rl := newRedlock()
+	for _, n := range nodes[:3] {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := rl.Acquire(ctx, "k")
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Acquire took %v with a 500ms ctx", took)
+	}
+	if !errors.Is(err, locker.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire with 3 of 5 down = %v; want ErrNotAcquired and the ctx error", err)
+	}
+	for _, n := range nodes[:3] {
+		if !strings.Contains(err.Error(), n.Addr()) {
+			t.Errorf("error does not name dead node %s: %v", n.Addr(), err)
+		}
+	}
+	var ne *locker.NodeError
+	if !errors.As(err, &ne) {
+		t.Errorf("error carries no locker.NodeError: %v", err)
+	}
+}
+
+// TestRestartQuarantine restarts a majority of nodes without their data
+// while A holds the key. Without the quarantine B is granted the key at
+// once, while A still holds it; with it, B waits until the restarted
+// nodes have been up for one max TTL, by which time A's lease is over.
+func TestRestartQuarantine(t *testing.T) {
+	const maxTTL = 2 * time.Second
+	for _, quarantine := range []bool{false, true} {
+		name := map[bool]string{false: "without", true: "with"}[quarantine]
+		t.Run(name, func(t *testing.T) {
+			nodes, newRedlock := cluster(t, compose.RedisOptions{})
+			opts := []redlock.Option{redlock.WithQuarantine(quarantine), redlock.WithMaxTTL(maxTTL)}
+			a, b := newRedlock(opts...), newRedlock(opts...)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			leaseA, err := a.Acquire(ctx, "k", locker.WithTTL(maxTTL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range nodes[:3] {
+				if err := n.Restart(ctx, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			restarted := time.Now()
+			leaseB, err := b.Acquire(ctx, "k", locker.WithTTL(maxTTL), locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
+			if err != nil {
+				t.Fatalf("B never acquired: %v", err)
+			}
+			granted := time.Now()
+			overlap := granted.Before(leaseA.ValidUntil())
+			t.Logf("%s quarantine: B granted %v after the restart; A valid until %v after it (overlap: %v)",
+				name, granted.Sub(restarted).Round(time.Millisecond), leaseA.ValidUntil().Sub(restarted).Round(time.Millisecond), overlap)
+			if quarantine && overlap {
+				t.Fatalf("B was granted the key while A's lease was valid: the quarantine did not hold")
+			}
+			if quarantine && granted.Sub(restarted) < maxTTL-time.Second {
+				t.Fatalf("B was granted the key %v after the restart, before the restarted nodes served one max TTL", granted.Sub(restarted))
+			}
+			if !quarantine && !overlap {
+				t.Fatalf("without quarantine B should get the key from the restarted majority while A holds it")
+			}
+			_ = leaseB.Release(ctx)
+		})
+	}
+}
+
+// TestTokensIncreaseAcrossRestarts takes a key thousands of times while
+// nodes are killed and restarted with their data (AOF, fsync always) at
+// random: every grant's token must exceed the one before.
+func TestTokensIncreaseAcrossRestarts(t *testing.T) {
+	nodes, newRedlock := cluster(t, compose.RedisOptions{AOF: true})
+	rl := newRedlock(redlock.WithFencing(true), redlock.WithMaxTTL(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	restarts := 0
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(50+rand.IntN(150)) * time.Millisecond):
+			}
+			// Restart one or two random nodes: a majority stays up.
+			for _, i := range rand.Perm(5)[:1+rand.IntN(2)] {
+				if err := nodes[i].Restart(ctx, true); err != nil {
+					t.Error(err)
+					return
+				}
+				restarts++
+			}
+		}
+	})
+	var last uint64
+	const grants = 3000
+	for i := range grants {
+		lease, err := rl.Acquire(ctx, "k", locker.WithTTL(500*time.Millisecond))
+		if err != nil {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("grant %d: %v", i, err)
+		}
+		tok, _ := lease.Token()
+		if tok <= last {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("grant %d: token %d not above the previous %d", i, tok, last)
+		}
+		last = tok
+		_ = lease.Release(ctx) // may fail on a node being restarted
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d grants, tokens strictly increasing to %d, across %d node restarts", grants, last, restarts)
+	if restarts == 0 {
+		t.Fatal("no node was restarted during the run")
+	}
+}
+
+// TestClockFloor shows what a majority of nodes restarted without their
+// data does to tokens, and that the clock floor prevents it: the
+// restarted nodes' counters start again from zero.
+func TestClockFloor(t *testing.T) {
+	for _, floor := range []bool{false, true} {
+		name := map[bool]string{false: "counter only", true: "clock floor"}[floor]
+		t.Run(name, func(t *testing.T) {
+			nodes, newRedlock := cluster(t, compose.RedisOptions{})
+			rl := newRedlock(redlock.WithFencing(true), redlock.WithClockFloor(floor), redlock.WithQuarantine(false))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var before uint64
+			for range 50 {
+				lease, err := rl.Acquire(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				before, _ = lease.Token()
+				if err := lease.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Three nodes lose everything; the two that remember are down.
+			for _, n := range nodes[:3] {
+				if err := n.Restart(ctx, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, n := range nodes[3:] {
+				if err := n.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lease, err := rl.Acquire(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, _ := lease.Token()
+			t.Logf("%s: token %d before the restart, %d after", name, before, after)
+			if floor && after <= before {
+				t.Fatalf("clock floor: token %d after the restart is not above %d", after, before)
+			}
+			if !floor && after > before {
+				t.Fatalf("counter only: expected the restarted majority to hand out a lower token than %d, got %d", before, after)
+			}
+		})
+	}
+}
