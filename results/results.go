@@ -1,0 +1,203 @@
+// Package results is the schema of results.json, the contract between the
+// workloads that measure and the report that renders: one Case per
+// measured combination of backend, workload, fault and settings, with its
+// counts, its latency percentiles and the HDR histograms they come from,
+// so that runs from several load-generator hosts merge without loss.
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Version is the schema version this package writes.
+const Version = 1
+
+// File is the content of results.json.
+type File struct {
+	Version  int       `json:"version"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Hosts are the load generators whose cases this file holds.
+	Hosts []string `json:"hosts"`
+	// Machine describes where the run happened ("2 cores, linux/amd64").
+	Machine string `json:"machine"`
+	// Command is the command line that produced the run.
+	Command string `json:"command,omitempty"`
+	// Partial is set when the run was interrupted before every case ran.
+	Partial bool   `json:"partial,omitempty"`
+	Cases   []Case `json:"cases"`
+}
+
+// Case is one measured combination: a backend under a workload and a
+// fault, with a guard mode and a number of clients, for one trial.
+type Case struct {
+	Backend  string `json:"backend"`
+	Workload string `json:"workload"`
+	Fault    string `json:"fault"`
+	// Fencing reports whether the resource checked fencing tokens (Guard
+	// "fence").
+	Fencing bool `json:"fencing"`
+	// Guard is the resource's guard mode: "none", "fence" or "cas".
+	Guard   string `json:"guard"`
+	Clients int    `json:"clients"`
+	Trial   int    `json:"trial"`
+	// Host is the load generator that measured the case.
+	Host string `json:"host,omitempty"`
+
+	// Settings.
+	Keys       int     `json:"keys"`
+	TTLMillis  int64   `json:"ttl_ms"`
+	DurationS  float64 `json:"duration_s"`  // how long the load ran
+	TargetRate float64 `json:"target_rate"` // grants/s asked by an open loop; 0 for a closed loop
+
+	// Backend facts, from locker.Info.
+	Nodes     int    `json:"nodes"`
+	Quorum    int    `json:"quorum"`
+	Guarantee string `json:"guarantee,omitempty"`
+
+	// Measurements.
+	Acquired   int64            `json:"acquired"`
+	Throughput float64          `json:"throughput"` // grants per second
+	LatencyUS  Percentiles      `json:"latency_us"` // acquire wait
+	HoldUS     Percentiles      `json:"hold_us"`
+	ReleaseUS  Percentiles      `json:"release_us"`
+	Errors     map[string]int64 `json:"errors"` // by kind, see the Err* constants
+
+	// Safety.
+	Overlaps         int64 `json:"overlaps"`
+	StaleAccepted    int64 `json:"stale_accepted"`
+	StaleRejected    int64 `json:"stale_rejected"`
+	LostUpdates      int64 `json:"lost_updates"`
+	TokenRegressions int64 `json:"token_regressions"`
+
+	// Timeline is the number of grants in each TimelineStepS-second
+	// interval from the start of the case.
+	TimelineStepS float64  `json:"timeline_step_s"`
+	Timeline      []int64  `json:"timeline"`
+	FaultWindows  []Window `json:"fault_windows"`
+
+	// Histograms are the HDR histograms (µs) behind the percentiles.
+	Histograms Histograms `json:"histograms"`
+
+	// Notes explain the case: why a fault did not apply, why a result
+	// differs from what theory predicts.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// The error kinds of Case.Errors.
+const (
+	ErrNotAcquired = "not_acquired" // the backend refused: held, or no quorum
+	ErrNode        = "node"         // a node could not be reached
+	ErrLost        = "lost"         // a lease ended by loss while held
+	ErrTimeout     = "timeout"      // an acquire ran out of its deadline
+	ErrOther       = "other"
+)
+
+// Percentiles summarise a latency distribution, in microseconds.
+type Percentiles struct {
+	P50  int64   `json:"p50"`
+	P90  int64   `json:"p90"`
+	P99  int64   `json:"p99"`
+	P999 int64   `json:"p999"`
+	Max  int64   `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// Window is a time span, in seconds from the start of the case, during
+// which a fault was in effect.
+type Window struct {
+	Label  string  `json:"label"`
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+}
+
+// Histograms holds HDR histograms of microseconds in their compressed,
+// base64 encoding.
+type Histograms struct {
+	Acquire string `json:"acquire"`
+	Hold    string `json:"hold"`
+	Release string `json:"release"`
+}
+
+// Key identifies the combination a case measures, without its trial and
+// host: cases with equal keys are repetitions of one another.
+func (c *Case) Key() string {
+	return fmt.Sprintf("%s|%s|%s|%s|%d", c.Backend, c.Workload, c.Fault, c.Guard, c.Clients)
+}
+
+// NewHistogram returns a histogram of microseconds from 1 µs to 10 min
+// with 3 significant digits, the one every Case uses.
+func NewHistogram() *hdr.Histogram { return hdr.New(1, int64(10*time.Minute/time.Microsecond), 3) }
+
+// Encode returns h in its compressed base64 encoding.
+func Encode(h *hdr.Histogram) (string, error) {
+	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// Decode parses a histogram from Encode. An empty string is an empty
+// histogram.
+func Decode(s string) (*hdr.Histogram, error) {
+	if s == "" {
+		return NewHistogram(), nil
+	}
+	return hdr.Decode([]byte(s))
+}
+
+// Summarise returns the percentiles of h.
+func Summarise(h *hdr.Histogram) Percentiles {
+	if h.TotalCount() == 0 {
+		return Percentiles{}
+	}
+	return Percentiles{
+		P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90), P99: h.ValueAtQuantile(99),
+		P999: h.ValueAtQuantile(99.9), Max: h.Max(), Mean: h.Mean(),
+	}
+}
+
+// Read loads a results file.
+func Read(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if f.Version != Version {
+		return nil, fmt.Errorf("%s: schema version %d, this lockbench reads %d", path, f.Version, Version)
+	}
+	return &f, nil
+}
+
+// Write stores f at path atomically (a temporary file renamed into
+// place), so an interrupted run never leaves half a file.
+func Write(path string, f *File) error {
+	f.Version = Version
+	b, err := json.MarshalIndent(f, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*.json")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
