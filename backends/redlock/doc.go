@@ -1,0 +1,58 @@
+// Package redlock is a Redlock distributed lock over N independent Redis
+// masters, usable on its own as a library: it depends only on go-redis and
+// lockbench's small locker package.
+//
+//	clients := []redis.UniversalClient{redis.NewClient(&redis.Options{Addr: "10.0.0.1:6379"}), ...}
+//	rl, err := redlock.New(clients, redlock.WithFencing(true))
+//	lease, err := rl.Acquire(ctx, "invoice:42", locker.WithTTL(10*time.Second))
+//	tok, _ := lease.Token() // pass it to the resource, which rejects older tokens
+//	defer lease.Release(ctx)
+//
+// # The algorithm
+//
+// An acquisition sends SET key value NX PX ttl (inside a Lua script) to all
+// nodes at once, with a per-node timeout far below the TTL, and holds the
+// key if a majority (N/2+1) granted it within its validity: TTL minus the
+// time the round took minus TTL×drift+2ms. On failure it releases the key
+// on every node it asked and retries after a jittered backoff, bounded by
+// the context. Extend re-arms the TTL on a majority; release deletes the
+// key where it still holds our 128-bit random value. Per-node errors are
+// joined (locker.NodeError), so an error says which node said what.
+//
+// Beyond the algorithm as published, and beyond the other Go Redlocks:
+//
+//   - Fencing tokens (WithFencing): a per-key counter on each node, advanced
+//     in the acquire script; the lease's token is the maximum over the
+//     granting majority, written back to a majority when they disagree, so
+//     every later grant returns a larger one while nodes keep their data.
+//     A node restarted empty loses its counters: a majority of such nodes
+//     hands out small tokens again. Guard with persistence (appendfsync
+//     always) or WithClockFloor (tokens at least the node's clock in µs).
+//   - Restart quarantine (on by default): a node whose Redis process
+//     changed (run_id) or lost its data does not vote until it has been up
+//     for one max TTL — antirez's "delayed restart", enforced by the client.
+//     New nodes are admitted with Bootstrap.
+//   - Fast hand-off: goroutines of one Redlock wanting one key queue in
+//     FIFO order; the head waits for a release notification (pub/sub) from
+//     any node instead of sleeping 50–250 ms; under contention a client
+//     asks the priority node (the first in address order) before the
+//     others, and the winner of a split vote completes it instead of all
+//     sides backing off, so short retries do not livelock.
+//   - Speed: each node has one pipelined connection of Redlock's own;
+//     a round writes to every node before reading any reply, from the
+//     caller's goroutine, and concurrent callers share writes.
+//
+// # When to use it, and when not
+//
+// Redlock is sound for efficiency — avoiding duplicate work, where an
+// occasional double grant costs little — and tolerates the loss of a
+// minority of nodes. For correctness it rests on timing: a holder that
+// pauses (GC, swap, a slow network) past its validity keeps writing after
+// someone else was granted the key, and a node whose clock jumps releases
+// keys early. Kleppmann's remedy is a fencing token checked by the
+// resource; with WithFencing this Redlock provides one, but the tokens are
+// only as durable as the nodes' data. If the protected resource can check
+// a token, use fencing; if correctness matters and it cannot, use a
+// consensus-backed lock (ZooKeeper, etcd) and still expect paused holders.
+// lockbench's measurements of all of this are in the repository's README.
+package redlock
