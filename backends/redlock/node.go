@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -49,6 +50,7 @@ func (n *node) send(ctx context.Context, p *pending, req []byte) error {
 		return err
 	}
 	p.conn, p.got, p.err, p.done = c, 0, nil, false
+	busy := len(c.queue) > 0 // other requests in flight: others are sending too
 	c.queue = append(c.queue, p)
 	c.wbuf = append(c.wbuf, req...)
 	if c.writing {
@@ -56,6 +58,14 @@ func (n *node) send(ctx context.Context, p *pending, req []byte) error {
 		return nil
 	}
 	c.writing = true
+	if busy {
+		// Under concurrency, let the goroutines that are ready to run add
+		// their requests before the write, so that one write (and one
+		// read on the server) carries many. A lone caller writes at once.
+		n.mu.Unlock()
+		runtime.Gosched()
+		n.mu.Lock()
+	}
 	for len(c.wbuf) > 0 && !c.broken {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
