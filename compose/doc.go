@@ -7,6 +7,13 @@
 // nothing survives the run: Env.Close kills every group, and if the parent
 // process itself dies (SIGKILL included) the kernel kills the children.
 //
+// Topologies: Env.Redis (independent masters, for Redlock), Env.Sentinel
+// (a master, replicas and sentinels, optionally with proxied replication
+// links for lost-write failovers), Env.ZooKeeper and Env.Etcd (quorum
+// ensembles whose members start together). Each waits until its servers
+// serve, and offers what faults need: the current master or leader, and
+// waits for a new one.
+//
 // Node controls are the fault catalogue's primitives: Kill, Stop, Start,
 // Restart (with or without its data), Pause and Resume (SIGSTOP/SIGCONT),
 // and, for a node started behind a proxy, Partition, Heal and Delay through

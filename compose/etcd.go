@@ -49,10 +49,20 @@ type EtcdCluster struct {
 // itself healthy on /health, which a member does once the cluster has a
 // leader and it can serve a linearizable read.
 //
-// The member binary is found once per process (see etcdMemberBinary):
-// $LOCKBENCH_ETCD_MEMBER, else etcd-member next to the running executable
-// (where `make` puts it beside lockbench), else it is built into the
-// user's cache dir.
+// A member restarted without its data (Node.Restart(ctx, false)) cannot
+// rejoin as itself — etcd refuses a member that was bootstrapped before —
+// so it is replaced, as an operator would do it: the old member is
+// removed, a new one added at the same addresses through the others, and
+// the node starts as that new member, which receives the cluster's data
+// from the leader. This needs a quorum of the others, and a cluster whose
+// leader has been connected to a quorum for 5 s (a younger one delays the
+// restart until then).
+//
+// The member binary is found once per process: $LOCKBENCH_ETCD_MEMBER
+// (EtcdMemberEnv; the Makefile points it at bin/etcd-member, which `make
+// build` refreshes), else etcd-member next to the running executable, else
+// <user cache dir>/lockbench/etcd-member, brought up to date with `go
+// build` (about a minute the first time, well under a second after).
 func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, error) {
 	if n < 1 || n%2 == 0 {
 		return nil, fmt.Errorf("compose: %d etcd members: want an odd number, at least 1", n)

@@ -36,7 +36,7 @@ func waitReplicated(t *testing.T, master *redis.Client, n int) {
 func TestSentinelReplicates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.SentinelOptions{Replicas: 2})
+	s := startSentinel(t, compose.SentinelOptions{Replicas: 2, ProxiedReplication: true})
 	if got, err := s.CurrentMaster(ctx); err != nil || got != s.Master.ServerAddr() {
 		t.Fatalf("CurrentMaster = %q, %v; want %s", got, err, s.Master.ServerAddr())
 	}
@@ -53,8 +53,35 @@ func TestSentinelReplicates(t *testing.T) {
 	if s.Node(s.Replicas[1].ServerAddr()) != s.Replicas[1] || s.Node("127.0.0.1:1") != nil {
 		t.Fatal("Node does not map addresses to nodes")
 	}
-	if s.ReplicationLinks[0] != nil {
-		t.Fatal("a replication link without ProxiedReplication")
+
+	// A partitioned link holds one replica back; the other gets the
+	// writes. Healing the link closes the connection it cut, so the
+	// replica reconnects and resumes from the last write it applied.
+	if err := s.ReplicationLinks[0].Partition(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if err := m.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitReplicated(t, m, 1)
+	r0, r1 := client(t, s.Replicas[0].Addr()), client(t, s.Replicas[1].Addr())
+	if n, err := r1.Exists(ctx, "a", "b").Result(); err != nil || n != 2 {
+		t.Fatalf("the replica with a healthy link has %d of 2 keys (%v)", n, err)
+	}
+	if n, err := r0.Exists(ctx, "a", "b").Result(); err != nil || n != 0 {
+		t.Fatalf("the replica behind a partition has %d of 2 keys (%v)", n, err)
+	}
+	if err := s.ReplicationLinks[0].Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Set(ctx, "c", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(t, m, 2)
+	if n, err := r0.Exists(ctx, "a", "b", "c").Result(); err != nil || n != 3 {
+		t.Fatalf("after Heal the replica has %d of 3 keys (%v)", n, err)
 	}
 }
 
@@ -66,8 +93,10 @@ func TestSentinelFailover(t *testing.T) {
 	s := startSentinel(t, compose.SentinelOptions{Proxied: true})
 	fc := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: s.MasterName, SentinelAddrs: s.SentinelAddrs(), Dialer: s.Dial,
-		MaxRetries: 20, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
+		MaxRetries: 3, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
 	})
+	// Few retries: go-redis's Close waits for a sentinel subscription
+	// that is reconnecting through all its retries (13 s with 20).
 	t.Cleanup(func() { fc.Close() })
 	if err := fc.Set(ctx, "k", "v1", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -86,6 +115,20 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	if err := client(t, s.Replicas[0].Addr()).Set(ctx, "k", "v2", 0).Err(); err != nil {
 		t.Fatalf("SET on the new master: %v", err)
+	}
+	// A sentinel restarted with its (rewritten) config, or without it,
+	// monitors the new master.
+	for i, keep := range []bool{true, false} {
+		sn := s.Sentinels[i]
+		if err := sn.Restart(ctx, keep); err != nil {
+			t.Fatal(err)
+		}
+		sc := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr()})
+		m, err := sc.GetMasterAddrByName(ctx, s.MasterName).Result()
+		sc.Close()
+		if err != nil || len(m) != 2 || m[0]+":"+m[1] != got {
+			t.Fatalf("%s restarted (keepData %v) reports master %v, %v; want %s", sn.Name, keep, m, err, got)
+		}
 	}
 	// The client finds the new master (after a READONLY error from the
 	// demoted one at most) and reaches it through its proxy: partitioning
