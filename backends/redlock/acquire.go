@@ -82,6 +82,7 @@ const (
 	held           // the key has another value there
 	excluded       // the node may not vote now (quarantine)
 	failed         // unreachable, timed out, or an error reply
+	late           // not waited for: a majority had answered
 )
 
 // attempt is one Acquire's state across its tries.
@@ -251,6 +252,9 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 	for i := range a.calls {
 		a.calls[i].skip = !which(i)
 		a.calls[i].extra = r.o.waitTimeout
+		if !a.calls[i].skip {
+			a.state[i] = notAsked
+		}
 	}
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), func(i int, c *call) {
 		b := c.req
@@ -277,14 +281,35 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 			c.p.want++
 		}
 		c.req = b
+	}, func(i int, c *call) bool {
+		a.record(i, c, now)
+		return a.decided()
 	})
 	for i := range a.calls {
 		c := &a.calls[i]
-		if c.skip {
-			continue
+		switch {
+		case c.skip || a.state[i] != notAsked:
+		case errors.Is(c.err, errNoReply):
+			a.state[i], a.set[i] = late, true // it may still set the key
+		default: // timed out, or ctx ended
+			a.record(i, c, now)
 		}
-		a.record(i, c, now)
 	}
+}
+
+// decided reports whether the round has its answer: a majority granted,
+// or too few nodes are left to make one.
+func (a *attempt) decided() bool {
+	g, open := 0, 0
+	for i, s := range a.state {
+		switch {
+		case s == granted:
+			g++
+		case s == notAsked && !a.calls[i].skip:
+			open++ // asked in this round, not answered yet
+		}
+	}
+	return g >= a.r.quorum || g+open < a.r.quorum
 }
 
 // record turns node i's replies into its outcome.
@@ -387,7 +412,7 @@ func (a *attempt) fence(ctx context.Context) (int64, error) {
 	exchange(ctx, a.calls, a.r.timeout(a.o.TTL), func(_ int, c *call) {
 		c.req = appendCommand(c.req, "EVALSHA", raiseScript.sha, "1", a.key+tokenSuffix, topStr)
 		c.p.want = 1
-	})
+	}, nil)
 	var errs []error
 	for i := range a.calls {
 		c := &a.calls[i]

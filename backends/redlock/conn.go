@@ -5,18 +5,20 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // conn is Redlock's own connection to a node, shared by every goroutine
-// of the Redlock: requests are pipelined on it and replies come back in
-// order. Redlock dials it itself, with the client's options (dialer, TLS,
-// credentials, database), because go-redis cannot send one command to
-// five nodes before waiting for any reply, nor batch the commands of
-// concurrent callers into one write — the two things that make Redlock
-// fast. Its state is guarded by its node's mutex.
+// of the Redlock: requests are pipelined on it and a reader goroutine
+// hands each reply to the request it answers. Redlock dials it itself,
+// with the client's options (dialer, TLS, credentials, database), because
+// go-redis can neither send one command to five nodes before waiting for
+// any reply, nor let a caller stop waiting once a majority has answered,
+// nor batch the commands of concurrent callers into one write — the three
+// things that make Redlock fast. Its state is guarded by its node's mutex.
 type conn struct {
 	nc net.Conn
 	rd *bufio.Reader
@@ -24,30 +26,31 @@ type conn struct {
 	wbuf    []byte     // requests not yet written
 	spare   []byte     // the buffer being written, recycled
 	writing bool       // a sender is writing wbuf
-	reading bool       // a receiver is reading replies
-	queue   []*pending // requests written or queued, awaiting replies, in order
+	queue   []*pending // requests awaiting replies, in the order written
 	broken  bool
 }
 
-// pending is one request's replies, filled in by whichever goroutine
-// reads them.
+// pending is one request on a connection: the replies it expects, filled
+// in by the connection's reader. A pending is used once.
 type pending struct {
 	want     int
 	got      int
 	rep      [maxReplies]reply
 	err      error
-	done     bool
-	deadline time.Time
-	conn     *conn
-	wake     chan struct{} // capacity 1: replies delivered, or a turn to read
+	done     atomic.Bool   // rep (or err) is complete
+	deadline time.Time     // when the round stops waiting for it
+	signal   chan struct{} // the round's: capacity 1, poked on completion
 }
 
-// maxReplies bounds the commands of one request.
+// maxReplies bounds the commands of one request (scripts reloaded in
+// front of the longest request).
 const maxReplies = 8
 
-func (p *pending) signal() {
+func (p *pending) finish(err error) {
+	p.err = err
+	p.done.Store(true)
 	select {
-	case p.wake <- struct{}{}:
+	case p.signal <- struct{}{}:
 	default:
 	}
 }

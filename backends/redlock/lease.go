@@ -37,9 +37,18 @@ func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	start := time.Now()
 	calls := r.newCalls(r.nodes)
 	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
+	ok, notOurs := 0, 0
 	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
 		c.req = appendCommand(c.req, "EVALSHA", extendScript.sha, "1", h.key, h.value, ttlMS)
 		c.p.want = 1
+	}, func(_ int, c *call) bool {
+		switch answer(c) {
+		case 1:
+			ok++
+		case 0:
+			notOurs++
+		}
+		return ok >= r.quorum || notOurs > len(calls)-r.quorum
 	})
 	ok, notOurs, errs := tally(calls)
 	validUntil := start.Add(ttl - time.Duration(float64(ttl)*r.o.drift) - 2*time.Millisecond)
@@ -83,19 +92,42 @@ func (h *hold) leave() {
 // value, and the errors of the others.
 func (r *Redlock) release(ctx context.Context, calls []call, key, value string, ttl time.Duration) (ok, notOurs int, errs []error) {
 	channel := releaseChannel(key)
+	asked, answered := 0, 0
+	for i := range calls {
+		if !calls[i].skip {
+			asked++
+		}
+	}
 	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
 		c.req = appendCommand(c.req, "EVALSHA", releaseScript.sha, "1", key, value, channel)
 		c.p.want = 1
+	}, func(_ int, c *call) bool {
+		if answer(c) >= 0 {
+			answered++
+		}
+		// Once a majority has freed the key (or said it was not ours)
+		// others can take it; the rest answer in the background.
+		return answered >= r.quorum || answered == asked
 	})
 	return tally(calls)
 }
 
+// answer returns what a script that answers 1 or 0 answered on the call's
+// node, or -1 if it failed.
+func answer(c *call) int64 {
+	if c.err != nil || len(c.rep) == 0 || c.rep[0].err() != nil {
+		return -1
+	}
+	return c.rep[0].n
+}
+
 // tally counts the calls whose script answered 1 (done) and 0 (the key
-// was not ours), and collects the errors of the rest.
+// was not ours), and collects the errors of the rest, leaving out the
+// calls the round did not wait for.
 func tally(calls []call) (ok, notOurs int, errs []error) {
 	for i := range calls {
 		c := &calls[i]
-		if c.skip {
+		if c.skip || errors.Is(c.err, errNoReply) {
 			continue
 		}
 		if c.err == nil {

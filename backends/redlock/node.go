@@ -16,7 +16,20 @@ import (
 // dial, so that a dead node costs nothing instead of a dial per round.
 const downFor = 100 * time.Millisecond
 
-var errClosedNode = errors.New("redlock closed")
+// lateFor is how long past its round's deadline a reply may still come
+// before the connection is declared dead (a paused or hung server); until
+// then late replies are read and dropped, and the connection lives on.
+const lateFor = time.Second
+
+var (
+	errClosedNode = errors.New("redlock closed")
+	// errNoReply: the node had not answered when the round stopped
+	// waiting because it had its answer (a majority granted, say). It
+	// says nothing bad of the node.
+	errNoReply = errors.New("no reply needed")
+	// errTimeout: the node did not answer within the per-node timeout.
+	errTimeout = errors.New("no reply within the per-node timeout")
+)
 
 // node is one Redis master: its client options, Redlock's connection to
 // it and what this client knows of its health.
@@ -31,6 +44,7 @@ type node struct {
 	downUntil time.Time
 	downErr   error
 	health    health // restart quarantine; see quarantine.go
+	readers   sync.WaitGroup
 }
 
 func newNode(c *redis.Client) *node {
@@ -41,7 +55,7 @@ func newNode(c *redis.Client) *node {
 // send queues req on the node's connection, dialling it if needed, and
 // writes it unless another sender is writing, in which case that sender
 // writes it with its own: concurrent requests share one write, and the
-// server one read. The replies go to p; collect them with receive.
+// server one read. The connection's reader fills in p.
 func (n *node) send(ctx context.Context, p *pending, req []byte) error {
 	n.mu.Lock()
 	c, err := n.connLocked(ctx, p.deadline)
@@ -49,8 +63,10 @@ func (n *node) send(ctx context.Context, p *pending, req []byte) error {
 		n.mu.Unlock()
 		return err
 	}
-	p.conn, p.got, p.err, p.done = c, 0, nil, false
 	busy := len(c.queue) > 0 // other requests in flight: others are sending too
+	if !busy {
+		_ = c.nc.SetReadDeadline(p.deadline.Add(lateFor))
+	}
 	c.queue = append(c.queue, p)
 	c.wbuf = append(c.wbuf, req...)
 	if c.writing {
@@ -104,82 +120,45 @@ func (n *node) connLocked(ctx context.Context, deadline time.Time) (*conn, error
 		return nil, err
 	}
 	n.c = c
+	n.readers.Add(1)
+	go n.read(c)
 	return c, nil
 }
 
-// receive waits for p's replies. If nobody is reading the connection, it
-// reads, delivering the replies of the requests queued before p to their
-// owners, then hands the reading on to the next waiter; so a lone caller
-// reads its own replies with no hand-off at all.
-func (n *node) receive(p *pending) error {
+// read hands each reply on c to the request it answers, in order, until
+// the connection fails or is closed.
+func (n *node) read(c *conn) {
+	defer n.readers.Done()
 	for {
+		r, err := readReply(c.rd)
 		n.mu.Lock()
-		if p.done {
-			n.mu.Unlock()
-			return p.err
+		if err == nil && len(c.queue) == 0 {
+			err = errors.New("reply to no request")
 		}
-		c := p.conn
-		if c.reading {
-			n.mu.Unlock()
-			<-p.wake
-			continue
-		}
-		c.reading = true
-		n.mu.Unlock()
-		err := n.readUntil(c, p)
-		n.mu.Lock()
-		c.reading = false
 		if err != nil {
 			n.breakLocked(c, err)
-		} else if len(c.queue) > 0 {
-			c.queue[0].signal() // its owner reads next
-		}
-		n.mu.Unlock()
-	}
-}
-
-// readUntil reads replies in order until p has all of its own.
-func (n *node) readUntil(c *conn, p *pending) error {
-	for {
-		n.mu.Lock()
-		if c.broken || len(c.queue) == 0 {
 			n.mu.Unlock()
-			return errors.New("connection reset")
+			return
 		}
-		head := c.queue[0]
-		n.mu.Unlock()
-		if err := c.nc.SetReadDeadline(head.deadline); err != nil {
-			return err
-		}
-		r, err := readReply(c.rd)
-		if err != nil {
-			return err
-		}
-		n.mu.Lock()
-		if c.broken || len(c.queue) == 0 || c.queue[0] != head {
-			n.mu.Unlock()
-			return errors.New("connection reset")
-		}
-		head.rep[head.got] = r
-		head.got++
-		if head.got == head.want {
+		p := c.queue[0]
+		p.rep[p.got] = r
+		p.got++
+		if p.got == p.want {
 			c.queue[0] = nil
 			c.queue = c.queue[1:]
-			head.done = true
-			if head != p {
-				head.signal()
+			if len(c.queue) > 0 {
+				_ = c.nc.SetReadDeadline(c.queue[0].deadline.Add(lateFor))
+			} else {
+				_ = c.nc.SetReadDeadline(time.Time{})
 			}
+			p.finish(nil)
 		}
-		done := p.done
 		n.mu.Unlock()
-		if done {
-			return nil
-		}
 	}
 }
 
-// breakLocked closes a connection that failed or timed out: its state is
-// unknown, so every request still waiting on it fails with err.
+// breakLocked closes a connection that failed: its state is unknown, so
+// every request still waiting on it fails with err.
 func (n *node) breakLocked(c *conn, err error) {
 	if c.broken {
 		return
@@ -190,19 +169,20 @@ func (n *node) breakLocked(c *conn, err error) {
 		n.c = nil
 	}
 	for _, p := range c.queue {
-		p.err, p.done = err, true
-		p.signal()
+		p.finish(err)
 	}
 	c.queue, c.wbuf = nil, nil
 }
 
+// close closes the connection and waits for its reader to return.
 func (n *node) close() {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	n.closed = true
 	if n.c != nil {
 		n.breakLocked(n.c, errClosedNode)
 	}
+	n.mu.Unlock()
+	n.readers.Wait()
 }
 
 // call is one node's part of a round: the commands sent to it and the
@@ -212,9 +192,9 @@ type call struct {
 	skip  bool // not part of this round
 	info  bool // the request carries INFO and GET marker first
 	req   []byte
-	p     pending
-	rep   []reply // p's replies, once received
-	err   error   // the node could not be reached, or failed
+	p     *pending
+	rep   []reply // the replies, once complete
+	err   error   // the node could not be reached, failed, or had not answered
 	extra time.Duration
 }
 
@@ -226,72 +206,142 @@ func (c *call) nodeErr() error {
 	return &locker.NodeError{Node: c.node.addr, Err: c.err}
 }
 
-// exchange runs one round: it sends every call's request (built by
-// build) before it waits for any reply, so the round costs the slowest
-// node's round trip, not the sum, and spawns nothing. A node that answers
-// NOSCRIPT gets its scripts loaded and the request again.
-func exchange(ctx context.Context, calls []call, timeout time.Duration, build func(int, *call)) {
+// exchange runs one round: it sends every call's request (built by build)
+// before it waits for any reply, then hands each reply to onReply as it
+// arrives, in arrival order, until onReply says the round has its answer
+// (a majority granted, say), every call is done, the per-node timeout
+// passes or ctx ends. The calls still unanswered then get errNoReply; their
+// replies are read and dropped when they come. A node that answers
+// NOSCRIPT gets its scripts loaded and the request again. onReply may be
+// nil: wait for every call.
+func exchange(ctx context.Context, calls []call, timeout time.Duration, build func(int, *call), onReply func(int, *call) bool) {
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	signal := make(chan struct{}, 1)
+	waiting := 0
 	for i := range calls {
 		c := &calls[i]
 		if c.skip {
 			continue
 		}
-		c.info, c.err, c.rep = false, nil, nil
-		c.req, c.p.want = c.req[:0], 0
-		if c.p.wake == nil {
-			c.p.wake = make(chan struct{}, 1)
-		}
+		c.info, c.err, c.rep, c.p = false, nil, nil, nil
+		c.req = c.req[:0]
 		if err := ctx.Err(); err != nil {
 			c.err = err
 			continue
 		}
+		c.p = &pending{signal: signal}
 		build(i, c)
 		c.p.deadline = deadline.Add(c.extra)
-		c.err = c.node.send(ctx, &c.p, c.req)
+		if c.err = c.node.send(ctx, c.p, c.req); c.err != nil {
+			c.p = nil
+			continue
+		}
+		waiting++
 	}
+	// Calls that failed at once (a dead node) are answers too.
 	for i := range calls {
 		c := &calls[i]
-		if c.skip || c.err != nil {
-			continue
+		if !c.skip && c.p == nil && onReply != nil && onReply(i, c) {
+			expire(calls, errNoReply)
+			return
 		}
-		if c.err = c.node.receive(&c.p); c.err != nil {
-			continue
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
 		}
-		c.rep = c.p.rep[:c.p.want]
-		if hasNoScript(c.rep) {
-			c.err = c.reload(ctx)
+	}()
+	for waiting > 0 {
+		for i := range calls {
+			c := &calls[i]
+			if c.skip || c.p == nil || c.rep != nil || c.err != nil || !c.p.done.Load() {
+				continue
+			}
+			waiting--
+			if c.err = c.p.err; c.err == nil {
+				c.rep = c.p.rep[:c.p.want]
+				if hasNoScript(c.rep) {
+					c.err = c.reload(ctx, deadline.Add(c.extra))
+				}
+			}
+			if onReply != nil && onReply(i, c) {
+				expire(calls, errNoReply)
+				return
+			}
+		}
+		if waiting == 0 {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline) + maxExtra(calls))
+		}
+		select {
+		case <-signal:
+		case <-timer.C:
+			expire(calls, errTimeout)
+			return
+		case <-ctx.Done():
+			expire(calls, ctx.Err())
+			return
 		}
 	}
 }
 
+// expire gives the calls still unanswered err.
+func expire(calls []call, err error) {
+	for i := range calls {
+		c := &calls[i]
+		if !c.skip && c.p != nil && c.rep == nil && c.err == nil {
+			c.err = err
+		}
+	}
+}
+
+func maxExtra(calls []call) time.Duration {
+	var d time.Duration
+	for i := range calls {
+		d = max(d, calls[i].extra)
+	}
+	return d
+}
+
 // reload loads the scripts on a node that lost them (SCRIPT FLUSH, or a
 // restart behind a proxy that kept the connection) and sends the call's
-// request again. The commands of a request before its EVALSHA are reads
-// or idempotent.
-func (c *call) reload(ctx context.Context) error {
+// request again, waiting for it alone. The commands of a request before
+// its EVALSHA are reads or idempotent.
+func (c *call) reload(ctx context.Context, deadline time.Time) error {
 	var req []byte
 	for _, s := range allScripts {
 		req = appendCommand(req, "SCRIPT", "LOAD", s.src)
 	}
 	req = append(req, c.req...)
-	want := c.p.want
-	c.p.want = len(allScripts) + want
-	if err := c.node.send(ctx, &c.p, req); err != nil {
+	p := &pending{signal: make(chan struct{}, 1), want: len(allScripts) + c.p.want, deadline: deadline}
+	if err := c.node.send(ctx, p, req); err != nil {
 		return err
 	}
-	if err := c.node.receive(&c.p); err != nil {
-		return err
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-p.signal:
+	case <-timer.C:
+		return errNoReply
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	for _, r := range c.p.rep[:len(allScripts)] {
+	if p.err != nil {
+		return p.err
+	}
+	for _, r := range p.rep[:len(allScripts)] {
 		if err := r.err(); err != nil {
 			return err
 		}
 	}
-	c.rep = c.p.rep[len(allScripts):c.p.want]
+	c.p = p
+	c.rep = p.rep[len(allScripts):p.want]
 	return nil
 }
 

@@ -243,7 +243,7 @@ func (r *Redlock) Bootstrap(ctx context.Context) error {
 		c.req = appendCommand(c.req, "INFO", "server")
 		c.req = appendCommand(c.req, "GET", markerKey)
 		c.p.want = 2
-	})
+	}, nil)
 	var errs []error
 	admit := make([]string, len(calls))
 	for i := range calls {
@@ -276,7 +276,7 @@ func (r *Redlock) admit(ctx context.Context, calls []call, runIDs []string) []er
 	exchange(ctx, targets, r.timeout(r.o.maxTTL), func(i int, c *call) {
 		c.req = appendCommand(c.req, "SET", markerKey, ids[i])
 		c.p.want = 1
-	})
+	}, nil)
 	var errs []error
 	for i := range targets {
 		c := &targets[i]
