@@ -64,6 +64,12 @@ var RedisSentinel = "redis-sentinel"
 
 // SentinelSet is a Redis master with replicas and the sentinels that watch
 // them and promote a replica when the master fails.
+//
+// Every node and sentinel runs from a config file in its dir that Sentinel
+// rewrites as roles change, so Restart(ctx, true) brings a node back in the
+// role it last had (a killed master comes back a master until the
+// sentinels demote it, as in production). Restart(ctx, false) loses the
+// file too: the node comes back following the master the sentinels report.
 type SentinelSet struct {
 	// MasterName is the name the sentinels know the set by.
 	MasterName string
@@ -127,15 +133,38 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 	}
 	s := &SentinelSet{MasterName: name, quorum: sentinels/2 + 1}
 
+	// Each Redis node runs from its own redis.conf, which Sentinel
+	// rewrites (CONFIG REWRITE) when it promotes or repoints the node, so
+	// that a node restarted with its data keeps its role, as in a real
+	// deployment.
 	redisSpec := func(name string, port int, replicaOf string) spec {
-		args := append(redisArgs(port, o.AOF),
-			"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
-			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(port))
-		if replicaOf != "" {
-			host, p, _ := net.SplitHostPort(replicaOf)
-			args = append(args, "--replicaof", host, p)
+		conf := filepath.Join(e.Dir, name, "redis.conf")
+		self, started := addr(port), false
+		prepare := func(string) error {
+			if _, err := os.Stat(conf); err == nil {
+				return nil
+			}
+			upstream := replicaOf
+			if started {
+				// The node lost its files: like a node an operator
+				// reinstalls, it takes its master from the sentinels.
+				askCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				if cur, err := s.currentMaster(askCtx, ""); err == nil {
+					upstream = cur
+				}
+			}
+			started = true
+			args := append(redisArgs(port, o.AOF),
+				"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
+				"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(port))
+			if upstream != "" && upstream != self {
+				host, p, _ := net.SplitHostPort(upstream)
+				args = append(args, "--replicaof", host, p)
+			}
+			return os.WriteFile(conf, []byte(redisConf(args)), 0o644)
 		}
-		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: args, ready: redisReady(port)}
+		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: prepare, ready: redisReady(port)}
 	}
 	s.Master, err = e.startNode(ctx, redisSpec(e.newNames("redis-master", 1)[0], ports[0], ""), o.Proxied)
 	if err != nil {
@@ -279,6 +308,25 @@ func (s *SentinelSet) sentinelsReady(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// redisConf turns redis-server command-line arguments ("--name", values
+// ...) into redis.conf lines.
+func redisConf(args []string) string {
+	var b strings.Builder
+	for i, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--"):
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(strings.TrimPrefix(a, "--"))
+		default:
+			b.WriteString(" " + strconv.Quote(a))
+		}
+	}
+	b.WriteByte('\n')
+	return b.String()
 }
 
 // SentinelAddrs returns the addresses clients should ask for the master

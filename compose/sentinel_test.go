@@ -3,6 +3,9 @@ package compose_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,6 +164,30 @@ func TestSentinelKillMaster(t *testing.T) {
 	t.Logf("automatic failover took %v", time.Since(start))
 	if n := s.Node(got); n != s.Replicas[0] {
 		t.Fatalf("the sentinels promoted %s, want the replica %s", got, s.Replicas[0].ServerAddr())
+	}
+	// Sentinel rewrote the promoted node's config: restarted with its
+	// data, it would stay a master.
+	conf, err := os.ReadFile(filepath.Join(s.Replicas[0].Dir, "redis.conf"))
+	if err != nil || strings.Contains(string(conf), "\nreplicaof") {
+		t.Fatalf("the promoted replica's redis.conf (%v) still names a master:\n%s", err, conf)
+	}
+	// The old master, reinstalled without its data, joins the new one.
+	if err := s.Master.Restart(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	old := client(t, s.Master.Addr())
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond) // probe pacing, not synchronisation
+	defer tick.Stop()
+	for ; ; <-tick.C {
+		info, err := old.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") &&
+			strings.Contains(info, "master_port:"+strings.Split(got, ":")[1]+"\r") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted old master is not a replica of %s: %v\n%s", got, err, info)
+		}
 	}
 }
 
