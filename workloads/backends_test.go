@@ -1,0 +1,190 @@
+package workloads_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockbench/lockbench/backends"
+	_ "github.com/lockbench/lockbench/backends/redis"
+	_ "github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/workloads"
+)
+
+// redisAddrs starts n real redis-server nodes for t and returns their
+// addresses.
+func redisAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := compose.ForTest(t).Redis(ctx, n, compose.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := make([]string, n)
+	for i, node := range nodes {
+		addrs[i] = node.Addr()
+	}
+	return addrs
+}
+
+// open opens one Locker per client, each with connections of its own as
+// separate processes would have, closed when t ends. Goroutines still
+// running once they are closed are reported as leaks.
+func open(t *testing.T, backend string, clients int, cfg backends.Config) []locker.Locker {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ls := make([]locker.Locker, clients)
+	for i := range ls {
+		l, err := backends.Open(backend, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
+		t.Cleanup(func() { l.Close() })
+	}
+	return ls
+}
+
+func dist(t *testing.T, s string) workloads.Dist {
+	t.Helper()
+	d, err := workloads.ParseDist(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// runCase runs spec and returns the results.Case it fills.
+func runCase(t *testing.T, spec workloads.Spec, lockers []locker.Locker, g workloads.Guard, hooks workloads.Hooks) results.Case {
+	t.Helper()
+	res, err := workloads.NewResource(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o, err := workloads.Run(ctx, spec, lockers, res, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c results.Case
+	if err := o.Fill(&c); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s guard %s: %d grants in %.2fs (%.0f/s), acquire p50 %dµs p99 %dµs, errors %v; overlaps %d, stale accepted %d, stale rejected %d, lost updates %d, token regressions %d, windows %d",
+		c.Backend, c.Guard, c.Acquired, c.DurationS, c.Throughput, c.LatencyUS.P50, c.LatencyUS.P99, c.Errors,
+		c.Overlaps, c.StaleAccepted, c.StaleRejected, c.LostUpdates, c.TokenRegressions, len(c.FaultWindows))
+	for _, n := range c.Notes {
+		t.Logf("  note: %s", n)
+	}
+	return c
+}
+
+// contention is the load under which a correct lock must show no
+// violation: every client on one key, a hold far inside the TTL.
+func contention(t *testing.T) workloads.Spec {
+	return workloads.Spec{Workload: workloads.Hot, Clients: 8, Hold: dist(t, "200us-1ms"), TTL: 5 * time.Second, Duration: 1500 * time.Millisecond}
+}
+
+func checkSafe(t *testing.T, c results.Case) {
+	t.Helper()
+	if c.Overlaps != 0 || c.StaleAccepted != 0 || c.StaleRejected != 0 || c.LostUpdates != 0 || c.TokenRegressions != 0 {
+		t.Fatalf("%s violated safety without any fault: %+v", c.Backend, c)
+	}
+	if c.Acquired < 100 {
+		t.Fatalf("%s granted only %d sections in %.1fs", c.Backend, c.Acquired, c.DurationS)
+	}
+	// A loaded machine may make a node miss its per-node timeout, which is
+	// an availability cost; a lease lost while held, or an unexplained
+	// error, is not expected without a fault.
+	if c.Errors[results.ErrLost] != 0 || c.Errors[results.ErrOther] != 0 {
+		t.Fatalf("%s: errors %v without any fault; notes %q", c.Backend, c.Errors, c.Notes)
+	}
+}
+
+func TestRedisIsSafeUnderContention(t *testing.T) {
+	addrs := redisAddrs(t, 1)
+	ls := open(t, "redis", 8, backends.Config{Addrs: addrs})
+	c := runCase(t, contention(t), ls, workloads.GuardFence, workloads.Hooks{})
+	checkSafe(t, c)
+	if !c.Fencing || c.Nodes != 1 || c.Quorum != 1 {
+		t.Fatalf("case %+v does not describe a fenced single Redis", c)
+	}
+}
+
+func TestRedlockIsSafeUnderContention(t *testing.T) {
+	addrs := redisAddrs(t, 5)
+	// A node timeout above the default (TTL/100, at most 50 ms) keeps the
+	// bootstrap dial from timing out on a loaded machine.
+	ls := open(t, "redlock", 8, backends.Config{Addrs: addrs, Params: map[string]string{"bootstrap": "true", "nodetimeout": "250ms"}})
+	c := runCase(t, contention(t), ls, workloads.GuardFence, workloads.Hooks{})
+	checkSafe(t, c)
+	if c.Nodes != 5 || c.Quorum != 3 {
+		t.Fatalf("case %+v does not describe a 5-node Redlock", c)
+	}
+}
+
+// TestClientPause is Kleppmann's GC pause on a real Redis: now and then a
+// holder stalls well past its 100 ms TTL, another client is granted the
+// key, and the paused holder wakes and writes. Without a guard the stale
+// write lands (and an increment is lost); fencing tokens and the CAS mark
+// reject it. A pause before the holder marks the resource defeats the CAS
+// mark, which does not order writers, but not the fence.
+func TestClientPause(t *testing.T) {
+	addrs := redisAddrs(t, 1)
+	ls := open(t, "redis", 6, backends.Config{Addrs: addrs})
+	for _, tc := range []struct {
+		name  string
+		guard workloads.Guard
+		at    workloads.Phase
+		hold  string
+		// staleAccepted: whether stale writes must land (else none may).
+		staleAccepted bool
+	}{
+		{"none", workloads.GuardNone, workloads.BeforeWrite, "1ms", true},
+		{"fence", workloads.GuardFence, workloads.BeforeWrite, "1ms", false},
+		{"cas", workloads.GuardCAS, workloads.BeforeWrite, "1ms", false},
+		{"fence paused before reading", workloads.GuardFence, workloads.BeforeRead, "0", false},
+		{"cas paused before marking", workloads.GuardCAS, workloads.BeforeRead, "0", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := workloads.Spec{
+				Workload: workloads.Hot, Clients: 6, Hold: dist(t, tc.hold),
+				TTL: 100 * time.Millisecond, Duration: 1500 * time.Millisecond,
+				KeyPrefix: "pause/" + tc.name + "/",
+			}
+			hooks := workloads.Hooks{Section: workloads.EveryNth(40, workloads.Stall{For: 500 * time.Millisecond, At: tc.at, Label: "client-pause"})}
+			c := runCase(t, spec, ls, tc.guard, hooks)
+			if len(c.FaultWindows) == 0 {
+				t.Fatal("no section stalled")
+			}
+			// Whatever the guard, the lock itself let two holders in and
+			// the paused holders found their leases gone.
+			if c.Overlaps == 0 || c.Errors[results.ErrLost] == 0 {
+				t.Fatalf("paused holders past their TTL: overlaps %d, lost leases %d; want both > 0", c.Overlaps, c.Errors[results.ErrLost])
+			}
+			if c.TokenRegressions != 0 {
+				t.Fatalf("%d token regressions from one Redis server", c.TokenRegressions)
+			}
+			switch {
+			case tc.staleAccepted && c.StaleAccepted == 0:
+				t.Fatalf("guard %s, stall %s: no stale write accepted", tc.guard, tc.at)
+			case !tc.staleAccepted && (c.StaleAccepted != 0 || c.StaleRejected == 0):
+				t.Fatalf("guard %s, stall %s: stale accepted %d, rejected %d; want 0 and > 0", tc.guard, tc.at, c.StaleAccepted, c.StaleRejected)
+			}
+			if tc.guard == workloads.GuardNone && c.LostUpdates == 0 {
+				t.Fatal("stale writes accepted without a guard, yet no update lost")
+			}
+			if tc.guard != workloads.GuardNone && tc.at == workloads.BeforeWrite && c.LostUpdates != 0 {
+				t.Fatalf("guard %s: %d lost updates", tc.guard, c.LostUpdates)
+			}
+		})
+	}
+}
