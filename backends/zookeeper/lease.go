@@ -1,0 +1,161 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockbench/lockbench/locker"
+)
+
+// lease is the backend side of a granted key: its znode. It implements
+// locker.Holder and locker.Ender; the Handle it is registered with runs
+// its lifecycle.
+type lease struct {
+	l       *Locker
+	key     string
+	path    string // the znode
+	session int64  // the session that owns the znode
+	h       *locker.Handle
+	gone    atomic.Bool // the znode is known to be deleted
+}
+
+var (
+	_ locker.Holder = (*lease)(nil)
+	_ locker.Ender  = (*lease)(nil)
+)
+
+// Extend implements locker.Holder: one multi-op holding a version check
+// of the znode, which the leader validates the session for, proves both
+// that the session is alive and that the znode exists. The new deadline
+// counts from when the request was sent.
+func (ls *lease) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	l := ls.l
+	if id, _ := l.sess.current(); id != ls.session {
+		return time.Time{}, fmt.Errorf("%w: session %#x of %s has ended", locker.ErrNotHeld, ls.session, ls.path)
+	}
+	sent := time.Now()
+	err := l.call(ctx, func() error {
+		_, err := l.conn.Multi(&zk.CheckVersionRequest{Path: ls.path, Version: -1})
+		return err
+	}, nil)
+	switch {
+	case err == nil:
+		l.sess.ack(ls.session, sent)
+		if id, _ := l.sess.current(); id != ls.session {
+			return time.Time{}, fmt.Errorf("%w: session %#x of %s has ended", locker.ErrNotHeld, ls.session, ls.path)
+		}
+		return sent.Add(ttl), nil
+	case errors.Is(err, zk.ErrNoNode):
+		ls.gone.Store(true)
+		return time.Time{}, fmt.Errorf("%w: znode %s is gone", locker.ErrNotHeld, ls.path)
+	case errors.Is(err, zk.ErrSessionExpired):
+		ls.gone.Store(true)
+		return time.Time{}, fmt.Errorf("%w: %w", locker.ErrNotHeld, l.nodeErr(err))
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return time.Time{}, err
+	default:
+		return time.Time{}, l.nodeErr(err)
+	}
+}
+
+// Release implements locker.Holder: it deletes the znode. If the delete
+// may not have happened (the connection dropped), it keeps trying in the
+// background, so that the key does not stay taken until the session ends.
+func (ls *lease) Release(ctx context.Context) error {
+	l := ls.l
+	l.sess.remove(ls)
+	if id, _ := l.sess.current(); id != ls.session || ls.gone.Load() {
+		return fmt.Errorf("%w: znode %s is gone with session %#x", locker.ErrNotHeld, ls.path, ls.session)
+	}
+	sent := time.Now()
+	err := l.call(ctx, func() error { return l.conn.Delete(ls.path, -1) }, nil)
+	switch {
+	case err == nil:
+		l.sess.ack(ls.session, sent)
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("%w: znode %s was already deleted", locker.ErrNotHeld, ls.path)
+	case errors.Is(err, zk.ErrSessionExpired):
+		return fmt.Errorf("%w: %w", locker.ErrNotHeld, l.nodeErr(err))
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		l.deleteLater(ls.path, ls.session) // the abandoned delete may not have been sent
+		return err
+	default:
+		l.deleteLater(ls.path, ls.session)
+		return l.nodeErr(err)
+	}
+}
+
+// Ended implements locker.Ender: a lease that expired or was lost deletes
+// its znode if it may still exist, so that the key becomes free. When the
+// Locker closes, closing the session deletes it.
+func (ls *lease) Ended(error) {
+	l := ls.l
+	l.sess.remove(ls)
+	if ls.gone.Load() || l.isClosing() {
+		return
+	}
+	l.deleteLater(ls.path, ls.session)
+}
+
+// watch sets a watch on the lease's own znode, so that its deletion ends
+// the lease at once (onEvent), and ends it now if the znode is already
+// gone.
+func (ls *lease) watch() {
+	l := ls.l
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		select {
+		case <-ls.h.Done():
+			return
+		default:
+		}
+		exists, _, _, err := l.conn.ExistsW(ls.path)
+		switch {
+		case err == nil && exists:
+			return
+		case err == nil:
+			if l.sess.deleted(ls.path) == ls {
+				ls.gone.Store(true)
+				ls.h.Lose(fmt.Errorf("znode %s was deleted", ls.path))
+			}
+			return
+		case !transient(err):
+			return
+		}
+		if id, _ := l.sess.current(); id != ls.session || !l.sleep(wait) {
+			return
+		}
+	}
+}
+
+// deleteLater deletes path in the background, retrying while its session
+// lasts and the Locker is open.
+func (l *Locker) deleteLater(path string, session int64) {
+	l.spawn(func() {
+		for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+			err := l.conn.Delete(path, -1)
+			if err == nil || !transient(err) {
+				return
+			}
+			if id, _ := l.sess.current(); id != session || !l.sleep(wait) {
+				return
+			}
+		}
+	})
+}
+
+// errRequeue reports an acquisition that lost its place in the queue and
+// must create a new znode.
+var errRequeue = errors.New("znode left the queue")
+
+// transient reports whether err is the connection's trouble, which a
+// retry after go-zookeeper reconnects may overcome.
+func transient(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, errStale) || errors.Is(err, errRequeue)
+}

@@ -1,0 +1,141 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/locker"
+)
+
+func TestOpenRejectsBadConfig(t *testing.T) {
+	addr := []string{"127.0.0.1:2181"}
+	for _, tc := range []struct {
+		name string
+		cfg  backends.Config
+		want string // the error must name the bad value
+	}{
+		{"no address", backends.Config{}, "need at least 1"},
+		{"empty address", backends.Config{Addrs: []string{""}}, "empty"},
+		{"unknown param", backends.Config{Addrs: addr, Params: map[string]string{"sesion": "4s"}}, "sesion"},
+		{"bad session", backends.Config{Addrs: addr, Params: map[string]string{"session": "four"}}, `session="four"`},
+		{"tiny session", backends.Config{Addrs: addr, Params: map[string]string{"session": "1ms"}}, "session=1ms"},
+		{"relative root", backends.Config{Addrs: addr, Params: map[string]string{"root": "locks"}}, `root="locks"`},
+		{"root /", backends.Config{Addrs: addr, Params: map[string]string{"root": "/"}}, `root="/"`},
+		{"root with ..", backends.Config{Addrs: addr, Params: map[string]string{"root": "/a/../b"}}, `".."`},
+		{"root with //", backends.Config{Addrs: addr, Params: map[string]string{"root": "/a//b"}}, `root="/a//b"`},
+		{"user without password", backends.Config{Addrs: addr, Username: "bob"}, `"bob"`},
+		{"password without user", backends.Config{Addrs: addr, Password: "pw"}, "password of 2 bytes"},
+		{"user with colon", backends.Config{Addrs: addr, Username: "a:b", Password: "pw"}, `"a:b"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := backends.Open("zookeeper", tc.cfg)
+			if err == nil {
+				l.Close()
+				t.Fatalf("Open(%+v) succeeded", tc.cfg)
+			}
+			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open(%+v) = %v, want ErrInvalid mentioning %s", tc.cfg, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEscape(t *testing.T) {
+	for key, want := range map[string]string{
+		"orders:42":       "orders:42",
+		"a/b":             "a%2Fb",
+		"100%":            "100%25",
+		".":               "%2E",
+		"..":              "%2E%2E",
+		"a.b":             "a.b",
+		"tab\there":       "tab%09here",
+		"clé":             "cl%C3%A9",
+		"zk-lock-0000001": "zk-lock-0000001",
+	} {
+		if got := escape(key); got != want {
+			t.Errorf("escape(%q) = %q, want %q", key, got, want)
+		}
+	}
+	seen := map[string]string{}
+	for _, key := range []string{"a/b", "a%2Fb", "a%252Fb", ".", "%2E", "..", "...", "a b", "a+b"} {
+		name := escape(key)
+		if other, dup := seen[name]; dup {
+			t.Errorf("keys %q and %q both escape to %q", key, other, name)
+		}
+		seen[name] = key
+	}
+}
+
+func TestParseSeq(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		want    int64
+		wantErr bool
+	}{
+		{name: "_c_0123456789abcdef0123456789abcdef-lock-0000000042", want: 42},
+		{name: "lock-0000000000", want: 0},
+		{name: "/x/lock-y/lock-2147483647", want: 2147483647},
+		{name: "_c_00-lock--2147483648", want: -2147483648}, // wrapped: refused by attempt
+		{name: "lock-" + strings.Repeat("9", 12), wantErr: true},
+		{name: "nolock", wantErr: true},
+	} {
+		got, err := parseSeq(tc.name)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("parseSeq(%q) = %d, %v; want %d, error %v", tc.name, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// TestDigestAuth checks that Username and Password authenticate with the
+// digest scheme and protect the znodes: lockers with the credentials
+// exclude each other, a client without them can neither take the key nor
+// steal it.
+func TestDigestAuth(t *testing.T) {
+	addrs := standalone(t)
+	root := fmt.Sprintf("/lockbench/digest-%d", time.Now().UnixNano())
+	cfg := backends.Config{Addrs: addrs, Username: "alice", Password: "s3cret", Params: map[string]string{"root": root}}
+	openCfg := func(cfg backends.Config) locker.Locker {
+		l, err := backends.Open("zookeeper", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	a, b := openCfg(cfg), openCfg(cfg)
+	lease := mustAcquire(t, a, "k", locker.WithTTL(time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := b.TryAcquire(ctx, "k"); !errors.Is(err, locker.ErrNotAcquired) {
+		t.Fatalf("TryAcquire by another authenticated client = %v, want ErrNotAcquired", err)
+	}
+
+	anon := cfg
+	anon.Username, anon.Password = "", ""
+	if _, err := openCfg(anon).TryAcquire(ctx, "k"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("TryAcquire without credentials = %v, want zk.ErrNoAuth", err)
+	}
+	wrong := cfg
+	wrong.Password = "guess"
+	if _, err := openCfg(wrong).TryAcquire(ctx, "k"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("TryAcquire with a wrong password = %v, want zk.ErrNoAuth", err)
+	}
+	raw := rawConn(t, addrs)
+	if _, _, err := raw.Children(root + "/k"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("listing the key's queue without credentials = %v, want zk.ErrNoAuth", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := mustAcquire(t, b, "k", locker.WithTTL(time.Minute))
+	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
