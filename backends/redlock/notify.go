@@ -9,10 +9,17 @@ import (
 )
 
 // notifier wakes waiters when a key is released: the release script
-// publishes on the key's channel, and every node's subscription delivers
-// it here. A waiter then tries again at once instead of sleeping through
-// a backoff. Subscriptions are made lazily, per key, only while somebody
-// waits for that key, so an uncontended lock costs no pub/sub traffic.
+// publishes on the key's channel, and a subscription delivers it here, so
+// a waiter tries again at once instead of sleeping through a backoff.
+//
+// It subscribes, per key and only while somebody waits for that key, on
+// the first notifyNodes nodes in canonical order — the priority node that
+// contended attempts try first, and one more in case it is down — rather
+// than on every node: every release is published by each node, and five
+// copies of each wake-up would cost more than they save. A key's
+// subscription lingers a little after its last waiter leaves, so a hot
+// key is not subscribed and unsubscribed at every grant. An uncontended
+// lock costs no pub/sub traffic at all.
 type notifier struct {
 	nodes  []*node
 	ctx    context.Context // ends when the Redlock is closed
@@ -20,13 +27,26 @@ type notifier struct {
 	wg     sync.WaitGroup
 
 	mu   sync.Mutex
-	subs map[string]map[chan struct{}]struct{} // channel -> waiters
-	ps   []*redis.PubSub                       // per node, made on first use
+	subs map[string]*subscription // by channel
+	ps   []*redis.PubSub          // per node, made on first use
 }
+
+// subscription is one key's channel and its waiters.
+type subscription struct {
+	waiters map[chan struct{}]struct{}
+	linger  *time.Timer // pending unsubscribe; nil while waited on
+}
+
+// notifyNodes is how many nodes a waiter listens to.
+const notifyNodes = 2
+
+// lingerFor is how long a key stays subscribed after its last waiter.
+const lingerFor = time.Second
 
 func newNotifier(nodes []*node) *notifier {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &notifier{nodes: nodes, ctx: ctx, cancel: cancel, subs: map[string]map[chan struct{}]struct{}{}, ps: make([]*redis.PubSub, len(nodes))}
+	return &notifier{nodes: nodes[:min(notifyNodes, len(nodes))], ctx: ctx, cancel: cancel,
+		subs: map[string]*subscription{}, ps: make([]*redis.PubSub, min(notifyNodes, len(nodes)))}
 }
 
 // subscribeTimeout bounds a SUBSCRIBE or UNSUBSCRIBE to one node.
@@ -41,28 +61,41 @@ func (n *notifier) watch(key string, wake chan struct{}) (stop func()) {
 	if n.ctx.Err() != nil {
 		return func() {}
 	}
-	w := n.subs[channel]
-	if w == nil {
-		w = map[chan struct{}]struct{}{}
-		n.subs[channel] = w
+	s := n.subs[channel]
+	switch {
+	case s == nil:
+		s = &subscription{waiters: map[chan struct{}]struct{}{}}
+		n.subs[channel] = s
 		n.each(func(ps *redis.PubSub, ctx context.Context) { _ = ps.Subscribe(ctx, channel) })
+	case s.linger != nil:
+		s.linger.Stop()
+		s.linger = nil
 	}
-	w[wake] = struct{}{}
+	s.waiters[wake] = struct{}{}
 	return func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		delete(w, wake)
-		if len(w) == 0 && n.subs[channel] != nil {
-			delete(n.subs, channel)
-			if n.ctx.Err() == nil {
-				n.each(func(ps *redis.PubSub, ctx context.Context) { _ = ps.Unsubscribe(ctx, channel) })
-			}
+		delete(s.waiters, wake)
+		if len(s.waiters) > 0 || s.linger != nil || n.subs[channel] != s {
+			return
 		}
+		s.linger = time.AfterFunc(lingerFor, func() { n.unsubscribe(channel, s) })
 	}
 }
 
-// each calls f with every node's subscription, starting the ones not yet
-// running. n.mu is held.
+// unsubscribe drops a key's subscription if nobody came back to it.
+func (n *notifier) unsubscribe(channel string, s *subscription) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.subs[channel] != s || len(s.waiters) > 0 || n.ctx.Err() != nil {
+		return
+	}
+	delete(n.subs, channel)
+	n.each(func(ps *redis.PubSub, ctx context.Context) { _ = ps.Unsubscribe(ctx, channel) })
+}
+
+// each calls f with every listened node's subscription, starting the ones
+// not yet running. n.mu is held.
 func (n *notifier) each(f func(*redis.PubSub, context.Context)) {
 	ctx, cancel := context.WithTimeout(n.ctx, subscribeTimeout)
 	defer cancel()
@@ -92,10 +125,12 @@ func (n *notifier) receive(ps *redis.PubSub) {
 			}
 		}
 		n.mu.Lock()
-		for wake := range n.subs[msg.Channel] {
-			select {
-			case wake <- struct{}{}:
-			default:
+		if s := n.subs[msg.Channel]; s != nil {
+			for wake := range s.waiters {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
 			}
 		}
 		n.mu.Unlock()
@@ -106,6 +141,11 @@ func (n *notifier) receive(ps *redis.PubSub) {
 func (n *notifier) close() {
 	n.mu.Lock()
 	n.cancel()
+	for _, s := range n.subs {
+		if s.linger != nil {
+			s.linger.Stop()
+		}
+	}
 	pss := n.ps
 	n.mu.Unlock()
 	for _, ps := range pss {

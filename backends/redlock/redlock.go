@@ -239,7 +239,7 @@ func (r *Redlock) Bootstrap(ctx context.Context) error {
 	}
 	calls := r.newCalls(r.nodes)
 	now := time.Now()
-	exchange(ctx, calls, r.timeout(r.o.maxTTL), func(_ int, c *call) {
+	exchange(ctx, calls, adminTimeout, func(_ int, c *call) {
 		c.req = appendCommand(c.req, "INFO", "server")
 		c.req = appendCommand(c.req, "GET", markerKey)
 		c.p.want = 2
@@ -273,7 +273,7 @@ func (r *Redlock) admit(ctx context.Context, calls []call, runIDs []string) []er
 	if len(targets) == 0 {
 		return nil
 	}
-	exchange(ctx, targets, r.timeout(r.o.maxTTL), func(i int, c *call) {
+	exchange(ctx, targets, adminTimeout, func(i int, c *call) {
 		c.req = appendCommand(c.req, "SET", markerKey, ids[i])
 		c.p.want = 1
 	}, nil)
@@ -291,6 +291,10 @@ func (r *Redlock) admit(ctx context.Context, calls []call, runIDs []string) []er
 	}
 	return errs
 }
+
+// adminTimeout bounds each node's answer in Bootstrap and admissions,
+// which are rare and not on a lease's clock (ctx may bound them further).
+const adminTimeout = 2 * time.Second
 
 // newCalls returns one call per node.
 func (r *Redlock) newCalls(nodes []*node) []call {
