@@ -98,7 +98,7 @@ func checkSafe(t *testing.T, c results.Case) {
 	if c.Overlaps != 0 || c.StaleAccepted != 0 || c.StaleRejected != 0 || c.LostUpdates != 0 || c.TokenRegressions != 0 {
 		t.Fatalf("%s violated safety without any fault: %+v", c.Backend, c)
 	}
-	if c.Acquired < 100 {
+	if c.Acquired < 50 {
 		t.Fatalf("%s granted only %d sections in %.1fs", c.Backend, c.Acquired, c.DurationS)
 	}
 	// A loaded machine may make a node miss its per-node timeout, which is

@@ -83,6 +83,14 @@ const (
 // A correct lock shows none of them; a lock that lets two holders in
 // shows overlaps, and the guard decides whether the superseded holder's
 // write lands (stale accepted, usually with a lost update) or not.
+//
+// There is no separate linearizability check (porcupine): the resource's
+// calls are atomic, so the accepted read-modify-write sections of a key
+// are linearizable as increments exactly when none was lost — with no
+// lost update every accepted write found the counter at the value it had
+// read, and the writes in order are a valid linearization; with one, two
+// writes read the same value. A checker would give the LostUpdates == 0
+// verdict at exponential worst-case cost.
 type Resource struct {
 	guard Guard
 

@@ -33,8 +33,9 @@ const (
 // Run runs spec against lockers, one per client (clients do not share
 // connections, as separate processes would not), with every critical
 // section working on res, and returns what it measured. A nil res is a
-// fresh resource with GuardNone; give each run a fresh one, since its
-// counts accumulate. Run does not close the lockers.
+// fresh resource with GuardNone; a res that has already seen sections is
+// refused, since its counts would mix with this run's. Run does not close
+// the lockers.
 //
 // Each operation acquires a key (under Spec.AcquireTimeout), grants the
 // section on res, lets hooks.Section stall it, reads the counter, holds,
@@ -64,6 +65,9 @@ func Run(ctx context.Context, spec Spec, lockers []locker.Locker, res *Resource,
 	}
 	if res == nil {
 		res, _ = NewResource(GuardNone)
+	}
+	if n := res.Report().Sections; n > 0 {
+		return nil, locker.Invalidf("resource already saw %d sections: give each run a fresh one, or its counts mix with this run's", n)
 	}
 	e := &engine{spec: s, res: res, hooks: hooks, keys: s.KeyNames()}
 	e.opts = append([]locker.Option{locker.WithTTL(s.TTL)}, s.AcquireOptions...)

@@ -128,10 +128,10 @@ func TestRunStopsAtDuration(t *testing.T) {
 			began := time.Now()
 			o := run(t, Spec{Workload: Hot, Clients: 3, Rate: rate, Hold: dist(t, "1ms"), Think: dist(t, "1ms"), Duration: 300 * time.Millisecond}, noops(t, 3), GuardNone, Hooks{})
 			took := time.Since(began)
-			if o.Stopped != StopDuration || o.Elapsed < 300*time.Millisecond || o.Elapsed > 400*time.Millisecond {
+			if o.Stopped != StopDuration || o.Elapsed < 300*time.Millisecond || o.Elapsed > time.Second {
 				t.Fatalf("stopped by %s after %v; want duration, 300ms", o.Stopped, o.Elapsed)
 			}
-			if took > 2*time.Second {
+			if took > 5*time.Second {
 				t.Fatalf("Run returned %v after its start, for a 300ms run", took)
 			}
 			if o.Acquired == 0 {
@@ -157,17 +157,22 @@ func TestRunStopsOnContext(t *testing.T) {
 func TestRunRejectsBadArguments(t *testing.T) {
 	ctx := context.Background()
 	spec := Spec{Workload: Hot, Clients: 2, Duration: time.Second}
+	used, _ := NewResource(GuardNone)
+	sec := used.Begin(Grant{Key: "k"})
+	sec.End()
 	for name, tc := range map[string]struct {
 		spec    Spec
 		lockers []locker.Locker
+		res     *Resource
 		want    string
 	}{
-		"bad spec":        {Spec{Workload: "warm", Clients: 2}, noops(t, 2), `"warm"`},
-		"too few lockers": {spec, noops(t, 1), "1 lockers for 2 clients"},
-		"nil locker":      {spec, []locker.Locker{noop.New(), nil}, "locker 1 of 2 is nil"},
+		"bad spec":        {Spec{Workload: "warm", Clients: 2}, noops(t, 2), nil, `"warm"`},
+		"too few lockers": {spec, noops(t, 1), nil, "1 lockers for 2 clients"},
+		"nil locker":      {spec, []locker.Locker{noop.New(), nil}, nil, "locker 1 of 2 is nil"},
+		"used resource":   {spec, noops(t, 2), used, "already saw 1 sections"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			o, err := Run(ctx, tc.spec, tc.lockers, nil, Hooks{})
+			o, err := Run(ctx, tc.spec, tc.lockers, tc.res, Hooks{})
 			if o != nil || !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Run = %v, %v; want ErrInvalid naming %s", o, err, tc.want)
 			}
@@ -189,10 +194,10 @@ func TestOpenLoopKeepsItsRate(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const rate = 400
 	o := run(t, Spec{Workload: UniformKeys, Keys: 16, Clients: 4, Rate: rate, Hold: dist(t, "1ms"), Duration: 1500 * time.Millisecond}, noops(t, 4), GuardNone, Hooks{})
-	if got := o.Throughput(); got < 0.7*rate || got > 1.3*rate {
+	if got := o.Throughput(); got < 0.6*rate || got > 1.4*rate {
 		t.Fatalf("open loop at %d/s granted %.0f/s", rate, got)
 	}
-	if o.Missed > rate/10 {
+	if o.Missed > rate/5 {
 		t.Fatalf("open loop missed %d arrivals with idle clients", o.Missed)
 	}
 }
@@ -261,12 +266,9 @@ func TestHooks(t *testing.T) {
 			<-ctx.Done()
 		},
 	}
-	began := time.Now()
-	o := run(t, Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), MaxOps: 60, Duration: 200 * time.Millisecond}, noops(t, 2), GuardNone, hooks)
-	// The stall of section 50 ran to its end after the load stopped, and
-	// its write was made.
-	if took := time.Since(began); took < 300*time.Millisecond {
-		t.Fatalf("Run returned after %v: the 300ms stall was cut short", took)
+	o := run(t, Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), MaxOps: 60, Duration: 5 * time.Second}, noops(t, 2), GuardNone, hooks)
+	if o.Stopped != StopMaxOps || o.Elapsed < 300*time.Millisecond {
+		t.Fatalf("stopped by %s after %v: want max-ops, after the 300ms stall", o.Stopped, o.Elapsed)
 	}
 	if o.Safety.Writes != o.Acquired || sections.Load() != o.Acquired {
 		t.Fatalf("%d grants, %d hook calls, %d writes", o.Acquired, sections.Load(), o.Safety.Writes)
@@ -328,5 +330,50 @@ func TestFill(t *testing.T) {
 	}
 	if !hasNote(o, "no fencing tokens") || len(c.Notes) != len(o.Notes) {
 		t.Fatalf("notes %q", c.Notes)
+	}
+}
+
+// TestStallOutlivesTheLoad: a paused holder is not woken early when the
+// load stops, whether by its duration or by the caller's context, and its
+// write is made: waking it early would hide the stale write.
+func TestStallOutlivesTheLoad(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	first := func(i SectionInfo) Stall {
+		if i.Seq != 1 {
+			return Stall{}
+		}
+		return Stall{For: 400 * time.Millisecond, At: BeforeWrite, Label: "pause"}
+	}
+	for _, tc := range []struct {
+		name     string
+		duration time.Duration
+		ctx      time.Duration
+		stopped  string
+	}{
+		{"duration", 100 * time.Millisecond, time.Minute, StopDuration},
+		{"context", time.Minute, 100 * time.Millisecond, StopContext},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), tc.ctx)
+			defer cancel()
+			began := time.Now()
+			o, err := Run(ctx, Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), Duration: tc.duration}, noops(t, 2), nil, Hooks{Section: first})
+			took := time.Since(began)
+			if o == nil || o.Stopped != tc.stopped || (tc.stopped == StopContext) != (err != nil) {
+				t.Fatalf("Run = %+v, %v; want stopped by %s", o, err, tc.stopped)
+			}
+			if took < 400*time.Millisecond {
+				t.Fatalf("Run returned after %v: the 400ms stall was cut short", took)
+			}
+			if o.Elapsed >= 390*time.Millisecond {
+				t.Fatalf("measured duration %v includes the drain after the 100ms stop", o.Elapsed)
+			}
+			if o.Safety.Writes != o.Acquired {
+				t.Fatalf("%d grants, %d writes: the stalled section did not write", o.Acquired, o.Safety.Writes)
+			}
+			if len(o.Windows) != 1 || o.Windows[0].EndS-o.Windows[0].StartS < 0.4 {
+				t.Fatalf("windows %+v: want the 400ms pause", o.Windows)
+			}
+		})
 	}
 }

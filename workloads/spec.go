@@ -40,6 +40,9 @@ const (
 	DefaultZipfS = 1.1
 	// DefaultKeyPrefix starts every key lockbench locks.
 	DefaultKeyPrefix = "lockbench:"
+	// MaxKeys bounds Spec.Keys: every key name is built up front, and a
+	// million keys already leaves each one nearly uncontended.
+	MaxKeys = 1_000_000
 	// MaxRate bounds an open loop's rate: far beyond what one load
 	// generator can serve, and low enough that arrivals stay apart in
 	// nanoseconds.
@@ -53,7 +56,7 @@ const (
 type Spec struct {
 	// Workload chooses the keys: Hot, UniformKeys or Zipf.
 	Workload Workload
-	// Keys is the number of keys of UniformKeys and Zipf (≥ 1). Hot uses
+	// Keys is the number of keys of UniformKeys and Zipf (1 to MaxKeys). Hot uses
 	// one key; 0 is taken as 1, more is an error.
 	Keys int
 	// ZipfS is the skew of Zipf (> 1; DefaultZipfS when 0). Larger is
@@ -122,8 +125,8 @@ func (s Spec) Normalize() (Spec, error) {
 			bad("keys %d: the hot workload uses one key (use uniform or zipf for more)", s.Keys)
 		}
 	case UniformKeys, Zipf:
-		if s.Keys < 1 {
-			bad("keys %d: the %s workload needs at least 1", s.Keys, s.Workload)
+		if s.Keys < 1 || s.Keys > MaxKeys {
+			bad("keys %d: the %s workload needs 1 to %d", s.Keys, s.Workload, MaxKeys)
 		}
 	default:
 		bad("workload %q: want %q, %q or %q", s.Workload, Hot, UniformKeys, Zipf)

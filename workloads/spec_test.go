@@ -88,6 +88,7 @@ func TestSpecValidateNamesEveryBadValue(t *testing.T) {
 		{"no workload", func(s *Spec) { s.Workload = "" }, `workload ""`},
 		{"no keys", func(s *Spec) { s.Keys = 0 }, "keys 0"},
 		{"negative keys", func(s *Spec) { s.Keys = -3 }, "keys -3"},
+		{"too many keys", func(s *Spec) { s.Keys = 2_000_000_000 }, "keys 2000000000"},
 		{"hot with many keys", func(s *Spec) { s.Workload = Hot; s.Keys = 5 }, "keys 5"},
 		{"zipf s at 1", func(s *Spec) { s.Workload = Zipf; s.ZipfS = 1 }, "zipf s 1"},
 		{"zipf s NaN", func(s *Spec) { s.Workload = Zipf; s.ZipfS = math.NaN() }, "zipf s NaN"},
