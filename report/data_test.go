@@ -1,0 +1,57 @@
+package report
+
+import (
+	"math"
+	"testing"
+
+	"github.com/lockbench/lockbench/results"
+)
+
+// TestAggregateTrialsAndHosts pins the aggregation the report documents:
+// hosts of one trial add up, trials average, counts sum, histograms merge.
+func TestAggregateTrialsAndHosts(t *testing.T) {
+	hist := func(vs ...int64) string {
+		h := results.NewHistogram()
+		for _, v := range vs {
+			if err := h.RecordValue(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := results.Encode(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	base := results.Case{Backend: "redlock", Workload: "hot", Fault: "none", Guard: "none", Clients: 4, TimelineStepS: 1}
+	mk := func(trial int, host string, tp float64, timeline []int64, overlaps int64, h string) results.Case {
+		c := base
+		c.Trial, c.Host, c.Throughput, c.Timeline, c.Overlaps = trial, host, tp, timeline, overlaps
+		c.Histograms.Acquire = h
+		return c
+	}
+	ds := analyse(&results.File{Cases: []results.Case{
+		mk(1, "a", 100, []int64{10, 20}, 1, hist(10, 20)),
+		mk(1, "b", 50, []int64{5, 5}, 0, hist(30)),
+		mk(2, "a", 300, []int64{40}, 2, hist(1000)),
+	}})
+	if len(ds.Groups) != 1 {
+		t.Fatalf("%d groups", len(ds.Groups))
+	}
+	g := ds.Groups[0]
+	if g.Trials != 2 || g.Throughput != 225 || g.ThroughputMin != 150 || g.ThroughputMax != 300 {
+		t.Errorf("trials %d, throughput %v (%v–%v), want 2 trials, mean of 150 and 300", g.Trials, g.Throughput, g.ThroughputMin, g.ThroughputMax)
+	}
+	if g.Overlaps != 3 {
+		t.Errorf("overlaps %d, want the sum 3", g.Overlaps)
+	}
+	if len(g.Timeline) != 2 || g.Timeline[0] != 27.5 || g.Timeline[1] != 25 {
+		t.Errorf("timeline %v, want [(15+40)/2, 25]", g.Timeline)
+	}
+	if !g.LatencyPooled || g.Latency.Max < 1000 || g.hist.TotalCount() != 4 {
+		t.Errorf("latency %+v pooled %v", g.Latency, g.LatencyPooled)
+	}
+	if math.IsNaN(g.Throughput) {
+		t.Error("NaN throughput")
+	}
+}

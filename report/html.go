@@ -1,0 +1,109 @@
+package report
+
+import (
+	"encoding/base64"
+	"fmt"
+	"html"
+	"io"
+	"strings"
+)
+
+// css is the whole style of index.html: inline, system fonts only, so
+// the page needs no network.
+const css = `
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif;color:#1b1b1b;max-width:1180px;margin:0 auto;padding:1.5em 2em 4em;background:#fff}
+h1{font-size:1.8em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:2px solid #e3e3e3;padding-bottom:.2em}h3{margin-top:1.6em}
+table{border-collapse:collapse;margin:.8em 0;font-size:.92em}th,td{border:1px solid #d6d6d6;padding:.3em .6em;text-align:left;vertical-align:top}
+th{background:#f3f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.flag td{background:#fde4dc;font-weight:600}
+tbody tr:nth-child(even):not(.flag) td{background:#fafafa}
+figure{margin:1.5em 0;padding:0}figure img{max-width:100%;height:auto;border:1px solid #e3e3e3}
+figcaption{font-size:.93em;color:#333;margin-top:.4em}figcaption ul{margin:.3em 0}
+p.strong{font-weight:600;background:#eef6ff;border-left:4px solid #0072b2;padding:.5em .8em}
+nav ul{columns:2}code{font-size:.92em}
+`
+
+// writeHTML renders d as one self-contained HTML page: the charts are
+// inlined as PNG data URIs and the style is inline, so the file works
+// offline and can be mailed on its own.
+func writeHTML(w io.Writer, d *document) error {
+	var b strings.Builder
+	e := html.EscapeString
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<h1>%s</h1>\n", e(d.title), css, e(d.title))
+	var toc []string
+	for i, blk := range d.blocks {
+		if h, ok := blk.(heading); ok && h.level == 2 {
+			toc = append(toc, fmt.Sprintf(`<li><a href="#s%d">%s</a></li>`, i, e(h.text)))
+		}
+	}
+	if len(toc) > 1 {
+		fmt.Fprintf(&b, "<nav><ul>\n%s\n</ul></nav>\n", strings.Join(toc, "\n"))
+	}
+	for i, blk := range d.blocks {
+		switch x := blk.(type) {
+		case heading:
+			lvl := min(max(x.level, 2), 6)
+			fmt.Fprintf(&b, "<h%d id=\"s%d\">%s</h%d>\n", lvl, i, e(x.text), lvl)
+		case para:
+			if x.strong {
+				fmt.Fprintf(&b, "<p class=\"strong\">%s</p>\n", e(x.text))
+			} else {
+				fmt.Fprintf(&b, "<p>%s</p>\n", e(x.text))
+			}
+		case list:
+			b.WriteString("<ul>\n")
+			for _, it := range x.items {
+				fmt.Fprintf(&b, "<li>%s</li>\n", e(it))
+			}
+			b.WriteString("</ul>\n")
+		case table:
+			writeHTMLTable(&b, x)
+		case figure:
+			c := x.c
+			fmt.Fprintf(&b, "<figure id=\"chart-%s\">\n<img alt=\"%s\" src=\"data:image/png;base64,%s\">\n<figcaption><strong>How to read it:</strong> %s",
+				e(c.Name), e(c.Title), base64.StdEncoding.EncodeToString(c.PNG), e(c.Read))
+			if len(c.Notes) > 0 {
+				b.WriteString("\n<ul>\n")
+				for _, n := range c.Notes {
+					fmt.Fprintf(&b, "<li>%s</li>\n", e(n))
+				}
+				b.WriteString("</ul>")
+			}
+			b.WriteString("</figcaption>\n</figure>\n")
+		}
+	}
+	b.WriteString("</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeHTMLTable(b *strings.Builder, t table) {
+	if len(t.header) == 0 {
+		return
+	}
+	e := html.EscapeString
+	b.WriteString("<table>\n<thead><tr>")
+	for _, h := range t.header {
+		fmt.Fprintf(b, "<th>%s</th>", e(h))
+	}
+	b.WriteString("</tr></thead>\n<tbody>\n")
+	for i, row := range t.rows {
+		if i < len(t.flag) && t.flag[i] {
+			b.WriteString(`<tr class="flag">`)
+		} else {
+			b.WriteString("<tr>")
+		}
+		for j := range t.header {
+			cell := ""
+			if j < len(row) {
+				cell = row[j]
+			}
+			if j < len(t.numeric) && t.numeric[j] {
+				fmt.Fprintf(b, `<td class="n">%s</td>`, e(cell))
+			} else {
+				fmt.Fprintf(b, "<td>%s</td>", e(cell))
+			}
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody>\n</table>\n")
+}

@@ -1,0 +1,181 @@
+// Package report renders a lockbench run — a results.File — into a
+// directory a person can read: results.csv, charts (PNG and SVG, drawn
+// with gonum/plot), report.md and a self-contained index.html, ending in
+// a recommendation derived from the numbers. It also compares two runs
+// (Compare) and prints a short summary for the terminal (Summary).
+//
+// Layout of a report dir:
+//
+//	results.csv            one row per case, columns as CSVColumns
+//	report.md, index.html  the report; index.html inlines every chart
+//	charts/*.png, *.svg    throughput-<workload>, latency-<workload>,
+//	                       cdf-<workload>, safety, timeline-<fault>
+//	compare.md, .html      written by Compare
+//
+// Nothing here panics on bad input: an empty, partial or inconsistent
+// results file yields a report that says what is missing.
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockbench/lockbench/results"
+)
+
+// ResultsFile is the name of the results file in a run directory, the
+// one Render reads.
+const ResultsFile = "results.json"
+
+// Options tune a report. The zero value is the default.
+type Options struct {
+	// LatencyClients is the client count the latency charts and summary
+	// percentiles use; 0 (or a count not measured) picks the count at
+	// which the most backends ran, the larger on a tie.
+	LatencyClients int
+}
+
+// Write renders the report of f into dir with the default Options.
+func Write(dir string, f *results.File) error { return Options{}.Write(dir, f) }
+
+// Write renders the report of f into dir (created if needed): CSV,
+// charts, report.md and index.html. It renders everything it can; a
+// chart that fails is named in the report and in the returned error, and
+// the other files are still written.
+func (o Options) Write(dir string, f *results.File) error {
+	if strings.TrimSpace(dir) == "" {
+		return fmt.Errorf("report: empty output directory")
+	}
+	if o.LatencyClients < 0 {
+		return fmt.Errorf("report: latency clients %d is negative", o.LatencyClients)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, chartDir), 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	ds := analyse(f)
+	cs, chartErr := ds.renderCharts(dir, o.LatencyClients)
+	rec := ds.recommend()
+	doc := ds.build(cs, rec, o.LatencyClients)
+
+	var errs []error
+	if chartErr != nil {
+		errs = append(errs, chartErr)
+	}
+	var csvBuf, md, page bytes.Buffer
+	for _, out := range []struct {
+		name  string
+		buf   *bytes.Buffer
+		write func() error
+	}{
+		{"results.csv", &csvBuf, func() error { return WriteCSV(&csvBuf, ds.File) }},
+		{"report.md", &md, func() error { return writeMarkdown(&md, doc) }},
+		{"index.html", &page, func() error { return writeHTML(&page, doc) }},
+	} {
+		if err := out.write(); err != nil {
+			errs = append(errs, fmt.Errorf("report: %s: %w", out.name, err))
+			continue
+		}
+		if err := writeFile(filepath.Join(dir, out.name), out.buf.Bytes()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Render re-renders the report of the run in dir from dir/results.json
+// (what `lockbench report DIR` does).
+func Render(dir string) error {
+	f, err := results.Read(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return Write(dir, f)
+}
+
+// renderCharts draws every chart the data supports. A chart without data
+// is skipped (the document says so); a chart that fails is recorded.
+func (ds *dataset) renderCharts(dir string, latencyClients int) (*charts, error) {
+	cs := &charts{}
+	var errs []error
+	keep := func(c *chart, err error) *chart {
+		if err != nil {
+			errs = append(errs, err)
+			cs.failed = append(cs.failed, err.Error())
+			return nil
+		}
+		return c
+	}
+	for _, w := range ds.workloadsUnder(faultNone) {
+		if c := keep(ds.throughputChart(dir, w)); c != nil {
+			cs.throughput = append(cs.throughput, c)
+		}
+		if c := keep(ds.latencyChart(dir, w, latencyClients)); c != nil {
+			cs.latency = append(cs.latency, c)
+		}
+		if c := keep(ds.cdfChart(dir, w, latencyClients)); c != nil {
+			cs.cdf = append(cs.cdf, c)
+		}
+	}
+	cs.safety = keep(ds.safetyChart(dir))
+	for _, f := range ds.Faults {
+		if f == faultNone {
+			continue
+		}
+		if c := keep(ds.timelineChart(dir, f)); c != nil {
+			cs.timeline = append(cs.timeline, c)
+		}
+	}
+	return cs, errors.Join(errs...)
+}
+
+// writeFile writes data to path through a temporary file renamed into
+// place, so a reader never sees half a report.
+func writeFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("report: %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("report: %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("report: %s: %w", path, err)
+	}
+	return nil
+}
+
+// fileSafe turns a workload or fault name into a file-name part.
+func fileSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	out := b.String()
+	if strings.Trim(out, ".") == "" {
+		out = "unnamed"
+	}
+	if out != s { // keep distinct names distinct: "a b" and "a_b"
+		h := fnv.New32a()
+		h.Write([]byte(s))
+		out += fmt.Sprintf("-%08x", h.Sum32())
+	}
+	return out
+}

@@ -1,0 +1,439 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/xml"
+	"errors"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/results"
+)
+
+// The fixture costs a second or two to build: build it once.
+var (
+	fixtureOnce sync.Once
+	fixtureFile *results.File
+)
+
+func sample(t *testing.T) *results.File {
+	t.Helper()
+	fixtureOnce.Do(func() { fixtureFile = newFixture(t).f })
+	return fixtureFile
+}
+
+var allCharts = []string{
+	"throughput-hot", "throughput-uniform", "latency-hot", "latency-uniform", "cdf-hot", "cdf-uniform",
+	"safety", "timeline-client-pause", "timeline-failover", "timeline-restart", "timeline-crash-minority",
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 {
+		t.Fatalf("%s is empty", path)
+	}
+	return b
+}
+
+// checkChart asserts a chart exists as a decodable PNG of sensible size
+// and as well-formed SVG.
+func checkChart(t *testing.T, dir, name string) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(read(t, filepath.Join(dir, "charts", name+".png"))))
+	if err != nil {
+		t.Fatalf("%s.png: %v", name, err)
+	}
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 || b.Dx() > 4000 || b.Dy() > 4000 {
+		t.Errorf("%s.png is %dx%d px", name, b.Dx(), b.Dy())
+	}
+	dec := xml.NewDecoder(bytes.NewReader(read(t, filepath.Join(dir, "charts", name+".svg"))))
+	for {
+		_, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s.svg is not XML: %v", name, err)
+		}
+	}
+}
+
+// checkSelfContained asserts index.html fetches nothing.
+func checkSelfContained(t *testing.T, page string) {
+	t.Helper()
+	for _, bad := range []string{"http://", "https://", "<script", "<link", "@import", "url(", "src=\"charts/", "src=\"/"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("index.html contains %q: not self-contained", bad)
+		}
+	}
+}
+
+func TestWriteRendersEveryFile(t *testing.T) {
+	f := sample(t)
+	dir := t.TempDir()
+	if err := report.Write(dir, f); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range allCharts {
+		checkChart(t, dir, name)
+	}
+	page := string(read(t, filepath.Join(dir, "index.html")))
+	md := string(read(t, filepath.Join(dir, "report.md")))
+	checkSelfContained(t, page)
+	if n := strings.Count(page, "data:image/png;base64,"); n != len(allCharts) {
+		t.Errorf("index.html inlines %d charts, want %d", n, len(allCharts))
+	}
+	for _, name := range allCharts {
+		if !strings.Contains(page, `id="chart-`+name+`"`) {
+			t.Errorf("index.html lacks chart %s", name)
+		}
+		if !strings.Contains(md, "charts/"+name+".png") {
+			t.Errorf("report.md lacks chart %s", name)
+		}
+	}
+	for _, want := range []string{"Recommendation", "Safety table", "How to read it", "2 cores, linux/amd64", "bench-1", "Partial: no"} {
+		if !strings.Contains(md, want) || !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if !strings.Contains(md, "replica promoted without the lock key") {
+		t.Error("the safety table lacks the cases' notes")
+	}
+
+	rows, err := csv.NewReader(bytes.NewReader(read(t, filepath.Join(dir, "results.csv")))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(f.Cases)+1 {
+		t.Fatalf("results.csv has %d rows, want a header and %d cases", len(rows), len(f.Cases))
+	}
+	cols := report.CSVColumns()
+	for i, c := range cols {
+		if name, _, _ := strings.Cut(c, ":"); rows[0][i] != name {
+			t.Fatalf("column %d is %q, documented as %q", i, rows[0][i], name)
+		}
+	}
+	if rows[1][0] != f.Cases[0].Key() {
+		t.Errorf("first row key %q, want %q", rows[1][0], f.Cases[0].Key())
+	}
+}
+
+func TestRecommendationFollowsTheData(t *testing.T) {
+	base := sample(t)
+	rec := report.Recommend(base)
+	if rec.Efficiency.Backend != "redis" || rec.Correctness.Backend != "redlock" {
+		t.Fatalf("recommended %q for efficiency and %q for correctness, want redis and redlock:\n%s\n%s",
+			rec.Efficiency.Backend, rec.Correctness.Backend, rec.Efficiency.Answer, rec.Correctness.Answer)
+	}
+	verdict := func(ch report.Choice, b string) report.Verdict {
+		for _, v := range ch.Verdicts {
+			if v.Backend == b {
+				return v
+			}
+		}
+		t.Fatalf("no verdict for %s", b)
+		return report.Verdict{}
+	}
+	if v := verdict(rec.Correctness, "sentinel"); v.Qualifies || !strings.Contains(v.Reason, "failover") {
+		t.Errorf("sentinel under failover: %+v", v)
+	}
+	if v := verdict(rec.Correctness, "redsync"); v.Qualifies || !strings.Contains(v.Reason, "no fencing tokens") {
+		t.Errorf("redsync without tokens: %+v", v)
+	}
+	if v := verdict(rec.Efficiency, "noop"); v.Qualifies {
+		t.Errorf("the noop control qualified for efficiency: %+v", v)
+	}
+	if v := verdict(rec.Correctness, "redlock"); !strings.HasPrefix(v.Fencing, "required") {
+		t.Errorf("redlock fencing: %q, want required (it accepted stale writes under client-pause without)", v.Fencing)
+	}
+	caveats := strings.Join(rec.Caveats, "\n")
+	for _, want := range []string{
+		"every backend without fencing accepted stale writes under client-pause",
+		"sentinel: 14 overlaps under failover",
+		"redsync: 12 overlaps under restart",
+		"token regression",
+	} {
+		if !strings.Contains(caveats, want) {
+			t.Errorf("caveats lack %q:\n%s", want, caveats)
+		}
+	}
+
+	// redis double-grants without faults: it may no longer be the efficiency choice.
+	redisOverlaps := edit(base, func(c *results.Case) {
+		if c.Backend == "redis" && c.Fault == "none" && c.Clients == 16 && c.Workload == "hot" {
+			c.Overlaps = 2
+		}
+	})
+	r2 := report.Recommend(redisOverlaps)
+	if r2.Efficiency.Backend == "redis" || r2.Efficiency.Backend == "" {
+		t.Errorf("with redis overlapping, efficiency chose %q", r2.Efficiency.Backend)
+	}
+	if v := verdict(r2.Efficiency, "redis"); v.Qualifies || !strings.Contains(v.Reason, "overlap") {
+		t.Errorf("redis verdict: %+v", v)
+	}
+
+	// Sentinel whose fencing held through failover (tokens kept rising):
+	// its overlaps are then harmless and it qualifies, fencing required.
+	fencedSentinel := edit(base, func(c *results.Case) {
+		if c.Backend == "sentinel" && c.Fault == "failover" && c.Guard == "fence" {
+			c.TokenRegressions, c.StaleRejected, c.StaleAccepted = 0, c.StaleAccepted, 0
+		}
+	})
+	r3 := report.Recommend(fencedSentinel)
+	if v := verdict(r3.Correctness, "sentinel"); !v.Qualifies || !strings.Contains(v.Fencing, "overlaps under failover") {
+		t.Errorf("sentinel with fencing that held: %+v", v)
+	}
+
+	// Every backend fails: no recommendation at all.
+	allFail := edit(base, func(c *results.Case) {
+		c.Overlaps++
+		if c.Fault == "client-pause" {
+			c.StaleAccepted++
+		}
+	})
+	r4 := report.Recommend(allFail)
+	if r4.Efficiency.Backend != "" || r4.Correctness.Backend != "" {
+		t.Errorf("with every backend failing, recommended %q and %q", r4.Efficiency.Backend, r4.Correctness.Backend)
+	}
+	dir := t.TempDir()
+	if err := report.Write(dir, allFail); err != nil {
+		t.Fatal(err)
+	}
+	md := string(read(t, filepath.Join(dir, "report.md")))
+	if !strings.Contains(md, "No backend qualifies for efficiency locks") || !strings.Contains(md, "No backend qualifies for correctness locks") {
+		t.Error("report.md does not say that no backend qualifies")
+	}
+
+	// Without client-pause the run cannot judge correctness, and says so.
+	noPause := without(base, func(c *results.Case) bool { return c.Fault == "client-pause" })
+	r5 := report.Recommend(noPause)
+	if r5.Correctness.Judgeable || r5.Correctness.Backend != "" || !strings.Contains(r5.Correctness.Answer, "client-pause") {
+		t.Errorf("without client-pause: %+v", r5.Correctness)
+	}
+	if r5.Efficiency.Backend != "redis" {
+		t.Errorf("without client-pause the efficiency choice changed to %q", r5.Efficiency.Backend)
+	}
+
+	// Without fault-free cases nothing is judged on speed or efficiency.
+	noNone := without(base, func(c *results.Case) bool { return c.Fault == "none" })
+	if r := report.Recommend(noNone); r.Efficiency.Judgeable || r.Efficiency.Backend != "" {
+		t.Errorf("without fault none: %+v", r.Efficiency)
+	}
+}
+
+func TestCompareFlagsRegressions(t *testing.T) {
+	base := sample(t)
+	head := edit(base, func(c *results.Case) {
+		if c.Backend == "redlock" && c.Workload == "hot" && c.Fault == "none" && c.Clients == 16 && c.Guard == "none" {
+			c.Throughput /= 2
+		}
+		if c.Backend == "sentinel" && c.Fault == "failover" && c.Guard == "none" {
+			c.Overlaps += 5
+		}
+	})
+	head = without(head, func(c *results.Case) bool { return c.Backend == "etcd" && c.Fault == "crash-minority" })
+	dir := t.TempDir()
+	cmp, err := report.Compare(dir, base, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs := map[string]string{}
+	for _, r := range cmp.Regressions() {
+		regs[r.Key] = strings.Join(r.Regressions, ", ")
+	}
+	if len(regs) != 2 || !strings.Contains(regs["redlock|hot|none|none|16"], "throughput ×0.5") ||
+		!strings.Contains(regs["sentinel|hot|failover|none|16"], "overlaps 7→17") {
+		t.Fatalf("regressions %v", regs)
+	}
+	md := string(read(t, filepath.Join(dir, "compare.md")))
+	page := string(read(t, filepath.Join(dir, "compare.html")))
+	checkSelfContained(t, page)
+	for _, want := range []string{"2 regressions", "REGRESSION: throughput ×0.50", "not run in the new run"} {
+		if !strings.Contains(md, want) || !strings.Contains(page, want) {
+			t.Errorf("comparison lacks %q", want)
+		}
+	}
+
+	same, err := report.Diff(base, base, report.CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(same.Regressions()); n != 0 {
+		t.Errorf("a run compared with itself has %d regressions", n)
+	}
+	if _, err := report.Diff(base, head, report.CompareOptions{ThroughputDrop: 1.5}); err == nil || !strings.Contains(err.Error(), "1.5") {
+		t.Errorf("bad threshold: %v", err)
+	}
+}
+
+func TestEmptyAndPartialRunsSayWhatIsMissing(t *testing.T) {
+	for name, f := range map[string]*results.File{"nil": nil, "empty": {Version: results.Version}} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := report.Write(dir, f); err != nil {
+				t.Fatal(err)
+			}
+			md := string(read(t, filepath.Join(dir, "report.md")))
+			if !strings.Contains(md, "nothing was measured") || !strings.Contains(md, "cannot recommend a lock for efficiency") {
+				t.Errorf("report.md of an empty run:\n%s", md)
+			}
+			checkSelfContained(t, string(read(t, filepath.Join(dir, "index.html"))))
+			if rows := strings.Count(string(read(t, filepath.Join(dir, "results.csv"))), "\n"); rows != 1 {
+				t.Errorf("results.csv of an empty run has %d lines", rows)
+			}
+		})
+	}
+
+	// An interrupted run: etcd never ran distinct keys, zookeeper no
+	// faults, etcd got nothing at 64 clients on the hot key.
+	partial := without(sample(t), func(c *results.Case) bool {
+		return (c.Backend == "etcd" && c.Workload == "uniform") || (c.Backend == "zookeeper" && c.Fault != "none")
+	})
+	partial = edit(partial, func(c *results.Case) {
+		if c.Backend == "etcd" && c.Clients == 64 && c.Fault == "none" {
+			c.Throughput, c.Acquired, c.Timeline = 0, 0, make([]int64, len(c.Timeline))
+			c.Histograms = results.Histograms{}
+			c.LatencyUS = results.Percentiles{}
+			c.Errors[results.ErrTimeout] = 640
+		}
+	})
+	partial.Partial = true
+	dir := t.TempDir()
+	if err := report.Write(dir, partial); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range allCharts {
+		checkChart(t, dir, name)
+	}
+	md := string(read(t, filepath.Join(dir, "report.md")))
+	for _, want := range []string{"Partial: yes", "etcd: not measured", "zookeeper: not run under failover", "etcd: no acquire succeeded at 64 clients", "The run is partial"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md of a partial run lacks %q", want)
+		}
+	}
+}
+
+func TestBadInputIsReportedNotFatal(t *testing.T) {
+	f := &results.File{Version: results.Version, Cases: []results.Case{
+		{Backend: "redis", Workload: "hot", Fault: "none", Guard: "none", Clients: 4, Throughput: math.NaN(), Acquired: 100, DurationS: 2,
+			Histograms: results.Histograms{Acquire: "not a histogram"}, LatencyUS: results.Percentiles{P50: 10, P99: 50, P999: 90}},
+		{Backend: "", Workload: "", Fault: "", Clients: -3, Throughput: math.Inf(1), Timeline: []int64{1, 2}, TimelineStepS: 0},
+		{Backend: "etcd", Workload: "hot", Fault: "client-pause", Guard: "fence", Clients: 4, Timeline: []int64{5, 0, 5}, TimelineStepS: 1,
+			FaultWindows: []results.Window{{Label: "backwards", StartS: 3, EndS: 1}}},
+	}}
+	dir := t.TempDir()
+	if err := report.Write(dir, f); err != nil {
+		t.Fatal(err)
+	}
+	md := string(read(t, filepath.Join(dir, "report.md")))
+	for _, want := range []string{"histogram does not decode", "throughput NaN", "clients -3 is not positive", "timeline step 0 s", "not a valid span"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md does not name the problem %q", want)
+		}
+	}
+	if err := report.Write("", f); err == nil {
+		t.Error("an empty output dir was accepted")
+	}
+	if err := (report.Options{LatencyClients: -1}).Write(dir, f); err == nil || !strings.Contains(err.Error(), "-1") {
+		t.Errorf("negative latency clients: %v", err)
+	}
+}
+
+func TestRenderReadsResultsJSON(t *testing.T) {
+	dir := t.TempDir()
+	if err := results.Write(filepath.Join(dir, report.ResultsFile), sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	read(t, filepath.Join(dir, "index.html"))
+	if err := report.Render(filepath.Join(dir, "nope")); err == nil {
+		t.Error("rendering a dir without results.json succeeded")
+	}
+	if _, err := report.CompareFiles(dir, filepath.Join(dir, report.ResultsFile), filepath.Join(dir, report.ResultsFile)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSummaryTable(t *testing.T) {
+	var b strings.Builder
+	if err := report.Summary(&b, sample(t), 16); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"workload hot", "workload uniform", "grants/s @64", "p99 @16", "redlock", "zookeeper", "Efficiency locks: Use redis", "Correctness locks: Use redlock"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestSample renders the fixture, and its partial variant, into
+// $LOCKBENCH_REPORT_SAMPLE to look at: the charts are checked by eye.
+func TestSample(t *testing.T) {
+	dir := os.Getenv("LOCKBENCH_REPORT_SAMPLE")
+	if dir == "" {
+		t.Skip("set LOCKBENCH_REPORT_SAMPLE to a directory to render the sample report")
+	}
+	if err := report.Write(dir, sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	partial := without(sample(t), func(c *results.Case) bool {
+		return (c.Backend == "etcd" && c.Workload == "uniform") || (c.Backend == "zookeeper" && c.Fault != "none")
+	})
+	partial = edit(partial, func(c *results.Case) {
+		if c.Backend == "etcd" && c.Clients == 64 && c.Fault == "none" {
+			c.Throughput, c.Acquired, c.Timeline = 0, 0, make([]int64, len(c.Timeline))
+			c.Histograms, c.LatencyUS = results.Histograms{}, results.Percentiles{}
+		}
+	})
+	partial.Partial = true
+	if err := report.Write(filepath.Join(dir, "partial"), partial); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := report.Compare(filepath.Join(dir, "compare"), sample(t), partial); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.Write(filepath.Join(dir, "many"), manyBackends(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// manyBackends is the fixture with every backend doubled under a long
+// name: twelve-plus backends must still give readable charts.
+func manyBackends(t *testing.T) *results.File {
+	f := sample(t)
+	g := *f
+	g.Cases = slices.Clone(f.Cases)
+	for _, c := range f.Cases {
+		if c.Fault == "none" || c.Fault == "client-pause" {
+			c.Backend += "-with-a-long-variant-name"
+			g.Cases = append(g.Cases, c)
+		}
+	}
+	return &g
+}
+
+func TestManyBackendsRender(t *testing.T) {
+	dir := t.TempDir()
+	if err := report.Write(dir, manyBackends(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"latency-hot", "safety", "throughput-uniform", "timeline-client-pause"} {
+		checkChart(t, dir, name)
+	}
+}

@@ -1,0 +1,91 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lockbench/lockbench/results"
+)
+
+// Summary prints the run's headline numbers as plain-text tables — per
+// workload without faults, one row per backend: throughput at each
+// client count, acquire p50/p99/p99.9, violations — followed by the two
+// recommendations and the caveats. `make bench` prints it at the end of
+// a run; latencyClients is as Options.LatencyClients.
+func Summary(w io.Writer, f *results.File, latencyClients int) error {
+	ds := analyse(f)
+	rec := ds.recommend()
+	var b strings.Builder
+	title := "lockbench summary"
+	if !ds.File.Started.IsZero() {
+		title += " — " + ds.File.Started.UTC().Format("2006-01-02 15:04 MST")
+	}
+	if ds.File.Machine != "" {
+		title += " — " + ds.File.Machine
+	}
+	if ds.File.Partial {
+		title += " — PARTIAL RUN"
+	}
+	fmt.Fprintln(&b, title)
+	if len(ds.Groups) == 0 {
+		fmt.Fprintln(&b, "\nNo cases: nothing was measured.")
+	}
+	for _, wl := range ds.workloadsUnder(faultNone) {
+		guard := ds.primaryGuard(wl, faultNone)
+		clients := ds.latencyClients(wl, guard, latencyClients)
+		fmt.Fprintf(&b, "\nworkload %s, fault none, guard %s (grants/s by clients; latency at %d clients)\n", wl, guard, clients)
+		writeText(&b, ds.summaryTable(wl, guard, clients))
+	}
+	fmt.Fprintf(&b, "\nEfficiency locks: %s\n", rec.Efficiency.Answer)
+	fmt.Fprintf(&b, "Correctness locks: %s\n", rec.Correctness.Answer)
+	const shown = 8
+	if len(rec.Caveats) > 0 {
+		fmt.Fprintln(&b, "Caveats:")
+		for i, c := range rec.Caveats {
+			if i == shown {
+				fmt.Fprintf(&b, "  ... and %d more in the report\n", len(rec.Caveats)-shown)
+				break
+			}
+			fmt.Fprintf(&b, "  - %s\n", c)
+		}
+	}
+	if len(ds.Problems) > 0 {
+		fmt.Fprintf(&b, "%s in the input; see the report.\n", plural(int64(len(ds.Problems)), "problem"))
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("summary: %w", err)
+	}
+	return nil
+}
+
+// writeText lays a table out in columns: text left, numbers right.
+func writeText(b *strings.Builder, t table) {
+	width := make([]int, len(t.header))
+	for _, row := range append([][]string{t.header}, t.rows...) {
+		for i := range width {
+			if i < len(row) {
+				width[i] = max(width[i], utf8.RuneCountInString(row[i]))
+			}
+		}
+	}
+	for _, row := range append([][]string{t.header}, t.rows...) {
+		for i := range width {
+			cell := ""
+			if i < len(row) {
+				cell = row[i]
+			}
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(cell))
+			if i < len(t.numeric) && t.numeric[i] {
+				b.WriteString(pad + cell)
+			} else {
+				b.WriteString(cell + pad)
+			}
+			if i < len(width)-1 {
+				b.WriteString("  ")
+			}
+		}
+		b.WriteString("\n")
+	}
+}
