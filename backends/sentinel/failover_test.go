@@ -139,6 +139,9 @@ func TestLostWriteFailover(t *testing.T) {
 		s := startSet(t, compose.SentinelOptions{ProxiedReplication: true})
 		a := openT(t, s, map[string]string{"wait": "1", "waittimeout": "100ms"})
 		warm(t, a)
+		// The warm-up's release must reach the replica before the cut, or
+		// the promoted replica holds the warm-up's lock until its TTL.
+		replicated(t, s.Master.ServerAddr(), 1)
 		if err := s.ReplicationLinks[0].Partition(); err != nil {
 			t.Fatal(err)
 		}
