@@ -37,6 +37,11 @@ type queue struct {
 	node    string // full path of our znode, "" while we have none
 	seq     int64
 	session int64
+	// alone reports that the last check found exactly one znode below
+	// ours. Znodes created later sort after ours, so once that one is
+	// deleted ours is first without listing the queue again: a hand-off
+	// costs the waiter no extra round trip.
+	alone bool
 }
 
 func (l *Locker) acquire(ctx context.Context, key string, wait bool, opts []locker.Option) (locker.Lease, error) {
@@ -64,9 +69,13 @@ func (l *Locker) acquire(ctx context.Context, key string, wait bool, opts []lock
 // run is the acquisition loop.
 func (q *queue) run(ctx context.Context, o locker.Options, wait bool) (locker.Lease, error) {
 	l := q.l
-	var last error // why the previous attempt did not succeed
+	var (
+		last  error     // why the previous attempt did not succeed
+		first time.Time // when the predecessor went, if that made ours first
+	)
 	for n := 1; ; n++ {
-		lease, pred, err := q.attempt(ctx, o)
+		lease, pred, err := q.attempt(ctx, o, first)
+		first = time.Time{}
 		switch {
 		case err == nil && lease != nil:
 			return lease, nil
@@ -78,7 +87,7 @@ func (q *queue) run(ctx context.Context, o locker.Options, wait bool) (locker.Le
 			if _, ok := o.Retry.Backoff(n); !ok {
 				return nil, last
 			}
-			if err := q.await(ctx, pred); err != nil {
+			if first, err = q.await(ctx, pred); err != nil {
 				return nil, withLast(err, last)
 			}
 			continue
@@ -116,36 +125,42 @@ func withLast(ctxErr, last error) error {
 	return fmt.Errorf("%w (last attempt: %w)", ctxErr, last)
 }
 
-// attempt makes sure we have a znode, then checks the queue. It returns
-// the lease when ours is first, or the name of the znode just before ours.
-func (q *queue) attempt(ctx context.Context, o locker.Options) (locker.Lease, string, error) {
+// attempt makes sure we have a znode, then checks the queue, unless first
+// is set: the time our znode became first. It returns the lease when ours
+// is first, or the name of the znode just before ours.
+func (q *queue) attempt(ctx context.Context, o locker.Options, first time.Time) (locker.Lease, string, error) {
 	l := q.l
 	if id, _ := l.sess.current(); q.node != "" && id != q.session {
 		q.forget() // died with its session
 	}
+	checked := first
 	if q.node == "" {
 		if err := q.create(ctx); err != nil {
 			return nil, "", err
 		}
+		checked = time.Time{}
 	}
-	checked := time.Now()
-	var children []string
-	err := l.call(ctx, func() (err error) {
-		children, _, err = l.conn.Children(q.parent)
-		return err
-	}, nil)
-	if err != nil {
-		return nil, "", q.rpcErr(err)
-	}
-	pred, present := q.predecessor(children)
-	switch {
-	case !present:
-		// Deleted behind our back, or gone with an expired session.
-		node := q.node
-		q.forget()
-		return nil, "", l.nodeErr(fmt.Errorf("%w: znode %s was deleted while queued", errRequeue, node))
-	case pred != "":
-		return nil, pred, nil
+	if checked.IsZero() {
+		checked = time.Now()
+		var children []string
+		err := l.call(ctx, func() (err error) {
+			children, _, err = l.conn.Children(q.parent)
+			return err
+		}, nil)
+		if err != nil {
+			return nil, "", q.rpcErr(err)
+		}
+		pred, below, present := q.predecessor(children)
+		switch {
+		case !present:
+			// Deleted behind our back, or gone with an expired session.
+			node := q.node
+			q.forget()
+			return nil, "", l.nodeErr(fmt.Errorf("%w: znode %s was deleted while queued", errRequeue, node))
+		case pred != "":
+			q.alone = below == 1
+			return nil, pred, nil
+		}
 	}
 	if q.seq < 0 {
 		return nil, "", fmt.Errorf("key %q: ZooKeeper's sequence numbers for %s are used up (2^31 grants): delete the parent to reuse the key, knowing that its tokens restart", q.key, q.parent)
@@ -164,7 +179,6 @@ func (q *queue) attempt(ctx context.Context, o locker.Options) (locker.Lease, st
 	}
 	q.node = "" // the lease owns the znode now
 	l.pending.Add(-1)
-	l.spawn(ls.watch)
 	return ls.h, "", nil
 }
 
@@ -251,9 +265,10 @@ func (l *Locker) ensure(ctx context.Context, path string) error {
 }
 
 // predecessor returns the child whose sequence is the highest below ours
-// ("" when ours is first) and whether ours is among the children at all.
-// Children that are not lock nodes are ignored.
-func (q *queue) predecessor(children []string) (pred string, present bool) {
+// ("" when ours is first), how many children are below ours, and whether
+// ours is among the children at all. Children that are not lock nodes are
+// ignored.
+func (q *queue) predecessor(children []string) (pred string, below int, present bool) {
 	name := q.node[len(q.parent)+1:]
 	best := int64(math.MinInt64)
 	for _, c := range children {
@@ -262,17 +277,21 @@ func (q *queue) predecessor(children []string) (pred string, present bool) {
 			continue
 		}
 		s, err := parseSeq(c)
-		if err != nil || s >= q.seq || s <= best {
+		if err != nil || s >= q.seq {
 			continue
 		}
-		best, pred = s, q.parent+"/"+c
+		below++
+		if s > best {
+			best, pred = s, q.parent+"/"+c
+		}
 	}
-	return pred, present
+	return pred, below, present
 }
 
 // await waits until pred is deleted, ctx ends or the Locker closes. A
-// watch that is dropped (the session expired) also wakes it.
-func (q *queue) await(ctx context.Context, pred string) error {
+// watch that is dropped (the session expired) also wakes it. It returns
+// when ours became first, if it knows (see queue.alone), else zero.
+func (q *queue) await(ctx context.Context, pred string) (time.Time, error) {
 	l := q.l
 	var (
 		exists bool
@@ -284,21 +303,30 @@ func (q *queue) await(ctx context.Context, pred string) error {
 	}, nil)
 	if err != nil {
 		if transient(err) {
-			return nil // check again once reconnected
+			return time.Time{}, nil // check again once reconnected
 		}
-		return q.rpcErr(err)
+		return time.Time{}, q.rpcErr(err)
 	}
 	if !exists {
-		return nil
+		return q.firstIf(true), nil
 	}
 	select {
-	case <-ch:
-		return nil
+	case ev := <-ch:
+		return q.firstIf(ev.Type == zk.EventNodeDeleted), nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return time.Time{}, ctx.Err()
 	case <-l.closing:
-		return locker.ErrClosed
+		return time.Time{}, locker.ErrClosed
 	}
+}
+
+// firstIf returns now if the predecessor is gone and was the only znode
+// below ours, else zero: the queue must be checked again.
+func (q *queue) firstIf(predGone bool) time.Time {
+	if predGone && q.alone {
+		return time.Now()
+	}
+	return time.Time{}
 }
 
 // drop deletes our znode: at once while ctx allows, so that TryAcquire's

@@ -3,6 +3,11 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,4 +221,65 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 			t.Fatalf("no %s within %v", what, within)
 		}
 	}
+}
+
+// TestStolenLeaseEndsAtOnce deletes a holder's znode behind its back and
+// checks that the lease ends by itself, without an Extend or Release to
+// find out: through the watch on its own znode.
+func TestStolenLeaseEndsAtOnce(t *testing.T) {
+	addrs := standalone(t)
+	l := openClosed(t, addrs, nil)
+	thief := rawConn(t, addrs)
+	for _, hold := range []bool{false, true} {
+		t.Run(fmt.Sprintf("watchArmed=%v", hold), func(t *testing.T) {
+			key := fmt.Sprintf("stolen-%v-%d", hold, time.Now().UnixNano())
+			lease := mustAcquire(t, l, key, locker.WithTTL(time.Minute))
+			if hold {
+				// Steal once the watch is set: its NodeDeleted ends the lease.
+				waitFor(t, 5*time.Second, "watch on the lease's znode", func() bool { return watchCount(t, addrs[0]) > 0 })
+			}
+			stolen := time.Now()
+			steal(t, thief, DefaultRoot, key)
+			select {
+			case <-lease.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("stolen lease still held 5s later")
+			}
+			t.Logf("lease ended %v after the steal: %v", time.Since(stolen).Round(time.Microsecond), lease.Err())
+			if !errors.Is(lease.Err(), locker.ErrLost) || !strings.Contains(lease.Err().Error(), "deleted") {
+				t.Fatalf("Err of a stolen lease = %v, want ErrLost saying the znode was deleted", lease.Err())
+			}
+		})
+	}
+}
+
+// watchCount asks the server at addr (mntr) how many watches it holds.
+func watchCount(t *testing.T, addr string) int {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("mntr")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(out)) {
+		if v, ok := strings.CutPrefix(line, "zk_watch_count"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("mntr: %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("mntr at %s has no zk_watch_count: %q", addr, out)
+	return 0
 }

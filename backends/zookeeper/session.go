@@ -124,6 +124,7 @@ func (s *session) register(ls *lease, newHandle func() *locker.Handle) error {
 	}
 	ls.h = newHandle()
 	s.leases[ls.path] = ls
+	ls.arm = time.AfterFunc(watchDelay, ls.startWatch)
 	s.armLocked()
 	return nil
 }
@@ -137,6 +138,7 @@ func (s *session) remove(ls *lease) bool {
 		return false
 	}
 	delete(s.leases, ls.path)
+	ls.arm.Stop()
 	return true
 }
 
@@ -154,6 +156,7 @@ func (s *session) deleted(path string) *lease {
 	ls := s.leases[path]
 	if ls != nil {
 		delete(s.leases, path)
+		ls.arm.Stop()
 	}
 	return ls
 }
@@ -175,6 +178,7 @@ func (s *session) takeLocked() []*lease {
 	}
 	all := make([]*lease, 0, len(s.leases))
 	for _, ls := range s.leases {
+		ls.arm.Stop()
 		all = append(all, ls)
 	}
 	clear(s.leases)
