@@ -7,6 +7,9 @@ BIN := $(CURDIR)/bin
 # compose runs etcd members from this binary instead of building its own.
 export LOCKBENCH_ETCD_MEMBER := $(BIN)/etcd-member
 
+# Where make bench writes results.json and the report.
+OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
+
 .PHONY: all deps build test bench bench-quick clean
 
 all: build
@@ -20,6 +23,14 @@ build:
 test: deps build
 	$(GO) vet ./...
 	$(GO) test -race ./...
+
+bench: deps build
+	$(BIN)/lockbench run --suite default --out $(OUT)
+	@ln -sfn $(notdir $(OUT)) results/latest
+
+bench-quick: deps build
+	$(BIN)/lockbench run --suite quick --out $(OUT)
+	@ln -sfn $(notdir $(OUT)) results/latest
 
 clean:
 	rm -rf $(BIN) results

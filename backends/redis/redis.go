@@ -13,6 +13,8 @@ package redis
 
 import (
 	"errors"
+	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -27,13 +29,21 @@ func init() { backends.Register("redis", Open) }
 type Locker struct {
 	*redlock.Redlock
 	owned goredis.UniversalClient // closed by Close when Open made it
+	once  sync.Once
+	err   error
 }
+
+// DefaultNodeTimeout is how long a request waits for the server. With one
+// node there is no majority to answer in its place, so a generous timeout
+// costs nothing and spares a slow moment from failing an operation.
+const DefaultNodeTimeout = 250 * time.Millisecond
 
 // New returns a Locker on the server client talks to, with fencing tokens
 // on. opts are passed to redlock.New after the defaults (no quarantine,
-// fencing on), so they can override them. New does not close client.
+// fencing on, DefaultNodeTimeout), so they can override them. New does
+// not close client.
 func New(client goredis.UniversalClient, opts ...redlock.Option) (*Locker, error) {
-	opts = append([]redlock.Option{redlock.WithQuarantine(false), redlock.WithFencing(true)}, opts...)
+	opts = append([]redlock.Option{redlock.WithQuarantine(false), redlock.WithFencing(true), redlock.WithNodeTimeout(DefaultNodeTimeout)}, opts...)
 	r, err := redlock.New([]goredis.UniversalClient{client}, opts...)
 	if err != nil {
 		return nil, err
@@ -79,11 +89,14 @@ func (l *Locker) Info() locker.Info {
 	return info
 }
 
-// Close closes the lock, and the client if Open made it.
+// Close closes the lock, and the client if Open made it; calls after the
+// first return the first's result.
 func (l *Locker) Close() error {
-	err := l.Redlock.Close()
-	if l.owned != nil {
-		err = errors.Join(err, l.owned.Close())
-	}
-	return err
+	l.once.Do(func() {
+		l.err = l.Redlock.Close()
+		if l.owned != nil {
+			l.err = errors.Join(l.err, l.owned.Close())
+		}
+	})
+	return l.err
 }

@@ -98,7 +98,9 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 			asked++
 		}
 	}
-	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
+	// A release is on no lease's clock: give slow nodes time to answer
+	// rather than leave the key taken until its TTL.
+	exchange(ctx, calls, max(r.timeout(ttl), releaseTimeout), func(_ int, c *call) {
 		c.req = appendCommand(c.req, "EVALSHA", releaseScript.sha, "1", key, value, channel)
 		c.p.want = 1
 	}, func(_ int, c *call) bool {
@@ -111,6 +113,9 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 	})
 	return tally(calls)
 }
+
+// releaseTimeout is the least a release waits for each node.
+const releaseTimeout = time.Second
 
 // answer returns what a script that answers 1 or 0 answered on the call's
 // node, or -1 if it failed.

@@ -121,6 +121,10 @@ func WithWait(replicas int, timeout time.Duration) Option {
 		if replicas < 0 || timeout < 0 {
 			return locker.Invalidf("wait for %d replicas within %v: must not be negative", replicas, timeout)
 		}
+		if replicas > 0 && timeout < time.Millisecond {
+			// WAIT n 0 blocks until the replicas answer, however long.
+			return locker.Invalidf("wait for %d replicas within %v: the timeout must be at least 1ms", replicas, timeout)
+		}
 		o.waitReplicas, o.waitTimeout = replicas, timeout
 		return nil
 	}
@@ -145,10 +149,12 @@ var _ locker.Locker = (*Redlock)(nil)
 
 // New returns a Redlock over the given nodes, one go-redis client per
 // independent master (5 is the usual number; any N ≥ 1 works, with a
-// quorum of N/2+1). Each client must be a *redis.Client — a plain client
-// or a Sentinel failover client — since Redlock needs one node per
-// client; its options (dialer, TLS, credentials, database, pool size) are
-// used for Redlock's own connections. Redlock does not close the clients.
+// quorum of N/2+1). Each client must be a *redis.Client, since Redlock
+// needs one node per client; its options (dialer, TLS, credentials,
+// database) are used for Redlock's own connections. A Sentinel failover
+// client works, but Redlock's connections move to a new master only when
+// they break (backends/sentinel adds a follower that moves them at once).
+// Redlock does not close the clients.
 func New(clients []redis.UniversalClient, opts ...Option) (*Redlock, error) {
 	if len(clients) == 0 {
 		return nil, locker.Invalidf("redlock needs at least one Redis client, got none")

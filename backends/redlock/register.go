@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -105,9 +106,13 @@ func closeAll(clients []redis.UniversalClient) error {
 type owned struct {
 	*Redlock
 	clients []redis.UniversalClient
+	once    sync.Once
+	err     error
 }
 
-// Close closes the Redlock and then its clients.
+// Close closes the Redlock and then its clients; calls after the first
+// return the first's result.
 func (o *owned) Close() error {
-	return errors.Join(o.Redlock.Close(), closeAll(o.clients))
+	o.once.Do(func() { o.err = errors.Join(o.Redlock.Close(), closeAll(o.clients)) })
+	return o.err
 }

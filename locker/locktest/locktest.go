@@ -360,6 +360,9 @@ func (s *suite) testDoneOnLoss(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
+		if err := l.Close(); err != nil {
+			t.Fatalf("second Close = %v, want nil", err)
+		}
 		if err := waitDone(t, lease, 5*time.Second); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrClosed) {
 			t.Fatalf("Err after the Locker closed = %v, want ErrLost wrapping ErrClosed", err)
 		}

@@ -1,0 +1,12 @@
+// Package all registers every lockbench backend: import it for its side
+// effect, as the CLI does.
+package all
+
+import (
+	_ "github.com/lockbench/lockbench/backends/noop"      // no exclusion: the control
+	_ "github.com/lockbench/lockbench/backends/redis"     // single Redis
+	_ "github.com/lockbench/lockbench/backends/redlock"   // our Redlock
+	_ "github.com/lockbench/lockbench/backends/redsync"   // the reference Go Redlock
+	_ "github.com/lockbench/lockbench/backends/sentinel"  // master–replica + Sentinel
+	_ "github.com/lockbench/lockbench/backends/zookeeper" // ephemeral sequential znodes
+)

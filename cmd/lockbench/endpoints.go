@@ -1,0 +1,123 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lockbench/lockbench/backends"
+)
+
+// endpointFlags point backends at servers lockbench does not start: your
+// own cluster, with its credentials and TLS. A backend given endpoints
+// runs against them; faults that need to break servers are then skipped
+// for it.
+type endpointFlags struct {
+	redis, redlock, redsync, sentinel, zookeeper, etcd []string
+	sentinelMaster                                     string
+	redisTLS, etcdTLS                                  tlsFlags
+	redisUser, redisPassword                           string
+	etcdUser, etcdPassword                             string
+	zkUser, zkPassword                                 string
+}
+
+type tlsFlags struct {
+	ca, cert, key string
+	insecure      bool
+}
+
+func (e *endpointFlags) register(fl *pflag.FlagSet) {
+	fl.StringSliceVar(&e.redis, "redis-addrs", nil, "the single Redis server of the redis backend (host:port)")
+	fl.StringSliceVar(&e.redlock, "redlock-addrs", nil, "the independent Redis masters of redlock (and of redsync, unless --redsync-addrs)")
+	fl.StringSliceVar(&e.redsync, "redsync-addrs", nil, "the Redis masters of redsync")
+	fl.StringSliceVar(&e.sentinel, "sentinel-addrs", nil, "the sentinels of the sentinel backend")
+	fl.StringVar(&e.sentinelMaster, "sentinel-master", "", "the master name the sentinels monitor")
+	fl.StringSliceVar(&e.zookeeper, "zookeeper-addrs", nil, "the ZooKeeper ensemble (host:port of each server)")
+	fl.StringSliceVar(&e.etcd, "etcd-addrs", nil, "the etcd endpoints")
+	fl.StringVar(&e.redisUser, "redis-username", "", "Redis ACL user (redis, redlock, redsync, sentinel)")
+	fl.StringVar(&e.redisPassword, "redis-password", os.Getenv("LOCKBENCH_REDIS_PASSWORD"), "Redis password (default $LOCKBENCH_REDIS_PASSWORD)")
+	fl.StringVar(&e.redisTLS.ca, "redis-tls-ca", "", "CA certificate (PEM) to verify Redis servers; turns TLS on")
+	fl.StringVar(&e.redisTLS.cert, "redis-tls-cert", "", "client certificate (PEM) for Redis; turns TLS on")
+	fl.StringVar(&e.redisTLS.key, "redis-tls-key", "", "client key (PEM) for Redis")
+	fl.BoolVar(&e.redisTLS.insecure, "redis-tls-insecure", false, "use TLS to Redis without verifying the server")
+	fl.StringVar(&e.etcdUser, "etcd-username", "", "etcd user")
+	fl.StringVar(&e.etcdPassword, "etcd-password", os.Getenv("LOCKBENCH_ETCD_PASSWORD"), "etcd password (default $LOCKBENCH_ETCD_PASSWORD)")
+	fl.StringVar(&e.etcdTLS.ca, "etcd-tls-ca", "", "CA certificate (PEM) to verify etcd; turns TLS on")
+	fl.StringVar(&e.etcdTLS.cert, "etcd-tls-cert", "", "client certificate (PEM) for etcd; turns TLS on")
+	fl.StringVar(&e.etcdTLS.key, "etcd-tls-key", "", "client key (PEM) for etcd")
+	fl.BoolVar(&e.etcdTLS.insecure, "etcd-tls-insecure", false, "use TLS to etcd without verifying the server")
+	fl.StringVar(&e.zkUser, "zookeeper-username", "", "ZooKeeper digest auth user")
+	fl.StringVar(&e.zkPassword, "zookeeper-password", os.Getenv("LOCKBENCH_ZOOKEEPER_PASSWORD"), "ZooKeeper digest auth password (default $LOCKBENCH_ZOOKEEPER_PASSWORD)")
+}
+
+// configs returns the external endpoints by backend name.
+func (e *endpointFlags) configs() (map[string]backends.Config, error) {
+	redisTLS, err := e.redisTLS.config()
+	if err != nil {
+		return nil, fmt.Errorf("redis TLS: %w", err)
+	}
+	etcdTLS, err := e.etcdTLS.config()
+	if err != nil {
+		return nil, fmt.Errorf("etcd TLS: %w", err)
+	}
+	redis := func(addrs []string) backends.Config {
+		return backends.Config{Addrs: addrs, Username: e.redisUser, Password: e.redisPassword, TLS: redisTLS}
+	}
+	out := map[string]backends.Config{}
+	if len(e.redis) > 0 {
+		out["redis"] = redis(e.redis)
+	}
+	if len(e.redlock) > 0 {
+		out["redlock"] = redis(e.redlock)
+		out["redsync"] = redis(e.redlock)
+	}
+	if len(e.redsync) > 0 {
+		out["redsync"] = redis(e.redsync)
+	}
+	if len(e.sentinel) > 0 {
+		c := redis(e.sentinel)
+		if e.sentinelMaster != "" {
+			c.Params = map[string]string{"master": e.sentinelMaster}
+		}
+		out["sentinel"] = c
+	}
+	if len(e.zookeeper) > 0 {
+		out["zookeeper"] = backends.Config{Addrs: e.zookeeper, Username: e.zkUser, Password: e.zkPassword}
+	}
+	if len(e.etcd) > 0 {
+		out["etcd"] = backends.Config{Addrs: e.etcd, Username: e.etcdUser, Password: e.etcdPassword, TLS: etcdTLS}
+	}
+	return out, nil
+}
+
+// config returns the TLS configuration the flags ask for, or nil.
+func (t tlsFlags) config() (*tls.Config, error) {
+	if t.ca == "" && t.cert == "" && !t.insecure {
+		return nil, nil
+	}
+	c := &tls.Config{InsecureSkipVerify: t.insecure, MinVersion: tls.VersionTLS12}
+	if t.ca != "" {
+		pem, err := os.ReadFile(t.ca)
+		if err != nil {
+			return nil, err
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s: no PEM certificate in it", t.ca)
+		}
+	}
+	if t.cert != "" || t.key != "" {
+		if t.cert == "" || t.key == "" {
+			return nil, fmt.Errorf("client certificate %q and key %q: give both", t.cert, t.key)
+		}
+		pair, err := tls.LoadX509KeyPair(t.cert, t.key)
+		if err != nil {
+			return nil, err
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}

@@ -1,0 +1,48 @@
+// Command lockbench measures distributed locks: throughput, tail latency
+// and safety violations of every backend under the same workloads and
+// faults, on real servers it starts itself (or yours), ending in a report
+// that recommends one.
+//
+//	lockbench run --suite default --out results/   # what make bench runs
+//	lockbench run --backend redlock,etcd --workload hot --fault restart --fencing --clients 8 --trials 3 --out DIR
+//	lockbench report DIR                             # re-render DIR/results.json
+//	lockbench report --compare BASE HEAD --out DIR   # compare two runs
+//	lockbench report --merge A B --out DIR           # merge runs from several load generators
+//	lockbench backends                               # what each backend guarantees
+//	lockbench cluster --backend redlock              # start servers and print their addresses
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	_ "github.com/lockbench/lockbench/backends/all"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C stops the run gracefully (servers stopped, partial
+	// results kept); a second one kills at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	root := &cobra.Command{
+		Use:           "lockbench",
+		Short:         "Measure distributed locks: throughput, tail latency and safety violations under faults",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd())
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockbench:", err)
+		os.Exit(1)
+	}
+}

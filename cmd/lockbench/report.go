@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/results"
+)
+
+func reportCmd() *cobra.Command {
+	var compare, merge bool
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report DIR | report --compare BASE HEAD --out DIR | report --merge RESULTS... --out DIR",
+		Short: "Render a report from results.json, compare two runs, or merge runs of several load generators",
+		Long: `report re-renders DIR's report from DIR/results.json.
+With --compare it writes a comparison of two runs (dirs or results.json files) into --out: per
+case, the throughput and p99 ratios and the change in violations, regressions flagged.
+With --merge it merges runs measured at the same time by several load-generator hosts (their
+HDR histograms merge without loss) into --out/results.json and renders the report there.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case compare:
+				if len(args) != 2 || out == "" {
+					return fmt.Errorf("report --compare needs BASE HEAD and --out DIR")
+				}
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return err
+				}
+				if _, err := report.CompareFiles(out, resultsPath(args[0]), resultsPath(args[1])); err != nil {
+					return err
+				}
+				fmt.Printf("comparison: %s\n", out)
+				return nil
+			case merge:
+				if len(args) < 2 || out == "" {
+					return fmt.Errorf("report --merge needs at least two results and --out DIR")
+				}
+				var files []*results.File
+				for _, a := range args {
+					f, err := results.Read(resultsPath(a))
+					if err != nil {
+						return err
+					}
+					files = append(files, f)
+				}
+				merged, err := results.Merge(files...)
+				if err != nil {
+					return err
+				}
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return err
+				}
+				if err := results.Write(filepath.Join(out, "results.json"), merged); err != nil {
+					return err
+				}
+				return finish(out, merged, false)
+			default:
+				if len(args) != 1 {
+					return fmt.Errorf("report needs the run's dir")
+				}
+				f, err := results.Read(resultsPath(args[0]))
+				if err != nil {
+					return err
+				}
+				dir := args[0]
+				if filepath.Base(dir) == "results.json" {
+					dir = filepath.Dir(dir)
+				}
+				return finish(dir, f, false)
+			}
+		},
+	}
+	cmd.Flags().BoolVar(&compare, "compare", false, "compare two runs: BASE HEAD")
+	cmd.Flags().BoolVar(&merge, "merge", false, "merge the runs of several load generators")
+	cmd.Flags().StringVar(&out, "out", "", "output dir for --compare and --merge")
+	return cmd
+}
+
+// resultsPath accepts a run dir or its results.json.
+func resultsPath(p string) string {
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		return filepath.Join(p, "results.json")
+	}
+	return p
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/workloads"
+)
+
+// runFlags are the flags of `lockbench run`.
+type runFlags struct {
+	suite     string
+	backends  []string
+	workloads []string
+	faults    []string
+	fencing   bool
+	guards    []string
+	clients   []int
+	duration  time.Duration
+	trials    int
+	ttl       time.Duration
+	keys      int
+	hold      string
+	think     string
+	out       string
+	noReport  bool
+	endpoints endpointFlags
+}
+
+func runCmd() *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run cases against real servers and write DIR/results.json (and the report)",
+		Long: `run measures every case of a suite (--suite default or quick: what make bench and
+make bench-quick run) or of the cross product of the flags: backends × workloads × faults ×
+guards × clients × trials. It starts the servers the backends need on 127.0.0.1 (or uses the
+endpoints you give), writes DIR/results.json after every case, and renders the report into DIR.
+Ctrl-C stops the run, stops every server and keeps the results measured so far.
+
+A backend is a registered name with optional params: redlock, redlock?quarantine=false,
+sentinel?wait=1, redsync?retrydelay=1ms.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench) or quick (make bench-quick); other flags then override its settings")
+	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
+	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
+	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults: "+strings.Join(faultNames(), ", "))
+	fl.BoolVar(&f.fencing, "fencing", false, "guard the resource with fencing tokens (same as --guard fence)")
+	fl.StringSliceVar(&f.guards, "guard", nil, "resource guards: none, fence, cas (default none, or fence with --fencing)")
+	fl.IntSliceVar(&f.clients, "clients", []int{8}, "concurrent clients, each with its own connections")
+	fl.DurationVar(&f.duration, "duration", 5*time.Second, "how long each case runs")
+	fl.IntVar(&f.trials, "trials", 1, "repetitions of each case")
+	fl.DurationVar(&f.ttl, "ttl", time.Second, "lease TTL (faults raise it where they need longer leases)")
+	fl.IntVar(&f.keys, "keys", 100, "keys of the uniform and zipf workloads")
+	fl.StringVar(&f.hold, "hold", "1ms", "hold time: 2ms, 1ms-5ms (uniform) or exp:2ms")
+	fl.StringVar(&f.think, "think", "0", "think time between sections (same forms as --hold)")
+	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required)")
+	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
+	f.endpoints.register(fl)
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func (f *runFlags) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	cases, err := f.cases(cmd)
+	if err != nil {
+		return err
+	}
+	external, err := f.endpoints.configs()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+	env, err := compose.New(filepath.Join(f.out, "servers"))
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+
+	fmt.Fprintf(os.Stderr, "lockbench: %d cases; servers under %s\n", len(cases), env.Dir)
+	bar := newBar(len(cases))
+	runner := &bench.Runner{
+		Clusters: bench.NewClusters(env, external),
+		Out:      filepath.Join(f.out, "results.json"),
+		Progress: func(e bench.Event) { progress(bar, e) },
+	}
+	runner.File.Command = strings.Join(os.Args, " ")
+	file, runErr := runner.Run(ctx, cases)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	// Stop every server before rendering: the report needs none of them.
+	if err := env.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "lockbench: stopping servers:", err)
+	}
+	if errors.Is(runErr, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "lockbench: interrupted after %d of %d cases; partial results kept\n", len(file.Cases), len(cases))
+	} else if runErr != nil {
+		return runErr
+	}
+	return finish(f.out, file, f.noReport)
+}
+
+// finish renders the report of a run and prints where it is, with the
+// summary table.
+func finish(dir string, file *results.File, noReport bool) error {
+	fmt.Printf("results: %s\n", filepath.Join(dir, "results.json"))
+	if !noReport {
+		if err := report.Write(dir, file); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		fmt.Printf("report:  %s\n         %s\n\n", filepath.Join(dir, "index.html"), filepath.Join(dir, "report.md"))
+	}
+	return report.Summary(os.Stdout, file, 16)
+}
+
+// newBar returns a progress bar on a terminal, or nil when stderr is a
+// pipe or a file (a CI log), where the lines alone tell the progress.
+func newBar(n int) *progressbar.ProgressBar {
+	if !term.IsTerminal(int(os.Stderr.Fd())) {
+		return nil
+	}
+	return progressbar.NewOptions(n,
+		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+// progress prints a line per finished case, under the bar if there is
+// one.
+func progress(bar *progressbar.ProgressBar, e bench.Event) {
+	if e.Result == nil && e.Skipped == nil {
+		if bar != nil {
+			bar.Describe(e.Case.String())
+		}
+		return
+	}
+	if bar != nil {
+		_ = bar.Clear()
+	}
+	n := fmt.Sprintf("[%d/%d]", e.Index+1, e.Total)
+	if e.Skipped != nil {
+		fmt.Fprintf(os.Stderr, "%-9s skip %s: %v\n", n, e.Case, e.Skipped)
+	} else {
+		r := e.Result
+		fmt.Fprintf(os.Stderr, "%-9s %-72s %8.0f grants/s  p99 %-10v overlaps %-5d stale accepted %d\n",
+			n, e.Case, r.Throughput, time.Duration(r.LatencyUS.P99)*time.Microsecond, r.Overlaps, r.StaleAccepted)
+	}
+	if bar != nil {
+		_ = bar.Add(1)
+	}
+}
+
+// cases builds the case list from the suite and the flags.
+func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, error) {
+	changed := cmd.Flags().Changed
+	hold, err := workloads.ParseDist(f.hold)
+	if err != nil {
+		return nil, err
+	}
+	think, err := workloads.ParseDist(f.think)
+	if err != nil {
+		return nil, err
+	}
+	guards, err := f.guardList()
+	if err != nil {
+		return nil, err
+	}
+	ws := make([]workloads.Workload, len(f.workloads))
+	for i, w := range f.workloads {
+		ws[i] = workloads.Workload(w)
+	}
+	if f.suite != "" {
+		var s bench.Suite
+		switch f.suite {
+		case "default":
+			s = bench.Default()
+		case "quick":
+			s = bench.Quick()
+		default:
+			return nil, fmt.Errorf("suite %q: want default or quick", f.suite)
+		}
+		if changed("backend") {
+			s.Backends = f.backends
+		}
+		if changed("workload") {
+			s.Workloads = ws
+		}
+		if changed("fault") {
+			s.Faults = f.faults
+		}
+		if changed("guard") || changed("fencing") {
+			s.Guards = guards
+		}
+		if changed("clients") {
+			s.Clients = f.clients
+		}
+		if changed("trials") {
+			s.Trials = f.trials
+		}
+		if changed("ttl") {
+			s.TTL = f.ttl
+		}
+		if changed("keys") {
+			s.Keys = f.keys
+		}
+		if changed("hold") {
+			s.Hold = hold
+		}
+		if changed("think") {
+			s.Think = think
+		}
+		if changed("duration") {
+			s.PerfSeconds, s.FaultSeconds = f.duration.Seconds(), f.duration.Seconds()
+		}
+		return s.Cases()
+	}
+	backends := f.backends
+	if len(backends) == 0 {
+		backends = registeredBackends()
+	}
+	return bench.Cross(bench.Matrix{
+		Backends: backends, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
+		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think},
+	})
+}
+
+func (f *runFlags) guardList() ([]workloads.Guard, error) {
+	names := f.guards
+	if len(names) == 0 {
+		names = []string{"none"}
+		if f.fencing {
+			names = []string{"fence"}
+		}
+	}
+	var gs []workloads.Guard
+	for _, n := range names {
+		g, err := workloads.ParseGuard(n)
+		if err != nil {
+			return nil, err
+		}
+		gs = append(gs, g)
+	}
+	return gs, nil
+}
