@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"sync"
@@ -84,9 +85,28 @@ func zkLockClient(b testing.TB, addrs []string) (lockFunc, func()) {
 		}
 }
 
+// warmed makes sure the server's JIT has seen the workload before the
+// first contender is measured, so that running first is no handicap.
+var warmed sync.Once
+
+func warm(b *testing.B, addrs []string) {
+	warmed.Do(func() {
+		for _, c := range contenders {
+			fn, cleanup := c.client(b, addrs)
+			for range 500 {
+				if err := fn("warm-up"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cleanup()
+		}
+	})
+}
+
 // BenchmarkUncontended: one client taking and releasing its own key.
 func BenchmarkUncontended(b *testing.B) {
 	addrs := standalone(b)
+	warm(b, addrs)
 	for _, c := range contenders {
 		b.Run(c.name, func(b *testing.B) { runClients(b, addrs, c, 1) })
 	}
@@ -95,6 +115,7 @@ func BenchmarkUncontended(b *testing.B) {
 // BenchmarkHotKey: 16 clients on one key.
 func BenchmarkHotKey(b *testing.B) {
 	addrs := standalone(b)
+	warm(b, addrs)
 	for _, c := range contenders {
 		b.Run(c.name, func(b *testing.B) { runClients(b, addrs, c, 16) })
 	}
@@ -104,28 +125,48 @@ func BenchmarkHotKey(b *testing.B) {
 // throughput and latency percentiles.
 func runClients(b *testing.B, addrs []string, c contender, n int) {
 	key := fmt.Sprintf("bench:%s:%d", b.Name(), time.Now().UnixNano())
+	fns := clients(b, addrs, c, n, key)
+	var next atomic.Int64
+	b.ResetTimer()
+	lat, failures, elapsed := measure(fns, key, func() bool { return next.Add(1) <= int64(b.N) })
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "ops/s")
+	b.ReportMetric(percentile(lat, 0.50), "p50-µs")
+	b.ReportMetric(percentile(lat, 0.99), "p99-µs")
+	b.ReportMetric(float64(failures), "failures")
+}
+
+// clients makes n clients of c, each having taken key once (connected,
+// parents created), closed when tb ends.
+func clients(tb testing.TB, addrs []string, c contender, n int, key string) []lockFunc {
 	fns := make([]lockFunc, n)
 	for i := range fns {
-		fn, cleanup := c.client(b, addrs)
-		defer cleanup()
-		if err := fn(key); err != nil { // connect, create the parents
-			b.Fatal(err)
+		fn, cleanup := c.client(tb, addrs)
+		tb.Cleanup(cleanup)
+		if err := fn(key); err != nil {
+			tb.Fatal(err)
 		}
 		fns[i] = fn
 	}
+	return fns
+}
+
+// measure runs every client on its own goroutine, taking key while more
+// says so, and returns the latencies of the ops that succeeded, how many
+// failed and how long it all took.
+func measure(fns []lockFunc, key string, more func() bool) ([]time.Duration, int, time.Duration) {
 	var (
-		next     atomic.Int64
 		failures atomic.Int64
 		mu       sync.Mutex
 		lat      []time.Duration
 		wg       sync.WaitGroup
 	)
-	b.ResetTimer()
 	start := time.Now()
 	for _, fn := range fns {
 		wg.Go(func() {
 			var mine []time.Duration
-			for next.Add(1) <= int64(b.N) {
+			for more() {
 				t0 := time.Now()
 				if err := fn(key); err != nil {
 					failures.Add(1)
@@ -139,17 +180,68 @@ func runClients(b *testing.B, addrs []string, c contender, n int) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds())
+	return lat, int(failures.Load()), time.Since(start)
+}
+
+// percentile returns the p-th percentile of sorted latencies, in µs.
+func percentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
 	}
-	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "ops/s")
-	b.ReportMetric(pct(0.50), "p50-µs")
-	b.ReportMetric(pct(0.99), "p99-µs")
-	b.ReportMetric(float64(failures.Load()), "failures")
+	return float64(sorted[min(len(sorted)-1, int(p*float64(len(sorted))))].Microseconds())
+}
+
+var compare = flag.Duration("compare", 0, "run TestInterleavedComparison for this long per scenario")
+
+// TestInterleavedComparison measures the benchmarks' contenders in turns
+// of half a second, rotating their order, so that a machine whose load
+// changes (other tests, other users) weighs on all of them alike; the
+// benchmarks above measure them one after the other. Skipped unless asked:
+//
+//	go test -run InterleavedComparison -v ./backends/zookeeper -args -compare=60s
+func TestInterleavedComparison(t *testing.T) {
+	if *compare <= 0 {
+		t.Skip("set -compare to the time per scenario")
+	}
+	addrs := standalone(t)
+	for _, n := range []int{1, 16} {
+		t.Run(fmt.Sprintf("clients=%d", n), func(t *testing.T) {
+			type run struct {
+				name string
+				fns  []lockFunc
+				key  string
+				lat  []time.Duration
+				busy time.Duration
+			}
+			runs := make([]*run, len(contenders))
+			for i, c := range contenders {
+				key := fmt.Sprintf("compare:%d:%s:%d", n, c.name, time.Now().UnixNano())
+				runs[i] = &run{name: c.name, fns: clients(t, addrs, c, n, key), key: key}
+			}
+			start := time.Now()
+			for round := 0; time.Since(start) < *compare; round++ {
+				for k := range runs {
+					r := runs[(k+round)%len(runs)]
+					stop := time.Now().Add(500 * time.Millisecond)
+					lat, failures, took := measure(r.fns, r.key, func() bool { return time.Now().Before(stop) })
+					if failures > 0 {
+						t.Fatalf("%s: %d ops failed", r.name, failures)
+					}
+					r.lat, r.busy = append(r.lat, lat...), r.busy+took
+				}
+			}
+			var base float64
+			for _, r := range runs {
+				if r.name == "zk.Lock" {
+					base = float64(len(r.lat)) / r.busy.Seconds()
+				}
+			}
+			for _, r := range runs {
+				slices.Sort(r.lat)
+				ops := float64(len(r.lat)) / r.busy.Seconds()
+				t.Logf("%-8s %6.0f ops/s (%.2fx zk.Lock)  p50 %6.0f µs  p99 %7.0f µs  (%d ops)",
+					r.name, ops, ops/base, percentile(r.lat, 0.5), percentile(r.lat, 0.99), len(r.lat))
+			}
+		})
+	}
 }

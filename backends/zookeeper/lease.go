@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,13 +26,19 @@ type lease struct {
 	// arm sets the watch on the znode watchDelay after the grant; the
 	// session stops it when the lease leaves it. Guarded by session.mu.
 	arm *time.Timer
+
+	// released makes Release run once: the Handle calls it a second time,
+	// concurrently, when an auto-extension succeeds while the caller's
+	// Release is in flight. The second caller gets the first's answer.
+	released   sync.Once
+	releaseErr error
 }
 
 // watchDelay is how long a lease is held before a watch is set on its
 // znode. Most critical sections are shorter, and the watch costs each
-// lease a request (and its release a notification): measured on a hot
-// key, about 10% of the throughput. A znode deleted before the watch is
-// set is noticed when it is set, or by Extend or Release.
+// lease a request and its release a notification (set at once, it added
+// about 7% to the uncontended lock+unlock median). A znode deleted before
+// the watch is set is noticed when it is set, or by Extend or Release.
 const watchDelay = 10 * time.Millisecond
 
 var (
@@ -77,6 +84,11 @@ func (ls *lease) Extend(ctx context.Context, ttl time.Duration) (time.Time, erro
 // may not have happened (the connection dropped), it keeps trying in the
 // background, so that the key does not stay taken until the session ends.
 func (ls *lease) Release(ctx context.Context) error {
+	ls.released.Do(func() { ls.releaseErr = ls.release(ctx) })
+	return ls.releaseErr
+}
+
+func (ls *lease) release(ctx context.Context) error {
 	l := ls.l
 	l.sess.remove(ls)
 	if id, _ := l.sess.current(); id != ls.session || ls.gone.Load() {

@@ -35,7 +35,7 @@ func newSession(timeout time.Duration) *session {
 // a silent session is certainly alive: an allowance for the server's clock
 // running faster than ours and for our own timer firing late, 5% of the
 // timeout plus 2 ms. It is small next to the time heartbeats leave
-// (seven eighths of the timeout), so it costs no spurious losses.
+// (seven eighths of the timeout), so normal operation never hits it.
 func margin(timeout time.Duration) time.Duration { return timeout/20 + 2*time.Millisecond }
 
 // deadline is when the leader may have expired the session. Call with mu

@@ -13,8 +13,10 @@
 // lost in a reconnect is found again by its GUID instead of left behind.
 // The lowest sequence holds the key; every other contender watches only
 // the child just below its own (no herd effect) and checks again when that
-// one goes. A waiter whose ctx ends deletes its own znode. TryAcquire
-// creates, checks, and deletes its znode when it is not first.
+// one goes — or takes the key at once, without listing the queue again, if
+// that child was the only one below its own (later znodes sort after it).
+// A waiter whose ctx ends deletes its own znode. TryAcquire creates,
+// checks, and deletes its znode when it is not first.
 //
 // The fencing token is the znode's sequence number, which the server takes
 // from the parent's cversion: it strictly increases across the grants of a
@@ -47,12 +49,20 @@
 // ErrLost. If the client process dies, its leases outlive their TTL until
 // the session expires on the server: that bound is the session timeout.
 //
+// ValidUntil is not capped at the time the session could expire: the
+// session is kept alive by heartbeats, not by Extend, and its end has its
+// own signal (the lease ends with ErrLost, below). A cap would make any TTL
+// longer than the session timeout meaningless and force callers to extend
+// at the session's pace.
+//
 // # How a loss is detected
 //
 // A holder loses its key when its znode goes: when the session expires, or
 // when someone deletes the znode. The Locker learns of it in three ways.
 //   - A watch on the lease's own znode: NodeDeleted ends the lease at once
-//     with ErrLost.
+//     with ErrLost. The watch is set 10 ms into the lease, so that the short
+//     critical sections that make up most lock traffic do not pay a request
+//     for it; a deletion before then is seen when it is set, or by Extend.
 //   - The session: a connect response with a new session id (or none: the
 //     old one expired) ends every lease of the old session with ErrLost.
 //   - Silence: the client cannot learn of an expiry while it is cut off,
@@ -63,10 +73,11 @@
 //     do not count, since a follower cut off from the leader still serves
 //     them), and ends every lease with ErrLost once that time plus the
 //     session timeout, less a 5% + 2 ms allowance for clock-rate drift and
-//     late timers, has passed. The leader cannot expire the session earlier, because it
-//     last heard from the client no earlier than that send time. While the
-//     Locker holds or waits for keys it sends such a check every eighth of
-//     the session timeout, and skips it when other writes are recent.
+//     late timers, has passed. The leader cannot expire the session
+//     earlier, because it last heard from the client no earlier than that
+//     send time. While the Locker holds or waits for keys it sends such a
+//     check every eighth of the session timeout, and skips it when other
+//     writes are recent.
 //
 // None of this helps a holder that stalls (GC, SIGSTOP) past the moment it
 // would have noticed: its timers fire late and it may write after another
@@ -110,8 +121,9 @@ const (
 	DefaultRoot = "/lockbench/locks"
 )
 
-// Locker is a lock on a ZooKeeper ensemble. It implements locker.Locker;
-// open it with Open (or backends.Open("zookeeper", cfg)).
+// Locker is a lock on a ZooKeeper ensemble, safe for concurrent use. It
+// implements locker.Locker; open it with Open (or backends.Open("zookeeper",
+// cfg)). All its leases share its one session.
 type Locker struct {
 	addrs []string
 	root  string
