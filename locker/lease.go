@@ -255,11 +255,12 @@ func (l *Handle) end(err error) {
 	}
 }
 
-// watchdog extends the lease every TTL/3 until it ends, and stops
+// watchdog extends the lease every TTL/3 until it ends, retrying every
+// TTL/10 after a failure while the lease is still valid, and stops
 // extending once MaxHold has passed.
 func (l *Handle) watchdog() {
-	every := max(l.opts.TTL/3, time.Millisecond)
-	t := time.NewTicker(every)
+	every, again := max(l.opts.TTL/3, time.Millisecond), max(l.opts.TTL/10, time.Millisecond)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -274,7 +275,12 @@ func (l *Handle) watchdog() {
 			return
 		}
 		ctx, cancel := context.WithDeadline(l.life, l.ValidUntil())
-		_ = l.extend(ctx, l.opts.TTL)
+		err := l.extend(ctx, l.opts.TTL)
 		cancel()
+		if err != nil {
+			t.Reset(again)
+		} else {
+			t.Reset(every)
+		}
 	}
 }

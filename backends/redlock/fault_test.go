@@ -70,12 +70,9 @@ func TestMinorityDown(t *testing.T) {
 	if err := lease.Extend(ctx, 5*time.Second); err != nil {
 		t.Fatalf("Extend with 2 of 5 nodes down: %v", err)
 	}
-	// The release reaches the three live nodes and reports the two dead.
-	err = lease.Release(ctx)
-	for _, n := range nodes[:2] {
-		if err == nil || !strings.Contains(err.Error(), n.Addr()) {
-			t.Fatalf("Release error %v does not name dead node %s", err, n.Addr())
-		}
+	// The release frees the key on the live majority: that is a release.
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release with 2 of 5 nodes down: %v", err)
 	}
 	if _, err := rl.TryAcquire(ctx, "k"); err != nil {
 		t.Fatalf("the key is not free after Release on the live majority: %v", err)

@@ -67,13 +67,16 @@ func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 func (h *hold) Release(ctx context.Context) error {
 	defer h.leave()
 	calls := h.r.newCalls(h.r.nodes)
-	ok, _, errs := h.r.release(ctx, calls, h.key, h.value, h.r.o.maxTTL)
+	ok, notOurs, errs := h.r.release(ctx, calls, h.key, h.value, h.r.o.maxTTL)
 	switch {
 	case ok == 0 && len(errs) == 0:
 		return fmt.Errorf("%w: %q was not ours on any node", locker.ErrNotHeld, h.key)
-	case len(errs) > 0:
+	case ok+notOurs < h.r.quorum && len(errs) > 0:
+		// Fewer than a majority confirmed: the key may still be held.
 		return fmt.Errorf("%q released on %d of %d nodes; it stays taken on the others until its TTL: %w", h.key, ok, len(calls), errors.Join(errs...))
 	}
+	// A majority no longer holds it for us: the key is free (a minority
+	// that missed the release lets it expire).
 	return nil
 }
 

@@ -98,8 +98,10 @@ func WithDrift(f float64) Option {
 }
 
 // WithNodeTimeout sets how long a round waits for each node. By default
-// it is TTL/100, between 10 ms and 50 ms: far below the TTL, so a dead
-// node cannot eat the validity, and enough for a loaded machine.
+// it is TTL/50, between 20 ms and 50 ms: far below the TTL, so a dead
+// node cannot eat the validity, and enough for a loaded machine. (A round
+// ends as soon as a majority has answered, so a slow minority costs
+// nothing.)
 func WithNodeTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -316,5 +318,5 @@ func (r *Redlock) timeout(ttl time.Duration) time.Duration {
 	if r.o.nodeTimeout > 0 {
 		return r.o.nodeTimeout
 	}
-	return min(max(ttl/100, 10*time.Millisecond), 50*time.Millisecond)
+	return min(max(ttl/50, 20*time.Millisecond), 50*time.Millisecond)
 }
