@@ -38,6 +38,9 @@ type Options struct {
 	// percentiles use; 0 (or a count not measured) picks the count at
 	// which the most backends ran, the larger on a tie.
 	LatencyClients int
+	// NoCharts leaves the charts out: the CSV, the tables and the
+	// recommendation only, in a fraction of the time drawing takes.
+	NoCharts bool
 }
 
 // Write renders the report of f into dir with the default Options.
@@ -58,7 +61,10 @@ func (o Options) Write(dir string, f *results.File) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	ds := analyse(f)
-	cs, chartErr := ds.renderCharts(dir, o.LatencyClients)
+	cs, chartErr := &charts{}, error(nil)
+	if !o.NoCharts {
+		cs, chartErr = ds.renderCharts(dir, o.LatencyClients)
+	}
 	rec := ds.recommend()
 	doc := ds.build(cs, rec, o.LatencyClients)
 
