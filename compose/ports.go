@@ -2,10 +2,15 @@ package compose
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Listening ports are drawn from below the kernel's ephemeral range
@@ -19,28 +24,58 @@ const (
 var (
 	portsMu sync.Mutex
 	taken   = map[int]bool{} // handed out by this process
+	// claims holds a lock on byte p of a file shared by every process on
+	// the machine for each port p this process has handed out; nil when
+	// the file cannot be opened.
+	claims     *os.File
+	claimsOnce sync.Once
 )
 
-// freePorts returns n distinct ports on 127.0.0.1 that nothing listens on
-// and that this process has not handed out before. Other processes running
-// tests at the same time draw from the same range at random, and the
-// listen check makes a collision unlikely.
+// freePorts returns n distinct ports on 127.0.0.1 that nothing listens on,
+// that this process has not handed out before, and that no other process
+// using compose has claimed. A port stays claimed until the process
+// exits, so that a node killed and restarted on its port does not find it
+// taken by a node of a concurrent test process (go test runs packages in
+// parallel). The claim is an OFD byte-range lock on one shared file, which
+// the kernel drops when the process dies, however it dies.
 func freePorts(n int) ([]int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
+	claimsOnce.Do(openClaims)
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
 		if tries > 10000 {
 			return nil, fmt.Errorf("compose: no free port in %d-%d after %d tries", portLow, portHigh, tries)
 		}
 		p := portLow + rand.IntN(portHigh-portLow)
-		if taken[p] || !portFree(p) {
+		if taken[p] || !claim(p) {
 			continue
 		}
-		taken[p] = true
+		taken[p] = true // claimed: never offered again, free or not
+		if !portFree(p) {
+			continue
+		}
 		ports = append(ports, p)
 	}
 	return ports, nil
+}
+
+// openClaims opens the shared claims file, or leaves claims nil (and
+// compose with the listen check alone) if it cannot.
+func openClaims() {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "lockbench-ports.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err == nil {
+		claims = f
+	}
+}
+
+// claim takes port p for this process unless another process holds it.
+func claim(p int) bool {
+	if claims == nil {
+		return true
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: int64(p), Len: 1}
+	return unix.FcntlFlock(claims.Fd(), unix.F_OFD_SETLK, &lk) == nil
 }
 
 func portFree(p int) bool {

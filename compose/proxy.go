@@ -2,9 +2,11 @@ package compose
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -53,15 +55,28 @@ func (e *Env) Proxy(name, upstream string) (*Proxy, error) {
 	px := e.proxies
 	e.mu.Unlock()
 
-	ports, err := freePorts(1)
-	if err != nil {
-		return nil, err
+	// A process that does not claim its ports (see freePorts) may take
+	// ours between the check and the listen: draw another.
+	var (
+		p    *toxiproxy.Proxy
+		port int
+	)
+	for try := 0; ; try++ {
+		ports, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		port = ports[0]
+		p = toxiproxy.NewProxy(px.srv, name, addr(port), upstream)
+		err = p.Start()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || try == 4 {
+			return nil, fmt.Errorf("compose: proxy %s -> %s: %w", name, upstream, err)
+		}
 	}
-	p := toxiproxy.NewProxy(px.srv, name, addr(ports[0]), upstream)
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("compose: proxy %s -> %s: %w", name, upstream, err)
-	}
-	x := &Proxy{Name: name, Upstream: upstream, p: p, port: ports[0]}
+	x := &Proxy{Name: name, Upstream: upstream, p: p, port: port}
 	px.mu.Lock()
 	px.all = append(px.all, x)
 	px.mu.Unlock()

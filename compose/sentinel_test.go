@@ -26,11 +26,20 @@ func startSentinel(t *testing.T, o compose.SentinelOptions) *compose.SentinelSet
 	return s
 }
 
+// rclient is a client for the sentinel tests, whose servers may be busy
+// (a full resync forks) on a loaded machine: it waits up to 3 s.
+func rclient(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 3 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // waitReplicated waits until n replicas have acknowledged every write the
-// master had received, and fails if they do not within a second.
+// master had received, and fails if they do not within 3 s.
 func waitReplicated(t *testing.T, master *redis.Client, n int) {
 	t.Helper()
-	got, err := master.Wait(context.Background(), n, time.Second).Result()
+	got, err := master.Wait(context.Background(), n, 3*time.Second).Result()
 	if err != nil || got < int64(n) {
 		t.Fatalf("WAIT %d = %d, %v", n, got, err)
 	}
@@ -43,13 +52,13 @@ func TestSentinelReplicates(t *testing.T) {
 	if got, err := s.CurrentMaster(ctx); err != nil || got != s.Master.ServerAddr() {
 		t.Fatalf("CurrentMaster = %q, %v; want %s", got, err, s.Master.ServerAddr())
 	}
-	m := client(t, s.Master.Addr())
+	m := rclient(t, s.Master.Addr())
 	if err := m.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitReplicated(t, m, 2)
 	for _, r := range s.Replicas {
-		if v, err := client(t, r.Addr()).Get(ctx, "k").Result(); err != nil || v != "v" {
+		if v, err := rclient(t, r.Addr()).Get(ctx, "k").Result(); err != nil || v != "v" {
 			t.Fatalf("GET k on %s = %q, %v; want v", r.Name, v, err)
 		}
 	}
@@ -69,7 +78,7 @@ func TestSentinelReplicates(t *testing.T) {
 		}
 	}
 	waitReplicated(t, m, 1)
-	r0, r1 := client(t, s.Replicas[0].Addr()), client(t, s.Replicas[1].Addr())
+	r0, r1 := rclient(t, s.Replicas[0].Addr()), rclient(t, s.Replicas[1].Addr())
 	if n, err := r1.Exists(ctx, "a", "b").Result(); err != nil || n != 2 {
 		t.Fatalf("the replica with a healthy link has %d of 2 keys (%v)", n, err)
 	}
@@ -116,7 +125,7 @@ func TestSentinelFailover(t *testing.T) {
 	if cur, err := s.CurrentMaster(ctx); err != nil || cur != got {
 		t.Fatalf("CurrentMaster after Failover = %q, %v; want %s", cur, err, got)
 	}
-	if err := client(t, s.Replicas[0].Addr()).Set(ctx, "k", "v2", 0).Err(); err != nil {
+	if err := rclient(t, s.Replicas[0].Addr()).Set(ctx, "k", "v2", 0).Err(); err != nil {
 		t.Fatalf("SET on the new master: %v", err)
 	}
 	// A sentinel restarted with its (rewritten) config, or without it,
@@ -175,7 +184,7 @@ func TestSentinelKillMaster(t *testing.T) {
 	if err := s.Master.Restart(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	old := client(t, s.Master.Addr())
+	old := rclient(t, s.Master.Addr())
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond) // probe pacing, not synchronisation
 	defer tick.Stop()
@@ -202,8 +211,8 @@ func TestSentinelLostWrite(t *testing.T) {
 	if link == nil || link.Upstream != s.Master.ServerAddr() {
 		t.Fatalf("replication link = %+v, want a proxy to the master", link)
 	}
-	m := client(t, s.Master.Addr())
-	r := client(t, s.Replicas[0].Addr())
+	m := rclient(t, s.Master.Addr())
+	r := rclient(t, s.Replicas[0].Addr())
 	if err := m.Set(ctx, "before", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
