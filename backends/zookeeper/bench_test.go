@@ -22,7 +22,9 @@ import (
 //
 // Each client has its own connection (a Locker, or a zk.Conn for zk.Lock),
 // as separate processes would. An op is one lock + unlock; the benchmarks
-// report ops/s and the op's latency percentiles (µs).
+// report ops/s, the op's latency percentiles (µs) and the requests the
+// server received per op (from its mntr counters, pings included), which
+// unlike time does not depend on what else the machine is doing.
 
 // lockFunc takes and gives back key once.
 type lockFunc func(key string) error
@@ -127,9 +129,11 @@ func runClients(b *testing.B, addrs []string, c contender, n int) {
 	key := fmt.Sprintf("bench:%s:%d", b.Name(), time.Now().UnixNano())
 	fns := clients(b, addrs, c, n, key)
 	var next atomic.Int64
+	before := mntr(b, addrs[0], "zk_packets_received")
 	b.ResetTimer()
 	lat, failures, elapsed := measure(fns, key, func() bool { return next.Add(1) <= int64(b.N) })
 	b.StopTimer()
+	b.ReportMetric(float64(mntr(b, addrs[0], "zk_packets_received")-before)/float64(b.N), "req/op")
 	slices.Sort(lat)
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(percentile(lat, 0.50), "p50-µs")

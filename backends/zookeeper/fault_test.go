@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -236,7 +233,7 @@ func TestStolenLeaseEndsAtOnce(t *testing.T) {
 			lease := mustAcquire(t, l, key, locker.WithTTL(time.Minute))
 			if hold {
 				// Steal once the watch is set: its NodeDeleted ends the lease.
-				waitFor(t, 5*time.Second, "watch on the lease's znode", func() bool { return watchCount(t, addrs[0]) > 0 })
+				waitFor(t, 5*time.Second, "watch on the lease's znode", func() bool { return mntr(t, addrs[0], "zk_watch_count") > 0 })
 			}
 			stolen := time.Now()
 			steal(t, thief, DefaultRoot, key)
@@ -251,35 +248,4 @@ func TestStolenLeaseEndsAtOnce(t *testing.T) {
 			}
 		})
 	}
-}
-
-// watchCount asks the server at addr (mntr) how many watches it holds.
-func watchCount(t *testing.T, addr string) int {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write([]byte("mntr")); err != nil {
-		t.Fatal(err)
-	}
-	out, err := io.ReadAll(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(out)) {
-		if v, ok := strings.CutPrefix(line, "zk_watch_count"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatalf("mntr: %q: %v", line, err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("mntr at %s has no zk_watch_count: %q", addr, out)
-	return 0
 }

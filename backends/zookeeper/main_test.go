@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,4 +146,36 @@ func mustAcquire(t testing.TB, l locker.Locker, key string, opts ...locker.Optio
 		t.Fatalf("Acquire(%q): %v", key, err)
 	}
 	return lease
+}
+
+// mntr returns one counter of the server at addr, from its mntr report
+// (zk_watch_count, zk_packets_received, ...).
+func mntr(tb testing.TB, addr, name string) int {
+	tb.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := c.Write([]byte("mntr")); err != nil {
+		tb.Fatal(err)
+	}
+	out, err := io.ReadAll(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.Lines(string(out)) {
+		if v, ok := strings.CutPrefix(line, name+"\t"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				tb.Fatalf("mntr: %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	tb.Fatalf("mntr at %s has no %s: %q", addr, name, out)
+	return 0
 }
