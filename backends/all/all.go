@@ -3,6 +3,7 @@
 package all
 
 import (
+	_ "github.com/lockbench/lockbench/backends/etcd"      // leases + revisions
 	_ "github.com/lockbench/lockbench/backends/noop"      // no exclusion: the control
 	_ "github.com/lockbench/lockbench/backends/redis"     // single Redis
 	_ "github.com/lockbench/lockbench/backends/redlock"   // our Redlock

@@ -1,0 +1,397 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/locker"
+)
+
+func TestOpenRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  backends.Config
+		want string // the error must name the bad value
+	}{
+		{"no address", backends.Config{}, "need at least 1"},
+		{"bad address", backends.Config{Addrs: []string{"localhost"}}, `"localhost"`},
+		{"bad scheme", backends.Config{Addrs: []string{"ftp://h:1"}}, `"ftp://h:1"`},
+		{"unknown param", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"ttl": "1s"}}, "ttl"},
+		{"dialtimeout", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"dialtimeout": "0s"}}, "dialtimeout=0s"},
+		{"dialtimeout syntax", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"dialtimeout": "soon"}}, `"soon"`},
+		{"prefix", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"prefix": "/"}}, `prefix="/"`},
+		{"leasepool", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"leasepool": "-1"}}, "leasepool=-1"},
+		{"keepalive", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"keepalive": "10ms"}}, "keepalive=10ms"},
+		{"password alone", backends.Config{Addrs: []string{"h:1"}, Password: "secret"}, "without a username"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := backends.Open("etcd", tt.cfg)
+			if err == nil {
+				l.Close()
+				t.Fatalf("Open(%+v) succeeded", tt.cfg)
+			}
+			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Open error = %v, want ErrInvalid mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEndpointURLs(t *testing.T) {
+	got, err := endpointURLs([]string{"127.0.0.1:2379", " h:1 ", "https://e:2", "[::1]:3"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"http://127.0.0.1:2379", "http://h:1", "https://e:2", "http://[::1]:3"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("endpointURLs = %q, want %q", got, want)
+	}
+	if got, _ := endpointURLs([]string{"h:1"}, true); got[0] != "https://h:1" {
+		t.Fatalf("with TLS: %q, want https://h:1", got[0])
+	}
+	l, err := backends.Open("etcd", backends.Config{Addrs: []string{"h:1"}, TLS: &tls.Config{}, Params: map[string]string{"prefix": "app/locks"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if info := l.Info(); info.Nodes[0] != "https://h:1" || info.Quorum != 1 || info.TTLResolution != time.Second || !info.Fencing {
+		t.Fatalf("Info = %+v", info)
+	}
+	if p := l.(*Locker).Prefix("a/b%c"); p != "app/locks/a%2Fb%25c/" {
+		t.Fatalf("Prefix = %q", p)
+	}
+}
+
+func TestTTLSeconds(t *testing.T) {
+	for ttl, want := range map[time.Duration]int64{
+		time.Nanosecond: 1, 500 * time.Millisecond: 1, time.Second: 1, 1500 * time.Millisecond: 2, time.Minute: 60,
+	} {
+		if got, err := ttlSeconds("k", ttl); err != nil || got != want {
+			t.Errorf("ttlSeconds(%v) = %d, %v; want %d", ttl, got, err, want)
+		}
+	}
+	if _, err := ttlSeconds("k", time.Duration(math.MaxInt64)); !errors.Is(err, locker.ErrInvalid) {
+		t.Errorf("ttlSeconds of a TTL beyond etcd's maximum = %v, want ErrInvalid", err)
+	}
+}
+
+// TestRevokedBehindBack revokes the holder's etcd lease from another
+// client, which finds it through the lock key in etcd: the lease must end
+// with ErrLost, and a release must then say it was not held.
+func TestRevokedBehindBack(t *testing.T) {
+	endpoints := single(t)
+	l := openClosed(t, endpoints, nil)
+	thief := rawClient(t, endpoints)
+	lease := mustAcquire(t, l, "revoked", locker.WithTTL(time.Minute))
+	_, id := holderKey(t, thief, l.Prefix("revoked"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := thief.Revoke(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitDone(t, lease, 10*time.Second); !errors.Is(err, locker.ErrLost) {
+		t.Fatalf("Err of a lease revoked behind its back = %v, want ErrLost", err)
+	}
+	if err := lease.Release(ctx); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("Release of a revoked lease = %v, want ErrNotHeld", err)
+	}
+	next := mustAcquire(t, l, "revoked", locker.WithTTL(time.Minute))
+	if a, b := tokenOf(lease), tokenOf(next); b <= a {
+		t.Fatalf("token after the revocation %d not above the revoked lease's %d", b, a)
+	}
+	if err := next.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tokenOf(l locker.Lease) uint64 {
+	tok, _ := l.Token()
+	return tok
+}
+
+// TestTTLRoundedUp checks that a sub-second and a fractional TTL become
+// whole-second etcd leases, and that ValidUntil follows the server's TTL.
+func TestTTLRoundedUp(t *testing.T) {
+	endpoints := single(t)
+	l := openClosed(t, endpoints, nil)
+	c := rawClient(t, endpoints)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		ttl  time.Duration
+		want int64
+	}{{300 * time.Millisecond, 1}, {1500 * time.Millisecond, 2}} {
+		start := time.Now()
+		lease := mustAcquire(t, l, "rounded", locker.WithTTL(tc.ttl))
+		_, id := holderKey(t, c, l.Prefix("rounded"))
+		ttl, err := c.TimeToLive(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl.GrantedTTL != tc.want {
+			t.Errorf("TTL %v: etcd lease of %d s, want %d s", tc.ttl, ttl.GrantedTTL, tc.want)
+		}
+		if vu := lease.ValidUntil(); vu.Before(start.Add(time.Duration(tc.want)*time.Second*9/10)) || vu.After(time.Now().Add(time.Duration(tc.want)*time.Second)) {
+			t.Errorf("TTL %v: ValidUntil %v after the start, want about %d s", tc.ttl, vu.Sub(start), tc.want)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestExtendLonger moves the key to a longer lease: the token stays, the
+// key's lease changes and the old lease is revoked.
+func TestExtendLonger(t *testing.T) {
+	endpoints := single(t)
+	l := openClosed(t, endpoints, nil)
+	c := rawClient(t, endpoints)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lease := mustAcquire(t, l, "longer", locker.WithTTL(time.Second))
+	path, before := holderKey(t, c, l.Prefix("longer"))
+	tok := tokenOf(lease)
+	if err := lease.Extend(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if until := time.Until(lease.ValidUntil()); until < 4*time.Second {
+		t.Fatalf("ValidUntil %v from now after Extend(5s)", until)
+	}
+	again, after := holderKey(t, c, l.Prefix("longer"))
+	if again != path || after == before || tokenOf(lease) != tok {
+		t.Fatalf("after Extend: key %s on lease %x (was %s on %x), token %d (was %d)", again, int64(after), path, int64(before), tokenOf(lease), tok)
+	}
+	if ttl, err := c.TimeToLive(ctx, after); err != nil || ttl.GrantedTTL != 5 {
+		t.Fatalf("new lease: %s; want a 5 s lease", ttlString(ttl, err))
+	}
+	waitFor(t, 10*time.Second, "the old lease revoked", func() bool {
+		ttl, err := c.TimeToLive(ctx, before)
+		return err == nil && ttl.TTL == -1
+	})
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNothingLeftBehind checks that a failed TryAcquire leaves no key in
+// the queue, that a waiter that gives up deletes its own, and that keys
+// with '/' do not nest into another key's queue.
+func TestNothingLeftBehind(t *testing.T) {
+	endpoints := single(t)
+	a, b := openClosed(t, endpoints, nil), openClosed(t, endpoints, nil)
+	c := rawClient(t, endpoints)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	count := func() int64 {
+		resp, err := c.Get(ctx, a.Prefix("left"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Count
+	}
+	held := mustAcquire(t, a, "left", locker.WithTTL(time.Minute))
+	if _, err := b.TryAcquire(ctx, "left"); !errors.Is(err, locker.ErrNotAcquired) {
+		t.Fatalf("TryAcquire of a held key = %v, want ErrNotAcquired", err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("after a failed TryAcquire the queue has %d keys, want 1", n)
+	}
+	if _, err := b.Acquire(ctx, "left", locker.WithRetry(locker.NoRetry())); !errors.Is(err, locker.ErrNotAcquired) {
+		t.Fatalf("Acquire with NoRetry of a held key = %v, want ErrNotAcquired", err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("after an Acquire that gave up the queue has %d keys, want 1", n)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err := b.Acquire(wctx, "left")
+	wcancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire past its deadline = %v, want DeadlineExceeded", err)
+	}
+	waitFor(t, 10*time.Second, "the waiter's key deleted", func() bool { return count() == 1 })
+	nested, err := b.TryAcquire(ctx, "left/nested")
+	if err != nil {
+		t.Fatalf("TryAcquire of a key below a held one: %v", err)
+	}
+	for _, l := range []locker.Lease{nested, held} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLongWait has a waiter with a 1 s TTL wait three times that long: its
+// lease must be kept alive meanwhile (its key stays in the queue), and the
+// grant must start with nearly a full TTL.
+func TestLongWait(t *testing.T) {
+	endpoints := single(t)
+	a, b := openClosed(t, endpoints, nil), openClosed(t, endpoints, nil)
+	c := rawClient(t, endpoints)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	held := mustAcquire(t, a, "long", locker.WithTTL(time.Minute))
+	type result struct {
+		lease locker.Lease
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		lease, err := b.Acquire(ctx, "long", locker.WithTTL(time.Second))
+		got <- result{lease, err}
+	}()
+	waitFor(t, 10*time.Second, "the waiter queued", func() bool {
+		resp, err := c.Get(ctx, b.Prefix("long"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && resp.Count == 2
+	})
+	waiterKey, waiterLease := holderKeyAt(t, c, b.Prefix("long"), 1)
+	select {
+	case r := <-got:
+		t.Fatalf("the waiter returned while the key was held: %v", r.err)
+	case <-time.After(3 * time.Second):
+	}
+	// etcd reports the seconds left, truncated: -1 once the lease is gone.
+	if ttl, err := c.TimeToLive(ctx, waiterLease); err != nil || ttl.TTL < 0 {
+		t.Fatalf("the waiter's lease after 3 TTLs of waiting: %v; want it alive", ttlString(ttl, err))
+	}
+	if k, _ := holderKeyAt(t, c, b.Prefix("long"), 1); k != waiterKey {
+		t.Fatalf("the waiter's key after 3 TTLs of waiting is %s, want %s", k, waiterKey)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if left := time.Until(r.lease.ValidUntil()); left < 700*time.Millisecond {
+		t.Fatalf("a grant after a long wait is valid for %v of its 1s TTL", left)
+	}
+	if tokenOf(r.lease) <= tokenOf(held) {
+		t.Fatalf("token %d of the waiter not above the holder's %d", tokenOf(r.lease), tokenOf(held))
+	}
+	if err := r.lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLeasePool checks that a released lease is reused by the next
+// acquisition with the same TTL, and not with leasepool=0.
+func TestLeasePool(t *testing.T) {
+	endpoints := single(t)
+	c := rawClient(t, endpoints)
+	for _, tc := range []struct {
+		pool   string
+		reused bool
+	}{{"8", true}, {"0", false}} {
+		l := openClosed(t, endpoints, map[string]string{"leasepool": tc.pool})
+		var ids []clientv3.LeaseID
+		for range 2 {
+			lease := mustAcquire(t, l, "pool", locker.WithTTL(time.Minute))
+			_, id := holderKey(t, c, l.Prefix("pool"))
+			ids = append(ids, id)
+			if err := lease.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if (ids[0] == ids[1]) != tc.reused {
+			t.Errorf("leasepool=%s: leases %x then %x, want reuse %v", tc.pool, int64(ids[0]), int64(ids[1]), tc.reused)
+		}
+	}
+}
+
+// TestCloseNoLeak closes a Locker that holds leases (one moved to a longer
+// lease, one auto-extended), has released leases in its pool, and a waiter
+// blocked in Acquire: the waiter must get ErrClosed, every lease be
+// revoked, and no goroutine be left behind. (Not parallel: the leak check
+// would see the goroutines of other tests.)
+func TestCloseNoLeak(t *testing.T) {
+	endpoints := single(t)
+	c := rawClient(t, endpoints)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Get(ctx, "connect"); err != nil { // gRPC connects lazily: before the snapshot
+		t.Fatal(err)
+	}
+	before := goleak.IgnoreCurrent()
+	l := open(t, endpoints, nil)
+	pooled := mustAcquire(t, l, "close:pooled", locker.WithTTL(time.Minute))
+	_, pooledID := holderKey(t, c, l.Prefix("close:pooled"))
+	if err := pooled.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	moved := mustAcquire(t, l, "close:moved", locker.WithTTL(time.Second))
+	if err := moved.Extend(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	auto := mustAcquire(t, l, "close:auto", locker.WithTTL(time.Second), locker.WithAutoExtend(true))
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(context.Background(), "close:auto")
+		waiting <- err
+	}()
+	waitFor(t, 10*time.Second, "the waiter queued", func() bool {
+		resp, err := c.Get(ctx, l.Prefix("close:auto"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && resp.Count == 2
+	})
+	leases := []clientv3.LeaseID{pooledID}
+	for _, key := range []string{"close:moved", "close:auto"} {
+		_, id := holderKey(t, c, l.Prefix(key))
+		leases = append(leases, id)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; !errors.Is(err, locker.ErrClosed) {
+		t.Fatalf("Acquire blocked while the Locker closed = %v, want ErrClosed", err)
+	}
+	for _, lease := range []locker.Lease{moved, auto} {
+		if err := lease.Err(); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrClosed) {
+			t.Fatalf("lease %q after Close: %v, want ErrLost wrapping ErrClosed", lease.Key(), err)
+		}
+	}
+	for _, id := range leases {
+		if ttl, err := c.TimeToLive(ctx, id); err != nil || ttl.TTL != -1 {
+			t.Fatalf("lease %x after Close: %s; want it revoked", int64(id), ttlString(ttl, err))
+		}
+	}
+	resp, err := c.Get(ctx, DefaultPrefix+"close:", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Fatalf("after Close %d lock keys are left (%v), want 0", resp.Count, err)
+	}
+	goleak.VerifyNone(t, before)
+}
+
+// ttlString describes the answer to a TimeToLive request.
+func ttlString(ttl *clientv3.LeaseTimeToLiveResponse, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("lease %x: TTL %d s of %d s", int64(ttl.ID), ttl.TTL, ttl.GrantedTTL)
+}
+
+// waitFor polls cond every 10 ms until it holds, failing the test after
+// within.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(within)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no %s within %v", what, within)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/locker"
+)
+
+// shared is the one-member cluster the conformance suite, the small tests
+// and the benchmarks share; fault tests start their own clusters.
+var shared struct {
+	once      sync.Once
+	dir       string
+	env       *compose.Env
+	endpoints []string
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.env != nil {
+		if err := shared.env.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// single returns the endpoints of the shared one-member cluster, starting
+// it on first use, with fsync on, as a server is run.
+func single(t testing.TB) []string {
+	t.Helper()
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "etcd-test-"); shared.err != nil {
+			return
+		}
+		if shared.env, shared.err = compose.New(shared.dir); shared.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		var c *compose.EtcdCluster
+		if c, shared.err = shared.env.Etcd(ctx, 1, compose.EtcdOptions{}); shared.err == nil {
+			shared.endpoints = c.Endpoints()
+		}
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.endpoints
+}
+
+// cluster starts n members for the test. fsync is off, so that a loaded
+// disk does not stall elections (a killed member still keeps what it
+// wrote).
+func cluster(t testing.TB, n int, proxied bool) *compose.EtcdCluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := compose.ForTest(t).Etcd(ctx, n, compose.EtcdOptions{Proxied: proxied, NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// open opens a Locker on endpoints through the registry, with params.
+func open(t testing.TB, endpoints []string, params map[string]string) *Locker {
+	t.Helper()
+	l, err := backends.Open("etcd", backends.Config{Addrs: endpoints, Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.(*Locker)
+}
+
+// openClosed is open with a cleanup that closes the Locker.
+func openClosed(t testing.TB, endpoints []string, params map[string]string) *Locker {
+	t.Helper()
+	l := open(t, endpoints, params)
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return l
+}
+
+// rawClient is a plain etcd client for a test's own requests, closed when
+// the test ends.
+func rawClient(t testing.TB, endpoints []string) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// holderKey returns the etcd key and lease of the holder of a lock, found
+// under its prefix (Locker.Prefix).
+func holderKey(t testing.TB, c *clientv3.Client, prefix string) (string, clientv3.LeaseID) {
+	t.Helper()
+	return holderKeyAt(t, c, prefix, 0)
+}
+
+// holderKeyAt returns the etcd key and lease at place i of a lock's queue
+// (0 is the holder).
+func holderKeyAt(t testing.TB, c *clientv3.Client, prefix string, i int) (string, clientv3.LeaseID) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		t.Fatalf("read the queue under %s: %v", prefix, err)
+	}
+	if len(resp.Kvs) <= i {
+		t.Fatalf("the queue under %s has %d keys, want more than %d", prefix, len(resp.Kvs), i)
+	}
+	return string(resp.Kvs[i].Key), clientv3.LeaseID(resp.Kvs[i].Lease)
+}
+
+// steal deletes every key of a lock's queue behind their owners' backs.
+func steal(t testing.TB, c *clientv3.Client, prefix string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Delete(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatalf("steal %s: %v", prefix, err)
+	}
+	if resp.Deleted == 0 {
+		t.Fatalf("steal %s: nobody holds it", prefix)
+	}
+}
+
+// mustAcquire takes key within 30 s.
+func mustAcquire(t testing.TB, l locker.Locker, key string, opts ...locker.Option) locker.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lease, err := l.Acquire(ctx, key, opts...)
+	if err != nil {
+		t.Fatalf("Acquire(%q): %v", key, err)
+	}
+	return lease
+}
+
+// waitDone waits for lease to end and returns its Err.
+func waitDone(t testing.TB, lease locker.Lease, within time.Duration) error {
+	t.Helper()
+	select {
+	case <-lease.Done():
+		return lease.Err()
+	case <-time.After(within):
+		t.Fatalf("lease on %q still held after %v", lease.Key(), within)
+		return nil
+	}
+}
