@@ -25,7 +25,7 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opts ...locker.Option
 		return nil, fmt.Errorf("acquire %q: %w", key, err)
 	}
 	a := r.newAttempt(key, o)
-	defer a.unwatch()
+	defer r.done(a)
 	lease, err := locker.Retry(ctx, o.Retry, a.wake, func(ctx context.Context) (locker.Lease, error) {
 		lease, err := a.run(ctx)
 		if errors.Is(err, locker.ErrNotAcquired) {
@@ -51,7 +51,7 @@ func (r *Redlock) TryAcquire(ctx context.Context, key string, opts ...locker.Opt
 		return nil, fmt.Errorf("%w: %q is held by this process", locker.ErrNotAcquired, key)
 	}
 	a := r.newAttempt(key, o)
-	defer a.unwatch()
+	defer r.done(a)
 	lease, err := a.run(ctx)
 	if err != nil {
 		r.queue.leave(key)
@@ -98,6 +98,7 @@ type attempt struct {
 	set   []bool  // we may have set the key there: release it on failure
 	cause []error // why a node failed or was excluded
 	admit []string
+	cmd   []byte // the acquire command, the same for every node
 
 	// contended: the last try lost to other clients on live nodes, so try
 	// the priority node alone first; losers then cost one command instead
@@ -107,7 +108,13 @@ type attempt struct {
 	stop      func()
 }
 
+// newAttempt returns an attempt for key, recycled when possible: its
+// buffers then need no allocation.
 func (r *Redlock) newAttempt(key string, o locker.Options) *attempt {
+	if a, ok := r.attempts.Get().(*attempt); ok {
+		a.key, a.o, a.contended = key, o, false
+		return a
+	}
 	n := len(r.nodes)
 	return &attempt{
 		r: r, key: key, o: o,
@@ -116,6 +123,17 @@ func (r *Redlock) newAttempt(key string, o locker.Options) *attempt {
 		cause: make([]error, n), admit: make([]string, n),
 		wake: make(chan struct{}, 1),
 	}
+}
+
+// done ends an Acquire's attempt and keeps it for the next one.
+func (r *Redlock) done(a *attempt) {
+	a.unwatch()
+	a.stop = nil
+	select { // a release notified after the last try must not wake the next owner
+	case <-a.wake:
+	default:
+	}
+	r.attempts.Put(a)
 }
 
 // watch subscribes to the key's releases, once.
@@ -247,7 +265,6 @@ func (a *attempt) claim(ctx context.Context) {
 // records what each answered.
 func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 	r := a.r
-	ttlMS := strconv.FormatInt(a.o.TTL.Milliseconds(), 10)
 	now := time.Now()
 	for i := range a.calls {
 		a.calls[i].skip = !which(i)
@@ -256,31 +273,21 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 			a.state[i] = notAsked
 		}
 	}
+	a.cmd = a.appendAcquire(a.cmd[:0])
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), func(i int, c *call) {
-		b := c.req
-		if r.o.quarantine && c.node.needInfo(now) {
-			b = appendCommand(b, "INFO", "server")
-			b = appendCommand(b, "GET", markerKey)
-			c.info, c.p.want = true, 2
-		}
-		b = appendArray(b, 11)
-		b = appendBulk(b, "EVALSHA")
-		b = appendBulk(b, acquireScript.sha)
-		b = appendBulk(b, "3")
-		b = appendBulk(b, a.key)
-		b = appendBulk(b, a.key+tokenSuffix)
-		b = appendBulk(b, markerKey)
-		b = appendBulk(b, a.value)
-		b = appendBulk(b, ttlMS)
-		b = appendBulk(b, flag(r.o.quarantine))
-		b = appendBulk(b, flag(r.o.fencing))
-		b = appendBulk(b, flag(r.o.clockFloor))
-		c.p.want++
+		c.p.want = 1
 		if r.o.waitReplicas > 0 {
-			b = appendCommand(b, "WAIT", strconv.Itoa(r.o.waitReplicas), strconv.FormatInt(r.o.waitTimeout.Milliseconds(), 10))
 			c.p.want++
 		}
-		c.req = b
+		if !r.o.quarantine || !c.node.needInfo(now) {
+			c.req = a.cmd // shared: the connection copies it
+			return
+		}
+		c.buf = appendCommand(c.buf, "INFO", "server")
+		c.buf = appendCommand(c.buf, "GET", markerKey)
+		c.buf = append(c.buf, a.cmd...)
+		c.info = true
+		c.p.want += 2
 	}, func(i int, c *call) bool {
 		a.record(i, c, now)
 		return a.decided()
@@ -310,6 +317,29 @@ func (a *attempt) decided() bool {
 		}
 	}
 	return g >= a.r.quorum || g+open < a.r.quorum
+}
+
+// appendAcquire appends the acquire script's EVALSHA for this try (and
+// WAIT when asked for) to b.
+func (a *attempt) appendAcquire(b []byte) []byte {
+	r := a.r
+	var num [20]byte
+	b = appendArray(b, 11)
+	b = appendBulk(b, "EVALSHA")
+	b = appendBulk(b, acquireScript.sha)
+	b = appendBulk(b, "3")
+	b = appendBulk(b, a.key)
+	b = appendBulkConcat(b, a.key, tokenSuffix)
+	b = appendBulk(b, markerKey)
+	b = appendBulk(b, a.value)
+	b = appendBulk(b, string(strconv.AppendInt(num[:0], a.o.TTL.Milliseconds(), 10)))
+	b = appendBulk(b, flag(r.o.quarantine))
+	b = appendBulk(b, flag(r.o.fencing))
+	b = appendBulk(b, flag(r.o.clockFloor))
+	if r.o.waitReplicas > 0 {
+		b = appendCommand(b, "WAIT", strconv.Itoa(r.o.waitReplicas), strconv.FormatInt(r.o.waitTimeout.Milliseconds(), 10))
+	}
+	return b
 }
 
 // record turns node i's replies into its outcome.
@@ -410,7 +440,7 @@ func (a *attempt) fence(ctx context.Context) (int64, error) {
 	}
 	topStr := strconv.FormatInt(top, 10)
 	exchange(ctx, a.calls, a.r.timeout(a.o.TTL), func(_ int, c *call) {
-		c.req = appendCommand(c.req, "EVALSHA", raiseScript.sha, "1", a.key+tokenSuffix, topStr)
+		c.buf = appendCommand(c.buf, "EVALSHA", raiseScript.sha, "1", a.key+tokenSuffix, topStr)
 		c.p.want = 1
 	}, nil)
 	var errs []error

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,12 +47,35 @@ type pending struct {
 // front of the longest request).
 const maxReplies = 8
 
+// finish completes p and pokes its round. Once done is set, p belongs to
+// its owner again (which may recycle it): p is not touched after that.
 func (p *pending) finish(err error) {
+	signal := p.signal
 	p.err = err
 	p.done.Store(true)
 	select {
-	case p.signal <- struct{}{}:
+	case signal <- struct{}{}:
 	default:
+	}
+}
+
+// pendings recycles the pendings whose replies have been read.
+var pendings = sync.Pool{New: func() any { return new(pending) }}
+
+// newPending returns a clear pending for a round signalling on signal.
+func newPending(signal chan struct{}) *pending {
+	p := pendings.Get().(*pending)
+	p.want, p.got, p.err, p.signal = 0, 0, nil, signal
+	p.done.Store(false)
+	return p
+}
+
+// recycle gives back a pending that is done; one still in flight (a reply
+// the round did not wait for) is left to the garbage collector.
+func recycle(p *pending) {
+	if p != nil && p.done.Load() {
+		p.rep = [maxReplies]reply{}
+		pendings.Put(p)
 	}
 }
 

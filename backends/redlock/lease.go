@@ -35,12 +35,12 @@ func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 		return time.Time{}, err
 	}
 	start := time.Now()
-	calls := r.newCalls(r.nodes)
-	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
+	calls := r.getCalls()
+	defer r.putCalls(calls)
+	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "1", h.key, h.value, strconv.FormatInt(ttl.Milliseconds(), 10))
 	ok, notOurs := 0, 0
 	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
-		c.req = appendCommand(c.req, "EVALSHA", extendScript.sha, "1", h.key, h.value, ttlMS)
-		c.p.want = 1
+		c.req, c.p.want = cmd, 1
 	}, func(_ int, c *call) bool {
 		switch answer(c) {
 		case 1:
@@ -66,7 +66,8 @@ func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 // turn to the next goroutine of this process that waits for it.
 func (h *hold) Release(ctx context.Context) error {
 	defer h.leave()
-	calls := h.r.newCalls(h.r.nodes)
+	calls := h.r.getCalls()
+	defer h.r.putCalls(calls)
 	ok, notOurs, errs := h.r.release(ctx, calls, h.key, h.value, h.r.o.maxTTL)
 	switch {
 	case ok == 0 && len(errs) == 0:
@@ -94,7 +95,7 @@ func (h *hold) leave() {
 // returns how many nodes released the key, how many did not hold it for
 // value, and the errors of the others.
 func (r *Redlock) release(ctx context.Context, calls []call, key, value string, ttl time.Duration) (ok, notOurs int, errs []error) {
-	channel := releaseChannel(key)
+	cmd := appendCommand(nil, "EVALSHA", releaseScript.sha, "1", key, value, releaseChannel(key))
 	asked, answered := 0, 0
 	for i := range calls {
 		if !calls[i].skip {
@@ -104,8 +105,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
 	exchange(ctx, calls, max(r.timeout(ttl), releaseTimeout), func(_ int, c *call) {
-		c.req = appendCommand(c.req, "EVALSHA", releaseScript.sha, "1", key, value, channel)
-		c.p.want = 1
+		c.req, c.p.want = cmd, 1
 	}, func(_ int, c *call) bool {
 		if answer(c) >= 0 {
 			answered++

@@ -189,9 +189,10 @@ func (n *node) close() {
 // replies read back.
 type call struct {
 	node  *node
-	skip  bool // not part of this round
-	info  bool // the request carries INFO and GET marker first
-	req   []byte
+	skip  bool   // not part of this round
+	info  bool   // the request carries INFO and GET marker first
+	buf   []byte // the call's own request buffer, reused from round to round
+	req   []byte // what to send: buf, or a request shared by every call
 	p     *pending
 	rep   []reply // the replies, once complete
 	err   error   // the node could not be reached, failed, or had not answered
@@ -206,8 +207,9 @@ func (c *call) nodeErr() error {
 	return &locker.NodeError{Node: c.node.addr, Err: c.err}
 }
 
-// exchange runs one round: it sends every call's request (built by build)
-// before it waits for any reply, then hands each reply to onReply as it
+// exchange runs one round: it sends every call's request before it waits
+// for any reply (build appends a call's request to c.buf, or points c.req
+// at a request shared by every call, and sets c.p.want), then hands each reply to onReply as it
 // arrives, in arrival order, until onReply says the round has its answer
 // (a majority granted, say), every call is done, the per-node timeout
 // passes or ctx ends. The calls still unanswered then get errNoReply; their
@@ -226,14 +228,18 @@ func exchange(ctx context.Context, calls []call, timeout time.Duration, build fu
 		if c.skip {
 			continue
 		}
+		recycle(c.p)
 		c.info, c.err, c.rep, c.p = false, nil, nil, nil
-		c.req = c.req[:0]
+		c.buf, c.req = c.buf[:0], nil
 		if err := ctx.Err(); err != nil {
 			c.err = err
 			continue
 		}
-		c.p = &pending{signal: signal}
+		c.p = newPending(signal)
 		build(i, c)
+		if c.req == nil {
+			c.req = c.buf
+		}
 		c.p.deadline = deadline.Add(c.extra)
 		if c.err = c.node.send(ctx, c.p, c.req); c.err != nil {
 			c.p = nil
@@ -319,7 +325,8 @@ func (c *call) reload(ctx context.Context, deadline time.Time) error {
 		req = appendCommand(req, "SCRIPT", "LOAD", s.src)
 	}
 	req = append(req, c.req...)
-	p := &pending{signal: make(chan struct{}, 1), want: len(allScripts) + c.p.want, deadline: deadline}
+	p := newPending(make(chan struct{}, 1))
+	p.want, p.deadline = len(allScripts)+c.p.want, deadline
 	if err := c.node.send(ctx, p, req); err != nil {
 		return err
 	}
@@ -340,6 +347,7 @@ func (c *call) reload(ctx context.Context, deadline time.Time) error {
 			return err
 		}
 	}
+	recycle(c.p)
 	c.p = p
 	c.rep = p.rep[len(allScripts):p.want]
 	return nil

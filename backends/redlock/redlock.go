@@ -145,6 +145,11 @@ type Redlock struct {
 	queue  queue
 	notify *notifier
 	once   sync.Once
+
+	// Recycled attempts and call slices: their buffers then need no
+	// allocation on the hot path.
+	attempts sync.Pool
+	calls    sync.Pool
 }
 
 var _ locker.Locker = (*Redlock)(nil)
@@ -248,8 +253,8 @@ func (r *Redlock) Bootstrap(ctx context.Context) error {
 	calls := r.newCalls(r.nodes)
 	now := time.Now()
 	exchange(ctx, calls, adminTimeout, func(_ int, c *call) {
-		c.req = appendCommand(c.req, "INFO", "server")
-		c.req = appendCommand(c.req, "GET", markerKey)
+		c.buf = appendCommand(c.buf, "INFO", "server")
+		c.buf = appendCommand(c.buf, "GET", markerKey)
 		c.p.want = 2
 	}, nil)
 	var errs []error
@@ -282,7 +287,7 @@ func (r *Redlock) admit(ctx context.Context, calls []call, runIDs []string) []er
 		return nil
 	}
 	exchange(ctx, targets, adminTimeout, func(i int, c *call) {
-		c.req = appendCommand(c.req, "SET", markerKey, ids[i])
+		c.buf = appendCommand(c.buf, "SET", markerKey, ids[i])
 		c.p.want = 1
 	}, nil)
 	var errs []error
@@ -303,6 +308,20 @@ func (r *Redlock) admit(ctx context.Context, calls []call, runIDs []string) []er
 // adminTimeout bounds each node's answer in Bootstrap and admissions,
 // which are rare and not on a lease's clock (ctx may bound them further).
 const adminTimeout = 2 * time.Second
+
+// getCalls returns one call per node, recycled when possible.
+func (r *Redlock) getCalls() []call {
+	if c, ok := r.calls.Get().(*[]call); ok {
+		for i := range *c {
+			(*c)[i].skip, (*c)[i].extra = false, 0
+		}
+		return *c
+	}
+	return r.newCalls(r.nodes)
+}
+
+// putCalls keeps calls for the next round.
+func (r *Redlock) putCalls(calls []call) { r.calls.Put(&calls) }
 
 // newCalls returns one call per node.
 func (r *Redlock) newCalls(nodes []*node) []call {

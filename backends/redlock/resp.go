@@ -25,6 +25,16 @@ func appendBulk(b []byte, s string) []byte {
 	return append(b, '\r', '\n')
 }
 
+// appendBulkConcat appends s+t as one bulk string, without building it.
+func appendBulkConcat(b []byte, s, t string) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)+len(t)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, s...)
+	b = append(b, t...)
+	return append(b, '\r', '\n')
+}
+
 func appendBulkInt(b []byte, i int64) []byte {
 	var digits [20]byte
 	return appendBulk(b, string(strconv.AppendInt(digits[:0], i, 10)))
