@@ -3,15 +3,13 @@ package redsync_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 // Benchmarks of Acquire+Release through the adapter on five Redis
@@ -62,8 +60,8 @@ func BenchmarkHotKey(b *testing.B) {
 	}
 }
 
-// runClients runs b.N Acquire+Release operations spread over n
-// goroutines and reports throughput, latency percentiles and failures.
+// runClients runs b.N Acquire+Release operations spread over n clients
+// (sharing one Locker when shared) with locktest.Bench.
 func runClients(b *testing.B, addrs []string, params map[string]string, n int, shared, hot bool) {
 	lockers := make([]locker.Locker, n)
 	for i := range lockers {
@@ -74,68 +72,14 @@ func runClients(b *testing.B, addrs []string, params map[string]string, n int, s
 		lockers[i] = open(b, addrs, params)
 		defer lockers[i].Close()
 	}
-	ctx := context.Background()
 	prefix := fmt.Sprintf("bench:%s:%d", b.Name(), time.Now().UnixNano())
-	var (
-		next     atomic.Int64
-		failures atomic.Int64
-		firstErr atomic.Value
-		mu       sync.Mutex
-		lat      []time.Duration
-		wg       sync.WaitGroup
-	)
-	b.ResetTimer()
-	start := time.Now()
-	for w := range n {
+	ops := make([]locktest.Op, n)
+	for w := range ops {
 		key := fmt.Sprintf("%s:%d", prefix, w)
 		if hot {
 			key = prefix
 		}
-		l := lockers[w]
-		wg.Go(func() {
-			var mine []time.Duration
-			for next.Add(1) <= int64(b.N) {
-				t0 := time.Now()
-				lease, err := l.Acquire(ctx, key, locker.WithTTL(10*time.Second))
-				if err == nil {
-					err = lease.Release(ctx)
-				}
-				if err != nil {
-					failures.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-					continue
-				}
-				mine = append(mine, time.Since(t0))
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		})
+		ops[w] = locktest.AcquireRelease(lockers[w], key, locker.WithTTL(10*time.Second))
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	report(b, lat, elapsed, failures.Load())
-	if err, ok := firstErr.Load().(error); ok {
-		b.Logf("first of %d failures: %v", failures.Load(), err)
-	}
-}
-
-// report adds throughput, latency percentiles and failures to b's result.
-func report(b *testing.B, lat []time.Duration, elapsed time.Duration, failures int64) {
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds())
-	}
-	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "ops/s")
-	b.ReportMetric(pct(0.50), "p50-µs")
-	b.ReportMetric(pct(0.99), "p99-µs")
-	b.ReportMetric(pct(0.999), "p999-µs")
-	if len(lat) > 0 {
-		b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
-	}
-	b.ReportMetric(float64(failures), "failures")
+	locktest.Bench(b, ops)
 }
