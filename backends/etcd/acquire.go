@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/locker"
@@ -71,22 +72,27 @@ func (a *acquisition) run(ctx context.Context, wait bool) (locker.Lease, error) 
 	var last error // why the previous attempt did not succeed
 	requeues := 0
 	for n := 1; ; n++ {
-		lease, pred, rev, err := a.attempt(ctx, wait)
+		lease, pred, err := a.attempt(ctx, wait)
 		switch {
 		case err == nil && lease != nil:
 			return lease, nil
 		case err == nil: // another key is ahead of ours
-			last = fmt.Errorf("%w: %s is ahead in the queue", locker.ErrNotAcquired, pred)
+			last = fmt.Errorf("%w: %s is ahead in the queue", locker.ErrNotAcquired, pred.key)
 			if _, ok := a.o.Retry.Backoff(n); !ok {
 				return nil, last
 			}
-			if err := a.await(ctx, pred, rev); err != nil {
-				if ctx.Err() != nil {
-					return nil, withLast(ctx.Err(), last)
-				}
+			err = a.await(ctx, pred)
+			switch {
+			case err == nil:
+				continue
+			case ctx.Err() != nil:
+				return nil, withLast(ctx.Err(), last)
+			case errors.Is(err, errRequeue):
 				last = err
+				continue
+			case !transient(err) && !errors.Is(err, errWatchEnded):
+				return nil, err
 			}
-			continue
 		case ctx.Err() != nil:
 			return nil, withLast(ctx.Err(), last)
 		case errors.Is(err, errRequeue) && requeues < 3:
@@ -118,14 +124,26 @@ func withLast(ctxErr, last error) error {
 	return fmt.Errorf("%w (last attempt: %w)", ctxErr, last)
 }
 
+// ahead is the key just ahead of ours in the queue.
+type ahead struct {
+	key     string
+	created int64 // its create revision
+	seen    int64 // the revision of the read that saw it
+}
+
+// aheadOf returns the queue key kv, seen at revision rev.
+func aheadOf(kv *mvccpb.KeyValue, rev int64) ahead {
+	return ahead{key: string(kv.Key), created: kv.CreateRevision, seen: rev}
+}
+
 // attempt makes sure we have a lease and a key in the queue, then checks
 // the queue. It returns the lease when our key is first, or the key just
-// ahead of ours and the revision it was seen at.
-func (a *acquisition) attempt(ctx context.Context, wait bool) (locker.Lease, string, int64, error) {
+// ahead of ours.
+func (a *acquisition) attempt(ctx context.Context, wait bool) (locker.Lease, ahead, error) {
 	if !a.has {
 		rec, err := a.l.takeLease(ctx, a.secs)
 		if err != nil {
-			return nil, "", 0, err
+			return nil, ahead{}, err
 		}
 		a.rec, a.has, a.put, a.myRev = rec, true, false, 0
 		a.myKey = fmt.Sprintf("%s%016x", a.pfx, int64(rec.id))
@@ -140,7 +158,7 @@ func (a *acquisition) attempt(ctx context.Context, wait bool) (locker.Lease, str
 // the read that tells whether it is first: the two newest keys of the
 // queue (ours and the one just ahead) for Acquire; for TryAcquire the put
 // happens only if the queue is empty.
-func (a *acquisition) enqueue(ctx context.Context, wait bool) (locker.Lease, string, int64, error) {
+func (a *acquisition) enqueue(ctx context.Context, wait bool) (locker.Lease, ahead, error) {
 	l := a.l
 	put := clientv3.OpPut(a.myKey, "", clientv3.WithLease(a.rec.id))
 	txn := l.cli.Txn(ctx)
@@ -160,9 +178,9 @@ func (a *acquisition) enqueue(ctx context.Context, wait bool) (locker.Lease, str
 	case leaseGone(err):
 		l.disown(a.rec.id)
 		a.has, a.put = false, false
-		return nil, "", 0, fmt.Errorf("%w: lease %x expired before its key was put", errRequeue, int64(a.rec.id))
+		return nil, ahead{}, fmt.Errorf("%w: lease %x expired before its key was put", errRequeue, int64(a.rec.id))
 	case err != nil:
-		return nil, "", 0, err
+		return nil, ahead{}, err
 	}
 	rev := resp.Header.Revision
 	switch {
@@ -172,7 +190,7 @@ func (a *acquisition) enqueue(ctx context.Context, wait bool) (locker.Lease, str
 	case resp.Succeeded:
 		a.myRev = rev
 		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 1 {
-			return nil, string(kvs[1].Key), rev, nil
+			return nil, aheadOf(kvs[1], rev), nil
 		}
 		return a.granted(ctx, rev)
 	case !wait:
@@ -183,12 +201,12 @@ func (a *acquisition) enqueue(ctx context.Context, wait bool) (locker.Lease, str
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			holder = fmt.Sprintf("%s (token %d)", kvs[0].Key, kvs[0].CreateRevision)
 		}
-		return nil, "", 0, fmt.Errorf("%w: %s holds it", locker.ErrNotAcquired, holder)
+		return nil, ahead{}, fmt.Errorf("%w: %s holds it", locker.ErrNotAcquired, holder)
 	}
 	// Our key exists already: an earlier put whose answer was lost.
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {
-		return nil, "", 0, fmt.Errorf("%w: key %s vanished during the transaction", errRequeue, a.myKey)
+		return nil, ahead{}, fmt.Errorf("%w: key %s vanished during the transaction", errRequeue, a.myKey)
 	}
 	a.myRev = kvs[0].CreateRevision
 	return a.check(ctx)
@@ -196,20 +214,20 @@ func (a *acquisition) enqueue(ctx context.Context, wait bool) (locker.Lease, str
 
 // check reads the queue up to our key: our key must still be there, and
 // the key just ahead of it, if any, is the one to wait for.
-func (a *acquisition) check(ctx context.Context) (locker.Lease, string, int64, error) {
+func (a *acquisition) check(ctx context.Context) (locker.Lease, ahead, error) {
 	resp, err := a.l.cli.Get(ctx, a.pfx, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(2),
 		clientv3.WithMaxCreateRev(a.myRev), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend))
 	if err != nil {
-		return nil, "", 0, err
+		return nil, ahead{}, err
 	}
 	kvs := resp.Kvs
 	if len(kvs) == 0 || kvs[0].CreateRevision != a.myRev {
 		// Deleted behind our back, or gone with its lease.
 		a.dropLease()
-		return nil, "", 0, fmt.Errorf("%w: key %s was deleted while queued", errRequeue, a.myKey)
+		return nil, ahead{}, fmt.Errorf("%w: key %s was deleted while queued", errRequeue, a.myKey)
 	}
 	if len(kvs) > 1 {
-		return nil, string(kvs[1].Key), resp.Header.Revision, nil
+		return nil, aheadOf(kvs[1], resp.Header.Revision), nil
 	}
 	return a.granted(ctx, resp.Header.Revision)
 }
@@ -225,21 +243,21 @@ func (a *acquisition) dropLease() {
 
 // granted turns our first key, seen first at revision rev, into a lease.
 // A lease last renewed more than a tenth of its TTL ago is renewed first.
-func (a *acquisition) granted(ctx context.Context, rev int64) (locker.Lease, string, int64, error) {
+func (a *acquisition) granted(ctx context.Context, rev int64) (locker.Lease, ahead, error) {
 	l := a.l
 	if !a.rec.fresh() {
 		if err := a.refresh(ctx); err != nil {
-			return nil, "", 0, err
+			return nil, ahead{}, err
 		}
 	}
 	ls := &lease{l: l, key: a.key, path: a.myKey, rev: a.myRev, rec: a.rec}
 	g := locker.Grant{Key: a.key, Token: uint64(a.myRev), HasToken: true, ValidUntil: a.rec.deadline()}
 	if !l.register(ls, func() *locker.Handle { return locker.NewLease(l.ctx, ls, g, a.o) }) {
-		return nil, "", 0, locker.ErrClosed
+		return nil, ahead{}, locker.ErrClosed
 	}
 	a.has, a.put = false, false // the lease owns them now
-	ls.follow(rev + 1)
-	return ls.h, "", 0, nil
+	ls.follow(rev)
+	return ls.h, ahead{}, nil
 }
 
 // refresh renews our lease (KeepAliveOnce).
@@ -258,26 +276,24 @@ func (a *acquisition) refresh(ctx context.Context) error {
 	return nil
 }
 
-// await waits until pred is deleted after revision rev, keeping our lease
-// alive meanwhile, or until ctx ends. It returns nil when the queue should
-// be checked again.
-func (a *acquisition) await(ctx context.Context, pred string, rev int64) error {
+// await waits until pred is deleted, keeping our lease alive meanwhile,
+// or until ctx ends. It returns nil when the queue should be checked
+// again.
+func (a *acquisition) await(ctx context.Context, pred ahead) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := a.l.cli.Watch(wctx, pred, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	wch, gone, err := a.l.watchDeletion(wctx, pred.key, pred.created, pred.seen)
+	if err != nil || gone != 0 {
+		return err
+	}
 	every := max(a.rec.ttl/4, 100*time.Millisecond)
 	t := time.NewTimer(time.Until(a.rec.renewed.Add(every)))
 	defer t.Stop()
 	for {
 		select {
 		case resp, ok := <-wch:
-			if !ok || resp.Canceled || resp.Err() != nil {
-				return nil
-			}
-			for _, ev := range resp.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					return nil
-				}
+			if at, err := deletion(resp, ok); at != 0 || err != nil {
+				return err
 			}
 		case <-t.C:
 			rctx, rcancel := context.WithTimeout(ctx, every)

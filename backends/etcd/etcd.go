@@ -53,17 +53,29 @@
 //
 // # How a loss is detected
 //
-// A holder watches its own lock key from the revision it was granted at:
-// a DELETE event before ValidUntil — the lease was revoked behind its
-// back, or the key deleted — ends the lease with ErrLost. The watch starts
-// once the lease has been held for 20 ms, so that short holds do not pay
-// for creating and cancelling it (which costs about as much as the lock
-// itself); since it starts from the grant's revision, a deletion in
-// between is still seen, just that much later. Extend finding the lease
+// A holder watches its own lock key: its deletion before ValidUntil — the
+// lease was revoked behind the holder's back, or the key deleted — ends
+// the lease with ErrLost. The watch starts once the lease has been held
+// for 20 ms, so that short holds do not pay for creating and cancelling it
+// (which costs about as much as the lock itself); a deletion in between
+// is still seen, just that much later (see below). Extend finding the lease
 // or the key gone ends the lease with ErrLost at once. A holder cut off
 // from the cluster learns nothing; its lease ends at ValidUntil, before
 // the server can expire it. A holder that stalls (GC, SIGSTOP) past that
 // keeps writing: that is what the fencing token is for.
+//
+// # Watches that start now
+//
+// Both watches (a waiter's on the key ahead, a holder's on its own) start
+// at the member's current revision and not at the revision the key was
+// seen at: etcd serves a watch that starts in the past from its
+// "unsynced" set, which it catches up only every 100 ms, so a waiter
+// would often wake up to 100 ms after its predecessor went — that is
+// where concurrency.Mutex's ~100 ms hand-offs under contention come from.
+// When revisions have passed between the read that saw the key and the
+// watch's start, the key is read once more: if it is still the same
+// incarnation (create revision), its deletion comes after the watch's
+// start and is seen; if not, the queue is checked again.
 //
 // # Lease reuse
 //

@@ -285,6 +285,88 @@ func TestLongWait(t *testing.T) {
 	}
 }
 
+// TestWatchDeletion checks the watch that starts at the member's current
+// revision: it sees the deletion of the incarnation it was given, and
+// reports at once one that was deleted, or replaced, before it started.
+func TestWatchDeletion(t *testing.T) {
+	endpoints := single(t)
+	l := openClosed(t, endpoints, nil)
+	c := rawClient(t, endpoints)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key := l.Prefix("watched") + "k"
+	put := func() int64 {
+		resp, err := c.Put(ctx, key, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	del := func() int64 {
+		resp, err := c.Delete(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	watch := func(created, seen int64) (clientv3.WatchChan, int64) {
+		wch, gone, err := l.watchDeletion(ctx, key, created, seen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wch, gone
+	}
+	awaitDeletion := func(wch clientv3.WatchChan, want int64) {
+		t.Helper()
+		for {
+			select {
+			case resp, ok := <-wch:
+				at, err := deletion(resp, ok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if at == 0 {
+					continue
+				}
+				if at != want {
+					t.Fatalf("deletion at revision %d, want %d", at, want)
+				}
+				return
+			case <-ctx.Done():
+				t.Fatal("no deletion seen")
+			}
+		}
+	}
+
+	// Seen at the current revision: no read needed.
+	created := put()
+	wch, gone := watch(created, created)
+	if gone != 0 {
+		t.Fatalf("a live key reported gone at %d", gone)
+	}
+	awaitDeletion(wch, del())
+
+	// Seen in the past, still alive: the read confirms it.
+	created = put()
+	if _, err := c.Put(ctx, key+"-other", ""); err != nil {
+		t.Fatal(err)
+	}
+	wch, gone = watch(created, created)
+	if gone != 0 {
+		t.Fatalf("a live key seen in the past reported gone at %d", gone)
+	}
+	awaitDeletion(wch, del())
+
+	// Deleted, or deleted and put again, since it was seen: gone at once.
+	if _, gone = watch(created, created); gone == 0 {
+		t.Fatal("a deleted key not reported gone")
+	}
+	put()
+	if _, gone = watch(created, created); gone == 0 {
+		t.Fatal("a key put again (another incarnation) not reported gone")
+	}
+}
+
 // TestLeasePool checks that a released lease is reused by the next
 // acquisition with the same TTL, and not with leasepool=0.
 func TestLeasePool(t *testing.T) {
