@@ -16,7 +16,7 @@ import (
 )
 
 // The comparison with go-zookeeper's own recipe, zk.Lock, on the same
-// standalone server in the same run; read the results as ratios:
+// standalone server (default tick, fsync on) in the same run; read the results as ratios:
 //
 //	go test -run '^$' -bench . -benchtime 5s -count 3 ./backends/zookeeper
 //
@@ -107,7 +107,7 @@ func warm(b *testing.B, addrs []string) {
 
 // BenchmarkUncontended: one client taking and releasing its own key.
 func BenchmarkUncontended(b *testing.B) {
-	addrs := standalone(b)
+	addrs := benchStandalone(b)
 	warm(b, addrs)
 	for _, c := range contenders {
 		b.Run(c.name, func(b *testing.B) { runClients(b, addrs, c, 1) })
@@ -116,7 +116,7 @@ func BenchmarkUncontended(b *testing.B) {
 
 // BenchmarkHotKey: 16 clients on one key.
 func BenchmarkHotKey(b *testing.B) {
-	addrs := standalone(b)
+	addrs := benchStandalone(b)
 	warm(b, addrs)
 	for _, c := range contenders {
 		b.Run(c.name, func(b *testing.B) { runClients(b, addrs, c, 16) })
@@ -207,7 +207,7 @@ func TestInterleavedComparison(t *testing.T) {
 	if *compare <= 0 {
 		t.Skip("set -compare to the time per scenario")
 	}
-	addrs := standalone(t)
+	addrs := benchStandalone(t)
 	for _, n := range []int{1, 16} {
 		t.Run(fmt.Sprintf("clients=%d", n), func(t *testing.T) {
 			type run struct {

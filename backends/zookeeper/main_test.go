@@ -20,9 +20,15 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-// shared is the standalone server the conformance suite, the small tests
-// and the benchmarks share; fault tests start their own ensembles.
-var shared struct {
+// A shared standalone server runs the conformance suite and the small
+// tests, another the benchmarks; fault tests start their own ensembles.
+// Both are started on first use and stopped when the tests end.
+var (
+	testServer  sharedServer
+	benchServer sharedServer
+)
+
+type sharedServer struct {
 	once  sync.Once
 	dir   string
 	env   *compose.Env
@@ -32,49 +38,68 @@ var shared struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.env != nil {
-		if err := shared.env.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
+	for _, s := range []*sharedServer{&testServer, &benchServer} {
+		if s.env != nil {
+			if err := s.env.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+			os.RemoveAll(s.dir)
 		}
-		os.RemoveAll(shared.dir)
 	}
 	os.Exit(code)
 }
 
-// standalone returns the address of the shared server, starting it on
-// first use: default tick (200 ms) and fsync on, as a server is run.
-func standalone(t testing.TB) []string {
-	t.Helper()
-	shared.once.Do(func() {
-		if shared.dir, shared.err = os.MkdirTemp("", "zookeeper-test-"); shared.err != nil {
+// addrsOf starts s with o on first use and returns its address.
+func (s *sharedServer) addrsOf(tb testing.TB, o compose.ZooKeeperOptions) []string {
+	tb.Helper()
+	s.once.Do(func() {
+		if s.dir, s.err = os.MkdirTemp("", "zookeeper-test-"); s.err != nil {
 			return
 		}
-		if shared.env, shared.err = compose.New(shared.dir); shared.err != nil {
+		if s.env, s.err = compose.New(s.dir); s.err != nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		var z *compose.Ensemble
-		if z, shared.err = shared.env.ZooKeeper(ctx, 1, compose.ZooKeeperOptions{}); shared.err == nil {
-			shared.addrs = z.Addrs()
+		if z, s.err = s.env.ZooKeeper(ctx, 1, o); s.err == nil {
+			s.addrs = z.Addrs()
 		}
 	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
+	if s.err != nil {
+		tb.Fatal(s.err)
 	}
-	return shared.addrs
+	return s.addrs
 }
 
-// ensemble starts n ZooKeeper servers for the test. A 100 ms tick lets
-// sessions be as short as 200 ms; fsync is off, so that a loaded disk does
-// not stall a short session (a killed server still keeps what it wrote).
+// standalone returns the address of the tests' shared server, which runs
+// like the fault tests' ensembles (see ensemble).
+func standalone(tb testing.TB) []string {
+	tb.Helper()
+	return testServer.addrsOf(tb, testOptions(false))
+}
+
+// benchStandalone returns the address of the benchmarks' server: default
+// tick (200 ms) and fsync on, as a server is normally run.
+func benchStandalone(tb testing.TB) []string {
+	tb.Helper()
+	return benchServer.addrsOf(tb, compose.ZooKeeperOptions{})
+}
+
+// testOptions: a 100 ms tick lets sessions be as short as 200 ms; fsync is
+// off, so that a loaded disk does not stall extensions and heartbeats past
+// the short TTLs and sessions of the tests (a killed server still keeps
+// what it wrote).
+func testOptions(proxied bool) compose.ZooKeeperOptions {
+	return compose.ZooKeeperOptions{TickTime: 100 * time.Millisecond, Proxied: proxied, NoFsync: true}
+}
+
+// ensemble starts n ZooKeeper servers for the test, with testOptions.
 func ensemble(t testing.TB, n int, proxied bool) *compose.Ensemble {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	z, err := compose.ForTest(t).ZooKeeper(ctx, n, compose.ZooKeeperOptions{
-		TickTime: 100 * time.Millisecond, Proxied: proxied, NoFsync: true,
-	})
+	z, err := compose.ForTest(t).ZooKeeper(ctx, n, testOptions(proxied))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,3 +139,40 @@ func TestDigestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExcludesZkLock checks the claim that our znodes and zk.Lock's form
+// one queue when both use the same parent path.
+func TestExcludesZkLock(t *testing.T) {
+	addrs := standalone(t)
+	l := openClosed(t, addrs, nil)
+	key := fmt.Sprintf("interop-%d", time.Now().UnixNano())
+	theirs := zk.NewLock(rawConn(t, addrs), DefaultRoot+"/"+escape(key), zk.WorldACL(zk.PermAll))
+	if err := theirs.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := l.TryAcquire(ctx, key); !errors.Is(err, locker.ErrNotAcquired) {
+		t.Fatalf("TryAcquire while zk.Lock holds the key = %v, want ErrNotAcquired", err)
+	}
+	if err := theirs.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	ours := mustAcquire(t, l, key, locker.WithTTL(time.Minute))
+	locked := make(chan error, 1)
+	go func() { locked <- theirs.Lock() }()
+	select {
+	case err := <-locked:
+		t.Fatalf("zk.Lock took the key while we held it (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := ours.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-locked; err != nil {
+		t.Fatalf("zk.Lock after our Release: %v", err)
+	}
+	if err := theirs.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
