@@ -180,9 +180,16 @@ func (l *Handle) Release(ctx context.Context) error {
 }
 
 // Lose ends the lease with an error wrapping ErrLost and cause. It does
-// nothing if the lease has already ended. Backends call it when they learn
-// that the key is no longer theirs.
+// nothing if the lease has already ended, or while it is being released
+// (the backend may see the key go because of that very release). Backends
+// call it when they learn that the key is no longer theirs.
 func (l *Handle) Lose(cause error) {
+	l.mu.Lock()
+	releasing := l.releasing
+	l.mu.Unlock()
+	if releasing {
+		return
+	}
 	l.end(fmt.Errorf("%w: %w", ErrLost, cause))
 }
 
