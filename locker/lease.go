@@ -132,11 +132,12 @@ func (l *Handle) extend(ctx context.Context, ttl time.Duration) error {
 	until, err := l.holder.Extend(ctx, ttl)
 	l.mu.Lock()
 	if l.err != nil || l.releasing {
-		ended := l.err
+		ended, releasing := l.err, l.releasing
 		l.mu.Unlock()
-		if err == nil {
+		if err == nil && !releasing {
 			// The lease ended locally while the backend extended it: give
-			// the key back rather than keep it for nobody.
+			// the key back rather than keep it for nobody. (A Release in
+			// progress gives it back itself.)
 			_ = l.holder.Release(ctx)
 		}
 		return notHeld(l.grant.Key, ended)

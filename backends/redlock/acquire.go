@@ -136,10 +136,10 @@ func (r *Redlock) done(a *attempt) {
 	r.attempts.Put(a)
 }
 
-// watch subscribes to the key's releases, once.
+// watch starts waiting for the key's hand-off tokens, once.
 func (a *attempt) watch() {
 	if a.stop == nil {
-		a.stop = a.r.notify.watch(a.key, a.wake)
+		a.stop = a.r.handoff.wait(a.key, a.wake)
 	}
 }
 

@@ -94,6 +94,32 @@ func BenchmarkHotKey(b *testing.B) {
 	}
 }
 
+// BenchmarkHotKeyProcesses: 16 clients on one key, each with a Redlock
+// (or redsync) of its own, as 16 processes would have: no local queue,
+// every hand-off goes through the servers.
+func BenchmarkHotKeyProcesses(b *testing.B) {
+	for _, c := range []contender{separate(contenders[0]), separate(contenders[2])} {
+		b.Run(c.name, func(b *testing.B) { bench(b, c, 16, true) })
+	}
+}
+
+// separate gives every client its own instance of c.
+func separate(c contender) contender {
+	return contender{name: c.name, setup: func(b *testing.B, n int, keys func(int) string) ([]locktest.Op, func()) {
+		ops := make([]locktest.Op, n)
+		var cleanups []func()
+		for i := range ops {
+			one, cleanup := c.setup(b, 1, func(int) string { return keys(i) })
+			ops[i], cleanups = one[0], append(cleanups, cleanup)
+		}
+		return ops, func() {
+			for _, f := range cleanups {
+				f()
+			}
+		}
+	}}
+}
+
 // BenchmarkDistinctKeys: 16 clients, each on its own key.
 func BenchmarkDistinctKeys(b *testing.B) {
 	for _, c := range contenders {

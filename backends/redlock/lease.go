@@ -95,7 +95,10 @@ func (h *hold) leave() {
 // returns how many nodes released the key, how many did not hold it for
 // value, and the errors of the others.
 func (r *Redlock) release(ctx context.Context, calls []call, key, value string, ttl time.Duration) (ok, notOurs int, errs []error) {
-	cmd := appendCommand(nil, "EVALSHA", releaseScript.sha, "1", key, value, releaseChannel(key))
+	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
+	list := key + handoffSuffix
+	push := appendCommand(nil, "EVALSHA", releaseScript.sha, "2", key, list, value, "1", ttlMS)
+	quiet := appendCommand(nil, "EVALSHA", releaseScript.sha, "2", key, list, value, "0", ttlMS)
 	asked, answered := 0, 0
 	for i := range calls {
 		if !calls[i].skip {
@@ -104,8 +107,11 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 	}
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
-	exchange(ctx, calls, max(r.timeout(ttl), releaseTimeout), func(_ int, c *call) {
-		c.req, c.p.want = cmd, 1
+	exchange(ctx, calls, max(r.timeout(ttl), releaseTimeout), func(i int, c *call) {
+		c.req, c.p.want = quiet, 1
+		if i < handoffNodes {
+			c.req = push // the nodes waiters block on
+		}
 	}, func(_ int, c *call) bool {
 		if answer(c) >= 0 {
 			answered++

@@ -140,11 +140,11 @@ type Redlock struct {
 	quorum int
 	o      options
 
-	life   context.Context // parent of every lease; cancelled by Close
-	cancel context.CancelCauseFunc
-	queue  queue
-	notify *notifier
-	once   sync.Once
+	life    context.Context // parent of every lease; cancelled by Close
+	cancel  context.CancelCauseFunc
+	queue   queue
+	handoff handoff
+	once    sync.Once
 
 	// Recycled attempts and call slices: their buffers then need no
 	// allocation on the hot path.
@@ -187,7 +187,8 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Redlock, error) {
 		}
 	}
 	life, cancel := context.WithCancelCause(context.Background())
-	r := &Redlock{nodes: nodes, quorum: len(nodes)/2 + 1, o: o, life: life, cancel: cancel, notify: newNotifier(nodes)}
+	r := &Redlock{nodes: nodes, quorum: len(nodes)/2 + 1, o: o, life: life, cancel: cancel}
+	r.handoff.r = r
 	if !o.quarantine {
 		for _, n := range nodes {
 			n.health.admitted = true
@@ -224,7 +225,7 @@ func (r *Redlock) Info() locker.Info {
 func (r *Redlock) Close() error {
 	r.once.Do(func() {
 		r.cancel(locker.ErrClosed)
-		r.notify.close()
+		r.handoff.wg.Wait()
 		for _, n := range r.nodes {
 			n.close()
 		}

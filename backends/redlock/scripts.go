@@ -43,6 +43,3 @@ const markerKey = "redlock:node"
 
 // tokenSuffix names a key's fencing counter: key + tokenSuffix.
 const tokenSuffix = ":token"
-
-// releaseChannel is the pub/sub channel the release script publishes on.
-func releaseChannel(key string) string { return "redlock:released:" + key }
