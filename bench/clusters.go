@@ -66,6 +66,27 @@ var topologies = map[string]topology{
 	"etcd":      etcdThree,
 }
 
+// shape is the shape of the cluster a backend runs on, for telling which
+// faults apply before any server starts; ok is false for a backend
+// lockbench does not start servers for.
+func shape(b Backend) (nemesis.Shape, bool) {
+	t, ok := topologies[b.Name]
+	if !ok {
+		return nemesis.Shape{}, false
+	}
+	switch t {
+	case redisOne:
+		return nemesis.Shape{RedisNodes: 1}, true
+	case redisFive:
+		return nemesis.Shape{RedisNodes: 5}, true
+	case sentinelRS:
+		return nemesis.Shape{Sentinel: true}, true
+	case zkThree, etcdThree:
+		return nemesis.Shape{QuorumNodes: 3}, true
+	}
+	return nemesis.Shape{}, true
+}
+
 // Clusters starts, on first use, the servers a plan's backends need, all
 // behind proxies (a case that does not need them bypasses them), and
 // keeps them for the whole run. External endpoints given by the user

@@ -19,12 +19,20 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	_ "github.com/lockbench/lockbench/backends/all"
 )
 
+// quiet drops go-redis's own log lines (a pool that cannot reach a node
+// it was told to kill, say): lockbench reports node errors itself.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 func main() {
+	redis.SetLogger(quiet{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first Ctrl-C stops the run gracefully (servers stopped, partial
 	// results kept); a second one kills at once.

@@ -42,12 +42,9 @@ var catalogue = []*Scenario{
 		Doc:    "replication to the replicas is cut, then SENTINEL FAILOVER promotes a replica that never got the recent locks",
 		Fresh:  true,
 		MinTTL: 10 * time.Second,
-		applies: func(t Target) error {
-			if t.Sentinel == nil {
-				return errors.New("applies to Sentinel")
-			}
-			if len(t.Sentinel.ReplicationLinks) == 0 || t.Sentinel.ReplicationLinks[0] == nil {
-				return errors.New("needs a Sentinel set started with proxied replication")
+		fits: func(sh Shape) error {
+			if !sh.Sentinel {
+				return errors.New("applies to Sentinel, with its replication proxied")
 			}
 			return nil
 		},
@@ -81,10 +78,10 @@ var catalogue = []*Scenario{
 		},
 	},
 	{
-		Name:    "restart",
-		Doc:     "a majority of the Redis nodes (3 of 5; the one of a single Redis) are killed and restarted without their data while their keys are held",
-		MinTTL:  2 * time.Second,
-		applies: needRedis,
+		Name:   "restart",
+		Doc:    "a majority of the Redis nodes (3 of 5; the one of a single Redis) are killed and restarted without their data while their keys are held",
+		MinTTL: 2 * time.Second,
+		fits:   needRedis,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			from, _ := window(spec)
 			return workloads.Hooks{Section: holdAcross(spec, from), Nemesis: func(ctx context.Context, f *workloads.Faults) {
@@ -100,10 +97,10 @@ var catalogue = []*Scenario{
 		},
 	},
 	{
-		Name:    "clock-jump",
-		Doc:     "the clocks of a majority of the Redis nodes jump forward by the TTL: every key there expires at once",
-		MinTTL:  2 * time.Second,
-		applies: needRedis,
+		Name:   "clock-jump",
+		Doc:    "the clocks of a majority of the Redis nodes jump forward by the TTL: every key there expires at once",
+		MinTTL: 2 * time.Second,
+		fits:   needRedis,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			from, _ := window(spec)
 			return workloads.Hooks{Section: holdAcross(spec, from), Nemesis: func(ctx context.Context, f *workloads.Faults) {
@@ -120,9 +117,9 @@ var catalogue = []*Scenario{
 		},
 	},
 	{
-		Name:    "crash-minority",
-		Doc:     "a minority of nodes (2 of 5 Redis nodes, a follower of 3 ZooKeeper or etcd members) is killed for the window, then restarted with its data",
-		applies: needMinority,
+		Name: "crash-minority",
+		Doc:  "a minority of nodes (2 of 5 Redis nodes, a follower of 3 ZooKeeper or etcd members) is killed for the window, then restarted with its data",
+		fits: needMinority,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			from, to := window(spec)
 			return workloads.Hooks{Nemesis: func(ctx context.Context, f *workloads.Faults) {
@@ -142,7 +139,7 @@ var catalogue = []*Scenario{
 		Name:    "partition",
 		Doc:     "the clients are cut off from a minority of the nodes (their traffic is blackholed) for the window",
 		Proxied: true,
-		applies: needMinority,
+		fits:    needMinority,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			from, to := window(spec)
 			return workloads.Hooks{Nemesis: func(ctx context.Context, f *workloads.Faults) {
@@ -166,7 +163,7 @@ var catalogue = []*Scenario{
 		Name:    "latency",
 		Doc:     "responses from a minority of the nodes are delayed by 50 ms for the window",
 		Proxied: true,
-		applies: needMinority,
+		fits:    needMinority,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			from, to := window(spec)
 			return workloads.Hooks{Nemesis: func(ctx context.Context, f *workloads.Faults) {
@@ -187,9 +184,9 @@ var catalogue = []*Scenario{
 		},
 	},
 	{
-		Name:    "leader-kill",
-		Doc:     "the ZooKeeper or etcd leader is killed for the window, then restarted with its data",
-		applies: needQuorumCluster,
+		Name: "leader-kill",
+		Doc:  "the ZooKeeper or etcd leader is killed for the window, then restarted with its data",
+		fits: needQuorumCluster,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			from, to := window(spec)
 			return workloads.Hooks{Nemesis: func(ctx context.Context, f *workloads.Faults) {

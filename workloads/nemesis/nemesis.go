@@ -93,18 +93,53 @@ type Scenario struct {
 	// overlap for the wrong reason). Cases raise their TTL to it.
 	MinTTL time.Duration
 
-	applies func(Target) error
-	hooks   func(Target, workloads.Spec) workloads.Hooks
+	fits  func(Shape) error
+	hooks func(Target, workloads.Spec) workloads.Hooks
+}
+
+// Shape is what a scenario needs to know of a cluster to tell whether it
+// applies: known from a backend's topology before any server starts, so
+// a suite can leave out the cases that would only be skipped.
+type Shape struct {
+	// RedisNodes is the number of standalone Redis masters.
+	RedisNodes int
+	// Sentinel is set for a master–replica set whose replication can be
+	// held back (proxied replication links).
+	Sentinel bool
+	// QuorumNodes is the number of ZooKeeper or etcd members.
+	QuorumNodes int
+	// Proxied is set when proxies sit between the clients and the nodes.
+	Proxied bool
+}
+
+// Shape returns t's shape.
+func (t Target) Shape() Shape {
+	return Shape{
+		RedisNodes:  len(t.Redis),
+		Sentinel:    t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil,
+		QuorumNodes: len(t.quorumNodes()),
+		Proxied:     len(t.Proxies) > 0,
+	}
+}
+
+// Fits returns nil if the scenario can run against a cluster of shape sh,
+// or an error saying why not. A cluster lockbench starts can always be
+// proxied, so Fits does not ask for proxies; Applies does.
+func (s *Scenario) Fits(sh Shape) error {
+	if s.fits == nil {
+		return nil
+	}
+	if err := s.fits(sh); err != nil {
+		return fmt.Errorf("fault %s: %w", s.Name, err)
+	}
+	return nil
 }
 
 // Applies returns nil if the scenario can run against t, or an error
 // saying why not (the CLI skips such cases and says so).
 func (s *Scenario) Applies(t Target) error {
-	if s.applies == nil {
-		return nil
-	}
-	if err := s.applies(t); err != nil {
-		return fmt.Errorf("fault %s: %w", s.Name, err)
+	if err := s.Fits(t.Shape()); err != nil {
+		return err
 	}
 	if s.Proxied && len(t.Proxies) == 0 {
 		return fmt.Errorf("fault %s: needs proxies between the clients and the nodes", s.Name)
@@ -156,22 +191,22 @@ func holdAcross(spec workloads.Spec, at time.Duration) workloads.SectionHook {
 	return workloads.Between(max(at-spec.TTL/4, 0), at+spec.TTL/4, workloads.Stall{For: spec.TTL * 3 / 4, At: workloads.BeforeWrite})
 }
 
-func needRedis(t Target) error {
-	if len(t.Redis) == 0 {
+func needRedis(sh Shape) error {
+	if sh.RedisNodes == 0 {
 		return fmt.Errorf("applies to Redis-based backends with standalone nodes (redis, redlock, redsync)")
 	}
 	return nil
 }
 
-func needQuorumCluster(t Target) error {
-	if t.ZooKeeper == nil && t.Etcd == nil {
+func needQuorumCluster(sh Shape) error {
+	if sh.QuorumNodes == 0 {
 		return fmt.Errorf("applies to ZooKeeper and etcd")
 	}
 	return nil
 }
 
-func needMinority(t Target) error {
-	if len(t.Redis) >= 3 || len(t.quorumNodes()) >= 3 {
+func needMinority(sh Shape) error {
+	if sh.RedisNodes >= 3 || sh.QuorumNodes >= 3 {
 		return nil
 	}
 	return fmt.Errorf("needs a cluster of at least 3 nodes (Redlock, redsync, ZooKeeper or etcd)")
