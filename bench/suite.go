@@ -22,7 +22,8 @@ type Suite struct {
 	Clients     []int
 	PerfSeconds float64
 
-	// The fault matrix, on the hot key. Trials repeats the faults where
+	// The fault matrix, on the hot key (or on the workload a fault
+	// needs). Trials repeats the faults where
 	// fencing matters (FencedFaults), whose violations are rare events
 	// to count; the availability faults run once.
 	Faults       []string
@@ -57,7 +58,7 @@ var FencedFaults = []string{"client-pause", "failover", "restart", "clock-jump"}
 func Default() Suite {
 	hold, _ := workloads.Constant(time.Millisecond)
 	return Suite{
-		Backends:     []string{"noop", "redis", "sentinel", "redlock", "redlock?quarantine=false", "redlock?clockfloor=true", "redsync", "zookeeper", "etcd"},
+		Backends:     []string{"noop", "redis", "sentinel", "sentinel?wait=1", "redlock", "redlock?quarantine=false", "redlock?clockfloor=true", "redsync", "zookeeper", "etcd"},
 		Workloads:    []workloads.Workload{workloads.Hot, workloads.UniformKeys},
 		Clients:      []int{1, 4, 16, 64},
 		PerfSeconds:  1.5,
@@ -69,7 +70,9 @@ func Default() Suite {
 		// The variants are there for the restart case: without the
 		// quarantine (double grants), and with tokens floored by the
 		// nodes' clocks (tokens that survive nodes restarted empty).
+		// And WAIT is there for the failover: what it buys.
 		Variants: map[string][]string{
+			"sentinel?wait=1":          {"failover"},
 			"redlock?quarantine=false": {"restart"},
 			"redlock?clockfloor=true":  {"restart", "client-pause"},
 		},
@@ -151,6 +154,9 @@ func (s Suite) Cases() ([]Case, error) {
 					}
 					spec := base
 					spec.Workload, spec.Clients, spec.Duration = workloads.Hot, s.FaultClients, seconds(s.FaultSeconds)
+					if f.Workload != "" && f.Workload != workloads.Hot {
+						spec.Workload, spec.Keys = f.Workload, s.Keys
+					}
 					cases = append(cases, Case{Backend: b, Fault: f, Guard: g, Trial: trial, Spec: spec})
 				}
 			}

@@ -30,7 +30,7 @@ type Env struct {
 }
 
 // New returns an Env whose nodes live under dir, which is created if
-// needed.
+// needed and must be empty.
 func New(dir string) (*Env, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("compose: empty run dir")
@@ -41,6 +41,11 @@ func New(dir string) (*Env, error) {
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("compose: run dir %q: %w", dir, err)
+	}
+	// A node's files from an earlier run (a config Sentinel rewrote, a
+	// node's data) would be taken for this run's: start from nothing.
+	if entries, err := os.ReadDir(abs); err != nil || len(entries) > 0 {
+		return nil, fmt.Errorf("compose: run dir %q is not empty: give a new or empty one", dir)
 	}
 	return &Env{Dir: abs}, nil
 }

@@ -90,7 +90,12 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
-	env, err := compose.New(filepath.Join(f.out, "servers"))
+	// The servers' data and logs of an earlier run into the same dir go.
+	servers := filepath.Join(f.out, "servers")
+	if err := os.RemoveAll(servers); err != nil {
+		return err
+	}
+	env, err := compose.New(servers)
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,9 @@ type Scenario struct {
 	// failover takes seconds; a lease that expires during it would
 	// overlap for the wrong reason). Cases raise their TTL to it.
 	MinTTL time.Duration
+	// Workload is the workload the scenario needs, if any: a suite runs
+	// the scenario on it rather than on its default.
+	Workload workloads.Workload
 
 	fits  func(Shape) error
 	hooks func(Target, workloads.Spec) workloads.Hooks

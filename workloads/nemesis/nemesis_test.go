@@ -1,0 +1,73 @@
+package nemesis_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/workloads/nemesis"
+)
+
+func TestCatalogue(t *testing.T) {
+	seen := map[string]bool{}
+	for _, name := range nemesis.Names() {
+		if seen[name] {
+			t.Fatalf("scenario %q listed twice", name)
+		}
+		seen[name] = true
+		s, err := nemesis.Lookup(name)
+		if err != nil || s.Name != name || s.Doc == "" {
+			t.Fatalf("Lookup(%q) = %+v, %v", name, s, err)
+		}
+	}
+	for _, want := range []string{"none", "client-pause", "failover", "restart", "clock-jump", "crash-minority", "partition", "latency", "leader-kill"} {
+		if !seen[want] {
+			t.Errorf("the catalogue lacks %q", want)
+		}
+	}
+	if _, err := nemesis.Lookup("meteor"); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "meteor") {
+		t.Fatalf("Lookup of an unknown fault = %v, want ErrInvalid naming it", err)
+	}
+}
+
+func TestFits(t *testing.T) {
+	shapes := map[string]nemesis.Shape{
+		"noop":      {},
+		"redis":     {RedisNodes: 1},
+		"redlock":   {RedisNodes: 5},
+		"sentinel":  {Sentinel: true},
+		"zookeeper": {QuorumNodes: 3},
+	}
+	want := map[string][]string{ // scenario -> the shapes it fits
+		"none":           {"noop", "redis", "redlock", "sentinel", "zookeeper"},
+		"client-pause":   {"noop", "redis", "redlock", "sentinel", "zookeeper"},
+		"failover":       {"sentinel"},
+		"restart":        {"redis", "redlock"},
+		"clock-jump":     {"redis", "redlock"},
+		"crash-minority": {"redlock", "zookeeper"},
+		"partition":      {"redlock", "zookeeper"},
+		"latency":        {"redlock", "zookeeper"},
+		"leader-kill":    {"zookeeper"},
+	}
+	for name, fits := range want {
+		s, err := nemesis.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for shape, sh := range shapes {
+			got := s.Fits(sh) == nil
+			expected := false
+			for _, f := range fits {
+				expected = expected || f == shape
+			}
+			if got != expected {
+				t.Errorf("%s fits %s = %v, want %v (%v)", name, shape, got, expected, s.Fits(sh))
+			}
+		}
+	}
+	partition, _ := nemesis.Lookup("partition")
+	if err := partition.Applies(nemesis.Target{}); err == nil {
+		t.Error("partition applies to a target without nodes or proxies")
+	}
+}
