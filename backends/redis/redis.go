@@ -39,11 +39,12 @@ type Locker struct {
 const DefaultNodeTimeout = 250 * time.Millisecond
 
 // New returns a Locker on the server client talks to, with fencing tokens
-// on. opts are passed to redlock.New after the defaults (no quarantine,
-// fencing on, DefaultNodeTimeout), so they can override them. New does
-// not close client.
+// from a plain per-key counter. opts are passed to redlock.New after the
+// defaults (no quarantine, fencing on with plain counters,
+// DefaultNodeTimeout), so they can override them. New does not close
+// client.
 func New(client goredis.UniversalClient, opts ...redlock.Option) (*Locker, error) {
-	opts = append([]redlock.Option{redlock.WithQuarantine(false), redlock.WithFencing(true), redlock.WithNodeTimeout(DefaultNodeTimeout)}, opts...)
+	opts = append([]redlock.Option{redlock.WithQuarantine(false), redlock.WithClockFloor(false), redlock.WithFencing(true), redlock.WithNodeTimeout(DefaultNodeTimeout)}, opts...)
 	r, err := redlock.New([]goredis.UniversalClient{client}, opts...)
 	if err != nil {
 		return nil, err

@@ -335,7 +335,7 @@ func (a *attempt) appendAcquire(b []byte) []byte {
 	b = appendBulk(b, string(strconv.AppendInt(num[:0], a.o.TTL.Milliseconds(), 10)))
 	b = appendBulk(b, flag(r.o.quarantine))
 	b = appendBulk(b, flag(r.o.fencing))
-	b = appendBulk(b, flag(r.o.clockFloor))
+	b = appendBulk(b, flag(r.o.fencing && !r.o.noClockFloor))
 	if r.o.waitReplicas > 0 {
 		b = appendCommand(b, "WAIT", strconv.Itoa(r.o.waitReplicas), strconv.FormatInt(r.o.waitTimeout.Milliseconds(), 10))
 	}

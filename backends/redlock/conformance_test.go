@@ -53,7 +53,7 @@ func TestConformance(t *testing.T) {
 	for name, opts := range map[string][]redlock.Option{
 		"fencing+quarantine": {redlock.WithFencing(true)},
 		"plain":              {redlock.WithQuarantine(false)},
-		"clockfloor":         {redlock.WithClockFloor(true), redlock.WithQuarantine(false)},
+		"counters":           {redlock.WithFencing(true), redlock.WithClockFloor(false), redlock.WithQuarantine(false)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			locktest.Run(t, opener(addrs, opts...), locktest.WithSteal(steal(addrs)))

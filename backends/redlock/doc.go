@@ -25,9 +25,11 @@
 //     in the acquire script; the lease's token is the maximum over the
 //     granting majority, written back to a majority when they disagree, so
 //     every later grant returns a larger one while nodes keep their data.
-//     A node restarted empty loses its counters: a majority of such nodes
-//     hands out small tokens again. Guard with persistence (appendfsync
-//     always) or WithClockFloor (tokens at least the node's clock in µs).
+//     A node restarted empty loses its counters, and a majority of such
+//     nodes would hand out small tokens again: by default tokens are also
+//     raised to the granting node's clock in µs (WithClockFloor), which
+//     keeps them increasing across such restarts; with plain counters
+//     only persistence (appendfsync always) does.
 //   - Restart quarantine (on by default): a node whose Redis process
 //     changed (run_id) or lost its data does not vote until it has been up
 //     for one max TTL — antirez's "delayed restart", enforced by the client.

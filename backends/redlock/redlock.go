@@ -29,7 +29,7 @@ type Option func(*options) error
 
 type options struct {
 	fencing      bool
-	clockFloor   bool
+	noClockFloor bool // plain counters: WithClockFloor(false)
 	quarantine   bool
 	maxTTL       time.Duration
 	drift        float64
@@ -42,21 +42,28 @@ type options struct {
 // on each node, advanced by the acquire script; the lease's token is the
 // maximum over the majority that granted it, written back to a majority
 // before Acquire returns, so any later grant, whose majority overlaps this
-// one, returns a larger token. Tokens strictly increase as long as nodes
-// keep their counters (persistence); see WithClockFloor for nodes that
-// restart empty. Off by default.
+// one, returns a larger token. A counter lives as long as its node's data:
+// a majority of nodes restarted empty (the quarantine keeps them from
+// granting a held lock, not from forgetting their counters) would hand
+// out small tokens again, so by default every token is also raised to at
+// least the granting node's clock in microseconds (see WithClockFloor).
+// Off by default.
 func WithFencing(on bool) Option {
 	return func(o *options) error { o.fencing = on; return nil }
 }
 
-// WithClockFloor raises every token to at least the granting node's clock
-// in microseconds, so that a node that restarted without its counters
-// still hands out tokens above the ones issued before the restart, as long
-// as clocks do not run backwards by more than the time between the two
-// grants. It implies WithFencing(true).
+// WithClockFloor, on by default with fencing, raises every token to at
+// least the granting node's clock in microseconds, so that a node that
+// restarted without its counters still hands out tokens above the ones
+// issued before, as long as the nodes' clocks do not disagree by more than
+// the time between two grants of a key (NTP keeps them within
+// milliseconds; a restart takes seconds). Tokens then look like
+// timestamps. WithClockFloor(false) leaves plain counters (1, 2, 3, ...),
+// which only persistence (appendfsync always) keeps increasing across
+// restarts. WithClockFloor(true) implies WithFencing(true).
 func WithClockFloor(on bool) Option {
 	return func(o *options) error {
-		o.clockFloor = on
+		o.noClockFloor = !on
 		if on {
 			o.fencing = true
 		}

@@ -17,7 +17,7 @@ func init() { backends.Register("redlock", Open) }
 
 // Open is the registry's factory: a Redlock over cfg.Addrs (one address
 // per independent master), with its own go-redis clients that Close
-// closes. Params: fencing (default true), clockfloor (false), quarantine
+// closes. Params: fencing (default true), clockfloor (true), quarantine
 // (true), bootstrap (false: when true, admit new nodes at once, see
 // Bootstrap), maxttl (1m), drift (0.01), nodetimeout (scaled from the TTL).
 func Open(cfg backends.Config) (locker.Locker, error) {
@@ -31,7 +31,7 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	floor, err := cfg.Bool("clockfloor", false)
+	floor, err := cfg.Bool("clockfloor", true)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 			return nil, locker.Invalidf("param drift=%q: not a number", v)
 		}
 	}
-	opts := []Option{WithFencing(fencing), WithClockFloor(floor), WithQuarantine(quarantine), WithMaxTTL(maxTTL), WithDrift(drift)}
+	opts := []Option{WithClockFloor(floor), WithFencing(fencing), WithQuarantine(quarantine), WithMaxTTL(maxTTL), WithDrift(drift)}
 	if nodeTimeout > 0 {
 		opts = append(opts, WithNodeTimeout(nodeTimeout))
 	}

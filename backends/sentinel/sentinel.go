@@ -156,7 +156,9 @@ func New(fo goredis.FailoverOptions, opts ...Option) (*Locker, error) {
 	// master, and a WAIT holds it until it returns, up to waitSlack after
 	// its timeout: the requests queued behind it must allow for that.
 	timeout := DefaultNodeTimeout
-	engine := []redlock.Option{redlock.WithQuarantine(false), redlock.WithFencing(c.fencing)}
+	// Plain counters, as a Redis lock has them: a failover that loses the
+	// counter's increment is part of what this backend shows.
+	engine := []redlock.Option{redlock.WithQuarantine(false), redlock.WithClockFloor(false), redlock.WithFencing(c.fencing)}
 	if c.wait > 0 {
 		timeout += c.waitTimeout + waitSlack
 		engine = append(engine, redlock.WithWait(c.wait, c.waitTimeout))
