@@ -220,6 +220,29 @@ func countOrDash(gs []*group) string {
 	return strconv.FormatInt(t.violations(), 10)
 }
 
+// Notes in a table cell: the first few, each cut short; the rest are in
+// results.json.
+const (
+	cellNotes    = 3
+	cellNoteRune = 200
+)
+
+// brief joins the first cellNotes notes, each cut to cellNoteRune runes,
+// and says how many more there are.
+func brief(notes []string) string {
+	var out []string
+	for _, n := range notes[:min(len(notes), cellNotes)] {
+		if r := []rune(n); len(r) > cellNoteRune {
+			n = string(r[:cellNoteRune]) + "…"
+		}
+		out = append(out, n)
+	}
+	if more := len(notes) - cellNotes; more > 0 {
+		out = append(out, fmt.Sprintf("(%d more in results.json)", more))
+	}
+	return strings.Join(out, "; ")
+}
+
 // safetySection is the fault × backend × guard table with notes.
 func (ds *dataset) safetySection(d *document) {
 	d.h(2, "Safety table")
@@ -248,7 +271,7 @@ func (ds *dataset) safetySection(d *document) {
 					tokens = "yes"
 				}
 				t.rows = append(t.rows, []string{f, b, guard, tokens, itoa(s.Overlaps), itoa(s.StaleAccepted), itoa(s.StaleRejected),
-					itoa(s.LostUpdates), itoa(s.TokenRegressions), strconv.Itoa(s.Trials), strings.Join(s.Notes, "; ")})
+					itoa(s.LostUpdates), itoa(s.TokenRegressions), strconv.Itoa(s.Trials), brief(s.Notes)})
 				t.flag = append(t.flag, s.violations() > 0)
 			}
 		}
