@@ -21,6 +21,7 @@ type holder struct {
 	extends   int
 	released  int
 	ended     []error
+	endedCh   chan struct{} // closed by the first Ended call
 }
 
 func (h *holder) Extend(_ context.Context, ttl time.Duration) (time.Time, error) {
@@ -44,6 +45,20 @@ func (h *holder) Ended(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ended = append(h.ended, err)
+	if len(h.ended) == 1 {
+		close(h.endedCh)
+	}
+}
+
+// waitEnded waits for the lease to call Ended: it does so after Done
+// closes, so that a user is told of the end before any cleanup runs.
+func (h *holder) waitEnded(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.endedCh:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ended not called within 5s of the lease's end")
+	}
 }
 
 func (h *holder) failExtends(err error) {
@@ -64,7 +79,7 @@ func newLease(t *testing.T, ttl time.Duration, opts ...locker.Option) (*locker.H
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &holder{}
+	h := &holder{endedCh: make(chan struct{})}
 	l := locker.NewLease(context.Background(), h, locker.Grant{Key: "k", Token: 7, HasToken: true, ValidUntil: time.Now().Add(ttl)}, o)
 	return l, h
 }
@@ -118,6 +133,7 @@ func TestLeaseExpires(t *testing.T) {
 	if err := l.Release(context.Background()); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("Release of an expired lease = %v, want ErrNotHeld", err)
 	}
+	h.waitEnded(t)
 	if _, released, ended := h.counts(); released != 0 || ended != 1 {
 		t.Fatalf("backend saw %d releases and %d Ended calls, want 0 and 1", released, ended)
 	}
@@ -187,6 +203,7 @@ func TestLeaseLose(t *testing.T) {
 	if !errors.Is(l.Err(), cause) {
 		t.Fatalf("a second Lose replaced the first cause: %v", l.Err())
 	}
+	h.waitEnded(t)
 	if _, _, ended := h.counts(); ended != 1 {
 		t.Fatalf("Ended called %d times, want 1", ended)
 	}
@@ -196,7 +213,7 @@ func TestLeaseParentEnds(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	parent, cancel := context.WithCancelCause(context.Background())
 	o, _ := locker.Resolve("k", locker.WithAutoExtend(true), locker.WithTTL(time.Minute))
-	l := locker.NewLease(parent, &holder{}, locker.Grant{Key: "k", ValidUntil: time.Now().Add(time.Minute)}, o)
+	l := locker.NewLease(parent, &holder{endedCh: make(chan struct{})}, locker.Grant{Key: "k", ValidUntil: time.Now().Add(time.Minute)}, o)
 	cancel(locker.ErrClosed)
 	waitDone(t, l, time.Second)
 	if !errors.Is(l.Err(), locker.ErrLost) || !errors.Is(l.Err(), locker.ErrClosed) {
