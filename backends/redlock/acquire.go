@@ -335,7 +335,11 @@ func (a *attempt) appendAcquire(b []byte) []byte {
 	b = appendBulk(b, string(strconv.AppendInt(num[:0], a.o.TTL.Milliseconds(), 10)))
 	b = appendBulk(b, flag(r.o.quarantine))
 	b = appendBulk(b, flag(r.o.fencing))
-	b = appendBulk(b, flag(r.o.fencing && !r.o.noClockFloor))
+	floor := int64(0)
+	if r.o.fencing && !r.o.noClockFloor {
+		floor = time.Now().UnixMicro()
+	}
+	b = appendBulkInt(b, floor)
 	if r.o.waitReplicas > 0 {
 		b = appendCommand(b, "WAIT", strconv.Itoa(r.o.waitReplicas), strconv.FormatInt(r.o.waitTimeout.Milliseconds(), 10))
 	}

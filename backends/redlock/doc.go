@@ -27,7 +27,7 @@
 //     every later grant returns a larger one while nodes keep their data.
 //     A node restarted empty loses its counters, and a majority of such
 //     nodes would hand out small tokens again: by default tokens are also
-//     raised to the granting node's clock in µs (WithClockFloor), which
+//     raised to the acquiring client's clock in µs (WithClockFloor), which
 //     keeps them increasing across such restarts; with plain counters
 //     only persistence (appendfsync always) does.
 //   - Restart quarantine (on by default): a node whose Redis process

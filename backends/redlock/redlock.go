@@ -46,19 +46,20 @@ type options struct {
 // a majority of nodes restarted empty (the quarantine keeps them from
 // granting a held lock, not from forgetting their counters) would hand
 // out small tokens again, so by default every token is also raised to at
-// least the granting node's clock in microseconds (see WithClockFloor).
+// least the acquiring client's clock in microseconds (see WithClockFloor).
 // Off by default.
 func WithFencing(on bool) Option {
 	return func(o *options) error { o.fencing = on; return nil }
 }
 
 // WithClockFloor, on by default with fencing, raises every token to at
-// least the granting node's clock in microseconds, so that a node that
-// restarted without its counters still hands out tokens above the ones
-// issued before, as long as the nodes' clocks do not disagree by more than
-// the time between two grants of a key (NTP keeps them within
-// milliseconds; a restart takes seconds). Tokens then look like
-// timestamps. WithClockFloor(false) leaves plain counters (1, 2, 3, ...),
+// least the acquiring client's clock in microseconds (the same floor for
+// every node of a grant, so they agree on the token and need no write
+// back), so that nodes restarted without their counters still hand out
+// tokens above the ones issued before, as long as the clients' clocks do
+// not disagree by more than the time between two grants of a key (NTP
+// keeps them within milliseconds; a restart takes seconds). Tokens then
+// look like timestamps. WithClockFloor(false) leaves plain counters (1, 2, 3, ...),
 // which only persistence (appendfsync always) keeps increasing across
 // restarts. WithClockFloor(true) implies WithFencing(true).
 func WithClockFloor(on bool) Option {

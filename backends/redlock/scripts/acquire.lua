@@ -3,7 +3,7 @@
 -- ARGV[1] the lock value, ARGV[2] the TTL in ms,
 -- ARGV[3] "1": refuse (-2) when the node marker is missing (restart quarantine)
 -- ARGV[4] "1": advance and return the fencing counter
--- ARGV[5] "1": raise the counter to at least the node's clock in microseconds
+-- ARGV[5] a floor for the token (the client's clock in µs), or "0"
 -- Returns -2 quarantined, -1 held by another value, else the token (0 without fencing).
 if ARGV[3] == '1' and redis.call('EXISTS', KEYS[3]) == 0 then
   return -2
@@ -15,12 +15,10 @@ if ARGV[4] ~= '1' then
   return 0
 end
 local token = redis.call('INCR', KEYS[2])
-if ARGV[5] == '1' then
-  local now = redis.call('TIME')
-  local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  if token < floor then
-    redis.call('SET', KEYS[2], string.format('%d', floor))
-    token = floor
-  end
+local floor = tonumber(ARGV[5])
+if token < floor then
+  -- Every node of one grant gets the same floor: they agree on the token.
+  redis.call('SET', KEYS[2], ARGV[5])
+  token = floor
 end
 return token
