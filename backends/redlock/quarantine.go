@@ -27,7 +27,7 @@ const infoEvery = time.Second
 // health is a client's view of one node's restarts.
 type health struct {
 	runID     string
-	startedAt time.Time // the latest the process can have started: uptime is rounded down
+	startedAt time.Time // the latest the process can have started
 	checkedAt time.Time // zero: check on the next round
 	admitted  bool
 	until     time.Time // not admitted before (startedAt + MaxTTL)
@@ -82,7 +82,10 @@ func (n *node) observe(info, marker reply, now time.Time, maxTTL time.Duration, 
 	defer n.mu.Unlock()
 	h := &n.health
 	h.runID, h.checkedAt = runID, now
-	h.startedAt = now.Add(-uptime)
+	// uptime_in_seconds is the difference of two clock readings cut to
+	// whole seconds, so it can exceed the real uptime by up to a second:
+	// the latest possible start is a second later than it says.
+	h.startedAt = now.Add(-uptime + time.Second)
 	if marker.kind == '$' && marker.s == runID {
 		h.admitted, h.until = true, time.Time{}
 		return "", nil
