@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 func TestOpenRejects(t *testing.T) {
@@ -175,7 +176,7 @@ func TestExtendLonger(t *testing.T) {
 	if ttl, err := c.TimeToLive(ctx, after); err != nil || ttl.GrantedTTL != 5 {
 		t.Fatalf("new lease: %s; want a 5 s lease", ttlString(ttl, err))
 	}
-	waitFor(t, 10*time.Second, "the old lease revoked", func() bool {
+	locktest.WaitFor(t, 10*time.Second, "the old lease revoked", func() bool {
 		ttl, err := c.TimeToLive(ctx, before)
 		return err == nil && ttl.TTL == -1
 	})
@@ -219,7 +220,7 @@ func TestNothingLeftBehind(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire past its deadline = %v, want DeadlineExceeded", err)
 	}
-	waitFor(t, 10*time.Second, "the waiter's key deleted", func() bool { return count() == 1 })
+	locktest.WaitFor(t, 10*time.Second, "the waiter's key deleted", func() bool { return count() == 1 })
 	nested, err := b.TryAcquire(ctx, "left/nested")
 	if err != nil {
 		t.Fatalf("TryAcquire of a key below a held one: %v", err)
@@ -250,7 +251,7 @@ func TestLongWait(t *testing.T) {
 		lease, err := b.Acquire(ctx, "long", locker.WithTTL(time.Second))
 		got <- result{lease, err}
 	}()
-	waitFor(t, 10*time.Second, "the waiter queued", func() bool {
+	locktest.WaitFor(t, 10*time.Second, "the waiter queued", func() bool {
 		resp, err := c.Get(ctx, b.Prefix("long"), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		return err == nil && resp.Count == 2
 	})
@@ -422,7 +423,7 @@ func TestCloseNoLeak(t *testing.T) {
 		_, err := l.Acquire(context.Background(), "close:auto")
 		waiting <- err
 	}()
-	waitFor(t, 10*time.Second, "the waiter queued", func() bool {
+	locktest.WaitFor(t, 10*time.Second, "the waiter queued", func() bool {
 		resp, err := c.Get(ctx, l.Prefix("close:auto"), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		return err == nil && resp.Count == 2
 	})
@@ -460,20 +461,4 @@ func ttlString(ttl *clientv3.LeaseTimeToLiveResponse, err error) string {
 		return err.Error()
 	}
 	return fmt.Sprintf("lease %x: TTL %d s of %d s", int64(ttl.ID), ttl.TTL, ttl.GrantedTTL)
-}
-
-// waitFor polls cond every 10 ms until it holds, failing the test after
-// within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(within)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("no %s within %v", what, within)
-		}
-	}
 }

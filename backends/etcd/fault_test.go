@@ -2,12 +2,12 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 // TestMemberDown checks that a three-member cluster keeps granting with
@@ -20,44 +20,6 @@ func TestMemberDown(t *testing.T) {
 	other := openClosed(t, c.Endpoints(), nil)
 	held := mustAcquire(t, l, "held", locker.WithTTL(10*time.Minute))
 
-	loop := func(t *testing.T, what string) {
-		t.Helper()
-		start := time.Now()
-		for i := range 20 {
-			lc := l
-			if i%2 == 1 {
-				lc = other
-			}
-			// Generous: the first grants may wait for an election and
-			// for the clients to give up on the dead member.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			lease, err := lc.Acquire(ctx, "loop", locker.WithTTL(30*time.Second))
-			if err != nil {
-				cancel()
-				t.Fatalf("%s: Acquire %d: %v", what, i, err)
-			}
-			err = lease.Release(ctx)
-			cancel()
-			if err != nil {
-				t.Fatalf("%s: Release %d: %v", what, i, err)
-			}
-		}
-		t.Logf("%s: 20 grants in %v", what, time.Since(start).Round(time.Millisecond))
-		if err := held.Err(); err != nil {
-			t.Fatalf("%s: the lease held all along ended: %v", what, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := held.Extend(ctx, 10*time.Minute); err != nil {
-			t.Fatalf("%s: Extend of the lease held all along: %v", what, err)
-		}
-		if lease, err := other.TryAcquire(ctx, "held"); !errors.Is(err, locker.ErrNotAcquired) {
-			if lease != nil {
-				_ = lease.Release(ctx)
-			}
-			t.Fatalf("%s: TryAcquire of the held key = %v, want ErrNotAcquired", what, err)
-		}
-	}
 	restart := func(n *compose.Node) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -82,7 +44,7 @@ func TestMemberDown(t *testing.T) {
 	if err := follower.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	loop(t, "follower "+follower.Name+" killed")
+	locktest.KeepsGranting(t, "follower "+follower.Name+" killed", l, other, held, time.Minute)
 	restart(follower)
 
 	if leader, err = c.Leader(ctx); err != nil {
@@ -96,7 +58,7 @@ func TestMemberDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("leader %s killed, %s elected", leader.Name, next.Name)
-	loop(t, "leader "+leader.Name+" killed")
+	locktest.KeepsGranting(t, "leader "+leader.Name+" killed", l, other, held, time.Minute)
 	restart(leader)
 	if err := held.Release(context.Background()); err != nil {
 		t.Fatal(err)
@@ -117,52 +79,12 @@ func TestPartitionedHolder(t *testing.T) {
 	const key, ttl = "partition", 2 * time.Second
 	held := mustAcquire(t, a, key, locker.WithTTL(ttl), locker.WithAutoExtend(true))
 
-	type grant struct {
-		lease locker.Lease
-		err   error
-		at    time.Time
-	}
-	granted := make(chan grant, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		lease, err := b.Acquire(ctx, key, locker.WithTTL(time.Minute))
-		granted <- grant{lease, err, time.Now()}
-	}()
-	ended := make(chan time.Time, 1)
-	go func() {
-		<-held.Done()
-		ended <- time.Now()
-	}()
-
-	cut := time.Now()
-	if err := node.Partition(); err != nil {
-		t.Fatal(err)
-	}
-	g := <-granted
-	if g.err != nil {
-		t.Fatalf("the other client's Acquire: %v", g.err)
-	}
-	select {
-	case <-held.Done():
-	default:
-		t.Fatalf("key granted to another client %v after the partition while the cut-off holder's lease was still held", g.at.Sub(cut))
-	}
-	at := <-ended
-	t.Logf("partition at 0: holder's lease ended at %v, key granted again at %v; holder's Err: %v",
-		at.Sub(cut).Round(time.Millisecond), g.at.Sub(cut).Round(time.Millisecond), held.Err())
-	if !errors.Is(held.Err(), locker.ErrLost) {
-		t.Fatalf("cut-off holder's Err = %v, want ErrLost", held.Err())
-	}
-	tokA, _ := held.Token()
-	if tokB, _ := g.lease.Token(); tokB <= tokA {
-		t.Fatalf("token of the new grant %d not above the lost lease's %d", tokB, tokA)
-	}
+	tk := locktest.CutOff(t, held, b, time.Minute, node.Partition)
 
 	if err := node.Heal(); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.lease.Release(context.Background()); err != nil {
+	if err := tk.Lease.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	again := mustAcquire(t, a, key, locker.WithTTL(time.Minute))

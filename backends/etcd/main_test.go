@@ -2,9 +2,7 @@ package etcd
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,48 +15,22 @@ import (
 )
 
 // shared is the one-member cluster the conformance suite, the small tests
-// and the benchmarks share; fault tests start their own clusters.
-var shared struct {
-	once      sync.Once
-	dir       string
-	env       *compose.Env
-	endpoints []string
-	err       error
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared.env != nil {
-		if err := shared.env.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-		os.RemoveAll(shared.dir)
+// and the benchmarks share, with fsync on, as a server is run; fault tests
+// start their own clusters.
+var shared = compose.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
+	c, err := e.Etcd(ctx, 1, compose.EtcdOptions{})
+	if err != nil {
+		return nil, err
 	}
-	os.Exit(code)
-}
+	return c.Endpoints(), nil
+})
 
-// single returns the endpoints of the shared one-member cluster, starting
-// it on first use, with fsync on, as a server is run.
-func single(t testing.TB) []string {
-	t.Helper()
-	shared.once.Do(func() {
-		if shared.dir, shared.err = os.MkdirTemp("", "etcd-test-"); shared.err != nil {
-			return
-		}
-		if shared.env, shared.err = compose.New(shared.dir); shared.err != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		var c *compose.EtcdCluster
-		if c, shared.err = shared.env.Etcd(ctx, 1, compose.EtcdOptions{}); shared.err == nil {
-			shared.endpoints = c.Endpoints()
-		}
-	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.endpoints
+func TestMain(m *testing.M) { os.Exit(compose.RunTests(m, shared)) }
+
+// single returns the endpoints of the shared one-member cluster.
+func single(tb testing.TB) []string {
+	tb.Helper()
+	return shared.Get(tb)
 }
 
 // cluster starts n members for the test. fsync is off, so that a loaded

@@ -59,23 +59,6 @@ func BenchmarkHotKey(b *testing.B) {
 // runClients runs b.N Acquire+Release operations spread over n clients
 // (sharing one Locker when shared) with locktest.Bench.
 func runClients(b *testing.B, s *compose.SentinelSet, params map[string]string, n int, shared, hot bool) {
-	lockers := make([]locker.Locker, n)
-	for i := range lockers {
-		if shared && i > 0 {
-			lockers[i] = lockers[0]
-			continue
-		}
-		lockers[i] = open(b, s, params)
-		defer lockers[i].Close()
-	}
-	prefix := fmt.Sprintf("bench:%s:%d", b.Name(), time.Now().UnixNano())
-	ops := make([]locktest.Op, n)
-	for w := range ops {
-		key := fmt.Sprintf("%s:%d", prefix, w)
-		if hot {
-			key = prefix
-		}
-		ops[w] = locktest.AcquireRelease(lockers[w], key, locker.WithTTL(10*time.Second))
-	}
-	locktest.Bench(b, ops)
+	lockers := locktest.Lockers(b, func(tb testing.TB) locker.Locker { return open(tb, s, params) }, n, shared)
+	locktest.Bench(b, locktest.LockerOps(b, lockers, hot, locker.WithTTL(10*time.Second)))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 // TestSessionExpiryLosesLease cuts a holder off from a standalone server
@@ -32,55 +33,15 @@ func TestSessionExpiryLosesLease(t *testing.T) {
 	const key = "expiry"
 	held := mustAcquire(t, a, key, locker.WithTTL(time.Minute))
 
-	type grant struct {
-		lease locker.Lease
-		err   error
-		at    time.Time
-	}
-	granted := make(chan grant, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		lease, err := b.Acquire(ctx, key, locker.WithTTL(time.Minute))
-		granted <- grant{lease, err, time.Now()}
-	}()
-	ended := make(chan time.Time, 1)
-	go func() {
-		<-held.Done()
-		ended <- time.Now()
-	}()
-
-	cut := time.Now()
-	if err := node.Partition(); err != nil {
-		t.Fatal(err)
-	}
-	g := <-granted
-	if g.err != nil {
-		t.Fatalf("the other client's Acquire: %v", g.err)
-	}
-	select {
-	case <-held.Done():
-	default:
-		t.Fatalf("key granted to another client %v after the partition while the cut-off holder's lease was still held", g.at.Sub(cut))
-	}
-	at := <-ended
-	t.Logf("partition at 0: holder's lease ended at %v, key granted again at %v; holder's Err: %v",
-		at.Sub(cut).Round(time.Millisecond), g.at.Sub(cut).Round(time.Millisecond), held.Err())
-	if !errors.Is(held.Err(), locker.ErrLost) {
-		t.Fatalf("cut-off holder's Err = %v, want ErrLost", held.Err())
-	}
-	if early := at.Sub(cut); early < session/2 {
-		t.Fatalf("holder gave its lease up %v after the partition: the session could not have expired before %v", early, session/2)
-	}
-	tokA, _ := held.Token()
-	if tokB, _ := g.lease.Token(); tokB <= tokA {
-		t.Fatalf("token of the new grant %d not above the lost lease's %d", tokB, tokA)
+	tk := locktest.CutOff(t, held, b, 30*time.Second, node.Partition)
+	if tk.Ended < session/2 {
+		t.Fatalf("holder gave its lease up %v after the partition: the session could not have expired before %v", tk.Ended, session/2)
 	}
 
 	if err := node.Heal(); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.lease.Release(context.Background()); err != nil {
+	if err := tk.Lease.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	again := mustAcquire(t, a, key, locker.WithTTL(time.Minute))
@@ -114,7 +75,7 @@ func TestCloseWhileServerPaused(t *testing.T) {
 	// Wait until go-zookeeper has dialled the stopped server again (the
 	// kernel accepts for it) and is reading the connect reply that will
 	// not come: the state is Connected, without a session.
-	waitFor(t, 10*time.Second, "reconnect to the stopped server", func() bool { return l.conn.State() == zk.StateConnected })
+	locktest.WaitFor(t, 10*time.Second, "reconnect to the stopped server", func() bool { return l.conn.State() == zk.StateConnected })
 	start := time.Now()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -138,35 +99,6 @@ func TestMemberDown(t *testing.T) {
 	other := openClosed(t, z.Addrs(), nil)
 	held := mustAcquire(t, l, "held", locker.WithTTL(10*time.Minute))
 
-	loop := func(t *testing.T, what string) {
-		t.Helper()
-		start := time.Now()
-		for i := range 20 {
-			lc := l
-			if i%2 == 1 {
-				lc = other
-			}
-			lease := mustAcquire(t, lc, "loop")
-			if err := lease.Release(context.Background()); err != nil {
-				t.Fatalf("%s: Release %d: %v", what, i, err)
-			}
-		}
-		t.Logf("%s: 20 grants in %v", what, time.Since(start).Round(time.Millisecond))
-		if err := held.Err(); err != nil {
-			t.Fatalf("%s: the lease held all along ended: %v", what, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := held.Extend(ctx, 10*time.Minute); err != nil {
-			t.Fatalf("%s: Extend of the lease held all along: %v", what, err)
-		}
-		if lease, err := other.TryAcquire(ctx, "held"); !errors.Is(err, locker.ErrNotAcquired) {
-			if lease != nil {
-				_ = lease.Release(ctx)
-			}
-			t.Fatalf("%s: TryAcquire of the held key = %v, want ErrNotAcquired", what, err)
-		}
-	}
 	restart := func(n *compose.Node) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -182,7 +114,7 @@ func TestMemberDown(t *testing.T) {
 	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	loop(t, "leader "+leader.Name+" killed")
+	locktest.KeepsGranting(t, "leader "+leader.Name+" killed", l, other, held, 30*time.Second)
 	restart(leader)
 
 	var conn *compose.Node
@@ -197,26 +129,10 @@ func TestMemberDown(t *testing.T) {
 	if err := conn.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	loop(t, "client's server "+conn.Name+" killed")
+	locktest.KeepsGranting(t, "client's server "+conn.Name+" killed", l, other, held, 30*time.Second)
 	restart(conn)
 	if err := held.Release(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitFor polls cond every 10 ms until it holds, failing the test after
-// within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(within)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("no %s within %v", what, within)
-		}
 	}
 }
 
@@ -233,7 +149,7 @@ func TestStolenLeaseEndsAtOnce(t *testing.T) {
 			lease := mustAcquire(t, l, key, locker.WithTTL(time.Minute))
 			if hold {
 				// Steal once the watch is set: its NodeDeleted ends the lease.
-				waitFor(t, 5*time.Second, "watch on the lease's znode", func() bool { return mntr(t, addrs[0], "zk_watch_count") > 0 })
+				locktest.WaitFor(t, 5*time.Second, "watch on the lease's znode", func() bool { return mntr(t, addrs[0], "zk_watch_count") > 0 })
 			}
 			stolen := time.Now()
 			steal(t, thief, DefaultRoot, key)

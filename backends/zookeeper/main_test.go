@@ -3,13 +3,11 @@ package zookeeper
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,68 +20,36 @@ import (
 
 // A shared standalone server runs the conformance suite and the small
 // tests, another the benchmarks; fault tests start their own ensembles.
-// Both are started on first use and stopped when the tests end.
 var (
-	testServer  sharedServer
-	benchServer sharedServer
+	testServer  = sharedServer(testOptions(false))
+	benchServer = sharedServer(compose.ZooKeeperOptions{})
 )
 
-type sharedServer struct {
-	once  sync.Once
-	dir   string
-	env   *compose.Env
-	addrs []string
-	err   error
-}
+func TestMain(m *testing.M) { os.Exit(compose.RunTests(m, testServer, benchServer)) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, s := range []*sharedServer{&testServer, &benchServer} {
-		if s.env != nil {
-			if err := s.env.Close(); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-			}
-			os.RemoveAll(s.dir)
+// sharedServer is a standalone server run with o, shared by the tests.
+func sharedServer(o compose.ZooKeeperOptions) *compose.Shared[[]string] {
+	return compose.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
+		z, err := e.ZooKeeper(ctx, 1, o)
+		if err != nil {
+			return nil, err
 		}
-	}
-	os.Exit(code)
-}
-
-// addrsOf starts s with o on first use and returns its address.
-func (s *sharedServer) addrsOf(tb testing.TB, o compose.ZooKeeperOptions) []string {
-	tb.Helper()
-	s.once.Do(func() {
-		if s.dir, s.err = os.MkdirTemp("", "zookeeper-test-"); s.err != nil {
-			return
-		}
-		if s.env, s.err = compose.New(s.dir); s.err != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		var z *compose.Ensemble
-		if z, s.err = s.env.ZooKeeper(ctx, 1, o); s.err == nil {
-			s.addrs = z.Addrs()
-		}
+		return z.Addrs(), nil
 	})
-	if s.err != nil {
-		tb.Fatal(s.err)
-	}
-	return s.addrs
 }
 
 // standalone returns the address of the tests' shared server, which runs
 // like the fault tests' ensembles (see ensemble).
 func standalone(tb testing.TB) []string {
 	tb.Helper()
-	return testServer.addrsOf(tb, testOptions(false))
+	return testServer.Get(tb)
 }
 
 // benchStandalone returns the address of the benchmarks' server: default
-// tick (200 ms) and fsync on, as a server is normally run.
+// tick (compose's 200 ms) and fsync on.
 func benchStandalone(tb testing.TB) []string {
 	tb.Helper()
-	return benchServer.addrsOf(tb, compose.ZooKeeperOptions{})
+	return benchServer.Get(tb)
 }
 
 // testOptions: a 100 ms tick lets sessions be as short as 200 ms; fsync is

@@ -2,6 +2,7 @@ package locktest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,7 @@ import (
 )
 
 // Op is one benchmarked operation, typically taking a lock and giving it
-// back. Bench gives each client its own Op.
+// back. Each client has its own Op.
 type Op func(ctx context.Context) error
 
 // AcquireRelease returns an Op that acquires key on l and releases it.
@@ -26,29 +27,100 @@ func AcquireRelease(l locker.Locker, key string, opts ...locker.Option) Op {
 	}
 }
 
-// Bench runs b.N operations spread over the clients (one goroutine per
-// Op) and reports, benchstat-readable, the throughput (ops/s), the
-// latency of an operation (p50, p99, p99.9 and max, in µs) and how many
-// failed. The backend benchmarks of every package use it, so that their
-// numbers mean the same thing; compare them as ratios between contenders
-// measured in the same run, never as absolute times.
-func Bench(b *testing.B, clients []Op) {
-	b.Helper()
-	ctx := context.Background()
+// Lockers returns n Lockers made by open: n separate ones, as separate
+// processes would have, or when shared one Locker n times, as goroutines
+// of one process would. Each is closed when tb ends.
+func Lockers(tb testing.TB, open func(tb testing.TB) locker.Locker, n int, shared bool) []locker.Locker {
+	tb.Helper()
+	lockers := make([]locker.Locker, n)
+	for i := range lockers {
+		if shared && i > 0 {
+			lockers[i] = lockers[0]
+			continue
+		}
+		l := open(tb)
+		tb.Cleanup(func() {
+			if err := l.Close(); err != nil {
+				tb.Error(err)
+			}
+		})
+		lockers[i] = l
+	}
+	return lockers
+}
+
+// LockerOps returns an AcquireRelease Op per Locker: all on one key when
+// hot, else each on a key of its own. The keys are new to tb.
+func LockerOps(tb testing.TB, lockers []locker.Locker, hot bool, opts ...locker.Option) []Op {
+	prefix := fmt.Sprintf("bench:%s:%d", tb.Name(), time.Now().UnixNano())
+	ops := make([]Op, len(lockers))
+	for i, l := range lockers {
+		key := prefix
+		if !hot {
+			key = fmt.Sprintf("%s:%d", prefix, i)
+		}
+		ops[i] = AcquireRelease(l, key, opts...)
+	}
+	return ops
+}
+
+// Sample is what Measure observed.
+type Sample struct {
+	// Latencies of the operations that succeeded, in ascending order.
+	Latencies []time.Duration
+	// Failures counts the operations that returned an error; FirstErr is
+	// the first of them.
+	Failures int
+	FirstErr error
+	// Elapsed is the wall time from the first operation's start to the
+	// last one's end.
+	Elapsed time.Duration
+}
+
+// Throughput is the successful operations per second.
+func (s Sample) Throughput() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(len(s.Latencies)) / s.Elapsed.Seconds()
+}
+
+// Percentile returns the latency below which a fraction p (0 to 1) of
+// the successful operations fall; 0 when none succeeded.
+func (s Sample) Percentile(p float64) time.Duration {
+	if len(s.Latencies) == 0 {
+		return 0
+	}
+	return s.Latencies[min(len(s.Latencies)-1, int(p*float64(len(s.Latencies))))]
+}
+
+// add accumulates o into s (both sorted, s's elapsed extended by o's).
+func (s *Sample) add(o Sample) {
+	s.Latencies = append(s.Latencies, o.Latencies...)
+	slices.Sort(s.Latencies)
+	s.Failures += o.Failures
+	if s.FirstErr == nil {
+		s.FirstErr = o.FirstErr
+	}
+	s.Elapsed += o.Elapsed
+}
+
+// Measure runs each client on a goroutine of its own, one operation after
+// another while more returns true (more is called concurrently, before
+// every operation), and returns what it observed.
+func Measure(ctx context.Context, clients []Op, more func() bool) Sample {
 	var (
-		next     atomic.Int64
 		failures atomic.Int64
 		firstErr atomic.Value
 		mu       sync.Mutex
 		lat      []time.Duration
 		wg       sync.WaitGroup
 	)
-	b.ResetTimer()
 	start := time.Now()
 	for _, op := range clients {
 		wg.Go(func() {
 			var mine []time.Duration
-			for next.Add(1) <= int64(b.N) {
+			for more() {
 				t0 := time.Now()
 				if err := op(ctx); err != nil {
 					failures.Add(1)
@@ -63,25 +135,32 @@ func Bench(b *testing.B, clients []Op) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
+	s := Sample{Latencies: lat, Failures: int(failures.Load()), Elapsed: time.Since(start)}
+	s.FirstErr, _ = firstErr.Load().(error)
+	slices.Sort(s.Latencies)
+	return s
+}
 
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds())
-	}
-	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "ops/s")
-	b.ReportMetric(pct(0.50), "p50-µs")
-	b.ReportMetric(pct(0.99), "p99-µs")
-	b.ReportMetric(pct(0.999), "p999-µs")
-	if len(lat) > 0 {
-		b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
-	}
-	b.ReportMetric(float64(failures.Load()), "failures")
-	if err, ok := firstErr.Load().(error); ok {
-		b.Logf("first of %d failures: %v", failures.Load(), err)
+// Bench runs b.N operations spread over the clients (one goroutine per
+// Op) and reports, benchstat-readable, the throughput (ops/s), the
+// latency of an operation (p50, p99, p99.9 and max, in µs) and how many
+// failed. The backend benchmarks of every package use it, so that their
+// numbers mean the same thing; compare them as ratios between contenders
+// measured in the same run, never as absolute times.
+func Bench(b *testing.B, clients []Op) {
+	b.Helper()
+	var next atomic.Int64
+	b.ResetTimer()
+	s := Measure(context.Background(), clients, func() bool { return next.Add(1) <= int64(b.N) })
+	b.StopTimer()
+	µs := func(d time.Duration) float64 { return float64(d.Microseconds()) }
+	b.ReportMetric(s.Throughput(), "ops/s")
+	b.ReportMetric(µs(s.Percentile(0.50)), "p50-µs")
+	b.ReportMetric(µs(s.Percentile(0.99)), "p99-µs")
+	b.ReportMetric(µs(s.Percentile(0.999)), "p999-µs")
+	b.ReportMetric(µs(s.Percentile(1)), "max-µs")
+	b.ReportMetric(float64(s.Failures), "failures")
+	if s.FirstErr != nil {
+		b.Logf("first of %d failures: %v", s.Failures, s.FirstErr)
 	}
 }

@@ -1,0 +1,94 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// SharedTimeout bounds how long a Shared's start may take.
+const SharedTimeout = 3 * time.Minute
+
+// Shared is a set of servers that many tests of a package share, such as
+// the one-member cluster a conformance suite and the benchmarks run on:
+// it starts, in an Env of its own, when a test first asks for it, and
+// stops when Close is called, from TestMain (see RunTests). A Shared is
+// safe for concurrent use.
+type Shared[T any] struct {
+	start func(ctx context.Context, e *Env) (T, error)
+
+	once   sync.Once
+	closed atomic.Bool
+	dir    string
+	env    *Env
+	val    T
+	err    error
+}
+
+// NewShared returns a Shared whose servers start calls start, which
+// returns what the tests need of them (addresses, a cluster handle).
+func NewShared[T any](start func(ctx context.Context, e *Env) (T, error)) *Shared[T] {
+	return &Shared[T]{start: start}
+}
+
+// Get starts the servers on first use and returns what start returned,
+// failing tb when they could not be started (and every later caller
+// too), or after Close.
+func (s *Shared[T]) Get(tb testing.TB) T {
+	tb.Helper()
+	if s.closed.Load() {
+		tb.Fatal("compose: shared servers used after Close")
+	}
+	s.once.Do(func() {
+		if s.dir, s.err = os.MkdirTemp("", "lockbench-shared-"); s.err != nil {
+			return
+		}
+		if s.env, s.err = New(s.dir); s.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), SharedTimeout)
+		defer cancel()
+		if s.val, s.err = s.start(ctx, s.env); s.err != nil {
+			s.err = fmt.Errorf("compose: starting shared servers: %w", s.err)
+		}
+	})
+	if s.err != nil {
+		tb.Fatal(s.err)
+	}
+	return s.val
+}
+
+// Close stops the servers, if they were started, and removes their
+// directory.
+func (s *Shared[T]) Close() error {
+	// A Get after Close fails rather than starting servers nobody stops.
+	s.closed.Store(true)
+	s.once.Do(func() {})
+	if s.env == nil {
+		return nil
+	}
+	if err := s.env.Close(); err != nil {
+		return err
+	}
+	return os.RemoveAll(s.dir)
+}
+
+// RunTests runs m's tests, then closes shared, writing to stderr what
+// could not be closed, and returns the exit code for os.Exit:
+//
+//	func TestMain(m *testing.M) { os.Exit(compose.RunTests(m, cluster)) }
+func RunTests(m *testing.M, shared ...io.Closer) int {
+	code := m.Run()
+	for _, s := range shared {
+		if err := s.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = max(code, 1)
+		}
+	}
+	return code
+}

@@ -1,0 +1,64 @@
+package compose_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/compose"
+)
+
+// TestShared starts a shared Redis node once for any number of Gets, stops
+// it on Close, removes its directory, and refuses to start again after.
+func TestShared(t *testing.T) {
+	starts := 0
+	var node *compose.Node
+	shared := compose.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
+		starts++
+		nodes, err := e.Redis(ctx, 1, compose.RedisOptions{})
+		if err != nil {
+			return "", err
+		}
+		node = nodes[0]
+		return e.Dir, nil
+	})
+	dir := shared.Get(t)
+	if again := shared.Get(t); again != dir || starts != 1 {
+		t.Fatalf("second Get: %q after %d starts, want %q after 1", again, starts, dir)
+	}
+	pid := node.PID()
+	if err := shared.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitExit(t, pid, 10*time.Second) {
+		t.Fatalf("shared node's process %d still running after Close", pid)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("shared run dir after Close: %v, want it removed", err)
+	}
+
+	// A Get after Close fails rather than starting servers nobody stops.
+	ft := &fakeTB{TB: t}
+	func() {
+		defer func() { recover() }()
+		shared.Get(ft)
+	}()
+	if !ft.failed || starts != 1 {
+		t.Fatalf("Get after Close: failed %v after %d starts, want a failure and no start", ft.failed, starts)
+	}
+}
+
+// fakeTB records a Fatal instead of ending the test.
+type fakeTB struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fakeTB) Helper() {}
+
+func (f *fakeTB) Fatal(args ...any) {
+	f.failed = true
+	panic("fatal")
+}
