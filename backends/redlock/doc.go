@@ -57,4 +57,18 @@
 // a token, use fencing; if correctness matters and it cannot, use a
 // consensus-backed lock (ZooKeeper, etcd) and still expect paused holders.
 // lockbench's measurements of all of this are in the repository's README.
+//
+// # Performance
+//
+// Against redsync (the reference Go Redlock) on the same 5 local Redis
+// nodes in one process, on 2 cores, medians of 3 runs of 4000 operations
+// (go test -run '^$' -bench . ./backends/redlock; read them as ratios):
+//
+//	scenario                          redlock                   redsync                    ratio
+//	1 client, Acquire+Release         2886 ops/s, p99 0.75 ms   1708 ops/s, p99 0.99 ms    1.69x ops/s
+//	16 goroutines, one key            2848 ops/s, p99 9.3 ms    1322 ops/s, p99 338 ms     2.2x ops/s, 0.027x p99
+//	  redsync with a 1 ms retry delay                           546 ops/s, ~120 failures
+//	16 Redlocks (processes), one key  2424 ops/s, p99 87 ms     1630 ops/s, p99 292 ms     1.5x ops/s, 0.30x p99
+//	16 goroutines, own keys           10170 ops/s, p99 4.3 ms   3138 ops/s, p99 9.4 ms     3.2x ops/s
+//	  with fencing tokens             8879 ops/s, p99 4.3 ms                               2.8x
 package redlock
