@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -165,7 +166,34 @@ func (s Suite) Cases() ([]Case, error) {
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("the suite has no case: give at least one backend, and clients or faults")
 	}
+	if err := validate(cases); err != nil {
+		return nil, err
+	}
 	return cases, nil
+}
+
+// validate returns the errors of the cases' specs, each once, so that bad
+// settings fail before any server starts rather than skip every case.
+func validate(cases []Case) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, c := range cases {
+		err := c.Spec.Validate()
+		if err == nil {
+			continue
+		}
+		each := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			each = j.Unwrap()
+		}
+		for _, e := range each {
+			if !seen[e.Error()] {
+				seen[e.Error()] = true
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // runs reports whether fault f runs on backend b (see Variants).
@@ -222,6 +250,9 @@ func Cross(m Matrix) ([]Case, error) {
 	}
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("no case: give at least one backend, workload, fault, guard and client count")
+	}
+	if err := validate(cases); err != nil {
+		return nil, err
 	}
 	return cases, nil
 }

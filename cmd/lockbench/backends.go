@@ -45,7 +45,7 @@ func backendsCmd() *cobra.Command {
 			defer env.Close()
 			clusters := bench.NewClusters(env, external)
 			none, _ := nemesis.Lookup("none")
-			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "BACKEND\tNODES\tQUORUM\tFENCING\tGUARANTEE")
 			for _, name := range backends.Names() {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
@@ -102,9 +102,9 @@ func clusterCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Printf("%s: %s\n", name, strings.Join(cfg.Addrs, ","))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, strings.Join(cfg.Addrs, ","))
 			}
-			fmt.Printf("servers under %s; Ctrl-C stops them\n", env.Dir)
+			fmt.Fprintf(cmd.OutOrStdout(), "servers under %s; Ctrl-C stops them\n", env.Dir)
 			<-cmd.Context().Done()
 			return nil
 		},

@@ -31,6 +31,19 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
+// rootCmd returns the lockbench command and its subcommands, writing to
+// the command's Out and Err (stdout and stderr unless set otherwise).
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "lockbench",
+		Short:         "Measure distributed locks: throughput, tail latency and safety violations under faults",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd())
+	return root
+}
+
 func main() {
 	redis.SetLogger(quiet{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -40,14 +53,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	root := &cobra.Command{
-		Use:           "lockbench",
-		Short:         "Measure distributed locks: throughput, tail latency and safety violations under faults",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd())
-	err := root.ExecuteContext(ctx)
+	err := rootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockbench:", err)

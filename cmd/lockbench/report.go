@@ -34,7 +34,7 @@ HDR histograms merge without loss) into --out/results.json and renders the repor
 				if _, err := report.CompareFiles(out, resultsPath(args[0]), resultsPath(args[1])); err != nil {
 					return err
 				}
-				fmt.Printf("comparison: %s\n", out)
+				fmt.Fprintf(cmd.OutOrStdout(), "comparison: %s\n", out)
 				return nil
 			case merge:
 				if len(args) < 2 || out == "" {
@@ -58,7 +58,7 @@ HDR histograms merge without loss) into --out/results.json and renders the repor
 				if err := results.Write(filepath.Join(out, "results.json"), merged); err != nil {
 					return err
 				}
-				return finish(out, merged, false)
+				return finish(cmd.OutOrStdout(), out, merged, false)
 			default:
 				if len(args) != 1 {
 					return fmt.Errorf("report needs the run's dir")
@@ -71,7 +71,7 @@ HDR histograms merge without loss) into --out/results.json and renders the repor
 				if filepath.Base(dir) == "results.json" {
 					dir = filepath.Dir(dir)
 				}
-				return finish(dir, f, false)
+				return finish(cmd.OutOrStdout(), dir, f, false)
 			}
 		},
 	}

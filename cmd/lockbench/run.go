@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
@@ -101,12 +103,19 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	}
 	defer env.Close()
 
-	fmt.Fprintf(os.Stderr, "lockbench: %d cases; servers under %s\n", len(cases), env.Dir)
-	bar := newBar(len(cases))
+	stderr := cmd.ErrOrStderr()
+	fmt.Fprintf(stderr, "lockbench: %d cases; servers under %s\n", len(cases), env.Dir)
+	bar := newBar(stderr, len(cases))
+	var invalid []error // cases skipped for bad settings (a backend's params)
 	runner := &bench.Runner{
 		Clusters: bench.NewClusters(env, external),
 		Out:      filepath.Join(f.out, "results.json"),
-		Progress: func(e bench.Event) { progress(bar, e) },
+		Progress: func(e bench.Event) {
+			if errors.Is(e.Skipped, locker.ErrInvalid) {
+				invalid = append(invalid, fmt.Errorf("%s: %w", e.Case, e.Skipped))
+			}
+			progress(stderr, bar, e)
+		},
 	}
 	runner.File.Command = strings.Join(os.Args, " ")
 	file, runErr := runner.Run(ctx, cases)
@@ -115,37 +124,44 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	}
 	// Stop every server before rendering: the report needs none of them.
 	if err := env.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "lockbench: stopping servers:", err)
+		fmt.Fprintln(stderr, "lockbench: stopping servers:", err)
 	}
 	if errors.Is(runErr, context.Canceled) {
-		fmt.Fprintf(os.Stderr, "lockbench: interrupted after %d of %d cases; partial results kept\n", len(file.Cases), len(cases))
+		fmt.Fprintf(stderr, "lockbench: interrupted after %d of %d cases; partial results kept\n", len(file.Cases), len(cases))
 	} else if runErr != nil {
 		return runErr
 	}
-	return finish(f.out, file, f.noReport)
+	if err := finish(cmd.OutOrStdout(), f.out, file, f.noReport); err != nil {
+		return err
+	}
+	if len(invalid) > 0 {
+		return fmt.Errorf("%d of %d cases not run: %w", len(invalid), len(cases), errors.Join(invalid...))
+	}
+	return nil
 }
 
-// finish renders the report of a run and prints where it is, with the
-// summary table.
-func finish(dir string, file *results.File, noReport bool) error {
-	fmt.Printf("results: %s\n", filepath.Join(dir, "results.json"))
+// finish renders the report of a run and prints to w where it is, with
+// the summary table.
+func finish(w io.Writer, dir string, file *results.File, noReport bool) error {
+	fmt.Fprintf(w, "results: %s\n", filepath.Join(dir, "results.json"))
 	if !noReport {
 		if err := report.Write(dir, file); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
-		fmt.Printf("report:  %s\n         %s\n\n", filepath.Join(dir, "index.html"), filepath.Join(dir, "report.md"))
+		fmt.Fprintf(w, "report:  %s\n         %s\n\n", filepath.Join(dir, "index.html"), filepath.Join(dir, "report.md"))
 	}
-	return report.Summary(os.Stdout, file, 16)
+	return report.Summary(w, file, 16)
 }
 
-// newBar returns a progress bar on a terminal, or nil when stderr is a
+// newBar returns a progress bar when w is a terminal, or nil when it is a
 // pipe or a file (a CI log), where the lines alone tell the progress.
-func newBar(n int) *progressbar.ProgressBar {
-	if !term.IsTerminal(int(os.Stderr.Fd())) {
+func newBar(w io.Writer, n int) *progressbar.ProgressBar {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
 	return progressbar.NewOptions(n,
-		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
@@ -153,9 +169,9 @@ func newBar(n int) *progressbar.ProgressBar {
 	)
 }
 
-// progress prints a line per finished case, under the bar if there is
-// one.
-func progress(bar *progressbar.ProgressBar, e bench.Event) {
+// progress prints to w a line per finished case, under the bar if there
+// is one.
+func progress(w io.Writer, bar *progressbar.ProgressBar, e bench.Event) {
 	if e.Result == nil && e.Skipped == nil {
 		if bar != nil {
 			bar.Describe(e.Case.String())
@@ -167,10 +183,10 @@ func progress(bar *progressbar.ProgressBar, e bench.Event) {
 	}
 	n := fmt.Sprintf("[%d/%d]", e.Index+1, e.Total)
 	if e.Skipped != nil {
-		fmt.Fprintf(os.Stderr, "%-9s skip %s: %v\n", n, e.Case, e.Skipped)
+		fmt.Fprintf(w, "%-9s skip %s: %v\n", n, e.Case, e.Skipped)
 	} else {
 		r := e.Result
-		fmt.Fprintf(os.Stderr, "%-9s %-72s %8.0f grants/s  p99 %-10v overlaps %-5d stale accepted %d\n",
+		fmt.Fprintf(w, "%-9s %-72s %8.0f grants/s  p99 %-10v overlaps %-5d stale accepted %d\n",
 			n, e.Case, r.Throughput, time.Duration(r.LatencyUS.P99)*time.Microsecond, r.Overlaps, r.StaleAccepted)
 	}
 	if bar != nil {
@@ -181,6 +197,16 @@ func progress(bar *progressbar.ProgressBar, e bench.Event) {
 // cases builds the case list from the suite and the flags.
 func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, error) {
 	changed := cmd.Flags().Changed
+	// Zero would mean "the default" further down: say so rather than
+	// run something else than asked.
+	switch {
+	case f.duration <= 0:
+		return nil, locker.Invalidf("--duration %v: must be positive", f.duration)
+	case f.ttl <= 0:
+		return nil, locker.Invalidf("--ttl %v: must be positive", f.ttl)
+	case f.trials < 1:
+		return nil, locker.Invalidf("--trials %d: need at least 1", f.trials)
+	}
 	hold, err := workloads.ParseDist(f.hold)
 	if err != nil {
 		return nil, err

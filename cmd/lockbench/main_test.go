@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/locker"
+)
+
+// lockbench runs the command line in-process with args and returns what
+// it wrote to stdout and stderr, and its error.
+func lockbench(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	root := rootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err = root.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+// TestRunWritesResults runs one case on noop and checks that results.json
+// has, for it, every field the documentation promises, and that noop's
+// overlaps were counted.
+func TestRunWritesResults(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, err := lockbench(t, "run", "--backend", "noop", "--workload", "hot", "--fault", "none",
+		"--clients", "4", "--duration", "300ms", "--out", dir, "--no-report")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, filepath.Join(dir, "results.json")) {
+		t.Errorf("stdout does not say where results.json is:\n%s", stdout)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []map[string]any `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) != 1 {
+		t.Fatalf("%d cases, want 1", len(file.Cases))
+	}
+	c := file.Cases[0]
+	for _, field := range []string{"backend", "workload", "fault", "fencing", "clients", "acquired", "throughput",
+		"latency_us", "overlaps", "stale_accepted", "stale_rejected", "lost_updates", "errors"} {
+		if _, ok := c[field]; !ok {
+			t.Errorf("case has no %q field", field)
+		}
+	}
+	lat, _ := c["latency_us"].(map[string]any)
+	for _, p := range []string{"p50", "p99", "p999", "max"} {
+		if _, ok := lat[p]; !ok {
+			t.Errorf("latency_us has no %q", p)
+		}
+	}
+	if c["backend"] != "noop" || c["workload"] != "hot" || c["fault"] != "none" || c["fencing"] != false || c["clients"] != 4.0 {
+		t.Errorf("case identity: %v %v %v fencing=%v clients=%v", c["backend"], c["workload"], c["fault"], c["fencing"], c["clients"])
+	}
+	if acquired, _ := c["acquired"].(float64); acquired <= 0 {
+		t.Errorf("acquired %v, want grants", c["acquired"])
+	}
+	if overlaps, _ := c["overlaps"].(float64); overlaps <= 0 {
+		t.Errorf("noop with 4 clients on one key: %v overlaps, want some", c["overlaps"])
+	}
+}
+
+// TestRunReportCompare runs a fenced case on a real Redis server, which
+// run starts and stops, renders the report, re-renders it with report DIR
+// and compares the run with itself.
+func TestRunReportCompare(t *testing.T) {
+	dir := t.TempDir()
+	if _, stderr, err := lockbench(t, "run", "--backend", "redis", "--fencing", "--clients", "2",
+		"--duration", "300ms", "--out", dir); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	for _, f := range []string{"results.json", "results.csv", "report.md", "index.html"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("%s after run: %v", f, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "report.md")); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := lockbench(t, "report", dir)
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.md")); err != nil {
+		t.Errorf("report DIR did not render report.md again: %v", err)
+	}
+	if !strings.Contains(stdout, "redis") {
+		t.Errorf("report's summary does not name the backend:\n%s", stdout)
+	}
+
+	cmp := filepath.Join(t.TempDir(), "cmp")
+	if _, _, err := lockbench(t, "report", "--compare", dir, dir, "--out", cmp); err != nil {
+		t.Fatalf("report --compare: %v", err)
+	}
+	entries, err := os.ReadDir(cmp)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("comparison dir: %v entries, %v", len(entries), err)
+	}
+}
+
+// TestBadInput checks that bad flags fail before anything runs, with an
+// error naming the value.
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		invalid bool   // the error wraps locker.ErrInvalid
+		want    string // the error names this
+	}{
+		{[]string{"run", "--backend", "nosuch"}, false, `"nosuch"`},
+		{[]string{"run", "--backend", "noop", "--clients", "0"}, true, "clients 0"},
+		{[]string{"run", "--backend", "noop", "--duration", "0s"}, true, "--duration 0s"},
+		{[]string{"run", "--backend", "noop", "--ttl", "-1s"}, true, "--ttl -1s"},
+		{[]string{"run", "--backend", "noop", "--trials", "0"}, true, "--trials 0"},
+		{[]string{"run", "--backend", "noop", "--workload", "nope"}, true, `"nope"`},
+		{[]string{"run", "--backend", "noop", "--workload", "uniform", "--keys", "0"}, true, "keys 0"},
+		{[]string{"run", "--backend", "noop", "--fault", "nope"}, true, `"nope"`},
+		{[]string{"run", "--backend", "noop", "--guard", "nope"}, true, `"nope"`},
+		{[]string{"run", "--backend", "noop", "--hold", "bogus"}, true, `"bogus"`},
+		{[]string{"run", "--suite", "nope"}, false, `"nope"`},
+		{[]string{"run", "--backend", "noop"}, false, `"out"`},
+		{[]string{"report"}, false, "dir"},
+		{[]string{"report", "--compare", "a"}, false, "BASE HEAD"},
+	} {
+		name := strings.Join(tc.args, " ")
+		out := filepath.Join(t.TempDir(), "out")
+		args := tc.args
+		if tc.args[0] == "run" && tc.want != `"out"` {
+			args = append(args, "--out", out)
+		}
+		_, _, err := lockbench(t, args...)
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %q does not name %s", name, err, tc.want)
+		}
+		if tc.invalid && !errors.Is(err, locker.ErrInvalid) {
+			t.Errorf("%s: error %q does not wrap locker.ErrInvalid", name, err)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the output dir was created (%v): the run started", name, err)
+		}
+	}
+}
+
+// TestBadBackendParams runs a backend whose params it does not know: the
+// case cannot run, and run says so with an error, after writing what it
+// has.
+func TestBadBackendParams(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := lockbench(t, "run", "--backend", "redis?bogus=1", "--duration", "200ms", "--out", dir, "--no-report")
+	if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("run with an unknown param: %v, want an invalid-argument error naming it", err)
+	}
+}
+
+// TestBackendsCommand starts every backend's servers and checks the table
+// of what each guarantees: one row per registered backend, with its
+// nodes, quorum and fencing as its Info says.
+func TestBackendsCommand(t *testing.T) {
+	stdout, _, err := lockbench(t, "backends")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n")[1:] {
+		fields := strings.Fields(line)
+		rows[fields[0]] = fields
+	}
+	for _, name := range registeredBackends() {
+		if len(rows[name]) < 5 {
+			t.Errorf("no row for %s in:\n%s", name, stdout)
+		}
+	}
+	for name, want := range map[string][]string{
+		"redlock": {"5", "3", "true"},
+		"redsync": {"5", "3", "false"},
+		"noop":    {"0", "0", "false"},
+	} {
+		if got := rows[name]; len(got) < 4 || strings.Join(got[1:4], " ") != strings.Join(want, " ") {
+			t.Errorf("%s: nodes, quorum, fencing = %v, want %v", name, got, want)
+		}
+	}
+}
