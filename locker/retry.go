@@ -75,7 +75,7 @@ func DefaultRetry() RetryStrategy { return ExponentialBackoff(time.Millisecond, 
 // strategy gives up, or ctx ends; in the last case the error wraps ctx.Err()
 // and the last attempt's error. Between attempts it waits for the
 // strategy's backoff (at least MinBackoff), or until wake delivers a value:
-// a backend that learns of releases (Redis pub/sub, a ZooKeeper or etcd
+// a backend that learns of releases (a Redis hand-off list, a ZooKeeper or etcd
 // watch) passes that channel so waiters try again at once. wake may be nil.
 func Retry(ctx context.Context, s RetryStrategy, wake <-chan struct{}, attempt func(context.Context) (Lease, error)) (Lease, error) {
 	if s == nil {

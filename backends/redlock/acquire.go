@@ -15,7 +15,8 @@ import (
 // Acquire implements locker.Locker. Goroutines of this Redlock that want
 // the same key queue for it in FIFO order; the one at the head retries
 // until ctx ends, waking at once when the key is released anywhere (the
-// release script publishes it) rather than sleeping through its backoff.
+// release script pushes a hand-off token; see handoff.go) rather than
+// sleeping through its backoff.
 func (r *Redlock) Acquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
 	o, err := r.resolve(key, opts)
 	if err != nil {

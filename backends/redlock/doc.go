@@ -35,11 +35,14 @@
 //     for one max TTL — antirez's "delayed restart", enforced by the client.
 //     New nodes are admitted with Bootstrap.
 //   - Fast hand-off: goroutines of one Redlock wanting one key queue in
-//     FIFO order; the head waits for a release notification (pub/sub) from
-//     any node instead of sleeping 50–250 ms; under contention a client
-//     asks the priority node (the first in address order) before the
-//     others, and the winner of a split vote completes it instead of all
-//     sides backing off, so short retries do not livelock.
+//     FIFO order; the head waits for a release notification instead of
+//     sleeping 50–250 ms: the release script pushes a token on the key's
+//     hand-off list, on which waiters of every process block (BLPOP), so a
+//     release wakes exactly the longest waiter, where pub/sub would wake
+//     them all into a split vote. Under contention a client asks the
+//     priority node (the first in address order) before the others, and
+//     the winner of a split vote completes it instead of all sides backing
+//     off, so short retries do not livelock.
 //   - Speed: each node has one pipelined connection of Redlock's own;
 //     a round writes to every node before reading any reply, from the
 //     caller's goroutine, and concurrent callers share writes.

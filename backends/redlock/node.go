@@ -34,9 +34,8 @@ var (
 // node is one Redis master: its client options, Redlock's connection to
 // it and what this client knows of its health.
 type node struct {
-	addr   string
-	opt    *redis.Options
-	client *redis.Client // the caller's client, used for pub/sub
+	addr string
+	opt  *redis.Options // the caller's client's: address, auth, TLS
 
 	mu        sync.Mutex
 	c         *conn // nil until dialled, and after it broke
@@ -49,7 +48,7 @@ type node struct {
 
 func newNode(c *redis.Client) *node {
 	opt := c.Options()
-	return &node{addr: opt.Addr, opt: opt, client: c}
+	return &node{addr: opt.Addr, opt: opt}
 }
 
 // send queues req on the node's connection, dialling it if needed, and
