@@ -1,17 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/results"
 )
 
 // lockbench runs the command line in-process with args and returns what
@@ -202,4 +207,93 @@ func TestBackendsCommand(t *testing.T) {
 			t.Errorf("%s: nodes, quorum, fencing = %v, want %v", name, got, want)
 		}
 	}
+}
+
+// TestMain lets the test binary be lockbench itself, for TestInterrupt.
+func TestMain(m *testing.M) {
+	if os.Getenv("LOCKBENCH_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestInterrupt sends SIGINT to a lockbench run on a real Redis server
+// once the first case is done: lockbench must stop, keep the measured case
+// in results.json marked partial, and leave no server running.
+func TestInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "run", "--backend", "redis", "--clients", "2", "--duration", "1s",
+		"--trials", "20", "--out", dir, "--no-report")
+	cmd.Env = append(os.Environ(), "LOCKBENCH_TEST_MAIN=1")
+	stderr, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout // progress lines go to stderr: read both
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var seen []string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.HasPrefix(sc.Text(), "[1/20]") {
+			break
+		}
+	}
+	// The detector must see the running server, or its "none left" below
+	// would prove nothing.
+	if pids := serversUnder(t, dir); len(pids) == 0 {
+		t.Fatalf("no server found running under %s during the run", dir)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("lockbench after SIGINT: %v\n%s", err, strings.Join(seen, "\n"))
+		}
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("lockbench still running a minute after SIGINT\n%s", strings.Join(seen, "\n"))
+	}
+
+	f, err := results.Read(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Partial || len(f.Cases) == 0 || len(f.Cases) == 20 {
+		t.Fatalf("results.json after SIGINT: %d of 20 cases, partial %v; want the measured ones, partial", len(f.Cases), f.Partial)
+	}
+	if pids := serversUnder(t, dir); len(pids) > 0 {
+		t.Fatalf("servers still running after SIGINT: pids %v", pids)
+	}
+}
+
+// serversUnder returns the pids of processes that run in a directory
+// under dir (compose starts each server in its node's directory; Redis
+// rewrites its command line, so that does not tell).
+func serversUnder(t *testing.T, dir string) []int {
+	t.Helper()
+	cwds, err := filepath.Glob("/proc/[0-9]*/cwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, p := range cwds {
+		cwd, err := os.Readlink(p)
+		if err != nil || !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		pids = append(pids, pid)
+	}
+	return pids
 }
