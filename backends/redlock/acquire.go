@@ -202,66 +202,6 @@ func (a *attempt) driftAllowance() time.Duration {
 	return time.Duration(float64(a.o.TTL)*a.r.o.drift) + 2*time.Millisecond
 }
 
-// priority returns the first node, in the canonical order every client
-// shares, that this client believes can vote, or -1.
-func (a *attempt) priority() int {
-	now := time.Now()
-	for i, n := range a.r.nodes {
-		n.mu.Lock()
-		ok := n.health.admitted && !now.Before(n.downUntil)
-		n.mu.Unlock()
-		if ok {
-			return i
-		}
-	}
-	return -1
-}
-
-// splitWon reports a split vote that this client should finish: nobody
-// has a majority, this client holds the first node that answered (the
-// tie-breaker every client agrees on), and the nodes held by others could
-// still make up its quorum once their holders, who lost the tie-breaker,
-// release them.
-func (a *attempt) splitWon() bool {
-	g, h := a.count(granted), a.count(held)
-	if g+h < a.r.quorum || h >= a.r.quorum {
-		return false
-	}
-	for i := range a.state {
-		switch a.state[i] {
-		case granted:
-			return true
-		case held:
-			return false
-		}
-	}
-	return false
-}
-
-// claim re-asks the nodes held by others after a won split vote, waking
-// when they are released, for a bounded share of the TTL.
-func (a *attempt) claim(ctx context.Context) {
-	a.watch()
-	budget := a.start.Add(min(a.o.TTL/2, 20*a.r.timeout(a.o.TTL)))
-	backoff := 250 * time.Microsecond
-	timer := time.NewTimer(backoff)
-	defer timer.Stop()
-	for a.count(granted) < a.r.quorum && a.count(granted)+a.count(held) >= a.r.quorum {
-		if !time.Now().Add(backoff).Before(budget) {
-			return
-		}
-		timer.Reset(backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.wake:
-		case <-timer.C:
-		}
-		backoff = min(2*backoff, 4*time.Millisecond)
-		a.ask(ctx, func(i int) bool { return a.state[i] == held })
-	}
-}
-
 // ask sends the acquire script to the nodes for which which(i) holds and
 // records what each answered.
 func (a *attempt) ask(ctx context.Context, which func(int) bool) {
@@ -415,58 +355,6 @@ func (a *attempt) admitNodes(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// fence returns the lease's token: the highest the granting nodes
-// returned, written back until a majority of nodes has it.
-func (a *attempt) fence(ctx context.Context) (int64, error) {
-	if !a.r.o.fencing {
-		return 0, nil
-	}
-	var top int64
-	for i, s := range a.state {
-		if s == granted {
-			top = max(top, a.token[i])
-		}
-	}
-	have := 0
-	for i, s := range a.state {
-		if s == granted && a.token[i] == top {
-			have++
-		}
-	}
-	if have >= a.r.quorum {
-		return top, nil
-	}
-	// Raise the granting nodes that returned less.
-	for i := range a.calls {
-		a.calls[i].skip = !(a.state[i] == granted && a.token[i] < top)
-		a.calls[i].extra = 0
-	}
-	topStr := strconv.FormatInt(top, 10)
-	exchange(ctx, a.calls, a.r.timeout(a.o.TTL), func(_ int, c *call) {
-		c.buf = appendCommand(c.buf, "EVALSHA", raiseScript.sha, "1", a.key+tokenSuffix, topStr)
-		c.p.want = 1
-	}, nil)
-	var errs []error
-	for i := range a.calls {
-		c := &a.calls[i]
-		if c.skip {
-			continue
-		}
-		if c.err == nil {
-			c.err = c.rep[0].err()
-		}
-		if c.err != nil {
-			errs = append(errs, c.nodeErr())
-			continue
-		}
-		have++
-	}
-	if have < a.r.quorum {
-		return 0, fmt.Errorf("fencing token %d reached %d nodes, quorum %d: %w", top, have, a.r.quorum, errors.Join(errs...))
-	}
-	return top, nil
 }
 
 // fail releases whatever the try may have set and returns the error that
