@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"fmt"
 	"cmp"
 	"context"
 	"slices"
@@ -118,6 +119,7 @@ type Faults struct {
 	windows []results.Window
 	open    map[int]openWindow
 	nextID  int
+	failed  []string
 }
 
 type openWindow struct {
@@ -160,6 +162,26 @@ func (f *Faults) Record(label string, from, to time.Time) error {
 	defer f.mu.Unlock()
 	f.add(label, from, to)
 	return nil
+}
+
+// Fail records that a fault did not go as planned (a node that would not
+// die or come back, a proxy that would not cut): the outcome's notes say
+// so, since the case then did not measure the fault its name promises.
+// A nil err records nothing.
+func (f *Faults) Fail(err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed = append(f.failed, fmt.Sprintf("at %.3fs: %v", f.Since().Seconds(), err))
+}
+
+// failures returns what Fail recorded, in order.
+func (f *Faults) failures() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.failed...)
 }
 
 // Begin opens a fault window now and returns the function that closes it.

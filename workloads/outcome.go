@@ -41,6 +41,9 @@ type Outcome struct {
 	Missed int64
 	// Windows are the fault windows the nemesis and the stalls recorded.
 	Windows []results.Window
+	// FaultFailures are the nemesis's failures to inject its fault
+	// (Faults.Fail), with when they happened.
+	FaultFailures []string
 	// Notes explain the numbers (results.Case.Notes).
 	Notes []string
 }
@@ -64,7 +67,7 @@ func (e *engine) outcome(info locker.Info, done, end time.Time) *Outcome {
 		Spec: e.spec, Info: info, Guard: e.res.Guard(), Start: e.start,
 		Elapsed: elapsed, Stopped: e.stopWhy, Ops: e.ops.Load(),
 		Metrics: e.rec.Metrics(), Safety: e.res.Report(),
-		Windows: e.faults.finish(end),
+		Windows: e.faults.finish(end), FaultFailures: e.faults.failures(),
 	}
 	o.KeyGrants = make([]int64, len(e.keys))
 	for i, k := range e.keys {
@@ -90,6 +93,9 @@ func (o *Outcome) notes() []string {
 		n = append(n, fmt.Sprintf("the run was interrupted after %.3fs of %v: partial results", o.Elapsed.Seconds(), s.Duration))
 	case StopFatal:
 		n = append(n, "the run stopped early: the backend refused the settings")
+	}
+	for _, f := range o.FaultFailures {
+		n = append(n, "fault not injected as planned, "+f)
 	}
 	if o.Guard == GuardFence && r.Unfenced > 0 {
 		n = append(n, fmt.Sprintf("guard fence: %s issues no fencing tokens, so %d of %d writes could not be fenced and were accepted as with guard none",

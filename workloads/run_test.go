@@ -260,6 +260,8 @@ func TestHooks(t *testing.T) {
 			}
 			if f.At(ctx, 100*time.Millisecond) {
 				done := f.Begin("kill")
+				f.Fail(nil) // nothing to record
+				f.Fail(errors.New("node-3 would not die"))
 				done()
 				done() // a second call does nothing
 			}
@@ -291,6 +293,11 @@ func TestHooks(t *testing.T) {
 	}
 	if w, ok := labels["until the end"]; !ok || w.StartS > 0.05 || w.EndS < 0.2 {
 		t.Fatalf("open window %+v not closed at the end", w)
+	}
+	if len(o.FaultFailures) != 1 || !slices.ContainsFunc(o.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "fault not injected as planned, at 0.1") && strings.HasSuffix(n, "node-3 would not die")
+	}) {
+		t.Fatalf("fault failures %q, notes %q: want the one failure, timed, in a note", o.FaultFailures, o.Notes)
 	}
 	var pause results.Window
 	for l, w := range labels {

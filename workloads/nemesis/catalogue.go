@@ -76,7 +76,7 @@ var catalogue = []*Scenario{
 				end := f.Begin("replication cut, master killed, replica promoted")
 				defer end()
 				for _, l := range t.Sentinel.ReplicationLinks {
-					_ = l.Partition()
+					f.Fail(l.Partition())
 				}
 				// Let locks be granted on the master alone, then lose it.
 				// (A forced SENTINEL FAILOVER refuses a replica whose link is
@@ -86,17 +86,24 @@ var catalogue = []*Scenario{
 				}
 				fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
 				defer cancel()
+				defer func() {
+					for _, l := range t.Sentinel.ReplicationLinks {
+						f.Fail(l.Heal())
+					}
+				}()
 				old, err := t.Sentinel.CurrentMaster(fctx)
 				if err != nil {
+					f.Fail(err)
 					return
 				}
-				if n := t.Sentinel.Node(old); n != nil {
-					_ = n.Kill()
+				n := t.Sentinel.Node(old)
+				if n == nil {
+					f.Fail(fmt.Errorf("the master %s is none of the set's nodes", old))
+					return
 				}
-				_, _ = t.Sentinel.AwaitNewMaster(fctx, old)
-				for _, l := range t.Sentinel.ReplicationLinks {
-					_ = l.Heal()
-				}
+				f.Fail(n.Kill())
+				_, err = t.Sentinel.AwaitNewMaster(fctx, old)
+				f.Fail(err)
 			}}
 		},
 	},
@@ -115,7 +122,7 @@ var catalogue = []*Scenario{
 				defer end()
 				hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
 				defer cancel()
-				each(majority(t), func(n *compose.Node) error { return n.Restart(hctx, false) })
+				each(f, majority(t), func(n *compose.Node) error { return n.Restart(hctx, false) })
 			}}
 		},
 	},
@@ -132,7 +139,7 @@ var catalogue = []*Scenario{
 				}
 				end := f.Begin(fmt.Sprintf("clock +%v", spec.TTL))
 				defer end()
-				each(majority(t), func(n *compose.Node) error {
+				each(f, majority(t), func(n *compose.Node) error {
 					_, err := n.ShiftClock(context.WithoutCancel(ctx), spec.TTL)
 					return err
 				})
@@ -203,12 +210,12 @@ func during[T any](spec workloads.Spec, label string, pick func(context.Context)
 			return
 		}
 		end := f.Begin(fmt.Sprintf("%d %s", len(targets), label))
-		each(targets, func(x T) error { return fault(ctx, x) })
+		each(f, targets, func(x T) error { return fault(ctx, x) })
 		f.At(ctx, to)
 		end()
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
 		defer cancel()
-		each(targets, func(x T) error { return undo(hctx, x) })
+		each(f, targets, func(x T) error { return undo(hctx, x) })
 	}}
 }
 
@@ -220,10 +227,10 @@ func heal(_ context.Context, p *compose.Proxy) error { return p.Heal() }
 
 // each applies op to every target at once and waits: faults on several
 // nodes strike together, as in a rack power loss.
-func each[T any](targets []T, op func(T) error) {
+func each[T any](f *workloads.Faults, targets []T, op func(T) error) {
 	var wg sync.WaitGroup
 	for _, x := range targets {
-		wg.Go(func() { _ = op(x) })
+		wg.Go(func() { f.Fail(op(x)) })
 	}
 	wg.Wait()
 }
