@@ -1,9 +1,9 @@
 package workloads
 
 import (
-	"fmt"
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
