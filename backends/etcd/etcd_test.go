@@ -14,39 +14,24 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 func TestOpenRejects(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  backends.Config
-		want string // the error must name the bad value
-	}{
-		{"no address", backends.Config{}, "need at least 1"},
-		{"bad address", backends.Config{Addrs: []string{"localhost"}}, `"localhost"`},
-		{"bad scheme", backends.Config{Addrs: []string{"ftp://h:1"}}, `"ftp://h:1"`},
-		{"unknown param", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"ttl": "1s"}}, "ttl"},
-		{"dialtimeout", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"dialtimeout": "0s"}}, "dialtimeout=0s"},
-		{"dialtimeout syntax", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"dialtimeout": "soon"}}, `"soon"`},
-		{"prefix", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"prefix": "/"}}, `prefix="/"`},
-		{"leasepool", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"leasepool": "-1"}}, "leasepool=-1"},
-		{"keepalive", backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"keepalive": "10ms"}}, "keepalive=10ms"},
-		{"password alone", backends.Config{Addrs: []string{"h:1"}, Password: "secret"}, "without a username"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l, err := backends.Open("etcd", tt.cfg)
-			if err == nil {
-				l.Close()
-				t.Fatalf("Open(%+v) succeeded", tt.cfg)
-			}
-			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Open error = %v, want ErrInvalid mentioning %q", err, tt.want)
-			}
-		})
-	}
+	backendstest.RefusesBadConfigs(t, "etcd", []backendstest.BadConfig{
+		{Name: "no address", Config: backends.Config{}, Want: "need at least 1"},
+		{Name: "bad address", Config: backends.Config{Addrs: []string{"localhost"}}, Want: `"localhost"`},
+		{Name: "bad scheme", Config: backends.Config{Addrs: []string{"ftp://h:1"}}, Want: `"ftp://h:1"`},
+		{Name: "unknown param", Config: backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"ttl": "1s"}}, Want: "ttl"},
+		{Name: "dialtimeout", Config: backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"dialtimeout": "0s"}}, Want: "dialtimeout=0s"},
+		{Name: "dialtimeout syntax", Config: backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"dialtimeout": "soon"}}, Want: `"soon"`},
+		{Name: "prefix", Config: backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"prefix": "/"}}, Want: `prefix="/"`},
+		{Name: "leasepool", Config: backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"leasepool": "-1"}}, Want: "leasepool=-1"},
+		{Name: "keepalive", Config: backends.Config{Addrs: []string{"h:1"}, Params: map[string]string{"keepalive": "10ms"}}, Want: "keepalive=10ms"},
+		{Name: "password alone", Config: backends.Config{Addrs: []string{"h:1"}, Password: "secret"}, Want: "without a username"},
+	})
 }
 
 func TestEndpointURLs(t *testing.T) {

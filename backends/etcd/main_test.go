@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
@@ -47,26 +48,17 @@ func cluster(t testing.TB, n int, proxied bool) *compose.EtcdCluster {
 	return c
 }
 
-// open opens a Locker on endpoints through the registry, with params.
+// open opens a Locker on endpoints through the registry, with params; the
+// caller closes it.
 func open(t testing.TB, endpoints []string, params map[string]string) *Locker {
 	t.Helper()
-	l, err := backends.Open("etcd", backends.Config{Addrs: endpoints, Params: params})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.(*Locker)
+	return backendstest.Open(t, "etcd", backends.Config{Addrs: endpoints, Params: params}).(*Locker)
 }
 
-// openClosed is open with a cleanup that closes the Locker.
+// openClosed is open with a Close when the test ends.
 func openClosed(t testing.TB, endpoints []string, params map[string]string) *Locker {
 	t.Helper()
-	l := open(t, endpoints, params)
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return l
+	return backendstest.OpenClosed(t, "etcd", backends.Config{Addrs: endpoints, Params: params}).(*Locker)
 }
 
 // rawClient is a plain etcd client for a test's own requests, closed when

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/backendstest"
 	_ "github.com/lockbench/lockbench/backends/redis"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
@@ -41,18 +42,12 @@ func TestConformance(t *testing.T) {
 }
 
 func TestOpenRejectsBadConfig(t *testing.T) {
-	for name, cfg := range map[string]backends.Config{
-		"no address":    {},
-		"two addresses": {Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}},
-		"unknown param": {Addrs: []string{"127.0.0.1:1"}, Params: map[string]string{"fencnig": "true"}},
-		"bad boolean":   {Addrs: []string{"127.0.0.1:1"}, Params: map[string]string{"fencing": "yes please"}},
-		"empty address": {Addrs: []string{""}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if l, err := backends.Open("redis", cfg); err == nil {
-				l.Close()
-				t.Fatalf("Open(%+v) succeeded", cfg)
-			}
-		})
-	}
+	addr := []string{"127.0.0.1:1"}
+	backendstest.RefusesBadConfigs(t, "redis", []backendstest.BadConfig{
+		{Name: "no address", Config: backends.Config{}, Want: "need at least 1"},
+		{Name: "two addresses", Config: backends.Config{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}}, Want: `"127.0.0.1:2"`},
+		{Name: "unknown param", Config: backends.Config{Addrs: addr, Params: map[string]string{"fencnig": "true"}}, Want: "fencnig"},
+		{Name: "bad boolean", Config: backends.Config{Addrs: addr, Params: map[string]string{"fencing": "yes please"}}, Want: `"yes please"`},
+		{Name: "empty address", Config: backends.Config{Addrs: []string{""}}, Want: "empty"},
+	})
 }

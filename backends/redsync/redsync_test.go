@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/backends/redsync"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
@@ -36,11 +37,7 @@ func startNodes(tb testing.TB, n int) ([]*compose.Node, []string) {
 
 func open(tb testing.TB, addrs []string, params map[string]string) locker.Locker {
 	tb.Helper()
-	l, err := backends.Open("redsync", backends.Config{Addrs: addrs, Params: params})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return l
+	return backendstest.Open(tb, "redsync", backends.Config{Addrs: addrs, Params: params})
 }
 
 // steal deletes key on every node, behind its holder's back.
@@ -193,33 +190,19 @@ func TestInfo(t *testing.T) {
 
 func TestOpenRejectsBadConfig(t *testing.T) {
 	addr := []string{"127.0.0.1:1"}
-	for name, tt := range map[string]struct {
-		cfg  backends.Config
-		want string // the error must name the bad value
-	}{
-		"no address":      {backends.Config{}, "need at least 1"},
-		"empty address":   {backends.Config{Addrs: []string{"127.0.0.1:1", " "}}, "is empty"},
-		"unknown param":   {backends.Config{Addrs: addr, Params: map[string]string{"retries": "3"}}, "retries"},
-		"bad tries":       {backends.Config{Addrs: addr, Params: map[string]string{"tries": "many"}}, `tries="many"`},
-		"zero tries":      {backends.Config{Addrs: addr, Params: map[string]string{"tries": "0"}}, "tries=0"},
-		"bad delay":       {backends.Config{Addrs: addr, Params: map[string]string{"retrydelay": "1"}}, `retrydelay="1"`},
-		"zero delay":      {backends.Config{Addrs: addr, Params: map[string]string{"retrydelay": "0s"}}, "retrydelay=0s"},
-		"bad drift":       {backends.Config{Addrs: addr, Params: map[string]string{"drift": "lots"}}, `drift="lots"`},
-		"huge drift":      {backends.Config{Addrs: addr, Params: map[string]string{"drift": "0.7"}}, "drift=0.7"},
-		"zero timeout":    {backends.Config{Addrs: addr, Params: map[string]string{"timeoutfactor": "0"}}, "timeoutfactor=0"},
-		"timeout above 1": {backends.Config{Addrs: addr, Params: map[string]string{"timeoutfactor": "1.5"}}, "timeoutfactor=1.5"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			l, err := backends.Open("redsync", tt.cfg)
-			if err == nil {
-				l.Close()
-				t.Fatalf("Open(%+v) succeeded", tt.cfg)
-			}
-			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Open(%+v) = %v, want ErrInvalid mentioning %q", tt.cfg, err, tt.want)
-			}
-		})
-	}
+	backendstest.RefusesBadConfigs(t, "redsync", []backendstest.BadConfig{
+		{Name: "no address", Config: backends.Config{}, Want: "need at least 1"},
+		{Name: "empty address", Config: backends.Config{Addrs: []string{"127.0.0.1:1", " "}}, Want: "is empty"},
+		{Name: "unknown param", Config: backends.Config{Addrs: addr, Params: map[string]string{"retries": "3"}}, Want: "retries"},
+		{Name: "bad tries", Config: backends.Config{Addrs: addr, Params: map[string]string{"tries": "many"}}, Want: `tries="many"`},
+		{Name: "zero tries", Config: backends.Config{Addrs: addr, Params: map[string]string{"tries": "0"}}, Want: "tries=0"},
+		{Name: "bad delay", Config: backends.Config{Addrs: addr, Params: map[string]string{"retrydelay": "1"}}, Want: `retrydelay="1"`},
+		{Name: "zero delay", Config: backends.Config{Addrs: addr, Params: map[string]string{"retrydelay": "0s"}}, Want: "retrydelay=0s"},
+		{Name: "bad drift", Config: backends.Config{Addrs: addr, Params: map[string]string{"drift": "lots"}}, Want: `drift="lots"`},
+		{Name: "huge drift", Config: backends.Config{Addrs: addr, Params: map[string]string{"drift": "0.7"}}, Want: "drift=0.7"},
+		{Name: "zero timeout", Config: backends.Config{Addrs: addr, Params: map[string]string{"timeoutfactor": "0"}}, Want: "timeoutfactor=0"},
+		{Name: "timeout above 1", Config: backends.Config{Addrs: addr, Params: map[string]string{"timeoutfactor": "1.5"}}, Want: "timeoutfactor=1.5"},
+	})
 	if _, err := redsync.New(nil); !errors.Is(err, locker.ErrInvalid) {
 		t.Fatalf("New(nil) = %v, want ErrInvalid", err)
 	}

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/backends/sentinel"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
@@ -31,23 +32,13 @@ func startSet(tb testing.TB, o compose.SentinelOptions) *compose.SentinelSet {
 // open opens the registered backend on s with params; the caller closes it.
 func open(tb testing.TB, s *compose.SentinelSet, params map[string]string) locker.Locker {
 	tb.Helper()
-	l, err := backends.Open("sentinel", backends.Config{Addrs: s.SentinelAddrs(), Params: params})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return l
+	return backendstest.Open(tb, "sentinel", backends.Config{Addrs: s.SentinelAddrs(), Params: params})
 }
 
 // openT is open with a Close at the end of the test.
 func openT(t *testing.T, s *compose.SentinelSet, params map[string]string) locker.Locker {
 	t.Helper()
-	l := open(t, s, params)
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return l
+	return backendstest.OpenClosed(t, "sentinel", backends.Config{Addrs: s.SentinelAddrs(), Params: params})
 }
 
 // direct returns a plain client to addr, closed at the end of the test.
@@ -117,33 +108,19 @@ func TestInfo(t *testing.T) {
 
 func TestOpenRejectsBadConfig(t *testing.T) {
 	addr := []string{"127.0.0.1:1"}
-	for name, tt := range map[string]struct {
-		cfg  backends.Config
-		want string // the error must name the bad value
-	}{
-		"no address":        {backends.Config{}, "need at least 1"},
-		"empty address":     {backends.Config{Addrs: []string{""}}, "is empty"},
-		"unknown param":     {backends.Config{Addrs: addr, Params: map[string]string{"wiat": "1"}}, "wiat"},
-		"empty master":      {backends.Config{Addrs: addr, Params: map[string]string{"master": " "}}, `master=" "`},
-		"bad fencing":       {backends.Config{Addrs: addr, Params: map[string]string{"fencing": "maybe"}}, `fencing="maybe"`},
-		"bad wait":          {backends.Config{Addrs: addr, Params: map[string]string{"wait": "one"}}, `wait="one"`},
-		"negative wait":     {backends.Config{Addrs: addr, Params: map[string]string{"wait": "-1"}}, "-1 replicas"},
-		"bad wait timeout":  {backends.Config{Addrs: addr, Params: map[string]string{"waittimeout": "soon"}}, `waittimeout="soon"`},
-		"zero wait timeout": {backends.Config{Addrs: addr, Params: map[string]string{"wait": "1", "waittimeout": "0s"}}, "wait timeout 0s"},
-		"sub-ms timeout":    {backends.Config{Addrs: addr, Params: map[string]string{"wait": "1", "waittimeout": "500us"}}, "wait timeout 500µs"},
-		"bad node timeout":  {backends.Config{Addrs: addr, Params: map[string]string{"nodetimeout": "-1s"}}, "node timeout -1s"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			l, err := backends.Open("sentinel", tt.cfg)
-			if err == nil {
-				l.Close()
-				t.Fatalf("Open(%+v) succeeded", tt.cfg)
-			}
-			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Open(%+v) = %v, want ErrInvalid mentioning %q", tt.cfg, err, tt.want)
-			}
-		})
-	}
+	backendstest.RefusesBadConfigs(t, "sentinel", []backendstest.BadConfig{
+		{Name: "no address", Config: backends.Config{}, Want: "need at least 1"},
+		{Name: "empty address", Config: backends.Config{Addrs: []string{""}}, Want: "is empty"},
+		{Name: "unknown param", Config: backends.Config{Addrs: addr, Params: map[string]string{"wiat": "1"}}, Want: "wiat"},
+		{Name: "empty master", Config: backends.Config{Addrs: addr, Params: map[string]string{"master": " "}}, Want: `master=" "`},
+		{Name: "bad fencing", Config: backends.Config{Addrs: addr, Params: map[string]string{"fencing": "maybe"}}, Want: `fencing="maybe"`},
+		{Name: "bad wait", Config: backends.Config{Addrs: addr, Params: map[string]string{"wait": "one"}}, Want: `wait="one"`},
+		{Name: "negative wait", Config: backends.Config{Addrs: addr, Params: map[string]string{"wait": "-1"}}, Want: "-1 replicas"},
+		{Name: "bad wait timeout", Config: backends.Config{Addrs: addr, Params: map[string]string{"waittimeout": "soon"}}, Want: `waittimeout="soon"`},
+		{Name: "zero wait timeout", Config: backends.Config{Addrs: addr, Params: map[string]string{"wait": "1", "waittimeout": "0s"}}, Want: "wait timeout 0s"},
+		{Name: "sub-ms timeout", Config: backends.Config{Addrs: addr, Params: map[string]string{"wait": "1", "waittimeout": "500us"}}, Want: "wait timeout 500µs"},
+		{Name: "bad node timeout", Config: backends.Config{Addrs: addr, Params: map[string]string{"nodetimeout": "-1s"}}, Want: "node timeout -1s"},
+	})
 	for name, fo := range map[string]goredis.FailoverOptions{
 		"no master name":   {SentinelAddrs: addr},
 		"no sentinels":     {MasterName: "m"},

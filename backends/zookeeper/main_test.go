@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
@@ -72,26 +73,17 @@ func ensemble(t testing.TB, n int, proxied bool) *compose.Ensemble {
 	return z
 }
 
-// open opens a Locker on addrs through the registry, with params.
+// open opens a Locker on addrs through the registry, with params; the
+// caller closes it.
 func open(t testing.TB, addrs []string, params map[string]string) *Locker {
 	t.Helper()
-	l, err := backends.Open("zookeeper", backends.Config{Addrs: addrs, Params: params})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.(*Locker)
+	return backendstest.Open(t, "zookeeper", backends.Config{Addrs: addrs, Params: params}).(*Locker)
 }
 
-// openClosed is open with a cleanup that closes the Locker.
+// openClosed is open with a Close when the test ends.
 func openClosed(t testing.TB, addrs []string, params map[string]string) *Locker {
 	t.Helper()
-	l := open(t, addrs, params)
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return l
+	return backendstest.OpenClosed(t, "zookeeper", backends.Config{Addrs: addrs, Params: params}).(*Locker)
 }
 
 // rawConn is a plain go-zookeeper connection for a test's own requests.

@@ -11,40 +11,26 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/locker"
 )
 
 func TestOpenRejectsBadConfig(t *testing.T) {
 	addr := []string{"127.0.0.1:2181"}
-	for _, tc := range []struct {
-		name string
-		cfg  backends.Config
-		want string // the error must name the bad value
-	}{
-		{"no address", backends.Config{}, "need at least 1"},
-		{"empty address", backends.Config{Addrs: []string{""}}, "empty"},
-		{"unknown param", backends.Config{Addrs: addr, Params: map[string]string{"sesion": "4s"}}, "sesion"},
-		{"bad session", backends.Config{Addrs: addr, Params: map[string]string{"session": "four"}}, `session="four"`},
-		{"tiny session", backends.Config{Addrs: addr, Params: map[string]string{"session": "1ms"}}, "session=1ms"},
-		{"relative root", backends.Config{Addrs: addr, Params: map[string]string{"root": "locks"}}, `root="locks"`},
-		{"root /", backends.Config{Addrs: addr, Params: map[string]string{"root": "/"}}, `root="/"`},
-		{"root with ..", backends.Config{Addrs: addr, Params: map[string]string{"root": "/a/../b"}}, `".."`},
-		{"root with //", backends.Config{Addrs: addr, Params: map[string]string{"root": "/a//b"}}, `root="/a//b"`},
-		{"user without password", backends.Config{Addrs: addr, Username: "bob"}, `"bob"`},
-		{"password without user", backends.Config{Addrs: addr, Password: "pw"}, "password of 2 bytes"},
-		{"user with colon", backends.Config{Addrs: addr, Username: "a:b", Password: "pw"}, `"a:b"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			l, err := backends.Open("zookeeper", tc.cfg)
-			if err == nil {
-				l.Close()
-				t.Fatalf("Open(%+v) succeeded", tc.cfg)
-			}
-			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open(%+v) = %v, want ErrInvalid mentioning %s", tc.cfg, err, tc.want)
-			}
-		})
-	}
+	backendstest.RefusesBadConfigs(t, "zookeeper", []backendstest.BadConfig{
+		{Name: "no address", Config: backends.Config{}, Want: "need at least 1"},
+		{Name: "empty address", Config: backends.Config{Addrs: []string{""}}, Want: "empty"},
+		{Name: "unknown param", Config: backends.Config{Addrs: addr, Params: map[string]string{"sesion": "4s"}}, Want: "sesion"},
+		{Name: "bad session", Config: backends.Config{Addrs: addr, Params: map[string]string{"session": "four"}}, Want: `session="four"`},
+		{Name: "tiny session", Config: backends.Config{Addrs: addr, Params: map[string]string{"session": "1ms"}}, Want: "session=1ms"},
+		{Name: "relative root", Config: backends.Config{Addrs: addr, Params: map[string]string{"root": "locks"}}, Want: `root="locks"`},
+		{Name: "root /", Config: backends.Config{Addrs: addr, Params: map[string]string{"root": "/"}}, Want: `root="/"`},
+		{Name: "root with ..", Config: backends.Config{Addrs: addr, Params: map[string]string{"root": "/a/../b"}}, Want: `".."`},
+		{Name: "root with //", Config: backends.Config{Addrs: addr, Params: map[string]string{"root": "/a//b"}}, Want: `root="/a//b"`},
+		{Name: "user without password", Config: backends.Config{Addrs: addr, Username: "bob"}, Want: `"bob"`},
+		{Name: "password without user", Config: backends.Config{Addrs: addr, Password: "pw"}, Want: "password of 2 bytes"},
+		{Name: "user with colon", Config: backends.Config{Addrs: addr, Username: "a:b", Password: "pw"}, Want: `"a:b"`},
+	})
 }
 
 func TestEscape(t *testing.T) {
