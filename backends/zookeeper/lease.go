@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,8 +181,13 @@ func (l *Locker) deleteLater(path string, session int64) {
 var errRequeue = errors.New("znode left the queue")
 
 // transient reports whether err is the connection's trouble, which a
-// retry after go-zookeeper reconnects may overcome.
+// retry after go-zookeeper reconnects may overcome. That includes the
+// socket's own errors: a request written as the server drops the
+// connection (a follower whose leader died does) fails with the write's
+// "connection reset by peer", not with zk.ErrConnectionClosed.
 func transient(err error) bool {
+	var op *net.OpError
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, errStale) || errors.Is(err, errRequeue)
+		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, errStale) || errors.Is(err, errRequeue) ||
+		errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

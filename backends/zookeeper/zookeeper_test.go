@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,5 +164,28 @@ func TestExcludesZkLock(t *testing.T) {
 	}
 	if err := theirs.Unlock(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTransient: the connection's errors, go-zookeeper's or the socket's
+// own, are retried; the server's answers and our own refusals are not.
+func TestTransient(t *testing.T) {
+	reset := &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{zk.ErrConnectionClosed, true},
+		{zk.ErrNoServer, true},
+		{&locker.NodeError{Node: "127.0.0.1:2181", Err: reset}, true},
+		{fmt.Errorf("create: %w", io.EOF), true},
+		{zk.ErrNoNode, false},
+		{zk.ErrNodeExists, false},
+		{locker.ErrInvalid, false},
+		{errors.New("something else"), false},
+	} {
+		if got := transient(tc.err); got != tc.want {
+			t.Errorf("transient(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
