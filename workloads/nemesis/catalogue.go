@@ -152,8 +152,7 @@ var catalogue = []*Scenario{
 		fits: needMinority,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			return during(spec, "node(s) down",
-				func(ctx context.Context) []*compose.Node { nodes, _ := minority(ctx, t, true); return nodes },
-				func(_ context.Context, n *compose.Node) error { return n.Kill() }, start)
+				minorityNodes(t), func(_ context.Context, n *compose.Node) error { return n.Kill() }, start)
 		},
 	},
 	{
@@ -163,8 +162,7 @@ var catalogue = []*Scenario{
 		fits:    needMinority,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			return during(spec, "node(s) partitioned",
-				func(ctx context.Context) []*compose.Proxy { _, proxies := minority(ctx, t, true); return proxies },
-				func(_ context.Context, p *compose.Proxy) error { return p.Partition() }, heal)
+				minorityProxies(t), func(_ context.Context, p *compose.Proxy) error { return p.Partition() }, heal)
 		},
 	},
 	{
@@ -174,8 +172,7 @@ var catalogue = []*Scenario{
 		fits:    needMinority,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			return during(spec, "node(s) +50ms",
-				func(ctx context.Context) []*compose.Proxy { _, proxies := minority(ctx, t, true); return proxies },
-				func(_ context.Context, p *compose.Proxy) error { return p.Delay(50 * time.Millisecond) }, heal)
+				minorityProxies(t), func(_ context.Context, p *compose.Proxy) error { return p.Delay(50 * time.Millisecond) }, heal)
 		},
 	},
 	{
@@ -184,11 +181,12 @@ var catalogue = []*Scenario{
 		fits: needQuorumCluster,
 		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
 			return during(spec, "leader down",
-				func(ctx context.Context) []*compose.Node {
-					if leader, err := t.leader(ctx); err == nil {
-						return []*compose.Node{leader}
+				func(ctx context.Context) ([]*compose.Node, error) {
+					leader, err := t.leader(ctx)
+					if err != nil {
+						return nil, err
 					}
-					return nil
+					return []*compose.Node{leader}, nil
 				},
 				func(_ context.Context, n *compose.Node) error { return n.Kill() }, start)
 		},
@@ -198,14 +196,21 @@ var catalogue = []*Scenario{
 // during is the shape of the faults that last the whole window: when it
 // opens, pick the targets and break them all at once; when it closes,
 // undo it (even if the run's context has ended: a nemesis heals what it
-// broke). The window is recorded with the number of targets and label.
-func during[T any](spec workloads.Spec, label string, pick func(context.Context) []T, fault, undo func(context.Context, T) error) workloads.Hooks {
+// broke). The window is recorded with the number of targets and label;
+// trouble picking the targets is a failure of the fault (Faults.Fail).
+func during[T any](spec workloads.Spec, label string, pick func(context.Context) ([]T, error), fault, undo func(context.Context, T) error) workloads.Hooks {
 	from, to := window(spec)
 	return workloads.Hooks{Nemesis: func(ctx context.Context, f *workloads.Faults) {
 		if !f.At(ctx, from) {
 			return
 		}
-		targets := pick(ctx)
+		targets, err := pick(ctx)
+		if err == nil && len(targets) == 0 {
+			err = errors.New("no target")
+		}
+		if err != nil && ctx.Err() == nil {
+			f.Fail(fmt.Errorf("%s: %w", label, err))
+		}
 		if len(targets) == 0 {
 			return
 		}

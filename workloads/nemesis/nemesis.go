@@ -216,22 +216,25 @@ func needMinority(sh Shape) error {
 }
 
 // minority returns the nodes (and their proxies, if any) of a minority:
-// 2 of 5 Redis nodes, 1 of 3 members; not the leader of a quorum cluster
-// when avoidLeader, so that crash-minority stays apart from leader-kill.
-func minority(ctx context.Context, t Target, avoidLeader bool) ([]*compose.Node, []*compose.Proxy) {
+// 2 of 5 Redis nodes, 1 of 3 members; not the leader of a quorum cluster,
+// so that crash-minority stays apart from leader-kill. When the leader
+// cannot be told it still picks a minority, and says why it may hold the
+// leader in the error.
+func minority(ctx context.Context, t Target) ([]*compose.Node, []*compose.Proxy, error) {
 	nodes := t.Redis
+	var leader *compose.Node
+	var err error
 	if len(nodes) == 0 {
 		nodes = t.quorumNodes()
+		if leader, err = t.leader(ctx); err != nil {
+			err = fmt.Errorf("the minority may hold the leader: %w", err)
+		}
 	}
 	k := (len(nodes) - 1) / 2
-	var skip *compose.Node
-	if avoidLeader && len(t.Redis) == 0 {
-		skip, _ = t.leader(ctx)
-	}
 	var picked []*compose.Node
 	var proxies []*compose.Proxy
 	for i := len(nodes) - 1; i >= 0 && len(picked) < k; i-- {
-		if nodes[i] == skip {
+		if nodes[i] == leader {
 			continue
 		}
 		picked = append(picked, nodes[i])
@@ -241,7 +244,23 @@ func minority(ctx context.Context, t Target, avoidLeader bool) ([]*compose.Node,
 	}
 	slices.Reverse(picked)
 	slices.Reverse(proxies)
-	return picked, proxies
+	return picked, proxies, err
+}
+
+// minorityNodes picks the nodes of a minority, for during.
+func minorityNodes(t Target) func(context.Context) ([]*compose.Node, error) {
+	return func(ctx context.Context) ([]*compose.Node, error) {
+		nodes, _, err := minority(ctx, t)
+		return nodes, err
+	}
+}
+
+// minorityProxies picks the proxies of a minority's nodes, for during.
+func minorityProxies(t Target) func(context.Context) ([]*compose.Proxy, error) {
+	return func(ctx context.Context) ([]*compose.Proxy, error) {
+		_, proxies, err := minority(ctx, t)
+		return proxies, err
+	}
 }
 
 // majority returns a majority of the Redis nodes: all of one, 3 of 5.
