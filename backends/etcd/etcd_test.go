@@ -180,11 +180,11 @@ func TestNothingLeftBehind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	count := func() int64 {
-		resp, err := c.Get(ctx, a.Prefix("left"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		n, err := queueLen(ctx, c, a.Prefix("left"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return resp.Count
+		return n
 	}
 	held := mustAcquire(t, a, "left", locker.WithTTL(time.Minute))
 	if _, err := b.TryAcquire(ctx, "left"); !errors.Is(err, locker.ErrNotAcquired) {
@@ -237,8 +237,8 @@ func TestLongWait(t *testing.T) {
 		got <- result{lease, err}
 	}()
 	locktest.WaitFor(t, 10*time.Second, "the waiter queued", func() bool {
-		resp, err := c.Get(ctx, b.Prefix("long"), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		return err == nil && resp.Count == 2
+		n, err := queueLen(ctx, c, b.Prefix("long"))
+		return err == nil && n == 2
 	})
 	waiterKey, waiterLease := holderKeyAt(t, c, b.Prefix("long"), 1)
 	select {
@@ -409,8 +409,8 @@ func TestCloseNoLeak(t *testing.T) {
 		waiting <- err
 	}()
 	locktest.WaitFor(t, 10*time.Second, "the waiter queued", func() bool {
-		resp, err := c.Get(ctx, l.Prefix("close:auto"), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		return err == nil && resp.Count == 2
+		n, err := queueLen(ctx, c, l.Prefix("close:auto"))
+		return err == nil && n == 2
 	})
 	leases := []clientv3.LeaseID{pooledID}
 	for _, key := range []string{"close:moved", "close:auto"} {
@@ -433,9 +433,8 @@ func TestCloseNoLeak(t *testing.T) {
 			t.Fatalf("lease %x after Close: %s; want it revoked", int64(id), ttlString(ttl, err))
 		}
 	}
-	resp, err := c.Get(ctx, DefaultPrefix+"close:", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil || resp.Count != 0 {
-		t.Fatalf("after Close %d lock keys are left (%v), want 0", resp.Count, err)
+	if n, err := queueLen(ctx, c, DefaultPrefix+"close:"); err != nil || n != 0 {
+		t.Fatalf("after Close %d lock keys are left (%v), want 0", n, err)
 	}
 	goleak.VerifyNone(t, before)
 }

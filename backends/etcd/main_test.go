@@ -96,6 +96,15 @@ func holderKeyAt(t testing.TB, c *clientv3.Client, prefix string, i int) (string
 	return string(resp.Kvs[i].Key), clientv3.LeaseID(resp.Kvs[i].Lease)
 }
 
+// queueLen counts the keys under prefix: a lock's queue, holder included.
+func queueLen(ctx context.Context, c *clientv3.Client, prefix string) (int64, error) {
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return resp.Count, nil
+}
+
 // steal deletes every key of a lock's queue behind their owners' backs.
 func steal(t testing.TB, c *clientv3.Client, prefix string) {
 	t.Helper()
