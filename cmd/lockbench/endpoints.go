@@ -29,6 +29,15 @@ type tlsFlags struct {
 	insecure      bool
 }
 
+// register adds the --<prefix>-tls-* flags of one kind of server: name
+// is what the help calls it, servers what the CA verifies.
+func (t *tlsFlags) register(fl *pflag.FlagSet, prefix, name, servers string) {
+	fl.StringVar(&t.ca, prefix+"-tls-ca", "", "CA certificate (PEM) to verify "+servers+"; turns TLS on")
+	fl.StringVar(&t.cert, prefix+"-tls-cert", "", "client certificate (PEM) for "+name+"; turns TLS on")
+	fl.StringVar(&t.key, prefix+"-tls-key", "", "client key (PEM) for "+name)
+	fl.BoolVar(&t.insecure, prefix+"-tls-insecure", false, "use TLS to "+name+" without verifying the server")
+}
+
 func (e *endpointFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&e.redis, "redis-addrs", nil, "the single Redis server of the redis backend (host:port)")
 	fl.StringSliceVar(&e.redlock, "redlock-addrs", nil, "the independent Redis masters of redlock (and of redsync, unless --redsync-addrs)")
@@ -39,16 +48,10 @@ func (e *endpointFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&e.etcd, "etcd-addrs", nil, "the etcd endpoints")
 	fl.StringVar(&e.redisUser, "redis-username", "", "Redis ACL user (redis, redlock, redsync, sentinel)")
 	fl.StringVar(&e.redisPassword, "redis-password", os.Getenv("LOCKBENCH_REDIS_PASSWORD"), "Redis password (default $LOCKBENCH_REDIS_PASSWORD)")
-	fl.StringVar(&e.redisTLS.ca, "redis-tls-ca", "", "CA certificate (PEM) to verify Redis servers; turns TLS on")
-	fl.StringVar(&e.redisTLS.cert, "redis-tls-cert", "", "client certificate (PEM) for Redis; turns TLS on")
-	fl.StringVar(&e.redisTLS.key, "redis-tls-key", "", "client key (PEM) for Redis")
-	fl.BoolVar(&e.redisTLS.insecure, "redis-tls-insecure", false, "use TLS to Redis without verifying the server")
+	e.redisTLS.register(fl, "redis", "Redis", "Redis servers")
 	fl.StringVar(&e.etcdUser, "etcd-username", "", "etcd user")
 	fl.StringVar(&e.etcdPassword, "etcd-password", os.Getenv("LOCKBENCH_ETCD_PASSWORD"), "etcd password (default $LOCKBENCH_ETCD_PASSWORD)")
-	fl.StringVar(&e.etcdTLS.ca, "etcd-tls-ca", "", "CA certificate (PEM) to verify etcd; turns TLS on")
-	fl.StringVar(&e.etcdTLS.cert, "etcd-tls-cert", "", "client certificate (PEM) for etcd; turns TLS on")
-	fl.StringVar(&e.etcdTLS.key, "etcd-tls-key", "", "client key (PEM) for etcd")
-	fl.BoolVar(&e.etcdTLS.insecure, "etcd-tls-insecure", false, "use TLS to etcd without verifying the server")
+	e.etcdTLS.register(fl, "etcd", "etcd", "etcd")
 	fl.StringVar(&e.zkUser, "zookeeper-username", "", "ZooKeeper digest auth user")
 	fl.StringVar(&e.zkPassword, "zookeeper-password", os.Getenv("LOCKBENCH_ZOOKEEPER_PASSWORD"), "ZooKeeper digest auth password (default $LOCKBENCH_ZOOKEEPER_PASSWORD)")
 }
