@@ -4,10 +4,10 @@
 // counter) on whichever node the sentinels currently report as master,
 // reached through a go-redis FailoverClient.
 //
-// It is backends/redlock's engine on one node, exactly like backends/redis,
-// so the scripts, the multiplexed connections and the release
-// notifications are shared rather than copied; only the restart quarantine
-// is off (a lone master has no other voters) and fencing is on by default.
+// It is backends/redis's lock (backends/redlock's engine on one node) on a
+// FailoverClient, so the scripts, the multiplexed connections and the
+// release notifications are shared rather than copied: no restart
+// quarantine (a lone master has no other voters), fencing on by default.
 //
 // Replication from the master to its replicas is asynchronous. A lock
 // written to the master and not yet replicated is lost when Sentinel
@@ -37,6 +37,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/redis"
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/locker"
 )
@@ -53,11 +54,9 @@ const DefaultWaitTimeout = 100 * time.Millisecond
 
 // DefaultNodeTimeout is how long a request may wait for the master before
 // it counts as failed, when neither WithEngine nor the nodetimeout param
-// sets it. The engine's own default (TTL/100, 10–50 ms) is sized for five
-// nodes, where a slow one must not eat the validity while the others
-// could answer; with one master there is no majority to protect, and 50 ms
-// fails releases on a loaded machine.
-const DefaultNodeTimeout = 250 * time.Millisecond
+// sets it: a single Redis server's (see redis.DefaultNodeTimeout), since
+// the master is one.
+const DefaultNodeTimeout = redis.DefaultNodeTimeout
 
 // waitSlack is how late Redis may answer a WAIT after its timeout: blocked
 // clients time out on the server's cron, every 100 ms at the default hz.
@@ -152,13 +151,15 @@ func New(fo goredis.FailoverOptions, opts ...Option) (*Locker, error) {
 			return nil, err
 		}
 	}
-	// Every request of the Locker shares one pipelined connection to the
-	// master, and a WAIT holds it until it returns, up to waitSlack after
-	// its timeout: the requests queued behind it must allow for that.
+	// A single Redis server's lock on whatever the master is: plain
+	// counters, as a Redis lock has them (a failover that loses the
+	// counter's increment is part of what this backend shows), and no
+	// quarantine. Every request of the Locker shares one pipelined
+	// connection to the master, and a WAIT holds it until it returns, up
+	// to waitSlack after its timeout: the requests queued behind it must
+	// allow for that.
 	timeout := DefaultNodeTimeout
-	// Plain counters, as a Redis lock has them: a failover that loses the
-	// counter's increment is part of what this backend shows.
-	engine := []redlock.Option{redlock.WithQuarantine(false), redlock.WithClockFloor(false), redlock.WithFencing(c.fencing)}
+	engine := []redlock.Option{redlock.WithFencing(c.fencing)}
 	if c.wait > 0 {
 		timeout += c.waitTimeout + waitSlack
 		engine = append(engine, redlock.WithWait(c.wait, c.waitTimeout))
@@ -170,13 +171,13 @@ func New(fo goredis.FailoverOptions, opts ...Option) (*Locker, error) {
 	f := newFollower(&fo)
 	fo.Dialer = f.dial
 	client := goredis.NewFailoverClient(&fo)
-	r, err := redlock.New([]goredis.UniversalClient{client}, engine...)
+	r, err := redis.New(client, engine...)
 	if err != nil {
 		client.Close()
 		return nil, err
 	}
 	f.start()
-	return &Locker{Redlock: r, client: client, follow: f, sentinels: sentinels, cfg: c}, nil
+	return &Locker{Redlock: r.Redlock, client: client, follow: f, sentinels: sentinels, cfg: c}, nil
 }
 
 // Open is the registry's factory: a Locker on the set whose sentinels are
