@@ -94,10 +94,10 @@ func (s Sample) Percentile(p float64) time.Duration {
 	return s.Latencies[min(len(s.Latencies)-1, int(p*float64(len(s.Latencies))))]
 }
 
-// add accumulates o into s (both sorted, s's elapsed extended by o's).
+// add accumulates o into s, s's elapsed extended by o's. It leaves
+// s.Latencies unsorted: the caller sorts once it has added everything.
 func (s *Sample) add(o Sample) {
 	s.Latencies = append(s.Latencies, o.Latencies...)
-	slices.Sort(s.Latencies)
 	s.Failures += o.Failures
 	if s.FirstErr == nil {
 		s.FirstErr = o.FirstErr

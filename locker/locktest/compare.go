@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -56,6 +57,9 @@ func Compare(t *testing.T, contenders []Contender, n int, slice, total time.Dura
 			}
 			samples[i].add(s)
 		}
+	}
+	for i := range samples {
+		slices.Sort(samples[i].Latencies)
 	}
 	base := samples[0].Throughput()
 	for i, s := range samples {
