@@ -81,14 +81,5 @@ func TestPartitionedHolder(t *testing.T) {
 
 	tk := locktest.CutOff(t, held, b, time.Minute, node.Partition)
 
-	if err := node.Heal(); err != nil {
-		t.Fatal(err)
-	}
-	if err := tk.Lease.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	again := mustAcquire(t, a, key, locker.WithTTL(time.Minute))
-	if err := again.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tk.Heal(t, a, node.Heal)
 }

@@ -38,16 +38,7 @@ func TestSessionExpiryLosesLease(t *testing.T) {
 		t.Fatalf("holder gave its lease up %v after the partition: the session could not have expired before %v", tk.Ended, session/2)
 	}
 
-	if err := node.Heal(); err != nil {
-		t.Fatal(err)
-	}
-	if err := tk.Lease.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	again := mustAcquire(t, a, key, locker.WithTTL(time.Minute))
-	if err := again.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tk.Heal(t, a, node.Heal)
 }
 
 // TestCloseWhileServerPaused closes a Locker whose only server is stopped

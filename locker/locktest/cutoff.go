@@ -11,7 +11,8 @@ import (
 
 // Takeover is what CutOff observed, timed from the cut.
 type Takeover struct {
-	// Lease is the other client's grant; the caller releases it.
+	// Lease is the other client's grant; Heal releases it, or the caller
+	// does.
 	Lease locker.Lease
 	// Ended is when the cut-off holder's lease ended.
 	Ended time.Duration
@@ -70,6 +71,28 @@ func CutOff(t *testing.T, held locker.Lease, other locker.Locker, within time.Du
 		}
 	}
 	return tk
+}
+
+// Heal ends the cut: heal undoes it, the other client's grant is
+// released, and holder — the cut-off holder's Locker — must then be
+// granted the key again: a lock recovers from a partition.
+func (tk Takeover) Heal(t *testing.T, holder locker.Locker, heal func() error) {
+	t.Helper()
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tk.Lease.Release(ctx); err != nil {
+		t.Fatalf("release of the other client's grant: %v", err)
+	}
+	again, err := holder.Acquire(ctx, tk.Lease.Key(), locker.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatalf("the holder's Locker after the cut healed: %v", err)
+	}
+	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // WaitFor polls cond every 10 ms until it holds, failing the test when it
