@@ -18,10 +18,6 @@ import (
 	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
-func registeredBackends() []string { return backends.Names() }
-
-func faultNames() []string { return nemesis.Names() }
-
 func backendsCmd() *cobra.Command {
 	var ep endpointFlags
 	cmd := &cobra.Command{

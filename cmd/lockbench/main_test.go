@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
 )
@@ -193,7 +194,7 @@ func TestBackendsCommand(t *testing.T) {
 		fields := strings.Fields(line)
 		rows[fields[0]] = fields
 	}
-	for _, name := range registeredBackends() {
+	for _, name := range backends.Names() {
 		if len(rows[name]) < 5 {
 			t.Errorf("no row for %s in:\n%s", name, stdout)
 		}

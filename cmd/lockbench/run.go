@@ -14,12 +14,14 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // runFlags are the flags of `lockbench run`.
@@ -62,7 +64,7 @@ sentinel?wait=1, redsync?retrydelay=1ms.`,
 	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench) or quick (make bench-quick); other flags then override its settings")
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
 	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
-	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults: "+strings.Join(faultNames(), ", "))
+	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults: "+strings.Join(nemesis.Names(), ", "))
 	fl.BoolVar(&f.fencing, "fencing", false, "guard the resource with fencing tokens (same as --guard fence)")
 	fl.StringSliceVar(&f.guards, "guard", nil, "resource guards: none, fence, cas (default none, or fence with --fencing)")
 	fl.IntSliceVar(&f.clients, "clients", []int{8}, "concurrent clients, each with its own connections")
@@ -268,12 +270,12 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, error) {
 		}
 		return s.Cases()
 	}
-	backends := f.backends
-	if len(backends) == 0 {
-		backends = registeredBackends()
+	names := f.backends
+	if len(names) == 0 {
+		names = backends.Names()
 	}
 	return bench.Cross(bench.Matrix{
-		Backends: backends, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
+		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
 		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think},
 	})
 }
