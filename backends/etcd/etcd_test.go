@@ -79,20 +79,20 @@ func TestRevokedBehindBack(t *testing.T) {
 	endpoints := single(t)
 	l := openClosed(t, endpoints, nil)
 	thief := rawClient(t, endpoints)
-	lease := mustAcquire(t, l, "revoked", locker.WithTTL(time.Minute))
+	lease := locktest.MustAcquire(t, l, "revoked", locker.WithTTL(time.Minute))
 	_, id := holderKey(t, thief, l.Prefix("revoked"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := thief.Revoke(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitDone(t, lease, 10*time.Second); !errors.Is(err, locker.ErrLost) {
+	if err := locktest.WaitDone(t, lease, 10*time.Second); !errors.Is(err, locker.ErrLost) {
 		t.Fatalf("Err of a lease revoked behind its back = %v, want ErrLost", err)
 	}
 	if err := lease.Release(ctx); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("Release of a revoked lease = %v, want ErrNotHeld", err)
 	}
-	next := mustAcquire(t, l, "revoked", locker.WithTTL(time.Minute))
+	next := locktest.MustAcquire(t, l, "revoked", locker.WithTTL(time.Minute))
 	if a, b := tokenOf(lease), tokenOf(next); b <= a {
 		t.Fatalf("token after the revocation %d not above the revoked lease's %d", b, a)
 	}
@@ -119,7 +119,7 @@ func TestTTLRoundedUp(t *testing.T) {
 		want int64
 	}{{300 * time.Millisecond, 1}, {1500 * time.Millisecond, 2}} {
 		start := time.Now()
-		lease := mustAcquire(t, l, "rounded", locker.WithTTL(tc.ttl))
+		lease := locktest.MustAcquire(t, l, "rounded", locker.WithTTL(tc.ttl))
 		_, id := holderKey(t, c, l.Prefix("rounded"))
 		ttl, err := c.TimeToLive(ctx, id)
 		if err != nil {
@@ -145,7 +145,7 @@ func TestExtendLonger(t *testing.T) {
 	c := rawClient(t, endpoints)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lease := mustAcquire(t, l, "longer", locker.WithTTL(time.Second))
+	lease := locktest.MustAcquire(t, l, "longer", locker.WithTTL(time.Second))
 	path, before := holderKey(t, c, l.Prefix("longer"))
 	tok := tokenOf(lease)
 	if err := lease.Extend(ctx, 5*time.Second); err != nil {
@@ -186,7 +186,7 @@ func TestNothingLeftBehind(t *testing.T) {
 		}
 		return n
 	}
-	held := mustAcquire(t, a, "left", locker.WithTTL(time.Minute))
+	held := locktest.MustAcquire(t, a, "left", locker.WithTTL(time.Minute))
 	if _, err := b.TryAcquire(ctx, "left"); !errors.Is(err, locker.ErrNotAcquired) {
 		t.Fatalf("TryAcquire of a held key = %v, want ErrNotAcquired", err)
 	}
@@ -226,7 +226,7 @@ func TestLongWait(t *testing.T) {
 	c := rawClient(t, endpoints)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	held := mustAcquire(t, a, "long", locker.WithTTL(time.Minute))
+	held := locktest.MustAcquire(t, a, "long", locker.WithTTL(time.Minute))
 	type result struct {
 		lease locker.Lease
 		err   error
@@ -365,7 +365,7 @@ func TestLeasePool(t *testing.T) {
 		l := openClosed(t, endpoints, map[string]string{"leasepool": tc.pool})
 		var ids []clientv3.LeaseID
 		for range 2 {
-			lease := mustAcquire(t, l, "pool", locker.WithTTL(time.Minute))
+			lease := locktest.MustAcquire(t, l, "pool", locker.WithTTL(time.Minute))
 			_, id := holderKey(t, c, l.Prefix("pool"))
 			ids = append(ids, id)
 			if err := lease.Release(context.Background()); err != nil {
@@ -393,16 +393,16 @@ func TestCloseNoLeak(t *testing.T) {
 	}
 	before := goleak.IgnoreCurrent()
 	l := open(t, endpoints, nil)
-	pooled := mustAcquire(t, l, "close:pooled", locker.WithTTL(time.Minute))
+	pooled := locktest.MustAcquire(t, l, "close:pooled", locker.WithTTL(time.Minute))
 	_, pooledID := holderKey(t, c, l.Prefix("close:pooled"))
 	if err := pooled.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	moved := mustAcquire(t, l, "close:moved", locker.WithTTL(time.Second))
+	moved := locktest.MustAcquire(t, l, "close:moved", locker.WithTTL(time.Second))
 	if err := moved.Extend(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	auto := mustAcquire(t, l, "close:auto", locker.WithTTL(time.Second), locker.WithAutoExtend(true))
+	auto := locktest.MustAcquire(t, l, "close:auto", locker.WithTTL(time.Second), locker.WithAutoExtend(true))
 	waiting := make(chan error, 1)
 	go func() {
 		_, err := l.Acquire(context.Background(), "close:auto")

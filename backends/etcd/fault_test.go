@@ -18,7 +18,7 @@ func TestMemberDown(t *testing.T) {
 	c := cluster(t, 3, false)
 	l := openClosed(t, c.Endpoints(), nil)
 	other := openClosed(t, c.Endpoints(), nil)
-	held := mustAcquire(t, l, "held", locker.WithTTL(10*time.Minute))
+	held := locktest.MustAcquire(t, l, "held", locker.WithTTL(10*time.Minute))
 
 	restart := func(n *compose.Node) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -77,7 +77,7 @@ func TestPartitionedHolder(t *testing.T) {
 	a := openClosed(t, []string{node.Addr()}, nil)
 	b := openClosed(t, []string{node.ServerAddr()}, nil)
 	const key, ttl = "partition", 2 * time.Second
-	held := mustAcquire(t, a, key, locker.WithTTL(ttl), locker.WithAutoExtend(true))
+	held := locktest.MustAcquire(t, a, key, locker.WithTTL(ttl), locker.WithAutoExtend(true))
 
 	tk := locktest.CutOff(t, held, b, time.Minute, node.Partition)
 

@@ -12,7 +12,6 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
-	"github.com/lockbench/lockbench/locker"
 )
 
 // shared is the one-member cluster the conformance suite, the small tests
@@ -116,29 +115,5 @@ func steal(t testing.TB, c *clientv3.Client, prefix string) {
 	}
 	if resp.Deleted == 0 {
 		t.Fatalf("steal %s: nobody holds it", prefix)
-	}
-}
-
-// mustAcquire takes key within 30 s.
-func mustAcquire(t testing.TB, l locker.Locker, key string, opts ...locker.Option) locker.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	lease, err := l.Acquire(ctx, key, opts...)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", key, err)
-	}
-	return lease
-}
-
-// waitDone waits for lease to end and returns its Err.
-func waitDone(t testing.TB, lease locker.Lease, within time.Duration) error {
-	t.Helper()
-	select {
-	case <-lease.Done():
-		return lease.Err()
-	case <-time.After(within):
-		t.Fatalf("lease on %q still held after %v", lease.Key(), within)
-		return nil
 	}
 }

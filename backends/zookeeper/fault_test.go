@@ -31,7 +31,7 @@ func TestSessionExpiryLosesLease(t *testing.T) {
 	a := openClosed(t, []string{node.Addr()}, params)
 	b := openClosed(t, []string{node.ServerAddr()}, params)
 	const key = "expiry"
-	held := mustAcquire(t, a, key, locker.WithTTL(time.Minute))
+	held := locktest.MustAcquire(t, a, key, locker.WithTTL(time.Minute))
 
 	tk := locktest.CutOff(t, held, b, 30*time.Second, node.Partition)
 	if tk.Ended < session/2 {
@@ -50,7 +50,7 @@ func TestCloseWhileServerPaused(t *testing.T) {
 	node := ensemble(t, 1, false).Nodes[0]
 	before := goleak.IgnoreCurrent()
 	l := open(t, []string{node.Addr()}, map[string]string{"session": "1s"})
-	lease := mustAcquire(t, l, "paused", locker.WithTTL(time.Minute), locker.WithAutoExtend(true))
+	lease := locktest.MustAcquire(t, l, "paused", locker.WithTTL(time.Minute), locker.WithAutoExtend(true))
 	if err := node.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestMemberDown(t *testing.T) {
 	z := ensemble(t, 3, false)
 	l := openClosed(t, z.Addrs(), nil)
 	other := openClosed(t, z.Addrs(), nil)
-	held := mustAcquire(t, l, "held", locker.WithTTL(10*time.Minute))
+	held := locktest.MustAcquire(t, l, "held", locker.WithTTL(10*time.Minute))
 
 	restart := func(n *compose.Node) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -137,7 +137,7 @@ func TestStolenLeaseEndsAtOnce(t *testing.T) {
 	for _, hold := range []bool{false, true} {
 		t.Run(fmt.Sprintf("watchArmed=%v", hold), func(t *testing.T) {
 			key := fmt.Sprintf("stolen-%v-%d", hold, time.Now().UnixNano())
-			lease := mustAcquire(t, l, key, locker.WithTTL(time.Minute))
+			lease := locktest.MustAcquire(t, l, key, locker.WithTTL(time.Minute))
 			if hold {
 				// Steal once the watch is set: its NodeDeleted ends the lease.
 				locktest.WaitFor(t, 5*time.Second, "watch on the lease's znode", func() bool { return mntr(t, addrs[0], "zk_watch_count") > 0 })

@@ -16,7 +16,6 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
-	"github.com/lockbench/lockbench/locker"
 )
 
 // A shared standalone server runs the conformance suite and the small
@@ -117,18 +116,6 @@ func steal(t testing.TB, c *zk.Conn, root, key string) {
 			t.Fatalf("steal %q: %v", key, err)
 		}
 	}
-}
-
-// mustAcquire takes key within 30 s.
-func mustAcquire(t testing.TB, l locker.Locker, key string, opts ...locker.Option) locker.Lease {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	lease, err := l.Acquire(ctx, key, opts...)
-	if err != nil {
-		t.Fatalf("Acquire(%q): %v", key, err)
-	}
-	return lease
 }
 
 // mntr returns one counter of the server at addr, from its mntr report

@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 func TestOpenRejectsBadConfig(t *testing.T) {
@@ -100,7 +101,7 @@ func TestDigestAuth(t *testing.T) {
 		return l
 	}
 	a, b := openCfg(cfg), openCfg(cfg)
-	lease := mustAcquire(t, a, "k", locker.WithTTL(time.Minute))
+	lease := locktest.MustAcquire(t, a, "k", locker.WithTTL(time.Minute))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := b.TryAcquire(ctx, "k"); !errors.Is(err, locker.ErrNotAcquired) {
@@ -124,7 +125,7 @@ func TestDigestAuth(t *testing.T) {
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again := mustAcquire(t, b, "k", locker.WithTTL(time.Minute))
+	again := locktest.MustAcquire(t, b, "k", locker.WithTTL(time.Minute))
 	if err := again.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestExcludesZkLock(t *testing.T) {
 	if err := theirs.Unlock(); err != nil {
 		t.Fatal(err)
 	}
-	ours := mustAcquire(t, l, key, locker.WithTTL(time.Minute))
+	ours := locktest.MustAcquire(t, l, key, locker.WithTTL(time.Minute))
 	locked := make(chan error, 1)
 	go func() { locked <- theirs.Lock() }()
 	select {

@@ -113,9 +113,14 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-func acquire(t *testing.T, l locker.Locker, key string, opts ...locker.Option) locker.Lease {
+// MustAcquire acquires key on l within 30 seconds, failing t otherwise.
+// The lease must outlive the context it was acquired with, which ends
+// when MustAcquire returns.
+func MustAcquire(t testing.TB, l locker.Locker, key string, opts ...locker.Option) locker.Lease {
 	t.Helper()
-	lease, err := l.Acquire(ctxFor(t, 30*time.Second), key, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lease, err := l.Acquire(ctx, key, opts...)
 	if err != nil {
 		t.Fatalf("Acquire(%q): %v", key, err)
 	}
@@ -129,8 +134,9 @@ func release(t *testing.T, lease locker.Lease) {
 	}
 }
 
-// waitDone waits for lease to end and returns its Err.
-func waitDone(t *testing.T, lease locker.Lease, within time.Duration) error {
+// WaitDone waits for lease to end and returns its Err, failing t if it
+// has not ended within the given time.
+func WaitDone(t testing.TB, lease locker.Lease, within time.Duration) error {
 	t.Helper()
 	select {
 	case <-lease.Done():
@@ -184,7 +190,7 @@ func (s *suite) testBadInput(t *testing.T) {
 			}
 		}
 	}
-	lease := acquire(t, l, s.key(t), locker.WithTTL(time.Minute))
+	lease := MustAcquire(t, l, s.key(t), locker.WithTTL(time.Minute))
 	if err := lease.Extend(ctx, 0); !errors.Is(err, locker.ErrInvalid) {
 		t.Errorf("Extend(0) = %v, want ErrInvalid", err)
 	}
@@ -231,16 +237,16 @@ func (s *suite) testTryAcquire(t *testing.T) {
 func (s *suite) testExpiry(t *testing.T) {
 	a, b := s.locker(t), s.locker(t)
 	key := s.key(t)
-	lease := acquire(t, a, key, locker.WithTTL(s.ttl))
+	lease := MustAcquire(t, a, key, locker.WithTTL(s.ttl))
 	if until := time.Until(lease.ValidUntil()); until <= 0 || until > s.ttl+time.Second {
 		t.Fatalf("ValidUntil is %v from now for a TTL of %v", until, s.ttl)
 	}
 	// B waits for the key; it must get it, and not before A's validity.
-	next := acquire(t, b, key, locker.WithTTL(time.Minute), locker.WithRetry(locker.LinearBackoff(10*time.Millisecond)))
+	next := MustAcquire(t, b, key, locker.WithTTL(time.Minute), locker.WithRetry(locker.LinearBackoff(10*time.Millisecond)))
 	if now := time.Now(); now.Before(lease.ValidUntil()) {
 		t.Fatalf("key granted again %v before the first lease's ValidUntil", lease.ValidUntil().Sub(now))
 	}
-	if err := waitDone(t, lease, 5*time.Second); !errors.Is(err, locker.ErrExpired) {
+	if err := WaitDone(t, lease, 5*time.Second); !errors.Is(err, locker.ErrExpired) {
 		t.Fatalf("Err of an expired lease = %v, want ErrExpired", err)
 	}
 	release(t, next)
@@ -249,9 +255,9 @@ func (s *suite) testExpiry(t *testing.T) {
 func (s *suite) testStaleRelease(t *testing.T) {
 	a, b := s.locker(t), s.locker(t)
 	key := s.key(t)
-	stale := acquire(t, a, key, locker.WithTTL(s.ttl))
-	waitDone(t, stale, s.ttl+10*time.Second)
-	holder := acquire(t, b, key, locker.WithTTL(time.Minute))
+	stale := MustAcquire(t, a, key, locker.WithTTL(s.ttl))
+	WaitDone(t, stale, s.ttl+10*time.Second)
+	holder := MustAcquire(t, b, key, locker.WithTTL(time.Minute))
 	if err := stale.Release(ctxFor(t, 10*time.Second)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("Release of a stale lease = %v, want ErrNotHeld", err)
 	}
@@ -266,7 +272,7 @@ func (s *suite) testStaleRelease(t *testing.T) {
 func (s *suite) testExtend(t *testing.T) {
 	a, b := s.locker(t), s.locker(t)
 	key := s.key(t)
-	lease := acquire(t, a, key, locker.WithTTL(s.ttl))
+	lease := MustAcquire(t, a, key, locker.WithTTL(s.ttl))
 	first := lease.ValidUntil()
 	if err := lease.Extend(ctxFor(t, 10*time.Second), 4*s.ttl); err != nil {
 		t.Fatalf("Extend: %v", err)
@@ -291,7 +297,7 @@ func (s *suite) testExtend(t *testing.T) {
 func (s *suite) testAutoExtend(t *testing.T) {
 	a, b := s.locker(t), s.locker(t)
 	key := s.key(t)
-	lease := acquire(t, a, key, locker.WithTTL(s.ttl), locker.WithAutoExtend(true))
+	lease := MustAcquire(t, a, key, locker.WithTTL(s.ttl), locker.WithAutoExtend(true))
 	select {
 	case <-lease.Done():
 		t.Fatalf("auto-extended lease ended: %v", lease.Err())
@@ -299,7 +305,7 @@ func (s *suite) testAutoExtend(t *testing.T) {
 	}
 	mustBeHeld(t, b, key, "three TTLs into an auto-extended lease")
 	release(t, lease)
-	if err := waitDone(t, lease, time.Second); !errors.Is(err, locker.ErrReleased) {
+	if err := WaitDone(t, lease, time.Second); !errors.Is(err, locker.ErrReleased) {
 		t.Fatalf("Err after Release = %v, want ErrReleased", err)
 	}
 }
@@ -307,7 +313,7 @@ func (s *suite) testAutoExtend(t *testing.T) {
 func (s *suite) testCancel(t *testing.T) {
 	a, b := s.locker(t), s.locker(t)
 	key := s.key(t)
-	lease := acquire(t, a, key, locker.WithTTL(time.Minute))
+	lease := MustAcquire(t, a, key, locker.WithTTL(time.Minute))
 	defer release(t, lease)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -335,7 +341,7 @@ func (s *suite) testCancel(t *testing.T) {
 
 func (s *suite) testDoneOnRelease(t *testing.T) {
 	l := s.locker(t)
-	lease := acquire(t, l, s.key(t), locker.WithTTL(time.Minute))
+	lease := MustAcquire(t, l, s.key(t), locker.WithTTL(time.Minute))
 	select {
 	case <-lease.Done():
 		t.Fatal("Done closed while held")
@@ -345,7 +351,7 @@ func (s *suite) testDoneOnRelease(t *testing.T) {
 		t.Fatalf("Err while held = %v", lease.Err())
 	}
 	release(t, lease)
-	if err := waitDone(t, lease, time.Second); !errors.Is(err, locker.ErrReleased) {
+	if err := WaitDone(t, lease, time.Second); !errors.Is(err, locker.ErrReleased) {
 		t.Fatalf("Err after Release = %v, want ErrReleased", err)
 	}
 	if err := lease.Release(ctxFor(t, 10*time.Second)); !errors.Is(err, locker.ErrNotHeld) {
@@ -356,14 +362,14 @@ func (s *suite) testDoneOnRelease(t *testing.T) {
 func (s *suite) testDoneOnLoss(t *testing.T) {
 	t.Run("LockerClosed", func(t *testing.T) {
 		l := s.open(t)
-		lease := acquire(t, l, s.key(t), locker.WithTTL(time.Minute), locker.WithAutoExtend(true))
+		lease := MustAcquire(t, l, s.key(t), locker.WithTTL(time.Minute), locker.WithAutoExtend(true))
 		if err := l.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
 		if err := l.Close(); err != nil {
 			t.Fatalf("second Close = %v, want nil", err)
 		}
-		if err := waitDone(t, lease, 5*time.Second); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrClosed) {
+		if err := WaitDone(t, lease, 5*time.Second); !errors.Is(err, locker.ErrLost) || !errors.Is(err, locker.ErrClosed) {
 			t.Fatalf("Err after the Locker closed = %v, want ErrLost wrapping ErrClosed", err)
 		}
 		if _, err := l.TryAcquire(ctxFor(t, 10*time.Second), s.key(t)); !errors.Is(err, locker.ErrClosed) {
@@ -376,12 +382,12 @@ func (s *suite) testDoneOnLoss(t *testing.T) {
 		}
 		l := s.locker(t)
 		key := s.key(t)
-		lease := acquire(t, l, key, locker.WithTTL(time.Minute))
+		lease := MustAcquire(t, l, key, locker.WithTTL(time.Minute))
 		s.steal(t, key)
 		if err := lease.Extend(ctxFor(t, 10*time.Second), time.Minute); !errors.Is(err, locker.ErrNotHeld) {
 			t.Fatalf("Extend of a stolen lease = %v, want ErrNotHeld", err)
 		}
-		if err := waitDone(t, lease, 5*time.Second); !errors.Is(err, locker.ErrLost) {
+		if err := WaitDone(t, lease, 5*time.Second); !errors.Is(err, locker.ErrLost) {
 			t.Fatalf("Err of a stolen lease = %v, want ErrLost", err)
 		}
 	})
@@ -396,7 +402,7 @@ func (s *suite) testTokens(t *testing.T, info locker.Info) {
 		if i%2 == 1 {
 			l = b
 		}
-		lease := acquire(t, l, key, locker.WithTTL(time.Minute))
+		lease := MustAcquire(t, l, key, locker.WithTTL(time.Minute))
 		tok, ok := lease.Token()
 		release(t, lease)
 		if ok != info.Fencing {
@@ -417,13 +423,13 @@ func (s *suite) testLeak(t *testing.T) {
 	l := s.open(t)
 	other := s.open(t)
 	key := s.key(t)
-	held := acquire(t, l, key, locker.WithTTL(s.ttl), locker.WithAutoExtend(true))
+	held := MustAcquire(t, l, key, locker.WithTTL(s.ttl), locker.WithAutoExtend(true))
 	// A waiter that gives up, a lease left held, an expired lease.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	_, _ = other.Acquire(ctx, key)
 	cancel()
-	expired := acquire(t, other, s.key(t), locker.WithTTL(s.ttl))
-	waitDone(t, expired, s.ttl+10*time.Second)
+	expired := MustAcquire(t, other, s.key(t), locker.WithTTL(s.ttl))
+	WaitDone(t, expired, s.ttl+10*time.Second)
 	_ = held
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
