@@ -99,8 +99,11 @@ type Clusters struct {
 	redis1   []*compose.Node
 	redis5   []*compose.Node
 	sentinel *compose.SentinelSet
-	zk       *compose.Ensemble
-	etcd     *compose.EtcdCluster
+	// spent: the Sentinel set was given to a Fresh scenario, which left it
+	// changed (a promoted replica, a dead master): nobody gets it again.
+	spent bool
+	zk    *compose.Ensemble
+	etcd  *compose.EtcdCluster
 }
 
 // NewClusters returns clusters that start their servers in env. external
@@ -148,7 +151,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, s *nemesis.Scenario) (n
 			}
 		}
 	case sentinelRS:
-		if c.sentinel == nil || s.Fresh {
+		if c.sentinel == nil || s.Fresh || c.spent {
 			set, err := c.env.Sentinel(ctx, compose.SentinelOptions{ProxiedReplication: true})
 			if err != nil {
 				return t, cfg, err
@@ -158,6 +161,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, s *nemesis.Scenario) (n
 			}
 			c.sentinel = set
 		}
+		c.spent = s.Fresh
 		t.Sentinel = c.sentinel
 		cfg.Addrs = c.sentinel.SentinelAddrs()
 		cfg.Params["master"] = c.sentinel.MasterName

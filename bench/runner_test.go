@@ -106,3 +106,29 @@ func TestParseBackend(t *testing.T) {
 		t.Fatal("an unknown backend parsed")
 	}
 }
+
+// TestClustersRenewSpentSentinel: a Fresh scenario (failover) gets a new
+// Sentinel set, and so does the case after it, whatever its scenario,
+// since the failover left that set changed; later cases share that one.
+func TestClustersRenewSpentSentinel(t *testing.T) {
+	clusters := bench.NewClusters(compose.ForTest(t), nil)
+	b, err := bench.ParseBackend("sentinel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failover, _ := nemesis.Lookup("failover")
+	none, _ := nemesis.Lookup("none")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var sets []*compose.SentinelSet
+	for _, s := range []*nemesis.Scenario{none, failover, none, none} {
+		target, _, err := clusters.Setup(ctx, b, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets = append(sets, target.Sentinel)
+	}
+	if sets[1] == sets[0] || sets[2] == sets[1] || sets[3] != sets[2] {
+		t.Fatalf("sets none, failover, none, none: %p %p %p %p; want a new one for the failover and for the case after it, then shared", sets[0], sets[1], sets[2], sets[3])
+	}
+}

@@ -86,7 +86,8 @@ type Scenario struct {
 	// Target.Proxies.
 	Proxied bool
 	// Fresh means the scenario leaves the cluster changed for good (a
-	// failover moves the master): run each case on a new cluster.
+	// failover moves the master): run each case on a new cluster, and
+	// the next case of any scenario on a new one too.
 	Fresh bool
 	// MinTTL is the shortest lease TTL that keeps the scenario honest (a
 	// failover takes seconds; a lease that expires during it would
