@@ -31,8 +31,25 @@ type File struct {
 	// Command is the command line that produced the run.
 	Command string `json:"command,omitempty"`
 	// Partial is set when the run was interrupted before every case ran.
-	Partial bool   `json:"partial,omitempty"`
-	Cases   []Case `json:"cases"`
+	Partial bool `json:"partial,omitempty"`
+	// RunID names the run on the judge: every host and worker of the run
+	// shares it, and the key names of its cases start with it.
+	RunID string `json:"run_id,omitempty"`
+	// Seed is the seed every random choice of the run derives from (keys,
+	// hold times, fault targets, fault times): lockbench run --seed
+	// replays the run's schedule.
+	Seed uint64 `json:"seed"`
+	// Suite names the predefined suite that ran ("default", "quick"), or
+	// is empty for a matrix given by flags.
+	Suite string `json:"suite,omitempty"`
+	// Cores and MemoryBytes describe the machine of the run.
+	Cores       int   `json:"cores,omitempty"`
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// Versions are the versions of lockbench and of every server the run
+	// started ("lockbench", "go", "redis-server", "zookeeper", "etcd",
+	// "postgres").
+	Versions map[string]string `json:"versions,omitempty"`
+	Cases    []Case            `json:"cases"`
 }
 
 // Case is one measured combination: a backend under a workload and a
@@ -50,6 +67,20 @@ type Case struct {
 	Trial   int    `json:"trial"`
 	// Host is the load generator that measured the case.
 	Host string `json:"host,omitempty"`
+	// FaultClass is the fault's catalogue name without its params
+	// ("client-pause" for "client-pause?x=1.5"): backends are compared on
+	// the classes they all faced.
+	FaultClass string `json:"fault_class,omitempty"`
+	// ClientsAs says how the clients ran: ClientsProcesses (a worker
+	// process each, which a pause freezes whole) or ClientsGoroutines
+	// (goroutines of the runner, for throughput cases).
+	ClientsAs string `json:"clients_as,omitempty"`
+	// Durability is the servers' durability profile: DurabilityFast (no
+	// fsync) or DurabilityDurable (every write synced); empty for a
+	// backend without servers.
+	Durability string `json:"durability,omitempty"`
+	// Seed is the case's own seed, derived from the run's.
+	Seed uint64 `json:"seed,omitempty"`
 
 	// Settings.
 	Keys       int     `json:"keys"`
@@ -76,6 +107,48 @@ type Case struct {
 	StaleRejected    int64 `json:"stale_rejected"`
 	LostUpdates      int64 `json:"lost_updates"`
 	TokenRegressions int64 `json:"token_regressions"`
+	// OverlapsLockBug counts overlapping sections granted while the
+	// previous holder's lease was still valid by the lock's own promise;
+	// OverlapsExpiredHolder those where the previous holder went on after
+	// its lease had ended (what fencing is for). They add up to Overlaps.
+	OverlapsLockBug       int64 `json:"overlaps_lock_bug"`
+	OverlapsExpiredHolder int64 `json:"overlaps_expired_holder"`
+	// Incidents counts distinct episodes of two or more holders of a key
+	// (overlapping sections chained into one episode), classified like the
+	// overlaps: an incident is a lock bug when any of its overlaps is.
+	// Sections grow with throughput; incidents grow with failures.
+	Incidents              int64 `json:"incidents"`
+	IncidentsLockBug       int64 `json:"incidents_lock_bug"`
+	IncidentsExpiredHolder int64 `json:"incidents_expired_holder"`
+	// Linearizable is porcupine's verdict on the history against a mutex
+	// model per key; LinearizableFenced against a fenced-mutex model
+	// (grants' tokens strictly increase in real-time order, overlaps
+	// allowed). Each is true, false or "unknown"; the reasons say why a
+	// verdict is unknown or false.
+	Linearizable             Verdict `json:"linearizable"`
+	LinearizableReason       string  `json:"linearizable_reason,omitempty"`
+	LinearizableFenced       Verdict `json:"linearizable_fenced"`
+	LinearizableFencedReason string  `json:"linearizable_fenced_reason,omitempty"`
+	// History is the path, relative to the run dir, of the case's
+	// operation history (lockbench check re-checks it).
+	History string `json:"history,omitempty"`
+
+	// Faults. Injections counts the times the fault was injected (0 for
+	// fault "none"); Targets says what each injection hit.
+	Injections int      `json:"injections"`
+	Targets    []Target `json:"targets,omitempty"`
+	// IncidentRateUpper95 is the one-sided 95% upper bound on incidents
+	// per injection (exact binomial, Clopper–Pearson); 0 without
+	// injections.
+	IncidentRateUpper95 float64 `json:"incident_rate_upper95"`
+	// Invalid is set when the fault failed to inject as planned: the case
+	// did not measure what its name promises and no conclusion uses it.
+	// InvalidReason says what went wrong.
+	Invalid       bool   `json:"invalid,omitempty"`
+	InvalidReason string `json:"invalid_reason,omitempty"`
+	// Availability measures the service inside the fault windows and the
+	// recovery after them; nil without fault windows.
+	Availability *Availability `json:"availability,omitempty"`
 
 	// Timeline is the number of grants in each TimelineStepS-second
 	// interval from the start of the case.
@@ -89,6 +162,51 @@ type Case struct {
 	// Notes explain the case: why a fault did not apply, why a result
 	// differs from what theory predicts.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// How a case's clients ran (Case.ClientsAs).
+const (
+	ClientsProcesses  = "processes"
+	ClientsGoroutines = "goroutines"
+)
+
+// The durability profiles (Case.Durability).
+const (
+	// DurabilityFast: no fsync (Redis without persistence, etcd with
+	// --unsafe-no-fsync, ZooKeeper forceSync=no, PostgreSQL fsync=off).
+	DurabilityFast = "fast"
+	// DurabilityDurable: every write synced before it is acknowledged
+	// (Redis AOF appendfsync always, etcd and ZooKeeper with fsync,
+	// PostgreSQL fsync and synchronous_commit on).
+	DurabilityDurable = "durable"
+)
+
+// Target is what one injection of a fault hit.
+type Target struct {
+	// Injection numbers the injection within its case, from 1.
+	Injection int `json:"injection"`
+	// Nodes names the servers (or client processes) hit.
+	Nodes []string `json:"nodes"`
+	// Leader is set when the leader of a ZooKeeper or etcd cluster (or the
+	// master of a Sentinel set) was among them; Priority when a Redlock
+	// priority node was.
+	Leader   bool `json:"leader,omitempty"`
+	Priority bool `json:"priority,omitempty"`
+}
+
+// Availability is how a backend served while faults were in effect.
+type Availability struct {
+	// BaselineThroughput is grants/s before the first fault window.
+	BaselineThroughput float64 `json:"baseline_throughput"`
+	// InFaultThroughput is grants/s inside the fault windows.
+	InFaultThroughput float64 `json:"in_fault_throughput"`
+	// InFaultP99US is the acquire p99 of the operations that began inside
+	// a fault window (µs); 0 when none completed.
+	InFaultP99US int64 `json:"in_fault_p99_us"`
+	// RecoveryS is, per window, the seconds from its end until grants ran
+	// again at half the baseline rate; -1 when they did not before the
+	// case ended.
+	RecoveryS []float64 `json:"recovery_s,omitempty"`
 }
 
 // The error kinds of Case.Errors.
