@@ -24,14 +24,18 @@ import (
 type Config struct {
 	// Addrs are the node addresses (host:port), or URLs where a backend
 	// says so.
-	Addrs []string
+	Addrs []string `json:"addrs,omitempty"`
 	// Username and Password authenticate to the servers (Redis ACL/AUTH,
 	// etcd users, ZooKeeper digest), where the backend supports it.
-	Username, Password string
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
 	// TLS, when set, is used for every connection to the servers.
-	TLS *tls.Config
+	TLS *tls.Config `json:"-"`
+	// TLSFiles, when set and TLS is not, is loaded into TLS by Open: the
+	// form in which a Config travels to a worker process.
+	TLSFiles *TLSFiles `json:"tls_files,omitempty"`
 	// Params are backend-specific settings by name.
-	Params map[string]string
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Factory opens a Locker from a Config.
@@ -64,6 +68,13 @@ func Open(name string, cfg Config) (locker.Locker, error) {
 	mu.RUnlock()
 	if !ok {
 		return nil, locker.Invalidf("unknown backend %q (registered: %s)", name, strings.Join(Names(), ", "))
+	}
+	if cfg.TLS == nil && cfg.TLSFiles != nil {
+		c, err := cfg.TLSFiles.Load()
+		if err != nil {
+			return nil, fmt.Errorf("open %s: TLS: %w", name, err)
+		}
+		cfg.TLS = c
 	}
 	l, err := f(cfg)
 	if err != nil {

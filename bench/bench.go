@@ -1,7 +1,9 @@
 // Package bench runs lockbench's case matrix: for each case it sets up
 // the servers its backend needs (compose, or the user's endpoints), opens
-// one Locker per client, runs the workload with the case's fault, and
-// records the result; it writes results.json after every case, so an
+// a case on the judge, runs the clients — goroutines of this process for
+// throughput cases, one worker process each for fault and safety cases —
+// with the case's fault injected on a seeded schedule, and records the
+// judged result; it writes results.json after every case, so an
 // interrupted run keeps what it measured.
 package bench
 
@@ -9,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -17,15 +21,27 @@ import (
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/workloads/judge"
 	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // Case is one combination to measure.
 type Case struct {
 	Backend Backend
-	Fault   *nemesis.Scenario
-	Guard   workloads.Guard
-	Trial   int
+	Fault   nemesis.Fault
+	// Guards are the resource guards the case is judged under, side by
+	// side in one run; it yields a result per guard.
+	Guards []judge.Guard
+	Trial  int
+	// ClientsAs is results.ClientsProcesses (a worker process per
+	// client) or results.ClientsGoroutines; faults that stop clients need
+	// processes.
+	ClientsAs string
+	// Durability is the servers' profile, results.DurabilityFast or
+	// results.DurabilityDurable.
+	Durability string
+	// Injections is how many times the fault strikes in the case.
+	Injections int
 	// Spec is the load: workload, clients, keys, TTL, duration, hold and
 	// think times. Run raises the TTL to the fault's MinTTL.
 	Spec workloads.Spec
@@ -33,16 +49,17 @@ type Case struct {
 
 // String names the case for progress lines.
 func (c Case) String() string {
-	return fmt.Sprintf("%s %s/%s guard=%s clients=%d trial=%d", c.Backend.Spec, c.Spec.Workload, c.Fault.Name, c.Guard, c.Spec.Clients, c.Trial)
+	return fmt.Sprintf("%s %s/%s guards=%v clients=%d×%s %s trial=%d", c.Backend.Spec, c.Spec.Workload, c.Fault.Spec, c.Guards,
+		c.Spec.Clients, c.ClientsAs, c.Durability, c.Trial)
 }
 
 // Event tells a progress display what happened to a case: it started
-// (Result and Skipped nil), it was measured (Result set), or it was
-// skipped (Skipped says why).
+// (Results and Skipped nil), it was measured (Results holds one result
+// per guard), or it was skipped (Skipped says why).
 type Event struct {
 	Index, Total int
 	Case         Case
-	Result       *results.Case
+	Results      []results.Case
 	Skipped      error
 }
 
@@ -50,13 +67,29 @@ type Event struct {
 type Runner struct {
 	// Clusters provides the servers.
 	Clusters *Clusters
-	// Out is where results.json is written after every case ("" to keep
-	// the results in memory only).
-	Out string
+	// Dir is the run dir: results.json and the histories go there ("" to
+	// keep the results in memory only).
+	Dir string
+	// Judge referees the cases; nil starts one in this process, listening
+	// on loopback for the worker processes. A judge in another process
+	// (judge.DialRemote) joins this host to a run of several hosts: every
+	// case then runs its clients as processes, and without faults.
+	Judge judge.Referee
+	// Worker starts a client process (DefaultWorker when zero).
+	Worker WorkerCommand
+	// Seed is the run's seed: keys, hold times, fault targets and times
+	// derive from it (random when 0; the file records it).
+	Seed uint64
+	// Host names this runner on the judge and in the results (the
+	// hostname when empty); the hosts of one run need distinct names.
+	Host string
 	// Progress, if set, is called when each case starts and ends.
 	Progress func(Event)
 	// File holds the results so far; Run fills in its metadata.
 	File results.File
+
+	host  string
+	local *judge.Judge
 }
 
 // Run measures every case in order. It stops early when ctx ends,
@@ -64,23 +97,33 @@ type Runner struct {
 // start, its backend would not open) is reported and skipped, not fatal.
 // It returns the results and ctx's error if the run was cut short.
 func (r *Runner) Run(ctx context.Context, cases []Case) (*results.File, error) {
-	host, _ := os.Hostname()
+	if err := r.init(); err != nil {
+		return nil, err
+	}
+	if r.local != nil {
+		defer r.local.Close()
+	}
 	r.File.Started = time.Now()
-	r.File.Hosts = []string{host}
+	r.File.Hosts = []string{r.host}
+	r.File.RunID = r.Judge.RunID()
+	r.File.Seed = r.Seed
+	r.File.Cores = runtime.NumCPU()
+	r.File.MemoryBytes = memory()
 	r.File.Machine = fmt.Sprintf("%d cores, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	for i, c := range cases {
 		if ctx.Err() != nil {
 			break
 		}
 		r.emit(Event{Index: i, Total: len(cases), Case: c})
-		res, err := r.one(ctx, i, c, host)
+		res, err := r.one(ctx, i, c)
 		switch {
-		case res != nil:
-			r.File.Cases = append(r.File.Cases, *res)
+		case len(res) > 0:
+			r.File.Cases = append(r.File.Cases, res...)
+			err = nil
 		case err == nil:
 			err = errors.New("no result")
 		}
-		r.emit(Event{Index: i, Total: len(cases), Case: c, Result: res, Skipped: errIfNil(res, err)})
+		r.emit(Event{Index: i, Total: len(cases), Case: c, Results: res, Skipped: err})
 		if err := r.save(ctx.Err() != nil); err != nil {
 			return &r.File, err
 		}
@@ -93,11 +136,37 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (*results.File, error) {
 	return &r.File, r.save(false)
 }
 
-func errIfNil(res *results.Case, err error) error {
-	if res != nil {
+// init sets the defaults: host name, seed, worker command, judge.
+func (r *Runner) init() error {
+	r.host = r.Host
+	if r.host == "" {
+		r.host, _ = os.Hostname()
+	}
+	if r.host == "" {
+		r.host = workloads.LocalHost
+	}
+	if r.Seed == 0 {
+		r.Seed = rand.Uint64() | 1
+	}
+	if r.Worker.Path == "" {
+		w, err := DefaultWorker()
+		if err != nil {
+			return err
+		}
+		r.Worker = w
+	}
+	if r.Judge != nil {
 		return nil
 	}
-	return err
+	j, err := judge.New(judge.Options{Out: r.Dir})
+	if err != nil {
+		return err
+	}
+	if err := j.Listen("127.0.0.1:0"); err != nil {
+		return err
+	}
+	r.Judge, r.local = j, j
+	return nil
 }
 
 func (r *Runner) emit(e Event) {
@@ -107,21 +176,30 @@ func (r *Runner) emit(e Event) {
 }
 
 func (r *Runner) save(partial bool) error {
-	if r.Out == "" {
+	if r.Dir == "" {
 		return nil
 	}
 	r.File.Partial = partial
 	r.File.Finished = time.Now()
-	return results.Write(r.Out, &r.File)
+	return results.Write(filepath.Join(r.Dir, "results.json"), &r.File)
 }
 
-// one measures case c, or returns why it could not.
-func (r *Runner) one(ctx context.Context, i int, c Case, host string) (*results.Case, error) {
-	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault)
+// caseSeed derives case i's seed from the run's.
+func (r *Runner) caseSeed(i int) uint64 {
+	return rand.New(rand.NewPCG(r.Seed, uint64(i))).Uint64() | 1
+}
+
+// one measures case c, one result per guard, or returns why it could
+// not.
+func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error) {
+	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault, c.Durability)
 	if err != nil {
 		return nil, fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)
 	}
 	if err := c.Fault.Applies(target); err != nil {
+		if r.Clusters.External(c.Backend.Name) {
+			return nil, fmt.Errorf("%w (on external servers lockbench cannot break)", err)
+		}
 		return nil, err
 	}
 	defer func() {
@@ -132,7 +210,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case, host string) (*results.
 
 	spec := c.Spec
 	spec.TTL = max(spec.TTL, c.Fault.MinTTL)
-	spec.KeyPrefix = fmt.Sprintf("lockbench:%d:%d:", time.Now().Unix(), i)
+	spec.Seed = r.caseSeed(i)
 	spec, err = spec.Normalize()
 	if err != nil {
 		return nil, err
@@ -143,27 +221,61 @@ func (r *Runner) one(ctx context.Context, i int, c Case, host string) (*results.
 			cfg.Params["maxttl"] = spec.TTL.String()
 		}
 	}
+	hooks := c.Fault.Hooks(nemesis.Env{
+		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), Durable: c.Durability == results.DurabilityDurable,
+		Injections: c.Injections, Rand: rand.New(rand.NewPCG(spec.Seed, 0xfa17)),
+	})
+	id := fmt.Sprintf("%03d", i)
+	var out *workloads.Outcome
+	var runErr error
+	if c.ClientsAs == results.ClientsGoroutines && r.local != nil {
+		out, runErr = r.goroutines(ctx, id, c, spec, cfg, hooks)
+	} else {
+		if r.local == nil && c.Fault.Name != "none" {
+			return nil, fmt.Errorf("fault %s: faults need this host's own judge (run without --judge)", c.Fault.Spec)
+		}
+		out, runErr = r.processes(ctx, id, c, spec, cfg, hooks)
+	}
+	if out == nil {
+		return nil, runErr
+	}
+	var cs []results.Case
+	for _, g := range c.Guards {
+		rc := r.record(c, spec)
+		if target.Shape() == (nemesis.Shape{}) {
+			rc.Durability = "" // no servers: no profile
+		}
+		if err := out.Fill(&rc, g); err != nil {
+			return nil, err
+		}
+		if runErr != nil {
+			rc.Notes = append(rc.Notes, "run cut short: "+runErr.Error())
+		}
+		cs = append(cs, rc)
+	}
+	return cs, nil
+}
+
+// record is what a case's results say of it before it is measured.
+func (r *Runner) record(c Case, spec workloads.Spec) results.Case {
+	return results.Case{
+		Backend: c.Backend.Spec, Fault: c.Fault.Spec, FaultClass: c.Fault.Class(), Trial: c.Trial, Host: r.host,
+		Durability: c.Durability, Seed: spec.Seed,
+	}
+}
+
+// goroutines runs case c with a goroutine of this process per client, on
+// the in-process judge.
+func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, hooks workloads.Hooks) (*workloads.Outcome, error) {
+	if c.Fault.Processes {
+		return nil, locker.Invalidf("fault %s stops client processes: run it with clients as processes", c.Fault.Spec)
+	}
 	lockers, err := open(c.Backend.Name, cfg, spec.Clients)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll(lockers)
-	res, err := workloads.NewResource(c.Guard)
-	if err != nil {
-		return nil, err
-	}
-	out, runErr := workloads.Run(ctx, spec, lockers, res, c.Fault.Hooks(target, spec))
-	if out == nil {
-		return nil, runErr
-	}
-	rc := &results.Case{Backend: c.Backend.Spec, Fault: c.Fault.Name, Trial: c.Trial, Host: host}
-	if err := out.Fill(rc); err != nil {
-		return nil, err
-	}
-	if runErr != nil {
-		rc.Notes = append(rc.Notes, "run cut short: "+runErr.Error())
-	}
-	return rc, nil
+	return workloads.RunCase(ctx, r.local, id, spec, c.Guards, lockers, hooks)
 }
 
 // open opens one Locker per client, as separate processes would have.
@@ -184,4 +296,18 @@ func closeAll(lockers []locker.Locker) {
 	for _, l := range lockers {
 		_ = l.Close()
 	}
+}
+
+// memory is the machine's memory in bytes, from /proc/meminfo (0 when
+// unknown).
+func memory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var kb int64
+	if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err != nil {
+		return 0
+	}
+	return kb * 1024
 }

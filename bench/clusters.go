@@ -8,9 +8,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/zookeeper"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
@@ -88,16 +91,27 @@ func shape(b Backend) (nemesis.Shape, bool) {
 }
 
 // Clusters starts, on first use, the servers a plan's backends need, all
-// behind proxies (a case that does not need them bypasses them), and
-// keeps them for the whole run. External endpoints given by the user
-// replace a backend's cluster: faults that need compose are then skipped.
+// behind proxies (a case that does not need them bypasses them), one set
+// per durability profile, and keeps them for the whole run. External
+// endpoints given by the user replace a backend's cluster: faults that
+// need compose are then skipped.
 type Clusters struct {
 	env      *compose.Env
 	external map[string]backends.Config
 
-	mu       sync.Mutex
-	redis1   []*compose.Node
-	redis5   []*compose.Node
+	mu  sync.Mutex
+	set map[profile]*cluster
+}
+
+// profile names one cluster: a topology under a durability profile.
+type profile struct {
+	topo    topology
+	durable bool
+}
+
+// cluster is the servers of one profile.
+type cluster struct {
+	redis    []*compose.Node
 	sentinel *compose.SentinelSet
 	// spent: the Sentinel set was given to a Fresh scenario, which left it
 	// changed (a promoted replica, a dead master): nobody gets it again.
@@ -109,91 +123,123 @@ type Clusters struct {
 // NewClusters returns clusters that start their servers in env. external
 // maps a backend name to the endpoints to use instead.
 func NewClusters(env *compose.Env, external map[string]backends.Config) *Clusters {
-	return &Clusters{env: env, external: external}
+	return &Clusters{env: env, external: external, set: map[profile]*cluster{}}
+}
+
+// External reports whether backend name runs on the user's endpoints.
+func (c *Clusters) External(name string) bool {
+	_, ok := c.external[name]
+	return ok
 }
 
 // Setup returns the fault target and the backend config for a case of b
-// under scenario s.
-func (c *Clusters) Setup(ctx context.Context, b Backend, s *nemesis.Scenario) (nemesis.Target, backends.Config, error) {
+// under fault f, on servers of the durability profile (results'
+// DurabilityFast or DurabilityDurable).
+func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durability string) (nemesis.Target, backends.Config, error) {
 	cfg := backends.Config{Params: map[string]string{}}
 	for k, v := range b.Params {
 		cfg.Params[k] = v
 	}
 	if ext, ok := c.external[b.Name]; ok {
-		cfg.Addrs, cfg.Username, cfg.Password, cfg.TLS = ext.Addrs, ext.Username, ext.Password, ext.TLS
+		cfg.Addrs, cfg.Username, cfg.Password, cfg.TLS, cfg.TLSFiles = ext.Addrs, ext.Username, ext.Password, ext.TLS, ext.TLSFiles
 		return nemesis.Target{}, cfg, nil
 	}
 	topo, ok := topologies[b.Name]
 	if !ok {
 		return nemesis.Target{}, cfg, fmt.Errorf("backend %s: lockbench does not know which servers it needs; give its addresses", b.Name)
 	}
+	durable := durability == results.DurabilityDurable
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	cl := c.set[profile{topo, durable}]
+	if cl == nil {
+		cl = &cluster{}
+		c.set[profile{topo, durable}] = cl
+	}
 	var t nemesis.Target
 	var nodes []*compose.Node
 	switch topo {
 	case noServers:
 		return t, cfg, nil
 	case redisOne, redisFive:
-		n := map[topology]int{redisOne: 1, redisFive: 5}[topo]
-		cached := map[topology]*[]*compose.Node{redisOne: &c.redis1, redisFive: &c.redis5}[topo]
-		if *cached == nil {
-			started, err := c.env.Redis(ctx, n, compose.RedisOptions{Proxied: true})
+		if cl.redis == nil {
+			n := map[topology]int{redisOne: 1, redisFive: 5}[topo]
+			started, err := c.env.Redis(ctx, n, compose.RedisOptions{Proxied: true, AOF: durable})
 			if err != nil {
 				return t, cfg, err
 			}
-			*cached = started
+			cl.redis = started
 		}
-		t.Redis, nodes = *cached, *cached
+		t.Redis, nodes = cl.redis, cl.redis
 		if b.Name == "redlock" {
+			t.Priority = []int{0} // its fast path and hand-off lists live on its first node
 			if _, set := cfg.Params["bootstrap"]; !set {
 				cfg.Params["bootstrap"] = "true" // the nodes are new, or repaired between cases
 			}
 		}
 	case sentinelRS:
-		if c.sentinel == nil || s.Fresh || c.spent {
-			set, err := c.env.Sentinel(ctx, compose.SentinelOptions{ProxiedReplication: true})
+		if cl.sentinel == nil || f.Fresh || cl.spent {
+			set, err := c.env.Sentinel(ctx, compose.SentinelOptions{ProxiedReplication: true, AOF: durable})
 			if err != nil {
 				return t, cfg, err
 			}
-			if c.sentinel != nil {
-				stop(c.sentinel.Nodes())
+			if cl.sentinel != nil {
+				stop(cl.sentinel.Nodes())
 			}
-			c.sentinel = set
+			cl.sentinel = set
 		}
-		c.spent = s.Fresh
-		t.Sentinel = c.sentinel
-		cfg.Addrs = c.sentinel.SentinelAddrs()
-		cfg.Params["master"] = c.sentinel.MasterName
+		cl.spent = f.Fresh
+		t.Sentinel = cl.sentinel
+		cfg.Addrs = cl.sentinel.SentinelAddrs()
+		cfg.Params["master"] = cl.sentinel.MasterName
 		return t, cfg, nil
 	case zkThree:
-		if c.zk == nil {
-			e, err := c.env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{Proxied: true, NoFsync: true})
+		if cl.zk == nil {
+			e, err := c.env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{Proxied: true, NoFsync: !durable})
 			if err != nil {
 				return t, cfg, err
 			}
-			c.zk = e
+			cl.zk = e
 		}
-		t.ZooKeeper, nodes = c.zk, c.zk.Nodes
+		t.ZooKeeper, nodes = cl.zk, cl.zk.Nodes
 	case etcdThree:
-		if c.etcd == nil {
-			e, err := c.env.Etcd(ctx, 3, compose.EtcdOptions{Proxied: true, NoFsync: true})
+		if cl.etcd == nil {
+			e, err := c.env.Etcd(ctx, 3, compose.EtcdOptions{Proxied: true, NoFsync: !durable})
 			if err != nil {
 				return t, cfg, err
 			}
-			c.etcd = e
+			cl.etcd = e
 		}
-		t.Etcd, nodes = c.etcd, c.etcd.Nodes
+		t.Etcd, nodes = cl.etcd, cl.etcd.Nodes
 	}
 	for _, n := range nodes {
-		if s.Proxied {
+		if f.Proxied {
 			cfg.Addrs = append(cfg.Addrs, n.Addr())
-			t.Proxies = append(t.Proxies, n.Proxy())
 		} else {
 			cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
 		}
 	}
 	return t, cfg, nil
+}
+
+// Lease is how long backend b keeps the key of a holder that went silent,
+// for a lease of ttl: the TTL as the backend rounds it (etcd counts
+// seconds), or the session timeout when that is longer (ZooKeeper).
+// Client pauses are sized from it.
+func Lease(b Backend, ttl time.Duration) time.Duration {
+	switch b.Name {
+	case "etcd":
+		return (ttl + time.Second - 1) / time.Second * time.Second
+	case "zookeeper":
+		session := zookeeper.DefaultSession
+		if v, ok := b.Params["session"]; ok {
+			if d, err := time.ParseDuration(v); err == nil {
+				session = d
+			}
+		}
+		return max(ttl, session)
+	}
+	return ttl
 }
 
 // Repair brings every node of t back: started, resumed, reachable. A
@@ -209,6 +255,9 @@ func Repair(ctx context.Context, t nemesis.Target) error {
 	}
 	if t.Etcd != nil {
 		nodes = append(nodes, t.Etcd.Nodes...)
+	}
+	if t.Postgres != nil {
+		nodes = append(nodes, t.Postgres)
 	}
 	for _, n := range nodes {
 		if n.Paused() {

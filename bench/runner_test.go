@@ -11,84 +11,158 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/workloads/history"
+	"github.com/lockbench/lockbench/workloads/judge"
 	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
-// TestRunner runs a small matrix end to end on real servers: the results
-// file holds every case, and noop shows what the checker is for.
-func TestRunner(t *testing.T) {
-	cases, err := bench.Cross(bench.Matrix{
-		Backends:  []string{"noop", "redis"},
-		Workloads: []workloads.Workload{workloads.Hot},
-		Faults:    []string{"none", "restart"},
-		Guards:    []workloads.Guard{workloads.GuardFence},
-		Clients:   []int{4},
-		Spec:      workloads.Spec{Duration: time.Second, TTL: time.Second},
+// runMatrix runs m on fresh servers with client processes of this test
+// binary, writing into a temporary run dir, and returns the file and the
+// dir.
+func runMatrix(t *testing.T, m bench.Matrix) (*results.File, string) {
+	t.Helper()
+	cases, err := bench.Cross(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Dir: dir, Worker: testWorker(), Seed: 42,
+		Progress: func(e bench.Event) {
+			if e.Skipped != nil {
+				t.Logf("skipped %s: %v", e.Case, e.Skipped)
+			}
+			for _, c := range e.Results {
+				t.Logf("%s guard %s: %d grants (%.0f/s, p99 %dµs), %d overlaps (%d lock bug, %d expired holder) in %d incidents, stale %d accepted %d rejected, lost %d, linearizable %s/%s, errors %v",
+					e.Case, c.Guard, c.Acquired, c.Throughput, c.LatencyUS.P99, c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder, c.Incidents,
+					c.StaleAccepted, c.StaleRejected, c.LostUpdates, c.Linearizable, c.LinearizableFenced, c.Errors)
+				for _, n := range c.Notes {
+					t.Logf("  note: %s", n)
+				}
+			}
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f, err := r.Run(ctx, cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, dir
+}
+
+func find(f *results.File, backend, fault, guard string) *results.Case {
+	for i, c := range f.Cases {
+		if c.Backend == backend && c.Fault == fault && c.Guard == guard {
+			return &f.Cases[i]
+		}
+	}
+	return nil
+}
+
+// TestClientsAsProcesses: noop with 4 worker processes overlaps across
+// processes and is not linearizable; redis and etcd with 4 worker
+// processes on one hot key are, with no overlap. The history on disk is
+// the one judged.
+func TestClientsAsProcesses(t *testing.T) {
+	f, dir := runMatrix(t, bench.Matrix{
+		Backends: []string{"noop", "redis", "etcd"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"none"},
+		Guards: []judge.Guard{judge.GuardNone, judge.GuardFence}, Clients: []int{4}, ClientsAs: results.ClientsProcesses,
+		Spec: workloads.Spec{Duration: 1500 * time.Millisecond, TTL: 2 * time.Second},
 	})
-	if err != nil {
-		t.Fatal(err)
+	if len(f.Cases) != 6 || f.Seed != 42 || f.RunID == "" {
+		t.Fatalf("%d results (want 3 backends × 2 guards), seed %d, run id %q", len(f.Cases), f.Seed, f.RunID)
 	}
-	out := filepath.Join(t.TempDir(), "results.json")
-	var events []bench.Event
-	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Out: out, Progress: func(e bench.Event) { events = append(events, e) }}
-	f, err := r.Run(context.Background(), cases)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// noop has no servers to restart: that case is skipped, and said so.
-	if len(f.Cases) != 3 {
-		t.Fatalf("%d cases measured, want 3 (noop under restart skipped)", len(f.Cases))
-	}
-	skipped := 0
-	for _, e := range events {
-		if e.Skipped != nil {
-			skipped++
+	for _, c := range f.Cases {
+		if c.ClientsAs != results.ClientsProcesses || c.History == "" || c.Acquired == 0 {
+			t.Fatalf("%s: clients as %q, history %q, %d grants", c.Backend, c.ClientsAs, c.History, c.Acquired)
+		}
+		ops, err := history.ReadFile(filepath.Join(dir, c.History))
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs := map[int]int64{}
+		for _, o := range ops {
+			if o.F == history.Acquire && o.Type == history.OK {
+				procs[o.Process]++
+			}
+		}
+		if len(procs) != 4 {
+			t.Fatalf("%s: grants by process %v: want all 4 processes granted", c.Backend, procs)
+		}
+		switch c.Backend {
+		case "noop":
+			if c.Overlaps == 0 || c.Linearizable != results.NotLinearizable {
+				t.Errorf("noop over 4 processes: %d overlaps, linearizable %s", c.Overlaps, c.Linearizable)
+			}
+		default:
+			if c.Overlaps != 0 || c.StaleAccepted != 0 || c.Linearizable != results.Linearizable || c.LinearizableFenced != results.Linearizable {
+				t.Errorf("%s over 4 processes: %d overlaps, %d stale, linearizable %s/%s (%s %s)", c.Backend, c.Overlaps, c.StaleAccepted,
+					c.Linearizable, c.LinearizableFenced, c.LinearizableReason, c.LinearizableFencedReason)
+			}
 		}
 	}
-	if skipped != 1 {
-		t.Fatalf("%d cases reported skipped, want 1", skipped)
+}
+
+// TestClientPauseStopsTheProcess is Kleppmann's GC pause for real: the
+// holder's worker process is stopped (SIGSTOP) for 3 × its 1 s lease
+// after it read, and resumed. Its Redis lease expires meanwhile, another
+// process is granted the key, and the stopped holder wakes and writes:
+// the stores without a token check take the stale write, fence-rw rejects
+// it. The overlaps are an expired holder's, never a lock bug.
+func TestClientPauseStopsTheProcess(t *testing.T) {
+	f, _ := runMatrix(t, bench.Matrix{
+		Backends: []string{"redis"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"client-pause?x=3"},
+		Guards: []judge.Guard{judge.GuardNone, judge.GuardFenceRW}, Clients: []int{3}, Injections: 2,
+		Spec: workloads.Spec{Duration: 12 * time.Second, TTL: time.Second},
+	})
+	none, rw := find(f, "redis", "client-pause?x=3", "none"), find(f, "redis", "client-pause?x=3", "fence-rw")
+	if none == nil || rw == nil {
+		t.Fatalf("results %+v", f.Cases)
 	}
-	saved, err := results.Read(out)
-	if err != nil {
-		t.Fatal(err)
+	if none.Injections != 2 || len(none.Targets) != 2 || len(none.FaultWindows) != 2 || none.Invalid {
+		t.Fatalf("injections %d, targets %+v, windows %+v, invalid %v (%s)", none.Injections, none.Targets, none.FaultWindows, none.Invalid, none.InvalidReason)
 	}
-	if len(saved.Cases) != 3 || saved.Partial {
-		t.Fatalf("results.json has %d cases (partial %v), want 3 and complete", len(saved.Cases), saved.Partial)
-	}
-	for _, c := range saved.Cases {
-		switch {
-		case c.Backend == "noop" && c.Overlaps == 0:
-			t.Errorf("noop under %s: no overlap in %d grants", c.Fault, c.Acquired)
-		case c.Backend == "redis" && c.Fault == "none" && c.Overlaps+c.StaleAccepted+c.LostUpdates != 0:
-			t.Errorf("redis without faults: violations %+v", c)
-		case c.Acquired == 0 || c.Throughput <= 0 || c.Histograms.Acquire == "":
-			t.Errorf("%s/%s measured nothing: %+v", c.Backend, c.Fault, c)
+	for _, w := range none.FaultWindows {
+		if d := w.EndS - w.StartS; d < 2.9 || d > 4 {
+			t.Fatalf("pause window %+v: want 3s", w)
 		}
+	}
+	if none.Overlaps == 0 || none.OverlapsLockBug != 0 || none.IncidentsExpiredHolder == 0 || none.StaleAccepted == 0 {
+		t.Fatalf("guard none: %d overlaps (%d lock bug), %d expired-holder incidents, %d stale accepted: want expired-holder overlaps and stale writes",
+			none.Overlaps, none.OverlapsLockBug, none.IncidentsExpiredHolder, none.StaleAccepted)
+	}
+	if rw.StaleAccepted != 0 || rw.StaleRejected == 0 {
+		t.Fatalf("guard fence-rw: %d stale accepted, %d rejected: want none accepted", rw.StaleAccepted, rw.StaleRejected)
+	}
+	if none.Linearizable != results.NotLinearizable || none.LinearizableFenced != results.Linearizable {
+		t.Fatalf("verdicts %s/%s: a paused holder breaks the mutex, not the tokens' order", none.Linearizable, none.LinearizableFenced)
+	}
+	if none.IncidentRateUpper95 <= 0 || none.IncidentRateUpper95 > 1 {
+		t.Fatalf("incident rate bound %v", none.IncidentRateUpper95)
 	}
 }
 
 // TestRunnerKeepsPartialResults interrupts a run: what was measured is
 // written, marked partial.
 func TestRunnerKeepsPartialResults(t *testing.T) {
-	none, _ := nemesis.Lookup("none")
+	none, _ := nemesis.Parse("none")
 	b, err := bench.ParseBackend("noop")
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := workloads.Spec{Workload: workloads.Hot, Clients: 2, Duration: 200 * time.Millisecond}
-	cases := []bench.Case{{Backend: b, Fault: none, Guard: workloads.GuardNone, Spec: spec}, {Backend: b, Fault: none, Guard: workloads.GuardNone, Spec: spec}}
+	c := bench.Case{Backend: b, Fault: none, Guards: []judge.Guard{judge.GuardNone}, ClientsAs: results.ClientsGoroutines, Spec: spec}
 	ctx, cancel := context.WithCancel(context.Background())
-	out := filepath.Join(t.TempDir(), "results.json")
-	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Out: out, Progress: func(e bench.Event) {
-		if e.Result != nil {
+	dir := t.TempDir()
+	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Dir: dir, Worker: testWorker(), Progress: func(e bench.Event) {
+		if e.Results != nil {
 			cancel() // Ctrl-C after the first case
 		}
 	}}
-	f, err := r.Run(ctx, cases)
+	f, err := r.Run(ctx, []bench.Case{c, c})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
-	saved, rerr := results.Read(out)
+	saved, rerr := results.Read(filepath.Join(dir, "results.json"))
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
@@ -110,19 +184,20 @@ func TestParseBackend(t *testing.T) {
 // TestClustersRenewSpentSentinel: a Fresh scenario (failover) gets a new
 // Sentinel set, and so does the case after it, whatever its scenario,
 // since the failover left that set changed; later cases share that one.
+// The durable profile has a set of its own.
 func TestClustersRenewSpentSentinel(t *testing.T) {
 	clusters := bench.NewClusters(compose.ForTest(t), nil)
 	b, err := bench.ParseBackend("sentinel")
 	if err != nil {
 		t.Fatal(err)
 	}
-	failover, _ := nemesis.Lookup("failover")
-	none, _ := nemesis.Lookup("none")
+	failover, _ := nemesis.Parse("failover")
+	none, _ := nemesis.Parse("none")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var sets []*compose.SentinelSet
-	for _, s := range []*nemesis.Scenario{none, failover, none, none} {
-		target, _, err := clusters.Setup(ctx, b, s)
+	for _, s := range []nemesis.Fault{none, failover, none, none} {
+		target, _, err := clusters.Setup(ctx, b, s, results.DurabilityFast)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,5 +205,12 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 	}
 	if sets[1] == sets[0] || sets[2] == sets[1] || sets[3] != sets[2] {
 		t.Fatalf("sets none, failover, none, none: %p %p %p %p; want a new one for the failover and for the case after it, then shared", sets[0], sets[1], sets[2], sets[3])
+	}
+	durable, _, err := clusters.Setup(ctx, b, none, results.DurabilityDurable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if durable.Sentinel == sets[3] {
+		t.Fatal("the durable profile shares the fast profile's servers")
 	}
 }

@@ -6,40 +6,50 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/workloads/judge"
 	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // Suite describes a run as two matrices: a performance sweep (every
-// backend, no fault, each workload at each client count) and a fault
-// matrix (each fault against the backends it applies to, with and
-// without fencing where fencing changes the outcome, over several
-// trials). Cases returns the list.
+// backend, no fault, each workload at each client count, over several
+// trials, clients as goroutines) and a fault matrix (each fault against
+// the backends it applies to, clients as worker processes, the fault
+// injected several times per case, the resource judged under every guard
+// at once, over several trials). Cases returns the list.
 type Suite struct {
+	// Name names the suite in results.json ("default", "quick").
+	Name     string
 	Backends []string
 
 	// The performance sweep.
 	Workloads   []workloads.Workload
 	Clients     []int
 	PerfSeconds float64
+	PerfTrials  int
 
 	// The fault matrix, on the hot key (or on the workload a fault
-	// needs). Trials repeats the faults where
-	// fencing matters (FencedFaults), whose violations are rare events
-	// to count; the availability faults run once.
+	// needs). Faults are written as on the command line, with params
+	// (client-pause?x=3); "none" is the fault-free baseline with clients
+	// as processes.
 	Faults       []string
 	FaultClients int
 	FaultSeconds float64
 	Trials       int
-	// Guards are the resource guards of the fault cases. Under the faults
-	// where fencing changes what the resource accepts (FencedFaults) every
-	// guard runs; under the others only the last one does (fencing on by
-	// default: it changes nothing there but is what a correctness
-	// recommendation needs evidence of).
-	Guards []workloads.Guard
+	// Injections is how many times each fault case injects its fault.
+	Injections int
+	// Guards are the resource guards every fault case is judged under;
+	// PauseGuards are added under client-pause.
+	Guards      []judge.Guard
+	PauseGuards []judge.Guard
+	// Durable lists the fault classes that run a second time on servers
+	// under the durable profile (every write synced).
+	Durable []string
 	// Variants lists, for a backend spec with params (a variant such as
-	// redlock?quarantine=false), the faults it runs ("none" for the
-	// performance sweep); a plain backend runs every fault it supports.
+	// redlock?quarantine=false), the fault classes it runs ("none" for
+	// the performance sweep); a plain backend runs every fault it
+	// supports.
 	Variants map[string][]string
 
 	// The load.
@@ -49,29 +59,34 @@ type Suite struct {
 	Think workloads.Dist
 }
 
-// FencedFaults are the faults under which a holder's write can be stale,
-// so that a fencing guard changes what the resource accepts.
-var FencedFaults = []string{"client-pause", "failover", "restart", "clock-jump"}
-
-// Default is `make bench`: every backend, a client sweep of 1, 4, 16 and
-// 64 on a hot key and on 100 keys, and the fault catalogue, within about
-// 12 minutes on 2 cores.
+// Default is `make bench`: every backend, a client sweep on a hot key and
+// on 100 keys, and the fault catalogue, within about 15 minutes on 2
+// cores.
 func Default() Suite {
 	hold, _ := workloads.Constant(time.Millisecond)
 	return Suite{
-		Backends:     []string{"noop", "redis", "sentinel", "sentinel?wait=1", "redlock", "redlock?quarantine=false", "redlock?clockfloor=false", "redsync", "zookeeper", "etcd"},
-		Workloads:    []workloads.Workload{workloads.Hot, workloads.UniformKeys},
-		Clients:      []int{1, 4, 16, 64},
-		PerfSeconds:  1.5,
-		Faults:       nemesis.Names()[1:],
+		Name:        "default",
+		Backends:    []string{"noop", "redis", "sentinel", "sentinel?wait=1", "redlock", "redlock?quarantine=false", "redlock?clockfloor=false", "redsync", "zookeeper", "etcd"},
+		Workloads:   []workloads.Workload{workloads.Hot, workloads.UniformKeys},
+		Clients:     []int{1, 16, 64},
+		PerfSeconds: 0.6,
+		PerfTrials:  3,
+		// A pause of half a lease, which every lease-based lock should
+		// survive, and one of 1.5 leases, which none without fencing
+		// should: where each lock's safety ends.
+		Faults: []string{"none", "client-pause?x=0.5", "client-pause", "server-pause", "failover", "restart",
+			"clock-jump?by=0.5&nodes=minority", "clock-jump", "crash-minority", "partition", "latency", "leader-kill"},
 		FaultClients: 8,
-		FaultSeconds: 5,
-		Trials:       2,
-		Guards:       []workloads.Guard{workloads.GuardNone, workloads.GuardFence},
+		FaultSeconds: 6,
+		Trials:       1,
+		Injections:   3,
+		Guards:       []judge.Guard{judge.GuardNone, judge.GuardFence},
+		PauseGuards:  []judge.Guard{judge.GuardCAS},
+		Durable:      []string{"restart", "crash-minority"},
 		// The variants are there for the restart case: without the
 		// quarantine (double grants), and with plain counters for tokens
-		// (which nodes restarted empty forget).
-		// And WAIT is there for the failover: what it buys.
+		// (which nodes restarted empty forget); and WAIT is there for the
+		// failover: what it buys.
 		Variants: map[string][]string{
 			"sentinel?wait=1":          {"failover"},
 			"redlock?quarantine=false": {"restart"},
@@ -83,16 +98,21 @@ func Default() Suite {
 	}
 }
 
-// Quick is `make bench-quick`: a smoke run of a few minutes.
+// Quick is `make bench-quick`: a smoke run of a few minutes over every
+// backend.
 func Quick() Suite {
 	s := Default()
-	s.Backends = []string{"noop", "redis", "redlock", "redlock?quarantine=false", "redsync", "etcd"}
+	s.Name = "quick"
+	s.Backends = []string{"noop", "redis", "sentinel", "redlock", "redlock?quarantine=false", "redsync", "zookeeper", "etcd"}
+	s.Workloads = []workloads.Workload{workloads.Hot}
 	s.Clients = []int{1, 16}
-	s.PerfSeconds = 1
-	s.Faults = []string{"client-pause", "restart", "crash-minority"}
+	s.PerfSeconds = 0.5
+	s.PerfTrials = 1
+	s.Faults = []string{"none", "client-pause", "restart", "crash-minority"}
 	s.FaultClients = 4
-	s.FaultSeconds = 4
-	s.Trials = 1
+	s.FaultSeconds = 5
+	s.Injections = 2
+	s.Durable = nil
 	s.Variants = map[string][]string{"redlock?quarantine=false": {"restart"}}
 	return s
 }
@@ -108,49 +128,53 @@ func (s Suite) Cases() ([]Case, error) {
 		}
 		bs = append(bs, b)
 	}
-	none, err := nemesis.Lookup("none")
+	none, err := nemesis.Parse("none")
 	if err != nil {
 		return nil, err
 	}
 	base := workloads.Spec{TTL: s.TTL, Hold: s.Hold, Think: s.Think}
 	var cases []Case
-	for _, w := range s.Workloads {
-		for _, n := range s.Clients {
-			for _, b := range bs {
-				if !s.runs("none", b) {
-					continue
+	for trial := range max(s.PerfTrials, 1) {
+		for _, w := range s.Workloads {
+			for _, n := range s.Clients {
+				for _, b := range bs {
+					if !s.runs("none", b) {
+						continue
+					}
+					spec := base
+					spec.Workload, spec.Clients, spec.Duration = w, n, seconds(s.PerfSeconds)
+					if w != workloads.Hot {
+						spec.Keys = s.Keys
+					}
+					cases = append(cases, Case{Backend: b, Fault: none, Guards: []judge.Guard{judge.GuardNone}, Trial: trial,
+						ClientsAs: results.ClientsGoroutines, Durability: results.DurabilityFast, Spec: spec})
 				}
-				spec := base
-				spec.Workload, spec.Clients, spec.Duration = w, n, seconds(s.PerfSeconds)
-				if w != workloads.Hot {
-					spec.Keys = s.Keys
-				}
-				cases = append(cases, Case{Backend: b, Fault: none, Guard: workloads.GuardNone, Spec: spec})
 			}
 		}
 	}
 	for _, name := range s.Faults {
-		f, err := nemesis.Lookup(name)
+		f, err := nemesis.Parse(name)
 		if err != nil {
 			return nil, err
 		}
-		if f.Name == "none" {
-			continue
+		guards := s.Guards
+		if f.Class() == "client-pause" {
+			guards = append(slices.Clone(guards), s.PauseGuards...)
 		}
-		trials := 1
-		if slices.Contains(FencedFaults, f.Name) {
-			trials = max(s.Trials, 1)
+		profiles := []string{results.DurabilityFast}
+		if slices.Contains(s.Durable, f.Class()) {
+			profiles = append(profiles, results.DurabilityDurable)
 		}
-		for trial := range trials {
-			for _, b := range bs {
-				if !s.runs(f.Name, b) {
-					continue
-				}
-				if sh, ok := shape(b); ok && f.Fits(sh) != nil {
-					continue
-				}
-				for i, g := range s.Guards {
-					if !slices.Contains(FencedFaults, f.Name) && i != len(s.Guards)-1 {
+		for trial := range max(s.Trials, 1) {
+			for _, durability := range profiles {
+				for _, b := range bs {
+					if !s.runs(f.Class(), b) {
+						continue
+					}
+					if sh, ok := shape(b); ok && f.Fits(sh) != nil {
+						continue
+					}
+					if durability == results.DurabilityDurable && topologies[b.Name] == noServers {
 						continue
 					}
 					spec := base
@@ -158,7 +182,8 @@ func (s Suite) Cases() ([]Case, error) {
 					if f.Workload != "" && f.Workload != workloads.Hot {
 						spec.Workload, spec.Keys = f.Workload, s.Keys
 					}
-					cases = append(cases, Case{Backend: b, Fault: f, Guard: g, Trial: trial, Spec: spec})
+					cases = append(cases, Case{Backend: b, Fault: f, Guards: guards, Trial: trial, ClientsAs: results.ClientsProcesses,
+						Durability: durability, Injections: s.Injections, Spec: spec})
 				}
 			}
 		}
@@ -179,6 +204,9 @@ func validate(cases []Case) error {
 	seen := map[string]bool{}
 	for _, c := range cases {
 		err := c.Spec.Validate()
+		if err == nil && c.Fault.Processes && c.ClientsAs != results.ClientsProcesses {
+			err = fmt.Errorf("fault %s stops client processes: run it with clients as processes", c.Fault.Spec)
+		}
 		if err == nil {
 			continue
 		}
@@ -196,7 +224,7 @@ func validate(cases []Case) error {
 	return errors.Join(errs...)
 }
 
-// runs reports whether fault f runs on backend b (see Variants).
+// runs reports whether fault class f runs on backend b (see Variants).
 func (s Suite) runs(f string, b Backend) bool {
 	faults, variant := s.Variants[b.Spec]
 	return !variant || slices.Contains(faults, f)
@@ -210,17 +238,40 @@ type Matrix struct {
 	Backends  []string
 	Workloads []workloads.Workload
 	Faults    []string
-	Guards    []workloads.Guard
-	Clients   []int
-	Trials    int
+	// Guards are the guards every case is judged under, at once.
+	Guards  []judge.Guard
+	Clients []int
+	Trials  int
+	// ClientsAs runs the clients as processes or goroutines; empty picks
+	// goroutines without a fault and processes under one.
+	ClientsAs string
+	// Durability is the servers' profile (fast when empty).
+	Durability string
+	// Injections is how many times each fault case injects its fault.
+	Injections int
 	// Spec holds the load settings; Workload, Clients and, for the hot
 	// workload, Keys are set per case.
 	Spec workloads.Spec
 }
 
-// Cross expands m: every backend × workload × fault × guard × clients ×
-// trial.
+// Cross expands m: every backend × workload × fault × clients × trial.
 func Cross(m Matrix) ([]Case, error) {
+	switch m.ClientsAs {
+	case "", results.ClientsProcesses, results.ClientsGoroutines:
+	default:
+		return nil, fmt.Errorf("clients as %q: want %s or %s", m.ClientsAs, results.ClientsProcesses, results.ClientsGoroutines)
+	}
+	durability := m.Durability
+	switch durability {
+	case "":
+		durability = results.DurabilityFast
+	case results.DurabilityFast, results.DurabilityDurable:
+	default:
+		return nil, fmt.Errorf("durability %q: want %s or %s", m.Durability, results.DurabilityFast, results.DurabilityDurable)
+	}
+	if len(m.Guards) == 0 {
+		return nil, fmt.Errorf("no guard: give at least one of %v", judge.Guards)
+	}
 	var cases []Case
 	for _, spec := range m.Backends {
 		b, err := ParseBackend(spec)
@@ -228,28 +279,34 @@ func Cross(m Matrix) ([]Case, error) {
 			return nil, err
 		}
 		for _, name := range m.Faults {
-			f, err := nemesis.Lookup(name)
+			f, err := nemesis.Parse(name)
 			if err != nil {
 				return nil, err
 			}
+			as := m.ClientsAs
+			if as == "" {
+				as = results.ClientsProcesses
+				if f.Name == "none" {
+					as = results.ClientsGoroutines
+				}
+			}
 			for trial := range max(m.Trials, 1) {
 				for _, w := range m.Workloads {
-					for _, g := range m.Guards {
-						for _, n := range m.Clients {
-							s := m.Spec
-							s.Workload, s.Clients = w, n
-							if w == workloads.Hot {
-								s.Keys = 0
-							}
-							cases = append(cases, Case{Backend: b, Fault: f, Guard: g, Trial: trial, Spec: s})
+					for _, n := range m.Clients {
+						s := m.Spec
+						s.Workload, s.Clients = w, n
+						if w == workloads.Hot {
+							s.Keys = 0
 						}
+						cases = append(cases, Case{Backend: b, Fault: f, Guards: m.Guards, Trial: trial, ClientsAs: as,
+							Durability: durability, Injections: m.Injections, Spec: s})
 					}
 				}
 			}
 		}
 	}
 	if len(cases) == 0 {
-		return nil, fmt.Errorf("no case: give at least one backend, workload, fault, guard and client count")
+		return nil, fmt.Errorf("no case: give at least one backend, workload, fault and client count")
 	}
 	if err := validate(cases); err != nil {
 		return nil, err

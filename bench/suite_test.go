@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/lockbench/lockbench/backends/all"
 	"github.com/lockbench/lockbench/bench"
-	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // loadTime is how long a suite's cases load the backends, before setup
@@ -47,36 +47,44 @@ func TestDefaultSuiteCoversTheCatalogue(t *testing.T) {
 		t.Fatal(err)
 	}
 	type pair struct{ backend, fault string }
-	seen := map[pair]map[workloads.Guard]bool{}
+	seen := map[pair]map[judge.Guard]bool{}
 	clients := map[int]bool{}
 	for _, c := range cases {
 		p := pair{c.Backend.Spec, c.Fault.Name}
 		if seen[p] == nil {
-			seen[p] = map[workloads.Guard]bool{}
+			seen[p] = map[judge.Guard]bool{}
 		}
-		seen[p][c.Guard] = true
+		for _, g := range c.Guards {
+			seen[p][g] = true
+		}
 		if c.Fault.Name == "none" {
 			clients[c.Spec.Clients] = true
 		}
+		if c.Fault.Processes && c.ClientsAs != results.ClientsProcesses {
+			t.Errorf("%s: a fault that stops processes with clients as %s", c, c.ClientsAs)
+		}
 	}
-	for _, n := range []int{1, 4, 16, 64} {
+	for _, n := range []int{1, 16, 64} {
 		if !clients[n] {
 			t.Errorf("the performance sweep lacks %d clients", n)
 		}
 	}
 	// The measurements the report's conclusions rest on.
+	none, fence, cas := judge.GuardNone, judge.GuardFence, judge.GuardCAS
 	for _, want := range []struct {
 		pair
-		guards []workloads.Guard
+		guards []judge.Guard
 	}{
-		{pair{"noop", "none"}, []workloads.Guard{workloads.GuardNone}},
-		{pair{"redis", "client-pause"}, []workloads.Guard{workloads.GuardNone, workloads.GuardFence}},
-		{pair{"sentinel", "failover"}, []workloads.Guard{workloads.GuardNone, workloads.GuardFence}},
-		{pair{"redlock", "restart"}, []workloads.Guard{workloads.GuardNone, workloads.GuardFence}},
-		{pair{"redlock?quarantine=false", "restart"}, []workloads.Guard{workloads.GuardNone}},
-		{pair{"redlock", "crash-minority"}, []workloads.Guard{workloads.GuardFence}},
-		{pair{"etcd", "leader-kill"}, []workloads.Guard{workloads.GuardFence}},
-		{pair{"zookeeper", "crash-minority"}, []workloads.Guard{workloads.GuardFence}},
+		{pair{"noop", "none"}, []judge.Guard{none}},
+		{pair{"redis", "client-pause"}, []judge.Guard{none, fence, cas}},
+		{pair{"zookeeper", "client-pause"}, []judge.Guard{none, fence, cas}},
+		{pair{"etcd", "server-pause"}, []judge.Guard{none, fence}},
+		{pair{"sentinel", "failover"}, []judge.Guard{none, fence}},
+		{pair{"redlock", "restart"}, []judge.Guard{none, fence}},
+		{pair{"redlock?quarantine=false", "restart"}, []judge.Guard{none}},
+		{pair{"redlock", "crash-minority"}, []judge.Guard{fence}},
+		{pair{"etcd", "leader-kill"}, []judge.Guard{fence}},
+		{pair{"zookeeper", "crash-minority"}, []judge.Guard{fence}},
 	} {
 		for _, g := range want.guards {
 			if !seen[want.pair][g] {

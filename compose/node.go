@@ -335,15 +335,16 @@ func (n *Node) Pause() error {
 		pid = n.cmd.Process.Pid
 	}
 	n.mu.Unlock()
-	if err := waitStopped(pid, 10*time.Second); err != nil {
+	if err := WaitStopped(pid, 10*time.Second); err != nil {
 		return fmt.Errorf("compose: pause %s: %w", n.Name, err)
 	}
 	return nil
 }
 
-// waitStopped waits until no thread of process pid runs: each is stopped
-// by a signal, or has exited.
-func waitStopped(pid int, d time.Duration) error {
+// WaitStopped waits up to d until no thread of process pid runs: each is
+// stopped by a signal (SIGSTOP), or has exited. Whoever stops a process
+// to pause it needs this before counting it paused.
+func WaitStopped(pid int, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()

@@ -272,6 +272,20 @@ func Decode(s string) (*hdr.Histogram, error) {
 	return hdr.Decode([]byte(s))
 }
 
+// MergeEncoded merges histograms in Encode's form into one, in the same
+// form. Empty strings are empty histograms.
+func MergeEncoded(encoded ...string) (string, error) {
+	m := NewHistogram()
+	for _, e := range encoded {
+		h, err := Decode(e)
+		if err != nil {
+			return "", err
+		}
+		m.Merge(h)
+	}
+	return Encode(m)
+}
+
 // Summarise returns the percentiles of h.
 func Summarise(h *hdr.Histogram) Percentiles {
 	if h.TotalCount() == 0 {

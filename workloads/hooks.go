@@ -10,102 +10,45 @@ import (
 
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/workloads/judge"
 )
 
-// Hooks are how fault scenarios (the nemesis) act on a run without the
-// engine knowing about them. Both may be nil.
+// Hooks are how fault scenarios (the nemesis) act on a case without the
+// clients knowing about them. Both may be nil.
 type Hooks struct {
-	// Section is called by a client for every granted section, before the
-	// section touches the resource, and decides whether it stalls. It is
-	// called concurrently from every client and must be cheap and safe for
-	// concurrent use.
-	Section SectionHook
+	// Section is installed on the judge: for every grant it decides
+	// whether the section holds long or its holder's process pauses (see
+	// judge.Action). It is called concurrently and must be cheap.
+	Section judge.SectionHook
 	// Nemesis, when set, runs in its own goroutine from the start of the
-	// load, with a context that ends when the load stops (Duration,
-	// MaxOps, or the run's context). It injects faults, reading the start
-	// time from f and recording each fault's window into f. Run waits for
-	// it to return before it builds the outcome, so it must return soon
-	// after ctx ends, having healed what it broke.
+	// case, with a context that ends when the load stops. It injects
+	// faults, reading the start time from f and recording each fault's
+	// window into f. The case waits for it to return before it builds the
+	// outcome, so it must return soon after ctx ends, having healed what
+	// it broke.
 	Nemesis func(ctx context.Context, f *Faults)
 }
 
-// Phase is where in a critical section a stall happens.
-type Phase uint8
-
-const (
-	// BeforeWrite stalls after the section has read the resource and held
-	// for its hold time, just before it writes: Kleppmann's GC pause. A
-	// stall past the TTL lets another client in; the write that follows is
-	// stale, and the guard decides whether it lands.
-	BeforeWrite Phase = iota
-	// BeforeRead stalls right after the grant, before the section shows
-	// its token or marks the resource: the pause between acquiring and
-	// marking that GuardCAS cannot tell apart from a live holder.
-	BeforeRead
-)
-
-// String names the phase.
-func (p Phase) String() string {
-	if p == BeforeRead {
-		return "before-read"
-	}
-	return "before-write"
-}
-
-// Stall is a SectionHook's verdict: stall the section for For at At. The
-// stall is a pause of the holder, not of the run: it is not cut short when
-// the run's context ends, since a holder woken early would write before
-// its lease ran out and hide the stale write being measured; Run waits for
-// it (so a run can outlast Duration by the longest stall in progress). A
-// zero Stall does nothing.
-type Stall struct {
-	For time.Duration
-	At  Phase
-	// Label, when set, records the stall as a fault window (the label
-	// followed by the client number).
-	Label string
-}
-
-// SectionInfo describes a granted section to a SectionHook.
-type SectionInfo struct {
-	// Client is the number of the client running the section (0-based).
-	Client int
-	// Seq numbers the run's sections in the order clients were granted
-	// them, from 1.
-	Seq int64
-	// Key is the key granted; Lease is the lease (its token, validity and
-	// Done channel let a hook choose, for example, to stall until the
-	// lease has ended).
-	Key   string
-	Lease locker.Lease
-	// Granted is when the grant happened, from the start of the run.
-	Granted time.Duration
-	// Hold is the hold time the section drew.
-	Hold time.Duration
-}
-
-// SectionHook decides whether a section stalls; see Hooks.Section.
-type SectionHook func(SectionInfo) Stall
-
-// EveryNth returns a hook that stalls every n-th section of the run (Seq
-// divisible by n) with s, and leaves the others alone; n < 1 stalls none.
-func EveryNth(n int64, s Stall) SectionHook {
-	return func(i SectionInfo) Stall {
-		if n < 1 || i.Seq%n != 0 {
-			return Stall{}
+// EveryNth returns a hook that gives a every n-th section of the case
+// (section number divisible by n) and leaves the others alone; n < 1
+// touches none.
+func EveryNth(n int64, a judge.Action) judge.SectionHook {
+	return func(e judge.SectionEvent) judge.Action {
+		if n < 1 || e.Section%n != 0 {
+			return judge.Action{}
 		}
-		return s
+		return a
 	}
 }
 
-// Between returns a hook that stalls with s every section granted in
-// [from, to) from the start of the run, and leaves the others alone.
-func Between(from, to time.Duration, s Stall) SectionHook {
-	return func(i SectionInfo) Stall {
-		if i.Granted < from || i.Granted >= to {
-			return Stall{}
+// Between returns a hook that gives a every section granted in [from, to)
+// from the start of the case, and leaves the others alone.
+func Between(from, to time.Duration, a judge.Action) judge.SectionHook {
+	return func(e judge.SectionEvent) judge.Action {
+		if e.Granted < from || e.Granted >= to {
+			return judge.Action{}
 		}
-		return s
+		return a
 	}
 }
 
@@ -120,6 +63,7 @@ type Faults struct {
 	open    map[int]openWindow
 	nextID  int
 	failed  []string
+	targets []results.Target
 }
 
 type openWindow struct {
@@ -127,12 +71,13 @@ type openWindow struct {
 	from  time.Time
 }
 
-func newFaults(start time.Time) *Faults {
+// NewFaults returns the record of a case that started at start.
+func NewFaults(start time.Time) *Faults {
 	return &Faults{start: start, open: make(map[int]openWindow)}
 }
 
-// Start is the start of the run: time zero of the timeline, of every
-// window and of SectionInfo.Granted.
+// Start is the start of the case: time zero of the timeline, of every
+// window and of judge.SectionEvent.Granted.
 func (f *Faults) Start() time.Time { return f.start }
 
 // Since is the time elapsed since the start.
@@ -177,11 +122,30 @@ func (f *Faults) Fail(err error) {
 	f.failed = append(f.failed, fmt.Sprintf("at %.3fs: %v", f.Since().Seconds(), err))
 }
 
-// failures returns what Fail recorded, in order.
-func (f *Faults) failures() []string {
+// Failures returns what Fail recorded, in order.
+func (f *Faults) Failures() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.failed...)
+}
+
+// Inject records one injection of the fault, on target, and opens its
+// window (labelled label); the returned function closes the window.
+// Injections are numbered from 1 in the order they are recorded.
+func (f *Faults) Inject(label string, target results.Target) (end func()) {
+	f.mu.Lock()
+	target.Injection = len(f.targets) + 1
+	f.targets = append(f.targets, target)
+	f.mu.Unlock()
+	return f.Begin(label)
+}
+
+// Targets returns what each injection hit, in order; its length is the
+// number of injections.
+func (f *Faults) Targets() []results.Target {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]results.Target(nil), f.targets...)
 }
 
 // Begin opens a fault window now and returns the function that closes it.
@@ -216,9 +180,9 @@ func (f *Faults) add(label string, from, to time.Time) {
 	})
 }
 
-// finish closes every open window at at and returns all windows in the
+// Finish closes every open window at at and returns all windows in the
 // order they began.
-func (f *Faults) finish(at time.Time) []results.Window {
+func (f *Faults) Finish(at time.Time) []results.Window {
 	f.mu.Lock()
 	ids := make([]int, 0, len(f.open))
 	for id := range f.open {
@@ -233,4 +197,23 @@ func (f *Faults) finish(at time.Time) []results.Window {
 	w := append([]results.Window{}, f.windows...)
 	slices.SortStableFunc(w, func(a, b results.Window) int { return cmp.Compare(a.StartS, b.StartS) })
 	return w
+}
+
+// StartNemesis runs n (when not nil) on f from f's start until the
+// case's duration has passed or stop is called, whichever comes first,
+// and returns stop: it ends n's context and waits for n to heal and
+// return.
+func StartNemesis(ctx context.Context, f *Faults, duration time.Duration, n func(context.Context, *Faults)) (stop func()) {
+	if n == nil {
+		return func() {}
+	}
+	nctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), f.start.Add(duration))
+	stopOnCancel := context.AfterFunc(ctx, cancel)
+	var wg sync.WaitGroup
+	wg.Go(func() { n(nctx, f) })
+	return func() {
+		cancel()
+		stopOnCancel()
+		wg.Wait()
+	}
 }

@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // errKind indexes Recorder's error counts; kinds are results' Err* names.
@@ -71,32 +73,21 @@ func classify(ctx context.Context, err error) errKind {
 var maxMicros = results.NewHistogram().HighestTrackableValue()
 
 // Recorder collects what Measure observes: HDR histograms (µs) of acquire
-// wait, hold time and release latency, grants per timeline step, and
-// failed operations by kind. It is safe for concurrent use; one mutex
-// guards it, taken once per recorded event, which costs far less than the
-// network round trip of any real lock.
+// wait, hold time and release latency, and failed operations by kind.
+// (Grants over time are the judge's: it sees every client's.) It is safe
+// for concurrent use; one mutex guards it, taken once per recorded event,
+// which costs far less than the network round trip of any real lock.
 type Recorder struct {
-	start time.Time
-	step  time.Duration
-
 	mu                     sync.Mutex
 	acquire, hold, release *hdr.Histogram
-	timeline               []int64
 	errs                   [numKinds]int64
 	firstErr               [numKinds]string // the first error of each kind, for the notes
 	acquired               int64
 }
 
-// NewRecorder returns a Recorder whose timeline starts at start and counts
-// grants in buckets of step (which must be positive).
-func NewRecorder(start time.Time, step time.Duration) (*Recorder, error) {
-	if step <= 0 {
-		return nil, locker.Invalidf("timeline step %v: must be positive", step)
-	}
-	return &Recorder{
-		start: start, step: step,
-		acquire: results.NewHistogram(), hold: results.NewHistogram(), release: results.NewHistogram(),
-	}, nil
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder {
+	return &Recorder{acquire: results.NewHistogram(), hold: results.NewHistogram(), release: results.NewHistogram()}
 }
 
 // micros converts d to the histograms' microseconds, clamped to their
@@ -105,18 +96,11 @@ func micros(d time.Duration) int64 {
 	return min(max(d.Microseconds(), 0), maxMicros)
 }
 
-func (r *Recorder) granted(wait time.Duration, at time.Time) {
-	i := int(at.Sub(r.start) / r.step)
+func (r *Recorder) granted(wait time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.acquired++
 	_ = r.acquire.RecordValue(micros(wait))
-	if i >= 0 {
-		if i >= len(r.timeline) {
-			r.timeline = append(r.timeline, make([]int64, i+1-len(r.timeline))...)
-		}
-		r.timeline[i]++
-	}
 }
 
 func (r *Recorder) failed(k errKind, err error) {
@@ -155,11 +139,6 @@ type Metrics struct {
 	FirstErrors map[string]string
 	// Acquire, Hold and Release are the HDR histograms, in µs.
 	Acquire, Hold, Release *hdr.Histogram
-	// TimelineStep is the width of a timeline bucket.
-	TimelineStep time.Duration
-	// Timeline counts grants per step from the start; it ends at the last
-	// bucket with a grant.
-	Timeline []int64
 }
 
 // Metrics returns a copy of what r has collected so far.
@@ -167,14 +146,12 @@ func (r *Recorder) Metrics() Metrics {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := Metrics{
-		Acquired:     r.acquired,
-		Errors:       make(map[string]int64),
-		FirstErrors:  make(map[string]string),
-		Acquire:      hdr.Import(r.acquire.Export()),
-		Hold:         hdr.Import(r.hold.Export()),
-		Release:      hdr.Import(r.release.Export()),
-		TimelineStep: r.step,
-		Timeline:     append([]int64(nil), r.timeline...),
+		Acquired:    r.acquired,
+		Errors:      make(map[string]int64),
+		FirstErrors: make(map[string]string),
+		Acquire:     hdr.Import(r.acquire.Export()),
+		Hold:        hdr.Import(r.hold.Export()),
+		Release:     hdr.Import(r.release.Export()),
 	}
 	for k := kindNotAcquired; k < numKinds; k++ {
 		if r.errs[k] > 0 {
@@ -183,6 +160,23 @@ func (r *Recorder) Metrics() Metrics {
 		}
 	}
 	return m
+}
+
+// Encode returns the metrics as a client sends them to the judge, with
+// the histograms encoded.
+func (m Metrics) Encode() (judge.Metrics, error) {
+	out := judge.Metrics{Acquired: m.Acquired, Errors: m.Errors, FirstErrors: m.FirstErrors}
+	var err error
+	if out.Histograms.Acquire, err = results.Encode(m.Acquire); err != nil {
+		return out, fmt.Errorf("encode acquire histogram: %w", err)
+	}
+	if out.Histograms.Hold, err = results.Encode(m.Hold); err != nil {
+		return out, fmt.Errorf("encode hold histogram: %w", err)
+	}
+	if out.Histograms.Release, err = results.Encode(m.Release); err != nil {
+		return out, fmt.Errorf("encode release histogram: %w", err)
+	}
+	return out, nil
 }
 
 // Measured is a Locker that records every operation of the Locker it
@@ -233,7 +227,7 @@ func (m *Measured) done(ctx context.Context, start time.Time, l locker.Lease, er
 		return nil, err
 	}
 	now := time.Now()
-	m.rec.granted(now.Sub(start), now)
+	m.rec.granted(now.Sub(start))
 	return &measuredLease{Lease: l, m: m, granted: now}, nil
 }
 

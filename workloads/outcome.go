@@ -2,190 +2,300 @@ package workloads
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/stats"
+	"github.com/lockbench/lockbench/workloads/history"
+	"github.com/lockbench/lockbench/workloads/judge"
 )
 
-// Outcome is what one Run measured: the load's metrics, the resource's
-// safety counts and the fault windows. Fill turns it into a results.Case.
+// Outcome is what one case measured: the judge's result (safety of every
+// client, history, timeline, this host's metrics), the fault windows and
+// how the clients ran. Fill turns it into a results.Case.
 type Outcome struct {
 	// Spec is the spec that ran, with its defaults applied.
 	Spec Spec
-	// Info describes the backend (from the first client's Locker).
+	// Info describes the backend.
 	Info locker.Info
-	// Guard is the resource's guard mode.
-	Guard Guard
-	// Start is when the load started: time zero of the timeline and the
-	// windows.
-	Start time.Time
-	// Elapsed is the measured duration: from Start until the load stopped
-	// (Duration, the caller's context), or until the last client finished
-	// when MaxOps ended it first. Throughput is grants over Elapsed.
-	Elapsed time.Duration
-	// Stopped says why the load stopped: StopDuration, StopMaxOps,
-	// StopContext or StopFatal.
-	Stopped string
-	// Ops counts the operations (acquire attempts) started.
-	Ops int64
-	// Metrics are the Recorder's: grants, latencies, errors, timeline.
-	Metrics
-	// Safety is the resource's report.
-	Safety Report
-	// KeyGrants counts the sections of each key, by rank (Spec.KeyNames).
-	KeyGrants []int64
-	// Missed counts the open loop's arrivals due before the end that no
-	// client started (about, when the run ended by its duration): the
-	// backlog of a backend slower than the asked rate.
-	Missed int64
-	// Windows are the fault windows the nemesis and the stalls recorded.
+	// ClientsAs is results.ClientsProcesses or results.ClientsGoroutines.
+	ClientsAs string
+	// Result is the judge's.
+	Result *judge.Result
+	// Windows are the fault windows the nemesis recorded.
 	Windows []results.Window
-	// FaultFailures are the nemesis's failures to inject its fault
-	// (Faults.Fail), with when they happened.
+	// Targets are what each injection hit (one per injection).
+	Targets []results.Target
+	// FaultFailures are the nemesis's failures to inject its fault.
 	FaultFailures []string
-	// Notes explain the numbers (results.Case.Notes).
+	// Notes explain the numbers (results.Case.Notes), on top of those
+	// Fill derives.
 	Notes []string
 }
 
-// Throughput is grants per second over the measured duration.
-func (o *Outcome) Throughput() float64 {
-	if o.Elapsed <= 0 {
-		return 0
-	}
-	return float64(o.Acquired) / o.Elapsed.Seconds()
+// Faults takes the fault record of the case, closing the windows still
+// open at end.
+func (o *Outcome) Faults(f *Faults, end time.Time) {
+	o.Windows, o.Targets, o.FaultFailures = f.Finish(end), f.Targets(), f.Failures()
 }
 
-// outcome gathers the results once every client (done at done) and the
-// nemesis (at end) are done.
-func (e *engine) outcome(info locker.Info, done, end time.Time) *Outcome {
-	elapsed := e.stoppedAt.Sub(e.start)
-	if e.stopWhy == StopMaxOps || e.stoppedAt.After(done) {
-		elapsed = done.Sub(e.start)
-	}
-	o := &Outcome{
-		Spec: e.spec, Info: info, Guard: e.res.Guard(), Start: e.start,
-		Elapsed: elapsed, Stopped: e.stopWhy, Ops: e.ops.Load(),
-		Metrics: e.rec.Metrics(), Safety: e.res.Report(),
-		Windows: e.faults.finish(end), FaultFailures: e.faults.failures(),
-	}
-	o.KeyGrants = make([]int64, len(e.keys))
-	for i, k := range e.keys {
-		o.KeyGrants[i] = o.Safety.Grants[k]
-	}
-	if e.sched != nil {
-		taken, untaken := e.sched.counts(e.start.Add(e.spec.Duration))
-		o.Missed = taken - o.Ops
-		if e.stopWhy == StopDuration {
-			o.Missed += untaken
-		}
-	}
-	o.Notes = o.notes()
-	return o
-}
-
-// notes explain what the counts alone do not say.
-func (o *Outcome) notes() []string {
-	var n []string
-	s, r := o.Spec, o.Safety
-	switch o.Stopped {
-	case StopContext:
-		n = append(n, fmt.Sprintf("the run was interrupted after %.3fs of %v: partial results", o.Elapsed.Seconds(), s.Duration))
-	case StopFatal:
-		n = append(n, "the run stopped early: the backend refused the settings")
-	}
-	for _, f := range o.FaultFailures {
-		n = append(n, "fault not injected as planned, "+f)
-	}
-	if o.Guard == GuardFence && r.Unfenced > 0 {
-		n = append(n, fmt.Sprintf("guard fence: %s issues no fencing tokens, so %d of %d writes could not be fenced and were accepted as with guard none",
-			o.Info.Name, r.Unfenced, r.Writes))
-	}
-	if o.Guard == GuardCAS {
-		n = append(n, "guard cas: each section marks the resource with its grant's unique value and writes only while the mark is its own; it does not order writers")
-	}
-	if r.RejectedCurrent > 0 {
-		n = append(n, fmt.Sprintf("%d writes of holders that had not been superseded were rejected (their token was below one seen before): safe, but work lost", r.RejectedCurrent))
-	}
-	if s.Hold.Max() >= s.TTL {
-		n = append(n, fmt.Sprintf("hold time %v can reach the TTL %v: holders may outlive their leases without any fault", s.Hold, s.TTL))
-	}
-	if s.Rate > 0 && o.Missed > 0 {
-		n = append(n, fmt.Sprintf("open loop: %d arrivals of the %.0f/s asked were not started before the end; their wait is not in the latency histogram", o.Missed, s.Rate))
-	}
-	for _, k := range []string{results.ErrNode, results.ErrLost, results.ErrTimeout, results.ErrNotAcquired, results.ErrOther} {
-		if msg, ok := o.FirstErrors[k]; ok {
-			n = append(n, fmt.Sprintf("%d %s errors; the first: %s", o.Errors[k], k, msg))
-		}
-	}
-	for _, ex := range r.Examples {
-		n = append(n, "violation: "+ex)
+// Acquired is this host's grants, counted by the judge.
+func (o *Outcome) Acquired() int64 {
+	var n int64
+	for _, x := range o.Result.Timeline {
+		n += x
 	}
 	return n
 }
 
-// Fill writes the outcome into c: the settings of the spec, the backend's
-// facts, the measurements, the safety counts, the timeline, the fault
-// windows, the encoded histograms and the notes (appended). It leaves the
-// fields Run cannot know — Fault, Trial, Host — and Backend when already
-// set (the name the backend was opened by).
-func (o *Outcome) Fill(c *results.Case) error {
+// Throughput is this host's grants per second over the measured
+// duration.
+func (o *Outcome) Throughput() float64 {
+	if o.Result.Elapsed <= 0 {
+		return 0
+	}
+	return float64(o.Acquired()) / o.Result.Elapsed.Seconds()
+}
+
+// Fill writes the outcome, as the store of guard saw it, into c: the
+// settings of the spec, the backend's facts, the measurements, the safety
+// counts and verdicts, the timeline,
+// the fault windows, injections and their targets, the availability
+// under the faults, the rate bound on incidents per injection, the
+// encoded histograms and the notes (appended). A fault that failed to
+// inject makes the case invalid. It leaves the fields it cannot know —
+// Fault, Trial, Host, Durability — and Backend when already set (the
+// name the backend was opened by).
+func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
+	r := o.Result
+	s, ok := r.Reports[guard]
+	if !ok {
+		return locker.Invalidf("guard %s: the case ran the resource under %v only", guard, slices.Sorted(maps.Keys(r.Reports)))
+	}
 	if c.Backend == "" {
 		c.Backend = o.Info.Name
 	}
 	c.Workload = string(o.Spec.Workload)
-	c.Guard = string(o.Guard)
-	c.Fencing = o.Guard == GuardFence
+	c.Guard = string(guard)
+	c.Fencing = guard.Fenced()
 	c.Clients = o.Spec.Clients
+	c.ClientsAs = o.ClientsAs
 	c.Keys = o.Spec.Keys
 	c.TTLMillis = o.Spec.TTL.Milliseconds()
-	c.DurationS = o.Elapsed.Seconds()
+	c.DurationS = r.Elapsed.Seconds()
 	c.TargetRate = o.Spec.Rate
 	c.Nodes = len(o.Info.Nodes)
 	c.Quorum = o.Info.Quorum
 	c.Guarantee = o.Info.Guarantee
 
-	c.Acquired = o.Acquired
+	m := r.Metrics
+	c.Acquired = o.Acquired()
 	c.Throughput = o.Throughput()
-	c.LatencyUS = results.Summarise(o.Acquire)
-	c.HoldUS = results.Summarise(o.Hold)
-	c.ReleaseUS = results.Summarise(o.Release)
-	c.Errors = make(map[string]int64, len(o.Errors))
-	for k, v := range o.Errors {
+	c.Errors = make(map[string]int64, len(m.Errors))
+	for k, v := range m.Errors {
 		c.Errors[k] = v
 	}
+	c.Histograms = m.Histograms
+	for _, x := range []struct {
+		enc string
+		to  *results.Percentiles
+	}{{m.Histograms.Acquire, &c.LatencyUS}, {m.Histograms.Hold, &c.HoldUS}, {m.Histograms.Release, &c.ReleaseUS}} {
+		h, err := results.Decode(x.enc)
+		if err != nil {
+			return fmt.Errorf("decode histogram: %w", err)
+		}
+		*x.to = results.Summarise(h)
+	}
 
-	c.Overlaps = o.Safety.Overlaps
-	c.StaleAccepted = o.Safety.StaleAccepted
-	c.StaleRejected = o.Safety.StaleRejected
-	c.LostUpdates = o.Safety.LostUpdates
-	c.TokenRegressions = o.Safety.TokenRegressions
+	c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder = s.Overlaps, s.OverlapsLockBug, s.OverlapsExpiredHolder
+	c.Incidents, c.IncidentsLockBug, c.IncidentsExpiredHolder = s.Incidents, s.IncidentsLockBug, s.IncidentsExpiredHolder
+	c.StaleAccepted, c.StaleRejected = s.StaleAccepted, s.StaleRejected
+	c.LostUpdates, c.TokenRegressions = s.LostUpdates, s.TokenRegressions
+	c.Linearizable, c.LinearizableReason = r.Linearizable.Result, r.Linearizable.Reason
+	c.LinearizableFenced, c.LinearizableFencedReason = r.LinearizableFenced.Result, r.LinearizableFenced.Reason
+	c.History = r.History
 
-	c.TimelineStepS = o.TimelineStep.Seconds()
-	c.Timeline = o.timeline()
+	c.TimelineStepS = r.TimelineStep.Seconds()
+	c.Timeline = append([]int64{}, r.Timeline...)
 	c.FaultWindows = append([]results.Window{}, o.Windows...)
-	var err error
-	if c.Histograms.Acquire, err = results.Encode(o.Acquire); err != nil {
-		return fmt.Errorf("encode acquire histogram: %w", err)
+	if len(o.Windows) > 0 {
+		c.Availability = availability(r.Ops, o.Windows, r.Timeline, r.TimelineStep, r.Elapsed)
 	}
-	if c.Histograms.Hold, err = results.Encode(o.Hold); err != nil {
-		return fmt.Errorf("encode hold histogram: %w", err)
+	c.Injections, c.Targets = len(o.Targets), append([]results.Target(nil), o.Targets...)
+	if len(o.FaultFailures) > 0 {
+		c.Invalid = true
+		c.InvalidReason = "the fault did not inject as planned: " + o.FaultFailures[0]
 	}
-	if c.Histograms.Release, err = results.Encode(o.Release); err != nil {
-		return fmt.Errorf("encode release histogram: %w", err)
+	if c.Injections > 0 {
+		c.IncidentRateUpper95 = stats.Upper95(injectionsWithIncidents(o.Windows, s.IncidentStarts, c.Injections), c.Injections)
 	}
-	c.Notes = append(c.Notes, o.Notes...)
+	c.Notes = append(c.Notes, o.notes(guard)...)
 	return nil
 }
 
-// timeline is the grants per step, padded with empty steps to cover the
-// measured duration.
-func (o *Outcome) timeline() []int64 {
-	n := len(o.Timeline)
-	if o.TimelineStep > 0 {
-		n = max(n, int((o.Elapsed+o.TimelineStep-1)/o.TimelineStep))
+// injectionsWithIncidents counts the injections followed by at least one
+// incident before the next began: an injection is a trial whose failure
+// is an incident. The windows are the injections', in order; incidents
+// before the first window are laid at the first.
+func injectionsWithIncidents(windows []results.Window, incidents []int64, injections int) int {
+	if len(incidents) == 0 {
+		return 0
 	}
-	t := make([]int64, n)
-	copy(t, o.Timeline)
-	return t
+	if len(windows) == 0 {
+		return min(len(incidents), injections)
+	}
+	hit := map[int]bool{}
+	for _, at := range incidents {
+		s := float64(at) / 1e9
+		i := 0
+		for j, w := range windows {
+			if w.StartS <= s {
+				i = j
+			}
+		}
+		hit[i] = true
+	}
+	return min(len(hit), injections)
+}
+
+// availability measures the service inside the windows and after them,
+// from the timeline and, when present, the history's acquires.
+func availability(ops []history.Op, windows []results.Window, timeline []int64, step, elapsed time.Duration) *results.Availability {
+	a := &results.Availability{}
+	stepS := step.Seconds()
+	first := windows[0].StartS
+	var before, inside, insideS float64
+	for i, n := range timeline {
+		from, to := float64(i)*stepS, float64(i+1)*stepS
+		if to <= first {
+			before += float64(n)
+		}
+		if in := overlapS(windows, from, to); in > 0 {
+			inside += float64(n) * in / stepS
+		}
+	}
+	insideS = overlapS(windows, 0, elapsed.Seconds())
+	if full := float64(int(first/stepS)) * stepS; full > 0 {
+		a.BaselineThroughput = before / full
+	}
+	if insideS > 0 {
+		a.InFaultThroughput = inside / insideS
+	}
+	h := hdr.New(1, int64(10*time.Minute/time.Microsecond), 3)
+	for _, o := range ops {
+		if o.F != history.Acquire || o.Type != history.OK || o.WorkerComplete == 0 {
+			continue
+		}
+		if inWindow(windows, float64(o.Invoke)/1e9) {
+			_ = h.RecordValue(max((o.WorkerComplete-o.WorkerInvoke)/1e3, 1))
+		}
+	}
+	if h.TotalCount() > 0 {
+		a.InFaultP99US = h.ValueAtQuantile(99)
+	}
+	half := a.BaselineThroughput * stepS / 2
+	for _, w := range windows {
+		rec := -1.0
+		for i := int(w.EndS / stepS); i < len(timeline) && a.BaselineThroughput > 0; i++ {
+			if float64(timeline[i]) >= half {
+				rec = max(float64(i)*stepS-w.EndS, 0)
+				break
+			}
+		}
+		a.RecoveryS = append(a.RecoveryS, rec)
+	}
+	return a
+}
+
+// overlapS is how many seconds of [from, to] the windows cover (their
+// union).
+func overlapS(windows []results.Window, from, to float64) float64 {
+	type span struct{ a, b float64 }
+	var spans []span
+	for _, w := range windows {
+		a, b := max(w.StartS, from), min(w.EndS, to)
+		if b > a {
+			spans = append(spans, span{a, b})
+		}
+	}
+	slices.SortFunc(spans, func(x, y span) int {
+		switch {
+		case x.a < y.a:
+			return -1
+		case x.a > y.a:
+			return 1
+		}
+		return 0
+	})
+	var total, end float64
+	end = from
+	for _, s := range spans {
+		a := max(s.a, end)
+		if s.b > a {
+			total += s.b - a
+			end = s.b
+		}
+	}
+	return total
+}
+
+func inWindow(windows []results.Window, at float64) bool {
+	for _, w := range windows {
+		if w.StartS <= at && at < w.EndS {
+			return true
+		}
+	}
+	return false
+}
+
+// notes explain what the counts alone do not say, under guard.
+func (o *Outcome) notes(guard judge.Guard) []string {
+	var n []string
+	s, r := o.Spec, o.Result
+	rep := r.Reports[guard]
+	if r.Stopped != "" {
+		n = append(n, fmt.Sprintf("the case ran %.3fs of %v: %s; partial results", r.Elapsed.Seconds(), s.Duration, r.Stopped))
+	}
+	for _, f := range o.FaultFailures {
+		n = append(n, "fault not injected as planned, "+f)
+	}
+	for _, d := range r.Dead {
+		n = append(n, "client died: "+d)
+	}
+	if guard.Fenced() && rep.Unfenced > 0 {
+		n = append(n, fmt.Sprintf("guard %s: %s issues no fencing tokens, so %d of %d writes could not be fenced and were accepted as with guard none",
+			guard, o.Info.Name, rep.Unfenced, rep.Writes))
+	}
+	if guard == judge.GuardCAS {
+		n = append(n, "guard cas: each section marks the resource with its unique id at its first access and writes only while the mark is its own; it does not order writers")
+	}
+	if x := rep.RejectedCurrent; x > 0 {
+		n = append(n, fmt.Sprintf("%d writes of holders that had not been superseded were rejected (their token was below one the resource had seen): safe, but work lost", x))
+	}
+	if s.Hold.Max() >= s.TTL {
+		n = append(n, fmt.Sprintf("hold time %v can reach the TTL %v: holders may outlive their leases without any fault", s.Hold, s.TTL))
+	}
+	for _, v := range []struct {
+		what string
+		v    history.Verdict
+	}{{"mutex", r.Linearizable}, {"fenced-mutex", r.LinearizableFenced}} {
+		if v.v.Reason != "" {
+			n = append(n, fmt.Sprintf("%s model: %s: %s", v.what, v.v.Result, v.v.Reason))
+		}
+	}
+	m := r.Metrics
+	for _, k := range []string{results.ErrNode, results.ErrLost, results.ErrTimeout, results.ErrNotAcquired, results.ErrOther} {
+		if msg, ok := m.FirstErrors[k]; ok {
+			n = append(n, fmt.Sprintf("%d %s errors; the first: %s", m.Errors[k], k, msg))
+		}
+	}
+	for _, ex := range rep.Examples {
+		n = append(n, "violation: "+ex)
+	}
+	return append(n, o.Notes...)
 }

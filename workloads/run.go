@@ -10,171 +10,154 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/workloads/history"
+	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // errorPause is the least a closed-loop client waits after a failed
 // acquire, so that a backend failing fast is not hammered in a busy loop.
 const errorPause = time.Millisecond
 
-// Why a run stopped (Outcome.Stopped), so that a report can tell a
-// complete case from a cut one.
-const (
-	// StopDuration: Spec.Duration elapsed.
-	StopDuration = "duration"
-	// StopMaxOps: Spec.MaxOps operations ran.
-	StopMaxOps = "max-ops"
-	// StopContext: the caller's context ended; the case is partial.
-	StopContext = "context"
-	// StopFatal: the backend refused the spec (locker.ErrInvalid or
-	// locker.ErrClosed), so going on would only count the same error.
-	StopFatal = "fatal"
-)
+// judgeTimeout bounds a call to the judge that is not a barrier: the
+// judge answers at once unless it pauses the caller, and a pause is
+// shorter.
+const judgeTimeout = 5 * time.Minute
 
-// Run runs spec against lockers, one per client (clients do not share
-// connections, as separate processes would not), with every critical
-// section working on res, and returns what it measured. A nil res is a
-// fresh resource with GuardNone; a res that has already seen sections is
-// refused, since its counts would mix with this run's. Run does not close
-// the lockers.
+// Client is one client of a case: its own Locker (clients share no
+// connections, as separate processes would not) and its line to the
+// judge. Process is its number in the case.
+type Client struct {
+	Process int
+	Locker  locker.Locker
+	Judge   judge.Conn
+}
+
+// Run runs spec's load with clients (one goroutine each) until the
+// case's duration has passed since the start barrier, Spec.MaxOps
+// operations have started, the judge asks them to stop or ctx ends. It
+// does not close the lockers or the judge lines.
 //
-// Each operation acquires a key (under Spec.AcquireTimeout), grants the
-// section on res, lets hooks.Section stall it, reads the counter, holds,
-// writes the counter+1, ends the section and releases. The load stops at
-// Spec.Duration, after Spec.MaxOps operations or when ctx ends, whichever
-// comes first: acquires in flight are abandoned (not counted as errors),
-// sections in progress cut their hold short but still write, stalls run
-// to their end, and leases are released. Run then waits for
-// hooks.Nemesis to return.
+// Each client waits at the judge's start barrier, then loops: it acquires
+// a key (under Spec.AcquireTimeout), reports the grant to the judge
+// (which opens the section and may pause the client's process), has the
+// resource read the key's counter, holds (Spec.Hold, or the judge's
+// longer hold), has it write the counter+1, has the end of the section
+// acknowledged, and releases;
+// acquires that did not grant and every release are reported too, with
+// their times. At the end each client sends the judge its metrics
+// (Measure's histograms and errors).
 //
-// The error is non-nil for a bad spec or arguments (the outcome is then
-// nil), or, with the outcome of what ran, when ctx ended (wrapping its
-// cause) or when the backend refused the spec itself (an acquire failing
-// with locker.ErrInvalid or locker.ErrClosed).
-func Run(ctx context.Context, spec Spec, lockers []locker.Locker, res *Resource, hooks Hooks) (*Outcome, error) {
+// The error is non-nil for a bad spec or arguments, when the judge could
+// not be reached (the case is then broken), or when the backend refused
+// the spec itself (an acquire failing with locker.ErrInvalid or
+// locker.ErrClosed). When ctx ends, Run stops the load and returns
+// ctx's error once every client has finished its section and reported.
+func Run(ctx context.Context, spec Spec, clients []Client) error {
 	s, err := spec.Normalize()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if len(lockers) != s.Clients {
-		return nil, locker.Invalidf("%d lockers for %d clients: need one Locker per client", len(lockers), s.Clients)
+	if len(clients) != s.Clients {
+		return locker.Invalidf("%d clients for a spec of %d: need one Client per client", len(clients), s.Clients)
 	}
-	for i, l := range lockers {
-		if l == nil {
-			return nil, locker.Invalidf("locker %d of %d is nil", i, len(lockers))
+	for i, c := range clients {
+		if c.Locker == nil || c.Judge == nil {
+			return locker.Invalidf("client %d of %d has no Locker or no judge line", i, len(clients))
 		}
 	}
-	if res == nil {
-		res, _ = NewResource(GuardNone)
-	}
-	if n := res.Report().Sections; n > 0 {
-		return nil, locker.Invalidf("resource already saw %d sections: give each run a fresh one, or its counts mix with this run's", n)
-	}
-	e := &engine{spec: s, res: res, hooks: hooks, keys: s.KeyNames()}
+	e := &engine{spec: s, keys: s.KeyNames()}
 	e.opts = append([]locker.Option{locker.WithTTL(s.TTL)}, s.AcquireOptions...)
-	info := lockers[0].Info()
 
-	e.start = time.Now()
-	e.rec, _ = NewRecorder(e.start, s.TimelineStep)
-	e.faults = newFaults(e.start)
-	res.setEpoch(e.start)
-	if s.Rate > 0 {
-		e.sched = newSchedule(e.start, s.Rate, s.MaxOps, rand.New(rand.NewPCG(s.Seed, 0x5eed)))
+	// Every client waits at the barrier; the load runs from the moment the
+	// last one here is let through.
+	starts := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			_, starts[i] = c.Judge.Ready(ctx)
+		})
 	}
-	// The load's context ends only through stop, so that its cause is
-	// always known and an acquire's own deadline is never confused with
-	// the caller's.
+	wg.Wait()
+	if err := errors.Join(starts...); err != nil {
+		return err
+	}
+	e.start = time.Now()
+	// The load ends by cancellation (at the duration, or earlier), never
+	// by a deadline, so that an acquire cut by the end of the load is
+	// abandoned (not counted), not timed out.
 	var cancel context.CancelFunc
 	e.load, cancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	e.stopLoad = cancel
-	deadline := time.AfterFunc(s.Duration, func() { e.stop(StopDuration, nil) })
-	defer deadline.Stop()
-	defer context.AfterFunc(ctx, func() { e.stop(StopContext, context.Cause(ctx)) })()
-
-	var clients, nemesis sync.WaitGroup
-	if hooks.Nemesis != nil {
-		nemesis.Go(func() { hooks.Nemesis(e.load, e.faults) })
+	defer time.AfterFunc(s.Duration, cancel).Stop()
+	defer context.AfterFunc(ctx, cancel)()
+	if s.Rate > 0 {
+		e.sched = newSchedule(e.start, s.Rate, s.MaxOps, rand.New(rand.NewPCG(s.Seed, 0x5eed)))
 	}
-	for i, l := range lockers {
-		c := &client{id: i, m: Measure(l, e.rec), r: rand.New(rand.NewPCG(s.Seed, uint64(i)+1)), timer: time.NewTimer(time.Hour)}
+
+	errs := make([]error, len(clients))
+	for i, cl := range clients {
+		c := &client{Client: cl, rec: NewRecorder(), r: rand.New(rand.NewPCG(s.Seed, uint64(cl.Process)+1)), timer: time.NewTimer(time.Hour)}
 		c.timer.Stop()
+		c.m = Measure(cl.Locker, c.rec)
 		c.keys = newChooser(s, e.keys, c.r)
-		clients.Go(func() {
-			if e.sched != nil {
-				e.openLoop(c)
-			} else {
-				e.closedLoop(c)
-			}
-		})
+		wg.Go(func() { errs[i] = e.runClient(c) })
 	}
-	clients.Wait()
-	done := time.Now()
-	e.stop(StopMaxOps, nil)
-	nemesis.Wait()
-
-	o := e.outcome(info, done, time.Now())
-	if e.stopErr != nil {
-		return o, e.stopErr
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
-	return o, nil
+	if ctx.Err() != nil {
+		return fmt.Errorf("run stopped after %v: %w", time.Since(e.start).Round(time.Millisecond), context.Cause(ctx))
+	}
+	return nil
 }
 
 // engine is the state of one Run shared by its clients.
 type engine struct {
-	spec   Spec
-	res    *Resource
-	rec    *Recorder
-	faults *Faults
-	hooks  Hooks
-	keys   []string
-	opts   []locker.Option
-	sched  *schedule
-	start  time.Time
+	spec  Spec
+	keys  []string
+	opts  []locker.Option
+	sched *schedule
+	start time.Time
 
 	load     context.Context // ends when the load stops
 	stopLoad context.CancelFunc
 
-	ops      atomic.Int64 // operations started
-	sections atomic.Int64 // sections granted, numbering them for the hook
-
-	stopOnce  sync.Once
-	stoppedAt time.Time // written once in stop, read after the clients are done
-	stopWhy   string
-	stopErr   error
-}
-
-// stop ends the load, once, remembering when and why.
-func (e *engine) stop(why string, err error) {
-	e.stopOnce.Do(func() {
-		e.stoppedAt, e.stopWhy = time.Now(), why
-		switch why {
-		case StopContext:
-			e.stopErr = fmt.Errorf("run stopped after %v: %w", e.stoppedAt.Sub(e.start).Round(time.Millisecond), err)
-		case StopFatal:
-			e.stopErr = err
-		}
-		e.stopLoad()
-	})
+	ops atomic.Int64 // operations started
 }
 
 // client is one client's private state.
 type client struct {
-	id    int
+	Client
+	rec   *Recorder
 	m     *Measured
 	r     *rand.Rand
 	keys  *chooser
 	timer *time.Timer
+	fatal error
 }
 
-// sleep waits d, or until ctx ends (then it returns false). A nil ctx
-// cannot end.
+// runClient runs one client's loop, then sends the judge its metrics.
+func (e *engine) runClient(c *client) error {
+	var err error
+	if e.sched != nil {
+		err = e.openLoop(c)
+	} else {
+		err = e.closedLoop(c)
+	}
+	m, merr := c.rec.Metrics().Encode()
+	info := c.Locker.Info()
+	m.Info = &info
+	ctx, cancel := context.WithTimeout(context.Background(), judgeTimeout)
+	defer cancel()
+	return errors.Join(err, merr, c.Judge.Done(ctx, m))
+}
+
+// sleep waits d, or until ctx ends (then it returns false).
 func (c *client) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
-		return ctx == nil || ctx.Err() == nil
-	}
-	if ctx == nil {
-		time.Sleep(d)
-		return true
+		return ctx.Err() == nil
 	}
 	c.timer.Reset(d)
 	select {
@@ -196,25 +179,38 @@ func (e *engine) claim() bool {
 	return true
 }
 
+// running reports whether the client should start another operation.
+func (e *engine) running(c *client) bool {
+	if c.Judge.Stopping() {
+		e.stopLoad()
+	}
+	return e.load.Err() == nil
+}
+
 // closedLoop: acquire, hold, release, think, until the load stops.
-func (e *engine) closedLoop(c *client) {
-	for e.load.Err() == nil && e.claim() {
+func (e *engine) closedLoop(c *client) error {
+	for e.running(c) && e.claim() {
 		think := e.spec.Think.Sample(c.r)
-		if !e.operate(c, time.Now()) {
+		granted, err := e.operate(c, time.Now())
+		if err != nil {
+			return err
+		}
+		if !granted {
 			think = max(think, errorPause)
 		}
 		if !c.sleep(e.load, think) {
-			return
+			break
 		}
 	}
+	return c.fatal
 }
 
 // openLoop serves the arrivals of the shared Poisson schedule: each
 // client takes the next arrival, waits for its time if it is still to
 // come, and runs it, latency counted from the arrival's time.
-func (e *engine) openLoop(c *client) {
+func (e *engine) openLoop(c *client) error {
 	deadline := e.start.Add(e.spec.Duration)
-	for {
+	for e.running(c) {
 		at, ok := e.sched.next(deadline)
 		if !ok {
 			if !e.sched.spent() {
@@ -222,74 +218,109 @@ func (e *engine) openLoop(c *client) {
 				// Duration, not by this client quitting early.
 				<-e.load.Done()
 			}
-			return
+			break
 		}
 		if !c.sleep(e.load, time.Until(at)) || e.load.Err() != nil {
-			return
+			break
 		}
 		e.ops.Add(1)
-		e.operate(c, at)
+		if _, err := e.operate(c, at); err != nil {
+			return err
+		}
 	}
+	return c.fatal
 }
 
 // operate runs one operation whose latency counts from start, and reports
-// whether the lock was granted.
-func (e *engine) operate(c *client, start time.Time) bool {
+// whether the lock was granted. The error is the judge's: the case is
+// broken.
+func (e *engine) operate(c *client, start time.Time) (bool, error) {
 	key, _ := c.keys.next()
 	actx, cancel := context.WithTimeout(e.load, e.spec.AcquireTimeout)
+	invoke := time.Now()
 	lease, err := c.m.AcquireFrom(actx, start, key, e.opts...)
+	complete := time.Now()
+	timedOut := actx.Err() != nil
 	cancel()
 	if err != nil {
 		if (errors.Is(err, locker.ErrInvalid) || errors.Is(err, locker.ErrClosed)) && e.load.Err() == nil {
-			e.stop(StopFatal, fmt.Errorf("client %d: acquire %q: %w", c.id, key, err))
+			c.fatal = fmt.Errorf("client %d: acquire %q: %w", c.Process, key, err)
+			e.stopLoad()
 		}
-		return false
+		// Refused is a certain no; anything else (a timeout, a node
+		// error, a run that ended mid-acquire) may have taken the key.
+		typ := history.Info
+		if errors.Is(err, locker.ErrNotAcquired) && !timedOut {
+			typ = history.Fail
+		}
+		return false, e.report(c, judge.OpReport{F: history.Acquire, Type: typ, Key: key,
+			Invoke: invoke.UnixNano(), Complete: complete.UnixNano(), Error: err.Error()})
 	}
-	e.section(c, lease)
-	return true
+	return true, e.section(c, lease, invoke, complete)
 }
 
-// section is one critical section on a granted lease.
-func (e *engine) section(c *client, lease locker.Lease) {
-	hold := e.spec.Hold.Sample(c.r)
-	seq := e.sections.Add(1)
-	var st Stall
-	if e.hooks.Section != nil {
-		st = e.hooks.Section(SectionInfo{
-			Client: c.id, Seq: seq, Key: lease.Key(), Lease: lease,
-			Granted: time.Since(e.start), Hold: hold,
-		})
+// report records an op on the judge.
+func (e *engine) report(c *client, r judge.OpReport) error {
+	ctx, cancel := context.WithTimeout(context.Background(), judgeTimeout)
+	defer cancel()
+	if err := c.Judge.Report(ctx, r); err != nil {
+		return fmt.Errorf("client %d: report %s: %w", c.Process, r.F, err)
 	}
-	g := GrantOf(lease)
-	var sec Section
-	if st.For > 0 && st.At == BeforeRead {
-		sec = e.res.Grant(g)
-		e.stall(c, st)
-		sec.Read()
-	} else {
-		sec = e.res.Begin(g)
+	return nil
+}
+
+// section is one critical section on a granted lease: every step is
+// acknowledged by the judge before the next, and the end before Release.
+func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Time) (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), judgeTimeout)
+	defer cancel()
+	released := false
+	defer func() {
+		if !released { // the judge failed us: give the key back all the same
+			rctx, cancel := context.WithTimeout(context.Background(), e.spec.AcquireTimeout)
+			_ = lease.Release(rctx)
+			cancel()
+		}
+	}()
+	tok, hasTok := lease.Token()
+	g := judge.GrantReport{Key: lease.Key(), Token: tok, HasToken: hasTok, Invoke: invoke.UnixNano(), Complete: complete.UnixNano()}
+	if v := lease.ValidUntil(); !v.IsZero() {
+		g.ValidUntil = v.UnixNano()
+	}
+	grant, err := c.Judge.Grant(ctx, g)
+	if err != nil {
+		return fmt.Errorf("client %d: grant: %w", c.Process, err)
+	}
+	if err := c.Judge.Read(ctx, grant.Section); err != nil {
+		return fmt.Errorf("client %d: read: %w", c.Process, err)
+	}
+	hold := grant.Hold
+	if hold <= 0 {
+		hold = e.spec.Hold.Sample(c.r)
 	}
 	c.sleep(e.load, hold)
-	if st.For > 0 && st.At == BeforeWrite {
-		e.stall(c, st)
+	if err := c.Judge.Write(ctx, grant.Section); err != nil {
+		return fmt.Errorf("client %d: write: %w", c.Process, err)
 	}
-	sec.Write()
-	sec.End()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(e.load), e.spec.AcquireTimeout)
-	_ = lease.Release(rctx) // the decorator counts its failure
-	cancel()
-}
-
-// stall pauses the holder for st.For, whatever happens to the run.
-func (e *engine) stall(c *client, st Stall) {
-	var end func()
-	if st.Label != "" {
-		end = e.faults.Begin(fmt.Sprintf("%s client %d", st.Label, c.id))
+	if err := c.Judge.End(ctx, grant.Section); err != nil {
+		return fmt.Errorf("client %d: end: %w", c.Process, err)
 	}
-	c.sleep(nil, st.For)
-	if end != nil {
-		end()
+	rctx, rcancel := context.WithTimeout(context.Background(), e.spec.AcquireTimeout)
+	rinvoke := time.Now()
+	rerr := lease.Release(rctx) // the decorator counts its failure
+	rcomplete := time.Now()
+	rcancel()
+	released = true
+	r := judge.OpReport{F: history.Release, Type: history.OK, Key: lease.Key(), Section: grant.Section,
+		Invoke: rinvoke.UnixNano(), Complete: rcomplete.UnixNano()}
+	switch {
+	case rerr == nil:
+	case errors.Is(rerr, locker.ErrNotHeld) || errors.Is(rerr, locker.ErrLost):
+		r.Type, r.Error = history.Fail, rerr.Error()
+	default:
+		r.Type, r.Error = history.Info, rerr.Error()
 	}
+	return e.report(c, r)
 }
 
 // schedule is the open loop's Poisson arrival process, shared by the
@@ -333,19 +364,4 @@ func (s *schedule) spent() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.max > 0 && s.taken >= s.max
-}
-
-// counts returns the arrivals taken so far and about how many more
-// (the expected number, within the MaxOps budget) fall before deadline.
-// Call it once the clients are done.
-func (s *schedule) counts(deadline time.Time) (taken, untaken int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.at.Before(deadline) {
-		untaken = 1 + int64(deadline.Sub(s.at).Seconds()/s.mean)
-	}
-	if s.max > 0 {
-		untaken = min(untaken, s.max-s.taken)
-	}
-	return s.taken, untaken
 }

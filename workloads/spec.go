@@ -99,8 +99,9 @@ type Spec struct {
 	// Duration/100 between 10 ms and 1 s.
 	TimelineStep time.Duration
 	// AcquireOptions are passed to every Acquire after the TTL (a retry
-	// strategy, auto-extension, ...).
-	AcquireOptions []locker.Option
+	// strategy, auto-extension, ...). They stay in the process that set
+	// them: a worker process gets none.
+	AcquireOptions []locker.Option `json:"-"`
 }
 
 // Validate reports every bad field of s, each error wrapping

@@ -15,6 +15,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
@@ -40,13 +41,13 @@ func backendsCmd() *cobra.Command {
 			}
 			defer env.Close()
 			clusters := bench.NewClusters(env, external)
-			none, _ := nemesis.Lookup("none")
+			none, _ := nemesis.Parse("none")
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "BACKEND\tNODES\tQUORUM\tFENCING\tGUARANTEE")
 			for _, name := range backends.Names() {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 				b, _ := bench.ParseBackend(name)
-				_, cfg, err := clusters.Setup(ctx, b, none)
+				_, cfg, err := clusters.Setup(ctx, b, none, results.DurabilityFast)
 				cancel()
 				if err != nil {
 					fmt.Fprintf(w, "%s\t\t\t\t(servers: %v)\n", name, err)
@@ -88,13 +89,13 @@ func clusterCmd() *cobra.Command {
 			}
 			defer env.Close()
 			clusters := bench.NewClusters(env, nil)
-			none, _ := nemesis.Lookup("none")
+			none, _ := nemesis.Parse("none")
 			for _, name := range names {
 				if !slices.Contains(backends.Names(), name) {
 					return fmt.Errorf("backend %q: unknown (registered: %s)", name, strings.Join(backends.Names(), ", "))
 				}
 				b, _ := bench.ParseBackend(name)
-				_, cfg, err := clusters.Setup(cmd.Context(), b, none)
+				_, cfg, err := clusters.Setup(cmd.Context(), b, none, results.DurabilityFast)
 				if err != nil {
 					return err
 				}

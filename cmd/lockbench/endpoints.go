@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"os"
 
@@ -58,16 +57,16 @@ func (e *endpointFlags) register(fl *pflag.FlagSet) {
 
 // configs returns the external endpoints by backend name.
 func (e *endpointFlags) configs() (map[string]backends.Config, error) {
-	redisTLS, err := e.redisTLS.config()
+	redisFiles, redisTLS, err := e.redisTLS.files()
 	if err != nil {
 		return nil, fmt.Errorf("redis TLS: %w", err)
 	}
-	etcdTLS, err := e.etcdTLS.config()
+	etcdFiles, etcdTLS, err := e.etcdTLS.files()
 	if err != nil {
 		return nil, fmt.Errorf("etcd TLS: %w", err)
 	}
 	redis := func(addrs []string) backends.Config {
-		return backends.Config{Addrs: addrs, Username: e.redisUser, Password: e.redisPassword, TLS: redisTLS}
+		return backends.Config{Addrs: addrs, Username: e.redisUser, Password: e.redisPassword, TLS: redisTLS, TLSFiles: redisFiles}
 	}
 	out := map[string]backends.Config{}
 	if len(e.redis) > 0 {
@@ -91,36 +90,19 @@ func (e *endpointFlags) configs() (map[string]backends.Config, error) {
 		out["zookeeper"] = backends.Config{Addrs: e.zookeeper, Username: e.zkUser, Password: e.zkPassword}
 	}
 	if len(e.etcd) > 0 {
-		out["etcd"] = backends.Config{Addrs: e.etcd, Username: e.etcdUser, Password: e.etcdPassword, TLS: etcdTLS}
+		out["etcd"] = backends.Config{Addrs: e.etcd, Username: e.etcdUser, Password: e.etcdPassword, TLS: etcdTLS, TLSFiles: etcdFiles}
 	}
 	return out, nil
 }
 
-// config returns the TLS configuration the flags ask for, or nil.
-func (t tlsFlags) config() (*tls.Config, error) {
-	if t.ca == "" && t.cert == "" && !t.insecure {
-		return nil, nil
+// files returns the TLS files the flags name, or nil when they ask for
+// no TLS. The configuration is loaded once here, so that a bad file fails
+// the run before any case.
+func (t tlsFlags) files() (*backends.TLSFiles, *tls.Config, error) {
+	f := backends.TLSFiles{CA: t.ca, Cert: t.cert, Key: t.key, Insecure: t.insecure}
+	c, err := f.Load()
+	if c == nil || err != nil {
+		return nil, nil, err
 	}
-	c := &tls.Config{InsecureSkipVerify: t.insecure, MinVersion: tls.VersionTLS12}
-	if t.ca != "" {
-		pem, err := os.ReadFile(t.ca)
-		if err != nil {
-			return nil, err
-		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s: no PEM certificate in it", t.ca)
-		}
-	}
-	if t.cert != "" || t.key != "" {
-		if t.cert == "" || t.key == "" {
-			return nil, fmt.Errorf("client certificate %q and key %q: give both", t.cert, t.key)
-		}
-		pair, err := tls.LoadX509KeyPair(t.cert, t.key)
-		if err != nil {
-			return nil, err
-		}
-		c.Certificates = []tls.Certificate{pair}
-	}
-	return c, nil
+	return &f, c, nil
 }

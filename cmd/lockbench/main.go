@@ -40,7 +40,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd())
+	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), judgeCmd(), checkCmd())
 	return root
 }
 

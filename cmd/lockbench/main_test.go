@@ -53,17 +53,23 @@ func TestRunWritesResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	var file struct {
+		Seed  uint64           `json:"seed"`
+		RunID string           `json:"run_id"`
 		Cases []map[string]any `json:"cases"`
 	}
 	if err := json.Unmarshal(raw, &file); err != nil {
 		t.Fatal(err)
 	}
+	if file.Seed == 0 || file.RunID == "" {
+		t.Errorf("results.json has seed %d, run id %q: want both", file.Seed, file.RunID)
+	}
 	if len(file.Cases) != 1 {
 		t.Fatalf("%d cases, want 1", len(file.Cases))
 	}
 	c := file.Cases[0]
-	for _, field := range []string{"backend", "workload", "fault", "fencing", "clients", "acquired", "throughput",
-		"latency_us", "overlaps", "stale_accepted", "stale_rejected", "lost_updates", "errors"} {
+	for _, field := range []string{"backend", "workload", "fault", "fault_class", "fencing", "clients", "clients_as", "acquired", "throughput",
+		"latency_us", "overlaps", "overlaps_lock_bug", "overlaps_expired_holder", "incidents", "stale_accepted", "stale_rejected",
+		"lost_updates", "errors", "linearizable", "linearizable_fenced", "history", "injections", "incident_rate_upper95"} {
 		if _, ok := c[field]; !ok {
 			t.Errorf("case has no %q field", field)
 		}
@@ -80,8 +86,14 @@ func TestRunWritesResults(t *testing.T) {
 	if acquired, _ := c["acquired"].(float64); acquired <= 0 {
 		t.Errorf("acquired %v, want grants", c["acquired"])
 	}
-	if overlaps, _ := c["overlaps"].(float64); overlaps <= 0 {
-		t.Errorf("noop with 4 clients on one key: %v overlaps, want some", c["overlaps"])
+	if overlaps, _ := c["overlaps"].(float64); overlaps <= 0 || c["linearizable"] != false || c["clients_as"] != "goroutines" {
+		t.Errorf("noop with 4 goroutine clients on one key: %v overlaps, linearizable %v, clients as %v: want overlaps, false, goroutines",
+			c["overlaps"], c["linearizable"], c["clients_as"])
+	}
+	// lockbench check re-checks the history: noop's is not linearizable.
+	stdout, _, err = lockbench(t, "check", dir)
+	if err == nil || !strings.Contains(stdout, "linearizable: false") {
+		t.Errorf("check of noop's run: %v\n%s", err, stdout)
 	}
 }
 
@@ -140,6 +152,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--backend", "noop", "--workload", "nope"}, true, `"nope"`},
 		{[]string{"run", "--backend", "noop", "--workload", "uniform", "--keys", "0"}, true, "keys 0"},
 		{[]string{"run", "--backend", "noop", "--fault", "nope"}, true, `"nope"`},
+		{[]string{"run", "--backend", "noop", "--fault", "client-pause?x=-2"}, true, `x="-2"`},
+		{[]string{"run", "--backend", "noop", "--fault", "client-pause", "--clients-as", "goroutines"}, false, "processes"},
+		{[]string{"run", "--backend", "noop", "--clients-as", "threads"}, false, `"threads"`},
+		{[]string{"run", "--backend", "noop", "--durability", "eventually"}, false, `"eventually"`},
 		{[]string{"run", "--backend", "noop", "--guard", "nope"}, true, `"nope"`},
 		{[]string{"run", "--backend", "noop", "--hold", "bogus"}, true, `"bogus"`},
 		{[]string{"run", "--suite", "nope"}, false, `"nope"`},
@@ -210,12 +226,16 @@ func TestBackendsCommand(t *testing.T) {
 	}
 }
 
-// TestMain lets the test binary be lockbench itself, for TestInterrupt.
+// TestMain lets the test binary be lockbench itself: for TestInterrupt,
+// and for the worker processes a run starts (lockbench worker runs the
+// program's own binary, here this test binary: the variable, set for
+// the tests, reaches them).
 func TestMain(m *testing.M) {
 	if os.Getenv("LOCKBENCH_TEST_MAIN") == "1" {
 		main()
 		return
 	}
+	os.Setenv("LOCKBENCH_TEST_MAIN", "1")
 	os.Exit(m.Run())
 }
 

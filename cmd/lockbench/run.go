@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,27 +22,34 @@ import (
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/workloads/judge"
 	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // runFlags are the flags of `lockbench run`.
 type runFlags struct {
-	suite     string
-	backends  []string
-	workloads []string
-	faults    []string
-	fencing   bool
-	guards    []string
-	clients   []int
-	duration  time.Duration
-	trials    int
-	ttl       time.Duration
-	keys      int
-	hold      string
-	think     string
-	out       string
-	noReport  bool
-	endpoints endpointFlags
+	suite      string
+	backends   []string
+	workloads  []string
+	faults     []string
+	fencing    bool
+	guards     []string
+	clients    []int
+	clientsAs  string
+	durability string
+	injections int
+	duration   time.Duration
+	trials     int
+	ttl        time.Duration
+	keys       int
+	hold       string
+	think      string
+	seed       uint64
+	judge      string
+	host       string
+	out        string
+	noReport   bool
+	endpoints  endpointFlags
 }
 
 func runCmd() *cobra.Command {
@@ -51,12 +59,20 @@ func runCmd() *cobra.Command {
 		Short: "Run cases against real servers and write DIR/results.json (and the report)",
 		Long: `run measures every case of a suite (--suite default or quick: what make bench and
 make bench-quick run) or of the cross product of the flags: backends × workloads × faults ×
-guards × clients × trials. It starts the servers the backends need on 127.0.0.1 (or uses the
-endpoints you give), writes DIR/results.json after every case, and renders the report into DIR.
-Ctrl-C stops the run, stops every server and keeps the results measured so far.
+clients × trials, each case judged under every --guard at once. It starts the servers the
+backends need on 127.0.0.1 (or uses the endpoints you give) and a judge that every client
+reports to, runs the clients as worker processes (lockbench worker) or goroutines, writes
+DIR/results.json after every case with each case's history under DIR/history, and renders the
+report into DIR. Ctrl-C stops the run, stops every server and worker and keeps the results
+measured so far.
 
 A backend is a registered name with optional params: redlock, redlock?quarantine=false,
-sentinel?wait=1, redsync?retrydelay=1ms.`,
+sentinel?wait=1, redsync?retrydelay=1ms. So is a fault: client-pause?x=3,
+clock-jump?by=0.5&nodes=minority.
+
+With --judge ADDR the run joins a judge started by lockbench judge, with other hosts running
+the same cases at the same time: they share the run's keys, start together, and the judge
+counts two holders at once across all of them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
@@ -64,10 +80,16 @@ sentinel?wait=1, redsync?retrydelay=1ms.`,
 	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench) or quick (make bench-quick); other flags then override its settings")
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
 	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
-	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults: "+strings.Join(nemesis.Names(), ", "))
-	fl.BoolVar(&f.fencing, "fencing", false, "guard the resource with fencing tokens (same as --guard fence)")
-	fl.StringSliceVar(&f.guards, "guard", nil, "resource guards: none, fence, cas (default none, or fence with --fencing)")
+	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults, with params as name?param=value: "+strings.Join(nemesis.Names(), ", "))
+	fl.BoolVar(&f.fencing, "fencing", false, "judge the resource with fencing tokens too (adds --guard fence)")
+	fl.StringSliceVar(&f.guards, "guard", nil, "resource guards, each case judged under all of them at once: none, fence, fence-rw, cas (default none)")
 	fl.IntSliceVar(&f.clients, "clients", []int{8}, "concurrent clients, each with its own connections")
+	fl.StringVar(&f.clientsAs, "clients-as", "", "run the clients as processes or goroutines (default: goroutines without a fault, processes under one)")
+	fl.StringVar(&f.durability, "durability", "fast", "servers' profile: fast (no fsync) or durable (every write synced)")
+	fl.IntVar(&f.injections, "injections", 3, "times each fault case injects its fault")
+	fl.Uint64Var(&f.seed, "seed", 0, "the run's seed: keys, hold times, fault targets and times (default random; results.json records it)")
+	fl.StringVar(&f.judge, "judge", "", "join the judge at this address (lockbench judge) instead of running one")
+	fl.StringVar(&f.host, "host", "", "this host's name on the judge (default the hostname)")
 	fl.DurationVar(&f.duration, "duration", 5*time.Second, "how long each case runs")
 	fl.IntVar(&f.trials, "trials", 1, "repetitions of each case")
 	fl.DurationVar(&f.ttl, "ttl", time.Second, "lease TTL (faults raise it where they need longer leases)")
@@ -111,7 +133,9 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	var invalid []error // cases skipped for bad settings (a backend's params)
 	runner := &bench.Runner{
 		Clusters: bench.NewClusters(env, external),
-		Out:      filepath.Join(f.out, "results.json"),
+		Dir:      f.out,
+		Seed:     f.seed,
+		Host:     f.host,
 		Progress: func(e bench.Event) {
 			if errors.Is(e.Skipped, locker.ErrInvalid) {
 				invalid = append(invalid, fmt.Errorf("%s: %w", e.Case, e.Skipped))
@@ -119,7 +143,17 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 			progress(stderr, bar, e)
 		},
 	}
+	if f.judge != "" {
+		remote, err := judge.DialRemote(ctx, f.judge)
+		if err != nil {
+			return err
+		}
+		defer remote.Close()
+		runner.Judge = remote
+	}
 	runner.File.Command = strings.Join(os.Args, " ")
+	runner.File.Suite = f.suite
+	runner.File.Versions = versions(ctx)
 	file, runErr := runner.Run(ctx, cases)
 	if bar != nil {
 		_ = bar.Finish()
@@ -174,7 +208,7 @@ func newBar(w io.Writer, n int) *progressbar.ProgressBar {
 // progress prints to w a line per finished case, under the bar if there
 // is one.
 func progress(w io.Writer, bar *progressbar.ProgressBar, e bench.Event) {
-	if e.Result == nil && e.Skipped == nil {
+	if e.Results == nil && e.Skipped == nil {
 		if bar != nil {
 			bar.Describe(e.Case.String())
 		}
@@ -187,9 +221,14 @@ func progress(w io.Writer, bar *progressbar.ProgressBar, e bench.Event) {
 	if e.Skipped != nil {
 		fmt.Fprintf(w, "%-9s skip %s: %v\n", n, e.Case, e.Skipped)
 	} else {
-		r := e.Result
-		fmt.Fprintf(w, "%-9s %-72s %8.0f grants/s  p99 %-10v overlaps %-5d stale accepted %d\n",
-			n, e.Case, r.Throughput, time.Duration(r.LatencyUS.P99)*time.Microsecond, r.Overlaps, r.StaleAccepted)
+		r := e.Results[0]
+		stale := make([]string, len(e.Results))
+		for i, g := range e.Results {
+			stale[i] = fmt.Sprintf("%s %d", g.Guard, g.StaleAccepted)
+		}
+		fmt.Fprintf(w, "%-9s %-80s %8.0f grants/s  p99 %-10v incidents %-4d (lock bug %d)  linearizable %-7s stale accepted: %s\n",
+			n, e.Case, r.Throughput, time.Duration(r.LatencyUS.P99)*time.Microsecond, r.Incidents, r.IncidentsLockBug, r.Linearizable,
+			strings.Join(stale, ", "))
 	}
 	if bar != nil {
 		_ = bar.Add(1)
@@ -247,6 +286,9 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, error) {
 		if changed("guard") || changed("fencing") {
 			s.Guards = guards
 		}
+		if changed("injections") {
+			s.Injections = f.injections
+		}
 		if changed("clients") {
 			s.Clients = f.clients
 		}
@@ -276,25 +318,28 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, error) {
 	}
 	return bench.Cross(bench.Matrix{
 		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
+		ClientsAs: f.clientsAs, Durability: f.durability, Injections: f.injections,
 		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think},
 	})
 }
 
-func (f *runFlags) guardList() ([]workloads.Guard, error) {
+func (f *runFlags) guardList() ([]judge.Guard, error) {
 	names := f.guards
 	if len(names) == 0 {
 		names = []string{"none"}
-		if f.fencing {
-			names = []string{"fence"}
-		}
 	}
-	var gs []workloads.Guard
+	if f.fencing && !slices.Contains(names, "fence") {
+		names = append(slices.Clone(names), "fence")
+	}
+	var gs []judge.Guard
 	for _, n := range names {
-		g, err := workloads.ParseGuard(n)
+		g, err := judge.ParseGuard(n)
 		if err != nil {
 			return nil, err
 		}
-		gs = append(gs, g)
+		if !slices.Contains(gs, g) {
+			gs = append(gs, g)
+		}
 	}
 	return gs, nil
 }

@@ -4,16 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // healTimeout bounds how long a nemesis waits for a node to come back
 // when it heals after its window.
 const healTimeout = time.Minute
+
+// window is how long a fault that lasts stays in effect: long enough for
+// a new leader to be elected (etcd's election timeout here is 300 ms,
+// ZooKeeper's sync limit a second) and for leases to run out.
+func (e Env) window() time.Duration { return max(e.Lease, time.Second) }
+
+// gap is the least time between the end of one injection's window and
+// the next injection: the time for grants to resume.
+func (e Env) gap() time.Duration { return e.Lease / 2 }
 
 // catalogue is every scenario, in the order reports list them.
 var catalogue = []*Scenario{
@@ -22,19 +33,52 @@ var catalogue = []*Scenario{
 		Doc:  "no fault: the baseline",
 	},
 	{
-		Name: "client-pause",
-		Doc:  "every 10th holder granted in the middle two thirds of the run stalls for 1.5× its TTL after reading, then writes (the GC pause)",
-		hooks: func(_ Target, spec workloads.Spec) workloads.Hooks {
-			// Each pause holds the key until its lease expires: a wide
-			// window lets several happen in one run.
-			from, to := spec.Duration/6, spec.Duration*5/6
-			every := workloads.EveryNth(10, workloads.Stall{For: spec.TTL * 3 / 2, At: workloads.BeforeWrite, Label: "client-pause"})
-			return workloads.Hooks{Section: func(i workloads.SectionInfo) workloads.Stall {
-				if i.Granted < from || i.Granted >= to {
-					return workloads.Stall{}
+		Name:      "client-pause",
+		Doc:       "a holder's process is stopped (SIGSTOP) right after it read, for x times the backend's lease (its TTL, or its session timeout when longer), then resumed: it writes late (the GC pause)",
+		Params:    map[string]string{"x": "the pause in leases (default 1.5)", "at": "after-read (default) or before-read: stop it before its first access"},
+		Processes: true,
+		check: func(v url.Values) error {
+			if at := v.Get("at"); at != "" && at != "after-read" && at != "before-read" {
+				return fmt.Errorf("at=%q: want after-read or before-read", at)
+			}
+			return checkFloat(v, "x")
+		},
+		hooks: func(e Env) workloads.Hooks {
+			d := time.Duration(float(e.Params, "x", 1.5) * float64(e.Lease))
+			// Pauses of different holders may overlap in time; each is a
+			// trial of its own, a lease apart.
+			at := e.slots(0, e.Lease)
+			var next atomic.Int64
+			pause := judge.Action{Pause: d, BeforeRead: e.Params.Get("at") == "before-read"}
+			// The first grant at or after each slot's time is paused.
+			return workloads.Hooks{Section: func(ev judge.SectionEvent) judge.Action {
+				i := next.Load()
+				if int(i) >= len(at) || ev.Granted < at[i] || !next.CompareAndSwap(i, i+1) {
+					return judge.Action{}
 				}
-				return every(i)
+				return pause
 			}}
+		},
+	},
+	{
+		Name: "server-pause",
+		Doc:  "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
+		fits: func(sh Shape) error {
+			if sh.servers() == 0 {
+				return errors.New("applies to backends with servers")
+			}
+			return nil
+		},
+		hooks: func(e Env) workloads.Hooks {
+			return e.repeat(e.window(), e.gap(), "paused", func(ctx context.Context, i int) ([]*compose.Node, error) {
+				if i%2 == 0 || len(e.Target.nodes()) == 1 {
+					if l, err := e.Target.leader(ctx); l != nil || err != nil {
+						return []*compose.Node{l}, err
+					}
+				}
+				return e.minority(), nil
+			}, func(_ context.Context, n *compose.Node) error { return n.Pause() },
+				func(_ context.Context, n *compose.Node) error { return n.Resume() })
 		},
 	},
 	{
@@ -54,188 +98,242 @@ var catalogue = []*Scenario{
 			}
 			return nil
 		},
-		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
-			// Replication is cut first, so that the holders granted next
-			// hold keys the replicas never see; they keep their sections
-			// for seconds (a failover's length, well within their TTL)
-			// while the master dies and a replica takes over.
-			// Half the clients do that; the other half go on locking, and
-			// meet the lost keys on the new master.
-			cut := max(spec.Duration/3-time.Second, 200*time.Millisecond)
-			long := workloads.Between(cut+200*time.Millisecond, cut+1500*time.Millisecond, workloads.Stall{For: spec.TTL / 2, At: workloads.BeforeWrite})
-			hold := func(i workloads.SectionInfo) workloads.Stall {
-				if i.Client%2 == 1 {
-					return workloads.Stall{}
-				}
-				return long(i)
-			}
-			return workloads.Hooks{Section: hold, Nemesis: func(ctx context.Context, f *workloads.Faults) {
-				if !f.At(ctx, cut) {
-					return
-				}
-				end := f.Begin("replication cut, master killed, replica promoted")
-				defer end()
-				for _, l := range t.Sentinel.ReplicationLinks {
-					f.Fail(l.Partition())
-				}
-				// Let locks be granted on the master alone, then lose it.
-				// (A forced SENTINEL FAILOVER refuses a replica whose link is
-				// held back; a dead master is what Sentinel is for.)
-				if !f.At(ctx, cut+time.Second) {
-					return
-				}
-				fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
-				defer cancel()
-				defer func() {
-					for _, l := range t.Sentinel.ReplicationLinks {
-						f.Fail(l.Heal())
-					}
-				}()
-				old, err := t.Sentinel.CurrentMaster(fctx)
-				if err != nil {
-					f.Fail(err)
-					return
-				}
-				n := t.Sentinel.Node(old)
-				if n == nil {
-					f.Fail(fmt.Errorf("the master %s is none of the set's nodes", old))
-					return
-				}
-				f.Fail(n.Kill())
-				_, err = t.Sentinel.AwaitNewMaster(fctx, old)
-				f.Fail(err)
-			}}
-		},
+		hooks: failover,
 	},
 	{
 		Name:   "restart",
-		Doc:    "a majority of the Redis nodes (3 of 5; the one of a single Redis) are killed and restarted without their data while their keys are held",
+		Doc:    "a random majority of the Redis nodes (the single server of redis, the PostgreSQL server) is killed and restarted while their keys are held: empty under the fast profile, with its data under the durable one",
 		MinTTL: 2 * time.Second,
-		fits:   needRedis,
-		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
-			from, _ := window(spec)
-			return workloads.Hooks{Section: holdAcross(spec, from), Nemesis: func(ctx context.Context, f *workloads.Faults) {
-				if !f.At(ctx, from) {
-					return
-				}
-				end := f.Begin("restart without data")
-				defer end()
-				hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
-				defer cancel()
-				each(f, majority(t), func(n *compose.Node) error { return n.Restart(hctx, false) })
-			}}
+		fits: func(sh Shape) error {
+			if sh.RedisNodes == 0 && !sh.Postgres {
+				return errors.New("applies to standalone Redis nodes (redis, redlock, redsync, rueidislock) and PostgreSQL")
+			}
+			return nil
+		},
+		hooks: func(e Env) workloads.Hooks {
+			keep := e.Durable || e.Target.Postgres != nil // PostgreSQL restarts from its data
+			label := "restart without data"
+			if keep {
+				label = "restart with data"
+			}
+			return e.instant(e.Lease, label, e.majority, func(ctx context.Context, n *compose.Node) error {
+				return n.Restart(ctx, keep)
+			})
 		},
 	},
 	{
 		Name:   "clock-jump",
-		Doc:    "the clocks of a majority of the Redis nodes jump forward by the TTL: every key there expires at once",
+		Doc:    "an emulated clock jump (Redis has no clock to set, and libfaketime crashes it): every key on a random minority or majority of the Redis nodes has its expiry brought forward by a fraction of the TTL at once",
+		Params: map[string]string{"by": "the jump in TTLs (default 1)", "nodes": "minority or majority (default)"},
 		MinTTL: 2 * time.Second,
-		fits:   needRedis,
-		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
-			from, _ := window(spec)
-			return workloads.Hooks{Section: holdAcross(spec, from), Nemesis: func(ctx context.Context, f *workloads.Faults) {
-				if !f.At(ctx, from) {
-					return
-				}
-				end := f.Begin(fmt.Sprintf("clock +%v", spec.TTL))
-				defer end()
-				each(f, majority(t), func(n *compose.Node) error {
-					_, err := n.ShiftClock(context.WithoutCancel(ctx), spec.TTL)
-					return err
-				})
-			}}
+		fits: func(sh Shape) error {
+			if sh.RedisNodes == 0 {
+				return errors.New("applies to standalone Redis nodes (redis, redlock, redsync, rueidislock); etcd and ZooKeeper leases run on the servers' monotonic clocks, PostgreSQL's on its transaction clock")
+			}
+			return nil
+		},
+		check: func(v url.Values) error {
+			if n := v.Get("nodes"); n != "" && n != "minority" && n != "majority" {
+				return fmt.Errorf("nodes=%q: want minority or majority", n)
+			}
+			return checkFloat(v, "by")
+		},
+		hooks: func(e Env) workloads.Hooks {
+			by := time.Duration(float(e.Params, "by", 1) * float64(e.Spec.TTL))
+			pick, which := e.majority, "majority"
+			if e.Params.Get("nodes") == "minority" {
+				pick, which = e.minority, "minority"
+			}
+			return e.instant(e.Lease, fmt.Sprintf("clock +%v on a %s", by, which), pick, func(ctx context.Context, n *compose.Node) error {
+				_, err := n.ShiftClock(ctx, by)
+				return err
+			})
 		},
 	},
 	{
 		Name: "crash-minority",
-		Doc:  "a minority of nodes (2 of 5 Redis nodes, a follower of 3 ZooKeeper or etcd members) is killed for the window, then restarted with its data",
+		Doc:  "a random minority of the nodes (2 of 5 Redis nodes, 1 of 3 members: any of them, the leader or a priority node included) is killed for a lease (at least a second), then restarted with what it persisted",
 		fits: needMinority,
-		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
-			return during(spec, "node(s) down",
-				minorityNodes(t), func(_ context.Context, n *compose.Node) error { return n.Kill() }, start)
+		hooks: func(e Env) workloads.Hooks {
+			return e.repeat(e.window(), e.gap(), "down", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+				func(_ context.Context, n *compose.Node) error { return n.Kill() }, start)
 		},
 	},
 	{
 		Name:    "partition",
-		Doc:     "the clients are cut off from a minority of the nodes (their traffic is blackholed) for the window",
+		Doc:     "the clients are cut off (their traffic blackholed) from a random minority of the nodes, or from the single server, for a lease (at least a second)",
 		Proxied: true,
-		fits:    needMinority,
-		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
-			return during(spec, "node(s) partitioned",
-				minorityProxies(t), func(_ context.Context, p *compose.Proxy) error { return p.Partition() }, heal)
+		fits:    needProxied,
+		hooks: func(e Env) workloads.Hooks {
+			return e.repeat(e.window(), e.gap(), "partitioned from the clients", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+				func(_ context.Context, n *compose.Node) error { return n.Partition() }, heal)
 		},
 	},
 	{
 		Name:    "latency",
-		Doc:     "responses from a minority of the nodes are delayed by 50 ms for the window",
+		Doc:     "responses from a random minority of the nodes, or from the single server, are delayed by 50 ms for a lease (at least a second)",
 		Proxied: true,
-		fits:    needMinority,
-		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
-			return during(spec, "node(s) +50ms",
-				minorityProxies(t), func(_ context.Context, p *compose.Proxy) error { return p.Delay(50 * time.Millisecond) }, heal)
+		fits:    needProxied,
+		hooks: func(e Env) workloads.Hooks {
+			return e.repeat(e.window(), e.gap(), "+50ms", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+				func(_ context.Context, n *compose.Node) error { return n.Delay(50 * time.Millisecond) }, heal)
 		},
 	},
 	{
 		Name: "leader-kill",
-		Doc:  "the ZooKeeper or etcd leader is killed for the window, then restarted with its data",
-		fits: needQuorumCluster,
-		hooks: func(t Target, spec workloads.Spec) workloads.Hooks {
-			return during(spec, "leader down",
-				func(ctx context.Context) ([]*compose.Node, error) {
-					leader, err := t.leader(ctx)
-					if err != nil {
-						return nil, err
-					}
-					return []*compose.Node{leader}, nil
-				},
-				func(_ context.Context, n *compose.Node) error { return n.Kill() }, start)
+		Doc:  "the ZooKeeper or etcd leader is killed for a lease (at least a second), then restarted with its data",
+		fits: func(sh Shape) error {
+			if sh.QuorumNodes == 0 {
+				return errors.New("applies to ZooKeeper and etcd")
+			}
+			return nil
+		},
+		hooks: func(e Env) workloads.Hooks {
+			return e.repeat(e.window(), e.gap(), "leader down", func(ctx context.Context, _ int) ([]*compose.Node, error) {
+				l, err := e.Target.leader(ctx)
+				return []*compose.Node{l}, err
+			}, func(_ context.Context, n *compose.Node) error { return n.Kill() }, start)
 		},
 	},
 }
 
-// during is the shape of the faults that last the whole window: when it
-// opens, pick the targets and break them all at once; when it closes,
-// undo it (even if the run's context has ended: a nemesis heals what it
-// broke). The window is recorded with the number of targets and label;
-// trouble picking the targets is a failure of the fault (Faults.Fail).
-func during[T any](spec workloads.Spec, label string, pick func(context.Context) ([]T, error), fault, undo func(context.Context, T) error) workloads.Hooks {
-	from, to := window(spec)
-	return workloads.Hooks{Nemesis: func(ctx context.Context, f *workloads.Faults) {
-		if !f.At(ctx, from) {
-			return
-		}
-		targets, err := pick(ctx)
-		if err == nil && len(targets) == 0 {
-			err = errors.New("no target")
-		}
-		if err != nil && ctx.Err() == nil {
-			f.Fail(fmt.Errorf("%s: %w", label, err))
-		}
-		if len(targets) == 0 {
-			return
-		}
-		end := f.Begin(fmt.Sprintf("%d %s", len(targets), label))
-		each(f, targets, func(x T) error { return fault(ctx, x) })
-		f.At(ctx, to)
-		end()
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
-		defer cancel()
-		each(f, targets, func(x T) error { return undo(hctx, x) })
-	}}
+func needMinority(sh Shape) error {
+	if sh.RedisNodes >= 3 || sh.QuorumNodes >= 3 {
+		return nil
+	}
+	return errors.New("needs a cluster of at least 3 nodes (redlock, redsync, ZooKeeper or etcd)")
+}
+
+func needProxied(sh Shape) error {
+	if sh.RedisNodes > 0 || sh.QuorumNodes > 0 || sh.Postgres {
+		return nil
+	}
+	return errors.New("needs servers the clients reach through proxies (not Sentinel, whose clients follow the master)")
 }
 
 // start brings a killed node back with its data.
 func start(ctx context.Context, n *compose.Node) error { return n.Start(ctx) }
 
-// heal removes a proxy's faults.
-func heal(_ context.Context, p *compose.Proxy) error { return p.Heal() }
+// heal removes a node's proxy faults.
+func heal(_ context.Context, n *compose.Node) error { return n.Heal() }
 
-// each applies op to every target at once and waits: faults on several
-// nodes strike together, as in a rack power loss.
-func each[T any](f *workloads.Faults, targets []T, op func(T) error) {
-	var wg sync.WaitGroup
-	for _, x := range targets {
-		wg.Go(func() { f.Fail(op(x)) })
+// repeat is the shape of the faults that last a window: at each of the
+// case's slots, pick the targets (i numbers the injection), break them
+// all at once, wait length, undo it (even if the case's context has
+// ended: a nemesis heals what it broke) and close the window. Trouble
+// picking the targets, breaking or healing them is a failure of the fault.
+func (e Env) repeat(length, gap time.Duration, label string, pick func(context.Context, int) ([]*compose.Node, error), fault, undo func(context.Context, *compose.Node) error) workloads.Hooks {
+	at := e.slots(length, gap)
+	return workloads.Hooks{Nemesis: func(ctx context.Context, f *workloads.Faults) {
+		for i, t := range at {
+			if !f.At(ctx, t) {
+				return
+			}
+			nodes, err := pick(ctx, i)
+			if err == nil && len(nodes) == 0 {
+				err = errors.New("no target")
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					f.Fail(fmt.Errorf("%s: picking the targets: %w", label, err))
+				}
+				continue
+			}
+			end := f.Inject(fmt.Sprintf("%s %s", names(nodes), label), e.describe(ctx, nodes))
+			each(f, nodes, func(n *compose.Node) error { return fault(ctx, n) })
+			f.At(ctx, t+length)
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
+			each(f, nodes, func(n *compose.Node) error { return undo(hctx, n) })
+			cancel()
+			end()
+		}
+	}}
+}
+
+// instant is the shape of the faults that strike at once and need no
+// undoing (a restart, a clock jump): at each slot, the sections granted
+// around it hold across it, and op strikes the picked nodes. gap leaves
+// room after each for the backend to settle (a quarantine to end).
+func (e Env) instant(gap time.Duration, label string, pick func() []*compose.Node, op func(context.Context, *compose.Node) error) workloads.Hooks {
+	at := e.slots(0, gap)
+	// Whoever holds the key when the fault strikes is still inside its
+	// section for at least half a TTL, and within its lease, so that an
+	// overlap is the fault's doing, not an expired lease's.
+	long := judge.Action{Hold: e.Spec.TTL * 3 / 4}
+	hold := func(ev judge.SectionEvent) judge.Action {
+		for _, t := range at {
+			if ev.Granted >= max(t-e.Spec.TTL/4, 0) && ev.Granted < t+e.Spec.TTL/4 {
+				return long
+			}
+		}
+		return judge.Action{}
 	}
-	wg.Wait()
+	return workloads.Hooks{Section: hold, Nemesis: func(ctx context.Context, f *workloads.Faults) {
+		for _, t := range at {
+			if !f.At(ctx, t) {
+				return
+			}
+			nodes := pick()
+			end := f.Inject(fmt.Sprintf("%s %s", names(nodes), label), e.describe(ctx, nodes))
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
+			each(f, nodes, func(n *compose.Node) error { return op(hctx, n) })
+			cancel()
+			end()
+		}
+	}}
+}
+
+// failover cuts replication, kills the master and waits for Sentinel to
+// promote a replica, once per case (the set is spent after it).
+func failover(e Env) workloads.Hooks {
+	t := e.Target
+	// Replication is cut first, so that the holders granted next hold
+	// keys the replicas never see; they keep their sections for seconds
+	// (a failover's length, well within their TTL) while the master dies
+	// and a replica takes over. Half the clients do that; the other half
+	// go on locking, and meet the lost keys on the new master.
+	cut := max(e.Spec.Duration/3-time.Second, 200*time.Millisecond)
+	long := workloads.Between(cut+200*time.Millisecond, cut+1500*time.Millisecond, judge.Action{Hold: e.Spec.TTL / 2})
+	hold := func(ev judge.SectionEvent) judge.Action {
+		if ev.Process%2 == 1 {
+			return judge.Action{}
+		}
+		return long(ev)
+	}
+	return workloads.Hooks{Section: hold, Nemesis: func(ctx context.Context, f *workloads.Faults) {
+		if !f.At(ctx, cut) {
+			return
+		}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
+		defer cancel()
+		old, err := t.Sentinel.CurrentMaster(fctx)
+		if err != nil {
+			f.Fail(err)
+			return
+		}
+		n := t.Sentinel.Node(old)
+		if n == nil {
+			f.Fail(fmt.Errorf("the master %s is none of the set's nodes", old))
+			return
+		}
+		end := f.Inject("replication cut, master killed, replica promoted", e.describe(fctx, []*compose.Node{n}))
+		defer end()
+		for _, l := range t.Sentinel.ReplicationLinks {
+			f.Fail(l.Partition())
+		}
+		defer func() {
+			for _, l := range t.Sentinel.ReplicationLinks {
+				f.Fail(l.Heal())
+			}
+		}()
+		// Let locks be granted on the master alone, then lose it. (A
+		// forced SENTINEL FAILOVER refuses a replica whose link is held
+		// back; a dead master is what Sentinel is for.)
+		if !f.At(ctx, cut+time.Second) {
+			return
+		}
+		f.Fail(n.Kill())
+		_, err = t.Sentinel.AwaitNewMaster(fctx, old)
+		f.Fail(err)
+	}}
 }

@@ -1,104 +1,111 @@
 // Package nemesis is lockbench's fault catalogue: named scenarios that
-// break the servers behind a backend while a workload runs, record when
-// (the fault window), and heal before the run ends. A scenario acts on a
-// Target (the compose nodes of the backend's cluster) through the hooks of
-// workloads.Run: a Nemesis that kills, restarts, pauses, partitions,
-// delays or shifts the clock of nodes, and a Section hook that makes
-// holders stall — a GC pause, or a long critical section that spans the
-// fault.
+// break the servers behind a backend (or stop its clients' processes)
+// while a workload runs, again and again on a schedule, at targets drawn
+// from the case's seed, recording each injection and its window, and
+// healing before the case ends. A scenario acts through the hooks of a
+// case (workloads.Hooks): a Nemesis that kills, restarts, pauses,
+// partitions, delays or shifts the clock of nodes, and a Section hook that
+// stops a holder's process (a GC or VM pause) or makes a section hold
+// across a fault.
 //
-// Each scenario reproduces one argument of the Redlock debate:
+// Each scenario reproduces an argument of the Redlock debate or a fault a
+// consensus system exists for:
 //
-//	none            no fault: the baseline, where every real backend must show zero violations
-//	client-pause    a holder stalls past its TTL after acquiring, then writes (Kleppmann's GC pause)
-//	failover        Sentinel: the lock is written to the master but held back from the replica, then a failover promotes the replica
-//	restart         a majority of Redis nodes restart empty while their keys are held (antirez's delayed-restart case)
-//	clock-jump      a majority of Redis nodes' clocks jump forward by the TTL: their keys expire at once
-//	crash-minority  a minority of nodes (2 of 5 Redis, 1 of 3 ZooKeeper or etcd members) die during the load
-//	partition       clients are cut off from a minority of nodes
-//	latency         responses from a minority of nodes are slowed by 50 ms
-//	leader-kill     the ZooKeeper or etcd leader dies
+//	none             no fault: the baseline, where every real backend must show zero violations
+//	client-pause     a holder's process is stopped (SIGSTOP) after it read, for x × the backend's lease, then resumed and writes (Kleppmann's GC pause)
+//	server-pause     a minority of the servers, or the leader (the master, the single server), is stopped (SIGSTOP) for a while, then resumed
+//	failover         Sentinel: the lock is written to the master but held back from the replica, then a failover promotes the replica
+//	restart          a majority of the Redis nodes (the PostgreSQL server) restart while their keys are held: empty under the fast profile, with their data under the durable one
+//	clock-jump       an emulated clock jump: the keys on a minority or majority of the Redis nodes expire by a fraction of the TTL at once (Redis has no clock to set)
+//	crash-minority   a minority of the nodes (any of them: the leader, Redlock's priority node) dies for a while, then restarts with its data
+//	partition        the clients are cut off from a minority of the nodes (the single server)
+//	latency          responses from a minority of the nodes (the single server) are slowed by 50 ms
+//	leader-kill      the ZooKeeper or etcd leader dies, then restarts with its data
 //
-// In the node-fault scenarios (failover, restart, clock-jump) the sections
-// granted around the fault hold for most of their TTL, so that the holder
-// is still inside, and still within its lease, when the fault strikes: any
-// overlap is then the backend's doing, not an expired lease's.
+// Targets are drawn from the case's random source, which the run's seed
+// determines, so a run replays with --seed; every injection records the
+// nodes it hit and whether the leader or a Redlock priority node was among
+// them. Around node faults that could grant a key twice (failover,
+// restart, clock-jump) the sections granted hold for most of their TTL,
+// so that a holder is still inside its section, and within its lease,
+// when the fault strikes: an overlap is then the backend's doing, not an
+// expired lease's.
 package nemesis
 
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
 )
 
 // Target is what a scenario can break: the servers behind one backend.
 // Only the fields of the backend's topology are set.
 type Target struct {
-	// Redis are standalone masters: one for redis, five for redlock and
-	// redsync.
+	// Redis are standalone masters: one for redis and rueidislock, five
+	// for redlock and redsync.
 	Redis []*compose.Node
+	// Priority lists the indices in Redis of the nodes a Redlock prefers
+	// (where its fast path and hand-off live), so that an injection says
+	// when it hit one.
+	Priority []int
 	// Sentinel is the master–replica set of the sentinel backend.
 	Sentinel *compose.SentinelSet
 	// ZooKeeper and Etcd are the quorum clusters of those backends.
 	ZooKeeper *compose.Ensemble
 	Etcd      *compose.EtcdCluster
-	// Proxies sit between the clients and each node (same order as the
-	// nodes), for scenarios that cut or slow the clients' traffic; the
-	// case's clients must then be configured with the proxies' addresses.
-	Proxies []*compose.Proxy
+	// Postgres is the PostgreSQL server of the postgres backend.
+	Postgres *compose.Node
 }
 
-// quorumNodes returns the members of a ZooKeeper or etcd cluster.
-func (t Target) quorumNodes() []*compose.Node {
+// nodes returns the servers a scenario may pick from: the Redis nodes,
+// the quorum members, the PostgreSQL server, or the Sentinel set's data
+// nodes.
+func (t Target) nodes() []*compose.Node {
 	switch {
+	case len(t.Redis) > 0:
+		return t.Redis
 	case t.ZooKeeper != nil:
 		return t.ZooKeeper.Nodes
 	case t.Etcd != nil:
 		return t.Etcd.Nodes
+	case t.Postgres != nil:
+		return []*compose.Node{t.Postgres}
+	case t.Sentinel != nil:
+		return append([]*compose.Node{t.Sentinel.Master}, t.Sentinel.Replicas...)
 	}
 	return nil
 }
 
-// leader returns the leader of a ZooKeeper or etcd cluster.
+// leader returns the leader of a ZooKeeper or etcd cluster, or the
+// Sentinel set's current master; nil without one.
 func (t Target) leader(ctx context.Context) (*compose.Node, error) {
 	switch {
 	case t.ZooKeeper != nil:
 		return t.ZooKeeper.Leader(ctx)
 	case t.Etcd != nil:
 		return t.Etcd.Leader(ctx)
+	case t.Sentinel != nil:
+		addr, err := t.Sentinel.CurrentMaster(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n := t.Sentinel.Node(addr); n != nil {
+			return n, nil
+		}
+		return nil, fmt.Errorf("the master %s is none of the set's nodes", addr)
 	}
-	return nil, fmt.Errorf("no ZooKeeper or etcd cluster")
-}
-
-// Scenario is one named fault.
-type Scenario struct {
-	// Name is the scenario's name on the command line and in results.
-	Name string
-	// Doc says in a sentence what the scenario does.
-	Doc string
-	// Proxied means the case's clients must reach the nodes through
-	// Target.Proxies.
-	Proxied bool
-	// Fresh means the scenario leaves the cluster changed for good (a
-	// failover moves the master): run each case on a new cluster, and
-	// the next case of any scenario on a new one too.
-	Fresh bool
-	// MinTTL is the shortest lease TTL that keeps the scenario honest (a
-	// failover takes seconds; a lease that expires during it would
-	// overlap for the wrong reason). Cases raise their TTL to it.
-	MinTTL time.Duration
-	// Workload is the workload the scenario needs, if any: a suite runs
-	// the scenario on it rather than on its default.
-	Workload workloads.Workload
-
-	fits  func(Shape) error
-	hooks func(Target, workloads.Spec) workloads.Hooks
+	return nil, nil
 }
 
 // Shape is what a scenario needs to know of a cluster to tell whether it
@@ -112,23 +119,134 @@ type Shape struct {
 	Sentinel bool
 	// QuorumNodes is the number of ZooKeeper or etcd members.
 	QuorumNodes int
-	// Proxied is set when proxies sit between the clients and the nodes.
-	Proxied bool
+	// Postgres is set for a PostgreSQL server.
+	Postgres bool
 }
 
 // Shape returns t's shape.
 func (t Target) Shape() Shape {
-	return Shape{
-		RedisNodes:  len(t.Redis),
-		Sentinel:    t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil,
-		QuorumNodes: len(t.quorumNodes()),
-		Proxied:     len(t.Proxies) > 0,
+	sh := Shape{RedisNodes: len(t.Redis), Postgres: t.Postgres != nil}
+	sh.Sentinel = t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil
+	if t.ZooKeeper != nil || t.Etcd != nil {
+		sh.QuorumNodes = len(t.nodes())
 	}
+	return sh
+}
+
+func (sh Shape) servers() int {
+	n := sh.RedisNodes + sh.QuorumNodes
+	if sh.Postgres {
+		n++
+	}
+	if sh.Sentinel {
+		n++
+	}
+	return n
+}
+
+// Env is what a scenario acts on in one case.
+type Env struct {
+	Target Target
+	// Spec is the case's load, normalised.
+	Spec workloads.Spec
+	// Lease is how long the backend keeps the key of a holder that went
+	// silent: the TTL (as the backend rounds it), or its session timeout
+	// when that is longer (ZooKeeper). Pauses are sized from it.
+	Lease time.Duration
+	// Durable is set under the durable profile: a restarted Redis node
+	// keeps what it acknowledged.
+	Durable bool
+	// Injections is how many times the fault strikes in the case (at
+	// least 1; fewer when the windows do not fit in the case).
+	Injections int
+	// Rand draws targets and times; the case's seed determines it.
+	Rand *rand.Rand
+	// Params are the fault's params (client-pause?x=1.5 gives x).
+	Params url.Values
+}
+
+// Scenario is one named fault.
+type Scenario struct {
+	// Name is the scenario's name in the catalogue.
+	Name string
+	// Doc says in a sentence what the scenario does.
+	Doc string
+	// Params documents the params the scenario takes, by name.
+	Params map[string]string
+	// Proxied means the case's clients must reach the nodes through their
+	// proxies.
+	Proxied bool
+	// Processes means the scenario stops clients' processes: the case
+	// must run its clients as processes.
+	Processes bool
+	// Fresh means the scenario leaves the cluster changed for good (a
+	// failover moves the master): run each case on a new cluster, and the
+	// next case of any scenario on a new one too.
+	Fresh bool
+	// MinTTL is the shortest lease TTL that keeps the scenario honest (a
+	// failover takes seconds; a lease that expires during it would
+	// overlap for the wrong reason). Cases raise their TTL to it.
+	MinTTL time.Duration
+	// Workload is the workload the scenario needs, if any.
+	Workload workloads.Workload
+
+	fits  func(Shape) error
+	check func(url.Values) error
+	hooks func(Env) workloads.Hooks
+}
+
+// Fault is a scenario with its params, as a case names it:
+// "client-pause?x=1.5".
+type Fault struct {
+	*Scenario
+	// Spec is the fault as written; results name it so.
+	Spec   string
+	Params url.Values
+}
+
+// Class is the fault's scenario name: backends are compared on classes.
+func (f Fault) Class() string { return f.Name }
+
+// Parse parses a fault as written on the command line: a scenario name,
+// optionally with params (clock-jump?by=0.5&nodes=minority). The error
+// names an unknown scenario or a bad param.
+func Parse(spec string) (Fault, error) {
+	name, query, _ := strings.Cut(spec, "?")
+	s, err := Lookup(name)
+	if err != nil {
+		return Fault{}, err
+	}
+	v, err := url.ParseQuery(query)
+	if err != nil {
+		return Fault{}, locker.Invalidf("fault %q: params: %v", spec, err)
+	}
+	for k := range v {
+		if _, ok := s.Params[k]; !ok {
+			return Fault{}, locker.Invalidf("fault %q: unknown param %q (%s takes %s)", spec, k, name, paramNames(s))
+		}
+	}
+	if s.check != nil {
+		if err := s.check(v); err != nil {
+			return Fault{}, locker.Invalidf("fault %q: %v", spec, err)
+		}
+	}
+	return Fault{Scenario: s, Spec: spec, Params: v}, nil
+}
+
+func paramNames(s *Scenario) string {
+	if len(s.Params) == 0 {
+		return "none"
+	}
+	var names []string
+	for k := range s.Params {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // Fits returns nil if the scenario can run against a cluster of shape sh,
-// or an error saying why not. A cluster lockbench starts can always be
-// proxied, so Fits does not ask for proxies; Applies does.
+// or an error saying why not.
 func (s *Scenario) Fits(sh Shape) error {
 	if s.fits == nil {
 		return nil
@@ -140,24 +258,20 @@ func (s *Scenario) Fits(sh Shape) error {
 }
 
 // Applies returns nil if the scenario can run against t, or an error
-// saying why not (the CLI skips such cases and says so).
-func (s *Scenario) Applies(t Target) error {
-	if err := s.Fits(t.Shape()); err != nil {
-		return err
-	}
-	if s.Proxied && len(t.Proxies) == 0 {
-		return fmt.Errorf("fault %s: needs proxies between the clients and the nodes", s.Name)
-	}
-	return nil
-}
+// saying why not.
+func (s *Scenario) Applies(t Target) error { return s.Fits(t.Shape()) }
 
-// Hooks returns the workloads.Hooks that inject the fault into a run of
-// spec (already normalised) against t. Check Applies first.
-func (s *Scenario) Hooks(t Target, spec workloads.Spec) workloads.Hooks {
-	if s.hooks == nil {
+// Hooks returns the hooks that inject the fault into a case.
+func (f Fault) Hooks(e Env) workloads.Hooks {
+	if f.hooks == nil {
 		return workloads.Hooks{}
 	}
-	return s.hooks(t, spec)
+	e.Params = f.Params
+	e.Injections = max(e.Injections, 1)
+	if e.Rand == nil {
+		e.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return f.hooks(e)
 }
 
 // Lookup returns the scenario called name.
@@ -179,92 +293,102 @@ func Names() []string {
 	return names
 }
 
-// window is the part of a run during which a fault is in effect: its
-// middle third.
-func window(spec workloads.Spec) (from, to time.Duration) {
-	return spec.Duration / 3, 2 * spec.Duration / 3
+// float returns the param name as a positive number, or def.
+func float(v url.Values, name string, def float64) float64 {
+	s := v.Get(name)
+	if s == "" {
+		return def
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(x > 0) {
+		return def
+	}
+	return x
 }
 
-// holdAcross makes the sections granted from a quarter TTL before the
-// fault until a quarter TTL after it hold for three quarters of their TTL:
-// whoever holds the key when the fault strikes is still inside its
-// section for at least half a TTL, and still within its lease (validity
-// is the TTL less the drift allowance), so an overlap is the fault's
-// doing, not an expired lease's.
-func holdAcross(spec workloads.Spec, at time.Duration) workloads.SectionHook {
-	return workloads.Between(max(at-spec.TTL/4, 0), at+spec.TTL/4, workloads.Stall{For: spec.TTL * 3 / 4, At: workloads.BeforeWrite})
-}
-
-func needRedis(sh Shape) error {
-	if sh.RedisNodes == 0 {
-		return fmt.Errorf("applies to Redis-based backends with standalone nodes (redis, redlock, redsync)")
+// checkFloat refuses a param that is not a positive number.
+func checkFloat(v url.Values, name string) error {
+	if s := v.Get(name); s != "" {
+		if x, err := strconv.ParseFloat(s, 64); err != nil || !(x > 0) || x > 100 {
+			return fmt.Errorf("%s=%q: want a positive number up to 100", name, s)
+		}
 	}
 	return nil
 }
 
-func needQuorumCluster(sh Shape) error {
-	if sh.QuorumNodes == 0 {
-		return fmt.Errorf("applies to ZooKeeper and etcd")
+// slots returns when each injection starts, from the case start: evenly
+// spread over the middle of the case, each drawn at random within its
+// slot so that a window of length and a gap after it fit. There are
+// e.Injections of them, or fewer when they do not fit.
+func (e Env) slots(length, gap time.Duration) []time.Duration {
+	from, to := e.Spec.Duration/8, e.Spec.Duration-e.Spec.Duration/8
+	k := e.Injections
+	for k > 1 && (to-from)/time.Duration(k) < length+gap {
+		k--
 	}
-	return nil
+	slot := (to - from) / time.Duration(k)
+	out := make([]time.Duration, k)
+	for i := range out {
+		jitter := max(slot-length-gap, 0)
+		out[i] = from + time.Duration(i)*slot + time.Duration(e.Rand.Int64N(int64(jitter)+1))
+	}
+	return out
 }
 
-func needMinority(sh Shape) error {
-	if sh.RedisNodes >= 3 || sh.QuorumNodes >= 3 {
-		return nil
+// pick draws k of nodes at random (all of them when k ≥ len(nodes)).
+func (e Env) pick(nodes []*compose.Node, k int) []*compose.Node {
+	idx := e.Rand.Perm(len(nodes))
+	var out []*compose.Node
+	for _, i := range idx[:min(k, len(nodes))] {
+		out = append(out, nodes[i])
 	}
-	return fmt.Errorf("needs a cluster of at least 3 nodes (Redlock, redsync, ZooKeeper or etcd)")
+	slices.SortFunc(out, func(a, b *compose.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
-// minority returns the nodes (and their proxies, if any) of a minority:
-// 2 of 5 Redis nodes, 1 of 3 members; not the leader of a quorum cluster,
-// so that crash-minority stays apart from leader-kill. When the leader
-// cannot be told it still picks a minority, and says why it may hold the
-// leader in the error.
-func minority(ctx context.Context, t Target) ([]*compose.Node, []*compose.Proxy, error) {
-	nodes := t.Redis
-	var leader *compose.Node
-	var err error
-	if len(nodes) == 0 {
-		nodes = t.quorumNodes()
-		if leader, err = t.leader(ctx); err != nil {
-			err = fmt.Errorf("the minority may hold the leader: %w", err)
+// minority draws a minority of the servers: (n−1)/2 of n, or the one
+// server of a single-node backend.
+func (e Env) minority() []*compose.Node {
+	nodes := e.Target.nodes()
+	return e.pick(nodes, max((len(nodes)-1)/2, 1))
+}
+
+// majority draws a majority of the servers: n/2+1 of n.
+func (e Env) majority() []*compose.Node {
+	nodes := e.Target.nodes()
+	return e.pick(nodes, len(nodes)/2+1)
+}
+
+// describe records what an injection hits: node names, and whether the
+// leader or a priority node is among them.
+func (e Env) describe(ctx context.Context, nodes []*compose.Node) results.Target {
+	t := results.Target{}
+	leader, _ := e.Target.leader(ctx)
+	for _, n := range nodes {
+		t.Nodes = append(t.Nodes, n.Name)
+		t.Leader = t.Leader || (leader != nil && n == leader)
+		for _, i := range e.Target.Priority {
+			t.Priority = t.Priority || (i < len(e.Target.Redis) && e.Target.Redis[i] == n)
 		}
 	}
-	k := (len(nodes) - 1) / 2
-	var picked []*compose.Node
-	var proxies []*compose.Proxy
-	for i := len(nodes) - 1; i >= 0 && len(picked) < k; i-- {
-		if nodes[i] == leader {
-			continue
-		}
-		picked = append(picked, nodes[i])
-		if i < len(t.Proxies) {
-			proxies = append(proxies, t.Proxies[i])
-		}
-	}
-	slices.Reverse(picked)
-	slices.Reverse(proxies)
-	return picked, proxies, err
+	return t
 }
 
-// minorityNodes picks the nodes of a minority, for during.
-func minorityNodes(t Target) func(context.Context) ([]*compose.Node, error) {
-	return func(ctx context.Context) ([]*compose.Node, error) {
-		nodes, _, err := minority(ctx, t)
-		return nodes, err
+// names joins node names for a window's label.
+func names(nodes []*compose.Node) string {
+	var s []string
+	for _, n := range nodes {
+		s = append(s, n.Name)
 	}
+	return strings.Join(s, ", ")
 }
 
-// minorityProxies picks the proxies of a minority's nodes, for during.
-func minorityProxies(t Target) func(context.Context) ([]*compose.Proxy, error) {
-	return func(ctx context.Context) ([]*compose.Proxy, error) {
-		_, proxies, err := minority(ctx, t)
-		return proxies, err
+// each applies op to every node at once and waits: faults on several
+// nodes strike together, as in a rack power loss.
+func each(f *workloads.Faults, nodes []*compose.Node, op func(*compose.Node) error) {
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Go(func() { f.Fail(op(n)) })
 	}
-}
-
-// majority returns a majority of the Redis nodes: all of one, 3 of 5.
-func majority(t Target) []*compose.Node {
-	return t.Redis[:len(t.Redis)/2+1]
+	wg.Wait()
 }

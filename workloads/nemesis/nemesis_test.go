@@ -21,13 +21,25 @@ func TestCatalogue(t *testing.T) {
 			t.Fatalf("Lookup(%q) = %+v, %v", name, s, err)
 		}
 	}
-	for _, want := range []string{"none", "client-pause", "failover", "restart", "clock-jump", "crash-minority", "partition", "latency", "leader-kill"} {
+	for _, want := range []string{"none", "client-pause", "server-pause", "failover", "restart", "clock-jump", "crash-minority", "partition", "latency", "leader-kill"} {
 		if !seen[want] {
 			t.Errorf("the catalogue lacks %q", want)
 		}
 	}
 	if _, err := nemesis.Lookup("meteor"); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "meteor") {
 		t.Fatalf("Lookup of an unknown fault = %v, want ErrInvalid naming it", err)
+	}
+}
+
+func TestParse(t *testing.T) {
+	f, err := nemesis.Parse("clock-jump?by=0.5&nodes=minority")
+	if err != nil || f.Class() != "clock-jump" || f.Spec != "clock-jump?by=0.5&nodes=minority" || f.Params.Get("by") != "0.5" {
+		t.Fatalf("Parse = %+v, %v", f, err)
+	}
+	for _, bad := range []string{"clock-jump?by=-1", "clock-jump?nodes=all", "client-pause?y=2", "client-pause?at=never", "none?x=1", "meteor", "client-pause?x=%zz"} {
+		if _, err := nemesis.Parse(bad); !errors.Is(err, locker.ErrInvalid) {
+			t.Errorf("Parse(%q) = %v, want ErrInvalid", bad, err)
+		}
 	}
 }
 
@@ -38,16 +50,18 @@ func TestFits(t *testing.T) {
 		"redlock":   {RedisNodes: 5},
 		"sentinel":  {Sentinel: true},
 		"zookeeper": {QuorumNodes: 3},
+		"postgres":  {Postgres: true},
 	}
 	want := map[string][]string{ // scenario -> the shapes it fits
-		"none":           {"noop", "redis", "redlock", "sentinel", "zookeeper"},
-		"client-pause":   {"noop", "redis", "redlock", "sentinel", "zookeeper"},
+		"none":           {"noop", "redis", "redlock", "sentinel", "zookeeper", "postgres"},
+		"client-pause":   {"noop", "redis", "redlock", "sentinel", "zookeeper", "postgres"},
+		"server-pause":   {"redis", "redlock", "sentinel", "zookeeper", "postgres"},
 		"failover":       {"sentinel"},
-		"restart":        {"redis", "redlock"},
+		"restart":        {"redis", "redlock", "postgres"},
 		"clock-jump":     {"redis", "redlock"},
 		"crash-minority": {"redlock", "zookeeper"},
-		"partition":      {"redlock", "zookeeper"},
-		"latency":        {"redlock", "zookeeper"},
+		"partition":      {"redis", "redlock", "zookeeper", "postgres"},
+		"latency":        {"redis", "redlock", "zookeeper", "postgres"},
 		"leader-kill":    {"zookeeper"},
 	}
 	for name, fits := range want {
@@ -65,9 +79,5 @@ func TestFits(t *testing.T) {
 				t.Errorf("%s fits %s = %v, want %v (%v)", name, shape, got, expected, s.Fits(sh))
 			}
 		}
-	}
-	partition, _ := nemesis.Lookup("partition")
-	if err := partition.Applies(nemesis.Target{}); err == nil {
-		t.Error("partition applies to a target without nodes or proxies")
 	}
 }

@@ -2,7 +2,7 @@ package nemesis_test
 
 import (
 	"context"
-	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -13,38 +13,36 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/workloads/judge"
 	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
-// run runs a short hot-key load of 4 clients on backend redlock (with
-// params) against nodes under the named fault, and returns the outcome.
-func run(t *testing.T, nodes []*compose.Node, proxied bool, fault string, params map[string]string) *workloads.Outcome {
+// run runs a short hot-key load of 4 goroutine clients on backend
+// redlock (with params) against nodes under the named fault, injected
+// twice, and returns the outcome.
+func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]string) *workloads.Outcome {
 	t.Helper()
-	s, err := nemesis.Lookup(fault)
+	f, err := nemesis.Parse(fault)
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := nemesis.Target{Redis: nodes}
+	target := nemesis.Target{Redis: nodes, Priority: []int{0}}
 	cfg := backends.Config{Params: map[string]string{"bootstrap": "true", "maxttl": "2s"}}
 	for k, v := range params {
 		cfg.Params[k] = v
 	}
 	for _, n := range nodes {
-		if proxied {
+		if f.Proxied {
 			cfg.Addrs = append(cfg.Addrs, n.Addr())
-			target.Proxies = append(target.Proxies, n.Proxy())
 		} else {
 			cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
 		}
 	}
-	if err := s.Applies(target); err != nil {
+	if err := f.Applies(target); err != nil {
 		t.Fatal(err)
 	}
 	hold, _ := workloads.Constant(time.Millisecond)
-	spec, err := workloads.Spec{
-		Workload: workloads.Hot, Clients: 4, TTL: max(s.MinTTL, time.Second), Duration: 4 * time.Second, Hold: hold,
-		KeyPrefix: fmt.Sprintf("%s:%d:", t.Name(), time.Now().UnixNano()),
-	}.Normalize()
+	spec, err := workloads.Spec{Workload: workloads.Hot, Clients: 4, TTL: max(f.MinTTL, time.Second), Duration: 8 * time.Second, Hold: hold}.Normalize()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +53,12 @@ func run(t *testing.T, nodes []*compose.Node, proxied bool, fault string, params
 		}
 		defer lockers[i].Close()
 	}
-	out, err := workloads.Run(context.Background(), spec, lockers, nil, s.Hooks(target, spec))
+	j, err := judge.New(judge.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := f.Hooks(nemesis.Env{Target: target, Spec: spec, Lease: spec.TTL, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))})
+	out, err := workloads.RunCase(context.Background(), j, "case", spec, []judge.Guard{judge.GuardNone}, lockers, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,60 +86,57 @@ func redis5(t *testing.T) []*compose.Node {
 // restarted nodes out of the quorum.
 func TestRestart(t *testing.T) {
 	nodes := redis5(t)
-	// One restart is one chance of a double grant, which a loaded machine
-	// can make the other clients miss: allow three.
+	// A restart is a chance of a double grant, which a loaded machine can
+	// make the other clients miss: allow three cases of two restarts.
 	var plain *workloads.Outcome
 	for range 3 {
-		if plain = run(t, nodes, false, "restart", map[string]string{"quarantine": "false"}); plain.Safety.Overlaps > 0 {
+		if plain = run(t, nodes, "restart", map[string]string{"quarantine": "false"}); plain.Result.Reports[judge.GuardNone].OverlapsLockBug > 0 {
 			break
 		}
 	}
-	if plain.Safety.Overlaps == 0 {
-		t.Errorf("restart without quarantine: no overlap in three runs (%d sections in the last)", plain.Acquired)
+	if plain.Result.Reports[judge.GuardNone].OverlapsLockBug == 0 {
+		t.Errorf("restart without quarantine: no lock-bug overlap in three cases (%d grants in the last)", plain.Acquired())
 	}
-	guarded := run(t, nodes, false, "restart", nil)
-	if guarded.Safety.Overlaps != 0 {
-		t.Errorf("restart with quarantine: %d overlaps", guarded.Safety.Overlaps)
+	guarded := run(t, nodes, "restart", nil)
+	if guarded.Result.Reports[judge.GuardNone].Overlaps != 0 {
+		t.Errorf("restart with quarantine: %d overlaps", guarded.Result.Reports[judge.GuardNone].Overlaps)
 	}
 	for _, o := range []*workloads.Outcome{plain, guarded} {
-		if len(o.Windows) != 1 || o.Windows[0].Label != "restart without data" {
-			t.Errorf("fault windows %+v, want the restart's", o.Windows)
+		if len(o.Targets) == 0 || len(o.Windows) != len(o.Targets) || len(o.Targets[0].Nodes) != 3 {
+			t.Errorf("injections %+v, windows %+v: want restarts of 3 nodes, each with its window", o.Targets, o.Windows)
 		}
 	}
-	t.Logf("overlaps: %d without quarantine, %d with", plain.Safety.Overlaps, guarded.Safety.Overlaps)
+	t.Logf("overlaps: %d without quarantine, %d with", plain.Result.Reports[judge.GuardNone].Overlaps, guarded.Result.Reports[judge.GuardNone].Overlaps)
 }
 
 // TestMinorityFaultsHeal runs the window faults that break a minority and
 // checks that grants go on during them and that everything is healed.
 func TestMinorityFaultsHeal(t *testing.T) {
 	nodes := redis5(t)
-	for _, tc := range []struct {
-		fault   string
-		proxied bool
-		label   string
-	}{
-		{"crash-minority", false, "2 node(s) down"},
-		{"partition", true, "2 node(s) partitioned"},
-		{"latency", true, "2 node(s) +50ms"},
-	} {
-		t.Run(tc.fault, func(t *testing.T) {
-			out := run(t, nodes, tc.proxied, tc.fault, nil)
-			if len(out.Windows) != 1 || out.Windows[0].Label != tc.label {
-				t.Fatalf("fault windows %+v, want one %q", out.Windows, tc.label)
+	for _, fault := range []string{"crash-minority", "partition", "latency", "server-pause"} {
+		t.Run(fault, func(t *testing.T) {
+			out := run(t, nodes, fault, nil)
+			if len(out.Windows) != 2 || len(out.Targets) != 2 {
+				t.Fatalf("fault windows %+v, targets %+v: want two injections", out.Windows, out.Targets)
+			}
+			for _, tg := range out.Targets {
+				if len(tg.Nodes) != 2 && !(fault == "server-pause" && len(tg.Nodes) >= 1) {
+					t.Fatalf("injection %+v: want a minority of 2", tg)
+				}
 			}
 			w := out.Windows[0]
-			step := out.TimelineStep.Seconds()
+			step := out.Result.TimelineStep.Seconds()
 			var during int64
-			for i, n := range out.Timeline {
+			for i, n := range out.Result.Timeline {
 				if at := float64(i) * step; at >= w.StartS && at < w.EndS {
 					during += n
 				}
 			}
 			if during == 0 {
-				t.Fatalf("no grant during %s (%.1fs-%.1fs): a majority was up", tc.fault, w.StartS, w.EndS)
+				t.Fatalf("no grant during %s (%.1fs-%.1fs): a majority was up", fault, w.StartS, w.EndS)
 			}
-			if out.Safety.Overlaps != 0 {
-				t.Fatalf("%d overlaps under %s", out.Safety.Overlaps, tc.fault)
+			if out.Result.Reports[judge.GuardNone].Overlaps != 0 {
+				t.Fatalf("%d overlaps under %s", out.Result.Reports[judge.GuardNone].Overlaps, fault)
 			}
 			// Healed: every node answers through its proxy again.
 			for _, n := range nodes {
@@ -144,7 +144,7 @@ func TestMinorityFaultsHeal(t *testing.T) {
 				err := c.Ping(context.Background()).Err()
 				c.Close()
 				if err != nil {
-					t.Fatalf("%s unreachable through its proxy after %s: %v", n.Name, tc.fault, err)
+					t.Fatalf("%s unreachable through its proxy after %s: %v", n.Name, fault, err)
 				}
 			}
 		})

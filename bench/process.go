@@ -1,0 +1,323 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/workloads/judge"
+)
+
+// WorkerCommand is how a runner starts a client process: Path with Args,
+// and Env added to the runner's environment. The process reads its
+// Assignment as one JSON line on stdin and runs Worker.
+type WorkerCommand struct {
+	Path string
+	Args []string
+	Env  []string
+}
+
+// DefaultWorker runs this program's own `worker` subcommand (lockbench
+// worker).
+func DefaultWorker() (WorkerCommand, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return WorkerCommand{}, fmt.Errorf("worker processes: %w", err)
+	}
+	return WorkerCommand{Path: exe, Args: []string{"worker"}}, nil
+}
+
+// Assignment is what a worker process is told to do: which case of which
+// judge it joins as which client, the backend it opens, and the load.
+type Assignment struct {
+	Judge   string          `json:"judge"`
+	Case    string          `json:"case"`
+	Host    string          `json:"host"`
+	Process int             `json:"process"`
+	Backend string          `json:"backend"`
+	Config  backends.Config `json:"config"`
+	// Spec is the load of this one client.
+	Spec workloads.Spec `json:"spec"`
+}
+
+// Worker is a client process's main: it reads its Assignment from in,
+// opens the backend, joins the case on the judge and runs one client
+// until the case ends. It stops when ctx ends or in is closed (its runner
+// is gone), and when its line to the judge breaks.
+func Worker(ctx context.Context, in io.Reader) error {
+	r := bufio.NewReader(in)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("worker: reading the assignment: %w", err)
+	}
+	var a Assignment
+	if err := json.Unmarshal(line, &a); err != nil {
+		return fmt.Errorf("worker: assignment: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, r) // until the runner closes stdin, or dies
+		cancel()
+	}()
+	conn, err := judge.Dial(ctx, a.Judge, a.Case, a.Host, a.Process, os.Getpid())
+	if err != nil {
+		return fmt.Errorf("worker %d: %w", a.Process, err)
+	}
+	defer conn.Close()
+	l, err := backends.Open(a.Backend, a.Config)
+	if err != nil {
+		return fmt.Errorf("worker %d: %w", a.Process, err)
+	}
+	defer l.Close()
+	return workloads.Run(ctx, a.Spec, []workloads.Client{{Process: a.Process, Locker: l, Judge: conn}})
+}
+
+// processes runs case c with a worker process per client.
+func (r *Runner) processes(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, hooks workloads.Hooks) (*workloads.Outcome, error) {
+	if spec.Rate > 0 {
+		return nil, fmt.Errorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
+	}
+	load, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	record, err := json.Marshal(r.record(c, spec))
+	if err != nil {
+		return nil, err
+	}
+	info, err := r.Judge.Open(ctx, r.host, judge.CaseSpec{ID: id, Name: c.String(), Guards: c.Guards, Processes: spec.Clients,
+		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Load: load, Record: record})
+	if err != nil {
+		return nil, err
+	}
+	spec.KeyPrefix = info.KeyPrefix
+	p := &pauser{procs: map[int]*os.Process{}}
+	var jc *judge.Case
+	if r.local != nil {
+		jc = r.local.Case(id)
+		jc.SetHooks(hooks.Section, p)
+	}
+	one := spec
+	one.Clients, one.MaxOps = 1, (spec.MaxOps+int64(spec.Clients)-1)/int64(spec.Clients)
+	workers := make([]*worker, spec.Clients)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w, err := r.startWorker(Assignment{Judge: r.Judge.Addr(), Case: id, Host: r.host, Process: info.FirstProcess + i,
+			Backend: c.Backend.Name, Config: cfg, Spec: one})
+		if err != nil {
+			r.Judge.Gone(id, info.FirstProcess+i, err.Error())
+			continue
+		}
+		workers[i] = w
+		p.add(w.process, w.cmd.Process)
+		wg.Go(func() {
+			if err := w.wait(); err != nil {
+				r.Judge.Gone(id, w.process, err.Error())
+			}
+		})
+	}
+	exited := make(chan struct{})
+	go func() { wg.Wait(); close(exited) }()
+
+	var faults *workloads.Faults
+	stopNemesis := func() {}
+	if jc != nil {
+		select {
+		case <-jc.Started():
+			faults = workloads.NewFaults(jc.Start())
+			p.start(faults)
+			stopNemesis = workloads.StartNemesis(ctx, faults, spec.Duration, hooks.Nemesis)
+		case <-exited:
+		}
+	}
+	// The workers stop by themselves at the end of the case; a paused one
+	// stops once it is resumed. Past that, something is stuck.
+	grace := spec.Duration + spec.AcquireTimeout + 2*time.Minute
+	stopOnCancel := context.AfterFunc(ctx, func() { r.Judge.Stop(id) })
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		for _, w := range workers {
+			if w != nil {
+				w.kill()
+			}
+		}
+		<-exited
+	}
+	stopOnCancel()
+	stopNemesis()
+	nemesisEnd := time.Now()
+	p.wait()
+	res, err := r.Judge.Finish(context.WithoutCancel(ctx), r.host, id)
+	if err != nil {
+		return nil, errors.Join(err, workersFailed(workers))
+	}
+	o := &workloads.Outcome{Spec: spec, ClientsAs: results.ClientsProcesses, Result: res}
+	if m := res.All.Info; m != nil {
+		o.Info = *m
+	}
+	if faults != nil {
+		o.Faults(faults, nemesisEnd)
+	}
+	if err := workersFailed(workers); err != nil {
+		o.Notes = append(o.Notes, err.Error())
+	}
+	if ctx.Err() != nil {
+		return o, ctx.Err()
+	}
+	return o, nil
+}
+
+// worker is one client process.
+type worker struct {
+	process int
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	out     *tail
+	err     error
+}
+
+func (r *Runner) startWorker(a Assignment) (*worker, error) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(r.Worker.Path, r.Worker.Args...)
+	cmd.Env = append(os.Environ(), r.Worker.Env...)
+	w := &worker{process: a.Process, cmd: cmd, out: &tail{max: 4096}}
+	cmd.Stdout, cmd.Stderr = w.out, w.out
+	// Its own process group, so that Ctrl-C reaches the runner only,
+	// which stops the case in order; and a parent-death signal, so that it
+	// dies with the runner however the runner dies (its stdin closing and
+	// its judge line breaking stop it too).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if w.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("worker %d: %w", a.Process, err)
+	}
+	if _, err := w.stdin.Write(append(b, '\n')); err != nil {
+		w.kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("worker %d: assignment: %w", a.Process, err)
+	}
+	return w, nil
+}
+
+// wait reaps the worker; the error says how it failed, with the end of
+// its output.
+func (w *worker) wait() error {
+	err := w.cmd.Wait()
+	w.stdin.Close()
+	if err != nil {
+		w.err = fmt.Errorf("worker process %d: %v: %s", w.process, err, strings.TrimSpace(w.out.String()))
+	}
+	return w.err
+}
+
+// kill resumes and kills the worker's process group.
+func (w *worker) kill() {
+	if w.cmd.Process != nil {
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGCONT)
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func workersFailed(ws []*worker) error {
+	var errs []error
+	for _, w := range ws {
+		if w != nil && w.err != nil {
+			errs = append(errs, w.err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = t.b[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// pauser stops worker processes for the judge (judge.Pauser): SIGSTOP,
+// wait until every thread has stopped, SIGCONT after the pause; each
+// pause is an injection of the fault, recorded with its process.
+type pauser struct {
+	mu      sync.Mutex
+	procs   map[int]*os.Process
+	faults  *workloads.Faults
+	pending sync.WaitGroup
+}
+
+func (p *pauser) add(process int, proc *os.Process) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.procs[process] = proc
+}
+
+func (p *pauser) start(f *workloads.Faults) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = f
+}
+
+// Pause implements judge.Pauser.
+func (p *pauser) Pause(process int, d time.Duration) error {
+	p.mu.Lock()
+	proc, f := p.procs[process], p.faults
+	p.mu.Unlock()
+	if proc == nil || f == nil {
+		return fmt.Errorf("process %d: not a worker of this case, or the case has not started", process)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause process %d: %w", process, err)
+	}
+	end := f.Inject(fmt.Sprintf("process %d stopped for %v", process, d), results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}})
+	p.pending.Add(1)
+	time.AfterFunc(d, func() {
+		defer p.pending.Done()
+		if err := proc.Signal(syscall.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			f.Fail(fmt.Errorf("resume process %d: %w", process, err))
+		}
+		end()
+	})
+	if err := compose.WaitStopped(proc.Pid, 10*time.Second); err != nil {
+		return fmt.Errorf("pause process %d: %w", process, err)
+	}
+	return nil
+}
+
+// wait waits for every pause to end.
+func (p *pauser) wait() { p.pending.Wait() }

@@ -1,0 +1,136 @@
+// Package history is what a case leaves for anyone to check again: every
+// operation its clients made, as the judge saw it, and the checkers that
+// judge it — the overlap counter (two holders of a key at once, each
+// overlap classified as a lock bug or an expired holder, chained into
+// incidents, with the stale writes and lost updates they caused) and
+// porcupine's linearizability check against a mutex model and a
+// fenced-mutex model of each key.
+//
+// Times are on the judge's clock, in nanoseconds since the case started,
+// and always err on the side that cannot invent a violation: an
+// operation's Invoke is at or before the moment the client really called
+// it, its Complete at or after the moment the call really returned. A
+// section (a grant, read, write and end of one key by one holder) runs
+// from the judge's receipt of the grant, which the client sends after
+// Acquire returned, to the judge's receipt of the end, which the client
+// has acknowledged before it calls Release: the judge's section lies
+// inside the real holding, so message delays can hide an overlap of at
+// most one round trip and can never invent one.
+package history
+
+import (
+	"fmt"
+	"math"
+)
+
+// Func is what an operation did.
+type Func string
+
+// The operations of a client's cycle, in order.
+const (
+	// Acquire is a call of Locker.Acquire. An ok acquire is a grant: it
+	// opens a section, numbered by Op.Section.
+	Acquire Func = "acquire"
+	// Read is the section's first access to the resource: the holder
+	// reads the key's counter (Value) and, under the cas guard, marks the
+	// key as its own.
+	Read Func = "read"
+	// Write writes the counter it read plus one (Value); ok when the
+	// resource accepted it, fail when its guard rejected it.
+	Write Func = "write"
+	// End closes the section: the holder is done with the resource. An
+	// info end means the holder's process died (or its connection to the
+	// judge broke) inside the section.
+	End Func = "end"
+	// Release is a call of Lease.Release: ok when the backend still held
+	// the key, fail when the lease had already ended (ErrNotHeld, ErrLost),
+	// info when the answer is unknown.
+	Release Func = "release"
+)
+
+// Type is an operation's outcome, as in Jepsen.
+type Type string
+
+// The outcomes.
+const (
+	// OK: the operation happened.
+	OK Type = "ok"
+	// Fail: the operation certainly did not take effect (an acquire
+	// refused, a write rejected, a release of a lease that had ended).
+	Fail Type = "fail"
+	// Info: unknown, the operation may or may not have taken effect (a
+	// timeout, a node error, a worker that died or whose reply was lost);
+	// the checkers treat it as possibly taking effect at any time after
+	// its invocation.
+	Info Type = "info"
+)
+
+// NoExpiry is Op.ValidUntil of a lease whose lock promised no end (a
+// lease with no deadline): any overlap with its section is a lock bug.
+const NoExpiry = math.MaxInt64
+
+// Op is one operation of a case's history.
+type Op struct {
+	// Index is the op's position in the history, in the order the judge
+	// recorded it, from 0.
+	Index int `json:"index"`
+	// Process is the client that made it: a worker process, or a
+	// goroutine client of the runner; unique within the case across
+	// hosts.
+	Process int    `json:"process"`
+	Host    string `json:"host,omitempty"`
+	F       Func   `json:"f"`
+	Type    Type   `json:"type"`
+	Key     string `json:"key"`
+	// Section numbers the grant the op belongs to (acquire ok, read,
+	// write, end, release), from 1 within the case; 0 for an acquire that
+	// was not granted.
+	Section int64 `json:"section,omitempty"`
+	// Guard names the store of a read or write: the resource runs one
+	// store per guard side by side, each seeing every section.
+	Guard string `json:"guard,omitempty"`
+	// Invoke and Complete bound the operation on the judge's clock (ns
+	// since the case started): the operation began no earlier than Invoke
+	// and ended no later than Complete. Read, write and end happen at the
+	// judge: Invoke equals Complete. For an info op, Complete is when the
+	// judge learned that the outcome is unknown; the checkers take it as
+	// open-ended.
+	Invoke   int64 `json:"invoke"`
+	Complete int64 `json:"complete"`
+	// WorkerInvoke and WorkerComplete are the same moments on the
+	// client's own wall clock (Unix ns), for acquire and release.
+	WorkerInvoke   int64 `json:"w_invoke,omitempty"`
+	WorkerComplete int64 `json:"w_complete,omitempty"`
+	// Token is the grant's fencing token, if HasToken (acquire ok and
+	// write).
+	Token    uint64 `json:"token,omitempty"`
+	HasToken bool   `json:"has_token,omitempty"`
+	// ValidUntil is, for an acquire ok, the end of the lease's validity
+	// as its holder knew it (Lease.ValidUntil at the grant) on the judge's
+	// clock, at or before the real moment: ns since the case start, or
+	// NoExpiry.
+	ValidUntil int64 `json:"valid_until,omitempty"`
+	// Value is the counter a read returned, or the value a write wrote.
+	Value int64 `json:"value,omitempty"`
+	// Error is the failure, for fail and info ops.
+	Error string `json:"error,omitempty"`
+}
+
+// String describes the op in one line, for examples and logs.
+func (o Op) String() string {
+	s := fmt.Sprintf("#%d process %d %s %s %q", o.Index, o.Process, o.F, o.Type, o.Key)
+	if o.Section > 0 {
+		s += fmt.Sprintf(" section %d", o.Section)
+	}
+	if o.HasToken {
+		s += fmt.Sprintf(" token %d", o.Token)
+	}
+	s += fmt.Sprintf(" at %s", seconds(o.Complete))
+	if o.Error != "" {
+		s += ": " + o.Error
+	}
+	return s
+}
+
+// seconds formats judge ns as seconds since the case start.
+func seconds(ns int64) string { return fmt.Sprintf("%.6fs", float64(ns)/1e9) }
