@@ -215,11 +215,15 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	if err != nil {
 		return nil, err
 	}
-	if c.Backend.Name == "redlock" {
-		if _, set := cfg.Params["maxttl"]; !set {
-			// The restart quarantine lasts one max TTL: the case's TTL.
-			cfg.Params["maxttl"] = spec.TTL.String()
-		}
+	switch _, set := cfg.Params[sessionParam[c.Backend.Name]]; {
+	case set:
+	case c.Backend.Name == "redlock":
+		// The restart quarantine lasts one max TTL: the case's TTL.
+		cfg.Params["maxttl"] = spec.TTL.String()
+	case c.Backend.Name == "zookeeper":
+		// A ZooKeeper lease lives as long as its session: give it the
+		// case's TTL, so that every backend's lease is the same length.
+		cfg.Params["session"] = spec.TTL.String()
 	}
 	hooks := c.Fault.Hooks(nemesis.Env{
 		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), Durable: c.Durability == results.DurabilityDurable,
@@ -255,6 +259,10 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	}
 	return cs, nil
 }
+
+// sessionParam names, for the backends whose lease length is a param of
+// their own rather than the TTL, that param.
+var sessionParam = map[string]string{"redlock": "maxttl", "zookeeper": "session"}
 
 // record is what a case's results say of it before it is measured.
 func (r *Runner) record(c Case, spec workloads.Spec) results.Case {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/backends/zookeeper"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads/nemesis"
@@ -224,20 +223,17 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 
 // Lease is how long backend b keeps the key of a holder that went silent,
 // for a lease of ttl: the TTL as the backend rounds it (etcd counts
-// seconds), or the session timeout when that is longer (ZooKeeper).
+// seconds), or the session timeout when that is longer (ZooKeeper, whose
+// session the runner sets to the TTL unless b's params say otherwise).
 // Client pauses are sized from it.
 func Lease(b Backend, ttl time.Duration) time.Duration {
 	switch b.Name {
 	case "etcd":
 		return (ttl + time.Second - 1) / time.Second * time.Second
 	case "zookeeper":
-		session := zookeeper.DefaultSession
-		if v, ok := b.Params["session"]; ok {
-			if d, err := time.ParseDuration(v); err == nil {
-				session = d
-			}
+		if d, err := time.ParseDuration(b.Params["session"]); err == nil {
+			return max(ttl, d)
 		}
-		return max(ttl, session)
 	}
 	return ttl
 }

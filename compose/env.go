@@ -128,6 +128,30 @@ func (e *Env) Close() error {
 	return errors.Join(errs...)
 }
 
+// Prune removes the data of every node that never failed (see
+// Node.Failed), keeping the logs and the data of the failed ones, for
+// diagnosis; it returns the names of the nodes whose data it kept. Call
+// it after Close: a run's servers write hundreds of megabytes that nobody
+// reads once the run is over.
+func (e *Env) Prune() ([]string, error) {
+	var kept []string
+	var errs []error
+	for _, n := range e.Nodes() {
+		if n.Running() {
+			errs = append(errs, fmt.Errorf("compose: prune %s: still running", n.Name))
+			continue
+		}
+		if n.Failed() {
+			kept = append(kept, n.Name)
+			continue
+		}
+		if err := os.RemoveAll(n.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return kept, errors.Join(errs...)
+}
+
 // logFile opens (appending) the log of the named node.
 func (e *Env) logFile(name string) (*os.File, error) {
 	return os.OpenFile(filepath.Join(e.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -50,6 +50,17 @@ type Node struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
 	paused bool
+	// stopping is set while Kill or Stop ends the process; failed once
+	// the server did not start, or exited when nobody stopped it.
+	stopping, failed bool
+}
+
+// Failed reports whether the server ever failed: did not become ready,
+// or exited when nobody stopped it. Its data is then worth keeping.
+func (n *Node) Failed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.failed
 }
 
 // Addr is the address clients should dial: the proxy in front of the node
@@ -203,6 +214,11 @@ func (n *Node) spawn() error {
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
+		n.mu.Lock()
+		if n.cmd == cmd && !n.stopping {
+			n.failed = true
+		}
+		n.mu.Unlock()
 		close(exited)
 	}()
 	n.cmd, n.exited, n.paused = cmd, exited, false
@@ -230,6 +246,9 @@ func (n *Node) waitReady(ctx context.Context) error {
 			n.reap()
 			return fmt.Errorf("compose: %s exited before it was ready (%v); log:\n%s", n.Name, last, n.LogTail(1024))
 		case <-ctx.Done():
+			n.mu.Lock()
+			n.failed = true
+			n.mu.Unlock()
 			return fmt.Errorf("compose: %s not ready: %w (last probe: %v); log:\n%s", n.Name, ctx.Err(), last, n.LogTail(1024))
 		case <-tick.C:
 		}
@@ -274,6 +293,7 @@ func (n *Node) Stop() error { return n.stop(syscall.SIGTERM) }
 func (n *Node) stop(sig syscall.Signal) error {
 	n.mu.Lock()
 	cmd, exited := n.cmd, n.exited
+	n.stopping = cmd != nil
 	n.mu.Unlock()
 	if cmd == nil {
 		return nil
@@ -295,6 +315,7 @@ func (n *Node) stop(sig syscall.Signal) error {
 	if n.cmd == cmd {
 		n.cmd, n.exited, n.paused = nil, nil, false
 	}
+	n.stopping = false
 	n.mu.Unlock()
 	return nil
 }

@@ -3,6 +3,10 @@ package compose_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,5 +182,58 @@ func TestProxyPartitionDelayHeal(t *testing.T) {
 	}
 	if err := n.Heal(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPruneKeepsOnlyLogsAndFailedData: after a run, the data of the
+// servers goes and their logs stay; a server that died when nobody
+// stopped it keeps its data, for diagnosis.
+func TestPruneKeepsOnlyLogsAndFailedData(t *testing.T) {
+	e, err := compose.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := e.Redis(ctx, 2, compose.RedisOptions{AOF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed, fine := nodes[0], nodes[1]
+	if err := fine.Kill(); err != nil { // a fault: not a failure
+		t.Fatal(err)
+	}
+	if err := fine.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(crashed.PID(), syscall.SIGKILL); err != nil { // behind compose's back: a crash
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !crashed.Failed(); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("compose did not notice the crash in a minute")
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := e.Prune()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 1 || kept[0] != crashed.Name || fine.Failed() {
+		t.Fatalf("kept %v (failed: %s %v, %s %v): want only the crashed node's data", kept, crashed.Name, crashed.Failed(), fine.Name, fine.Failed())
+	}
+	if _, err := os.Stat(fine.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s's data dir after Prune: %v", fine.Name, err)
+	}
+	for _, n := range nodes {
+		if _, err := os.Stat(filepath.Join(e.Dir, n.Name+".log")); err != nil {
+			t.Fatalf("%s's log after Prune: %v", n.Name, err)
+		}
+	}
+	if _, err := os.Stat(crashed.Dir); err != nil {
+		t.Fatalf("the crashed node's data after Prune: %v", err)
 	}
 }

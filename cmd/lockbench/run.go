@@ -158,9 +158,16 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	// Stop every server before rendering: the report needs none of them.
+	// Stop every server before rendering: the report needs none of them,
+	// and their data goes (but for a server that failed): only the logs
+	// stay.
 	if err := env.Close(); err != nil {
 		fmt.Fprintln(stderr, "lockbench: stopping servers:", err)
+	}
+	if kept, err := env.Prune(); err != nil {
+		fmt.Fprintln(stderr, "lockbench: removing the servers' data:", err)
+	} else if len(kept) > 0 {
+		fmt.Fprintf(stderr, "lockbench: kept the data of the servers that failed, under %s: %s\n", env.Dir, strings.Join(kept, ", "))
 	}
 	if errors.Is(runErr, context.Canceled) {
 		fmt.Fprintf(stderr, "lockbench: interrupted after %d of %d cases; partial results kept\n", len(file.Cases), len(cases))

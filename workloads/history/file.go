@@ -23,6 +23,9 @@ func WriteFile(path string, ops []Op) error {
 		return err
 	}
 	err = encode(tmp, ops)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
