@@ -26,13 +26,9 @@ count differs from results.json, and exits 1 when a history is not linearizable 
 which the noop control, and any lock that let two holders in, is not.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := results.Read(resultsPath(args[0]))
+			dir, f, err := readRun(args[0])
 			if err != nil {
 				return err
-			}
-			dir := args[0]
-			if filepath.Base(dir) == "results.json" {
-				dir = filepath.Dir(dir)
 			}
 			return check(cmd.OutOrStdout(), dir, f, timeout)
 		},

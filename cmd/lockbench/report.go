@@ -63,13 +63,9 @@ HDR histograms merge without loss) into --out/results.json and renders the repor
 				if len(args) != 1 {
 					return fmt.Errorf("report needs the run's dir")
 				}
-				f, err := results.Read(resultsPath(args[0]))
+				dir, f, err := readRun(args[0])
 				if err != nil {
 					return err
-				}
-				dir := args[0]
-				if filepath.Base(dir) == "results.json" {
-					dir = filepath.Dir(dir)
 				}
 				return finish(cmd.OutOrStdout(), dir, f, false)
 			}
@@ -79,6 +75,20 @@ HDR histograms merge without loss) into --out/results.json and renders the repor
 	cmd.Flags().BoolVar(&merge, "merge", false, "merge the runs of several load generators")
 	cmd.Flags().StringVar(&out, "out", "", "output dir for --compare and --merge")
 	return cmd
+}
+
+// readRun reads a run given as its dir or its results.json, and returns
+// the run dir with it.
+func readRun(arg string) (string, *results.File, error) {
+	f, err := results.Read(resultsPath(arg))
+	if err != nil {
+		return "", nil, err
+	}
+	dir := arg
+	if filepath.Base(dir) == "results.json" {
+		dir = filepath.Dir(dir)
+	}
+	return dir, f, nil
 }
 
 // resultsPath accepts a run dir or its results.json.
