@@ -243,6 +243,9 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	if out == nil {
 		return nil, runErr
 	}
+	if c.Fault.Note != "" {
+		out.Notes = append(out.Notes, c.Fault.Note)
+	}
 	var cs []results.Case
 	for _, g := range c.Guards {
 		rc := r.record(c, spec)

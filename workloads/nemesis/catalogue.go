@@ -125,6 +125,7 @@ var catalogue = []*Scenario{
 		Name:   "clock-jump",
 		Doc:    "an emulated clock jump (Redis has no clock to set, and libfaketime crashes it): every key on a random minority or majority of the Redis nodes has its expiry brought forward by a fraction of the TTL at once",
 		Params: map[string]string{"by": "the jump in TTLs (default 1)", "nodes": "minority or majority (default)"},
+		Note:   "clock-jump is an emulation: Redis has no clock to set (and libfaketime crashes Debian's redis-server), so a script brings every key's expiry forward on the chosen nodes, which is what a wall-clock jump does to Redis's expiries",
 		MinTTL: 2 * time.Second,
 		fits: func(sh Shape) error {
 			if sh.RedisNodes == 0 {
@@ -144,7 +145,7 @@ var catalogue = []*Scenario{
 			if e.Params.Get("nodes") == "minority" {
 				pick, which = e.minority, "minority"
 			}
-			return e.instant(e.Lease, fmt.Sprintf("clock +%v on a %s", by, which), pick, func(ctx context.Context, n *compose.Node) error {
+			return e.instant(e.Lease, fmt.Sprintf("emulated clock jump +%v on a %s", by, which), pick, func(ctx context.Context, n *compose.Node) error {
 				_, err := n.ShiftClock(ctx, by)
 				return err
 			})

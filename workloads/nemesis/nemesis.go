@@ -173,6 +173,9 @@ type Scenario struct {
 	Doc string
 	// Params documents the params the scenario takes, by name.
 	Params map[string]string
+	// Note, when set, is said in every case of the scenario: what a
+	// reader must know to read its numbers.
+	Note string
 	// Proxied means the case's clients must reach the nodes through their
 	// proxies.
 	Proxied bool
