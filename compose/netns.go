@@ -38,7 +38,7 @@ var hostNetns = sync.OnceValues(func() (*os.File, error) {
 		errc <- err
 	}()
 	if err := <-errc; err != nil {
-		return nil, fmt.Errorf("compose: this process's network namespace: %w", err)
+		return nil, fmt.Errorf("this process's network namespace: %w", err)
 	}
 	return f, nil
 })
@@ -58,7 +58,7 @@ func onThread(f func() error) error {
 		runtime.LockOSThread()
 		err := f()
 		if rerr := unix.Setns(int(host.Fd()), unix.CLONE_NEWNET); rerr != nil {
-			errc <- errors.Join(err, fmt.Errorf("compose: back to the host network namespace: %w", rerr))
+			errc <- errors.Join(err, fmt.Errorf("back to the host network namespace: %w", rerr))
 			return // locked: the thread dies with the goroutine
 		}
 		runtime.UnlockOSThread()
@@ -73,7 +73,7 @@ func newNetns() (*netns, error) {
 	var f *os.File
 	err := onThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("unshare: %w", err)
+			return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
 		}
 		var err error
 		f, err = os.Open("/proc/thread-self/ns/net")
@@ -84,9 +84,9 @@ func newNetns() (*netns, error) {
 			f.Close()
 		}
 		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("compose: creating a network namespace needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): %w", err)
+			return nil, fmt.Errorf("creating a network namespace needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): %w", err)
 		}
-		return nil, fmt.Errorf("compose: creating a network namespace: %w", err)
+		return nil, fmt.Errorf("creating a network namespace: %w", err)
 	}
 	return &netns{f: f}, nil
 }
@@ -96,7 +96,7 @@ func newNetns() (*netns, error) {
 func (ns *netns) do(f func() error) error {
 	return onThread(func() error {
 		if err := unix.Setns(int(ns.f.Fd()), unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("compose: enter network namespace: %w", err)
+			return fmt.Errorf("enter network namespace: %w", err)
 		}
 		return f()
 	})
@@ -126,7 +126,7 @@ var ipBinary = sync.OnceValues(func() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("compose: no ip command: install iproute2 (make deps)")
+	return "", errors.New("no ip command: install iproute2 (make deps)")
 })
 
 // ip runs the commands (ip's own syntax, without "ip") in one `ip -batch`
@@ -149,10 +149,10 @@ func ip(ns *netns, cmds []string, pass ...*os.File) error {
 		err = ns.do(cmd.Start)
 	}
 	if err != nil {
-		return fmt.Errorf("compose: %s: %w", bin, err)
+		return fmt.Errorf("%s: %w", bin, err)
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("compose: ip -batch: %w: %s\ncommands:\n%s", err, bytes.TrimSpace(out.Bytes()), strings.Join(cmds, "\n"))
+		return fmt.Errorf("ip -batch: %w: %s\ncommands:\n%s", err, bytes.TrimSpace(out.Bytes()), strings.Join(cmds, "\n"))
 	}
 	return nil
 }

@@ -38,7 +38,6 @@ type peerNet struct {
 	members []*netns
 
 	mu     sync.Mutex
-	cut    []string // the partition in force, as "from A to B" rule selectors
 	closed bool
 }
 
@@ -77,12 +76,12 @@ func newPeerNet(n int) (_ *peerNet, err error) {
 		return nil, err
 	}
 	if p.router, err = newNetns(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("compose: peer network router: %w", err)
 	}
-	for range n {
+	for i := range n {
 		ns, err := newNetns()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("compose: peer network member %d: %w", i, err)
 		}
 		p.members = append(p.members, ns)
 	}
@@ -147,7 +146,7 @@ func (p *peerNet) build() error {
 		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
 	})
 	if err != nil {
-		return fmt.Errorf("router: ip_forward: %w", err)
+		return fmt.Errorf("router ip_forward: %w", err)
 	}
 	for i, m := range p.members {
 		err := ip(m, []string{
@@ -206,30 +205,21 @@ func (p *peerNet) partition(nodes []*Node, groups [][]*Node) error {
 // heal lifts the partition in force, if any.
 func (p *peerNet) heal() error { return p.apply(nil) }
 
-// apply deletes the rules in force and adds those of cut, in one batch.
+// apply replaces the partition rules in force (whatever they are, even
+// after a batch that failed part-way) by those of cut, in one batch.
 func (p *peerNet) apply(cut []string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return errors.New("compose: partition: the cluster's network is closed")
 	}
-	var cmds []string
-	for _, sel := range p.cut {
-		cmds = append(cmds, fmt.Sprintf("rule del %s blackhole pref %d", sel, partitionPref))
-	}
+	cmds := []string{fmt.Sprintf("rule flush pref %d", partitionPref)}
 	for _, sel := range cut {
 		cmds = append(cmds, fmt.Sprintf("rule add %s blackhole pref %d", sel, partitionPref))
 	}
-	if len(cmds) == 0 {
-		return nil
-	}
 	if err := ip(p.router, cmds); err != nil {
-		// The batch stopped part-way: what is in force is unknown, so
-		// leave every rule on the list, for Heal to delete what remains.
-		p.cut = append(p.cut, cut...)
 		return fmt.Errorf("compose: partition: %w", err)
 	}
-	p.cut = cut
 	return nil
 }
 
@@ -271,8 +261,9 @@ func deleteLink(name string) error {
 		if _, lookErr := net.InterfaceByName(name); lookErr != nil {
 			return nil // deleted meanwhile (its namespace was freed)
 		}
+		return fmt.Errorf("compose: delete link %s: %w", name, err)
 	}
-	return err
+	return nil
 }
 
 // claimPeerSlot claims a slot no process holds, across processes through

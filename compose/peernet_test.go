@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +25,31 @@ func needPeerNetwork(t *testing.T) {
 	if err := PeerNetworkAvailable(); err != nil {
 		t.Skip(err)
 	}
+}
+
+// partitionRules lists the partition rules in p's router.
+func partitionRules(t *testing.T, p *peerNet) []string {
+	t.Helper()
+	bin, err := ipBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "rule", "show", "pref", strconv.Itoa(partitionPref))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := p.router.do(cmd.Start); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("ip rule show: %v: %s", err, out.Bytes())
+	}
+	var rules []string
+	for l := range strings.Lines(out.String()) {
+		if l = strings.TrimSpace(l); l != "" {
+			rules = append(rules, l)
+		}
+	}
+	return rules
 }
 
 // echoServer listens on addr inside ns and echoes every connection until
@@ -141,12 +167,19 @@ func TestPeerNetPartition(t *testing.T) {
 				if from == to {
 					continue
 				}
-				c, err := dial(ns, addrs[to], 700*time.Millisecond)
+				// A cut must hold for a while; a connection, on a
+				// loaded machine, may take a while.
+				want := cut[[2]int{from, to}]
+				d := 5 * time.Second
+				if want {
+					d = 400 * time.Millisecond
+				}
+				c, err := dial(ns, addrs[to], d)
 				if err == nil {
-					err = echoes(c, 700*time.Millisecond)
+					err = echoes(c, d)
 					c.Close()
 				}
-				switch want := cut[[2]int{from, to}]; {
+				switch {
 				case want && err == nil:
 					t.Errorf("%d -> %d: connected across the partition", from, to)
 				case want && !isTimeout(err):
@@ -171,6 +204,9 @@ func TestPeerNetPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	reach(t, map[[2]int]bool{{0, 1}: true, {1, 0}: true, {0, 2}: true, {2, 0}: true})
+	if rules := partitionRules(t, p); len(rules) != 4 {
+		t.Errorf("router rules %q: want 4, one per direction of the 2 pairs cut", rules)
+	}
 	if err := echoes(old, 500*time.Millisecond); !isTimeout(err) {
 		t.Fatalf("old connection across the partition: %v; want a timeout", err)
 	}
@@ -180,9 +216,15 @@ func TestPeerNetPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	reach(t, map[[2]int]bool{{2, 0}: true, {0, 2}: true, {2, 1}: true, {1, 2}: true})
+	if rules := partitionRules(t, p); len(rules) != 4 {
+		t.Errorf("router rules %q: want the 4 of the new partition only", rules)
+	}
 
 	if err := p.heal(); err != nil {
 		t.Fatal(err)
+	}
+	if rules := partitionRules(t, p); len(rules) != 0 {
+		t.Errorf("router rules %q after heal: want none", rules)
 	}
 	reach(t, nil)
 	// The stalled write is still queued; the echo of it and of a new one
@@ -228,21 +270,21 @@ func TestPeerNetPartitionBadGroups(t *testing.T) {
 			}
 		})
 	}
-	if len(p.cut) != 0 {
-		t.Fatalf("rejected partitions left rules %v", p.cut)
+	if rules := partitionRules(t, p); len(rules) != 0 {
+		t.Fatalf("rejected partitions left rules %q", rules)
 	}
 }
 
-// netnsHolders lists what keeps the network namespace with inode ino
-// alive: a thread in it, a descriptor of it, a mount of it.
-func netnsHolders(t *testing.T, ino uint64) []string {
-	t.Helper()
+// NetnsHolders lists what keeps the network namespace with inode ino
+// alive: a thread in it, a descriptor of it, a mount of it. (Exported for
+// the package's external tests.)
+func NetnsHolders(ino uint64) ([]string, error) {
 	want := fmt.Sprintf("net:[%d]", ino)
 	var held []string
 	for _, pattern := range []string{"/proc/[0-9]*/task/[0-9]*/ns/net", "/proc/[0-9]*/fd/*"} {
 		paths, err := filepath.Glob(pattern)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		for _, path := range paths {
 			if l, err := os.Readlink(path); err == nil && l == want {
@@ -252,14 +294,14 @@ func netnsHolders(t *testing.T, ino uint64) []string {
 	}
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for line := range strings.Lines(string(mounts)) {
 		if strings.Contains(line, want) {
 			held = append(held, "mount: "+strings.TrimSpace(line))
 		}
 	}
-	return held
+	return held, nil
 }
 
 // TestPeerNetClose checks that close leaves nothing: the host link is
@@ -289,7 +331,11 @@ func TestPeerNetClose(t *testing.T) {
 		t.Errorf("host link %s (index %d) left after close", l.Name, link.Index)
 	}
 	for _, ino := range inodes {
-		if held := netnsHolders(t, ino); len(held) > 0 {
+		held, err := NetnsHolders(ino)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(held) > 0 {
 			t.Errorf("namespace %d still held after close: %v", ino, held)
 		}
 	}
