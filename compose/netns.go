@@ -157,21 +157,37 @@ func ip(ns *netns, cmds []string, pass ...*os.File) error {
 	return nil
 }
 
-// peerNetProbe says once per process whether PeerNetwork can work here.
+// peerNetProbe says once per process whether PeerNetwork can work here,
+// by doing in small what a peer network does: two namespaces, a veth pair
+// between them, a blackhole policy rule (which needs a kernel with policy
+// routing).
 var peerNetProbe = sync.OnceValue(func() error {
-	if _, err := ipBinary(); err != nil {
-		return fmt.Errorf("compose: PeerNetwork unavailable: %w", err)
-	}
-	ns, err := newNetns()
-	if err != nil {
-		return fmt.Errorf("compose: PeerNetwork unavailable: %w", err)
-	}
-	defer ns.close()
-	if err := ip(ns, []string{"link set lo up"}); err != nil {
+	if err := probePeerNet(); err != nil {
 		return fmt.Errorf("compose: PeerNetwork unavailable: %w", err)
 	}
 	return nil
 })
+
+func probePeerNet() error {
+	if _, err := ipBinary(); err != nil {
+		return err
+	}
+	a, err := newNetns()
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	b, err := newNetns()
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	return ip(a, []string{
+		"link set lo up",
+		"link add probe type veth peer name probe netns /proc/self/fd/3",
+		fmt.Sprintf("rule add from 198.18.0.1 to 198.18.0.2 blackhole pref %d", partitionPref),
+	}, b.f)
+}
 
 // PeerNetworkAvailable returns nil when this process can start clusters
 // with PeerNetwork (EtcdOptions, ZooKeeperOptions), and otherwise why not:

@@ -60,8 +60,14 @@ var (
 	peerSlotsIn = map[int]bool{} // slots this process holds
 )
 
+// maxPeers is how many members a peer network can hold: .10 to .253.
+const maxPeers = 244
+
 // newPeerNet builds a network for n members.
 func newPeerNet(n int) (_ *peerNet, err error) {
+	if n < 1 || n > maxPeers {
+		return nil, fmt.Errorf("compose: a peer network of %d members: want 1 to %d", n, maxPeers)
+	}
 	if err := PeerNetworkAvailable(); err != nil {
 		return nil, err
 	}
