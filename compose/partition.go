@@ -24,7 +24,12 @@ func (c *EtcdCluster) Partition(groups ...[]*Node) error {
 }
 
 // HealPartition lifts the partition in force, if any: members reach each
-// other again, over the connections they had or new ones.
+// other again at once, but a TCP connection that lived through the cut
+// carries data again only at its next retransmission, and TCP doubles the
+// wait after each lost one (ZooKeeper's election doubles its own). So the
+// longer the cut, the longer the recovery: measured here, every member
+// served again about 3.4 s after a 4 s cut of the leader, 24 s after a
+// 30 s one. AwaitServing waits for it.
 func (c *EtcdCluster) HealPartition() error { return heal("etcd cluster", c.net) }
 
 // PartitionLeader cuts the current leader off from every other member
@@ -46,7 +51,9 @@ func (z *Ensemble) Partition(groups ...[]*Node) error {
 	return partition("ZooKeeper ensemble", z.net, z.Nodes, groups)
 }
 
-// HealPartition lifts the partition in force, if any.
+// HealPartition lifts the partition in force, if any. As with etcd (see
+// EtcdCluster.HealPartition), recovery takes longer after a longer cut:
+// measured here, 0.45 s after a 4 s cut of the leader, 26 s after 30 s.
 func (z *Ensemble) HealPartition() error { return heal("ZooKeeper ensemble", z.net) }
 
 // PartitionLeader cuts the current leader off from every other server
