@@ -19,4 +19,13 @@
 // and, for a node started behind a proxy, Partition, Heal and Delay through
 // an in-process Toxiproxy. Redis nodes can also ShiftClock: move every key's
 // expiry, which is what a wall-clock jump does to a Redis server.
+//
+// Partitions between the members of a quorum (etcd, ZooKeeper) need more
+// than a proxy, since members dial each other both ways: a cluster started
+// with PeerNetwork runs each member in a network namespace of its own,
+// behind a router namespace, and its Partition drops the packets between
+// chosen groups of members silently, in both directions, while clients on
+// this host still reach every member (EtcdCluster.Partition,
+// Ensemble.Partition). It needs root and the ip command
+// (PeerNetworkAvailable says why not); the namespaces die with the process.
 package compose

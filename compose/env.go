@@ -25,6 +25,7 @@ type Env struct {
 	mu      sync.Mutex
 	nodes   []*Node
 	proxies *proxies
+	nets    []*peerNet     // the PeerNetwork clusters' networks
 	names   map[string]int // next index per node name prefix
 	closed  bool
 }
@@ -104,7 +105,8 @@ func (e *Env) add(n *Node) error {
 	return nil
 }
 
-// Close kills every node's process group and stops every proxy. It waits
+// Close kills every node's process group, stops every proxy and removes
+// the PeerNetwork clusters' networks (namespaces, links, routes). It waits
 // for the processes to exit. Calls after the first return nil.
 func (e *Env) Close() error {
 	e.mu.Lock()
@@ -113,7 +115,7 @@ func (e *Env) Close() error {
 		return nil
 	}
 	e.closed = true
-	nodes, px := e.nodes, e.proxies
+	nodes, px, nets := e.nodes, e.proxies, e.nets
 	e.mu.Unlock()
 
 	var errs []error
@@ -124,6 +126,11 @@ func (e *Env) Close() error {
 	}
 	if px != nil {
 		px.close()
+	}
+	for _, p := range nets {
+		if err := p.close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -150,6 +157,22 @@ func (e *Env) Prune() ([]string, error) {
 		}
 	}
 	return kept, errors.Join(errs...)
+}
+
+// peerNet builds a network for a PeerNetwork cluster of n members, which
+// Close removes.
+func (e *Env) peerNet(n int) (*peerNet, error) {
+	p, err := newPeerNet(n)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errors.Join(fmt.Errorf("compose: env %s is closed", e.Dir), p.close())
+	}
+	e.nets = append(e.nets, p)
+	return p, nil
 }
 
 // logFile opens (appending) the log of the named node.

@@ -30,6 +30,13 @@ type EtcdOptions struct {
 	// reach each other directly), so that clients can be cut off from, or
 	// slowed to, any of them.
 	Proxied bool
+	// PeerNetwork starts each member in a network namespace of its own,
+	// at an address of its own, so that the cluster can be partitioned:
+	// members cut off from each other while clients (on this host) still
+	// reach every one (EtcdCluster.Partition). Members listen on the
+	// standard ports 2379 (clients) and 2380 (peers) of their address. It
+	// needs root and the ip command: see PeerNetworkAvailable.
+	PeerNetwork bool
 	// NoFsync skips fsync (etcd's --unsafe-no-fsync): a killed process
 	// loses nothing, only a machine crash would.
 	NoFsync bool
@@ -43,6 +50,8 @@ type EtcdOptions struct {
 type EtcdCluster struct {
 	// Nodes are the members, in --initial-cluster order.
 	Nodes []*Node
+
+	net *peerNet // nil unless started with PeerNetwork
 }
 
 // Etcd starts a cluster of n members (n odd) and waits until each reports
@@ -78,29 +87,48 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	default:
 		return nil, fmt.Errorf("compose: etcd log level %q: want debug, info, warn or error", level)
 	}
+	if o.PeerNetwork {
+		if err := PeerNetworkAvailable(); err != nil {
+			return nil, err
+		}
+	}
 	bin, err := etcdMemberBinary()
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2 * n) // client, peer
-	if err != nil {
-		return nil, err
+	c := &EtcdCluster{}
+	hosts := make([]string, n)
+	var ports []int
+	if o.PeerNetwork {
+		if c.net, err = e.peerNet(n); err != nil {
+			return nil, err
+		}
+		for i := range n {
+			hosts[i] = c.net.addr(i).String()
+			ports = append(ports, 2379, 2380) // each member has its own address
+		}
+	} else {
+		if ports, err = freePorts(2 * n); err != nil { // client, peer
+			return nil, err
+		}
+		for i := range hosts {
+			hosts[i] = "127.0.0.1"
+		}
 	}
 	names := e.newNames("etcd", n)
 	cluster := make([]string, n)
 	for i, name := range names {
-		cluster[i] = fmt.Sprintf("%s=http://%s", name, addr(ports[2*i+1]))
+		cluster[i] = fmt.Sprintf("%s=http://%s", name, hostAddr(hosts[i], ports[2*i+1]))
 	}
 	token := make([]byte, 8)
 	_, _ = rand.Read(token)
-	c := &EtcdCluster{}
 	specs := make([]spec, n)
 	for i, name := range names {
-		client, peer := ports[2*i], "http://"+addr(ports[2*i+1])
+		client, peer := ports[2*i], "http://"+hostAddr(hosts[i], ports[2*i+1])
 		dataDir := filepath.Join(e.Dir, name, "data")
 		initial, state, started := strings.Join(cluster, ","), "new", false
 		specs[i] = spec{
-			name: name, port: client, bin: bin,
+			name: name, port: client, host: hosts[i], bin: bin,
 			// A member restarted without its data cannot rejoin as
 			// itself ("already bootstrapped"): as an operator would, it
 			// is replaced by a new member at the same address.
@@ -122,7 +150,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 				return []string{
 					"--name", name,
 					"--data-dir", dataDir,
-					"--listen-client-url", "http://" + addr(client),
+					"--listen-client-url", "http://" + hostAddr(hosts[i], client),
 					"--listen-peer-url", peer,
 					"--initial-cluster", initial,
 					"--initial-cluster-state", state,
@@ -133,7 +161,10 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 					fmt.Sprintf("--unsafe-no-fsync=%v", o.NoFsync),
 				}
 			},
-			ready: func(ctx context.Context) error { return etcdHealthy(ctx, addr(client)) },
+			ready: func(ctx context.Context) error { return etcdHealthy(ctx, hostAddr(hosts[i], client)) },
+		}
+		if c.net != nil {
+			specs[i].netns = c.net.members[i]
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)

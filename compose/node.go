@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -20,9 +22,14 @@ type spec struct {
 	// port is the port clients use (the proxy's port when the node is
 	// proxied); the topology may use more ports internally.
 	port int
-	bin  string
-	args []string
-	env  []string
+	// host is the address the server listens on; "" means 127.0.0.1.
+	host string
+	// netns, when set, is the network namespace the server runs in (a
+	// member of a PeerNetwork cluster); nil is this process's.
+	netns *netns
+	bin   string
+	args  []string
+	env   []string
 	// prepare writes the node's configuration into its dir before each
 	// start (the dir may just have been wiped).
 	prepare func(dir string) error
@@ -72,8 +79,17 @@ func (n *Node) Addr() string {
 	return n.ServerAddr()
 }
 
-// ServerAddr is the server's own address, bypassing any proxy.
-func (n *Node) ServerAddr() string { return addr(n.Port) }
+// ServerAddr is the server's own address, bypassing any proxy: on
+// 127.0.0.1, or the member's own address in a PeerNetwork cluster.
+func (n *Node) ServerAddr() string { return hostAddr(n.spec.host, n.Port) }
+
+// hostAddr is host:port, host "" being 127.0.0.1.
+func hostAddr(host string, port int) string {
+	if host == "" {
+		return addr(port)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
 
 // PID returns the server's process id, or 0 when it is not running.
 func (n *Node) PID() int {
@@ -208,7 +224,13 @@ func (n *Node) spawn() error {
 	// Its own process group, so Kill reaches any child it forks; and a
 	// parent-death signal, so it dies with us even if we are SIGKILLed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if n.spec.netns != nil {
+		// Forked from a thread inside the namespace, the server is born
+		// in it; the parent-death signal and the group stay as above.
+		start = func() error { return n.spec.netns.do(cmd.Start) }
+	}
+	if err := start(); err != nil {
 		return fmt.Errorf("compose: start %s (%s): %w", n.Name, n.spec.bin, err)
 	}
 	exited := make(chan struct{})

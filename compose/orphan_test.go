@@ -19,10 +19,20 @@ import (
 )
 
 // TestMain lets the test binary play a parent that starts servers and is
-// then killed, for TestNoOrphansAfterParentKilled.
+// then killed, for TestNoOrphansAfterParentKilled and
+// TestPeerNetworkCleanup, or an unprivileged user, for
+// TestPeerNetworkUnprivileged.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("COMPOSE_ORPHAN_PARENT"); dir != "" {
 		orphanParent(dir)
+		return
+	}
+	if dir := os.Getenv("COMPOSE_PEERNET_PARENT"); dir != "" {
+		peerNetParent(dir)
+		return
+	}
+	if dir := os.Getenv("COMPOSE_PEERNET_UNPRIVILEGED"); dir != "" {
+		peerNetUnprivileged(dir)
 		return
 	}
 	os.Exit(m.Run())

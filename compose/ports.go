@@ -25,9 +25,11 @@ var (
 	portsMu sync.Mutex
 	taken   = map[int]bool{} // handed out by this process
 	// claims holds a lock on byte p of a file shared by every process on
-	// the machine for each port p this process has handed out; nil when
+	// the machine for each port p this process has handed out (and, far
+	// above, for each peer network it holds); nil, with claimsErr, when
 	// the file cannot be opened.
 	claims     *os.File
+	claimsErr  error
 	claimsOnce sync.Once
 )
 
@@ -60,13 +62,13 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// claimsPath is the claims file shared by every process using compose.
+func claimsPath() string { return filepath.Join(os.TempDir(), "lockbench-ports.lock") }
+
 // openClaims opens the shared claims file, or leaves claims nil (and
-// compose with the listen check alone) if it cannot.
+// ports with the listen check alone) if it cannot.
 func openClaims() {
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "lockbench-ports.lock"), os.O_CREATE|os.O_RDWR, 0o666)
-	if err == nil {
-		claims = f
-	}
+	claims, claimsErr = os.OpenFile(claimsPath(), os.O_CREATE|os.O_RDWR, 0o666)
 }
 
 // claim takes port p for this process unless another process holds it.
@@ -74,8 +76,19 @@ func claim(p int) bool {
 	if claims == nil {
 		return true
 	}
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: int64(p), Len: 1}
+	return lockByte(p)
+}
+
+// lockByte takes byte off of the claims file unless another process holds
+// it; unlockByte gives it up.
+func lockByte(off int) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: int64(off), Len: 1}
 	return unix.FcntlFlock(claims.Fd(), unix.F_OFD_SETLK, &lk) == nil
+}
+
+func unlockByte(off int) {
+	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: int64(off), Len: 1}
+	_ = unix.FcntlFlock(claims.Fd(), unix.F_OFD_SETLK, &lk)
 }
 
 func portFree(p int) bool {

@@ -23,6 +23,14 @@ type ZooKeeperOptions struct {
 	// servers reach each other directly), so that clients can be cut off
 	// from, or slowed to, any of them.
 	Proxied bool
+	// PeerNetwork starts each server in a network namespace of its own,
+	// at an address of its own, so that the ensemble can be partitioned:
+	// servers cut off from each other while clients (on this host) still
+	// reach every one (Ensemble.Partition). Servers listen on the
+	// standard ports 2181 (clients), 2888 (quorum) and 3888 (election) of
+	// their address. It needs root and the ip command: see
+	// PeerNetworkAvailable.
+	PeerNetwork bool
 	// NoFsync sets forceSync=no: a server does not wait for its
 	// transaction log to reach the disk. A killed process loses nothing
 	// (the kernel keeps the data), only a machine crash would.
@@ -56,6 +64,8 @@ var zkDefaultJVMFlags = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStop
 type Ensemble struct {
 	// Nodes are the servers; Nodes[i] has myid i+1.
 	Nodes []*Node
+
+	net *peerNet // nil unless started with PeerNetwork
 }
 
 // ZooKeeper starts an ensemble of n servers (n odd; 1 runs a standalone
@@ -76,6 +86,11 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	default:
 		return nil, fmt.Errorf("compose: ZooKeeper log level %q: want TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF", level)
 	}
+	if o.PeerNetwork {
+		if err := PeerNetworkAvailable(); err != nil {
+			return nil, err
+		}
+	}
 	java, err := exec.LookPath(Java)
 	if err != nil {
 		return nil, fmt.Errorf("compose: %w (ZooKeeper needs Java: make deps)", err)
@@ -85,15 +100,30 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			return nil, fmt.Errorf("compose: ZooKeeper classpath entry %s: %w (install Debian's zookeeper: make deps)", p, err)
 		}
 	}
-	ports, err := freePorts(3 * n) // client, peer, election
-	if err != nil {
-		return nil, err
+	z := &Ensemble{}
+	hosts := make([]string, n)
+	var ports []int
+	if o.PeerNetwork {
+		if z.net, err = e.peerNet(n); err != nil {
+			return nil, err
+		}
+		for i := range n {
+			hosts[i] = z.net.addr(i).String()
+			ports = append(ports, 2181, 2888, 3888) // each server has its own address
+		}
+	} else {
+		if ports, err = freePorts(3 * n); err != nil { // client, peer, election
+			return nil, err
+		}
+		for i := range hosts {
+			hosts[i] = "127.0.0.1"
+		}
 	}
 	names := e.newNames("zookeeper", n)
 	var servers strings.Builder
 	if n > 1 {
 		for i := range n {
-			fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d\n", i+1, ports[3*i+1], ports[3*i+2])
+			fmt.Fprintf(&servers, "server.%d=%s:%d:%d\n", i+1, hosts[i], ports[3*i+1], ports[3*i+2])
 		}
 	}
 	jvm := o.JVMFlags
@@ -111,14 +141,14 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			"-cp", strings.Join(ZooKeeperClasspath, string(os.PathListSeparator)),
 			"org.apache.zookeeper.server.quorum.QuorumPeerMain",
 			filepath.Join(dir, "zoo.cfg"))
-		cfg := zkConfig(dir, client, tick, o.NoFsync) + servers.String()
+		cfg := zkConfig(dir, hosts[i], client, tick, o.NoFsync) + servers.String()
 		log4j := "log4j.rootLogger=" + strings.ToUpper(level) + ", CONSOLE\n" +
 			"log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n" +
 			"log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n" +
 			"log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n\n"
 		myid := strconv.Itoa(i + 1)
 		specs[i] = spec{
-			name: name, port: client, bin: java, args: args,
+			name: name, port: client, host: hosts[i], bin: java, args: args,
 			// Written before every start, so that a server restarted
 			// without its data still knows who it is.
 			prepare: func(dir string) error {
@@ -130,33 +160,37 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 				return nil
 			},
 			ready: func(ctx context.Context) error {
-				_, err := zkMode(ctx, addr(client))
+				_, err := zkMode(ctx, hostAddr(hosts[i], client))
 				return err
 			},
+		}
+		if z.net != nil {
+			specs[i].netns = z.net.members[i]
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
 	if err != nil {
 		return nil, err
 	}
-	return &Ensemble{Nodes: nodes}, nil
+	z.Nodes = nodes
+	return z, nil
 }
 
 // zkConfig is a server's zoo.cfg without its server.N lines.
-func zkConfig(dir string, client int, tick time.Duration, noFsync bool) string {
+func zkConfig(dir, host string, client int, tick time.Duration, noFsync bool) string {
 	ms := tick.Milliseconds()
 	cfg := fmt.Sprintf(`tickTime=%d
 initLimit=10
 syncLimit=5
 dataDir=%s
 clientPort=%d
-clientPortAddress=127.0.0.1
+clientPortAddress=%s
 minSessionTimeout=%d
 maxSessionTimeout=60000
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,mntr,stat
 autopurge.purgeInterval=0
-`, ms, dir, client, 2*ms)
+`, ms, dir, client, host, 2*ms)
 	if noFsync {
 		cfg += "forceSync=no\n"
 	}
@@ -185,12 +219,15 @@ func (z *Ensemble) Mode(ctx context.Context, n *Node) (string, error) {
 }
 
 // Leader returns the server that leads the ensemble (the standalone
-// server when there is one). Servers that do not answer within a second —
-// killed or paused — are skipped; it is an error if none leads.
+// server when there is one): of the servers that answer within a second
+// and say they lead, the one of the highest epoch (a leader cut off from
+// its followers says it leads until it notices, about syncLimit ticks).
+// Servers that do not answer — killed, paused or electing — are skipped;
+// it is an error if none leads.
 func (z *Ensemble) Leader(ctx context.Context) (*Node, error) {
 	leader, err := leaderOf(ctx, z.Nodes, func(ctx context.Context, i int) (bool, uint64, error) {
-		mode, err := zkMode(ctx, z.Nodes[i].ServerAddr())
-		return mode == "leader" || mode == "standalone", 0, err
+		mode, zxid, err := zkStatus(ctx, z.Nodes[i].ServerAddr())
+		return mode == "leader" || mode == "standalone", zxid >> 32, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("compose: no ZooKeeper leader: %w", err)
@@ -224,16 +261,31 @@ func (z *Ensemble) AwaitLeader(ctx context.Context, old *Node) (*Node, error) {
 
 // zkMode sends srvr to the server at addr and returns the mode it reports.
 func zkMode(ctx context.Context, addr string) (string, error) {
+	mode, _, err := zkStatus(ctx, addr)
+	return mode, err
+}
+
+// zkStatus sends srvr to the server at addr and returns the mode and the
+// zxid it reports; a zxid's upper 32 bits are the epoch of the leader
+// that issued it, and a leader starts its epoch at zxid epoch<<32.
+func zkStatus(ctx context.Context, addr string) (mode string, zxid uint64, err error) {
 	out, err := fourLetterWord(ctx, addr, "srvr")
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	for line := range strings.Lines(out) {
-		if mode, ok := strings.CutPrefix(line, "Mode: "); ok {
-			return strings.TrimSpace(mode), nil
+		if v, ok := strings.CutPrefix(line, "Mode: "); ok {
+			mode = strings.TrimSpace(v)
+		} else if v, ok := strings.CutPrefix(line, "Zxid: 0x"); ok {
+			if zxid, err = strconv.ParseUint(strings.TrimSpace(v), 16, 64); err != nil {
+				return "", 0, fmt.Errorf("srvr at %s: zxid: %w", addr, err)
+			}
 		}
 	}
-	return "", fmt.Errorf("srvr at %s: no mode in %q", addr, strings.TrimSpace(out))
+	if mode == "" {
+		return "", 0, fmt.Errorf("srvr at %s: no mode in %q", addr, strings.TrimSpace(out))
+	}
+	return mode, zxid, nil
 }
 
 // fourLetterWord sends a ZooKeeper four-letter command and returns the
