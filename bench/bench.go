@@ -43,7 +43,8 @@ type Case struct {
 	// Injections is how many times the fault strikes in the case.
 	Injections int
 	// Spec is the load: workload, clients, keys, TTL, duration, hold and
-	// think times. Run raises the TTL to the fault's MinTTL.
+	// think times. Run raises the TTL to the fault's MinTTL and the
+	// duration to its MinDuration.
 	Spec workloads.Spec
 }
 
@@ -210,6 +211,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 
 	spec := c.Spec
 	spec.TTL = max(spec.TTL, c.Fault.MinTTL)
+	spec.Duration = max(spec.Duration, c.Fault.MinDuration)
 	spec.Seed = r.caseSeed(i)
 	spec, err = spec.Normalize()
 	if err != nil {
@@ -221,9 +223,10 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 		// The restart quarantine lasts one max TTL: the case's TTL.
 		cfg.Params["maxttl"] = spec.TTL.String()
 	case c.Backend.Name == "zookeeper":
-		// A ZooKeeper lease lives as long as its session: give it the
-		// case's TTL, so that every backend's lease is the same length.
-		cfg.Params["session"] = spec.TTL.String()
+		// A ZooKeeper lease lives as long as its session: the case's TTL,
+		// but no shorter than an election takes here (1.3–1.8 s), or
+		// every session expires whenever the leader goes.
+		cfg.Params["session"] = max(spec.TTL, zkMinSession).String()
 	}
 	hooks := c.Fault.Hooks(nemesis.Env{
 		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), Durable: c.Durability == results.DurabilityDurable,
@@ -262,6 +265,12 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	}
 	return cs, nil
 }
+
+// zkMinSession is the shortest ZooKeeper session the runner gives: longer
+// than an election of the compose ensemble. With 1 s sessions a leader's
+// death expired every session, and the clients did not get the lock
+// again for the rest of the case.
+const zkMinSession = 2 * time.Second
 
 // sessionParam names, for the backends whose lease length is a param of
 // their own rather than the TTL, that param.

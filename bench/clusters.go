@@ -84,7 +84,7 @@ func shape(b Backend) (nemesis.Shape, bool) {
 	case sentinelRS:
 		return nemesis.Shape{Sentinel: true}, true
 	case zkThree, etcdThree:
-		return nemesis.Shape{QuorumNodes: 3}, true
+		return nemesis.Shape{QuorumNodes: 3, PeerNetwork: peerNetwork() == nil}, true
 	}
 	return nemesis.Shape{}, true
 }
@@ -194,22 +194,22 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 		return t, cfg, nil
 	case zkThree:
 		if cl.zk == nil {
-			e, err := c.env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{Proxied: true, NoFsync: !durable})
+			e, err := c.env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{Proxied: true, NoFsync: !durable, PeerNetwork: peerNetwork() == nil})
 			if err != nil {
 				return t, cfg, err
 			}
 			cl.zk = e
 		}
-		t.ZooKeeper, nodes = cl.zk, cl.zk.Nodes
+		t.ZooKeeper, nodes, t.PeerNetwork = cl.zk, cl.zk.Nodes, peerNetwork() == nil
 	case etcdThree:
 		if cl.etcd == nil {
-			e, err := c.env.Etcd(ctx, 3, compose.EtcdOptions{Proxied: true, NoFsync: !durable})
+			e, err := c.env.Etcd(ctx, 3, compose.EtcdOptions{Proxied: true, NoFsync: !durable, PeerNetwork: peerNetwork() == nil})
 			if err != nil {
 				return t, cfg, err
 			}
 			cl.etcd = e
 		}
-		t.Etcd, nodes = cl.etcd, cl.etcd.Nodes
+		t.Etcd, nodes, t.PeerNetwork = cl.etcd, cl.etcd.Nodes, peerNetwork() == nil
 	}
 	for _, n := range nodes {
 		if f.Proxied {
@@ -221,10 +221,16 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	return t, cfg, nil
 }
 
+// peerNetwork says whether quorum clusters can run with their members in
+// network namespaces of their own (compose.PeerNetworkAvailable), so that
+// faults can cut them apart; asked once per process.
+var peerNetwork = sync.OnceValue(compose.PeerNetworkAvailable)
+
 // Lease is how long backend b keeps the key of a holder that went silent,
 // for a lease of ttl: the TTL as the backend rounds it (etcd counts
 // seconds), or the session timeout when that is longer (ZooKeeper, whose
-// session the runner sets to the TTL unless b's params say otherwise).
+// session the runner sets to the TTL, at least zkMinSession, unless b's
+// params say otherwise).
 // Client pauses are sized from it.
 func Lease(b Backend, ttl time.Duration) time.Duration {
 	switch b.Name {
@@ -234,6 +240,7 @@ func Lease(b Backend, ttl time.Duration) time.Duration {
 		if d, err := time.ParseDuration(b.Params["session"]); err == nil {
 			return max(ttl, d)
 		}
+		return max(ttl, zkMinSession)
 	}
 	return ttl
 }

@@ -75,7 +75,8 @@ func Default() Suite {
 		// survive, and one of 1.5 leases, which none without fencing
 		// should: where each lock's safety ends.
 		Faults: []string{"none", "client-pause?x=0.5", "client-pause", "server-pause", "failover", "restart",
-			"clock-jump?by=0.5&nodes=minority", "clock-jump", "crash-minority", "partition", "latency", "leader-kill"},
+			"clock-jump?by=0.5&nodes=minority", "clock-jump", "crash-minority", "partition", "latency",
+			"partition-leader", "partition-halves", "leader-kill"},
 		FaultClients: 8,
 		FaultSeconds: 6,
 		Trials:       1,

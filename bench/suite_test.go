@@ -14,7 +14,7 @@ import (
 func loadTime(cases []bench.Case) time.Duration {
 	var d time.Duration
 	for _, c := range cases {
-		d += c.Spec.Duration
+		d += max(c.Spec.Duration, c.Fault.MinDuration)
 	}
 	return d
 }

@@ -18,9 +18,19 @@ import (
 const healTimeout = time.Minute
 
 // window is how long a fault that lasts stays in effect: long enough for
-// a new leader to be elected (etcd's election timeout here is 300 ms,
-// ZooKeeper's sync limit a second) and for leases to run out.
-func (e Env) window() time.Duration { return max(e.Lease, time.Second) }
+// leases to run out and, in a quorum cluster, for a new leader to be
+// elected (measured here: etcd, election timeout 300 ms, in 0.3–0.5 s;
+// ZooKeeper, tick 200 ms, in 1.3–1.8 s).
+func (e Env) window() time.Duration {
+	if e.Target.ZooKeeper != nil || e.Target.Etcd != nil {
+		return max(e.Lease, 2*time.Second)
+	}
+	return max(e.Lease, time.Second)
+}
+
+// quorumCase is the case length of the faults a quorum cluster must
+// elect through: two windows of 2 s, with the recovery after each.
+const quorumCase = 10 * time.Second
 
 // gap is the least time between the end of one injection's window and
 // the next injection: the time for grants to resume.
@@ -61,8 +71,9 @@ var catalogue = []*Scenario{
 		},
 	},
 	{
-		Name: "server-pause",
-		Doc:  "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
+		Name:        "server-pause",
+		MinDuration: quorumCase,
+		Doc:         "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
 		fits: func(sh Shape) error {
 			if sh.servers() == 0 {
 				return errors.New("applies to backends with servers")
@@ -77,8 +88,8 @@ var catalogue = []*Scenario{
 					}
 				}
 				return e.minority(), nil
-			}, func(_ context.Context, n *compose.Node) error { return n.Pause() },
-				func(_ context.Context, n *compose.Node) error { return n.Resume() })
+			}, perNode(func(_ context.Context, n *compose.Node) error { return n.Pause() }),
+				perNode(func(_ context.Context, n *compose.Node) error { return n.Resume() }))
 		},
 	},
 	{
@@ -157,7 +168,7 @@ var catalogue = []*Scenario{
 		fits: needMinority,
 		hooks: func(e Env) workloads.Hooks {
 			return e.repeat(e.window(), e.gap(), "down", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
-				func(_ context.Context, n *compose.Node) error { return n.Kill() }, start)
+				perNode(func(_ context.Context, n *compose.Node) error { return n.Kill() }), perNode(start))
 		},
 	},
 	{
@@ -167,7 +178,7 @@ var catalogue = []*Scenario{
 		fits:    needProxied,
 		hooks: func(e Env) workloads.Hooks {
 			return e.repeat(e.window(), e.gap(), "partitioned from the clients", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
-				func(_ context.Context, n *compose.Node) error { return n.Partition() }, heal)
+				perNode(func(_ context.Context, n *compose.Node) error { return n.Partition() }), perNode(heal))
 		},
 	},
 	{
@@ -177,12 +188,32 @@ var catalogue = []*Scenario{
 		fits:    needProxied,
 		hooks: func(e Env) workloads.Hooks {
 			return e.repeat(e.window(), e.gap(), "+50ms", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
-				func(_ context.Context, n *compose.Node) error { return n.Delay(50 * time.Millisecond) }, heal)
+				perNode(func(_ context.Context, n *compose.Node) error { return n.Delay(50 * time.Millisecond) }), perNode(heal))
 		},
 	},
 	{
-		Name: "leader-kill",
-		Doc:  "the ZooKeeper or etcd leader is killed for a lease (at least a second), then restarted with its data",
+		Name: "partition-leader",
+		Doc:  "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every member) for 2 s, then healed",
+		fits: needPeers, MinDuration: quorumCase,
+		hooks: func(e Env) workloads.Hooks {
+			return e.peerCut("cut off from the other members", func(ctx context.Context, _ int) ([]*compose.Node, error) {
+				l, err := e.Target.leader(ctx)
+				return []*compose.Node{l}, err
+			})
+		},
+	},
+	{
+		Name: "partition-halves",
+		Doc:  "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot reach each other, for 2 s, then healed",
+		fits: needPeers, MinDuration: quorumCase,
+		hooks: func(e Env) workloads.Hooks {
+			return e.peerCut("split from the majority", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil })
+		},
+	},
+	{
+		Name:        "leader-kill",
+		MinDuration: quorumCase,
+		Doc:         "the ZooKeeper or etcd leader is killed for 2 s, then restarted with its data",
 		fits: func(sh Shape) error {
 			if sh.QuorumNodes == 0 {
 				return errors.New("applies to ZooKeeper and etcd")
@@ -193,9 +224,19 @@ var catalogue = []*Scenario{
 			return e.repeat(e.window(), e.gap(), "leader down", func(ctx context.Context, _ int) ([]*compose.Node, error) {
 				l, err := e.Target.leader(ctx)
 				return []*compose.Node{l}, err
-			}, func(_ context.Context, n *compose.Node) error { return n.Kill() }, start)
+			}, perNode(func(_ context.Context, n *compose.Node) error { return n.Kill() }), perNode(start))
 		},
 	},
+}
+
+func needPeers(sh Shape) error {
+	switch {
+	case sh.QuorumNodes == 0:
+		return errors.New("applies to ZooKeeper and etcd, whose members talk among themselves")
+	case !sh.PeerNetwork:
+		return errors.New("needs the members in network namespaces of their own (compose's PeerNetwork: root and the ip command)")
+	}
+	return nil
 }
 
 func needMinority(sh Shape) error {
@@ -218,12 +259,23 @@ func start(ctx context.Context, n *compose.Node) error { return n.Start(ctx) }
 // heal removes a node's proxy faults.
 func heal(_ context.Context, n *compose.Node) error { return n.Heal() }
 
+// groupOp acts on the targets of an injection together, recording its
+// trouble with f.Fail.
+type groupOp func(ctx context.Context, f *workloads.Faults, nodes []*compose.Node)
+
+// perNode is a groupOp that applies op to every node at once.
+func perNode(op func(context.Context, *compose.Node) error) groupOp {
+	return func(ctx context.Context, f *workloads.Faults, nodes []*compose.Node) {
+		each(f, nodes, func(n *compose.Node) error { return op(ctx, n) })
+	}
+}
+
 // repeat is the shape of the faults that last a window: at each of the
 // case's slots, pick the targets (i numbers the injection), break them
 // all at once, wait length, undo it (even if the case's context has
 // ended: a nemesis heals what it broke) and close the window. Trouble
 // picking the targets, breaking or healing them is a failure of the fault.
-func (e Env) repeat(length, gap time.Duration, label string, pick func(context.Context, int) ([]*compose.Node, error), fault, undo func(context.Context, *compose.Node) error) workloads.Hooks {
+func (e Env) repeat(length, gap time.Duration, label string, pick func(context.Context, int) ([]*compose.Node, error), fault, undo groupOp) workloads.Hooks {
 	at := e.slots(length, gap)
 	return workloads.Hooks{Nemesis: func(ctx context.Context, f *workloads.Faults) {
 		for i, t := range at {
@@ -241,14 +293,28 @@ func (e Env) repeat(length, gap time.Duration, label string, pick func(context.C
 				continue
 			}
 			end := f.Inject(fmt.Sprintf("%s %s", names(nodes), label), e.describe(ctx, nodes))
-			each(f, nodes, func(n *compose.Node) error { return fault(ctx, n) })
+			fault(ctx, f, nodes)
 			f.At(ctx, t+length)
 			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
-			each(f, nodes, func(n *compose.Node) error { return undo(hctx, n) })
+			undo(hctx, f, nodes)
 			cancel()
 			end()
 		}
 	}}
+}
+
+// peerCut partitions the picked members from the others at each slot,
+// heals after the window, and waits until every member serves again
+// before the next injection (a connection that lived through the cut
+// recovers only at its next retransmission).
+func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.Node, error)) workloads.Hooks {
+	p := e.Target.peers()
+	return e.repeat(e.window(), e.gap(), label, pick, func(_ context.Context, f *workloads.Faults, nodes []*compose.Node) {
+		f.Fail(p.Partition(nodes))
+	}, func(ctx context.Context, f *workloads.Faults, _ []*compose.Node) {
+		f.Fail(p.HealPartition())
+		f.Fail(p.AwaitServing(ctx))
+	})
 }
 
 // instant is the shape of the faults that strike at once and need no

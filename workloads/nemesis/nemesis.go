@@ -66,6 +66,31 @@ type Target struct {
 	Etcd      *compose.EtcdCluster
 	// Postgres is the PostgreSQL server of the postgres backend.
 	Postgres *compose.Node
+	// PeerNetwork is set when the ZooKeeper or etcd members run in
+	// network namespaces of their own (compose's PeerNetwork), so that
+	// their traffic between themselves can be cut.
+	PeerNetwork bool
+}
+
+// peers is a quorum cluster whose members can be partitioned from each
+// other.
+type peers interface {
+	Partition(groups ...[]*compose.Node) error
+	HealPartition() error
+	AwaitServing(ctx context.Context) error
+}
+
+// peers returns the cluster's member-to-member controls, or nil.
+func (t Target) peers() peers {
+	switch {
+	case !t.PeerNetwork:
+		return nil
+	case t.ZooKeeper != nil:
+		return t.ZooKeeper
+	case t.Etcd != nil:
+		return t.Etcd
+	}
+	return nil
 }
 
 // nodes returns the servers a scenario may pick from: the Redis nodes,
@@ -121,6 +146,9 @@ type Shape struct {
 	QuorumNodes int
 	// Postgres is set for a PostgreSQL server.
 	Postgres bool
+	// PeerNetwork is set when the quorum members' traffic between
+	// themselves can be cut.
+	PeerNetwork bool
 }
 
 // Shape returns t's shape.
@@ -129,6 +157,7 @@ func (t Target) Shape() Shape {
 	sh.Sentinel = t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil
 	if t.ZooKeeper != nil || t.Etcd != nil {
 		sh.QuorumNodes = len(t.nodes())
+		sh.PeerNetwork = t.PeerNetwork
 	}
 	return sh
 }
@@ -190,6 +219,10 @@ type Scenario struct {
 	// failover takes seconds; a lease that expires during it would
 	// overlap for the wrong reason). Cases raise their TTL to it.
 	MinTTL time.Duration
+	// MinDuration is the shortest case that fits its injections (an
+	// election, and the recovery after a partition, take seconds). Cases
+	// raise their duration to it.
+	MinDuration time.Duration
 	// Workload is the workload the scenario needs, if any.
 	Workload workloads.Workload
 
