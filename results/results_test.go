@@ -72,3 +72,16 @@ func TestWriteRead(t *testing.T) {
 		t.Fatalf("read back %+v, wrote %+v", g, f)
 	}
 }
+
+func TestKeySeparatesDurabilityProfiles(t *testing.T) {
+	c := results.Case{Backend: "redis", Workload: "hot", Fault: "restart", Guard: "fence", Clients: 8}
+	legacy := c.Key()
+	if legacy != "redis|hot|restart|fence|8" {
+		t.Fatalf("key without a profile %q changed", legacy)
+	}
+	fast, durable := c, c
+	fast.Durability, durable.Durability = results.DurabilityFast, results.DurabilityDurable
+	if fast.Key() == durable.Key() || fast.Key() == legacy {
+		t.Fatalf("keys %q and %q do not tell the profiles apart", fast.Key(), durable.Key())
+	}
+}
