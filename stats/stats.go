@@ -2,6 +2,8 @@
 // on: exact binomial bounds for violation rates, so that "no violation"
 // always comes with how little it proves, and the spread of repeated
 // measurements, so that "faster" is only said when the spread allows it.
+// Rate carries a count with its trials and bounds; Spread a set of
+// repeated measurements with their range.
 // It imports nothing of lockbench.
 package stats
 
