@@ -144,3 +144,41 @@ func TestSpread(t *testing.T) {
 		t.Error("an empty spread was compared")
 	}
 }
+
+// TestBoundsOfLargeCounts checks the bounds where counts run to millions
+// (overlaps of the noop control per grant): they must be right and
+// cheap.
+func TestBoundsOfLargeCounts(t *testing.T) {
+	// Against the normal approximation, which is good here: p = 0.1,
+	// n = 10^7, sd = sqrt(p(1−p)/n); the one-sided 95% bounds sit about
+	// 1.645 sd from p.
+	k, n := 1_000_000, 10_000_000
+	sd := math.Sqrt(0.1 * 0.9 / float64(n))
+	up, err := UpperBound(k, n, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, err := LowerBound(k, n, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(up-(0.1+1.645*sd)) > 0.05*sd || math.Abs(lo-(0.1-1.645*sd)) > 0.05*sd {
+		t.Errorf("bounds of 10%% in 10^7: %.7f–%.7f, want about %.7f–%.7f", lo, up, 0.1-1.645*sd, 0.1+1.645*sd)
+	}
+	// The CDF against a direct sum for a small case.
+	for _, c := range []struct {
+		k, n int
+		p    float64
+	}{{3, 40, 0.05}, {0, 10, 0.3}, {7, 9, 0.5}, {20, 100, 0.25}} {
+		var direct float64
+		for i := 0; i <= c.k; i++ {
+			lgN, _ := math.Lgamma(float64(c.n + 1))
+			lgI, _ := math.Lgamma(float64(i + 1))
+			lgR, _ := math.Lgamma(float64(c.n - i + 1))
+			direct += math.Exp(lgN - lgI - lgR + float64(i)*math.Log(c.p) + float64(c.n-i)*math.Log1p(-c.p))
+		}
+		if got := binomialCDF(c.k, c.n, c.p); math.Abs(got-direct) > 1e-10 {
+			t.Errorf("P(X ≤ %d; %d, %v) = %.12f, the sum gives %.12f", c.k, c.n, c.p, got, direct)
+		}
+	}
+}
