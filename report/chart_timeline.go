@@ -85,7 +85,7 @@ func (tc timelineCombo) String() string {
 // panel title.
 func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []*group, notes []string) {
 	count := map[timelineCombo]int{}
-	for _, g := range ds.find(group{Fault: fault}) {
+	for _, g := range ds.find(query{Fault: fault}) {
 		if len(g.Timeline) > 0 {
 			count[timelineCombo{g.Workload, g.Guard, g.Clients}]++
 		}
@@ -105,7 +105,7 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 	}
 	common = combos[0]
 	for _, b := range ds.Backends {
-		gs := ds.find(group{Backend: b, Fault: fault})
+		gs := ds.find(query{Backend: b, Fault: fault})
 		if len(gs) == 0 {
 			notes = append(notes, fmt.Sprintf("%s: not run under %s.", b, fault))
 			continue

@@ -66,12 +66,20 @@ func fmtFloat(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// plural returns "1 trial", "3 trials".
+// plural returns "1 trial", "3 trials", "2 classes", "2 histories".
 func plural(n int64, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}
-	return fmt.Sprintf("%d %ss", n, word)
+	switch {
+	case strings.HasSuffix(word, "s"), strings.HasSuffix(word, "x"), strings.HasSuffix(word, "sh"), strings.HasSuffix(word, "ch"):
+		word += "es"
+	case strings.HasSuffix(word, "y") && !strings.ContainsAny(word[len(word)-2:len(word)-1], "aeiou"):
+		word = word[:len(word)-1] + "ies"
+	default:
+		word += "s"
+	}
+	return fmt.Sprintf("%d %s", n, word)
 }
 
 // nodesText returns "5 nodes" (the count the backend reported; the
