@@ -96,7 +96,7 @@ type tally struct {
 	// InjectionsInferred is set when some case recorded no injection
 	// count and one per fault window was assumed (files from before the
 	// field).
-	InjectionsInferred bool
+	InjectionsInferred                                                    bool
 	Overlaps, StaleAccepted, StaleRejected, LostUpdates, TokenRegressions int64
 	OverlapsLockBug, OverlapsExpired                                      int64
 	// Incidents are episodes of two holders: IncidentsLockBug granted

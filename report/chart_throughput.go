@@ -32,10 +32,10 @@ func (ds *dataset) profileUnder(workload, fault string) (string, []string) {
 // tpSeries is one backend's throughput line: per client count, the
 // median over trials and the range.
 type tpSeries struct {
-	backend                          string
-	clients, median, lo, hi          []float64
-	trials                           []int
-	nodes                            int
+	backend                         string
+	clients, median, lo, hi         []float64
+	trials                          []int
+	nodes                           int
 	measuredElsewhere, absent, ctrl bool
 }
 

@@ -103,9 +103,15 @@ func csvColumns() []csvColumn {
 		csvColumn{"linearizable", "porcupine against a mutex model: true, false, unknown or empty", func(c *results.Case) string { return verdictCell(c.Linearizable) }},
 		csvColumn{"linearizable_fenced", "porcupine against a fenced-mutex model", func(c *results.Case) string { return verdictCell(c.LinearizableFenced) }},
 		csvColumn{"history", "the operation history, relative to the run dir", func(c *results.Case) string { return c.History }},
-		csvColumn{"baseline_throughput", "grants/s before the first fault window", func(c *results.Case) string { return availCell(c, func(a *results.Availability) string { return fmtFloat(a.BaselineThroughput) }) }},
-		csvColumn{"in_fault_throughput", "grants/s inside the fault windows", func(c *results.Case) string { return availCell(c, func(a *results.Availability) string { return fmtFloat(a.InFaultThroughput) }) }},
-		csvColumn{"in_fault_p99_us", "acquire p99 of operations begun in a window, µs", func(c *results.Case) string { return availCell(c, func(a *results.Availability) string { return itoa(a.InFaultP99US) }) }},
+		csvColumn{"baseline_throughput", "grants/s before the first fault window", func(c *results.Case) string {
+			return availCell(c, func(a *results.Availability) string { return fmtFloat(a.BaselineThroughput) })
+		}},
+		csvColumn{"in_fault_throughput", "grants/s inside the fault windows", func(c *results.Case) string {
+			return availCell(c, func(a *results.Availability) string { return fmtFloat(a.InFaultThroughput) })
+		}},
+		csvColumn{"in_fault_p99_us", "acquire p99 of operations begun in a window, µs", func(c *results.Case) string {
+			return availCell(c, func(a *results.Availability) string { return itoa(a.InFaultP99US) })
+		}},
 		csvColumn{"recovery_s", "seconds to recover after each window, ;-separated (-1: never)", func(c *results.Case) string {
 			return availCell(c, func(a *results.Availability) string {
 				var parts []string

@@ -231,13 +231,17 @@ func TestClassNotRunIsNotJudgedNeverAPass(t *testing.T) {
 	// Without the run's record, the report's own table gives the reason.
 	w.f.Skipped = nil
 	v := verdict(t, report.Recommend(w.f).Correctness, "etcd")
-	if !slices.ContainsFunc(v.NotJudged, func(s string) bool { return strings.Contains(s, "monotonic") && strings.Contains(s, "the report's table") }) {
+	if !slices.ContainsFunc(v.NotJudged, func(s string) bool {
+		return strings.Contains(s, "monotonic") && strings.Contains(s, "the report's table")
+	}) {
 		t.Errorf("etcd's clock-jump without a recorded reason: %q", v.NotJudged)
 	}
 
 	// A backend not put through client-pause with fencing is not judged
 	// for correctness, however clean the rest of its record.
-	noPause := w.without(func(c *results.Case) bool { return c.Backend == "redlock" && c.FaultClass == "client-pause" && c.Guard == "fence" })
+	noPause := w.without(func(c *results.Case) bool {
+		return c.Backend == "redlock" && c.FaultClass == "client-pause" && c.Guard == "fence"
+	})
 	if v := verdict(t, report.Recommend(noPause).Correctness, "redlock"); v.Qualifies || !strings.Contains(v.Reason, "not judged") {
 		t.Errorf("redlock without fenced client-pause: %+v", v)
 	}
@@ -313,9 +317,13 @@ func TestInvalidCaseIsExcludedAndListed(t *testing.T) {
 		}
 	}
 	// Every case of a class invalid: the class is not judged, with why.
-	allInvalid := w.without(func(c *results.Case) bool { return c.Backend == "etcd" && c.FaultClass == "crash-minority" && !c.Invalid })
+	allInvalid := w.without(func(c *results.Case) bool {
+		return c.Backend == "etcd" && c.FaultClass == "crash-minority" && !c.Invalid
+	})
 	v := verdict(t, report.Recommend(allInvalid).Correctness, "etcd")
-	if !slices.ContainsFunc(v.NotJudged, func(s string) bool { return strings.Contains(s, "crash-minority — not judged: every case was invalid") }) {
+	if !slices.ContainsFunc(v.NotJudged, func(s string) bool {
+		return strings.Contains(s, "crash-minority — not judged: every case was invalid")
+	}) {
 		t.Errorf("etcd's invalid crash-minority: %q", v.NotJudged)
 	}
 }
