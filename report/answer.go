@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lockbench/lockbench/stats"
 )
 
 // answer words a choice: the recommendation in a sentence, and the
@@ -29,9 +31,9 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		return "No backend qualifies for correctness locks in this run: each one had a lock-bug incident, issued no tokens, let a stale write through with fencing on, or was not put through the faults needed (see the table).", nil
 	}
 	v := verdictOf(ch, ch.Backend)
-	answer := fmt.Sprintf("Use %s for %s.", v.Backend, use)
+	answer := fmt.Sprintf("Use %s.", v.Backend)
 	if q == forCorrectness {
-		answer = fmt.Sprintf("Use %s for %s, with its fencing tokens checked by the resource.", v.Backend, use)
+		answer = fmt.Sprintf("Use %s, with its fencing tokens checked by the resource.", v.Backend)
 	}
 	if len(ch.Tied) > 0 {
 		answer += fmt.Sprintf(" %s: indistinguishable from it here; the tie went to cost (%s).", joinAnd(ch.Tied), costWord(ds, v.Backend, ch.Tied[0]))
@@ -39,16 +41,16 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 	var ev []string
 	if q == forEfficiency {
 		t := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
-		ev = append(ev, fmt.Sprintf("Double-grant incidents without faults: %s.", perGrant(t.Incidents, t.Acquired)))
+		ev = append(ev, fmt.Sprintf("Double grants without faults: %s.", perGrant(t.Incidents, t.Acquired)))
 	} else {
 		all := ds.evidenceOn(v.Backend, v.Faced)
 		fenced := ds.evidenceUnder(v.Backend, v.Faced, guardFence)
 		ff := totals(ds.find(query{Backend: v.Backend, Guard: guardFence}))
 		free := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
-		ev = append(ev, fmt.Sprintf("Lock-bug incidents: %s over %s (%s); without faults %s.",
-			perInjection(0, all.tally), plural(int64(len(v.Faced)), "fault class"), joinAnd(v.Faced), perGrant(free.lockBugs(), free.Acquired)))
-		ev = append(ev, fmt.Sprintf("Stale writes accepted with fencing: %s; %s rejected; lost updates and token regressions: 0; porcupine fenced-mutex check: %s.",
-			perInjection(fenced.StaleAccepted, fenced.tally), fmtCount(ff.StaleRejected), ff.LinearizableFenced))
+		ev = append(ev, fmt.Sprintf("Lock-bug incidents: %s over %s; without faults %s.",
+			perInjection(0, all.tally), plural(int64(len(v.Faced)), "fault class"), perGrant(free.lockBugs(), free.Acquired)))
+		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted, lost updates and token regressions: each %s; %s stale writes rejected; porcupine's fenced-mutex check: %s.",
+			perInjection(fenced.StaleAccepted+fenced.LostUpdates+fenced.TokenRegressions, fenced.tally), fmtCount(ff.StaleRejected), ff.LinearizableFenced))
 		ev = append(ev, "Fencing "+v.Fencing+".")
 	}
 	ev = append(ev, ds.comparedLine(ch, q))
@@ -65,16 +67,16 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 			cls, _, _ := strings.Cut(nj, " — ")
 			classes = append(classes, cls)
 		}
-		ev = append(ev, fmt.Sprintf("Not judged for %s (the recommendation does not cover them; reasons in the coverage table): %s.", v.Backend, joinAnd(classes)))
+		ev = append(ev, fmt.Sprintf("Not judged for %s, so not covered: %s (why: under \"What was measured\").", v.Backend, joinAnd(classes)))
 	}
 	if prof := ds.profilesOf(v.Backend); prof != "" {
-		ev = append(ev, "Durability profile of these numbers: "+prof+".")
+		ev = append(ev, "Durability profiles of these numbers: "+prof+".")
 	}
 	return answer, ev
 }
 
 // comparedLine says which classes the qualifiers were compared on and
-// how the others fared there.
+// how the choice fared there.
 func (ds *dataset) comparedLine(ch Choice, q question) string {
 	var qual []string
 	for _, v := range ch.Verdicts {
@@ -83,25 +85,18 @@ func (ds *dataset) comparedLine(ch Choice, q question) string {
 		}
 	}
 	if len(qual) < 2 {
-		return fmt.Sprintf("The only qualifying backend; it faced %s.", orUnset(joinAnd(verdictOf(ch, ch.Backend).Faced), "no fault class"))
+		return fmt.Sprintf("The only backend that qualified; it faced %s.", orUnset(joinAnd(verdictOf(ch, ch.Backend).Faced), "no fault class"))
 	}
+	others := joinAnd(without(qual, ch.Backend))
 	if len(ch.Compared) == 0 {
-		return fmt.Sprintf("Compared with %s on no fault class: they faced none in common, so only speed and cost ranked them.", joinAnd(without(qual, ch.Backend)))
+		return fmt.Sprintf("Compared with %s on no fault class: they faced none in common, so only speed and cost ranked them.", others)
 	}
-	what := "double-grant incidents per injection"
-	if q == forCorrectness {
-		what = "lock-bug incidents per injection"
+	line := fmt.Sprintf("Compared with %s on the classes all of them faced: %s.", others, joinAnd(ch.Compared))
+	if q == forEfficiency {
+		t := ds.evidenceOn(ch.Backend, ch.Compared)
+		line += fmt.Sprintf(" Its double grants there, tolerated but counted: %s.", perInjection(t.Incidents, t.tally))
 	}
-	var parts []string
-	for _, b := range qual {
-		t := ds.evidenceOn(b, ch.Compared)
-		k := t.Incidents
-		if q == forCorrectness {
-			k = t.lockBugs()
-		}
-		parts = append(parts, fmt.Sprintf("%s %s", b, perInjection(k, t.tally).cell()))
-	}
-	return fmt.Sprintf("Compared with %s on the classes all of them faced — %s: %s: %s.", joinAnd(without(qual, ch.Backend)), joinAnd(ch.Compared), what, strings.Join(parts, ", "))
+	return line
 }
 
 // availabilityLine words a backend's availability under the compared
@@ -113,27 +108,35 @@ func (ds *dataset) availabilityLine(backend string, classes []string) string {
 		if a.inFault.N == 0 && a.recovery.N == 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s of baseline, recovery %s", cls, spreadPct(a.inFault), spreadSeconds(a.recovery)))
+		parts = append(parts, fmt.Sprintf("%s %s, %s", cls, fmtPct(a.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: a.recovery.Median})))
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return "Availability in fault windows (grants as a share of its own baseline; time to recover): " + strings.Join(parts, "; ") + "."
+	return "In fault windows (grants as a share of its own baseline; recovery): " + strings.Join(parts, "; ") + "."
 }
 
-// rankingLine names the qualifying backends set apart before speed, and
-// on what.
+// rankingLine names the qualifying backends set apart before speed, by
+// step (the reasons are in the verdict table).
 func rankingLine(ch Choice) string {
-	var parts []string
+	steps := map[string][]string{}
 	for _, o := range ch.Verdicts {
-		if o.Qualifies && (strings.HasPrefix(o.Standing, "set apart on safety") || strings.HasPrefix(o.Standing, "set apart on availability")) {
-			parts = append(parts, o.Backend+" ("+o.brief+")")
+		for _, step := range []string{"safety", "availability"} {
+			if o.Qualifies && strings.HasPrefix(o.Standing, "set apart on "+step) {
+				steps[step] = append(steps[step], o.Backend)
+			}
+		}
+	}
+	var parts []string
+	for _, step := range []string{"safety", "availability"} {
+		if len(steps[step]) > 0 {
+			parts = append(parts, fmt.Sprintf("on %s %s", step, joinAnd(steps[step])))
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return "Qualified but set apart before speed: " + strings.Join(parts, "; ") + "."
+	return "Qualified too, but set apart before speed: " + strings.Join(parts, "; ") + " (why: under \"Recommendation in full\")."
 }
 
 // speedLine words the choice's speed and how it compares with the
@@ -143,7 +146,7 @@ func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
 		return "Fault-free speed: not measured on the reference workload."
 	}
 	g := ds.peak(v.Backend, workload, v.Durability)
-	s := fmt.Sprintf("Speed: %s grants/s at %d clients on workload %s (%s profile), acquire p99 %s",
+	s := fmt.Sprintf("Speed: %s grants/s at %d clients, workload %s, %s profile; acquire p99 %s",
 		spreadRate(g.Speed), v.Clients, workload, v.Durability, fmtUS(float64(v.P99US)))
 	if g.Speed.N < minSpeedTrials {
 		s += fmt.Sprintf("; from %s, too few to call any backend faster", plural(int64(g.Speed.N), "trial"))

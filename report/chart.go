@@ -83,7 +83,7 @@ const (
 	labelSize  = 12.5
 	tickSize   = 11
 	legendSize = 11.5
-	cellSize   = 10.5
+	cellSize   = 9.5
 )
 
 func textStyle(size vg.Length, bold bool) text.Style {

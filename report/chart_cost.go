@@ -115,7 +115,7 @@ func (ds *dataset) costChart(dir string) (*chart, error) {
 		for _, g := range picked {
 			found = found || g.Backend == b
 		}
-		if !found {
+		if !found && len(ds.find(query{Backend: b, Fault: faultNone})) > 0 {
 			missing = append(missing, fmt.Sprintf("%s: no fault-free case with %d client on workload %s (%s profile).", b, clients, workload, profile))
 		}
 	}

@@ -82,7 +82,7 @@ func gridChart(ch *chart, dir string, cols []string, panels []gridPanel, lg *leg
 		}
 	}
 	rowH := vg.Length(lines)*vg.Points(cellSize*1.25) + vg.Points(10)
-	colW := vg.Inch * 1.3
+	colW := vg.Inch * 1.55
 	ch.Width = max(10*vg.Inch, vg.Length(len(cols))*colW+2*vg.Inch+2.7*vg.Inch)
 	ch.Height = vg.Inch * 0.55
 	var plots []*plot.Plot

@@ -61,6 +61,7 @@ func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
 	}
 	var real, ctrl []tpSeries
 	var values, ctrlValues, clients []float64
+	var notFree []string
 	for _, b := range ds.Backends {
 		s := tpSeries{backend: b, nodes: ds.nodes(b), ctrl: isControl(b)}
 		for _, g := range ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Durability: profile}) {
@@ -82,6 +83,10 @@ func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
 		if len(s.clients) == 0 {
 			s.absent = true
 			s.measuredElsewhere = len(ds.find(query{Backend: b, Workload: workload, Fault: faultNone})) > 0
+			if len(ds.find(query{Backend: b, Fault: faultNone})) == 0 {
+				notFree = append(notFree, b)
+				continue
+			}
 		}
 		if s.ctrl {
 			ctrl = append(ctrl, s)
@@ -91,6 +96,9 @@ func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
 	}
 	if len(clients) == 0 {
 		return nil, nil
+	}
+	if len(notFree) > 0 {
+		ch.Notes = append(ch.Notes, fmt.Sprintf("Not run without faults, so not drawn: %s.", joinAnd(notFree)))
 	}
 	hasCtrl := false
 	for _, s := range ctrl {
@@ -104,13 +112,14 @@ func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
 		below.Title.Text = "the control, on its own scale: noop excludes nobody"
 		below.Title.TextStyle = textStyle(labelSize, true)
 		main.X.Label.Text = ""
-		ch.Height = 7.4 * vg.Inch
+		ch.Height = 8 * vg.Inch
 	}
 	if len(spreadBars(real, ctrl)) > 0 {
 		lg.add("min–max over trials", &segments{style: spreadStyle})
 	}
 	return ch, ch.render(dir, func(c draw.Canvas) {
 		if below == nil {
+			main.Title.Text = ch.Title
 			drawWithLegend(c, main, lg)
 			return
 		}
@@ -119,8 +128,8 @@ func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
 		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(6)))
 		body := draw.Crop(c, 0, -w, 0, 0)
 		h := body.Max.Y - body.Min.Y
-		main.Draw(draw.Crop(body, 0, 0, h*0.34, 0))
-		below.Draw(draw.Crop(body, 0, 0, 0, -h*0.68))
+		main.Draw(draw.Crop(body, 0, 0, h*0.40, 0))
+		below.Draw(draw.Crop(body, 0, 0, 0, -h*0.63))
 	})
 }
 

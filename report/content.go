@@ -22,9 +22,10 @@ type charts struct {
 // and the recommendation in full with its rules.
 func (ds *dataset) build(cs *charts, rec *Recommendation, latencyClients int) *document {
 	d := &document{title: "lockbench report"}
-	ds.header(d)
+	d.blocks = append(d.blocks, para{text: ds.runLine(), small: true})
 	answerSection(d, ds, rec)
 	d.blocks = append(d.blocks, contents{})
+	ds.header(d)
 	ds.chartSection(d, cs)
 	ds.speedSection(d, latencyClients)
 	ds.safetySection(d)
@@ -104,6 +105,36 @@ func (ds *dataset) header(d *document) {
 	d.list(items)
 }
 
+// runLine is the run's identity in one line, under the title: the full
+// header follows the answer.
+func (ds *dataset) runLine() string {
+	f := ds.File
+	var parts []string
+	if f.RunID != "" {
+		parts = append(parts, "run "+f.RunID)
+	}
+	if f.Seed != 0 || f.RunID != "" {
+		parts = append(parts, fmt.Sprintf("seed %d", f.Seed))
+	}
+	if f.Suite != "" {
+		parts = append(parts, "suite "+f.Suite)
+	}
+	if !f.Started.IsZero() {
+		parts = append(parts, f.Started.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	if f.Cores > 0 {
+		parts = append(parts, plural(int64(f.Cores), "core"))
+	}
+	if f.MemoryBytes > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f GiB", float64(f.MemoryBytes)/(1<<30)))
+	}
+	parts = append(parts, "durability "+strings.Join(ds.Durabilities, " + "))
+	if f.Partial {
+		parts = append(parts, "PARTIAL RUN")
+	}
+	return strings.Join(parts, " · ") + " — the full header, with versions, is under \"Run\"."
+}
+
 // durabilityText says which profiles the cases ran under and what each
 // means, so that no number is read without it.
 func (ds *dataset) durabilityText() string {
@@ -136,8 +167,8 @@ func listOrNone(s []string) string {
 func answerSection(d *document, ds *dataset, rec *Recommendation) {
 	d.h(2, "The answer")
 	d.blocks = append(d.blocks, answers{items: []answerBox{
-		{"Lock for efficiency", rec.Efficiency.Answer, rec.Efficiency.Evidence},
-		{"Lock for correctness", rec.Correctness.Answer, rec.Correctness.Evidence},
+		{"For efficiency — a rare double grant is tolerable", rec.Efficiency.Answer, rec.Efficiency.Evidence},
+		{"For correctness — a double grant corrupts data", rec.Correctness.Answer, rec.Correctness.Evidence},
 	}})
 	s := "Derived from the numbers below by the rules stated under \"Recommendation in full\"; nothing is written in advance. Safety numbers are counts with their 95% upper bounds; speeds are medians over trials with their ranges."
 	if n := len(rec.Invalid); n > 0 {

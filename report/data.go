@@ -143,7 +143,12 @@ func analyse(f *results.File) *dataset {
 		ds.Classes = appendNew(ds.Classes, g.FaultClass)
 		ds.Guards = appendNew(ds.Guards, g.Guard)
 		ds.Clients = appendNew(ds.Clients, g.Clients)
-		ds.Durabilities = appendNew(ds.Durabilities, orUnset(g.Durability, durabilityUnset))
+		if !serverless(g) {
+			ds.Durabilities = appendNew(ds.Durabilities, orUnset(g.Durability, durabilityUnset))
+		}
+	}
+	if len(ds.Durabilities) == 0 && len(ds.Groups) > 0 {
+		ds.Durabilities = []string{durabilityUnset}
 	}
 	for _, c := range ds.Invalid { // an invalid case still names what was attempted
 		ds.Backends = appendNew(ds.Backends, c.Backend)
@@ -159,8 +164,12 @@ func analyse(f *results.File) *dataset {
 }
 
 // durabilityUnset names the profile of cases that recorded none (older
-// files, backends without servers).
+// files).
 const durabilityUnset = "not recorded"
+
+// serverless reports whether a group's backend has no servers (the
+// control) and so no durability profile: it belongs with every profile.
+func serverless(g *group) bool { return g.Durability == "" && g.Nodes == 0 }
 
 func appendNew[T comparable](s []T, v T) []T {
 	if slices.Contains(s, v) {
@@ -216,7 +225,7 @@ func (ds *dataset) find(q query) []*group {
 		if (q.Backend == "" || g.Backend == q.Backend) && (q.Workload == "" || g.Workload == q.Workload) &&
 			(q.Fault == "" || g.Fault == q.Fault) && (q.Class == "" || g.FaultClass == q.Class) &&
 			(q.Guard == "" || g.Guard == q.Guard) && (q.Clients == 0 || g.Clients == q.Clients) &&
-			(q.Durability == "" || orUnset(g.Durability, durabilityUnset) == q.Durability) {
+			(q.Durability == "" || orUnset(g.Durability, durabilityUnset) == q.Durability || serverless(g)) {
 			out = append(out, g)
 		}
 	}

@@ -16,10 +16,11 @@ type heading struct {
 	text  string
 }
 
-// para is a paragraph of plain text; strong marks it as a key finding.
+// para is a paragraph of plain text; strong marks it as a key finding,
+// small as a side note.
 type para struct {
-	text   string
-	strong bool
+	text          string
+	strong, small bool
 }
 
 type list struct{ items []string }

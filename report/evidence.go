@@ -58,7 +58,7 @@ func (b bound) cell() string {
 		return "—"
 	}
 	if b.K > b.N {
-		return fmt.Sprintf("%s/%s (>1 per %s)", fmtCount(b.K), fmtCount(b.N), b.unit)
+		return fmt.Sprintf("%s/%s >1 each", fmtCount(b.K), fmtCount(b.N))
 	}
 	return fmt.Sprintf("%s/%s ≤%s", fmtCount(b.K), fmtCount(b.N), fmtPct(b.Upper95()))
 }

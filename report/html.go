@@ -22,9 +22,9 @@ p.strong{font-weight:600;background:#eef6ff;border-left:4px solid #0072b2;paddin
 nav ul{columns:3;font-size:.92em}code{font-size:.92em}
 .tw{overflow-x:auto;max-width:100%}details{margin:.8em 0}summary{cursor:pointer;font-weight:600}
 .answers{display:grid;grid-template-columns:1fr 1fr;gap:1em;margin:.6em 0}
-.answer{border:1px solid #c9d8ea;border-top:5px solid #0072b2;border-radius:4px;padding:.4em .9em;background:#f8fbff;font-size:.9em}
+.answer{border:1px solid #c9d8ea;border-top:5px solid #0072b2;border-radius:4px;padding:.3em .9em;background:#f8fbff;font-size:.84em;line-height:1.35}
 .answer h3{margin:.3em 0 .4em}.answer p.strong{margin:.3em 0}.answer ul{margin:.3em 0;padding-left:1.2em}.answer li{margin:.15em 0}
-.run ul{font-size:.88em}
+p.small{font-size:.85em;color:#555;margin-top:-.4em}h1+p.small+h2{margin-top:.5em}
 @media (max-width:900px){.answers{grid-template-columns:1fr}}
 `
 
@@ -52,9 +52,12 @@ func writeHTML(w io.Writer, d *document) error {
 			lvl := min(max(x.level, 2), 6)
 			fmt.Fprintf(&b, "<h%d id=\"s%d\">%s</h%d>\n", lvl, i, e(x.text), lvl)
 		case para:
-			if x.strong {
+			switch {
+			case x.strong:
 				fmt.Fprintf(&b, "<p class=\"strong\">%s</p>\n", e(x.text))
-			} else {
+			case x.small:
+				fmt.Fprintf(&b, "<p class=\"small\">%s</p>\n", e(x.text))
+			default:
 				fmt.Fprintf(&b, "<p>%s</p>\n", e(x.text))
 			}
 		case list:

@@ -8,6 +8,8 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+# The report's browser test renders index.html in headless Chromium.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
