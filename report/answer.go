@@ -146,6 +146,9 @@ func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
 		return "Fault-free speed: not measured on the reference workload."
 	}
 	g := ds.peak(v.Backend, workload, v.Durability)
+	if g == nil {
+		return "Fault-free speed: not measured on the reference workload."
+	}
 	s := fmt.Sprintf("Speed: %s grants/s at %d clients, workload %s, %s profile; acquire p99 %s",
 		spreadRate(g.Speed), v.Clients, workload, v.Durability, fmtUS(float64(v.P99US)))
 	if g.Speed.N < minSpeedTrials {
@@ -158,6 +161,9 @@ func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
 			continue
 		}
 		og := ds.peak(o.Backend, workload, o.Durability)
+		if og == nil {
+			continue
+		}
 		word := "indistinguishable here"
 		if og.Speed.N >= minSpeedTrials && g.Speed.N >= minSpeedTrials {
 			switch g.Speed.Compare(og.Speed) {

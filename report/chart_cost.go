@@ -21,8 +21,8 @@ func (ds *dataset) costGroups() (picked []*group, clients int, workload, profile
 	}
 	count := map[combo]int{}
 	for _, g := range ds.find(query{Fault: faultNone}) {
-		if g.Clients > 0 && g.Acquired > 0 {
-			count[combo{g.Workload, orUnset(g.Durability, durabilityUnset), g.Clients}]++
+		if g.Clients > 0 && g.Acquired > 0 && !serverless(g) {
+			count[combo{g.Workload, g.profile(), g.Clients}]++
 		}
 	}
 	var best combo
@@ -35,7 +35,7 @@ func (ds *dataset) costGroups() (picked []*group, clients int, workload, profile
 		return nil, 0, "", ""
 	}
 	for _, b := range ds.Backends {
-		gs := ds.find(query{Backend: b, Workload: best.w, Fault: faultNone, Clients: best.c, Durability: best.d})
+		gs := ds.find(query{Backend: b, Workload: best.w, Fault: faultNone, Clients: best.c, Durability: best.d, EveryProfile: true})
 		var g *group
 		for _, x := range gs {
 			if x.Acquired > 0 && (g == nil || x.Guard == guardNone) {

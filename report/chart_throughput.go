@@ -18,7 +18,7 @@ func (ds *dataset) profileUnder(workload, fault string) (string, []string) {
 	var all []string
 	for _, d := range ds.Durabilities {
 		k := len(ds.find(query{Workload: workload, Fault: fault, Durability: d}))
-		if k == 0 {
+		if k == 0 || (d == profileNoServers && len(ds.Durabilities) > 1) {
 			continue
 		}
 		all = append(all, d)
@@ -46,6 +46,38 @@ type tpSeries struct {
 // of magnitude faster, gets a panel and a scale of its own below, so it
 // never squeezes the real locks into one band.
 func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
+	tp := ds.throughputPlots(workload)
+	if tp == nil {
+		return nil, nil
+	}
+	ch, main, below, lg := tp.ch, tp.main, tp.below, tp.lg
+	return ch, ch.render(dir, func(c draw.Canvas) {
+		if below == nil {
+			main.Title.Text = ch.Title
+			drawWithLegend(c, main, lg)
+			return
+		}
+		c = drawTitle(c, ch.Title)
+		w := lg.width(c)
+		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(6)))
+		body := draw.Crop(c, 0, -w, 0, 0)
+		h := body.Max.Y - body.Min.Y
+		main.Draw(draw.Crop(body, 0, 0, h*0.40, 0))
+		below.Draw(draw.Crop(body, 0, 0, 0, -h*0.63))
+	})
+}
+
+// tpPlots are the panels of a throughput chart: the real locks (main)
+// and the control on its own scale (below; nil without it).
+type tpPlots struct {
+	ch          *chart
+	main, below *plot.Plot
+	lg          *legend
+}
+
+// throughputPlots builds the throughput chart's panels for a workload;
+// nil when nothing was measured on it.
+func (ds *dataset) throughputPlots(workload string) *tpPlots {
 	guard := ds.primaryGuard(workload, faultNone)
 	profile, others := ds.profileUnder(workload, faultNone)
 	ch := &chart{
@@ -64,7 +96,7 @@ func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
 	var notFree []string
 	for _, b := range ds.Backends {
 		s := tpSeries{backend: b, nodes: ds.nodes(b), ctrl: isControl(b)}
-		for _, g := range ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Durability: profile}) {
+		for _, g := range ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Durability: profile, EveryProfile: true}) {
 			if g.Clients <= 0 {
 				continue
 			}
@@ -95,7 +127,7 @@ func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
 		}
 	}
 	if len(clients) == 0 {
-		return nil, nil
+		return nil
 	}
 	if len(notFree) > 0 {
 		ch.Notes = append(ch.Notes, fmt.Sprintf("Not run without faults, so not drawn: %s.", joinAnd(notFree)))
@@ -117,20 +149,7 @@ func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
 	if len(spreadBars(real, ctrl)) > 0 {
 		lg.add("min–max over trials", &segments{style: spreadStyle})
 	}
-	return ch, ch.render(dir, func(c draw.Canvas) {
-		if below == nil {
-			main.Title.Text = ch.Title
-			drawWithLegend(c, main, lg)
-			return
-		}
-		c = drawTitle(c, ch.Title)
-		w := lg.width(c)
-		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(6)))
-		body := draw.Crop(c, 0, -w, 0, 0)
-		h := body.Max.Y - body.Min.Y
-		main.Draw(draw.Crop(body, 0, 0, h*0.40, 0))
-		below.Draw(draw.Crop(body, 0, 0, 0, -h*0.63))
-	})
+	return &tpPlots{ch: ch, main: main, below: below, lg: lg}
 }
 
 var spreadStyle = draw.LineStyle{Color: color.RGBA{90, 90, 90, 255}, Width: vg.Points(1)}

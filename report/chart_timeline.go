@@ -107,7 +107,11 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 	for _, b := range ds.Backends {
 		gs := ds.find(query{Backend: b, Fault: fault})
 		if len(gs) == 0 {
-			notes = append(notes, fmt.Sprintf("%s: not run under %s.", b, fault))
+			if class := ds.classOfFault(fault); len(ds.find(query{Backend: b, Class: class})) == 0 {
+				notes = append(notes, fmt.Sprintf("%s: not run under %s — %s.", b, fault, ds.notJudged(b, class)))
+			} else {
+				notes = append(notes, fmt.Sprintf("%s: not run under %s, only under other params of %s.", b, fault, class))
+			}
 			continue
 		}
 		var best *group
@@ -126,6 +130,15 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 		picked = append(picked, best)
 	}
 	return common, picked, notes
+}
+
+// classOfFault returns the class of a fault name as its groups record
+// it.
+func (ds *dataset) classOfFault(fault string) string {
+	if gs := ds.find(query{Fault: fault}); len(gs) > 0 {
+		return gs[0].FaultClass
+	}
+	return baseName(fault)
 }
 
 // timelineChart draws one panel per backend for a fault: grants per

@@ -139,9 +139,10 @@ func (ds *dataset) runLine() string {
 // means, so that no number is read without it.
 func (ds *dataset) durabilityText() string {
 	meaning := map[string]string{
-		"fast":          "fast = no fsync: Redis without persistence, etcd --unsafe-no-fsync, ZooKeeper forceSync=no",
-		"durable":       "durable = every write synced: Redis AOF appendfsync always, etcd and ZooKeeper with fsync",
-		durabilityUnset: "not recorded = older files and backends without servers",
+		"fast":           "fast = no fsync: Redis without persistence, etcd --unsafe-no-fsync, ZooKeeper forceSync=no",
+		"durable":        "durable = every write synced: Redis AOF appendfsync always, etcd and ZooKeeper with fsync",
+		durabilityUnset:  "not recorded = older files",
+		profileNoServers: "no servers = the control, shown beside every profile",
 	}
 	var parts []string
 	for _, p := range ds.Durabilities {

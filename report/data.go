@@ -143,12 +143,7 @@ func analyse(f *results.File) *dataset {
 		ds.Classes = appendNew(ds.Classes, g.FaultClass)
 		ds.Guards = appendNew(ds.Guards, g.Guard)
 		ds.Clients = appendNew(ds.Clients, g.Clients)
-		if !serverless(g) {
-			ds.Durabilities = appendNew(ds.Durabilities, orUnset(g.Durability, durabilityUnset))
-		}
-	}
-	if len(ds.Durabilities) == 0 && len(ds.Groups) > 0 {
-		ds.Durabilities = []string{durabilityUnset}
+		ds.Durabilities = appendNew(ds.Durabilities, g.profile())
 	}
 	for _, c := range ds.Invalid { // an invalid case still names what was attempted
 		ds.Backends = appendNew(ds.Backends, c.Backend)
@@ -159,7 +154,10 @@ func analyse(f *results.File) *dataset {
 	slices.SortFunc(ds.Classes, compareFaults)
 	slices.SortFunc(ds.Guards, compareGuards)
 	slices.Sort(ds.Clients)
-	slices.Sort(ds.Durabilities)
+	slices.SortFunc(ds.Durabilities, func(a, b string) int {
+		order := []string{results.DurabilityFast, results.DurabilityDurable}
+		return cmp.Or(cmp.Compare(rank(a, order...), rank(b, order...)), cmp.Compare(btoi(a == profileNoServers), btoi(b == profileNoServers)), cmp.Compare(a, b))
+	})
 	return ds
 }
 
@@ -167,9 +165,21 @@ func analyse(f *results.File) *dataset {
 // files).
 const durabilityUnset = "not recorded"
 
-// serverless reports whether a group's backend has no servers (the
-// control) and so no durability profile: it belongs with every profile.
+// profileNoServers is the profile of a backend without servers (the
+// control): nothing to sync, so its numbers belong beside every profile.
+const profileNoServers = "no servers"
+
+// serverless reports whether a group's backend has no servers and
+// recorded no profile.
 func serverless(g *group) bool { return g.Durability == "" && g.Nodes == 0 }
+
+// profile is the durability profile a group is listed under.
+func (g *group) profile() string {
+	if serverless(g) {
+		return profileNoServers
+	}
+	return orUnset(g.Durability, durabilityUnset)
+}
 
 func appendNew[T comparable](s []T, v T) []T {
 	if slices.Contains(s, v) {
@@ -212,10 +222,14 @@ func rank(s string, first ...string) int {
 // validFloat reports whether v is a finite, non-negative measurement.
 func validFloat(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
-// query selects groups: every non-zero field must match.
+// query selects groups: every non-zero field must match. Durability is
+// a profile as group.profile names it; with EveryProfile a backend
+// without servers matches any profile, for the fault-free comparisons
+// the control sits beside.
 type query struct {
 	Backend, Workload, Fault, Class, Guard, Durability string
 	Clients                                            int
+	EveryProfile                                       bool
 }
 
 // find returns the groups that match q.
@@ -225,7 +239,7 @@ func (ds *dataset) find(q query) []*group {
 		if (q.Backend == "" || g.Backend == q.Backend) && (q.Workload == "" || g.Workload == q.Workload) &&
 			(q.Fault == "" || g.Fault == q.Fault) && (q.Class == "" || g.FaultClass == q.Class) &&
 			(q.Guard == "" || g.Guard == q.Guard) && (q.Clients == 0 || g.Clients == q.Clients) &&
-			(q.Durability == "" || orUnset(g.Durability, durabilityUnset) == q.Durability || serverless(g)) {
+			(q.Durability == "" || g.profile() == q.Durability || (q.EveryProfile && serverless(g))) {
 			out = append(out, g)
 		}
 	}

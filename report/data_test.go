@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -53,5 +54,46 @@ func TestAggregateTrialsAndHosts(t *testing.T) {
 	}
 	if math.IsNaN(g.Throughput) {
 		t.Error("NaN throughput")
+	}
+}
+
+// TestSeriesKeepApart checks what the charts promise a reader: thirteen
+// locks and the control each get a colour of their own, the control's
+// grey is nobody else's, and the control's throughput sets no scale for
+// the real locks.
+func TestSeriesKeepApart(t *testing.T) {
+	names := []string{"etcd", "postgres?mode=advisory", "postgres?mode=lease", "redis", "redlock", "redlock?clockfloor=false",
+		"redlock?quarantine=false", "redsync", "rueidislock", "sentinel", "sentinel?wait=1", "zookeeper", "zookeeper-3.9", "noop"}
+	f := &results.File{}
+	for i, b := range names {
+		tp := 1000 + 100*float64(i)
+		nodes := 3
+		if b == "noop" {
+			tp, nodes = 200000, 0
+		}
+		f.Cases = append(f.Cases, results.Case{Backend: b, Workload: "hot", Fault: "none", Guard: "none", Clients: 16, Trial: 1,
+			Throughput: tp, Acquired: int64(tp), DurationS: 1, Nodes: nodes, Durability: map[bool]string{true: "", false: "fast"}[nodes == 0]})
+	}
+	ds := analyse(f)
+	seen := map[string]string{}
+	for _, b := range ds.Backends {
+		c := fmt.Sprint(ds.backendStyle(b).line.Color)
+		if other, ok := seen[c]; ok {
+			t.Errorf("%s and %s share the colour %s", b, other, c)
+		}
+		seen[c] = b
+	}
+	if ds.Backends[len(ds.Backends)-1] != "noop" || fmt.Sprint(ds.backendStyle("noop").line.Color) != fmt.Sprint(controlColor) {
+		t.Errorf("the control is not last in grey: %v", ds.Backends)
+	}
+	tp := ds.throughputPlots("hot")
+	if tp == nil || tp.below == nil {
+		t.Fatal("no control panel")
+	}
+	if tp.main.Y.Max >= 200000 || tp.main.Y.Max < 2300 {
+		t.Errorf("the real locks' axis runs to %v: the control (200k) set it, or it cuts the locks off (≤ 2.3k)", tp.main.Y.Max)
+	}
+	if tp.below.Y.Max < 200000 {
+		t.Errorf("the control's own axis ends at %v, below its 200k", tp.below.Y.Max)
 	}
 }

@@ -187,7 +187,7 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 		if g := ds.peak(v.Backend, workload, durability); g != nil {
 			peaks[v.Backend] = g
 			v.Throughput, v.ThroughputMin, v.ThroughputMax = g.Throughput, g.ThroughputMin, g.ThroughputMax
-			v.Trials, v.Clients, v.P99US, v.Durability = g.Trials, g.Clients, g.Latency.P99, orUnset(g.Durability, durabilityUnset)
+			v.Trials, v.Clients, v.P99US, v.Durability = g.Trials, g.Clients, g.Latency.P99, g.profile()
 		}
 	}
 	var tier []string

@@ -29,8 +29,8 @@ func (ds *dataset) speedSection(d *document, latencyClients int) {
 	}
 	for _, w := range workloads {
 		for _, dur := range ds.Durabilities {
-			if len(ds.find(query{Workload: w, Fault: faultNone, Durability: dur})) == 0 {
-				continue
+			if dur == profileNoServers || len(ds.find(query{Workload: w, Fault: faultNone, Durability: dur})) == 0 {
+				continue // the control is in every profile's table
 			}
 			guard := ds.primaryGuard(w, faultNone)
 			clients := ds.latencyClients(w, guard, latencyClients)
@@ -46,7 +46,7 @@ func (ds *dataset) speedSection(d *document, latencyClients int) {
 // trials and fault-free incidents.
 func (ds *dataset) summaryTable(workload, guard, durability string, latClients int) table {
 	var clients []int
-	for _, g := range ds.find(query{Workload: workload, Fault: faultNone, Guard: guard, Durability: durability}) {
+	for _, g := range ds.find(query{Workload: workload, Fault: faultNone, Guard: guard, Durability: durability, EveryProfile: true}) {
 		if g.Clients > 0 {
 			clients = appendNew(clients, g.Clients)
 		}
@@ -61,7 +61,7 @@ func (ds *dataset) summaryTable(workload, guard, durability string, latClients i
 		t.numeric = append(t.numeric, i > 0)
 	}
 	for _, b := range ds.Backends {
-		gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Durability: durability})
+		gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Durability: durability, EveryProfile: true})
 		if len(gs) == 0 {
 			continue
 		}
@@ -73,19 +73,19 @@ func (ds *dataset) summaryTable(workload, guard, durability string, latClients i
 		trials := 0
 		for _, c := range clients {
 			cell := "—"
-			if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: c, Durability: durability}); len(gs) > 0 {
+			if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: c, Durability: durability, EveryProfile: true}); len(gs) > 0 {
 				cell = spreadRate(gs[0].Speed)
 				trials = max(trials, gs[0].Trials)
 			}
 			row = append(row, cell)
 		}
-		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: latClients, Durability: durability}); len(gs) > 0 && gs[0].Acquired > 0 {
+		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: latClients, Durability: durability, EveryProfile: true}); len(gs) > 0 && gs[0].Acquired > 0 {
 			row = append(row, spreadUS(gs[0].P50), spreadUS(gs[0].P99))
 		} else {
 			row = append(row, "—", "—")
 		}
 		cost := "—"
-		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Clients: 1, Durability: durability}); len(gs) > 0 && gs[0].Acquired > 0 {
+		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Clients: 1, Durability: durability, EveryProfile: true}); len(gs) > 0 && gs[0].Acquired > 0 {
 			cost = spreadUS(gs[0].OwnCost)
 		}
 		tt := totals(gs)
@@ -107,31 +107,36 @@ func (ds *dataset) safetySection(d *document) {
 	}
 	d.p("Each count is given as k/n ≤u: k events in n injections of the fault (in n grants without a fault), with u the one-sided 95% upper bound on the rate per injection (exact binomial; zero events in n give 1 − 0.05^(1/n)). An incident is an episode of two holders of one key: a lock bug when the later grant came while the earlier lease was still valid by the lock's own promise (incidents the judge did not classify count as lock bugs); expired holder when the earlier holder went on after its lease had ended — what fencing is for. Stale writes are writes by a holder whose lease had ended, which the resource accepted or rejected.")
 	d.h(3, "Per backend and fault class")
-	t := table{header: []string{"backend", "fault class", "profiles", "cases", "injections", "lock-bug incidents", "expired-holder incidents", "stale accepted, fenced", "stale accepted, unfenced", "stale rejected"},
+	t := table{header: []string{"backend", "fault class", "profile", "cases", "injections", "lock-bug incidents", "expired-holder incidents", "stale accepted, fenced", "stale accepted, unfenced", "stale rejected"},
 		numeric: []bool{false, false, false, true, true, true, true, true, true, true}}
 	for _, b := range ds.Backends {
 		for _, cls := range ds.Classes {
-			gs := ds.find(query{Backend: b, Class: cls})
-			if len(gs) == 0 {
-				continue
-			}
-			s := totals(gs)
-			fs, ns := totals(ds.find(query{Backend: b, Class: cls, Guard: guardFence})), totals(ds.find(query{Backend: b, Class: cls, Guard: guardNone}))
-			rate := func(k int64, x group) string {
-				if cls == faultNone {
-					return perGrant(k, x.Acquired).cell()
+			for _, dur := range ds.Durabilities {
+				gs := ds.find(query{Backend: b, Class: cls, Durability: dur})
+				if len(gs) == 0 {
+					continue
 				}
-				return perInjection(k, x.tally).cell()
+				s := totals(gs)
+				fs, ns := totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardFence})), totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardNone}))
+				rate := func(k int64, x group) string {
+					if cls == faultNone {
+						return perGrant(k, x.Acquired).cell()
+					}
+					return perInjection(k, x.tally).cell()
+				}
+				fenced, unfenced := "not run", "not run"
+				switch {
+				case fs.Cases > 0 && !fs.Fencing:
+					fenced = "no tokens to check"
+				case fs.Cases > 0:
+					fenced = rate(fs.StaleAccepted, fs)
+				}
+				if ns.Cases > 0 {
+					unfenced = rate(ns.StaleAccepted, ns)
+				}
+				t.rows = append(t.rows, []string{b, cls, dur, strconv.Itoa(s.Cases), injectionsText(s), rate(s.lockBugs(), s), rate(s.IncidentsExpired, s), fenced, unfenced, itoa(s.StaleRejected)})
+				t.flag = append(t.flag, (s.lockBugs() > 0 || (fs.Fencing && fs.StaleAccepted > 0)) && !isControl(b))
 			}
-			fenced, unfenced := "not run", "not run"
-			if fs.Cases > 0 {
-				fenced = rate(fs.StaleAccepted, fs)
-			}
-			if ns.Cases > 0 {
-				unfenced = rate(ns.StaleAccepted, ns)
-			}
-			t.rows = append(t.rows, []string{b, cls, orUnset(s.Durability, durabilityUnset), strconv.Itoa(s.Cases), injectionsText(s), rate(s.lockBugs(), s), rate(s.IncidentsExpired, s), fenced, unfenced, itoa(s.StaleRejected)})
-			t.flag = append(t.flag, (s.lockBugs() > 0 || fs.StaleAccepted > 0) && !isControl(b))
 		}
 	}
 	d.table(t)
