@@ -239,6 +239,7 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 	}
 	trials := map[int]*trial{}
 	var trialOrder []int
+	dec := decoder()
 	for _, c := range cases {
 		g.Fencing = g.Fencing || c.Fencing
 		g.Unfenced = g.Unfenced || (c.Guard == guardFence && !c.Fencing)
@@ -324,11 +325,11 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 	for _, id := range trialOrder {
 		t := trials[id]
 		tps = append(tps, t.throughput)
-		acq, _, _, _ := pool("", "", t.acquire, acquireOf)
-		rel, _, _, _ := pool("", "", t.acquire, releaseOf)
 		if hasOps(t.acquire) {
-			p50s, p99s = append(p50s, float64(acq.P50)), append(p99s, float64(acq.P99))
-			costs = append(costs, float64(acq.P50+rel.P50))
+			a50, a99 := trialPercentiles(t.acquire, acquireOf, dec)
+			r50, _ := trialPercentiles(t.acquire, releaseOf, dec)
+			p50s, p99s = append(p50s, float64(a50)), append(p99s, float64(a99))
+			costs = append(costs, float64(a50+r50))
 		}
 		if len(t.timeline) == 0 {
 			continue
@@ -357,13 +358,32 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 	slices.SortFunc(g.Windows, func(a, b results.Window) int { return cmp.Compare(a.StartS, b.StartS) })
 
 	var p []string
-	g.Latency, g.hist, g.LatencyPooled, p = pool(key, "acquire", cases, acquireOf)
+	g.Latency, g.hist, g.LatencyPooled, p = pool(key, "acquire", cases, acquireOf, dec)
 	problems = append(problems, p...)
-	g.Hold, _, _, p = pool(key, "hold", cases, func(c *results.Case) (string, results.Percentiles) { return c.Histograms.Hold, c.HoldUS })
+	g.Hold, _, _, p = pool(key, "hold", cases, func(c *results.Case) (string, results.Percentiles) { return c.Histograms.Hold, c.HoldUS }, dec)
 	problems = append(problems, p...)
-	g.Release, _, _, p = pool(key, "release", cases, releaseOf)
+	g.Release, _, _, p = pool(key, "release", cases, releaseOf, dec)
 	problems = append(problems, p...)
 	return g, problems
+}
+
+// decoder returns results.Decode memoised: a case's histograms serve the
+// pooled percentiles and the per-trial ones, and decoding dominates the
+// cost of a report. The histograms it returns are only read.
+func decoder() func(string) (*hdr.Histogram, error) {
+	type decoded struct {
+		h   *hdr.Histogram
+		err error
+	}
+	cache := map[string]decoded{}
+	return func(s string) (*hdr.Histogram, error) {
+		d, ok := cache[s]
+		if !ok {
+			d.h, d.err = results.Decode(s)
+			cache[s] = d
+		}
+		return d.h, d.err
+	}
 }
 
 func acquireOf(c *results.Case) (string, results.Percentiles) {
@@ -385,6 +405,39 @@ func hasOps(cases []results.Case) bool {
 	return false
 }
 
+// trialPercentiles returns the p50 and p99 of one trial's cases (its
+// hosts): from the histogram itself when one host measured it, merged
+// when several did, from the recorded percentiles (the larger) when a
+// histogram is missing or does not decode.
+func trialPercentiles(cases []results.Case, get func(*results.Case) (string, results.Percentiles), decode func(string) (*hdr.Histogram, error)) (p50, p99 int64) {
+	var hs []*hdr.Histogram
+	for i := range cases {
+		enc, sum := get(&cases[i])
+		h, err := decode(enc)
+		if err != nil || (h.TotalCount() == 0 && cases[i].Acquired > 0) {
+			for j := range cases {
+				_, sum = get(&cases[j])
+				p50, p99 = max(p50, sum.P50), max(p99, sum.P99)
+			}
+			return p50, p99
+		}
+		if h.TotalCount() > 0 {
+			hs = append(hs, h)
+		}
+	}
+	switch len(hs) {
+	case 0:
+		return 0, 0
+	case 1:
+		return hs[0].ValueAtQuantile(50), hs[0].ValueAtQuantile(99)
+	}
+	merged := results.NewHistogram()
+	for _, h := range hs {
+		merged.Merge(h)
+	}
+	return merged.ValueAtQuantile(50), merged.ValueAtQuantile(99)
+}
+
 // pool merges the histograms of cases. When every case with operations
 // has a decodable, non-empty histogram the percentiles come from the
 // merge; otherwise they are the maximum of the cases' own percentiles
@@ -392,7 +445,7 @@ func hasOps(cases []results.Case) bool {
 // cases that had one is returned for CDFs either way. Problems are
 // named only when key is set (the per-trial pass stays quiet, having
 // been reported by the pass over all cases).
-func pool(key, what string, cases []results.Case, get func(*results.Case) (string, results.Percentiles)) (results.Percentiles, *hdr.Histogram, bool, []string) {
+func pool(key, what string, cases []results.Case, get func(*results.Case) (string, results.Percentiles), decode func(string) (*hdr.Histogram, error)) (results.Percentiles, *hdr.Histogram, bool, []string) {
 	var problems []string
 	var merged *hdr.Histogram
 	complete := true
@@ -404,7 +457,7 @@ func pool(key, what string, cases []results.Case, get func(*results.Case) (strin
 			P50: max(worst.P50, sum.P50), P90: max(worst.P90, sum.P90), P99: max(worst.P99, sum.P99),
 			P999: max(worst.P999, sum.P999), Max: max(worst.Max, sum.Max), Mean: math.Max(worst.Mean, sum.Mean),
 		}
-		h, err := results.Decode(enc)
+		h, err := decode(enc)
 		if err != nil {
 			if key != "" {
 				problems = append(problems, fmt.Sprintf("%s trial %d: %s histogram does not decode (%v); using its recorded percentiles", key, c.Trial, what, err))

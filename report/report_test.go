@@ -375,7 +375,7 @@ func TestBadInputIsReportedNotFatal(t *testing.T) {
 
 func TestRenderReadsResultsJSON(t *testing.T) {
 	dir := t.TempDir()
-	if err := results.Write(filepath.Join(dir, report.ResultsFile), sample(t)); err != nil {
+	if err := results.Write(filepath.Join(dir, report.ResultsFile), twoLocks(t).f); err != nil {
 		t.Fatal(err)
 	}
 	if err := report.Render(dir); err != nil {
