@@ -97,3 +97,22 @@ func TestSeriesKeepApart(t *testing.T) {
 		t.Errorf("the control's own axis ends at %v, below its 200k", tp.below.Y.Max)
 	}
 }
+
+func TestFormats(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{fmtRate3(1215), "1.22k"}, {fmtRate3(12345), "12.3k"}, {fmtRate3(885), "885"}, {fmtRate3(999.7), "1k"}, {fmtRate3(2_345_678), "2.35M"},
+		{fmtPct(0.527), "53%"}, {fmtPct(0.0722), "7.2%"}, {fmtPct(0.0099), "0.99%"}, {fmtPct(0.0000241), "0.0024%"}, {fmtPct(0), "0%"},
+		{perInjection(0, tally{Injections: 40}).String(), "0 in 40 injections (rate ≤ 7.2% at 95%)"},
+		{perInjection(3, tally{Injections: 40}).String(), "3 in 40 injections (7.5%; ≤ 18% at 95%)"},
+		{perInjection(0, tally{}).String(), "0, in no injection: not judged"},
+		{perInjection(9, tally{Injections: 4}).String(), "9 in 4 injections (more than one per injection)"},
+		{perGrant(0, 300).cell(), "0/300 ≤0.99%"},
+		{plural(2, "class"), "2 classes"}, {plural(3, "history"), "3 histories"}, {plural(1, "trial"), "1 trial"}, {plural(2, "key"), "2 keys"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
