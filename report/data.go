@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/stats"
 )
 
 // The guard modes of results.Case.Guard, and the fault names the report
@@ -116,6 +117,12 @@ func analyse(f *results.File) *dataset {
 		}
 		if c.Clients <= 0 {
 			ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s): clients %d is not positive; it is kept in the tables but left out of per-client charts", i, c.Key(), c.Clients))
+		}
+		if c.Injections > 0 && c.IncidentRateUpper95 > 0 {
+			if own := (stats.Rate{K: c.Incidents, N: int64(c.Injections)}).Upper95(); math.Abs(own-c.IncidentRateUpper95) > 0.005 {
+				ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s trial %d): incident_rate_upper95 %.4f in the file, %.4f from its %d incidents in %d injections; the report uses its own",
+					i, c.Key(), c.Trial, c.IncidentRateUpper95, own, c.Incidents, c.Injections))
+			}
 		}
 		k := c.Key()
 		if _, ok := byKey[k]; !ok {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/stats"
 )
 
 // backendSpec is how a simulated backend behaves in the fixture: its
@@ -256,17 +257,9 @@ func (fx *fixture) add(b backendSpec, workload, fault, guard string, clients, tr
 		c.Linearizable, c.LinearizableReason = results.NotLinearizable, "two holders of one key at once"
 	}
 	if c.Injections > 0 {
-		c.IncidentRateUpper95 = upper95(c.Incidents, int64(c.Injections))
+		c.IncidentRateUpper95 = stats.Rate{K: c.Incidents, N: int64(c.Injections)}.Upper95()
 	}
 	fx.f.Cases = append(fx.f.Cases, c)
-}
-
-// upper95 is the bound the runner would write: 1 − 0.05^(1/n) for zero.
-func upper95(k, n int64) float64 {
-	if k == 0 {
-		return 1 - math.Pow(0.05, 1/float64(n))
-	}
-	return 1
 }
 
 // violations sets the safety counts the theory predicts for the case:

@@ -354,13 +354,15 @@ func TestBadInputIsReportedNotFatal(t *testing.T) {
 		{Backend: "", Workload: "", Fault: "", Clients: -3, Throughput: math.Inf(1), Timeline: []int64{1, 2}, TimelineStepS: 0},
 		{Backend: "etcd", Workload: "hot", Fault: "client-pause", Guard: "fence", Clients: 4, Timeline: []int64{5, 0, 5}, TimelineStepS: 1,
 			FaultWindows: []results.Window{{Label: "backwards", StartS: 3, EndS: 1}}},
+		{Backend: "etcd", Workload: "hot", Fault: "server-pause", Guard: "fence", Clients: 4, Injections: 10, Incidents: 0, IncidentRateUpper95: 0.5},
 	}}
 	dir := t.TempDir()
 	if err := report.Write(dir, f); err != nil {
 		t.Fatal(err)
 	}
 	md := string(read(t, filepath.Join(dir, "report.md")))
-	for _, want := range []string{"histogram does not decode", "throughput NaN", "clients -3 is not positive", "timeline step 0 s", "not a valid span"} {
+	for _, want := range []string{"histogram does not decode", "throughput NaN", "clients -3 is not positive", "timeline step 0 s", "not a valid span",
+		"incident\\_rate\\_upper95 0.5000 in the file, 0.2589 from its 0 incidents in 10 injections"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md does not name the problem %q", want)
 		}
