@@ -156,10 +156,35 @@ func drawWithLegend(c draw.Canvas, p *plot.Plot, lg *legend) {
 		defer func() { p.Title.Text = title }()
 	}
 	w := lg.width(c)
-	p.Draw(draw.Crop(c, 0, -w, 0, 0))
+	drawPlot(draw.Crop(c, 0, -w, 0, 0), p)
 	if w > 0 {
 		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(6)))
 	}
+}
+
+// drawPlot draws p into c. On a logarithmic vertical axis gonum centres
+// the axis label on the arithmetic mean of the range, which sits near
+// the top of a log axis, and then shrinks the data area until the label
+// fits: so such a label is drawn here instead, rotated and centred on
+// the left edge, and the plot gets the rest of the canvas.
+func drawPlot(c draw.Canvas, p *plot.Plot) {
+	if _, isLog := p.Y.Scale.(plot.LogScale); !isLog || p.Y.Label.Text == "" {
+		p.Draw(c)
+		return
+	}
+	label := p.Y.Label.Text
+	p.Y.Label.Text = ""
+	defer func() { p.Y.Label.Text = label }()
+	sty := p.Y.Label.TextStyle
+	sty.Rotation = math.Pi / 2
+	sty.XAlign, sty.YAlign = draw.XCenter, draw.YTop
+	h := p.Y.Label.TextStyle.Height(label) + p.Y.Label.Padding
+	top := c.Max.Y
+	if p.Title.Text != "" {
+		top -= p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+	}
+	c.FillText(sty, vg.Point{X: c.Min.X, Y: (top + c.Min.Y) / 2}, label)
+	p.Draw(draw.Crop(c, h, 0, 0, 0))
 }
 
 // drawTitle writes a figure title across the top of c and returns the

@@ -124,7 +124,7 @@ func gridChart(ch *chart, dir string, cols []string, panels []gridPanel, lg *leg
 		full := body.Max.Y - body.Min.Y
 		for k, p := range plots {
 			h := full * heights[k] / total
-			p.Draw(draw.Canvas{Canvas: body.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: body.Min.X, Y: top - h}, Max: vg.Point{X: body.Max.X, Y: top}}})
+			drawPlot(draw.Canvas{Canvas: body.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: body.Min.X, Y: top - h}, Max: vg.Point{X: body.Max.X, Y: top}}}, p)
 			top -= h
 		}
 	})

@@ -81,7 +81,7 @@ func (ds *dataset) latencyChart(dir, workload string, want int) (*chart, error) 
 	}
 	ch := &chart{
 		Name:   "latency-" + fileSafe(workload),
-		Title:  fmt.Sprintf("Acquire latency percentiles — workload %s, %d clients, fault none, guard %s", workload, clients, guard),
+		Title:  fmt.Sprintf("Acquire latency percentiles — workload %s, %d clients, fault none, guard %s, %s profile", workload, clients, guard, ds.profileOf(workload)),
 		Width:  10 * vg.Inch,
 		Height: 5.6 * vg.Inch,
 		Notes:  notes,

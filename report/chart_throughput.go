@@ -29,6 +29,13 @@ func (ds *dataset) profileUnder(workload, fault string) (string, []string) {
 	return best, without(all, best)
 }
 
+// profileOf is the durability profile of a workload's fault-free
+// charts.
+func (ds *dataset) profileOf(workload string) string {
+	p, _ := ds.profileUnder(workload, faultNone)
+	return p
+}
+
 // tpSeries is one backend's throughput line: per client count, the
 // median over trials and the range.
 type tpSeries struct {
@@ -62,8 +69,8 @@ func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
 		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(6)))
 		body := draw.Crop(c, 0, -w, 0, 0)
 		h := body.Max.Y - body.Min.Y
-		main.Draw(draw.Crop(body, 0, 0, h*0.40, 0))
-		below.Draw(draw.Crop(body, 0, 0, 0, -h*0.63))
+		drawPlot(draw.Crop(body, 0, 0, h*0.43, 0), main)
+		drawPlot(draw.Crop(body, 0, 0, 0, -h*0.63), below)
 	})
 }
 

@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/lockbench/lockbench/results"
 )
 
 var (
@@ -70,12 +72,12 @@ func (s *shade) Plot(c draw.Canvas, p *plot.Plot) {
 // timelineCombo is the workload, guard and client count of the cases a
 // timeline shows.
 type timelineCombo struct {
-	workload, guard string
-	clients         int
+	workload, guard, profile string
+	clients                  int
 }
 
 func (tc timelineCombo) String() string {
-	return fmt.Sprintf("workload %s, guard %s, %d clients", tc.workload, tc.guard, tc.clients)
+	return fmt.Sprintf("workload %s, guard %s, %d clients, %s profile", tc.workload, tc.guard, tc.clients, tc.profile)
 }
 
 // timelineGroups picks, for a fault, one group per backend: the
@@ -87,7 +89,7 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 	count := map[timelineCombo]int{}
 	for _, g := range ds.find(query{Fault: fault}) {
 		if len(g.Timeline) > 0 {
-			count[timelineCombo{g.Workload, g.Guard, g.Clients}]++
+			count[timelineCombo{g.Workload, g.Guard, g.profile(), g.Clients}]++
 		}
 	}
 	combos := make([]timelineCombo, 0, len(count))
@@ -95,7 +97,7 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 		combos = append(combos, c)
 	}
 	order := func(a, b timelineCombo) int {
-		return cmp.Or(cmp.Compare(count[b], count[a]), compareGuards(a.guard, b.guard),
+		return cmp.Or(cmp.Compare(count[b], count[a]), compareGuards(a.guard, b.guard), cmp.Compare(rank(a.profile, results.DurabilityFast), rank(b.profile, results.DurabilityFast)),
 			cmp.Compare(slices.Index(ds.Workloads, a.workload), slices.Index(ds.Workloads, b.workload)),
 			cmp.Compare(b.clients, a.clients))
 	}
@@ -119,7 +121,7 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 			if len(g.Timeline) == 0 {
 				continue
 			}
-			if best == nil || order(timelineCombo{g.Workload, g.Guard, g.Clients}, timelineCombo{best.Workload, best.Guard, best.Clients}) < 0 {
+			if best == nil || order(timelineCombo{g.Workload, g.Guard, g.profile(), g.Clients}, timelineCombo{best.Workload, best.Guard, best.profile(), best.Clients}) < 0 {
 				best = g
 			}
 		}
@@ -171,7 +173,7 @@ func (ds *dataset) timelineChart(dir, fault string) (*chart, error) {
 	var plots []*plot.Plot
 	for i, g := range picked {
 		title := g.Backend
-		if combo := (timelineCombo{g.Workload, g.Guard, g.Clients}); combo != common {
+		if combo := (timelineCombo{g.Workload, g.Guard, g.profile(), g.Clients}); combo != common {
 			title += " — " + combo.String()
 		}
 		title += fmt.Sprintf(" (%s, step %s s)", plural(int64(g.Trials), "trial"), fmtSeconds(g.TimelineStepS))
@@ -235,7 +237,7 @@ func drawStacked(c draw.Canvas, plots []*plot.Plot) {
 	}
 	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(2), PadBottom: vg.Points(2)}
 	for i, cs := range plot.Align(rows, tiles, c) {
-		plots[i].Draw(cs[0])
+		drawPlot(cs[0], plots[i])
 	}
 }
 
