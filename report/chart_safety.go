@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"slices"
+	"strings"
 )
 
 // Cell colours of the safety grid.
@@ -56,6 +57,9 @@ func (ds *dataset) safetyCell(backend, fault, guard string) gridCell {
 	if t.TokenRegressions > 0 {
 		lines = append(lines, cellLine{fmt.Sprintf("token regr %d", t.TokenRegressions), true})
 	}
+	if strings.Contains(t.Durability, ",") {
+		lines = append(lines, cellLine{"profiles " + t.Durability, false})
+	}
 	fill := cellClean
 	switch {
 	case t.lockBugs() > 0:
@@ -87,7 +91,7 @@ func (ds *dataset) safetyChart(dir string) (*chart, error) {
 		Read: "One panel per resource guard. In each cell (a fault, a backend), \"bug k/n ≤u\" counts lock-bug incidents — two holders while the first lease was still valid — " +
 			"in n injections with the 95% upper bound u on their rate (per grant without a fault); \"exp\" counts expired-holder incidents, what fencing is for; " +
 			"\"stale\" the stale writes the resource accepted and rejected. Dark red: a lock bug; light red: another violation; blue: holders outlived their lease but nothing stale got through; " +
-			"green: nothing; yellow: fenced, but the backend issues no tokens; grey: not judged (see the coverage table for why).",
+			"green: nothing; yellow: fenced, but the backend issues no tokens; grey: not judged (see the coverage table for why). A cell that pools durability profiles names them; the safety table splits them.",
 	}
 	var panels []gridPanel
 	for _, guard := range ds.Guards {
