@@ -141,4 +141,3 @@ func (v verdicts) withReasons() string {
 	}
 	return s
 }
-
