@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
@@ -82,7 +83,7 @@ const (
 	labelSize  = 12.5
 	tickSize   = 11
 	legendSize = 11.5
-	cellSize   = 10.5
+	cellSize   = 9.5
 )
 
 func textStyle(size vg.Length, bold bool) text.Style {
@@ -155,10 +156,35 @@ func drawWithLegend(c draw.Canvas, p *plot.Plot, lg *legend) {
 		defer func() { p.Title.Text = title }()
 	}
 	w := lg.width(c)
-	p.Draw(draw.Crop(c, 0, -w, 0, 0))
+	drawPlot(draw.Crop(c, 0, -w, 0, 0), p)
 	if w > 0 {
 		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(6)))
 	}
+}
+
+// drawPlot draws p into c. On a logarithmic vertical axis gonum centres
+// the axis label on the arithmetic mean of the range, which sits near
+// the top of a log axis, and then shrinks the data area until the label
+// fits: so such a label is drawn here instead, rotated and centred on
+// the left edge, and the plot gets the rest of the canvas.
+func drawPlot(c draw.Canvas, p *plot.Plot) {
+	if _, isLog := p.Y.Scale.(plot.LogScale); !isLog || p.Y.Label.Text == "" {
+		p.Draw(c)
+		return
+	}
+	label := p.Y.Label.Text
+	p.Y.Label.Text = ""
+	defer func() { p.Y.Label.Text = label }()
+	sty := p.Y.Label.TextStyle
+	sty.Rotation = math.Pi / 2
+	sty.XAlign, sty.YAlign = draw.XCenter, draw.YTop
+	h := p.Y.Label.TextStyle.Height(label) + p.Y.Label.Padding
+	top := c.Max.Y
+	if p.Title.Text != "" {
+		top -= p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+	}
+	c.FillText(sty, vg.Point{X: c.Min.X, Y: (top + c.Min.Y) / 2}, label)
+	p.Draw(draw.Crop(c, h, 0, 0, 0))
 }
 
 // drawTitle writes a figure title across the top of c and returns the
@@ -170,9 +196,12 @@ func drawTitle(c draw.Canvas, title string) draw.Canvas {
 	return draw.Crop(c, 0, 0, 0, -(sty.Rectangle(title).Size().Y + vg.Points(12)))
 }
 
-// The palette is Okabe–Ito (distinguishable with the common colour
-// vision deficiencies) with grey in place of yellow, which is too pale
-// on white. Backends also differ by glyph and, past eight, by dashes.
+// The palette starts with Okabe–Ito (distinguishable with the common
+// colour vision deficiencies, yellow left out as too pale on white) and
+// goes on with Kelly's colours of maximum contrast, so that the ~13
+// backends of a full run each get a colour of their own; past the eighth
+// they are also dashed, and each has its own glyph. Grey is kept for
+// the control.
 var palette = []color.Color{
 	color.RGBA{0, 114, 178, 255},   // blue
 	color.RGBA{213, 94, 0, 255},    // vermillion
@@ -181,12 +210,23 @@ var palette = []color.Color{
 	color.RGBA{230, 159, 0, 255},   // orange
 	color.RGBA{86, 180, 233, 255},  // sky blue
 	color.RGBA{0, 0, 0, 255},       // black
-	color.RGBA{120, 120, 120, 255}, // grey
+	color.RGBA{136, 45, 23, 255},   // reddish brown
+	color.RGBA{141, 182, 0, 255},   // yellow green
+	color.RGBA{96, 78, 151, 255},   // violet
+	color.RGBA{190, 0, 50, 255},    // crimson
+	color.RGBA{0, 128, 128, 255},   // teal
+	color.RGBA{249, 147, 121, 255}, // salmon
+	color.RGBA{85, 107, 47, 255},   // olive
+	color.RGBA{161, 202, 241, 255}, // light blue
+	color.RGBA{194, 178, 128, 255}, // buff
 }
+
+// controlColor is the control's grey, in no other series.
+var controlColor = color.RGBA{128, 128, 128, 255}
 
 var glyphs = []draw.GlyphDrawer{
 	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
-	draw.RingGlyph{}, draw.BoxGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{},
+	draw.RingGlyph{}, draw.BoxGlyph{}, draw.PlusGlyph{},
 }
 
 // seriesStyle is how one backend is drawn in every chart, so a backend
@@ -196,27 +236,42 @@ type seriesStyle struct {
 	glyph draw.GlyphStyle
 }
 
+// styleFor is the style of the i-th real lock. Past the palette the
+// colours would repeat, so the line pattern changes with every lap.
 func styleFor(i int) seriesStyle {
 	c := palette[i%len(palette)]
 	s := seriesStyle{
 		line:  draw.LineStyle{Color: c, Width: vg.Points(2)},
 		glyph: draw.GlyphStyle{Color: c, Radius: vg.Points(3.5), Shape: glyphs[i%len(glyphs)]},
 	}
-	if i >= len(palette) {
+	switch lap := i / 8; {
+	case lap == 1:
 		s.line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+	case lap >= 2:
+		s.line.Dashes = []vg.Length{vg.Points(2), vg.Points(2), vg.Points(6), vg.Points(2)}
 	}
 	return s
 }
 
-// backendStyle returns the style of a backend by its place in the
-// run's backend list.
-func (ds *dataset) backendStyle(backend string) seriesStyle {
-	for i, b := range ds.Backends {
-		if b == backend {
-			return styleFor(i)
-		}
+// controlStyle is the control's: grey, dotted, crosses.
+func controlStyle() seriesStyle {
+	return seriesStyle{
+		line:  draw.LineStyle{Color: controlColor, Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(1.5), vg.Points(2.5)}},
+		glyph: draw.GlyphStyle{Color: controlColor, Radius: vg.Points(4), Shape: draw.CrossGlyph{}},
 	}
-	return styleFor(len(ds.Backends))
+}
+
+// backendStyle returns the style of a backend by its place among the
+// run's real locks; the control has its own.
+func (ds *dataset) backendStyle(backend string) seriesStyle {
+	if isControl(backend) {
+		return controlStyle()
+	}
+	real := ds.realBackends()
+	if i := slices.Index(real, backend); i >= 0 {
+		return styleFor(i)
+	}
+	return styleFor(len(real))
 }
 
 // logRange returns a log axis range covering the positive values of vs

@@ -55,7 +55,7 @@ func (ds *dataset) cdfChart(dir, workload string, want int) (*chart, error) {
 	present, notes := ds.latencyCases(workload, guard, clients)
 	ch := &chart{
 		Name:   "cdf-" + fileSafe(workload),
-		Title:  fmt.Sprintf("Acquire latency CDF — workload %s, %d clients, fault none, guard %s", workload, clients, guard),
+		Title:  fmt.Sprintf("Acquire latency CDF — workload %s, %d clients, fault none, guard %s, %s profile", workload, clients, guard, ds.profileOf(workload)),
 		Width:  10 * vg.Inch,
 		Height: 5.6 * vg.Inch,
 		Read: "A point (x, y) means a fraction y of all acquires waited at most x. Curves further left are faster; " +

@@ -17,7 +17,7 @@ import (
 // backends were measured (the larger on a tie, where contention shows).
 func (ds *dataset) latencyClients(workload, guard string, want int) int {
 	count := map[int]int{}
-	for _, g := range ds.find(group{Workload: workload, Fault: faultNone, Guard: guard}) {
+	for _, g := range ds.find(query{Workload: workload, Fault: faultNone, Guard: guard}) {
 		if g.Clients > 0 {
 			count[g.Clients]++
 		}
@@ -48,9 +48,12 @@ var percentileStyles = []struct {
 // latencyCases returns, per backend, the group the latency charts use
 // for a workload, and notes on what is missing.
 func (ds *dataset) latencyCases(workload, guard string, clients int) (present []*group, notes []string) {
+	profile, _ := ds.profileUnder(workload, faultNone)
 	for _, b := range ds.Backends {
-		gs := ds.find(group{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: clients})
+		gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: clients, Durability: profile, EveryProfile: true})
 		switch {
+		case len(gs) == 0 && len(ds.find(query{Backend: b, Fault: faultNone})) == 0:
+			// never run without faults (a variant): nothing to miss here
 		case len(gs) == 0:
 			notes = append(notes, fmt.Sprintf("%s: not measured at %d clients (workload %s, fault none, guard %s).", b, clients, workload, guard))
 		case gs[0].Acquired == 0 && gs[0].Latency.P999 == 0:
@@ -78,7 +81,7 @@ func (ds *dataset) latencyChart(dir, workload string, want int) (*chart, error) 
 	}
 	ch := &chart{
 		Name:   "latency-" + fileSafe(workload),
-		Title:  fmt.Sprintf("Acquire latency percentiles — workload %s, %d clients, fault none, guard %s", workload, clients, guard),
+		Title:  fmt.Sprintf("Acquire latency percentiles — workload %s, %d clients, fault none, guard %s, %s profile", workload, clients, guard, ds.profileOf(workload)),
 		Width:  10 * vg.Inch,
 		Height: 5.6 * vg.Inch,
 		Notes:  notes,

@@ -4,21 +4,17 @@ import (
 	"fmt"
 	"image/color"
 	"slices"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/text"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
+	"strings"
 )
 
 // Cell colours of the safety grid.
 var (
+	cellLockBug   = color.RGBA{230, 120, 100, 255}
 	cellViolation = color.RGBA{248, 196, 182, 255}
 	cellClean     = color.RGBA{198, 233, 212, 255}
 	cellAbsent    = color.RGBA{238, 238, 238, 255}
 	cellNoTokens  = color.RGBA{255, 232, 160, 255}
 	cellCaught    = color.RGBA{190, 214, 240, 255}
-	cellEdge      = color.RGBA{255, 255, 255, 255}
 )
 
 // guardTitle explains a guard mode in a panel title.
@@ -27,203 +23,123 @@ func guardTitle(guard string) string {
 	case guardNone:
 		return "guard none: no fencing"
 	case guardFence:
-		return "guard fence: the resource checks fencing tokens"
+		return "guard fence: the resource checks fencing tokens on writes"
+	case "fence-rw":
+		return "guard fence-rw: the resource checks tokens on reads and writes"
 	case "cas":
-		return "guard cas: the resource compares the lock's random value"
+		return "guard cas: the resource marks the key at first access, writes only if the mark is still ours"
 	}
 	return "guard " + guard
 }
 
-// safetyCell is one fault × backend × guard: the summed counts of all
-// its workloads, client counts and trials.
-type safetyCell struct {
-	measured bool
-	t        group
-}
-
-func (sc safetyCell) lines() []cellLine {
-	if !sc.measured {
-		return []cellLine{{text: "not run"}}
+// safetyCell returns the grid cell of one fault × backend × guard: the
+// incidents by class and the stale writes, with their bounds.
+func (ds *dataset) safetyCell(backend, fault, guard string) gridCell {
+	gs := ds.find(query{Backend: backend, Fault: fault, Guard: guard})
+	if len(gs) == 0 {
+		return gridCell{fill: cellAbsent, lines: []cellLine{{text: "not judged"}}, dim: true}
 	}
-	out := []cellLine{
-		{fmt.Sprintf("overlaps %d", sc.t.Overlaps), sc.t.Overlaps > 0},
-		{fmt.Sprintf("stale acc %d", sc.t.StaleAccepted), sc.t.StaleAccepted > 0},
-		{fmt.Sprintf("stale rej %d", sc.t.StaleRejected), false},
-	}
-	if sc.t.LostUpdates > 0 {
-		out = append(out, cellLine{fmt.Sprintf("lost upd %d", sc.t.LostUpdates), true})
-	}
-	if sc.t.TokenRegressions > 0 {
-		out = append(out, cellLine{fmt.Sprintf("token regr %d", sc.t.TokenRegressions), true})
-	}
-	if sc.t.Unfenced && !sc.t.Fencing {
-		out = append(out, cellLine{"no tokens issued", false})
-	}
-	return out
-}
-
-type cellLine struct {
-	text string
-	bold bool
-}
-
-// cellGrid draws a table of coloured cells with text in data
-// coordinates: column i, row j is centred on (i, j).
-type cellGrid struct {
-	cells  [][]safetyCell // [row][col]
-	fenced bool           // the panel's guard checks tokens
-}
-
-// Plot implements plot.Plotter.
-func (cg *cellGrid) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	regular, bold := textStyle(cellSize, false), textStyle(cellSize, true)
-	for j, row := range cg.cells {
-		for i, cell := range row {
-			r := vg.Rectangle{
-				Min: vg.Point{X: trX(float64(i) - 0.5), Y: trY(float64(j) - 0.5)},
-				Max: vg.Point{X: trX(float64(i) + 0.5), Y: trY(float64(j) + 0.5)},
-			}
-			fill := cellAbsent
-			switch {
-			case !cell.measured:
-			case cg.fenced && cell.t.Fencing && cell.t.Overlaps > 0 && cell.t.violations() == cell.t.Overlaps:
-				fill = cellCaught
-			case cell.t.violations() > 0:
-				fill = cellViolation
-			case cell.t.Unfenced && !cell.t.Fencing:
-				fill = cellNoTokens
-			default:
-				fill = cellClean
-			}
-			c.SetColor(fill)
-			c.Fill(r.Path())
-			c.SetLineStyle(draw.LineStyle{Color: cellEdge, Width: vg.Points(2)})
-			c.Stroke(r.Path())
-			lines := cell.lines()
-			lh := regular.Rectangle("Xg").Size().Y
-			y := (r.Min.Y+r.Max.Y)/2 + lh*vg.Length(len(lines))/2
-			for _, l := range lines {
-				sty := regular
-				if l.bold {
-					sty = bold
-				}
-				if !cell.measured {
-					sty.Color = color.Gray{Y: 110}
-				}
-				sty.XAlign, sty.YAlign = text.XCenter, text.YTop
-				c.FillText(sty, vg.Point{X: (r.Min.X + r.Max.X) / 2, Y: y}, l.text)
-				y -= lh
-			}
+	t := totals(gs)
+	rate := func(k int64) string {
+		if gs[0].FaultClass == faultNone {
+			return perGrant(k, t.Acquired).cell()
 		}
+		return perInjection(k, t.tally).cell()
 	}
+	lines := []cellLine{
+		{"bug " + rate(t.lockBugs()), t.lockBugs() > 0},
+		{"exp " + rate(t.IncidentsExpired), false},
+		{fmt.Sprintf("stale %d acc, %d rej", t.StaleAccepted, t.StaleRejected), t.StaleAccepted > 0},
+	}
+	if t.LostUpdates > 0 {
+		lines = append(lines, cellLine{fmt.Sprintf("lost upd %d", t.LostUpdates), true})
+	}
+	if t.TokenRegressions > 0 {
+		lines = append(lines, cellLine{fmt.Sprintf("token regr %d", t.TokenRegressions), true})
+	}
+	if strings.Contains(t.Durability, ",") {
+		lines = append(lines, cellLine{"profiles " + t.Durability, false})
+	}
+	fill := cellClean
+	switch {
+	case t.lockBugs() > 0:
+		fill = cellLockBug
+	case t.violations() > 0:
+		fill = cellViolation
+	case t.Unfenced && !t.Fencing:
+		fill = cellNoTokens
+		lines = append(lines, cellLine{"no tokens issued", false})
+	case t.IncidentsExpired > 0:
+		fill = cellCaught
+	}
+	return gridCell{fill: fill, lines: lines}
 }
 
 // safetyChart draws, for each guard mode, a grid of faults (rows) by
-// backends (columns) whose cells hold the overlaps and the stale writes
-// accepted and rejected, summed over workloads, client counts and
-// trials. Cells are red when any violation was counted, green when none
-// was, grey when the combination was not run — so a missing backend or
-// fault is visibly missing, never a reassuring zero.
+// backends (columns) whose cells hold the lock-bug and expired-holder
+// incidents per injection with their 95% bounds, and the stale writes
+// accepted and rejected, over every workload, client count, profile and
+// trial. A combination not run is grey and says "not judged", never a
+// reassuring zero.
 func (ds *dataset) safetyChart(dir string) (*chart, error) {
 	if len(ds.Groups) == 0 {
 		return nil, nil
 	}
-	nb, nf := len(ds.Backends), len(ds.Faults)
 	ch := &chart{
 		Name:  "safety",
-		Title: "Safety per fault × backend (counts summed over workloads, client counts and trials)",
-		Read: "One panel per resource guard (fencing off and on). Each cell counts, for a fault (row) and a backend " +
-			"(column), the times two clients held the lock at once (overlaps) and the stale writes the resource " +
-			"accepted or rejected. Red means at least one violation; blue that the lock overlapped but fencing rejected every stale write (no stale write accepted, no lost update, no token regression); green no violation; yellow a fenced run of a backend that issues no " +
-			"tokens (nothing to check), grey that the combination was not run.",
+		Title: "Safety per fault × backend: incidents per injection with their 95% upper bounds",
+		Read: "One panel per resource guard. In each cell (a fault, a backend), \"bug k/n ≤u\" counts lock-bug incidents — two holders while the first lease was still valid — " +
+			"in n injections with the 95% upper bound u on their rate (per grant without a fault); \"exp\" counts expired-holder incidents, what fencing is for; " +
+			"\"stale\" the stale writes the resource accepted and rejected. Dark red: a lock bug; light red: another violation; blue: holders outlived their lease but nothing stale got through; " +
+			"green: nothing; yellow: fenced, but the backend issues no tokens; grey: not judged (see the coverage table for why). A cell that pools durability profiles names them; the safety table splits them.",
 	}
-	type panel struct {
-		guard  string
-		cells  [][]safetyCell
-		height vg.Length
-	}
-	var panels []panel
-	rowLines := 3
+	var panels []gridPanel
 	for _, guard := range ds.Guards {
-		pn := panel{guard: guard}
-		lines := 3
-		for j := nf - 1; j >= 0; j-- { // first fault on top
-			var row []safetyCell
+		pn := gridPanel{title: guardTitle(guard)}
+		for _, f := range ds.Faults {
+			if len(ds.find(query{Fault: f, Guard: guard})) > 0 {
+				pn.rows = append(pn.rows, f)
+			}
+		}
+		for _, f := range pn.rows {
+			var row []gridCell
 			for _, b := range ds.Backends {
-				gs := ds.find(group{Backend: b, Fault: ds.Faults[j], Guard: guard})
-				cell := safetyCell{measured: len(gs) > 0, t: totals(gs)}
-				lines = max(lines, len(cell.lines()))
-				row = append(row, cell)
+				row = append(row, ds.safetyCell(b, f, guard))
 			}
 			pn.cells = append(pn.cells, row)
 		}
-		rowLines = max(rowLines, lines)
 		panels = append(panels, pn)
 	}
-	rowH := vg.Length(rowLines)*vg.Points(cellSize*1.25) + vg.Points(10)
-	for i := range panels {
-		panels[i].height = vg.Length(nf)*rowH + vg.Inch*1.05
-	}
 	lg := newLegend()
-	lg.add("at least one violation", swatch{fill: cellViolation})
-	lg.add("overlaps, but fencing rejected", swatch{fill: cellCaught})
-	lg.add("   every stale write")
-	lg.add("no violation counted", swatch{fill: cellClean})
-	lg.add("fenced, but no tokens to check", swatch{fill: cellNoTokens})
-	lg.add("combination not run", swatch{fill: cellAbsent})
+	lg.add("lock-bug incident", swatch{fill: cellLockBug})
+	lg.add("other violation", swatch{fill: cellViolation})
+	lg.add("expired holders, nothing", swatch{fill: cellCaught})
+	lg.add("   stale got through")
+	lg.add("nothing counted", swatch{fill: cellClean})
+	lg.add("fenced, no tokens to check", swatch{fill: cellNoTokens})
+	lg.add("not judged", swatch{fill: cellAbsent})
 	lg.add("")
-	lg.add("overlaps: two holders at once")
-	lg.add("stale acc: stale write accepted")
-	lg.add("stale rej: stale write rejected")
-	lg.add("lost upd: lost counter updates")
-	lg.add("token regr: token went back")
+	lg.add("bug: lock-bug incidents")
+	lg.add("exp: expired-holder incidents")
+	lg.add("k/n ≤u: k in n injections,")
+	lg.add("   rate ≤ u at 95%")
+	lg.add("stale acc/rej: stale writes")
+	lg.add("   accepted / rejected")
 	lg.add("bold: a violation count")
-
-	colW := vg.Inch * 1.25
-	ch.Width = max(10*vg.Inch, vg.Length(nb)*colW+1.6*vg.Inch+2.6*vg.Inch)
-	ch.Height = vg.Inch * 0.55
-	for _, pn := range panels {
-		ch.Height += pn.height
-	}
-	var plots []*plot.Plot
-	for _, pn := range panels {
-		xlabel := ""
-		if len(plots) == len(panels)-1 {
-			xlabel = "backend"
-		}
-		p := newPlot(guardTitle(pn.guard), xlabel, "fault")
-		p.Title.TextStyle = textStyle(labelSize+0.5, true)
-		p.Title.TextStyle.XAlign, p.Title.TextStyle.YAlign = draw.XCenter, draw.YTop
-		p.NominalX(ds.Backends...)
-		fitNominalX(p, ds.Backends, vg.Length(nb)*colW)
-		p.NominalY(reversed(ds.Faults)...)
-		p.X.Padding, p.Y.Padding = 0, 0
-		p.X.Min, p.X.Max = -0.5, float64(nb)-0.5
-		p.Y.Min, p.Y.Max = -0.5, float64(nf)-0.5
-		p.Add(&cellGrid{cells: pn.cells, fenced: pn.guard == guardFence})
-		plots = append(plots, p)
-	}
-	for _, pn := range panels {
-		for i, b := range ds.Backends {
+	for _, guard := range ds.Guards {
+		for _, b := range ds.Backends {
 			var faults []string
-			for j := nf - 1; j >= 0; j-- {
-				if cell := pn.cells[j][i]; cell.measured && cell.t.Unfenced && !cell.t.Fencing {
-					faults = append(faults, ds.Faults[nf-1-j])
+			for _, f := range ds.Faults {
+				if t := totals(ds.find(query{Backend: b, Fault: f, Guard: guard})); t.Unfenced && !t.Fencing {
+					faults = append(faults, f)
 				}
 			}
 			if len(faults) > 0 {
-				ch.Notes = append(ch.Notes, fmt.Sprintf("%s: guard %s ran under %s, but the backend issued no tokens for the resource to check.", b, pn.guard, joinAnd(faults)))
+				ch.Notes = append(ch.Notes, fmt.Sprintf("%s: guard %s ran under %s, but the backend issued no tokens for the resource to check.", b, guard, joinAnd(faults)))
 			}
 		}
 	}
-	return ch, ch.render(dir, func(c draw.Canvas) {
-		c = drawTitle(c, ch.Title)
-		w := lg.width(c)
-		body := draw.Crop(c, 0, -w, 0, 0)
-		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(30)))
-		drawStacked(body, plots)
-	})
+	return gridChart(ch, dir, ds.Backends, panels, lg, "fault")
 }
 
 func reversed(s []string) []string {

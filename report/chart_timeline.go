@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/lockbench/lockbench/results"
 )
 
 var (
@@ -70,12 +72,12 @@ func (s *shade) Plot(c draw.Canvas, p *plot.Plot) {
 // timelineCombo is the workload, guard and client count of the cases a
 // timeline shows.
 type timelineCombo struct {
-	workload, guard string
-	clients         int
+	workload, guard, profile string
+	clients                  int
 }
 
 func (tc timelineCombo) String() string {
-	return fmt.Sprintf("workload %s, guard %s, %d clients", tc.workload, tc.guard, tc.clients)
+	return fmt.Sprintf("workload %s, guard %s, %d clients, %s profile", tc.workload, tc.guard, tc.clients, tc.profile)
 }
 
 // timelineGroups picks, for a fault, one group per backend: the
@@ -85,9 +87,9 @@ func (tc timelineCombo) String() string {
 // panel title.
 func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []*group, notes []string) {
 	count := map[timelineCombo]int{}
-	for _, g := range ds.find(group{Fault: fault}) {
+	for _, g := range ds.find(query{Fault: fault}) {
 		if len(g.Timeline) > 0 {
-			count[timelineCombo{g.Workload, g.Guard, g.Clients}]++
+			count[timelineCombo{g.Workload, g.Guard, g.profile(), g.Clients}]++
 		}
 	}
 	combos := make([]timelineCombo, 0, len(count))
@@ -95,7 +97,7 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 		combos = append(combos, c)
 	}
 	order := func(a, b timelineCombo) int {
-		return cmp.Or(cmp.Compare(count[b], count[a]), compareGuards(a.guard, b.guard),
+		return cmp.Or(cmp.Compare(count[b], count[a]), compareGuards(a.guard, b.guard), cmp.Compare(rank(a.profile, results.DurabilityFast), rank(b.profile, results.DurabilityFast)),
 			cmp.Compare(slices.Index(ds.Workloads, a.workload), slices.Index(ds.Workloads, b.workload)),
 			cmp.Compare(b.clients, a.clients))
 	}
@@ -105,9 +107,13 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 	}
 	common = combos[0]
 	for _, b := range ds.Backends {
-		gs := ds.find(group{Backend: b, Fault: fault})
+		gs := ds.find(query{Backend: b, Fault: fault})
 		if len(gs) == 0 {
-			notes = append(notes, fmt.Sprintf("%s: not run under %s.", b, fault))
+			if class := ds.classOfFault(fault); len(ds.find(query{Backend: b, Class: class})) == 0 {
+				notes = append(notes, fmt.Sprintf("%s: not run under %s — %s.", b, fault, ds.notJudged(b, class)))
+			} else {
+				notes = append(notes, fmt.Sprintf("%s: not run under %s, only under other params of %s.", b, fault, class))
+			}
 			continue
 		}
 		var best *group
@@ -115,7 +121,7 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 			if len(g.Timeline) == 0 {
 				continue
 			}
-			if best == nil || order(timelineCombo{g.Workload, g.Guard, g.Clients}, timelineCombo{best.Workload, best.Guard, best.Clients}) < 0 {
+			if best == nil || order(timelineCombo{g.Workload, g.Guard, g.profile(), g.Clients}, timelineCombo{best.Workload, best.Guard, best.profile(), best.Clients}) < 0 {
 				best = g
 			}
 		}
@@ -126,6 +132,15 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 		picked = append(picked, best)
 	}
 	return common, picked, notes
+}
+
+// classOfFault returns the class of a fault name as its groups record
+// it.
+func (ds *dataset) classOfFault(fault string) string {
+	if gs := ds.find(query{Fault: fault}); len(gs) > 0 {
+		return gs[0].FaultClass
+	}
+	return baseName(fault)
 }
 
 // timelineChart draws one panel per backend for a fault: grants per
@@ -158,7 +173,7 @@ func (ds *dataset) timelineChart(dir, fault string) (*chart, error) {
 	var plots []*plot.Plot
 	for i, g := range picked {
 		title := g.Backend
-		if combo := (timelineCombo{g.Workload, g.Guard, g.Clients}); combo != common {
+		if combo := (timelineCombo{g.Workload, g.Guard, g.profile(), g.Clients}); combo != common {
 			title += " — " + combo.String()
 		}
 		title += fmt.Sprintf(" (%s, step %s s)", plural(int64(g.Trials), "trial"), fmtSeconds(g.TimelineStepS))
@@ -222,7 +237,7 @@ func drawStacked(c draw.Canvas, plots []*plot.Plot) {
 	}
 	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(2), PadBottom: vg.Points(2)}
 	for i, cs := range plot.Align(rows, tiles, c) {
-		plots[i].Draw(cs[0])
+		drawPlot(cs[0], plots[i])
 	}
 }
 

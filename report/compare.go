@@ -18,7 +18,7 @@ import (
 
 // CompareOptions set what counts as a regression between two runs.
 type CompareOptions struct {
-	// ThroughputDrop flags a case whose mean throughput fell by more
+	// ThroughputDrop flags a case whose median throughput fell by more
 	// than this fraction of the baseline's; 0 means 0.10.
 	ThroughputDrop float64
 	// P99Rise flags a case whose acquire p99 rose by more than this
@@ -43,8 +43,11 @@ func (o CompareOptions) withDefaults() (CompareOptions, error) {
 }
 
 // Counts are the safety counts of a case, summed over its trials.
+// LockBugs are the lock-bug incidents (with the ones nobody classified),
+// Expired the expired-holder incidents.
 type Counts struct {
 	Overlaps, StaleAccepted, StaleRejected, LostUpdates, TokenRegressions int64
+	LockBugs, Expired                                                     int64
 }
 
 // CompareRow compares one case key (results.Case.Key) across two runs,
@@ -89,9 +92,10 @@ func (c *Comparison) Regressions() []CompareRow {
 }
 
 // Diff compares head against base case by case. Throughput and p99 are
-// flagged past the Options' thresholds; any increase in overlaps, stale
-// writes accepted, lost updates or token regressions is a regression
-// (stale writes rejected are the guard working, so they are not).
+// flagged past the Options' thresholds; any increase in overlaps,
+// lock-bug incidents, stale writes accepted, lost updates or token
+// regressions is a regression (stale writes rejected are the guard
+// working, so they are not). Invalid cases take no part.
 func Diff(base, head *results.File, o CompareOptions) (*Comparison, error) {
 	o, err := o.withDefaults()
 	if err != nil {
@@ -108,7 +112,8 @@ func Diff(base, head *results.File, o CompareOptions) (*Comparison, error) {
 			rows[g.Key] = r
 			keys = append(keys, g.Key)
 		}
-		counts := Counts{g.Overlaps, g.StaleAccepted, g.StaleRejected, g.LostUpdates, g.TokenRegressions}
+		counts := Counts{Overlaps: g.Overlaps, StaleAccepted: g.StaleAccepted, StaleRejected: g.StaleRejected, LostUpdates: g.LostUpdates,
+			TokenRegressions: g.TokenRegressions, LockBugs: g.lockBugs(), Expired: g.IncidentsExpired}
 		if isBase {
 			r.InBase, r.BaseThroughput, r.BaseP99, r.Base = true, g.Throughput, g.Latency.P99, counts
 		} else {
@@ -191,6 +196,7 @@ func (r *CompareRow) judge(o CompareOptions) {
 		base, head int64
 	}{
 		{"overlaps", r.Base.Overlaps, r.Head.Overlaps},
+		{"lock-bug incidents", r.Base.LockBugs, r.Head.LockBugs},
 		{"stale accepted", r.Base.StaleAccepted, r.Head.StaleAccepted},
 		{"lost updates", r.Base.LostUpdates, r.Head.LostUpdates},
 		{"token regressions", r.Base.TokenRegressions, r.Head.TokenRegressions},
@@ -270,7 +276,7 @@ func formatTime(t time.Time) string {
 }
 
 func (c *Comparison) document() *document {
-	d := &document{title: "lockbench comparison"}
+	d := &document{title: "lockbench comparison", blocks: []block{contents{}}}
 	d.h(2, "Runs")
 	d.list([]string{"Baseline: " + runLine(c.Base), "New run: " + runLine(c.Head)})
 	var onlyBase, onlyHead int
@@ -295,7 +301,7 @@ func (c *Comparison) document() *document {
 	}
 	d.strong(verdict)
 	d.list(c.Changes)
-	d.p(fmt.Sprintf("A case regresses when its mean throughput fell by more than %.0f%%, its acquire p99 rose by more than %.0f%%, or any of overlaps, stale writes accepted, lost updates or token regressions increased. Ratios are new/baseline; trials are aggregated as in the report (mean throughput, merged histograms, summed counts).",
+	d.p(fmt.Sprintf("A case regresses when its median throughput fell by more than %.0f%%, its acquire p99 rose by more than %.0f%%, or any of overlaps, lock-bug incidents, stale writes accepted, lost updates or token regressions increased. Ratios are new/baseline; trials are aggregated as in the report (median throughput over trials, merged histograms, summed counts); invalid cases are left out.",
 		c.Options.ThroughputDrop*100, c.Options.P99Rise*100))
 	t := table{
 		header:  []string{"backend", "workload", "fault", "guard", "clients", "grants/s base → new", "ratio", "p99 base → new", "ratio", "violations base → new", "verdict"},
@@ -322,7 +328,7 @@ func (c *Comparison) document() *document {
 			}
 			return s
 		}
-		viol := func(x Counts) int64 { return x.Overlaps + x.StaleAccepted + x.LostUpdates + x.TokenRegressions }
+		viol := func(x Counts) int64 { return x.LockBugs + x.StaleAccepted + x.LostUpdates + x.TokenRegressions }
 		t.rows = append(t.rows, []string{r.Backend, r.Workload, r.Fault, r.Guard, strconv.Itoa(r.Clients),
 			side(r.InBase, fmtRate(r.BaseThroughput)) + " → " + side(r.InHead, fmtRate(r.HeadThroughput)), fmtRatio(r.ThroughputRatio),
 			side(r.InBase, fmtUS(float64(r.BaseP99))) + " → " + side(r.InHead, fmtUS(float64(r.HeadP99))), fmtRatio(r.P99Ratio),

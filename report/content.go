@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,39 +12,190 @@ import (
 // charts holds the rendered charts by family, in document order.
 type charts struct {
 	throughput, latency, cdf, timeline []*chart
-	safety                             *chart
+	cost, availability, safety         *chart
 	failed                             []string
 }
 
-// build assembles the report document from the data, its charts and the
-// recommendation.
+// build assembles the report document: the run's reproducibility
+// header, the two answers with their evidence, then the charts, the
+// tables behind them, what was and was not measured, the invalid cases,
+// and the recommendation in full with its rules.
 func (ds *dataset) build(cs *charts, rec *Recommendation, latencyClients int) *document {
 	d := &document{title: "lockbench report"}
-	ds.meta(d)
+	d.blocks = append(d.blocks, para{text: ds.runLine(), small: true})
+	answerSection(d, ds, rec)
+	d.blocks = append(d.blocks, contents{})
+	ds.header(d)
+	ds.chartSection(d, cs)
+	ds.speedSection(d, latencyClients)
+	ds.safetySection(d)
+	ds.availabilitySection(d)
+	ds.casesSection(d)
 	ds.coverage(d, cs)
+	recommendationSection(d, rec)
+	d.h(2, "Files")
+	d.p("results.json holds every case with its histograms; each case's operation history is beside it (lockbench check DIR re-checks them); results.csv holds one row per case (every trial and host as recorded) with these columns, in this order:")
+	d.list(CSVColumns())
+	d.p("Each chart is in charts/ as PNG and SVG; this page inlines the PNGs.")
+	return d
+}
 
-	d.h(2, "Summary per backend")
-	workloads := ds.workloadsUnder(faultNone)
-	if len(workloads) == 0 {
-		d.p(`No fault-free (fault "none") cases were measured, so there is no throughput or latency summary.`)
+// header is the run's reproducibility header: enough to replay the
+// run's schedule and to know what every number was measured on.
+func (ds *dataset) header(d *document) {
+	f := ds.File
+	d.h(2, "Run")
+	when := "unknown"
+	if !f.Started.IsZero() {
+		when = f.Started.UTC().Format(time.RFC3339)
+		if !f.Finished.IsZero() && f.Finished.After(f.Started) {
+			when += fmt.Sprintf(" to %s (%s)", f.Finished.UTC().Format(time.RFC3339), f.Finished.Sub(f.Started).Round(time.Second))
+		}
 	}
-	for _, w := range workloads {
-		guard := ds.primaryGuard(w, faultNone)
-		clients := ds.latencyClients(w, guard, latencyClients)
-		d.h(3, "Workload "+w)
-		d.p(fmt.Sprintf("Fault none, guard %s. Throughput is the mean over trials in grants/s at each client count; acquire latency percentiles are at %d clients, from the merged histograms of all trials. Violations are overlaps + stale writes accepted + lost updates + token regressions, summed over every workload, guard and trial.", guard, clients))
-		d.table(ds.summaryTable(w, guard, clients))
+	seed := "not recorded"
+	if f.Seed != 0 || f.RunID != "" {
+		seed = strconv.FormatUint(f.Seed, 10) + " (lockbench run --seed " + strconv.FormatUint(f.Seed, 10) + " replays the schedule)"
 	}
+	machine := orUnset(f.Machine, "not recorded")
+	var hw []string
+	if f.Cores > 0 {
+		hw = append(hw, plural(int64(f.Cores), "core"))
+	}
+	if f.MemoryBytes > 0 {
+		hw = append(hw, fmt.Sprintf("%.1f GiB memory", float64(f.MemoryBytes)/(1<<30)))
+	}
+	if len(hw) > 0 {
+		machine += " — " + strings.Join(hw, ", ")
+	}
+	versions := "not recorded"
+	if len(f.Versions) > 0 {
+		var vs []string
+		for _, k := range slices.Sorted(maps.Keys(f.Versions)) {
+			vs = append(vs, k+" "+f.Versions[k])
+		}
+		versions = strings.Join(vs, ", ")
+	}
+	items := []string{
+		"Run id: " + orUnset(f.RunID, "not recorded") + "; seed: " + seed + "; suite: " + orUnset(f.Suite, "not recorded (a matrix given by flags, or an older file)"),
+		"When: " + when,
+		"Machine: " + machine + "; load-generator hosts: " + orUnset(strings.Join(f.Hosts, ", "), "not recorded"),
+		"Versions: " + versions,
+		"Durability profiles: " + ds.durabilityText(),
+	}
+	if f.Command != "" {
+		items = append(items, "Command: "+f.Command)
+	}
+	maxTrials := 0
+	for _, g := range ds.Groups {
+		maxTrials = max(maxTrials, g.Trials)
+	}
+	var clients []string
+	for _, c := range ds.Clients {
+		clients = append(clients, strconv.Itoa(c))
+	}
+	partial := "complete"
+	if f.Partial {
+		partial = "PARTIAL — the run was interrupted before every case ran; missing combinations show as not run"
+	}
+	items = append(items,
+		fmt.Sprintf("Cases: %d valid in %d combinations (up to %s each), %d invalid and excluded; %s", len(f.Cases)-len(ds.Invalid), len(ds.Groups), plural(int64(maxTrials), "trial"), len(ds.Invalid), partial),
+		"Backends: "+listOrNone(ds.Backends)+"; workloads: "+listOrNone(ds.Workloads)+"; client counts: "+listOrNone(clients),
+		"Fault classes: "+listOrNone(ds.Classes)+"; guards: "+listOrNone(ds.Guards),
+	)
+	d.list(items)
+}
 
+// runLine is the run's identity in one line, under the title: the full
+// header follows the answer.
+func (ds *dataset) runLine() string {
+	f := ds.File
+	var parts []string
+	if f.RunID != "" {
+		parts = append(parts, "run "+f.RunID)
+	}
+	if f.Seed != 0 || f.RunID != "" {
+		parts = append(parts, fmt.Sprintf("seed %d", f.Seed))
+	}
+	if f.Suite != "" {
+		parts = append(parts, "suite "+f.Suite)
+	}
+	if !f.Started.IsZero() {
+		parts = append(parts, f.Started.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	if f.Cores > 0 {
+		parts = append(parts, plural(int64(f.Cores), "core"))
+	}
+	if f.MemoryBytes > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f GiB", float64(f.MemoryBytes)/(1<<30)))
+	}
+	parts = append(parts, "durability "+strings.Join(ds.Durabilities, " + "))
+	if f.Partial {
+		parts = append(parts, "PARTIAL RUN")
+	}
+	return strings.Join(parts, " · ") + " — the full header, with versions, is under \"Run\"."
+}
+
+// durabilityText says which profiles the cases ran under and what each
+// means, so that no number is read without it.
+func (ds *dataset) durabilityText() string {
+	meaning := map[string]string{
+		"fast":           "fast = no fsync: Redis without persistence, etcd --unsafe-no-fsync, ZooKeeper forceSync=no",
+		"durable":        "durable = every write synced: Redis AOF appendfsync always, etcd and ZooKeeper with fsync",
+		durabilityUnset:  "not recorded = older files",
+		profileNoServers: "no servers = the control, shown beside every profile",
+	}
+	var parts []string
+	for _, p := range ds.Durabilities {
+		n := len(ds.find(query{Durability: p}))
+		m := meaning[p]
+		if m == "" {
+			m = p
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", m, plural(int64(n), "combination")))
+	}
+	return listOrNone(parts)
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// answerSection opens the report with the two recommendations and their
+// evidence.
+func answerSection(d *document, ds *dataset, rec *Recommendation) {
+	d.h(2, "The answer")
+	d.blocks = append(d.blocks, answers{items: []answerBox{
+		{"For efficiency — a rare double grant is tolerable", rec.Efficiency.Answer, rec.Efficiency.Evidence},
+		{"For correctness — a double grant corrupts data", rec.Correctness.Answer, rec.Correctness.Evidence},
+	}})
+	s := "Derived from the numbers below by the rules stated under \"Recommendation in full\"; nothing is written in advance. Safety numbers are counts with their 95% upper bounds; speeds are medians over trials with their ranges."
+	if n := len(rec.Invalid); n > 0 {
+		s += fmt.Sprintf(" %s excluded (listed under \"Invalid cases\").", plural(int64(n), "invalid case"))
+	}
+	if len(ds.File.Cases) == 0 {
+		s = "The results file has no cases: nothing was measured, so there is nothing to chart or recommend."
+	}
+	d.p(s)
+}
+
+// chartSection places the charts, each with its reading guide.
+func (ds *dataset) chartSection(d *document, cs *charts) {
 	d.h(2, "Charts")
 	if len(ds.Groups) == 0 {
-		d.p("No charts: the results file has no cases.")
+		d.p("No charts: the results file has no valid cases.")
 	}
 	if len(cs.throughput) > 0 {
 		d.h(3, "Throughput vs clients")
 	}
 	for _, c := range cs.throughput {
 		d.figure(c)
+	}
+	if cs.cost != nil {
+		d.h(3, "Each lock's own cost")
+		d.figure(cs.cost)
 	}
 	if len(cs.latency)+len(cs.cdf) > 0 {
 		d.h(3, "Acquire latency")
@@ -57,6 +209,10 @@ func (ds *dataset) build(cs *charts, rec *Recommendation, latencyClients int) *d
 	for i := len(cs.latency); i < len(cs.cdf); i++ {
 		d.figure(cs.cdf[i])
 	}
+	if cs.availability != nil {
+		d.h(3, "Availability under faults")
+		d.figure(cs.availability)
+	}
 	if cs.safety != nil {
 		d.h(3, "Safety")
 		d.figure(cs.safety)
@@ -69,89 +225,49 @@ func (ds *dataset) build(cs *charts, rec *Recommendation, latencyClients int) *d
 	for _, c := range cs.timeline {
 		d.figure(c)
 	}
-
-	ds.safetySection(d)
-	recommendationSection(d, rec)
-	d.h(2, "Files")
-	d.p("results.json holds every case with its histograms; results.csv holds one row per case (every trial and host as recorded) with these columns, in this order:")
-	d.list(CSVColumns())
-	d.p("Each chart is in charts/ as PNG and SVG; this page inlines the PNGs.")
-	return d
 }
 
-func (ds *dataset) meta(d *document) {
-	f := ds.File
-	d.h(2, "Run")
-	var items []string
-	when := "unknown"
-	if !f.Started.IsZero() {
-		when = f.Started.UTC().Format(time.RFC3339)
-		if !f.Finished.IsZero() && f.Finished.After(f.Started) {
-			when += fmt.Sprintf(" to %s (%s)", f.Finished.UTC().Format(time.RFC3339), f.Finished.Sub(f.Started).Round(time.Second))
-		}
-	}
-	items = append(items, "When: "+when)
-	items = append(items, "Machine: "+orUnset(f.Machine, "not recorded"))
-	hosts := "not recorded"
-	if len(f.Hosts) > 0 {
-		hosts = strings.Join(f.Hosts, ", ")
-	}
-	items = append(items, "Load-generator hosts: "+hosts)
-	if f.Command != "" {
-		items = append(items, "Command: "+f.Command)
-	}
-	if f.Partial {
-		items = append(items, "Partial: yes — the run was interrupted before every case ran; missing combinations show as \"not run\".")
-	} else {
-		items = append(items, "Partial: no")
-	}
-	maxTrials := 0
-	for _, g := range ds.Groups {
-		maxTrials = max(maxTrials, g.Trials)
-	}
-	var clients []string
-	for _, c := range ds.Clients {
-		clients = append(clients, strconv.Itoa(c))
-	}
-	items = append(items,
-		fmt.Sprintf("Cases: %d (%d combinations, up to %s each)", len(f.Cases), len(ds.Groups), plural(int64(maxTrials), "trial")),
-		"Backends: "+listOrNone(ds.Backends),
-		"Workloads: "+listOrNone(ds.Workloads),
-		"Faults: "+listOrNone(ds.Faults),
-		"Guards: "+listOrNone(ds.Guards),
-		"Client counts: "+listOrNone(clients),
-	)
-	d.list(items)
-}
-
-func listOrNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
-}
-
-// coverage shows which fault × backend combinations ran, with which
-// guards, and every problem found in the input.
+// coverage shows which fault class × backend combinations ran, with
+// which guards, why the others were not judged, and every problem found
+// in the input.
 func (ds *dataset) coverage(d *document, cs *charts) {
 	d.h(2, "What was measured")
-	if len(ds.Groups) == 0 {
+	if len(ds.Groups)+len(ds.Invalid) == 0 {
 		d.strong("The results file has no cases: nothing was measured, so there is nothing to chart or recommend.")
 	} else {
-		d.p("Guards run for each fault (row) and backend (column); \"—\" marks a combination that was not run, and every conclusion below is limited to what ran.")
-		t := table{header: append([]string{"fault"}, ds.Backends...)}
-		for _, f := range ds.Faults {
-			row := []string{f}
+		d.p("Guards run for each fault class (row) and backend (column), over every valid case. \"not judged\" marks a class a backend was not put through; the reasons follow the table. A class not judged is never a pass: every conclusion is limited to what ran.")
+		t := table{header: append([]string{"fault class"}, ds.Backends...)}
+		var reasons []string
+		for _, cls := range ds.Classes {
+			row := []string{cls}
 			for _, b := range ds.Backends {
 				var guards []string
 				for _, g := range ds.Guards {
-					if len(ds.find(group{Backend: b, Fault: f, Guard: g})) > 0 {
+					if len(ds.find(query{Backend: b, Class: cls, Guard: g})) > 0 {
 						guards = append(guards, g)
 					}
 				}
-				row = append(row, orUnset(strings.Join(guards, ", "), "—"))
+				cell := strings.Join(guards, ", ")
+				if cell == "" {
+					cell = "not judged"
+					reasons = append(reasons, fmt.Sprintf("%s × %s: %s", b, cls, strings.TrimPrefix(ds.notJudged(b, cls), "not judged: ")))
+				}
+				row = append(row, cell)
 			}
 			t.rows = append(t.rows, row)
+		}
+		d.table(t)
+		if len(reasons) > 0 {
+			d.p("Why each blank was not judged:")
+			d.list(reasons)
+		}
+	}
+	if len(ds.Invalid) > 0 {
+		d.h(3, "Invalid cases")
+		d.p("A fault that failed to inject as planned invalidates its case: it did not measure what its name promises. These cases are excluded from every table, chart and conclusion above.")
+		t := table{header: []string{"backend", "fault", "guard", "durability", "clients", "trial", "why invalid"}, numeric: []bool{false, false, false, false, true, true, false}}
+		for _, c := range ds.Invalid {
+			t.rows = append(t.rows, []string{c.Backend, c.Fault, c.Guard, orUnset(c.Durability, durabilityUnset), strconv.Itoa(c.Clients), strconv.Itoa(c.Trial), orUnset(c.InvalidReason, "no reason recorded")})
 		}
 		d.table(t)
 	}
@@ -163,61 +279,6 @@ func (ds *dataset) coverage(d *document, cs *charts) {
 		d.p("Problems in the input (each was worked around as described):")
 		d.list(problems)
 	}
-}
-
-// summaryTable has a row per backend: throughput at each client count,
-// acquire percentiles at one client count, and violations.
-func (ds *dataset) summaryTable(workload, guard string, latClients int) table {
-	var clients []int
-	for _, g := range ds.find(group{Workload: workload, Fault: faultNone, Guard: guard}) {
-		if g.Clients > 0 {
-			clients = appendNew(clients, g.Clients)
-		}
-	}
-	slices.Sort(clients)
-	t := table{header: []string{"backend", "nodes"}}
-	for _, c := range clients {
-		t.header = append(t.header, fmt.Sprintf("grants/s @%d", c))
-	}
-	t.header = append(t.header, fmt.Sprintf("p50 @%d", latClients), fmt.Sprintf("p99 @%d", latClients), fmt.Sprintf("p99.9 @%d", latClients),
-		"violations, no fault", "violations, faults")
-	for i := range t.header {
-		t.numeric = append(t.numeric, i > 0)
-	}
-	for _, b := range ds.Backends {
-		row := []string{b, strconv.Itoa(ds.nodes(b))}
-		for _, c := range clients {
-			cell := "—"
-			if gs := ds.find(group{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: c}); len(gs) > 0 {
-				cell = fmtRate(gs[0].Throughput)
-			}
-			row = append(row, cell)
-		}
-		if gs := ds.find(group{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: latClients}); len(gs) > 0 && gs[0].Acquired > 0 {
-			l := gs[0].Latency
-			row = append(row, fmtUS(float64(l.P50)), fmtUS(float64(l.P99)), fmtUS(float64(l.P999)))
-		} else {
-			row = append(row, "—", "—", "—")
-		}
-		none := ds.find(group{Backend: b, Fault: faultNone})
-		var faulted []*group
-		for _, g := range ds.find(group{Backend: b}) {
-			if g.Fault != faultNone {
-				faulted = append(faulted, g)
-			}
-		}
-		row = append(row, countOrDash(none), countOrDash(faulted))
-		t.rows = append(t.rows, row)
-	}
-	return t
-}
-
-func countOrDash(gs []*group) string {
-	if len(gs) == 0 {
-		return "not run"
-	}
-	t := totals(gs)
-	return strconv.FormatInt(t.violations(), 10)
 }
 
 // Notes in a table cell: the first few, each cut short; the rest are in
@@ -243,58 +304,30 @@ func brief(notes []string) string {
 	return strings.Join(out, "; ")
 }
 
-// safetySection is the fault × backend × guard table with notes.
-func (ds *dataset) safetySection(d *document) {
-	d.h(2, "Safety table")
-	if len(ds.Groups) == 0 {
-		d.p("No cases, so no safety measurements.")
-		return
-	}
-	d.p("Counts summed over workloads, client counts and trials. Overlaps: two holders of one key at once. Stale accepted/rejected: writes by a client whose lease had ended, which the resource let through or refused. Lost updates: lost increments of a read-modify-write counter. Token regressions: grants whose fencing token was not above an earlier grant's.")
-	t := table{
-		header:  []string{"fault", "backend", "guard", "tokens checked", "overlaps", "stale accepted", "stale rejected", "lost updates", "token regressions", "trials", "notes"},
-		numeric: []bool{false, false, false, false, true, true, true, true, true, true, false},
-	}
-	for _, f := range ds.Faults {
-		for _, b := range ds.Backends {
-			for _, guard := range ds.Guards {
-				gs := ds.find(group{Backend: b, Fault: f, Guard: guard})
-				if len(gs) == 0 {
-					continue
-				}
-				s := totals(gs)
-				tokens := "no"
-				switch {
-				case s.Fencing && s.Unfenced:
-					tokens = "some cases"
-				case s.Fencing:
-					tokens = "yes"
-				}
-				t.rows = append(t.rows, []string{f, b, guard, tokens, itoa(s.Overlaps), itoa(s.StaleAccepted), itoa(s.StaleRejected),
-					itoa(s.LostUpdates), itoa(s.TokenRegressions), strconv.Itoa(s.Trials), brief(s.Notes)})
-				t.flag = append(t.flag, s.violations() > 0)
-			}
-		}
-	}
-	d.table(t)
-	d.p("Rows in bold (highlighted) counted at least one violation.")
-}
-
 func recommendationSection(d *document, rec *Recommendation) {
-	d.h(2, "Recommendation")
-	d.p("Derived from the numbers above by the rules at the end of this section; nothing here is written in advance.")
-	d.h(3, "Locks for efficiency (a rare double grant is tolerable)")
-	d.strong(rec.Efficiency.Answer)
-	d.table(verdictTable(rec.Efficiency, false))
-	d.h(3, "Locks for correctness (a double grant corrupts data)")
-	d.strong(rec.Correctness.Answer)
-	if len(rec.Correctness.Missing) > 0 {
-		d.p("Missing to judge: " + joinAnd(rec.Correctness.Missing) + ".")
+	d.h(2, "Recommendation in full")
+	d.p("Every backend's standing under each question, derived from the numbers above by the rules at the end of this section.")
+	for _, q := range []struct {
+		title   string
+		ch      Choice
+		fencing bool
+	}{
+		{"Locks for efficiency (a rare double grant is tolerable)", rec.Efficiency, false},
+		{"Locks for correctness (a double grant corrupts data)", rec.Correctness, true},
+	} {
+		d.h(3, q.title)
+		d.strong(q.ch.Answer)
+		if len(q.ch.Missing) > 0 {
+			d.p("Missing to judge: " + joinAnd(q.ch.Missing) + ".")
+		}
+		if len(q.ch.Compared) > 0 {
+			d.p("Qualifying backends were compared on the fault classes all of them faced: " + joinAnd(q.ch.Compared) + ".")
+		}
+		d.table(verdictTable(q.ch, q.fencing))
 	}
-	d.table(verdictTable(rec.Correctness, true))
 	d.h(3, "Caveats the measurements exposed")
 	if len(rec.Caveats) == 0 {
-		d.p("None.")
+		d.p("No caveat was found in the counts.")
 	}
 	d.list(rec.Caveats)
 	d.h(3, "Rules")
@@ -302,8 +335,8 @@ func recommendationSection(d *document, rec *Recommendation) {
 }
 
 func verdictTable(ch Choice, fencing bool) table {
-	t := table{header: []string{"backend", "qualifies", "why", "nodes", "peak grants/s", "at clients", "p99 there"},
-		numeric: []bool{false, false, false, true, true, true, true}}
+	t := table{header: []string{"backend", "qualifies", "why", "ranking", "nodes", "peak grants/s (median, min–max)", "at clients", "p99 there", "not judged"},
+		numeric: []bool{false, false, false, false, true, true, true, true, false}}
 	if fencing {
 		t.header = append(t.header, "fencing")
 		t.numeric = append(t.numeric, false)
@@ -316,9 +349,15 @@ func verdictTable(ch Choice, fencing bool) table {
 		if v.Backend == ch.Backend {
 			q = "yes — recommended"
 		}
-		row := []string{v.Backend, q, v.Reason, strconv.Itoa(v.Nodes), "—", "—", "—"}
+		var nj []string
+		for _, n := range v.NotJudged {
+			cls, _, _ := strings.Cut(n, " — ")
+			nj = append(nj, cls)
+		}
+		row := []string{v.Backend, q, v.Reason, orUnset(v.Standing, "—"), strconv.Itoa(v.Nodes), "—", "—", "—", orUnset(strings.Join(nj, ", "), "—")}
 		if v.Throughput > 0 {
-			row[4], row[5], row[6] = fmtRate(v.Throughput), strconv.Itoa(v.Clients), fmtUS(float64(v.P99US))
+			row[5] = spreadRate(statsOf(v))
+			row[6], row[7] = strconv.Itoa(v.Clients), fmtUS(float64(v.P99US))
 		}
 		if fencing {
 			row = append(row, v.Fencing)

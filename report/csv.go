@@ -38,18 +38,24 @@ var knownErrors = []string{results.ErrNotAcquired, results.ErrNode, results.ErrL
 
 func csvColumns() []csvColumn {
 	cols := []csvColumn{
-		{"key", "results.Case.Key() with empty names filled in: backend|workload|fault|guard|clients, equal for trials of one combination", func(c *results.Case) string {
+		{"key", "results.Case.Key() with empty names filled in: backend|workload|fault|guard|clients[|durability], equal for trials of one combination", func(c *results.Case) string {
 			n := normalised(*c)
 			return n.Key()
 		}},
 		{"backend", "lock backend", func(c *results.Case) string { return c.Backend }},
 		{"workload", "load generator (key choice)", func(c *results.Case) string { return c.Workload }},
-		{"fault", "injected fault scenario", func(c *results.Case) string { return c.Fault }},
+		{"fault", "injected fault scenario, with its params", func(c *results.Case) string { return c.Fault }},
+		{"fault_class", "the fault's catalogue name without params (from the name when not recorded)", func(c *results.Case) string { return classOf(c) }},
 		{"guard", "resource guard mode: none, fence or cas (empty in the file: derived from fencing)", func(c *results.Case) string { return guardOf(c) }},
 		{"fencing", "whether the resource checked fencing tokens", func(c *results.Case) string { return strconv.FormatBool(c.Fencing) }},
 		{"clients", "concurrent clients (per host)", func(c *results.Case) string { return strconv.Itoa(c.Clients) }},
 		{"trial", "trial number of the combination", func(c *results.Case) string { return strconv.Itoa(c.Trial) }},
 		{"host", "load generator host(s)", func(c *results.Case) string { return c.Host }},
+		{"clients_as", "how the clients ran: processes or goroutines", func(c *results.Case) string { return c.ClientsAs }},
+		{"durability", "the servers' durability profile: fast or durable", func(c *results.Case) string { return c.Durability }},
+		{"seed", "the case's seed, derived from the run's", func(c *results.Case) string { return strconv.FormatUint(c.Seed, 10) }},
+		{"invalid", "whether the fault failed to inject (the case is excluded from every conclusion)", func(c *results.Case) string { return strconv.FormatBool(c.Invalid) }},
+		{"invalid_reason", "why the case is invalid", func(c *results.Case) string { return c.InvalidReason }},
 		{"keys", "number of lock keys", func(c *results.Case) string { return strconv.Itoa(c.Keys) }},
 		{"ttl_ms", "lease TTL, ms", func(c *results.Case) string { return itoa(c.TTLMillis) }},
 		{"duration_s", "how long the load ran, s", func(c *results.Case) string { return fmtFloat(c.DurationS) }},
@@ -73,6 +79,48 @@ func csvColumns() []csvColumn {
 		csvColumn{"stale_rejected", "writes with a stale lease the resource rejected", func(c *results.Case) string { return itoa(c.StaleRejected) }},
 		csvColumn{"lost_updates", "lost increments of the read-modify-write counter", func(c *results.Case) string { return itoa(c.LostUpdates) }},
 		csvColumn{"token_regressions", "grants whose token was not above an earlier grant's", func(c *results.Case) string { return itoa(c.TokenRegressions) }},
+		csvColumn{"overlaps_lock_bug", "overlaps granted while the previous lease was still valid", func(c *results.Case) string { return itoa(c.OverlapsLockBug) }},
+		csvColumn{"overlaps_expired_holder", "overlaps after the previous holder's lease had ended", func(c *results.Case) string { return itoa(c.OverlapsExpiredHolder) }},
+		csvColumn{"incidents", "distinct episodes of two holders", func(c *results.Case) string { return itoa(c.Incidents) }},
+		csvColumn{"incidents_lock_bug", "incidents with a lock-bug overlap", func(c *results.Case) string { return itoa(c.IncidentsLockBug) }},
+		csvColumn{"incidents_expired_holder", "incidents of expired holders only", func(c *results.Case) string { return itoa(c.IncidentsExpiredHolder) }},
+		csvColumn{"injections", "times the fault was injected", func(c *results.Case) string { return strconv.Itoa(c.Injections) }},
+		csvColumn{"incident_rate_upper95", "one-sided 95% upper bound on incidents per injection", func(c *results.Case) string { return fmtFloat(c.IncidentRateUpper95) }},
+		csvColumn{"targets", "what each injection hit: n:node+node[leader][priority];…", func(c *results.Case) string {
+			var parts []string
+			for _, t := range c.Targets {
+				s := fmt.Sprintf("%d:%s", t.Injection, strings.Join(t.Nodes, "+"))
+				if t.Leader {
+					s += "[leader]"
+				}
+				if t.Priority {
+					s += "[priority]"
+				}
+				parts = append(parts, s)
+			}
+			return strings.Join(parts, ";")
+		}},
+		csvColumn{"linearizable", "porcupine against a mutex model: true, false, unknown or empty", func(c *results.Case) string { return verdictCell(c.Linearizable) }},
+		csvColumn{"linearizable_fenced", "porcupine against a fenced-mutex model", func(c *results.Case) string { return verdictCell(c.LinearizableFenced) }},
+		csvColumn{"history", "the operation history, relative to the run dir", func(c *results.Case) string { return c.History }},
+		csvColumn{"baseline_throughput", "grants/s before the first fault window", func(c *results.Case) string {
+			return availCell(c, func(a *results.Availability) string { return fmtFloat(a.BaselineThroughput) })
+		}},
+		csvColumn{"in_fault_throughput", "grants/s inside the fault windows", func(c *results.Case) string {
+			return availCell(c, func(a *results.Availability) string { return fmtFloat(a.InFaultThroughput) })
+		}},
+		csvColumn{"in_fault_p99_us", "acquire p99 of operations begun in a window, µs", func(c *results.Case) string {
+			return availCell(c, func(a *results.Availability) string { return itoa(a.InFaultP99US) })
+		}},
+		csvColumn{"recovery_s", "seconds to recover after each window, ;-separated (-1: never)", func(c *results.Case) string {
+			return availCell(c, func(a *results.Availability) string {
+				var parts []string
+				for _, r := range a.RecoveryS {
+					parts = append(parts, fmtFloat(r))
+				}
+				return strings.Join(parts, ";")
+			})
+		}},
 		csvColumn{"timeline_step_s", "timeline step, s", func(c *results.Case) string { return fmtFloat(c.TimelineStepS) }},
 		csvColumn{"timeline_steps", "number of timeline steps", func(c *results.Case) string { return strconv.Itoa(len(c.Timeline)) }},
 		csvColumn{"timeline_grants", "sum of the timeline's grants", func(c *results.Case) string {
@@ -92,6 +140,17 @@ func csvColumns() []csvColumn {
 		csvColumn{"notes", "the case's notes joined with \" | \"", func(c *results.Case) string { return strings.Join(c.Notes, " | ") }},
 	)
 	return cols
+}
+
+// verdictCell is a verdict for the CSV: empty when not checked.
+func verdictCell(v results.Verdict) string { return string(v) }
+
+// availCell is an availability field, empty without availability.
+func availCell(c *results.Case, get func(*results.Availability) string) string {
+	if c.Availability == nil {
+		return ""
+	}
+	return get(c.Availability)
 }
 
 func extraErrors(c *results.Case) string {

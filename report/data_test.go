@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -53,5 +54,65 @@ func TestAggregateTrialsAndHosts(t *testing.T) {
 	}
 	if math.IsNaN(g.Throughput) {
 		t.Error("NaN throughput")
+	}
+}
+
+// TestSeriesKeepApart checks what the charts promise a reader: thirteen
+// locks and the control each get a colour of their own, the control's
+// grey is nobody else's, and the control's throughput sets no scale for
+// the real locks.
+func TestSeriesKeepApart(t *testing.T) {
+	names := []string{"etcd", "postgres?mode=advisory", "postgres?mode=lease", "redis", "redlock", "redlock?clockfloor=false",
+		"redlock?quarantine=false", "redsync", "rueidislock", "sentinel", "sentinel?wait=1", "zookeeper", "zookeeper-3.9", "noop"}
+	f := &results.File{}
+	for i, b := range names {
+		tp := 1000 + 100*float64(i)
+		nodes := 3
+		if b == "noop" {
+			tp, nodes = 200000, 0
+		}
+		f.Cases = append(f.Cases, results.Case{Backend: b, Workload: "hot", Fault: "none", Guard: "none", Clients: 16, Trial: 1,
+			Throughput: tp, Acquired: int64(tp), DurationS: 1, Nodes: nodes, Durability: map[bool]string{true: "", false: "fast"}[nodes == 0]})
+	}
+	ds := analyse(f)
+	seen := map[string]string{}
+	for _, b := range ds.Backends {
+		c := fmt.Sprint(ds.backendStyle(b).line.Color)
+		if other, ok := seen[c]; ok {
+			t.Errorf("%s and %s share the colour %s", b, other, c)
+		}
+		seen[c] = b
+	}
+	if ds.Backends[len(ds.Backends)-1] != "noop" || fmt.Sprint(ds.backendStyle("noop").line.Color) != fmt.Sprint(controlColor) {
+		t.Errorf("the control is not last in grey: %v", ds.Backends)
+	}
+	tp := ds.throughputPlots("hot")
+	if tp == nil || tp.below == nil {
+		t.Fatal("no control panel")
+	}
+	if tp.main.Y.Max >= 200000 || tp.main.Y.Max < 2300 {
+		t.Errorf("the real locks' axis runs to %v: the control (200k) set it, or it cuts the locks off (≤ 2.3k)", tp.main.Y.Max)
+	}
+	if tp.below.Y.Max < 200000 {
+		t.Errorf("the control's own axis ends at %v, below its 200k", tp.below.Y.Max)
+	}
+}
+
+func TestFormats(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{fmtRate3(1215), "1.22k"}, {fmtRate3(12345), "12.3k"}, {fmtRate3(885), "885"}, {fmtRate3(999.7), "1k"}, {fmtRate3(2_345_678), "2.35M"},
+		{fmtPct(0.527), "53%"}, {fmtPct(0.0722), "7.2%"}, {fmtPct(0.0099), "0.99%"}, {fmtPct(0.0000241), "0.0024%"}, {fmtPct(0), "0%"},
+		{perInjection(0, tally{Injections: 40}).String(), "0 in 40 injections (rate ≤ 7.2% at 95%)"},
+		{perInjection(3, tally{Injections: 40}).String(), "3 in 40 injections (7.5%; ≤ 18% at 95%)"},
+		{perInjection(0, tally{}).String(), "0, in no injection: not judged"},
+		{perInjection(9, tally{Injections: 4}).String(), "9 in 4 injections (more than one per injection)"},
+		{perGrant(0, 300).cell(), "0/300 ≤0.99%"},
+		{plural(2, "class"), "2 classes"}, {plural(3, "history"), "3 histories"}, {plural(1, "trial"), "1 trial"}, {plural(2, "key"), "2 keys"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
 	}
 }

@@ -24,6 +24,23 @@ func fmtRate(v float64) string {
 	return trimZero(fmt.Sprintf("%.2f", v))
 }
 
+// fmtRate3 formats grants per second to three significant digits (1.22k,
+// 12.3k, 885), for medians and ranges, which two-digit rounding would
+// make look equal when they are not.
+func fmtRate3(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "n/a"
+	case v >= 1e6:
+		return trimZero(strconv.FormatFloat(v/1e6, 'f', max(0, 2-int(math.Floor(math.Log10(v/1e6)))), 64)) + "M"
+	case v >= 999.5:
+		return trimZero(strconv.FormatFloat(v/1e3, 'f', max(0, 2-int(math.Floor(math.Log10(v/1e3)))), 64)) + "k"
+	case v >= 10 || v == 0:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return trimZero(fmt.Sprintf("%.2f", v))
+}
+
 // fmtUS formats microseconds with a unit that keeps the number short:
 // 850 µs, 3.2 ms, 1.5 s.
 func fmtUS(us float64) string {
@@ -66,12 +83,20 @@ func fmtFloat(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// plural returns "1 trial", "3 trials".
+// plural returns "1 trial", "3 trials", "2 classes", "2 histories".
 func plural(n int64, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}
-	return fmt.Sprintf("%d %ss", n, word)
+	switch {
+	case strings.HasSuffix(word, "s"), strings.HasSuffix(word, "x"), strings.HasSuffix(word, "sh"), strings.HasSuffix(word, "ch"):
+		word += "es"
+	case strings.HasSuffix(word, "y") && !strings.ContainsAny(word[len(word)-2:len(word)-1], "aeiou"):
+		word = word[:len(word)-1] + "ies"
+	default:
+		word += "s"
+	}
+	return fmt.Sprintf("%d %s", n, word)
 }
 
 // nodesText returns "5 nodes" (the count the backend reported; the

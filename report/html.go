@@ -19,12 +19,19 @@ tbody tr:nth-child(even):not(.flag) td{background:#fafafa}
 figure{margin:1.5em 0;padding:0}figure img{max-width:100%;height:auto;border:1px solid #e3e3e3}
 figcaption{font-size:.93em;color:#333;margin-top:.4em}figcaption ul{margin:.3em 0}
 p.strong{font-weight:600;background:#eef6ff;border-left:4px solid #0072b2;padding:.5em .8em}
-nav ul{columns:2}code{font-size:.92em}
+nav ul{columns:3;font-size:.92em}code{font-size:.92em}
+.tw{overflow-x:auto;max-width:100%}details{margin:.8em 0}summary{cursor:pointer;font-weight:600}
+.answers{display:grid;grid-template-columns:1fr 1fr;gap:1em;margin:.6em 0}
+.answer{border:1px solid #c9d8ea;border-top:5px solid #0072b2;border-radius:4px;padding:.3em .9em;background:#f8fbff;font-size:.84em;line-height:1.35}
+.answer h3{margin:.3em 0 .4em}.answer p.strong{margin:.3em 0}.answer ul{margin:.3em 0;padding-left:1.2em}.answer li{margin:.15em 0}
+p.small{font-size:.85em;color:#555;margin-top:-.4em}h1+p.small+h2{margin-top:.5em}
+@media (max-width:900px){.answers{grid-template-columns:1fr}}
 `
 
 // writeHTML renders d as one self-contained HTML page: the charts are
 // inlined as PNG data URIs and the style is inline, so the file works
-// offline and can be mailed on its own.
+// offline, requests nothing and can be mailed on its own. The table of
+// contents goes where the document put its contents marker.
 func writeHTML(w io.Writer, d *document) error {
 	var b strings.Builder
 	e := html.EscapeString
@@ -35,8 +42,9 @@ func writeHTML(w io.Writer, d *document) error {
 			toc = append(toc, fmt.Sprintf(`<li><a href="#s%d">%s</a></li>`, i, e(h.text)))
 		}
 	}
+	nav := ""
 	if len(toc) > 1 {
-		fmt.Fprintf(&b, "<nav><ul>\n%s\n</ul></nav>\n", strings.Join(toc, "\n"))
+		nav = fmt.Sprintf("<nav><ul>\n%s\n</ul></nav>\n", strings.Join(toc, "\n"))
 	}
 	for i, blk := range d.blocks {
 		switch x := blk.(type) {
@@ -44,9 +52,12 @@ func writeHTML(w io.Writer, d *document) error {
 			lvl := min(max(x.level, 2), 6)
 			fmt.Fprintf(&b, "<h%d id=\"s%d\">%s</h%d>\n", lvl, i, e(x.text), lvl)
 		case para:
-			if x.strong {
+			switch {
+			case x.strong:
 				fmt.Fprintf(&b, "<p class=\"strong\">%s</p>\n", e(x.text))
-			} else {
+			case x.small:
+				fmt.Fprintf(&b, "<p class=\"small\">%s</p>\n", e(x.text))
+			default:
 				fmt.Fprintf(&b, "<p>%s</p>\n", e(x.text))
 			}
 		case list:
@@ -57,6 +68,22 @@ func writeHTML(w io.Writer, d *document) error {
 			b.WriteString("</ul>\n")
 		case table:
 			writeHTMLTable(&b, x)
+		case answers:
+			b.WriteString("<div class=\"answers\">\n")
+			for _, a := range x.items {
+				fmt.Fprintf(&b, "<section class=\"answer\">\n<h3>%s</h3>\n<p class=\"strong\">%s</p>\n", e(a.title), e(a.answer))
+				if len(a.evidence) > 0 {
+					b.WriteString("<ul>\n")
+					for _, it := range a.evidence {
+						fmt.Fprintf(&b, "<li>%s</li>\n", e(it))
+					}
+					b.WriteString("</ul>\n")
+				}
+				b.WriteString("</section>\n")
+			}
+			b.WriteString("</div>\n")
+		case contents:
+			b.WriteString(nav)
 		case figure:
 			c := x.c
 			fmt.Fprintf(&b, "<figure id=\"chart-%s\">\n<img alt=\"%s\" src=\"data:image/png;base64,%s\">\n<figcaption><strong>How to read it:</strong> %s",
@@ -81,7 +108,11 @@ func writeHTMLTable(b *strings.Builder, t table) {
 		return
 	}
 	e := html.EscapeString
-	b.WriteString("<table>\n<thead><tr>")
+	if t.folded != "" {
+		fmt.Fprintf(b, "<details>\n<summary>%s (%d rows; click to open)</summary>\n", e(t.folded), len(t.rows))
+		defer b.WriteString("</details>\n")
+	}
+	b.WriteString("<div class=\"tw\">\n<table>\n<thead><tr>")
 	for _, h := range t.header {
 		fmt.Fprintf(b, "<th>%s</th>", e(h))
 	}
@@ -105,5 +136,5 @@ func writeHTMLTable(b *strings.Builder, t table) {
 		}
 		b.WriteString("</tr>\n")
 	}
-	b.WriteString("</tbody>\n</table>\n")
+	b.WriteString("</tbody>\n</table>\n</div>\n")
 }

@@ -28,7 +28,25 @@ func writeMarkdown(w io.Writer, d *document) error {
 				fmt.Fprintf(&b, "- %s\n", mdEscape(it))
 			}
 		case table:
+			if x.folded != "" {
+				fmt.Fprintf(&b, "*%s:*\n\n", mdEscape(x.folded))
+			}
 			writeMDTable(&b, x)
+		case answers:
+			for i, a := range x.items {
+				if i > 0 {
+					b.WriteString("\n")
+				}
+				fmt.Fprintf(&b, "### %s\n\n**%s**\n", mdEscape(a.title), mdEscape(a.answer))
+				if len(a.evidence) > 0 {
+					b.WriteString("\n")
+				}
+				for _, it := range a.evidence {
+					fmt.Fprintf(&b, "- %s\n", mdEscape(it))
+				}
+			}
+		case contents:
+			b.WriteString("---\n")
 		case figure:
 			c := x.c
 			png := path.Join(chartDir, c.Name+".png")

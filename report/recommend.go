@@ -7,38 +7,63 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/stats"
 )
 
-// closeEnough is how near (as a fraction of the fastest) a backend's
-// throughput must be for its lower cost (fewer nodes, then lower p99) to
-// win over raw speed.
-const closeEnough = 0.10
+// minSpeedTrials is the fewest trials on both sides for a throughput
+// difference to count: with fewer, two backends are "indistinguishable
+// here" whatever their numbers.
+const minSpeedTrials = 3
 
-// Rules states the recommendation rules as the report applies them.
+// Availability differences count only past these gaps between the
+// ranges: a tenth of the baseline in the in-fault grant share, a second
+// of recovery. Four cases on a shared machine give narrow ranges that a
+// few points would separate; a difference a user would not notice must
+// not outrank speed.
+const (
+	shareMargin    = 0.10
+	recoveryMargin = 1.0
+)
+
+// Rules states the recommendation rules as the report applies them; the
+// report prints them under the recommendation, and the tests hold the
+// code to them.
 var Rules = []string{
-	"Speed is a backend's peak throughput under fault \"none\" on the reference workload (the workload without faults that the most candidates ran; the first by name on a tie), under the guard most backends ran there: the mean over trials, the best over client counts. Its cost is its node count and its acquire p99 at that peak.",
-	fmt.Sprintf("Choosing among qualifying backends: the fastest; but any backend within %.0f%% of the fastest with fewer nodes wins, and among equal node counts the lower p99.", closeEnough*100),
-	"Efficiency locks (an occasional double grant is tolerable): a backend qualifies when it ran without faults with at least 2 clients (so a double grant could have shown), acquired locks, and counted zero violations (overlaps + stale writes accepted + lost updates + token regressions) in every fault-free case.",
-	"Correctness locks: the run must contain fenced (guard \"fence\") cases under \"client-pause\" and under at least one node fault (any fault other than \"none\" and \"client-pause\"); otherwise no recommendation is made. A backend qualifies when it issues fencing tokens (its fenced cases ran with fencing on), was run fenced under client-pause and under at least one node fault, and its fenced cases, under every fault measured, accepted no stale write, lost no update and saw no token regression. Overlaps with fencing on are allowed (fencing is what makes them harmless) and reported.",
-	"Fencing is required for a backend when, without fencing, it accepted a stale write or lost an update under some fault, or when its lock overlapped under some fault.",
+	"Rule 1, evidence. Only valid cases count: a case whose fault failed to inject as planned is invalid, excluded from every table, chart and conclusion, and listed with its reason. Every safety number is a count in a number of trials — per injection under a fault, per grant without one — with its exact one-sided 95% upper bound (Clopper–Pearson; zero events in n give 1 − 0.05^(1/n)). A zero is never written without its bound, and a count in no trial is \"not judged\".",
+	"Rule 2, scope. A backend faced a fault class when it has a valid case under it. A class a backend was not put through is \"not judged\" for it, with the reason (the run's record, the report's table of classes that cannot apply, or that the results do not say) — never a pass, and the recommendation names the classes it does not cover. Qualifying backends are ranked only on the fault classes every one of them faced: what one showed under a class another did not face decides nothing between them. The noop control excludes nobody and never qualifies.",
+	"Rule 3, correctness locks (a double grant corrupts data). A backend qualifies when it issues fencing tokens (its fenced cases ran with tokens checked); it faced client-pause and at least one server-side fault class with the resource fencing (guard fence), and its fault cases recorded injections; it had zero lock-bug incidents — two holders while the earlier lease was still valid by the lock's own promise; incidents the judge did not classify count as lock bugs — in every valid case of every class, guard and durability profile, stated with its bound; and with fencing it let through zero stale writes, lost zero updates, saw zero token regressions, and no history failed porcupine's fenced-mutex check. Expired-holder incidents (a holder that outlived its lease) do not disqualify — they are what fencing is for — but they are counted, explained, and make fencing \"required\", as does any stale write accepted or update lost without fencing.",
+	"Rule 4, efficiency locks (an occasional double grant is tolerable). A backend qualifies when it ran without faults with at least 2 clients, acquired locks, and without faults had zero incidents of any kind, zero stale writes accepted and zero lost updates, stated per grant with its bound. Under faults its double grants are tolerated but counted, and they rank it (rule 5).",
+	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. (1) Safety, for efficiency: a backend whose double-grant incidents per injection lie clearly above another's (its 95% lower bound above the other's 95% upper bound) drops out; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the range over its cases of the in-fault grant rate (a share of its own baseline) lies wholly below another's by more than 10 points, or the range of its recovery times wholly above another's by more than 1 s — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, under the guard most ran there), the median over trials with its min–max; a backend drops out only when its range lies wholly below the fastest's and both come from at least 3 trials — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes, then the name; the backends it separated are named as tied with the choice.",
+	"Rule 6, durability. Every case carries its profile (fast: no fsync; durable: every write synced; the control has no servers), and so do the header, every table row and the answer. A lock bug under any profile disqualifies, and the reason names the profile. Speed is compared within one profile.",
 }
 
 // Verdict is one backend's standing under one recommendation question.
 type Verdict struct {
 	Backend   string
 	Qualifies bool
-	// Reason says why, with the numbers behind it.
+	// Reason says why, with the numbers and their bounds.
 	Reason string
-	Nodes  int
+	// Standing says how a qualifying backend fared in the ranking:
+	// recommended, tied with the recommendation, or the step that set it
+	// apart, with the evidence.
+	Standing string
+	Nodes    int
 	// Throughput is the peak fault-free grants/s on the reference
-	// workload (0 when the backend did not run it), reached at Clients
-	// with acquire p99 P99US.
-	Throughput float64
-	Clients    int
-	P99US      int64
+	// workload (the median over Trials trials, ThroughputMin–Max their
+	// range; 0 when the backend did not run it), reached at Clients with
+	// acquire p99 P99US, under profile Durability.
+	Throughput, ThroughputMin, ThroughputMax float64
+	Trials, Clients                          int
+	P99US                                    int64
+	Durability                               string
 	// Fencing says, for correctness verdicts, whether fencing was needed
 	// and the evidence.
 	Fencing string
+	// Faced are the fault classes it faced; NotJudged the classes others
+	// faced and it did not, each with why.
+	Faced, NotJudged []string
+	// brief is Standing in a few words, for the answer.
+	brief string
 }
 
 // Choice answers one question: which backend, or why none.
@@ -46,24 +71,38 @@ type Choice struct {
 	// Backend is the recommended backend; empty when none qualifies or
 	// the run cannot judge.
 	Backend string
+	// Tied are the qualifying backends the evidence could not tell apart
+	// from Backend on safety, availability or speed: the choice among
+	// them fell to cost.
+	Tied []string
 	// Judgeable is false when the run lacks the cases the question needs.
 	Judgeable bool
-	// Answer is the recommendation in a few sentences, from the numbers.
-	Answer string
+	// Answer is the recommendation in a sentence; Evidence the numbers
+	// behind it, one line each.
+	Answer   string
+	Evidence []string
 	// Missing names the cases the run would need to judge.
 	Missing []string
-	// Verdicts rank every backend: qualifying first, fastest first.
+	// Compared are the fault classes the qualifying backends were
+	// compared on: the ones every one of them faced.
+	Compared []string
+	// Verdicts rank every backend: the recommendation first, then the
+	// others that qualified, then the rest.
 	Verdicts []Verdict
 }
 
 // Recommendation is what the measurements support for the two uses of a
 // distributed lock, with the caveats they exposed.
 type Recommendation struct {
-	// Workload is the reference workload speeds were compared on.
-	Workload    string
-	Efficiency  Choice
-	Correctness Choice
-	Caveats     []string
+	// Workload and Durability are the reference workload and profile
+	// speeds were compared on.
+	Workload, Durability string
+	Efficiency           Choice
+	Correctness          Choice
+	Caveats              []string
+	// Invalid lists the cases excluded because their fault failed to
+	// inject, one line each.
+	Invalid []string
 }
 
 // Recommend derives the recommendation from f by the Rules. It never
@@ -71,28 +110,61 @@ type Recommendation struct {
 // missing.
 func Recommend(f *results.File) *Recommendation { return analyse(f).recommend() }
 
+// question is one of the two uses a recommendation answers.
+type question int
+
+const (
+	forEfficiency question = iota
+	forCorrectness
+)
+
 func (ds *dataset) recommend() *Recommendation {
 	r := &Recommendation{}
+	r.Workload, r.Durability = ds.reference()
 	r.Efficiency = ds.efficiency()
 	r.Correctness = ds.correctness()
-	r.Workload = ds.rank(&r.Efficiency, true)
-	if w := ds.rank(&r.Correctness, false); r.Workload == "" {
-		r.Workload = w
-	}
-	r.Efficiency.Answer = ds.efficiencyAnswer(r.Efficiency, r.Workload)
-	r.Correctness.Answer = ds.correctnessAnswer(r.Correctness)
+	ds.rank(&r.Efficiency, forEfficiency, r.Workload, r.Durability)
+	ds.rank(&r.Correctness, forCorrectness, r.Workload, r.Durability)
+	r.Efficiency.Answer, r.Efficiency.Evidence = ds.answer(r.Efficiency, forEfficiency, r.Workload)
+	r.Correctness.Answer, r.Correctness.Evidence = ds.answer(r.Correctness, forCorrectness, r.Workload)
 	r.Caveats = ds.caveats()
+	for _, c := range ds.Invalid {
+		r.Invalid = append(r.Invalid, fmt.Sprintf("%s under %s (guard %s, %s, trial %d): %s",
+			c.Backend, c.Fault, c.Guard, orUnset(c.Durability, durabilityUnset), c.Trial, orUnset(c.InvalidReason, "no reason recorded")))
+	}
 	return r
 }
 
-// peak returns the fastest fault-free group of a backend on a workload,
-// under the guard most backends ran there (the one the summary table
-// and charts show), or under any guard when the backend lacks that one.
-func (ds *dataset) peak(backend, workload string) *group {
+// reference returns the workload and durability profile speeds are
+// compared on: among the real locks' fault-free cases, the ones the most
+// backends ran (the first by name on a tie).
+func (ds *dataset) reference() (workload, durability string) {
+	most := 0
+	for _, w := range ds.workloadsUnder(faultNone) {
+		for _, d := range ds.Durabilities {
+			n := 0
+			for _, b := range ds.realBackends() {
+				if len(ds.find(query{Backend: b, Workload: w, Fault: faultNone, Durability: d})) > 0 {
+					n++
+				}
+			}
+			if n > most {
+				workload, durability, most = w, d, n
+			}
+		}
+	}
+	return workload, durability
+}
+
+// peak returns the fastest fault-free group of a backend on a workload
+// and profile, under the guard most backends ran there (the one the
+// summary table and charts show), or under any guard when the backend
+// lacks that one.
+func (ds *dataset) peak(backend, workload, durability string) *group {
 	for _, guard := range []string{ds.primaryGuard(workload, faultNone), ""} {
 		var best *group
-		for _, g := range ds.find(group{Backend: backend, Workload: workload, Fault: faultNone, Guard: guard}) {
-			if g.Clients > 0 && (best == nil || g.Throughput > best.Throughput) {
+		for _, g := range ds.find(query{Backend: backend, Workload: workload, Fault: faultNone, Guard: guard, Durability: durability}) {
+			if g.Clients > 0 && g.Acquired > 0 && (best == nil || g.Throughput > best.Throughput) {
 				best = g
 			}
 		}
@@ -103,146 +175,280 @@ func (ds *dataset) peak(backend, workload string) *group {
 	return nil
 }
 
-// rank fills the verdicts' speed and cost, sorts them and picks the
-// choice by the Rules; needSpeed refuses a choice without a measured
-// fault-free speed. It returns the reference workload.
-func (ds *dataset) rank(ch *Choice, needSpeed bool) string {
-	var candidates []string
-	for _, v := range ch.Verdicts {
-		if v.Qualifies {
-			candidates = append(candidates, v.Backend)
-		}
-	}
-	if len(candidates) == 0 {
-		for _, v := range ch.Verdicts {
-			candidates = append(candidates, v.Backend)
-		}
-	}
-	workload, most := "", 0
-	for _, w := range ds.workloadsUnder(faultNone) {
-		n := 0
-		for _, b := range candidates {
-			if ds.peak(b, w) != nil {
-				n++
-			}
-		}
-		if n > most {
-			workload, most = w, n
-		}
-	}
+// rank fills the verdicts' speed and cost, applies the ranking rule to
+// the qualifying backends on the classes they all faced, and orders the
+// verdicts: the choice, the tied, the other qualifiers, the rest.
+func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
+	peaks := map[string]*group{}
 	for i := range ch.Verdicts {
 		v := &ch.Verdicts[i]
 		v.Nodes = ds.nodes(v.Backend)
-		if g := ds.peak(v.Backend, workload); g != nil {
-			v.Throughput, v.Clients, v.P99US = g.Throughput, g.Clients, g.Latency.P99
+		v.Faced = ds.classesOf(v.Backend)
+		v.NotJudged = ds.notJudgedClasses(v.Backend)
+		if g := ds.peak(v.Backend, workload, durability); g != nil {
+			peaks[v.Backend] = g
+			v.Throughput, v.ThroughputMin, v.ThroughputMax = g.Throughput, g.ThroughputMin, g.ThroughputMax
+			v.Trials, v.Clients, v.P99US, v.Durability = g.Trials, g.Clients, g.Latency.P99, g.profile()
 		}
+	}
+	var tier []string
+	for _, v := range ch.Verdicts {
+		if v.Qualifies {
+			tier = append(tier, v.Backend)
+		}
+	}
+	standing, brief := map[string]string{}, map[string]string{}
+	if ch.Judgeable && len(tier) > 0 {
+		ch.Compared = ds.commonClasses(tier)
+		if q == forEfficiency {
+			tier = ds.bySafety(tier, ch.Compared, standing, brief)
+		}
+		tier = ds.byAvailability(tier, ch.Compared, standing, brief)
+		tier = bySpeed(tier, peaks, standing, brief)
+		slices.SortFunc(tier, func(a, b string) int { return cmp.Or(cmp.Compare(ds.nodes(a), ds.nodes(b)), cmp.Compare(a, b)) })
+		ch.Backend, ch.Tied = tier[0], tier[1:]
+		standing[ch.Backend] = "recommended"
+		for _, b := range ch.Tied {
+			standing[b] = fmt.Sprintf("tied with %s: the evidence does not tell them apart on safety, availability or speed; %s", ch.Backend, costWord(ds, ch.Backend, b))
+		}
+	}
+	order := func(v Verdict) int {
+		switch {
+		case v.Backend == ch.Backend:
+			return 0
+		case slices.Contains(ch.Tied, v.Backend):
+			return 1
+		case v.Qualifies:
+			return 2
+		}
+		return 3
+	}
+	for i := range ch.Verdicts {
+		ch.Verdicts[i].Standing = standing[ch.Verdicts[i].Backend]
+		ch.Verdicts[i].brief = brief[ch.Verdicts[i].Backend]
 	}
 	slices.SortStableFunc(ch.Verdicts, func(a, b Verdict) int {
-		if a.Qualifies != b.Qualifies {
-			if a.Qualifies {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Or(cmp.Compare(b.Throughput, a.Throughput), cmp.Compare(a.Backend, b.Backend))
+		return cmp.Or(cmp.Compare(order(a), order(b)), cmp.Compare(b.Throughput, a.Throughput), compareBackends(a.Backend, b.Backend))
 	})
-	if !ch.Judgeable || len(ch.Verdicts) == 0 || !ch.Verdicts[0].Qualifies || (needSpeed && ch.Verdicts[0].Throughput <= 0) {
-		return workload
+}
+
+// costWord says why the cost rule put chosen before other.
+func costWord(ds *dataset, chosen, other string) string {
+	if a, b := ds.nodes(chosen), ds.nodes(other); a < b {
+		return fmt.Sprintf("%s needs fewer nodes (%d vs %d)", chosen, a, b)
 	}
-	best := ch.Verdicts[0]
-	for _, v := range ch.Verdicts[1:] {
-		if !v.Qualifies || v.Throughput < (1-closeEnough)*ch.Verdicts[0].Throughput {
+	return fmt.Sprintf("with equal node counts, %s comes first by name", chosen)
+}
+
+// commonClasses returns the fault classes (other than none) that every
+// one of the backends faced.
+func (ds *dataset) commonClasses(backends []string) []string {
+	var out []string
+	for _, cls := range ds.Classes {
+		if cls == faultNone {
 			continue
 		}
-		if cheaper(v.Nodes, best.Nodes) || (v.Nodes == best.Nodes && v.P99US > 0 && v.P99US < best.P99US) {
-			best = v
+		all := true
+		for _, b := range backends {
+			all = all && len(ds.find(query{Backend: b, Class: cls})) > 0
+		}
+		if all {
+			out = append(out, cls)
 		}
 	}
-	ch.Backend = best.Backend
-	return workload
+	return out
 }
 
-// cheaper reports whether node count a is lower than b.
-func cheaper(a, b int) bool { return a < b }
-
-func violationText(t group) string {
-	var parts []string
-	for _, x := range []struct {
-		n    int64
-		what string
-	}{{t.Overlaps, "overlap"}, {t.StaleAccepted, "stale write accepted"}, {t.LostUpdates, "lost update"}, {t.TokenRegressions, "token regression"}} {
-		if x.n > 0 {
-			parts = append(parts, plural(x.n, x.what))
-		}
-	}
-	return strings.ReplaceAll(strings.Join(parts, ", "), "stale write accepteds", "stale writes accepted")
+// evidenceOn sums a backend's groups under the given classes, under
+// every guard.
+func (ds *dataset) evidenceOn(backend string, classes []string) group {
+	return ds.evidenceUnder(backend, classes, "")
 }
 
-func (ds *dataset) efficiency() Choice {
-	ch := Choice{Judgeable: true}
-	if len(ds.find(group{Fault: faultNone})) == 0 {
-		ch.Judgeable = false
-		ch.Missing = append(ch.Missing, `cases without faults (fault "none")`)
+// evidenceUnder sums a backend's groups under the given classes and
+// guard ("" for every guard).
+func (ds *dataset) evidenceUnder(backend string, classes []string, guard string) group {
+	var gs []*group
+	for _, cls := range classes {
+		gs = append(gs, ds.find(query{Backend: backend, Class: cls, Guard: guard})...)
 	}
-	for _, b := range ds.Backends {
-		v := Verdict{Backend: b}
-		gs := ds.find(group{Backend: b, Fault: faultNone})
-		t := totals(gs)
-		maxClients := 0
-		for _, g := range gs {
-			maxClients = max(maxClients, g.Clients)
-		}
-		switch {
-		case len(gs) == 0:
-			v.Reason = "not run without faults"
-		case maxClients < 2:
-			v.Reason = "only run with 1 client without faults: a double grant could not show"
-		case t.Acquired == 0:
-			v.Reason = "acquired no lock without faults"
-		case t.violations() > 0:
-			v.Reason = "without faults: " + violationText(t)
-		default:
-			v.Qualifies = true
-			v.Reason = fmt.Sprintf("no violation in %s without faults (up to %d clients)", plural(int64(t.Cases), "case"), maxClients)
-		}
-		ch.Verdicts = append(ch.Verdicts, v)
-	}
-	return ch
+	return totals(gs)
 }
 
-func (ds *dataset) efficiencyAnswer(ch Choice, workload string) string {
-	switch {
-	case !ch.Judgeable:
-		return "This run cannot recommend a lock for efficiency: it has no " + joinAnd(ch.Missing) + "."
-	case ch.Backend == "":
-		for _, v := range ch.Verdicts {
-			if v.Qualifies {
-				return "Backends qualify, but none has a fault-free throughput on the reference workload, so none can be ranked."
+// bySafety drops the backends whose incidents per injection on the
+// compared classes lie clearly above another's (rule 5 (1), efficiency).
+func (ds *dataset) bySafety(tier, classes []string, standing, brief map[string]string) []string {
+	if len(classes) == 0 {
+		return tier
+	}
+	rates := map[string]bound{}
+	for _, b := range tier {
+		t := ds.evidenceOn(b, classes)
+		rates[b] = perInjection(t.Incidents, t.tally)
+	}
+	var keep []string
+	for _, b := range tier {
+		worse := ""
+		for _, a := range tier {
+			if a != b && rates[b].Above(rates[a].Rate) {
+				worse = a
+				break
 			}
 		}
-		return "No backend qualifies for efficiency locks: every one either counted violations without faults or was not run with enough clients to show them (see the table)."
+		if worse == "" {
+			keep = append(keep, b)
+			continue
+		}
+		standing[b] = fmt.Sprintf("set apart on safety: under %s its double-grant incidents, %s, lie clearly above %s's, %s",
+			joinAnd(classes), rates[b], worse, rates[worse])
+		brief[b] = fmt.Sprintf("safety: incidents %s vs %s's %s", rates[b].cell(), worse, rates[worse].cell())
 	}
-	v := verdictOf(ch, ch.Backend)
-	s := fmt.Sprintf("Use %s: it is the %s backend with zero violations without faults — %s grants/s at %d clients on workload %s, acquire p99 %s, %s.",
-		v.Backend, speedWord(ch, v), fmtRate(v.Throughput), v.Clients, workload, fmtUS(float64(v.P99US)), nodesText(v.Nodes))
-	return s + runnerUp(ch)
+	return keep
 }
 
-// speedWord says why the choice won: fastest, or cheap and close to it.
-func speedWord(ch Choice, v Verdict) string {
-	if ch.Verdicts[0].Backend == v.Backend {
-		return "fastest"
-	}
-	return fmt.Sprintf("cheapest (within %.0f%% of the fastest, %s)", closeEnough*100, ch.Verdicts[0].Backend)
+// availability is a backend's service under one fault class: the
+// in-fault grant rate as a fraction of its baseline, and recovery times.
+type availability struct{ inFault, recovery stats.Spread }
+
+func (ds *dataset) availabilityOf(backend, class string) availability {
+	t := totals(ds.find(query{Backend: backend, Class: class}))
+	return availability{inFault: stats.SpreadOf(t.InFault), recovery: stats.SpreadOf(t.Recovery)}
 }
 
-func runnerUp(ch Choice) string {
-	for _, v := range ch.Verdicts {
-		if v.Qualifies && v.Backend != ch.Backend && v.Throughput > 0 {
-			return fmt.Sprintf(" Next: %s, %s grants/s, p99 %s, %s.", v.Backend, fmtRate(v.Throughput), fmtUS(float64(v.P99US)), nodesText(v.Nodes))
+// byAvailability drops the backends another one beats on availability
+// under some compared class and loses to under none (rule 5 (2)). When
+// that would drop every backend (no clear order), it drops none.
+func (ds *dataset) byAvailability(tier, classes []string, standing, brief map[string]string) []string {
+	av := map[string]map[string]availability{}
+	for _, b := range tier {
+		av[b] = map[string]availability{}
+		for _, cls := range classes {
+			av[b][cls] = ds.availabilityOf(b, cls)
 		}
 	}
-	return ""
+	// beats returns the class under which a's availability is clearly
+	// better than b's, or "".
+	beats := func(a, b string) string {
+		for _, cls := range classes {
+			x, y := av[a][cls], av[b][cls]
+			if x.inFault.N > 0 && y.inFault.N > 0 && x.inFault.Min-y.inFault.Max > shareMargin {
+				return cls
+			}
+			if x.recovery.N > 0 && y.recovery.N > 0 && y.recovery.Min-x.recovery.Max > recoveryMargin {
+				return cls
+			}
+		}
+		return ""
+	}
+	var keep []string
+	why, short := map[string]string{}, map[string]string{}
+	for _, b := range tier {
+		for _, a := range tier {
+			if a == b {
+				continue
+			}
+			if cls := beats(a, b); cls != "" && beats(b, a) == "" {
+				x, y := av[a][cls], av[b][cls]
+				why[b] = fmt.Sprintf("set apart on availability: under %s it served %s of its baseline and recovered in %s, %s served %s and recovered in %s",
+					cls, spreadPct(y.inFault), spreadSeconds(y.recovery), a, spreadPct(x.inFault), spreadSeconds(x.recovery))
+				short[b] = fmt.Sprintf("availability under %s: %s of baseline, recovery %s, vs %s's %s, %s", cls,
+					fmtPct(y.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: y.recovery.Median}), a, fmtPct(x.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: x.recovery.Median}))
+				break
+			}
+		}
+		if why[b] == "" {
+			keep = append(keep, b)
+		}
+	}
+	if len(keep) == 0 {
+		return tier
+	}
+	for b, w := range why {
+		standing[b], brief[b] = w, short[b]
+	}
+	return keep
+}
+
+// bySpeed keeps the backends whose peak throughput the evidence cannot
+// separate from the fastest's (rule 5 (3)): a backend drops out only
+// when its range lies wholly below the fastest's, both from at least
+// minSpeedTrials trials. A backend without a fault-free speed cannot be
+// called slower, and stays.
+func bySpeed(tier []string, peaks map[string]*group, standing, brief map[string]string) []string {
+	var fastest *group
+	for _, b := range tier {
+		if g := peaks[b]; g != nil && (fastest == nil || g.Throughput > fastest.Throughput) {
+			fastest = g
+		}
+	}
+	if fastest == nil {
+		return tier
+	}
+	var keep []string
+	for _, b := range tier {
+		g := peaks[b]
+		if g == nil || g == fastest || g.Speed.N < minSpeedTrials || fastest.Speed.N < minSpeedTrials || g.Speed.Compare(fastest.Speed) >= 0 {
+			keep = append(keep, b)
+			continue
+		}
+		standing[b] = fmt.Sprintf("set apart on speed: %s grants/s against %s's %s, over %d and %d trials",
+			spreadRate(g.Speed), fastest.Backend, spreadRate(fastest.Speed), g.Speed.N, fastest.Speed.N)
+		brief[b] = fmt.Sprintf("speed: %s vs %s's %s grants/s", spreadRate(g.Speed), fastest.Backend, spreadRate(fastest.Speed))
+	}
+	return keep
+}
+
+// spreadRate is "4.1k (3.9k–4.3k)", or "4.1k (1 trial)".
+func spreadRate(s stats.Spread) string {
+	switch {
+	case s.N == 0:
+		return "not measured"
+	case s.N == 1:
+		return fmtRate3(s.Median) + " (1 trial)"
+	}
+	return fmt.Sprintf("%s (%s–%s)", fmtRate3(s.Median), fmtRate3(s.Min), fmtRate3(s.Max))
+}
+
+// spreadPct is "62% (40–71%)" for fractions.
+func spreadPct(s stats.Spread) string {
+	switch {
+	case s.N == 0:
+		return "not measured"
+	case s.N == 1 || s.Min == s.Max:
+		return fmtPct(s.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", fmtPct(s.Median), strings.TrimSuffix(fmtPct(s.Min), "%"), fmtPct(s.Max))
+}
+
+// spreadSeconds is "0.8 s (0.5–1.2 s)"; a recovery that never came is
+// "not recovered".
+func spreadSeconds(s stats.Spread) string {
+	sec := func(v float64) string {
+		if v > 1e300 {
+			return "never"
+		}
+		return fmtSeconds(v)
+	}
+	switch {
+	case s.N == 0:
+		return "not measured"
+	case s.Median > 1e300 && s.Min > 1e300:
+		return "not recovered"
+	case s.N == 1 || s.Min == s.Max:
+		return sec(s.Median) + " s"
+	}
+	return fmt.Sprintf("%s s (%s–%s s)", sec(s.Median), sec(s.Min), sec(s.Max))
+}
+
+// spreadUS is "3.2 ms (2.9–3.8 ms)".
+func spreadUS(s stats.Spread) string {
+	switch {
+	case s.N == 0:
+		return "—"
+	case s.N == 1 || s.Min == s.Max:
+		return fmtUS(s.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", fmtUS(s.Median), fmtUS(s.Min), fmtUS(s.Max))
 }
 
 func verdictOf(ch Choice, backend string) Verdict {
@@ -252,111 +458,4 @@ func verdictOf(ch Choice, backend string) Verdict {
 		}
 	}
 	return Verdict{Backend: backend}
-}
-
-// isNodeFault reports whether a fault acts on the lock's servers rather
-// than on the client (every fault but "none" and "client-pause").
-func isNodeFault(f string) bool { return f != faultNone && f != faultPause && f != unsetLabel }
-
-func (ds *dataset) correctness() Choice {
-	ch := Choice{Judgeable: true}
-	fenced := ds.find(group{Guard: guardFence})
-	hasPause := slices.ContainsFunc(fenced, func(g *group) bool { return g.Fault == faultPause })
-	hasNode := slices.ContainsFunc(fenced, func(g *group) bool { return isNodeFault(g.Fault) })
-	if !hasPause {
-		ch.Judgeable = false
-		ch.Missing = append(ch.Missing, `fenced (guard "fence") cases under "client-pause"`)
-	}
-	if !hasNode {
-		ch.Judgeable = false
-		ch.Missing = append(ch.Missing, `fenced cases under a node fault (failover, restart, crash-minority, ...)`)
-	}
-	for _, b := range ds.Backends {
-		v := Verdict{Backend: b}
-		fs := ds.find(group{Backend: b, Guard: guardFence})
-		var faults, bad []string
-		for _, f := range ds.Faults {
-			gs := ds.find(group{Backend: b, Guard: guardFence, Fault: f})
-			if len(gs) == 0 {
-				continue
-			}
-			faults = append(faults, f)
-			t := totals(gs)
-			t.Overlaps = 0 // allowed with fencing
-			if t.violations() > 0 {
-				bad = append(bad, violationText(t)+" under "+f)
-			}
-		}
-		t := totals(fs)
-		switch {
-		case len(fs) == 0:
-			v.Reason = "never run with fencing"
-		case !t.Fencing:
-			v.Reason = "issues no fencing tokens: its fenced cases ran without token checks"
-		case len(bad) > 0:
-			v.Reason = "with fencing: " + strings.Join(bad, "; ")
-		case !slices.Contains(faults, faultPause):
-			v.Reason = "not run with fencing under client-pause"
-		case !slices.ContainsFunc(faults, isNodeFault):
-			v.Reason = "not run with fencing under any node fault"
-		default:
-			v.Qualifies = true
-			v.Reason = fmt.Sprintf("with fencing: no stale write accepted, no lost update and no token regression under %s (%s rejected)",
-				joinAnd(faults), plural(t.StaleRejected, "stale write"))
-			if t.Unfenced {
-				v.Reason += "; some fenced cases ran without token checks"
-			}
-		}
-		v.Fencing = ds.fencingNeed(b)
-		ch.Verdicts = append(ch.Verdicts, v)
-	}
-	return ch
-}
-
-// fencingNeed says whether a backend needed fencing, with the evidence.
-func (ds *dataset) fencingNeed(backend string) string {
-	var evidence []string
-	for _, f := range ds.Faults {
-		if t := totals(ds.find(group{Backend: backend, Guard: guardNone, Fault: f})); t.StaleAccepted+t.LostUpdates > 0 {
-			evidence = append(evidence, fmt.Sprintf("without fencing %s under %s", violationText(group{StaleAccepted: t.StaleAccepted, LostUpdates: t.LostUpdates}), f))
-		}
-		if t := totals(ds.find(group{Backend: backend, Fault: f})); t.Overlaps > 0 {
-			evidence = append(evidence, fmt.Sprintf("%s under %s", plural(t.Overlaps, "overlap"), f))
-		}
-	}
-	switch {
-	case len(evidence) > 0:
-		return "required: " + strings.Join(evidence, "; ")
-	case len(ds.find(group{Backend: backend, Guard: guardNone, Fault: faultPause})) > 0:
-		return "not shown necessary by this run: no unfenced run accepted a stale write and the lock never overlapped"
-	}
-	return "unknown: not run without fencing under client-pause"
-}
-
-func (ds *dataset) correctnessAnswer(ch Choice) string {
-	if !ch.Judgeable {
-		return "This run cannot recommend a lock for correctness: it lacks " + joinAnd(ch.Missing) +
-			". Rerun with those faults and --fencing before trusting any backend with correctness."
-	}
-	if ch.Backend == "" {
-		return "No backend qualifies for correctness locks in this run: each one issued no tokens, accepted a stale write, lost an update or saw a token regression with fencing on, or was not run under the faults needed (see the table)."
-	}
-	v := verdictOf(ch, ch.Backend)
-	var missing []string
-	for _, f := range ds.Faults {
-		if f != faultNone && len(ds.find(group{Fault: f, Guard: guardFence})) > 0 && len(ds.find(group{Backend: v.Backend, Fault: f, Guard: guardFence})) == 0 {
-			missing = append(missing, f)
-		}
-	}
-	s := fmt.Sprintf("Use %s with its fencing tokens checked by the resource. It is the %s backend whose fenced runs had %s. Fencing %s. Cost: %s, %s grants/s at %d clients, acquire p99 %s.",
-		v.Backend, speedWord(ch, v), strings.TrimPrefix(v.Reason, "with fencing: "), v.Fencing, nodesText(v.Nodes),
-		fmtRate(v.Throughput), v.Clients, fmtUS(float64(v.P99US)))
-	if v.Throughput <= 0 {
-		s = fmt.Sprintf("Use %s with its fencing tokens checked by the resource. Its fenced runs had %s. Fencing %s. Its fault-free speed was not measured.",
-			v.Backend, strings.TrimPrefix(v.Reason, "with fencing: "), v.Fencing)
-	}
-	if len(missing) > 0 {
-		s += fmt.Sprintf(" Not run with fencing under %s, which other backends were: the recommendation does not cover those faults.", joinAnd(missing))
-	}
-	return s + runnerUp(ch)
 }

@@ -1,15 +1,21 @@
 // Package report renders a lockbench run — a results.File — into a
 // directory a person can read: results.csv, charts (PNG and SVG, drawn
-// with gonum/plot), report.md and a self-contained index.html, ending in
-// a recommendation derived from the numbers. It also compares two runs
-// (Compare) and prints a short summary for the terminal (Summary).
+// with gonum/plot), report.md and a self-contained index.html. The
+// report opens with the answer — a lock for efficiency and one for
+// correctness, each with its evidence — derived from the numbers by
+// stated Rules that a rival backend's author could check: safety
+// numbers always carry their 95% bounds, speeds their spread over
+// trials, backends are compared only on the fault classes they all
+// faced, and invalid cases are excluded and listed. It also compares two
+// runs (Compare) and prints a short summary for the terminal (Summary).
 //
 // Layout of a report dir:
 //
 //	results.csv            one row per case, columns as CSVColumns
 //	report.md, index.html  the report; index.html inlines every chart
-//	charts/*.png, *.svg    throughput-<workload>, latency-<workload>,
-//	                       cdf-<workload>, safety, timeline-<fault>
+//	charts/*.png, *.svg    throughput-<workload>, own-cost,
+//	                       latency-<workload>, cdf-<workload>,
+//	                       availability, safety, timeline-<fault>
 //	compare.md, .html      written by Compare
 //
 // Nothing here panics on bad input: an empty, partial or inconsistent
@@ -127,6 +133,8 @@ func (ds *dataset) renderCharts(dir string, latencyClients int) (*charts, error)
 			cs.cdf = append(cs.cdf, c)
 		}
 	}
+	cs.cost = keep(ds.costChart(dir))
+	cs.availability = keep(ds.availabilityChart(dir))
 	cs.safety = keep(ds.safetyChart(dir))
 	for _, f := range ds.Faults {
 		if f == faultNone {

@@ -11,8 +11,10 @@ import (
 
 // Summary prints the run's headline numbers as plain-text tables — per
 // workload without faults, one row per backend: throughput at each
-// client count, acquire p50/p99/p99.9, violations — followed by the two
-// recommendations and the caveats. `make bench` prints it at the end of
+// client count and acquire p50/p99, medians with their ranges over
+// trials, the lock's own cost, fault-free incidents with their bound —
+// followed by the two recommendations with their evidence and the
+// caveats. `make bench` prints it at the end of
 // a run; latencyClients is as Options.LatencyClients.
 func Summary(w io.Writer, f *results.File, latencyClients int) error {
 	ds := analyse(f)
@@ -29,17 +31,31 @@ func Summary(w io.Writer, f *results.File, latencyClients int) error {
 		title += " — PARTIAL RUN"
 	}
 	fmt.Fprintln(&b, title)
+	if f := ds.File; f.RunID != "" || f.Seed != 0 || f.Suite != "" {
+		fmt.Fprintf(&b, "run %s, seed %d, suite %s; durability: %s\n", orUnset(f.RunID, "?"), f.Seed, orUnset(f.Suite, "by flags"), strings.Join(ds.Durabilities, ", "))
+	}
 	if len(ds.Groups) == 0 {
 		fmt.Fprintln(&b, "\nNo cases: nothing was measured.")
 	}
 	for _, wl := range ds.workloadsUnder(faultNone) {
 		guard := ds.primaryGuard(wl, faultNone)
 		clients := ds.latencyClients(wl, guard, latencyClients)
-		fmt.Fprintf(&b, "\nworkload %s, fault none, guard %s (grants/s by clients; latency at %d clients)\n", wl, guard, clients)
-		writeText(&b, ds.summaryTable(wl, guard, clients))
+		profile, _ := ds.profileUnder(wl, faultNone)
+		fmt.Fprintf(&b, "\nworkload %s, fault none, guard %s, %s profile (grants/s by clients, median and range over trials; latency at %d clients)\n", wl, guard, profile, clients)
+		writeText(&b, ds.summaryTable(wl, guard, profile, clients))
 	}
-	fmt.Fprintf(&b, "\nEfficiency locks: %s\n", rec.Efficiency.Answer)
-	fmt.Fprintf(&b, "Correctness locks: %s\n", rec.Correctness.Answer)
+	for _, q := range []struct {
+		what string
+		ch   Choice
+	}{{"Efficiency locks", rec.Efficiency}, {"Correctness locks", rec.Correctness}} {
+		fmt.Fprintf(&b, "\n%s: %s\n", q.what, q.ch.Answer)
+		for _, e := range q.ch.Evidence {
+			fmt.Fprintf(&b, "  * %s\n", e)
+		}
+	}
+	if n := len(rec.Invalid); n > 0 {
+		fmt.Fprintf(&b, "%s excluded (see the report).\n", plural(int64(n), "invalid case"))
+	}
 	const shown = 8
 	if len(rec.Caveats) > 0 {
 		fmt.Fprintln(&b, "Caveats:")

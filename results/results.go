@@ -50,6 +50,21 @@ type File struct {
 	// "postgres").
 	Versions map[string]string `json:"versions,omitempty"`
 	Cases    []Case            `json:"cases"`
+	// Skipped lists the fault classes the run did not put a backend
+	// through, each with why (the class cannot apply to the backend, the
+	// suite left it out): the report says "not judged" with the reason
+	// rather than leave a blank, and never reads a skipped class as a pass.
+	Skipped []Skip `json:"skipped,omitempty"`
+}
+
+// Skip is one fault class the run did not put one backend through.
+type Skip struct {
+	Backend    string `json:"backend"`
+	FaultClass string `json:"fault_class"`
+	// Reason says why, in a sentence a reader of the report understands
+	// ("etcd leases run on the server's monotonic clock: a wall-clock jump
+	// cannot expire them").
+	Reason string `json:"reason"`
 }
 
 // Case is one measured combination: a backend under a workload and a
@@ -245,9 +260,16 @@ type Histograms struct {
 }
 
 // Key identifies the combination a case measures, without its trial and
-// host: cases with equal keys are repetitions of one another.
+// host: cases with equal keys are repetitions of one another. The
+// durability profile is part of it when set ("…|16|durable"), since a
+// restart under the fast and the durable profile are different
+// experiments; files without one keep their keys.
 func (c *Case) Key() string {
-	return fmt.Sprintf("%s|%s|%s|%s|%d", c.Backend, c.Workload, c.Fault, c.Guard, c.Clients)
+	k := fmt.Sprintf("%s|%s|%s|%s|%d", c.Backend, c.Workload, c.Fault, c.Guard, c.Clients)
+	if c.Durability != "" {
+		k += "|" + c.Durability
+	}
+	return k
 }
 
 // NewHistogram returns a histogram of microseconds from 1 µs to 10 min

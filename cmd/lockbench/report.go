@@ -20,8 +20,10 @@ func reportCmd() *cobra.Command {
 		Long: `report re-renders DIR's report from DIR/results.json.
 With --compare it writes a comparison of two runs (dirs or results.json files) into --out: per
 case, the throughput and p99 ratios and the change in violations, regressions flagged.
-With --merge it merges runs measured at the same time by several load-generator hosts (their
-HDR histograms merge without loss) into --out/results.json and renders the report there.`,
+With --merge it merges runs measured at the same time by several load-generator hosts into
+--out/results.json and renders the report there: what each host measured adds up (its HDR
+histograms merge without loss), the judge's joint safety counts are taken once, and files of
+different runs are refused.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case compare:

@@ -1,0 +1,198 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lockbench/lockbench/stats"
+)
+
+// answer words a choice: the recommendation in a sentence, and the
+// evidence behind it a line at a time — safety with its bounds, the
+// classes compared and not judged, availability, speed with its spread,
+// the durability profile.
+func (ds *dataset) answer(ch Choice, q question, workload string) (string, []string) {
+	use := "efficiency locks (an occasional double grant is tolerable)"
+	if q == forCorrectness {
+		use = "correctness locks (a double grant corrupts data)"
+	}
+	switch {
+	case !ch.Judgeable:
+		s := "This run cannot recommend a lock for " + use + ": it has no " + joinAnd(ch.Missing) + "."
+		if q == forCorrectness {
+			s = "This run cannot recommend a lock for " + use + ": it lacks " + joinAnd(ch.Missing) + ". Rerun with those faults and fencing before trusting any backend with correctness."
+		}
+		return s, nil
+	case ch.Backend == "":
+		if q == forEfficiency {
+			return "No backend qualifies for efficiency locks: every one either counted double grants without faults, was not run with enough clients to show them, or is the control (see the table).", nil
+		}
+		return "No backend qualifies for correctness locks in this run: each one had a lock-bug incident, issued no tokens, let a stale write through with fencing on, or was not put through the faults needed (see the table).", nil
+	}
+	v := verdictOf(ch, ch.Backend)
+	answer := fmt.Sprintf("Use %s.", v.Backend)
+	if q == forCorrectness {
+		answer = fmt.Sprintf("Use %s, with its fencing tokens checked by the resource.", v.Backend)
+	}
+	if len(ch.Tied) > 0 {
+		answer += fmt.Sprintf(" %s: indistinguishable from it here; the tie went to cost (%s).", joinAnd(ch.Tied), costWord(ds, v.Backend, ch.Tied[0]))
+	}
+	var ev []string
+	if q == forEfficiency {
+		t := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
+		ev = append(ev, fmt.Sprintf("Double grants without faults: %s.", perGrant(t.Incidents, t.Acquired)))
+	} else {
+		all := ds.evidenceOn(v.Backend, v.Faced)
+		fenced := ds.evidenceUnder(v.Backend, v.Faced, guardFence)
+		ff := totals(ds.find(query{Backend: v.Backend, Guard: guardFence}))
+		free := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
+		ev = append(ev, fmt.Sprintf("Lock-bug incidents: %s over %s; without faults %s.",
+			perInjection(0, all.tally), plural(int64(len(v.Faced)), "fault class"), perGrant(free.lockBugs(), free.Acquired)))
+		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted, lost updates and token regressions: each %s; %s stale writes rejected; porcupine's fenced-mutex check: %s.",
+			perInjection(fenced.StaleAccepted+fenced.LostUpdates+fenced.TokenRegressions, fenced.tally), fmtCount(ff.StaleRejected), ff.LinearizableFenced))
+		ev = append(ev, "Fencing "+v.Fencing+".")
+	}
+	ev = append(ev, ds.comparedLine(ch, q))
+	if line := ds.availabilityLine(v.Backend, ch.Compared); line != "" {
+		ev = append(ev, line)
+	}
+	if line := rankingLine(ch); line != "" {
+		ev = append(ev, line)
+	}
+	ev = append(ev, ds.speedLine(ch, v, workload))
+	if len(v.NotJudged) > 0 {
+		var classes []string
+		for _, nj := range v.NotJudged {
+			cls, _, _ := strings.Cut(nj, " — ")
+			classes = append(classes, cls)
+		}
+		ev = append(ev, fmt.Sprintf("Not judged for %s, so not covered: %s (why: under \"What was measured\").", v.Backend, joinAnd(classes)))
+	}
+	if prof := ds.profilesOf(v.Backend); prof != "" {
+		ev = append(ev, "Durability profiles of these numbers: "+prof+".")
+	}
+	return answer, ev
+}
+
+// comparedLine says which classes the qualifiers were compared on and
+// how the choice fared there.
+func (ds *dataset) comparedLine(ch Choice, q question) string {
+	var qual []string
+	for _, v := range ch.Verdicts {
+		if v.Qualifies {
+			qual = append(qual, v.Backend)
+		}
+	}
+	if len(qual) < 2 {
+		return fmt.Sprintf("The only backend that qualified; it faced %s.", orUnset(joinAnd(verdictOf(ch, ch.Backend).Faced), "no fault class"))
+	}
+	others := joinAnd(without(qual, ch.Backend))
+	if len(ch.Compared) == 0 {
+		return fmt.Sprintf("Compared with %s on no fault class: they faced none in common, so only speed and cost ranked them.", others)
+	}
+	line := fmt.Sprintf("Compared with %s on the classes all of them faced: %s.", others, joinAnd(ch.Compared))
+	if q == forEfficiency {
+		t := ds.evidenceOn(ch.Backend, ch.Compared)
+		line += fmt.Sprintf(" Its double grants there, tolerated but counted: %s.", perInjection(t.Incidents, t.tally))
+	}
+	return line
+}
+
+// availabilityLine words a backend's availability under the compared
+// classes.
+func (ds *dataset) availabilityLine(backend string, classes []string) string {
+	var parts []string
+	for _, cls := range classes {
+		a := ds.availabilityOf(backend, cls)
+		if a.inFault.N == 0 && a.recovery.N == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s, %s", cls, fmtPct(a.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: a.recovery.Median})))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "In fault windows (grants as a share of its own baseline; recovery): " + strings.Join(parts, "; ") + "."
+}
+
+// rankingLine names the qualifying backends set apart before speed, by
+// step (the reasons are in the verdict table).
+func rankingLine(ch Choice) string {
+	steps := map[string][]string{}
+	for _, o := range ch.Verdicts {
+		for _, step := range []string{"safety", "availability"} {
+			if o.Qualifies && strings.HasPrefix(o.Standing, "set apart on "+step) {
+				steps[step] = append(steps[step], o.Backend)
+			}
+		}
+	}
+	var parts []string
+	for _, step := range []string{"safety", "availability"} {
+		if len(steps[step]) > 0 {
+			parts = append(parts, fmt.Sprintf("on %s %s", step, joinAnd(steps[step])))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Qualified too, but set apart before speed: " + strings.Join(parts, "; ") + " (why: under \"Recommendation in full\")."
+}
+
+// speedLine words the choice's speed and how it compares with the
+// backends that reached the speed step.
+func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
+	if v.Throughput <= 0 {
+		return "Fault-free speed: not measured on the reference workload."
+	}
+	g := ds.peak(v.Backend, workload, v.Durability)
+	if g == nil {
+		return "Fault-free speed: not measured on the reference workload."
+	}
+	s := fmt.Sprintf("Speed: %s grants/s at %d clients, workload %s, %s profile; acquire p99 %s",
+		spreadRate(g.Speed), v.Clients, workload, v.Durability, fmtUS(float64(v.P99US)))
+	if g.Speed.N < minSpeedTrials {
+		s += fmt.Sprintf("; from %s, too few to call any backend faster", plural(int64(g.Speed.N), "trial"))
+	}
+	var others []string
+	for _, o := range ch.Verdicts {
+		reached := strings.HasPrefix(o.Standing, "tied") || strings.HasPrefix(o.Standing, "set apart on speed")
+		if !o.Qualifies || o.Backend == v.Backend || o.Throughput <= 0 || !reached {
+			continue
+		}
+		og := ds.peak(o.Backend, workload, o.Durability)
+		if og == nil {
+			continue
+		}
+		word := "indistinguishable here"
+		if og.Speed.N >= minSpeedTrials && g.Speed.N >= minSpeedTrials {
+			switch g.Speed.Compare(og.Speed) {
+			case 1:
+				word = "slower"
+			case -1:
+				word = "faster"
+			}
+		}
+		others = append(others, fmt.Sprintf("%s %s, %s", o.Backend, spreadRate(og.Speed), word))
+	}
+	if len(others) > 0 {
+		s += "; " + strings.Join(others, "; ")
+	}
+	return s + "."
+}
+
+// profilesOf lists the durability profiles of a backend's valid cases.
+func (ds *dataset) profilesOf(backend string) string {
+	var ps []string
+	for _, d := range ds.Durabilities {
+		if n := len(ds.find(query{Backend: backend, Durability: d})); n > 0 {
+			ps = append(ps, fmt.Sprintf("%s (%s)", d, plural(int64(n), "combination")))
+		}
+	}
+	return joinAnd(ps)
+}
+
+// without returns s without v.
+func without(s []string, v string) []string {
+	return slices.DeleteFunc(slices.Clone(s), func(x string) bool { return x == v })
+}

@@ -1,0 +1,127 @@
+package report_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/report"
+)
+
+// TestReportInABrowser renders the fixture's report and opens its
+// index.html in headless Chromium: the page must load with no console
+// error, no exception and no request outside itself (its charts are
+// inlined), every chart image must decode, and the answer — both
+// recommendations with their evidence — must sit in the first screen of
+// a 1280×900 window. Screenshots of that first screen and of the whole
+// page go to the test's artifact dir.
+func TestReportInABrowser(t *testing.T) {
+	bin := chromiumPath()
+	if bin == "" {
+		t.Skip("chromium not found (Debian package chromium, which scripts/deps.sh installs; or set LOCKBENCH_CHROMIUM): the report was not rendered in a browser")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	dir := t.TempDir()
+	if err := report.Write(dir, sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	page := "file://" + filepath.Join(dir, "index.html")
+	art := artifactDir(t)
+
+	b := startBrowser(t, ctx, bin)
+	const width, height = 1280, 900
+	s, err := b.pageSession(ctx, width, height)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := len(b.recorded())
+	if err := b.call(ctx, s, "Page.navigate", map[string]any{"url": page}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.waitEvent(ctx, s, "Page.loadEventFired", from); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every image decoded, and where the answer ends.
+	var facts struct {
+		Images, Broken int
+		AnswerBottom   float64
+		Answers        int
+		FirstH2        string
+		PageHeight     float64
+	}
+	err = b.evaluate(ctx, s, `(() => {
+		const imgs = [...document.images];
+		const box = document.querySelector('.answers');
+		return {
+			Images: imgs.length,
+			Broken: imgs.filter(i => !i.complete || i.naturalWidth === 0).length,
+			AnswerBottom: box ? box.getBoundingClientRect().bottom : -1,
+			Answers: document.querySelectorAll('.answer').length,
+			FirstH2: (document.querySelector('h2') || {}).textContent || '',
+			PageHeight: document.documentElement.scrollHeight,
+		};
+	})()`, &facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.screenshot(ctx, s, filepath.Join(art, "report-first-screen.png"), nil); err != nil {
+		t.Fatal(err)
+	}
+	full := min(facts.PageHeight, 16000)
+	if err := b.screenshot(ctx, s, filepath.Join(art, "report-full-page.png"), map[string]any{"x": 0, "y": 0, "width": width, "height": full, "scale": 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	if facts.Images == 0 || facts.Broken > 0 {
+		t.Errorf("%d images, %d of them did not decode", facts.Images, facts.Broken)
+	}
+	if facts.Answers != 2 || facts.AnswerBottom <= 0 || facts.AnswerBottom > height {
+		t.Errorf("the page does not open with both answers in its first %d px: %d answer boxes ending at %.0f px", height, facts.Answers, facts.AnswerBottom)
+	}
+	if facts.FirstH2 != "The answer" {
+		t.Errorf("the page starts with %q, want the answer", facts.FirstH2)
+	}
+
+	for _, e := range b.recorded() {
+		if e.SessionID != s {
+			continue
+		}
+		switch e.Method {
+		case "Runtime.consoleAPICalled":
+			var p struct {
+				Type string            `json:"type"`
+				Args []json.RawMessage `json:"args"`
+			}
+			json.Unmarshal(e.Params, &p)
+			if p.Type == "error" || p.Type == "warning" || p.Type == "assert" {
+				t.Errorf("console %s: %s", p.Type, e.Params)
+			}
+		case "Runtime.exceptionThrown":
+			t.Errorf("exception: %s", e.Params)
+		case "Log.entryAdded":
+			var p struct {
+				Entry struct{ Level, Text, URL string } `json:"entry"`
+			}
+			json.Unmarshal(e.Params, &p)
+			if p.Entry.Level == "error" || p.Entry.Level == "warning" {
+				t.Errorf("browser log %s: %s (%s)", p.Entry.Level, p.Entry.Text, p.Entry.URL)
+			}
+		case "Network.requestWillBeSent":
+			var p struct {
+				Request struct{ URL string } `json:"request"`
+			}
+			json.Unmarshal(e.Params, &p)
+			if u := p.Request.URL; u != page && !strings.HasPrefix(u, "data:") {
+				t.Errorf("the page requested %s: not self-contained", u)
+			}
+		case "Network.loadingFailed":
+			t.Errorf("a load failed: %s", e.Params)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// controlVerdict is why the control never qualifies, with what it showed.
+func (ds *dataset) controlVerdict() string {
+	t := totals(ds.find(query{Backend: controlBackend, Fault: faultNone}))
+	s := "the control: it excludes nobody, so it never qualifies; it is there to show the checker sees double grants"
+	if t.Acquired > 0 {
+		s += fmt.Sprintf(" (double-grant incidents without faults: %s)", perGrant(t.Incidents, t.Acquired))
+	}
+	return s
+}
+
+// efficiency judges every backend for efficiency locks by the Rules.
+func (ds *dataset) efficiency() Choice {
+	ch := Choice{Judgeable: true}
+	if len(ds.find(query{Fault: faultNone})) == 0 {
+		ch.Judgeable = false
+		ch.Missing = append(ch.Missing, `valid cases without faults (fault "none")`)
+	}
+	for _, b := range ds.Backends {
+		v := Verdict{Backend: b}
+		gs := ds.find(query{Backend: b, Fault: faultNone})
+		t := totals(gs)
+		maxClients := 0
+		for _, g := range gs {
+			maxClients = max(maxClients, g.Clients)
+		}
+		clean := perGrant(t.Incidents, t.Acquired)
+		switch {
+		case isControl(b):
+			v.Reason = ds.controlVerdict()
+		case len(gs) == 0:
+			v.Reason = "not judged: not run without faults"
+			if ds.variantOnly(b) {
+				v.Reason += " (a variant, run only under the faults it exists for)"
+			}
+		case maxClients < 2:
+			v.Reason = "only run with 1 client without faults: a double grant could not show"
+		case t.Acquired == 0:
+			v.Reason = "acquired no lock without faults"
+		case t.Incidents+t.StaleAccepted+t.LostUpdates > 0:
+			v.Reason = "without faults: " + countsText(t, false)
+		default:
+			v.Qualifies = true
+			v.Reason = fmt.Sprintf("double-grant incidents without faults: %s, up to %d clients", clean, maxClients)
+		}
+		if v.Qualifies {
+			if ft := ds.evidenceOn(b, ds.classesOf(b)); ft.Injections > 0 {
+				v.Reason += fmt.Sprintf("; under faults (tolerated, counted): %s", perInjection(ft.Incidents, ft.tally))
+			}
+		}
+		ch.Verdicts = append(ch.Verdicts, v)
+	}
+	return ch
+}
+
+// countsText words the violations of t: incidents by class, stale
+// writes, lost updates, token regressions — the nonzero ones, or all
+// when none is.
+func countsText(t group, fenced bool) string {
+	var parts []string
+	add := func(k int64, what string) {
+		if k > 0 {
+			parts = append(parts, plural(k, what))
+		}
+	}
+	add(t.IncidentsLockBug, "lock-bug incident")
+	add(t.IncidentsUnclassified, "unclassified incident")
+	add(t.IncidentsExpired, "expired-holder incident")
+	add(t.StaleAccepted, "stale write accepted")
+	add(t.LostUpdates, "lost update")
+	add(t.TokenRegressions, "token regression")
+	if fenced && t.StaleRejected > 0 {
+		parts = append(parts, plural(t.StaleRejected, "stale write")+" rejected")
+	}
+	if len(parts) == 0 {
+		return "no incident, stale write, lost update or token regression"
+	}
+	return strings.ReplaceAll(strings.Join(parts, ", "), "stale write accepteds", "stale writes accepted")
+}
+
+// isServerFault reports whether a fault class acts on the lock's servers
+// rather than on its clients: every class but none and client-pause.
+func isServerFault(class string) bool {
+	return class != faultNone && class != faultPause && class != unsetLabel
+}
+
+// correctness judges every backend for correctness locks by the Rules.
+func (ds *dataset) correctness() Choice {
+	ch := Choice{Judgeable: true}
+	fenced := ds.find(query{Guard: guardFence})
+	if !slices.ContainsFunc(fenced, func(g *group) bool { return g.FaultClass == faultPause }) {
+		ch.Judgeable = false
+		ch.Missing = append(ch.Missing, `valid fenced (guard "fence") cases under client-pause`)
+	}
+	if !slices.ContainsFunc(fenced, func(g *group) bool { return isServerFault(g.FaultClass) }) {
+		ch.Judgeable = false
+		ch.Missing = append(ch.Missing, "valid fenced cases under a server-side fault (server-pause, restart, crash-minority, partition, ...)")
+	}
+	for _, b := range ds.Backends {
+		v := Verdict{Backend: b}
+		fs := ds.find(query{Backend: b, Guard: guardFence})
+		tf := totals(fs)
+		var fencedClasses []string
+		for _, g := range fs {
+			fencedClasses = appendNew(fencedClasses, g.FaultClass)
+		}
+		faced := ds.classesOf(b)
+		onFaults := ds.evidenceOn(b, faced)
+		lockBugs := ds.lockBugsByClass(b)
+		switch {
+		case isControl(b):
+			v.Reason = ds.controlVerdict()
+		case len(ds.find(query{Backend: b})) == 0:
+			v.Reason = "not judged: every case it ran was invalid"
+		case len(lockBugs) > 0:
+			v.Reason = "lock bugs: " + strings.Join(lockBugs, "; ")
+		case len(fs) == 0:
+			v.Reason = "not judged: never run with fencing"
+		case !tf.Fencing:
+			v.Reason = "issues no fencing tokens: its fenced cases ran without token checks"
+		case tf.StaleAccepted+tf.LostUpdates+tf.TokenRegressions > 0:
+			v.Reason = "with fencing: " + ds.fencedFailures(b)
+		case tf.LinearizableFenced.False > 0:
+			v.Reason = fmt.Sprintf("porcupine's fenced-mutex check failed %s: its tokens did not order its grants", plural(int64(tf.LinearizableFenced.False), "history"))
+		case !slices.Contains(fencedClasses, faultPause):
+			v.Reason = "not judged: not run with fencing under client-pause"
+		case !slices.ContainsFunc(fencedClasses, isServerFault):
+			v.Reason = "not judged: not run with fencing under any server-side fault"
+		case onFaults.Injections == 0:
+			v.Reason = "not judged: its fault cases recorded no injection, so they bound nothing"
+		default:
+			v.Qualifies = true
+			fencedFaults := ds.evidenceUnder(b, faced, guardFence)
+			v.Reason = fmt.Sprintf("lock-bug incidents: %s over %s; stale writes accepted with fencing: %s (%s rejected); lost updates and token regressions with fencing: 0",
+				perInjection(0, onFaults.tally), plural(int64(len(faced)), "fault class"),
+				perInjection(fencedFaults.StaleAccepted, fencedFaults.tally), fmtCount(tf.StaleRejected))
+			if onFaults.IncidentsExpired > 0 {
+				v.Reason += fmt.Sprintf("; expired-holder incidents: %s (holders that outlived their lease: what fencing is for)", perInjection(onFaults.IncidentsExpired, onFaults.tally))
+			}
+			if tf.Unfenced {
+				v.Reason += "; some fenced cases ran without token checks"
+			}
+		}
+		v.Fencing = ds.fencingNeed(b)
+		ch.Verdicts = append(ch.Verdicts, v)
+	}
+	return ch
+}
+
+// lockBugsByClass returns, per class (fault none included) and profile,
+// the lock-bug incidents of a backend, with their bounds.
+func (ds *dataset) lockBugsByClass(backend string) []string {
+	var out []string
+	for _, cls := range ds.Classes {
+		for _, d := range ds.Durabilities {
+			t := totals(ds.find(query{Backend: backend, Class: cls, Durability: d}))
+			if t.lockBugs() == 0 {
+				continue
+			}
+			b := perInjection(t.lockBugs(), t.tally)
+			if cls == faultNone {
+				b = perGrant(t.lockBugs(), t.Acquired)
+			}
+			s := fmt.Sprintf("%s under %s (%s profile)", b, cls, d)
+			if t.IncidentsUnclassified > 0 {
+				s += fmt.Sprintf(", %d of them not classified by the judge", t.IncidentsUnclassified)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// fencedFailures words what went wrong with fencing on, class by class.
+func (ds *dataset) fencedFailures(backend string) string {
+	var out []string
+	for _, cls := range ds.Classes {
+		t := totals(ds.find(query{Backend: backend, Class: cls, Guard: guardFence}))
+		if t.StaleAccepted+t.LostUpdates+t.TokenRegressions == 0 {
+			continue
+		}
+		var parts []string
+		if t.StaleAccepted > 0 {
+			parts = append(parts, perInjection(t.StaleAccepted, t.tally).String()+" stale writes accepted")
+		}
+		if t.LostUpdates > 0 {
+			parts = append(parts, plural(t.LostUpdates, "lost update"))
+		}
+		if t.TokenRegressions > 0 {
+			parts = append(parts, plural(t.TokenRegressions, "token regression"))
+		}
+		out = append(out, strings.Join(parts, ", ")+" under "+cls)
+	}
+	return strings.Join(out, "; ")
+}
+
+// fencingNeed says whether a backend needed fencing, with the evidence.
+func (ds *dataset) fencingNeed(backend string) string {
+	var evidence []string
+	for _, cls := range ds.Classes {
+		if t := totals(ds.find(query{Backend: backend, Guard: guardNone, Class: cls})); t.StaleAccepted+t.LostUpdates > 0 {
+			evidence = append(evidence, fmt.Sprintf("without fencing %s under %s", countsText(group{tally: tally{StaleAccepted: t.StaleAccepted, LostUpdates: t.LostUpdates}}, false), cls))
+		}
+		if t := totals(ds.find(query{Backend: backend, Class: cls})); t.IncidentsExpired > 0 {
+			evidence = append(evidence, fmt.Sprintf("%s under %s", plural(t.IncidentsExpired, "expired-holder incident"), cls))
+		}
+	}
+	switch {
+	case len(evidence) > 0:
+		return "required: " + strings.Join(evidence, "; ")
+	case len(ds.find(query{Backend: backend, Guard: guardNone, Class: faultPause})) > 0:
+		return "not shown necessary by this run: no unfenced case accepted a stale write and no holder outlived its lease"
+	}
+	return "unknown: not run without fencing under client-pause"
+}

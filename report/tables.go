@@ -1,0 +1,324 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/stats"
+)
+
+// statsOf is a verdict's peak speed as a Spread.
+func statsOf(v Verdict) stats.Spread {
+	return stats.Spread{N: v.Trials, Median: v.Throughput, Min: v.ThroughputMin, Max: v.ThroughputMax}
+}
+
+// speedSection has, per workload and durability profile without
+// faults, a row per backend: throughput at each client count and
+// acquire percentiles, each a median over trials with its range, and
+// the lock's own cost.
+func (ds *dataset) speedSection(d *document, latencyClients int) {
+	d.h(2, "Speed per backend")
+	workloads := ds.workloadsUnder(faultNone)
+	if len(workloads) == 0 {
+		d.p(`No valid fault-free (fault "none") cases were measured, so there is no throughput or latency summary.`)
+	}
+	for _, w := range workloads {
+		for _, dur := range ds.Durabilities {
+			if dur == profileNoServers || len(ds.find(query{Workload: w, Fault: faultNone, Durability: dur})) == 0 {
+				continue // the control is in every profile's table
+			}
+			guard := ds.primaryGuard(w, faultNone)
+			clients := ds.latencyClients(w, guard, latencyClients)
+			d.h(3, fmt.Sprintf("Workload %s, %s profile", w, dur))
+			d.p(fmt.Sprintf("Fault none, guard %s. Each cell is the median over trials with the slowest–fastest trial in brackets: throughput in grants/s at each client count, acquire latency percentiles at %d clients. Own cost is acquire p50 + release p50 at 1 client, where nobody waits. A difference counts only where the ranges do not overlap, with at least %d trials each. Fault-free incidents are per grant, with their 95%% bound.", guard, clients, minSpeedTrials))
+			d.table(ds.summaryTable(w, guard, dur, clients))
+		}
+	}
+}
+
+// summaryTable has a row per backend (the control last): throughput at
+// each client count, acquire percentiles at one client count, own cost,
+// trials and fault-free incidents.
+func (ds *dataset) summaryTable(workload, guard, durability string, latClients int) table {
+	var clients []int
+	for _, g := range ds.find(query{Workload: workload, Fault: faultNone, Guard: guard, Durability: durability, EveryProfile: true}) {
+		if g.Clients > 0 {
+			clients = appendNew(clients, g.Clients)
+		}
+	}
+	slices.Sort(clients)
+	t := table{header: []string{"backend", "nodes"}}
+	for _, c := range clients {
+		t.header = append(t.header, fmt.Sprintf("grants/s @%d", c))
+	}
+	t.header = append(t.header, fmt.Sprintf("p50 @%d", latClients), fmt.Sprintf("p99 @%d", latClients), "own cost @1", "trials", "incidents, no fault")
+	for i := range t.header {
+		t.numeric = append(t.numeric, i > 0)
+	}
+	for _, b := range ds.Backends {
+		gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Durability: durability, EveryProfile: true})
+		if len(gs) == 0 {
+			continue
+		}
+		name := b
+		if isControl(b) {
+			name += " (control)"
+		}
+		row := []string{name, strconv.Itoa(ds.nodes(b))}
+		trials := 0
+		for _, c := range clients {
+			cell := "—"
+			if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: c, Durability: durability, EveryProfile: true}); len(gs) > 0 {
+				cell = spreadRate(gs[0].Speed)
+				trials = max(trials, gs[0].Trials)
+			}
+			row = append(row, cell)
+		}
+		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: latClients, Durability: durability, EveryProfile: true}); len(gs) > 0 && gs[0].Acquired > 0 {
+			row = append(row, spreadUS(gs[0].P50), spreadUS(gs[0].P99))
+		} else {
+			row = append(row, "—", "—")
+		}
+		cost := "—"
+		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Clients: 1, Durability: durability, EveryProfile: true}); len(gs) > 0 && gs[0].Acquired > 0 {
+			cost = spreadUS(gs[0].OwnCost)
+		}
+		tt := totals(gs)
+		row = append(row, cost, strconv.Itoa(trials), perGrant(tt.Incidents, tt.Acquired).cell())
+		t.rows = append(t.rows, row)
+		t.flag = append(t.flag, tt.Incidents > 0 && !isControl(b))
+	}
+	return t
+}
+
+// safetySection shows the safety evidence twice: per backend × fault
+// class (every guard, param and trial pooled: what the recommendation
+// compares), and per fault × guard × profile in full.
+func (ds *dataset) safetySection(d *document) {
+	d.h(2, "Safety with bounds")
+	if len(ds.Groups) == 0 {
+		d.p("No valid cases, so no safety measurements.")
+		return
+	}
+	d.p("Each count is given as k/n ≤u: k events in n injections of the fault (in n grants without a fault), with u the one-sided 95% upper bound on the rate per injection (exact binomial; zero events in n give 1 − 0.05^(1/n)). An incident is an episode of two holders of one key: a lock bug when the later grant came while the earlier lease was still valid by the lock's own promise (incidents the judge did not classify count as lock bugs); expired holder when the earlier holder went on after its lease had ended — what fencing is for. Stale writes are writes by a holder whose lease had ended, which the resource accepted or rejected.")
+	d.h(3, "Per backend and fault class")
+	t := table{header: []string{"backend", "fault class", "profile", "cases", "injections", "lock-bug incidents", "expired-holder incidents", "stale accepted, fenced", "stale accepted, unfenced", "stale rejected"},
+		numeric: []bool{false, false, false, true, true, true, true, true, true, true}}
+	for _, b := range ds.Backends {
+		for _, cls := range ds.Classes {
+			for _, dur := range ds.Durabilities {
+				gs := ds.find(query{Backend: b, Class: cls, Durability: dur})
+				if len(gs) == 0 {
+					continue
+				}
+				s := totals(gs)
+				fs, ns := totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardFence})), totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardNone}))
+				rate := func(k int64, x group) string {
+					if cls == faultNone {
+						return perGrant(k, x.Acquired).cell()
+					}
+					return perInjection(k, x.tally).cell()
+				}
+				fenced, unfenced := "not run", "not run"
+				switch {
+				case fs.Cases > 0 && !fs.Fencing:
+					fenced = "no tokens to check"
+				case fs.Cases > 0:
+					fenced = rate(fs.StaleAccepted, fs)
+				}
+				if ns.Cases > 0 {
+					unfenced = rate(ns.StaleAccepted, ns)
+				}
+				t.rows = append(t.rows, []string{b, cls, dur, strconv.Itoa(s.Cases), injectionsText(s), rate(s.lockBugs(), s), rate(s.IncidentsExpired, s), fenced, unfenced, itoa(s.StaleRejected)})
+				t.flag = append(t.flag, (s.lockBugs() > 0 || (fs.Fencing && fs.StaleAccepted > 0)) && !isControl(b))
+			}
+		}
+	}
+	d.table(t)
+	d.p("Rows in bold (highlighted) had a lock-bug incident, or a stale write accepted with fencing on.")
+
+	d.h(3, "Per fault, guard and profile")
+	full := table{
+		header:  []string{"fault", "backend", "guard", "profile", "tokens checked", "injections", "lock-bug incidents", "expired-holder incidents", "stale accepted", "stale rejected", "lost updates", "token regressions", "porcupine: mutex", "porcupine: fenced", "trials", "notes"},
+		numeric: []bool{false, false, false, false, false, true, true, true, true, true, true, true, false, false, true, false},
+		folded:  "Every fault (with its params) × backend × guard × durability profile",
+	}
+	for _, f := range ds.Faults {
+		for _, b := range ds.Backends {
+			for _, guard := range ds.Guards {
+				for _, dur := range ds.Durabilities {
+					gs := ds.find(query{Backend: b, Fault: f, Guard: guard, Durability: dur})
+					if len(gs) == 0 {
+						continue
+					}
+					s := totals(gs)
+					tokens := "no"
+					switch {
+					case s.Fencing && s.Unfenced:
+						tokens = "some cases"
+					case s.Fencing:
+						tokens = "yes"
+					}
+					rate := func(k int64) string {
+						if gs[0].FaultClass == faultNone {
+							return perGrant(k, s.Acquired).cell()
+						}
+						return perInjection(k, s.tally).cell()
+					}
+					full.rows = append(full.rows, []string{f, b, guard, dur, tokens, injectionsText(s), rate(s.lockBugs()), rate(s.IncidentsExpired),
+						rate(s.StaleAccepted), itoa(s.StaleRejected), rate(s.LostUpdates), rate(s.TokenRegressions),
+						s.Linearizable.String(), s.LinearizableFenced.String(), strconv.Itoa(s.Trials), brief(s.Notes)})
+					full.flag = append(full.flag, s.violations() > 0)
+				}
+			}
+		}
+	}
+	d.table(full)
+}
+
+// injectionsText is the injection count, marked when it was inferred
+// from fault windows; "—" without a fault.
+func injectionsText(t group) string {
+	if t.Injections == 0 {
+		return "—"
+	}
+	s := itoa(t.Injections)
+	if t.InjectionsInferred {
+		s += " (from windows)"
+	}
+	return s
+}
+
+// availabilitySection tabulates the service inside the fault windows.
+func (ds *dataset) availabilitySection(d *document) {
+	d.h(2, "Availability under faults")
+	t := table{header: []string{"backend", "fault", "profile", "cases", "baseline grants/s", "in-fault grants, share of baseline", "in-fault acquire p99", "recovery after a window", "not recovered"},
+		numeric: []bool{false, false, false, true, true, true, true, true, true}}
+	for _, b := range ds.Backends {
+		for _, f := range ds.Faults {
+			for _, dur := range ds.Durabilities {
+				gs := ds.find(query{Backend: b, Fault: f, Durability: dur})
+				s := totals(gs)
+				if len(s.InFault)+len(s.Recovery)+len(s.InFaultP99) == 0 {
+					continue
+				}
+				never := 0
+				for _, r := range s.Recovery {
+					if r > 1e300 {
+						never++
+					}
+				}
+				t.rows = append(t.rows, []string{b, f, dur, strconv.Itoa(s.Cases), ds.baselineText(gs), spreadPct(stats.SpreadOf(s.InFault)), spreadUS(stats.SpreadOf(s.InFaultP99)),
+					spreadSeconds(stats.SpreadOf(s.Recovery)), fmt.Sprintf("%d of %d windows", never, len(s.Recovery))})
+				t.flag = append(t.flag, never > 0)
+			}
+		}
+	}
+	if len(t.rows) == 0 {
+		d.p("No valid case recorded availability inside fault windows, so availability could not count for either recommendation.")
+		return
+	}
+	d.p("Inside the fault windows: grants per second as a share of the same case's rate before the first window (median over cases, range in brackets), the acquire p99 of operations begun inside a window, and per window the time from its end until grants ran at half the baseline again. Rows in bold had a window after which the backend did not recover before the case ended.")
+	d.table(t)
+}
+
+// baselineText is the median baseline rate of the groups' cases.
+func (ds *dataset) baselineText(gs []*group) string {
+	var xs []float64
+	for _, g := range gs {
+		for _, c := range ds.casesOf(g) {
+			if c.Availability != nil {
+				xs = append(xs, c.Availability.BaselineThroughput)
+			}
+		}
+	}
+	if len(xs) == 0 {
+		return "—"
+	}
+	return spreadRate(stats.SpreadOf(xs))
+}
+
+// casesOf returns the valid cases of a group from the file.
+func (ds *dataset) casesOf(g *group) []results.Case {
+	var out []results.Case
+	for _, raw := range ds.File.Cases {
+		if c := normalised(raw); !c.Invalid && c.Key() == g.Key {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// casesSection lists, per combination, what the judge and the nemesis
+// recorded: how the clients ran, injections and their targets,
+// incidents by class, the checkers' verdicts and the history files.
+func (ds *dataset) casesSection(d *document) {
+	d.h(2, "Cases")
+	if len(ds.Groups) == 0 {
+		d.p("No valid cases.")
+		return
+	}
+	d.p("Per combination of backend, workload, fault, guard, clients and profile (trials pooled): how its clients ran (worker processes, which a pause freezes whole, or goroutines), what the nemesis hit, the incidents by class, and porcupine's verdicts against a mutex model and a fenced-mutex model (tokens strictly increasing in real-time order). A false mutex verdict is expected wherever incidents were counted.")
+	t := table{
+		header:  []string{"backend", "workload", "fault", "guard", "profile", "clients", "clients as", "trials", "injections", "targets", "incidents: lock bug / expired / unclassified", "porcupine: mutex", "porcupine: fenced", "histories"},
+		numeric: []bool{false, false, false, false, false, true, false, true, true, false, false, false, false, false},
+		folded:  fmt.Sprintf("%d combinations", len(ds.Groups)),
+	}
+	for _, g := range ds.Groups {
+		hist := "—"
+		if n := len(g.Histories); n > 0 {
+			hist = g.Histories[0]
+			if n > 1 {
+				hist += fmt.Sprintf(" (+%d)", n-1)
+			}
+		}
+		lin, fen := g.Linearizable.withReasons(), g.LinearizableFenced.withReasons()
+		t.rows = append(t.rows, []string{g.Backend, g.Workload, g.Fault, g.Guard, orUnset(g.Durability, durabilityUnset), strconv.Itoa(g.Clients),
+			orUnset(strings.Join(g.ClientsAs, ", "), "not recorded"), strconv.Itoa(g.Trials), injectionsText(totals([]*group{g})), targetsText(g.Targets),
+			fmt.Sprintf("%d / %d / %d", g.IncidentsLockBug, g.IncidentsExpired, g.IncidentsUnclassified), lin, fen, hist})
+		t.flag = append(t.flag, g.violations() > 0 && !isControl(g.Backend))
+	}
+	d.table(t)
+}
+
+// targetsText summarises what the injections hit: how often the leader
+// or a priority node was among the targets, and each node's count.
+func targetsText(ts []results.Target) string {
+	if len(ts) == 0 {
+		return "—"
+	}
+	var leader, priority int
+	hits := map[string]int{}
+	for _, t := range ts {
+		if t.Leader {
+			leader++
+		}
+		if t.Priority {
+			priority++
+		}
+		for _, n := range t.Nodes {
+			hits[n]++
+		}
+	}
+	var parts []string
+	if leader > 0 {
+		parts = append(parts, fmt.Sprintf("leader in %d of %d", leader, len(ts)))
+	}
+	if priority > 0 {
+		parts = append(parts, fmt.Sprintf("priority node in %d of %d", priority, len(ts)))
+	}
+	nodes := slices.SortedFunc(maps.Keys(hits), func(a, b string) int { return cmp.Or(cmp.Compare(hits[b], hits[a]), cmp.Compare(a, b)) })
+	var ns []string
+	for _, n := range nodes[:min(len(nodes), 6)] {
+		ns = append(ns, fmt.Sprintf("%s ×%d", n, hits[n]))
+	}
+	if len(nodes) > 6 {
+		ns = append(ns, fmt.Sprintf("+%d more", len(nodes)-6))
+	}
+	return strings.Join(append(parts, strings.Join(ns, ", ")), "; ")
+}

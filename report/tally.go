@@ -1,0 +1,143 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lockbench/lockbench/results"
+)
+
+// tally is the safety evidence of some cases: what was injected and what
+// went wrong, summed.
+type tally struct {
+	Injections int64
+	// InjectionsInferred is set when some case recorded no injection
+	// count and one per fault window was assumed (files from before the
+	// field).
+	InjectionsInferred bool
+
+	Overlaps, StaleAccepted, StaleRejected, LostUpdates, TokenRegressions int64
+	OverlapsLockBug, OverlapsExpired                                      int64
+	// Incidents are episodes of two holders: IncidentsLockBug granted
+	// while the previous lease was valid by the lock's own promise,
+	// IncidentsExpired after the holder outlived its lease, and
+	// IncidentsUnclassified those the judge did not classify (files from
+	// before it: any overlap is at least one incident), which the rules
+	// treat as lock bugs since nothing shows they were not.
+	Incidents, IncidentsLockBug, IncidentsExpired, IncidentsUnclassified int64
+}
+
+// lockBugs is the incidents that count against a lock: lock bugs and
+// incidents nobody classified.
+func (t tally) lockBugs() int64 { return t.IncidentsLockBug + t.IncidentsUnclassified }
+
+// add sums u into t.
+func (t *tally) add(u tally) {
+	t.Injections += u.Injections
+	t.InjectionsInferred = t.InjectionsInferred || u.InjectionsInferred
+	t.Overlaps += u.Overlaps
+	t.StaleAccepted += u.StaleAccepted
+	t.StaleRejected += u.StaleRejected
+	t.LostUpdates += u.LostUpdates
+	t.TokenRegressions += u.TokenRegressions
+	t.OverlapsLockBug += u.OverlapsLockBug
+	t.OverlapsExpired += u.OverlapsExpired
+	t.Incidents += u.Incidents
+	t.IncidentsLockBug += u.IncidentsLockBug
+	t.IncidentsExpired += u.IncidentsExpired
+	t.IncidentsUnclassified += u.IncidentsUnclassified
+}
+
+// tallyOf reads a case's safety counts. A case with overlaps but no
+// incident count (a file from before the judge) is one incident, a lock
+// bug if any overlap was classified one, expired-holder if all were,
+// else unclassified. A fault case with no injection count injected once
+// per recorded fault window.
+func tallyOf(c *results.Case) tally {
+	t := tally{
+		Injections: int64(max(c.Injections, 0)), Overlaps: c.Overlaps, StaleAccepted: c.StaleAccepted,
+		StaleRejected: c.StaleRejected, LostUpdates: c.LostUpdates, TokenRegressions: c.TokenRegressions,
+		OverlapsLockBug: c.OverlapsLockBug, OverlapsExpired: c.OverlapsExpiredHolder,
+		Incidents: c.Incidents, IncidentsLockBug: c.IncidentsLockBug, IncidentsExpired: c.IncidentsExpiredHolder,
+	}
+	if t.Injections == 0 && classOf(c) != faultNone && len(c.FaultWindows) > 0 {
+		t.Injections, t.InjectionsInferred = int64(len(c.FaultWindows)), true
+	}
+	if t.Incidents == 0 && t.Overlaps > 0 {
+		t.Incidents = 1
+		switch {
+		case t.OverlapsLockBug > 0:
+			t.IncidentsLockBug = 1
+		case t.OverlapsExpired == t.Overlaps:
+			t.IncidentsExpired = 1
+		}
+	}
+	t.IncidentsUnclassified = max(t.Incidents-t.IncidentsLockBug-t.IncidentsExpired, 0)
+	return t
+}
+
+// verdicts counts checker verdicts over cases, with the reasons given
+// for the unknown ones and for the false ones.
+type verdicts struct {
+	True, False, Unknown, Unchecked int
+	Reasons, FalseReasons           []string
+}
+
+func (v *verdicts) add(x results.Verdict, reason string) {
+	switch x {
+	case results.Linearizable:
+		v.True++
+	case results.NotLinearizable:
+		v.False++
+	case results.Unknown:
+		v.Unknown++
+	default:
+		v.Unchecked++
+	}
+	switch {
+	case reason == "":
+	case x == results.NotLinearizable:
+		v.FalseReasons = appendNew(v.FalseReasons, reason)
+	case x != results.Linearizable:
+		v.Reasons = appendNew(v.Reasons, reason)
+	}
+}
+
+func (v *verdicts) merge(u verdicts) {
+	v.True += u.True
+	v.False += u.False
+	v.Unknown += u.Unknown
+	v.Unchecked += u.Unchecked
+	for _, r := range u.Reasons {
+		v.Reasons = appendNew(v.Reasons, r)
+	}
+	for _, r := range u.FalseReasons {
+		v.FalseReasons = appendNew(v.FalseReasons, r)
+	}
+}
+
+// String is "true ×2, false ×1", or "not checked".
+func (v verdicts) String() string {
+	var parts []string
+	for _, x := range []struct {
+		n    int
+		what string
+	}{{v.True, "true"}, {v.False, "false"}, {v.Unknown, "unknown"}} {
+		if x.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", x.what, x.n))
+		}
+	}
+	if len(parts) == 0 {
+		return "not checked"
+	}
+	return joinAnd(parts)
+}
+
+// withReasons is String followed by the reasons given.
+func (v verdicts) withReasons() string {
+	s := v.String()
+	if rs := append(slices.Clone(v.FalseReasons), v.Reasons...); len(rs) > 0 {
+		s += ": " + brief(rs)
+	}
+	return s
+}
