@@ -124,6 +124,9 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (*results.File, error) {
 		case err == nil:
 			err = errors.New("no result")
 		}
+		if err != nil {
+			r.skip(c, err)
+		}
 		r.emit(Event{Index: i, Total: len(cases), Case: c, Results: res, Skipped: err})
 		if err := r.save(ctx.Err() != nil); err != nil {
 			return &r.File, err
@@ -168,6 +171,17 @@ func (r *Runner) init() error {
 	}
 	r.Judge, r.local = j, j
 	return nil
+}
+
+// skip records in the results that case c could not run, once per
+// backend and fault class.
+func (r *Runner) skip(c Case, err error) {
+	for _, s := range r.File.Skipped {
+		if s.Backend == c.Backend.Spec && s.FaultClass == c.Fault.Class() {
+			return
+		}
+	}
+	r.File.Skipped = append(r.File.Skipped, results.Skip{Backend: c.Backend.Spec, FaultClass: c.Fault.Class(), Reason: err.Error()})
 }
 
 func (r *Runner) emit(e Event) {

@@ -198,6 +198,41 @@ func (s Suite) Cases() ([]Case, error) {
 	return cases, nil
 }
 
+// Skipped lists the fault classes of the suite that a backend is not put
+// through, each with why (the fault cannot apply to its cluster, or the
+// suite runs a variant under some faults only), for results.File.Skipped:
+// the report then says "not judged" with the reason. It assumes the
+// suite's backends parse (Cases checks them).
+func (s Suite) Skipped() []results.Skip {
+	var out []results.Skip
+	seen := map[[2]string]bool{}
+	for _, spec := range s.Backends {
+		b, err := ParseBackend(spec)
+		if err != nil {
+			continue
+		}
+		for _, name := range s.Faults {
+			f, err := nemesis.Parse(name)
+			if err != nil || seen[[2]string{spec, f.Class()}] {
+				continue
+			}
+			reason := ""
+			if !s.runs(f.Class(), b) {
+				reason = fmt.Sprintf("the suite runs the variant %s under %v only", spec, s.Variants[spec])
+			} else if sh, ok := shape(b); ok {
+				if err := f.Fits(sh); err != nil {
+					reason = err.Error()
+				}
+			}
+			if reason != "" {
+				seen[[2]string{spec, f.Class()}] = true
+				out = append(out, results.Skip{Backend: spec, FaultClass: f.Class(), Reason: reason})
+			}
+		}
+	}
+	return out
+}
+
 // validate returns the errors of the cases' specs, each once, so that bad
 // settings fail before any server starts rather than skip every case.
 func validate(cases []Case) error {

@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +91,35 @@ func TestDefaultSuiteCoversTheCatalogue(t *testing.T) {
 			if !seen[want.pair][g] {
 				t.Errorf("default suite lacks %s under %s with guard %s", want.backend, want.fault, g)
 			}
+		}
+	}
+}
+
+// TestSkippedSaysWhy: a fault class the default suite does not put a
+// backend through is listed with the reason, never silently absent.
+func TestSkippedSaysWhy(t *testing.T) {
+	skipped := map[[2]string]string{}
+	for _, s := range bench.Default().Skipped() {
+		skipped[[2]string{s.Backend, s.FaultClass}] = s.Reason
+	}
+	for _, want := range []struct{ backend, class, says string }{
+		{"etcd", "clock-jump", "monotonic"},
+		{"zookeeper", "clock-jump", "monotonic"},
+		{"redis", "crash-minority", "at least 3 nodes"},
+		{"noop", "server-pause", "servers"},
+		{"redlock?quarantine=false", "client-pause", "variant"},
+	} {
+		if r := skipped[[2]string{want.backend, want.class}]; !strings.Contains(r, want.says) {
+			t.Errorf("%s under %s: skipped for %q, want a reason that says %q", want.backend, want.class, r, want.says)
+		}
+	}
+	cases, err := bench.Default().Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if _, ok := skipped[[2]string{c.Backend.Spec, c.Fault.Class()}]; ok {
+			t.Errorf("%s is both run and listed as skipped", c)
 		}
 	}
 }

@@ -105,7 +105,7 @@ counts two holders at once across all of them.`,
 
 func (f *runFlags) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	cases, err := f.cases(cmd)
+	cases, skipped, err := f.cases(cmd)
 	if err != nil {
 		return err
 	}
@@ -153,6 +153,7 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	}
 	runner.File.Command = strings.Join(os.Args, " ")
 	runner.File.Suite = f.suite
+	runner.File.Skipped = skipped
 	runner.File.Versions = versions(ctx)
 	file, runErr := runner.Run(ctx, cases)
 	if bar != nil {
@@ -242,30 +243,31 @@ func progress(w io.Writer, bar *progressbar.ProgressBar, e bench.Event) {
 	}
 }
 
-// cases builds the case list from the suite and the flags.
-func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, error) {
+// cases builds the case list from the suite and the flags, with the fault
+// classes a suite leaves out for some backends, and why.
+func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, error) {
 	changed := cmd.Flags().Changed
 	// Zero would mean "the default" further down: say so rather than
 	// run something else than asked.
 	switch {
 	case f.duration <= 0:
-		return nil, locker.Invalidf("--duration %v: must be positive", f.duration)
+		return nil, nil, locker.Invalidf("--duration %v: must be positive", f.duration)
 	case f.ttl <= 0:
-		return nil, locker.Invalidf("--ttl %v: must be positive", f.ttl)
+		return nil, nil, locker.Invalidf("--ttl %v: must be positive", f.ttl)
 	case f.trials < 1:
-		return nil, locker.Invalidf("--trials %d: need at least 1", f.trials)
+		return nil, nil, locker.Invalidf("--trials %d: need at least 1", f.trials)
 	}
 	hold, err := workloads.ParseDist(f.hold)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	think, err := workloads.ParseDist(f.think)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	guards, err := f.guardList()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ws := make([]workloads.Workload, len(f.workloads))
 	for i, w := range f.workloads {
@@ -279,7 +281,7 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, error) {
 		case "quick":
 			s = bench.Quick()
 		default:
-			return nil, fmt.Errorf("suite %q: want default or quick", f.suite)
+			return nil, nil, fmt.Errorf("suite %q: want default or quick", f.suite)
 		}
 		if changed("backend") {
 			s.Backends = f.backends
@@ -317,17 +319,19 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, error) {
 		if changed("duration") {
 			s.PerfSeconds, s.FaultSeconds = f.duration.Seconds(), f.duration.Seconds()
 		}
-		return s.Cases()
+		cases, err := s.Cases()
+		return cases, s.Skipped(), err
 	}
 	names := f.backends
 	if len(names) == 0 {
 		names = backends.Names()
 	}
-	return bench.Cross(bench.Matrix{
+	cases, err := bench.Cross(bench.Matrix{
 		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
 		ClientsAs: f.clientsAs, Durability: f.durability, Injections: f.injections,
 		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think},
 	})
+	return cases, nil, err
 }
 
 func (f *runFlags) guardList() ([]judge.Guard, error) {
