@@ -324,6 +324,7 @@ type Case struct {
 
 	checkOnce sync.Once
 	result    *Result
+	collected int // hosts that have taken their result
 }
 
 func newCase(j *Judge, spec CaseSpec) *Case {
@@ -831,7 +832,25 @@ func (c *Case) finish(ctx context.Context, host string) (*Result, error) {
 	r := *c.result
 	r.Metrics = mergeMetrics(h.metrics)
 	r.Timeline = timeline(r.Ops, host, c.spec.TimelineStep, r.Elapsed)
+	c.collect()
 	return &r, nil
+}
+
+// collect forgets the case, history and all, once every host has taken
+// its result: a run of hundreds of cases would otherwise hold every
+// history in memory.
+func (c *Case) collect() {
+	c.mu.Lock()
+	c.collected++
+	done := c.collected == len(c.hosts)
+	c.mu.Unlock()
+	if done {
+		c.j.mu.Lock()
+		if c.j.cases[c.spec.ID] == c {
+			delete(c.j.cases, c.spec.ID)
+		}
+		c.j.mu.Unlock()
+	}
 }
 
 // check judges the history, once, and writes it out.
