@@ -19,16 +19,46 @@ import (
 	"github.com/lockbench/lockbench/results"
 )
 
-// The fixture costs a second or two to build: build it once.
+// The fixture and its report cost seconds to build (a minute under
+// -race): each is built once, and the report's dir removed by TestMain.
 var (
 	fixtureOnce sync.Once
 	fixtureFile *results.File
+
+	renderOnce sync.Once
+	renderDir  string
+	renderErr  error
 )
 
 func sample(t *testing.T) *results.File {
 	t.Helper()
 	fixtureOnce.Do(func() { fixtureFile = newFixture(t).f })
 	return fixtureFile
+}
+
+// rendered returns the dir of the fixture's report, written once with
+// every chart; tests only read it.
+func rendered(t *testing.T) string {
+	t.Helper()
+	f := sample(t)
+	renderOnce.Do(func() {
+		renderDir, renderErr = os.MkdirTemp("", "lockbench-report-test-")
+		if renderErr == nil {
+			renderErr = report.Write(renderDir, f)
+		}
+	})
+	if renderErr != nil {
+		t.Fatal(renderErr)
+	}
+	return renderDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if renderDir != "" {
+		os.RemoveAll(renderDir)
+	}
+	os.Exit(code)
 }
 
 // allCharts are the charts of the fixture but its timelines, one per
@@ -89,10 +119,7 @@ func checkSelfContained(t *testing.T, page string) {
 
 func TestWriteRendersEveryFile(t *testing.T) {
 	f := sample(t)
-	dir := t.TempDir()
-	if err := report.Write(dir, f); err != nil {
-		t.Fatal(err)
-	}
+	dir := rendered(t)
 	for _, name := range allCharts {
 		checkChart(t, dir, name)
 	}
