@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -451,5 +452,34 @@ func TestReportNeverSaysSafeWithoutABound(t *testing.T) {
 		if end < 0 || !strings.Contains(rest[:end], "≤") {
 			t.Errorf("a count without its bound: …0 in %s…", rest[:min(len(rest), 80)])
 		}
+	}
+}
+
+// TestGuardsOfOneRunCountOnce: the runner judges one run's writes under
+// several guards and writes a case per guard, all pointing at the run's
+// history. What the lock did in that run — its injections, incidents,
+// grants — must count once, or every guard would tighten the bounds;
+// what each guard let through counts per guard.
+func TestGuardsOfOneRunCountOnce(t *testing.T) {
+	w := twoLocks(t)
+	for i := range w.f.Cases {
+		if c := &w.f.Cases[i]; c.Fault != "none" {
+			c.History = fmt.Sprintf("history/%s-%s-%d.jsonl.gz", c.Backend, c.FaultClass, c.Trial)
+		}
+	}
+	rec := report.Recommend(w.f)
+	ev := strings.Join(rec.Correctness.Evidence, "\n")
+	// client-pause: 10 injections × 2 trials, run once under two guards;
+	// crash-minority: 10 × 2 under fence only. 40, not 60.
+	if !strings.Contains(ev, "Lock-bug incidents: 0 in 40 injections (rate ≤ 7.2% at 95%)") {
+		t.Errorf("a run counted once per guard:\n%s", ev)
+	}
+	caveats := strings.Join(rec.Caveats, "\n")
+	if !strings.Contains(caveats, "etcd: expired-holder incidents 6 in 20 injections (30%; ≤ 51% at 95%) under client-pause (with fencing 6 stale writes rejected, 0 accepted; without, 6 accepted)") {
+		t.Errorf("expired holders of one run counted per guard, or the guards' stale writes merged:\n%s", caveats)
+	}
+	free := verdict(t, rec.Efficiency, "etcd")
+	if !strings.Contains(free.Reason, "under faults (tolerated, counted): 6 in 40 injections") {
+		t.Errorf("etcd efficiency reason %q", free.Reason)
 	}
 }
