@@ -52,6 +52,10 @@ type group struct {
 	Guarantee     string
 
 	Acquired int64
+	// Contended is the grants of cases run with at least 2 clients:
+	// the trials a fault-free double grant is counted in (a lone client
+	// cannot overlap itself, and its grants would flatter the bound).
+	Contended int64
 	// Throughput is the median over trials of grants/s, ThroughputMin and
 	// ThroughputMax its range; Speed holds all three with the count.
 	Throughput                   float64
@@ -123,6 +127,9 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 			g.ClientsAs = appendNew(g.ClientsAs, c.ClientsAs)
 		}
 		g.Acquired += c.Acquired
+		if c.Clients >= 2 {
+			g.Contended += c.Acquired
+		}
 		g.DurationS = max(g.DurationS, c.DurationS)
 		if g.runs == nil {
 			g.runs = map[string]*group{}
@@ -399,6 +406,7 @@ func totals(gs []*group) (t group) {
 	for _, id := range slices.Sorted(maps.Keys(t.runs)) {
 		r := t.runs[id]
 		t.Acquired += r.Acquired
+		t.Contended += r.Contended
 		t.addRun(r.tally)
 		t.Linearizable.merge(r.Linearizable)
 		t.LinearizableFenced.merge(r.LinearizableFenced)

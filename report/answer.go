@@ -41,14 +41,14 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 	var ev []string
 	if q == forEfficiency {
 		t := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
-		ev = append(ev, fmt.Sprintf("Double grants without faults: %s.", perGrant(t.Incidents, t.Acquired)))
+		ev = append(ev, fmt.Sprintf("Double grants without faults: %s.", perGrant(t.Incidents, t.Contended)))
 	} else {
 		all := ds.evidenceOn(v.Backend, v.Faced)
 		fenced := ds.evidenceUnder(v.Backend, v.Faced, guardFence)
 		ff := totals(ds.find(query{Backend: v.Backend, Guard: guardFence}))
 		free := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
 		ev = append(ev, fmt.Sprintf("Lock-bug incidents: %s over %s; without faults %s.",
-			perInjection(0, all.tally), plural(int64(len(v.Faced)), "fault class"), perGrant(free.lockBugs(), free.Acquired)))
+			perInjection(0, all.tally), plural(int64(len(v.Faced)), "fault class"), perGrant(free.lockBugs(), free.Contended)))
 		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted, lost updates and token regressions: each %s; %s stale writes rejected; porcupine's fenced-mutex check: %s.",
 			perInjection(fenced.StaleAccepted+fenced.LostUpdates+fenced.TokenRegressions, fenced.tally), fmtCount(ff.StaleRejected), ff.LinearizableFenced))
 		ev = append(ev, "Fencing "+v.Fencing+".")

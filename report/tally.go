@@ -63,6 +63,9 @@ func runOf(c *results.Case) string {
 // availability.
 func runGroup(c *results.Case) *group {
 	r := &group{Acquired: c.Acquired, tally: tallyOf(c)}
+	if c.Clients >= 2 {
+		r.Contended = c.Acquired
+	}
 	r.StaleAccepted, r.StaleRejected, r.LostUpdates = 0, 0, 0
 	r.Linearizable.add(c.Linearizable, c.LinearizableReason)
 	r.LinearizableFenced.add(c.LinearizableFenced, c.LinearizableFencedReason)

@@ -483,3 +483,29 @@ func TestGuardsOfOneRunCountOnce(t *testing.T) {
 		t.Errorf("etcd efficiency reason %q", free.Reason)
 	}
 }
+
+// TestRunLevelFacts: a run invalid under one guard is invalid under all
+// of them, and a lone client's grants — which cannot overlap — do not
+// tighten the fault-free bound.
+func TestRunLevelFacts(t *testing.T) {
+	w := twoLocks(t)
+	w.fault("etcd", "server-pause", 1, outcome{injections: 5, lockBugs: 2}, "none", "fence")
+	n := len(w.f.Cases)
+	for i := n - 2; i < n; i++ {
+		w.f.Cases[i].History = "history/etcd-server-pause-1.jsonl.gz"
+	}
+	w.f.Cases[n-1].Invalid, w.f.Cases[n-1].InvalidReason = true, "SIGSTOP of etcd-2 failed"
+	rec := report.Recommend(w.f)
+	if v := verdict(t, rec.Correctness, "etcd"); !v.Qualifies {
+		t.Errorf("the other guard's case of an invalid run counted: %s", v.Reason)
+	}
+	if len(rec.Invalid) != 2 || !strings.Contains(rec.Invalid[0], "its run was invalid: SIGSTOP of etcd-2 failed") {
+		t.Errorf("invalid %q", rec.Invalid)
+	}
+	// etcd's fault-free grants: 900+1000+1100 per second at 16 clients for
+	// 10 s, and an eighth of that at 1 client, which must not count.
+	v := verdict(t, rec.Efficiency, "etcd")
+	if !strings.Contains(v.Reason, "0 in 30k contended grants (rate ≤ 0.01% at 95%)") {
+		t.Errorf("etcd's fault-free bound: %s", v.Reason)
+	}
+}
