@@ -240,9 +240,9 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 // costWord says why the cost rule put chosen before other.
 func costWord(ds *dataset, chosen, other string) string {
 	if a, b := ds.nodes(chosen), ds.nodes(other); a < b {
-		return fmt.Sprintf("%s needs fewer nodes (%d vs %d)", chosen, a, b)
+		return fmt.Sprintf("%s needs fewer nodes than %s (%d vs %d)", chosen, other, a, b)
 	}
-	return fmt.Sprintf("with equal node counts, %s comes first by name", chosen)
+	return fmt.Sprintf("%s and %s need as many nodes, and %s comes first by name", chosen, other, chosen)
 }
 
 // commonClasses returns the fault classes (other than none) that every
