@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -51,6 +52,10 @@ type group struct {
 	Guarantee     string
 
 	Acquired int64
+	// Contended is the grants of cases run with at least 2 clients:
+	// the trials a fault-free double grant is counted in (a lone client
+	// cannot overlap itself, and its grants would flatter the bound).
+	Contended int64
 	// Throughput is the median over trials of grants/s, ThroughputMin and
 	// ThroughputMax its range; Speed holds all three with the count.
 	Throughput                   float64
@@ -72,6 +77,10 @@ type group struct {
 	hist *hdr.Histogram
 
 	tally
+	// runs are the runs of the lock behind the group's cases, by runOf,
+	// each with what the lock did in it (runGroup): the report counts a
+	// run once however many guards its writes were judged under.
+	runs map[string]*group
 
 	// Linearizable and LinearizableFenced count the cases' verdicts.
 	Linearizable, LinearizableFenced verdicts
@@ -118,7 +127,16 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 			g.ClientsAs = appendNew(g.ClientsAs, c.ClientsAs)
 		}
 		g.Acquired += c.Acquired
+		if c.Clients >= 2 {
+			g.Contended += c.Acquired
+		}
 		g.DurationS = max(g.DurationS, c.DurationS)
+		if g.runs == nil {
+			g.runs = map[string]*group{}
+		}
+		if id := runOf(&c); g.runs[id] == nil {
+			g.runs[id] = runGroup(&c)
+		}
 		for k, v := range c.Errors {
 			g.Errors[k] += v
 		}
@@ -350,22 +368,23 @@ func pool(key, what string, cases []results.Case, get func(*results.Case) (strin
 	return worst, merged, false, problems
 }
 
-// totals sums the counts and evidence of groups.
+// totals sums the counts and evidence of groups. What the lock did —
+// grants, injections, overlaps and incidents, token regressions, the
+// checkers' verdicts, targets, availability — is counted once per run
+// (groups of several guards may judge one run's writes); what the
+// resource let through — stale writes accepted and rejected, lost
+// updates — is summed per guard.
 func totals(gs []*group) (t group) {
 	t.Errors = map[string]int64{}
+	t.runs = map[string]*group{}
 	for _, g := range gs {
-		t.Acquired += g.Acquired
-		t.tally.add(g.tally)
+		t.StaleAccepted += g.StaleAccepted
+		t.StaleRejected += g.StaleRejected
+		t.LostUpdates += g.LostUpdates
 		t.Trials = max(t.Trials, g.Trials)
 		t.Cases += g.Cases
 		t.Fencing = t.Fencing || g.Fencing
 		t.Unfenced = t.Unfenced || g.Unfenced
-		t.Linearizable.merge(g.Linearizable)
-		t.LinearizableFenced.merge(g.LinearizableFenced)
-		t.Targets = append(t.Targets, g.Targets...)
-		t.InFault = append(t.InFault, g.InFault...)
-		t.InFaultP99 = append(t.InFaultP99, g.InFaultP99...)
-		t.Recovery = append(t.Recovery, g.Recovery...)
 		for k, v := range g.Errors {
 			t.Errors[k] += v
 		}
@@ -378,6 +397,23 @@ func totals(gs []*group) (t group) {
 		if g.Durability != "" {
 			t.Durability = joinNew(t.Durability, g.Durability)
 		}
+		for id, r := range g.runs {
+			if t.runs[id] == nil {
+				t.runs[id] = r
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(t.runs)) {
+		r := t.runs[id]
+		t.Acquired += r.Acquired
+		t.Contended += r.Contended
+		t.addRun(r.tally)
+		t.Linearizable.merge(r.Linearizable)
+		t.LinearizableFenced.merge(r.LinearizableFenced)
+		t.Targets = append(t.Targets, r.Targets...)
+		t.InFault = append(t.InFault, r.InFault...)
+		t.InFaultP99 = append(t.InFaultP99, r.InFaultP99...)
+		t.Recovery = append(t.Recovery, r.Recovery...)
 	}
 	return t
 }

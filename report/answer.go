@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -36,19 +37,19 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		answer = fmt.Sprintf("Use %s, with its fencing tokens checked by the resource.", v.Backend)
 	}
 	if len(ch.Tied) > 0 {
-		answer += fmt.Sprintf(" %s: indistinguishable from it here; the tie went to cost (%s).", joinAnd(ch.Tied), costWord(ds, v.Backend, ch.Tied[0]))
+		answer += fmt.Sprintf(" %s: indistinguishable from it here; the tie went to cost (%s).", joinAnd(ch.Tied), ds.costLine(v.Backend, ch.Tied))
 	}
 	var ev []string
 	if q == forEfficiency {
 		t := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
-		ev = append(ev, fmt.Sprintf("Double grants without faults: %s.", perGrant(t.Incidents, t.Acquired)))
+		ev = append(ev, fmt.Sprintf("Double grants without faults: %s.", perGrant(t.Incidents, t.Contended)))
 	} else {
 		all := ds.evidenceOn(v.Backend, v.Faced)
 		fenced := ds.evidenceUnder(v.Backend, v.Faced, guardFence)
 		ff := totals(ds.find(query{Backend: v.Backend, Guard: guardFence}))
 		free := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
 		ev = append(ev, fmt.Sprintf("Lock-bug incidents: %s over %s; without faults %s.",
-			perInjection(0, all.tally), plural(int64(len(v.Faced)), "fault class"), perGrant(free.lockBugs(), free.Acquired)))
+			perInjection(0, all.tally), plural(int64(len(v.Faced)), "fault class"), perGrant(free.lockBugs(), free.Contended)))
 		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted, lost updates and token regressions: each %s; %s stale writes rejected; porcupine's fenced-mutex check: %s.",
 			perInjection(fenced.StaleAccepted+fenced.LostUpdates+fenced.TokenRegressions, fenced.tally), fmtCount(ff.StaleRejected), ff.LinearizableFenced))
 		ev = append(ev, "Fencing "+v.Fencing+".")
@@ -73,6 +74,24 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		ev = append(ev, "Durability profiles of these numbers: "+prof+".")
 	}
 	return answer, ev
+}
+
+// costLine says how the cost rule ordered the chosen backend and the
+// tied ones: node counts, then names.
+func (ds *dataset) costLine(chosen string, tied []string) string {
+	byNodes := map[int][]string{}
+	for _, b := range append([]string{chosen}, tied...) {
+		byNodes[ds.nodes(b)] = append(byNodes[ds.nodes(b)], b)
+	}
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(byNodes)) {
+		parts = append(parts, fmt.Sprintf("%s %s", joinAnd(byNodes[n]), plural(int64(n), "node")))
+	}
+	s := "nodes: " + strings.Join(parts, ", ")
+	if len(byNodes[ds.nodes(chosen)]) > 1 {
+		s += fmt.Sprintf("; among those with %d, %s comes first by name", ds.nodes(chosen), chosen)
+	}
+	return s
 }
 
 // comparedLine says which classes the qualifiers were compared on and
@@ -149,12 +168,13 @@ func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
 	if g == nil {
 		return "Fault-free speed: not measured on the reference workload."
 	}
-	s := fmt.Sprintf("Speed: %s grants/s at %d clients, workload %s, %s profile; acquire p99 %s",
-		spreadRate(g.Speed), v.Clients, workload, v.Durability, fmtUS(float64(v.P99US)))
+	s := fmt.Sprintf("Speed: %s grants/s at %s, workload %s, %s profile; acquire p99 %s",
+		spreadRate(g.Speed), plural(int64(v.Clients), "client"), workload, v.Durability, fmtUS(float64(v.P99US)))
 	if g.Speed.N < minSpeedTrials {
 		s += fmt.Sprintf("; from %s, too few to call any backend faster", plural(int64(g.Speed.N), "trial"))
 	}
-	var others []string
+	// The others that reached the speed step, by how they compare.
+	words := map[string][]string{}
 	for _, o := range ch.Verdicts {
 		reached := strings.HasPrefix(o.Standing, "tied") || strings.HasPrefix(o.Standing, "set apart on speed")
 		if !o.Qualifies || o.Backend == v.Backend || o.Throughput <= 0 || !reached {
@@ -164,19 +184,21 @@ func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
 		if og == nil {
 			continue
 		}
-		word := "indistinguishable here"
+		word := "indistinguishable here from"
 		if og.Speed.N >= minSpeedTrials && g.Speed.N >= minSpeedTrials {
 			switch g.Speed.Compare(og.Speed) {
 			case 1:
-				word = "slower"
+				word = "faster than"
 			case -1:
-				word = "faster"
+				word = "slower than"
 			}
 		}
-		others = append(others, fmt.Sprintf("%s %s, %s", o.Backend, spreadRate(og.Speed), word))
+		words[word] = append(words[word], fmt.Sprintf("%s %s", o.Backend, spreadRate(og.Speed)))
 	}
-	if len(others) > 0 {
-		s += "; " + strings.Join(others, "; ")
+	for _, word := range []string{"faster than", "indistinguishable here from", "slower than"} {
+		if len(words[word]) > 0 {
+			s += fmt.Sprintf("; %s %s", word, joinAnd(words[word]))
+		}
 	}
 	return s + "."
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lockbench/lockbench/report"
 )
 
 // TestReportInABrowser renders the fixture's report and opens its
@@ -26,11 +24,7 @@ func TestReportInABrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	dir := t.TempDir()
-	if err := report.Write(dir, sample(t)); err != nil {
-		t.Fatal(err)
-	}
-	page := "file://" + filepath.Join(dir, "index.html")
+	page := "file://" + filepath.Join(rendered(t), "index.html")
 	art := artifactDir(t)
 
 	b := startBrowser(t, ctx, bin)

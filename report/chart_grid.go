@@ -2,6 +2,7 @@ package report
 
 import (
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/text"
@@ -108,14 +109,28 @@ func gridChart(ch *chart, dir string, cols []string, panels []gridPanel, lg *leg
 		p.Add(&cellGrid{cells: bottomUp})
 		plots = append(plots, p)
 		h := vg.Length(len(pn.rows))*rowH + vg.Inch*1.05
+		if p.X.Tick.Label.Rotation != 0 { // slanted names hang below the axis
+			widest := vg.Length(0)
+			for _, name := range cols {
+				widest = max(widest, p.X.Tick.Label.Width(name))
+			}
+			h += widest * vg.Length(math.Sin(p.X.Tick.Label.Rotation))
+		}
 		heights = append(heights, h)
 		ch.Height += h
+	}
+	// Room for the legend beside a grid of few rows, left blank below
+	// the grid.
+	var spare vg.Length
+	if least := 4.5 * vg.Inch; ch.Height < least {
+		spare = least - ch.Height
+		ch.Height = least
 	}
 	return ch, ch.render(dir, func(c draw.Canvas) {
 		c = drawTitle(c, ch.Title)
 		w := lg.width(c)
 		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(30)))
-		body := draw.Crop(c, 0, -w, 0, 0)
+		body := draw.Crop(c, 0, -w, spare, 0)
 		var total vg.Length
 		for _, h := range heights {
 			total += h

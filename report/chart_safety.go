@@ -42,7 +42,7 @@ func (ds *dataset) safetyCell(backend, fault, guard string) gridCell {
 	t := totals(gs)
 	rate := func(k int64) string {
 		if gs[0].FaultClass == faultNone {
-			return perGrant(k, t.Acquired).cell()
+			return perGrant(k, t.Contended).cell()
 		}
 		return perInjection(k, t.tally).cell()
 	}
@@ -89,7 +89,7 @@ func (ds *dataset) safetyChart(dir string) (*chart, error) {
 		Name:  "safety",
 		Title: "Safety per fault × backend: incidents per injection with their 95% upper bounds",
 		Read: "One panel per resource guard. In each cell (a fault, a backend), \"bug k/n ≤u\" counts lock-bug incidents — two holders while the first lease was still valid — " +
-			"in n injections with the 95% upper bound u on their rate (per grant without a fault); \"exp\" counts expired-holder incidents, what fencing is for; " +
+			"in n injections with the 95% upper bound u on their rate (without a fault, per grant of the cases with 2+ clients); \"exp\" counts expired-holder incidents, what fencing is for; " +
 			"\"stale\" the stale writes the resource accepted and rejected. Dark red: a lock bug; light red: another violation; blue: holders outlived their lease but nothing stale got through; " +
 			"green: nothing; yellow: fenced, but the backend issues no tokens; grey: not judged (see the coverage table for why). A cell that pools durability profiles names them; the safety table splits them.",
 	}

@@ -109,8 +109,19 @@ func analyse(f *results.File) *dataset {
 	}
 	byKey := map[string][]results.Case{}
 	var order []string
+	// A run whose fault failed to inject is invalid under every guard it
+	// was judged under, whichever of its cases says so.
+	invalidRuns := map[string]string{}
+	for _, raw := range f.Cases {
+		if raw.Invalid && raw.History != "" {
+			invalidRuns[runOf(&raw)] = orUnset(raw.InvalidReason, "no reason recorded")
+		}
+	}
 	for i, raw := range f.Cases {
 		c := normalised(raw)
+		if why, ok := invalidRuns[runOf(&raw)]; ok && !c.Invalid {
+			c.Invalid, c.InvalidReason = true, "its run was invalid: "+why
+		}
 		if c.Invalid {
 			ds.Invalid = append(ds.Invalid, c)
 			continue

@@ -9,7 +9,7 @@ import (
 )
 
 // bound is a count of events with the trials they happened in — per
-// injection under a fault, per grant without one — and the exact
+// injection under a fault, per contended grant without one — and the exact
 // one-sided 95% upper bound on their rate. It is the only form in which
 // the report states a safety number, so that a zero never reads as
 // "none" or "safe" without how little or much it proves beside it.
@@ -23,9 +23,10 @@ func perInjection(k int64, t tally) bound {
 	return bound{Rate: stats.Rate{K: k, N: t.Injections}, unit: "injection"}
 }
 
-// perGrant is k events over grants, for cases without a fault.
+// perGrant is k events over the grants of cases without a fault run
+// with at least 2 clients (group.Contended).
 func perGrant(k, grants int64) bound {
-	return bound{Rate: stats.Rate{K: k, N: grants}, unit: "grant"}
+	return bound{Rate: stats.Rate{K: k, N: grants}, unit: "contended grant"}
 }
 
 // String words the bound: "0 in 40 injections (rate ≤ 7.2% at 95%)",

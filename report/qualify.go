@@ -11,7 +11,7 @@ func (ds *dataset) controlVerdict() string {
 	t := totals(ds.find(query{Backend: controlBackend, Fault: faultNone}))
 	s := "the control: it excludes nobody, so it never qualifies; it is there to show the checker sees double grants"
 	if t.Acquired > 0 {
-		s += fmt.Sprintf(" (double-grant incidents without faults: %s)", perGrant(t.Incidents, t.Acquired))
+		s += fmt.Sprintf(" (double-grant incidents without faults: %s)", perGrant(t.Incidents, t.Contended))
 	}
 	return s
 }
@@ -31,7 +31,7 @@ func (ds *dataset) efficiency() Choice {
 		for _, g := range gs {
 			maxClients = max(maxClients, g.Clients)
 		}
-		clean := perGrant(t.Incidents, t.Acquired)
+		clean := perGrant(t.Incidents, t.Contended)
 		switch {
 		case isControl(b):
 			v.Reason = ds.controlVerdict()
@@ -166,7 +166,7 @@ func (ds *dataset) lockBugsByClass(backend string) []string {
 			}
 			b := perInjection(t.lockBugs(), t.tally)
 			if cls == faultNone {
-				b = perGrant(t.lockBugs(), t.Acquired)
+				b = perGrant(t.lockBugs(), t.Contended)
 			}
 			s := fmt.Sprintf("%s under %s (%s profile)", b, cls, d)
 			if t.IncidentsUnclassified > 0 {

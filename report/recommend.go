@@ -25,15 +25,20 @@ const (
 	recoveryMargin = 1.0
 )
 
+// minAvailabilitySamples is the fewest samples on both sides (runs for
+// the in-fault share, windows for recovery) for availability to set a
+// backend apart: one run each is a point, not a range.
+const minAvailabilitySamples = 3
+
 // Rules states the recommendation rules as the report applies them; the
 // report prints them under the recommendation, and the tests hold the
 // code to them.
 var Rules = []string{
-	"Rule 1, evidence. Only valid cases count: a case whose fault failed to inject as planned is invalid, excluded from every table, chart and conclusion, and listed with its reason. Every safety number is a count in a number of trials — per injection under a fault, per grant without one — with its exact one-sided 95% upper bound (Clopper–Pearson; zero events in n give 1 − 0.05^(1/n)). A zero is never written without its bound, and a count in no trial is \"not judged\".",
+	"Rule 1, evidence. Only valid cases count: a case whose fault failed to inject as planned is invalid, excluded from every table, chart and conclusion, and listed with its reason. Every safety number is a count in a number of trials — per injection under a fault; without one, per grant of the cases run with at least 2 clients, where a double grant could happen — with its exact one-sided 95% upper bound (Clopper–Pearson; zero events in n give 1 − 0.05^(1/n)). A zero is never written without its bound, and a count in no trial is \"not judged\".",
 	"Rule 2, scope. A backend faced a fault class when it has a valid case under it. A class a backend was not put through is \"not judged\" for it, with the reason (the run's record, the report's table of classes that cannot apply, or that the results do not say) — never a pass, and the recommendation names the classes it does not cover. Qualifying backends are ranked only on the fault classes every one of them faced: what one showed under a class another did not face decides nothing between them. The noop control excludes nobody and never qualifies.",
 	"Rule 3, correctness locks (a double grant corrupts data). A backend qualifies when it issues fencing tokens (its fenced cases ran with tokens checked); it faced client-pause and at least one server-side fault class with the resource fencing (guard fence), and its fault cases recorded injections; it had zero lock-bug incidents — two holders while the earlier lease was still valid by the lock's own promise; incidents the judge did not classify count as lock bugs — in every valid case of every class, guard and durability profile, stated with its bound; and with fencing it let through zero stale writes, lost zero updates, saw zero token regressions, and no history failed porcupine's fenced-mutex check. Expired-holder incidents (a holder that outlived its lease) do not disqualify — they are what fencing is for — but they are counted, explained, and make fencing \"required\", as does any stale write accepted or update lost without fencing.",
-	"Rule 4, efficiency locks (an occasional double grant is tolerable). A backend qualifies when it ran without faults with at least 2 clients, acquired locks, and without faults had zero incidents of any kind, zero stale writes accepted and zero lost updates, stated per grant with its bound. Under faults its double grants are tolerated but counted, and they rank it (rule 5).",
-	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. (1) Safety, for efficiency: a backend whose double-grant incidents per injection lie clearly above another's (its 95% lower bound above the other's 95% upper bound) drops out; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the range over its cases of the in-fault grant rate (a share of its own baseline) lies wholly below another's by more than 10 points, or the range of its recovery times wholly above another's by more than 1 s — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, under the guard most ran there), the median over trials with its min–max; a backend drops out only when its range lies wholly below the fastest's and both come from at least 3 trials — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes, then the name; the backends it separated are named as tied with the choice.",
+	"Rule 4, efficiency locks (an occasional double grant is tolerable). A backend qualifies when it ran without faults with at least 2 clients, acquired locks, and without faults had zero incidents of any kind, zero stale writes accepted and zero lost updates, stated per contended grant with its bound. Under faults its double grants are tolerated but counted, and they rank it (rule 5).",
+	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. (1) Safety, for efficiency: a backend whose double-grant incidents per injection lie clearly above another's (its 95% lower bound above the other's 95% upper bound) drops out; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the range over its runs of the in-fault grant rate (a share of its own baseline) lies wholly below another's by more than 10 points, or the range of its recovery times wholly above another's by more than 1 s, each side with at least 3 samples (runs for the share, fault windows for recovery) — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, under the guard most ran there), the median over trials with its min–max; a backend drops out only when its range lies wholly below the fastest's and both come from at least 3 trials — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes, then the name; the backends it separated are named as tied with the choice.",
 	"Rule 6, durability. Every case carries its profile (fast: no fsync; durable: every write synced; the control has no servers), and so do the header, every table row and the answer. A lock bug under any profile disqualifies, and the reason names the profile. Speed is compared within one profile.",
 }
 
@@ -235,9 +240,9 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 // costWord says why the cost rule put chosen before other.
 func costWord(ds *dataset, chosen, other string) string {
 	if a, b := ds.nodes(chosen), ds.nodes(other); a < b {
-		return fmt.Sprintf("%s needs fewer nodes (%d vs %d)", chosen, a, b)
+		return fmt.Sprintf("%s needs fewer nodes than %s (%d vs %d)", chosen, other, a, b)
 	}
-	return fmt.Sprintf("with equal node counts, %s comes first by name", chosen)
+	return fmt.Sprintf("%s and %s need as many nodes, and %s comes first by name", chosen, other, chosen)
 }
 
 // commonClasses returns the fault classes (other than none) that every
@@ -331,10 +336,11 @@ func (ds *dataset) byAvailability(tier, classes []string, standing, brief map[st
 	beats := func(a, b string) string {
 		for _, cls := range classes {
 			x, y := av[a][cls], av[b][cls]
-			if x.inFault.N > 0 && y.inFault.N > 0 && x.inFault.Min-y.inFault.Max > shareMargin {
+			enough := func(a, b stats.Spread) bool { return a.N >= minAvailabilitySamples && b.N >= minAvailabilitySamples }
+			if enough(x.inFault, y.inFault) && x.inFault.Min-y.inFault.Max > shareMargin {
 				return cls
 			}
-			if x.recovery.N > 0 && y.recovery.N > 0 && y.recovery.Min-x.recovery.Max > recoveryMargin {
+			if enough(x.recovery, y.recovery) && y.recovery.Min-x.recovery.Max > recoveryMargin {
 				return cls
 			}
 		}

@@ -35,7 +35,7 @@ func (ds *dataset) speedSection(d *document, latencyClients int) {
 			guard := ds.primaryGuard(w, faultNone)
 			clients := ds.latencyClients(w, guard, latencyClients)
 			d.h(3, fmt.Sprintf("Workload %s, %s profile", w, dur))
-			d.p(fmt.Sprintf("Fault none, guard %s. Each cell is the median over trials with the slowest–fastest trial in brackets: throughput in grants/s at each client count, acquire latency percentiles at %d clients. Own cost is acquire p50 + release p50 at 1 client, where nobody waits. A difference counts only where the ranges do not overlap, with at least %d trials each. Fault-free incidents are per grant, with their 95%% bound.", guard, clients, minSpeedTrials))
+			d.p(fmt.Sprintf("Fault none, guard %s. Each cell is the median over trials with the slowest–fastest trial in brackets: throughput in grants/s at each client count, acquire latency percentiles at %d clients. Own cost is acquire p50 + release p50 at 1 client, where nobody waits. A difference counts only where the ranges do not overlap, with at least %d trials each. Fault-free incidents are per contended grant (of the cases with at least 2 clients: a lone client cannot overlap itself), with their 95%% bound.", guard, clients, minSpeedTrials))
 			d.table(ds.summaryTable(w, guard, dur, clients))
 		}
 	}
@@ -89,7 +89,7 @@ func (ds *dataset) summaryTable(workload, guard, durability string, latClients i
 			cost = spreadUS(gs[0].OwnCost)
 		}
 		tt := totals(gs)
-		row = append(row, cost, strconv.Itoa(trials), perGrant(tt.Incidents, tt.Acquired).cell())
+		row = append(row, cost, strconv.Itoa(trials), perGrant(tt.Incidents, tt.Contended).cell())
 		t.rows = append(t.rows, row)
 		t.flag = append(t.flag, tt.Incidents > 0 && !isControl(b))
 	}
@@ -105,7 +105,7 @@ func (ds *dataset) safetySection(d *document) {
 		d.p("No valid cases, so no safety measurements.")
 		return
 	}
-	d.p("Each count is given as k/n ≤u: k events in n injections of the fault (in n grants without a fault), with u the one-sided 95% upper bound on the rate per injection (exact binomial; zero events in n give 1 − 0.05^(1/n)). An incident is an episode of two holders of one key: a lock bug when the later grant came while the earlier lease was still valid by the lock's own promise (incidents the judge did not classify count as lock bugs); expired holder when the earlier holder went on after its lease had ended — what fencing is for. Stale writes are writes by a holder whose lease had ended, which the resource accepted or rejected.")
+	d.p("Each count is given as k/n ≤u: k events in n injections of the fault (without a fault, in n contended grants: those of the cases with at least 2 clients), with u the one-sided 95% upper bound on the rate per injection (exact binomial; zero events in n give 1 − 0.05^(1/n)). An incident is an episode of two holders of one key: a lock bug when the later grant came while the earlier lease was still valid by the lock's own promise (incidents the judge did not classify count as lock bugs); expired holder when the earlier holder went on after its lease had ended — what fencing is for. Stale writes are writes by a holder whose lease had ended, which the resource accepted or rejected.")
 	d.h(3, "Per backend and fault class")
 	t := table{header: []string{"backend", "fault class", "profile", "cases", "injections", "lock-bug incidents", "expired-holder incidents", "stale accepted, fenced", "stale accepted, unfenced", "stale rejected"},
 		numeric: []bool{false, false, false, true, true, true, true, true, true, true}}
@@ -120,7 +120,7 @@ func (ds *dataset) safetySection(d *document) {
 				fs, ns := totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardFence})), totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardNone}))
 				rate := func(k int64, x group) string {
 					if cls == faultNone {
-						return perGrant(k, x.Acquired).cell()
+						return perGrant(k, x.Contended).cell()
 					}
 					return perInjection(k, x.tally).cell()
 				}
@@ -166,7 +166,7 @@ func (ds *dataset) safetySection(d *document) {
 					}
 					rate := func(k int64) string {
 						if gs[0].FaultClass == faultNone {
-							return perGrant(k, s.Acquired).cell()
+							return perGrant(k, s.Contended).cell()
 						}
 						return perInjection(k, s.tally).cell()
 					}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/lockbench/lockbench/results"
@@ -30,6 +31,61 @@ type tally struct {
 // lockBugs is the incidents that count against a lock: lock bugs and
 // incidents nobody classified.
 func (t tally) lockBugs() int64 { return t.IncidentsLockBug + t.IncidentsUnclassified }
+
+// addRun sums into t what the lock did in a run (everything but what
+// the resource's guard let through).
+func (t *tally) addRun(u tally) {
+	t.Injections += u.Injections
+	t.InjectionsInferred = t.InjectionsInferred || u.InjectionsInferred
+	t.Overlaps += u.Overlaps
+	t.TokenRegressions += u.TokenRegressions
+	t.OverlapsLockBug += u.OverlapsLockBug
+	t.OverlapsExpired += u.OverlapsExpired
+	t.Incidents += u.Incidents
+	t.IncidentsLockBug += u.IncidentsLockBug
+	t.IncidentsExpired += u.IncidentsExpired
+	t.IncidentsUnclassified += u.IncidentsUnclassified
+}
+
+// runOf names the run of the lock a case reports on. The runner judges
+// one run's writes under several guards and writes a case per guard,
+// all pointing at the run's history: cases sharing a history are one
+// run. A case without a history is a run of its own.
+func runOf(c *results.Case) string {
+	if c.History != "" {
+		return fmt.Sprintf("history %s|%s|%s", c.History, c.Host, orUnset(c.Durability, durabilityUnset))
+	}
+	return fmt.Sprintf("case %s|%d|%s", c.Key(), c.Trial, c.Host)
+}
+
+// runGroup is what the lock did in the run of case c: its grants, its
+// safety tally without the guard's part, the verdicts, targets and
+// availability.
+func runGroup(c *results.Case) *group {
+	r := &group{Acquired: c.Acquired, tally: tallyOf(c)}
+	if c.Clients >= 2 {
+		r.Contended = c.Acquired
+	}
+	r.StaleAccepted, r.StaleRejected, r.LostUpdates = 0, 0, 0
+	r.Linearizable.add(c.Linearizable, c.LinearizableReason)
+	r.LinearizableFenced.add(c.LinearizableFenced, c.LinearizableFencedReason)
+	r.Targets = c.Targets
+	if av := c.Availability; av != nil {
+		if av.BaselineThroughput > 0 && validFloat(av.InFaultThroughput) {
+			r.InFault = append(r.InFault, av.InFaultThroughput/av.BaselineThroughput)
+		}
+		if av.InFaultP99US > 0 {
+			r.InFaultP99 = append(r.InFaultP99, float64(av.InFaultP99US))
+		}
+		for _, x := range av.RecoveryS {
+			if x < 0 {
+				x = math.Inf(1)
+			}
+			r.Recovery = append(r.Recovery, x)
+		}
+	}
+	return r
+}
 
 // add sums u into t.
 func (t *tally) add(u tally) {

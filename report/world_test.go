@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -451,5 +452,60 @@ func TestReportNeverSaysSafeWithoutABound(t *testing.T) {
 		if end < 0 || !strings.Contains(rest[:end], "≤") {
 			t.Errorf("a count without its bound: …0 in %s…", rest[:min(len(rest), 80)])
 		}
+	}
+}
+
+// TestGuardsOfOneRunCountOnce: the runner judges one run's writes under
+// several guards and writes a case per guard, all pointing at the run's
+// history. What the lock did in that run — its injections, incidents,
+// grants — must count once, or every guard would tighten the bounds;
+// what each guard let through counts per guard.
+func TestGuardsOfOneRunCountOnce(t *testing.T) {
+	w := twoLocks(t)
+	for i := range w.f.Cases {
+		if c := &w.f.Cases[i]; c.Fault != "none" {
+			c.History = fmt.Sprintf("history/%s-%s-%d.jsonl.gz", c.Backend, c.FaultClass, c.Trial)
+		}
+	}
+	rec := report.Recommend(w.f)
+	ev := strings.Join(rec.Correctness.Evidence, "\n")
+	// client-pause: 10 injections × 2 trials, run once under two guards;
+	// crash-minority: 10 × 2 under fence only. 40, not 60.
+	if !strings.Contains(ev, "Lock-bug incidents: 0 in 40 injections (rate ≤ 7.2% at 95%)") {
+		t.Errorf("a run counted once per guard:\n%s", ev)
+	}
+	caveats := strings.Join(rec.Caveats, "\n")
+	if !strings.Contains(caveats, "etcd: expired-holder incidents 6 in 20 injections (30%; ≤ 51% at 95%) under client-pause (with fencing 6 stale writes rejected, 0 accepted; without, 6 accepted)") {
+		t.Errorf("expired holders of one run counted per guard, or the guards' stale writes merged:\n%s", caveats)
+	}
+	free := verdict(t, rec.Efficiency, "etcd")
+	if !strings.Contains(free.Reason, "under faults (tolerated, counted): 6 in 40 injections") {
+		t.Errorf("etcd efficiency reason %q", free.Reason)
+	}
+}
+
+// TestRunLevelFacts: a run invalid under one guard is invalid under all
+// of them, and a lone client's grants — which cannot overlap — do not
+// tighten the fault-free bound.
+func TestRunLevelFacts(t *testing.T) {
+	w := twoLocks(t)
+	w.fault("etcd", "server-pause", 1, outcome{injections: 5, lockBugs: 2}, "none", "fence")
+	n := len(w.f.Cases)
+	for i := n - 2; i < n; i++ {
+		w.f.Cases[i].History = "history/etcd-server-pause-1.jsonl.gz"
+	}
+	w.f.Cases[n-1].Invalid, w.f.Cases[n-1].InvalidReason = true, "SIGSTOP of etcd-2 failed"
+	rec := report.Recommend(w.f)
+	if v := verdict(t, rec.Correctness, "etcd"); !v.Qualifies {
+		t.Errorf("the other guard's case of an invalid run counted: %s", v.Reason)
+	}
+	if len(rec.Invalid) != 2 || !strings.Contains(rec.Invalid[0], "its run was invalid: SIGSTOP of etcd-2 failed") {
+		t.Errorf("invalid %q", rec.Invalid)
+	}
+	// etcd's fault-free grants: 900+1000+1100 per second at 16 clients for
+	// 10 s, and an eighth of that at 1 client, which must not count.
+	v := verdict(t, rec.Efficiency, "etcd")
+	if !strings.Contains(v.Reason, "0 in 30k contended grants (rate ≤ 0.01% at 95%)") {
+		t.Errorf("etcd's fault-free bound: %s", v.Reason)
 	}
 }
