@@ -82,7 +82,8 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	}
 	c.Workload = string(o.Spec.Workload)
 	c.Guard = string(guard)
-	c.Fencing = guard.Fenced()
+	// The resource checked tokens only if the backend issued them.
+	c.Fencing = guard.Fenced() && o.Info.Fencing
 	c.Clients = o.Spec.Clients
 	c.ClientsAs = o.ClientsAs
 	c.Keys = o.Spec.Keys

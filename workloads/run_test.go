@@ -354,7 +354,8 @@ func TestFill(t *testing.T) {
 	if err := o.Fill(&c, judge.GuardFence); err != nil {
 		t.Fatal(err)
 	}
-	if c.Backend != "noop" || c.Workload != "uniform" || c.Guard != "fence" || !c.Fencing || c.Clients != 2 || c.Keys != 8 ||
+	// noop issues no tokens: its fence-guarded case ran without a token check.
+	if c.Backend != "noop" || c.Workload != "uniform" || c.Guard != "fence" || c.Fencing || c.Clients != 2 || c.Keys != 8 ||
 		c.TTLMillis != 2000 || c.Fault != "none" || c.Trial != 3 || c.Acquired != 100 || c.Throughput <= 0 || c.DurationS <= 0 ||
 		c.ClientsAs != results.ClientsGoroutines {
 		t.Fatalf("case settings not filled: %+v", c)
