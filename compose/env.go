@@ -105,7 +105,8 @@ func (e *Env) add(n *Node) error {
 }
 
 // Close kills every node's process group and stops every proxy. It waits
-// for the processes to exit. Calls after the first return nil.
+// for the processes to exit, and removes the dirs of nodes that live
+// outside the run dir. Calls after the first return nil.
 func (e *Env) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -124,6 +125,13 @@ func (e *Env) Close() error {
 	}
 	if px != nil {
 		px.close()
+	}
+	for _, n := range nodes {
+		if n.spec.dir != "" { // a node dir outside the run dir goes with the Env
+			if err := os.RemoveAll(n.spec.dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
