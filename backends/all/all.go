@@ -5,6 +5,7 @@ package all
 import (
 	_ "github.com/lockbench/lockbench/backends/etcd"      // leases + revisions
 	_ "github.com/lockbench/lockbench/backends/noop"      // no exclusion: the control
+	_ "github.com/lockbench/lockbench/backends/postgres"  // advisory locks and a fenced lease table
 	_ "github.com/lockbench/lockbench/backends/redis"     // single Redis
 	_ "github.com/lockbench/lockbench/backends/redlock"   // our Redlock
 	_ "github.com/lockbench/lockbench/backends/redsync"   // the reference Go Redlock
