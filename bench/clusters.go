@@ -53,6 +53,7 @@ const (
 	sentinelRS topology = "sentinel"
 	zkThree    topology = "zookeeper×3"
 	etcdThree  topology = "etcd×3"
+	pgOne      topology = "postgres×1"
 )
 
 // topologies says which cluster each backend needs.
@@ -64,6 +65,24 @@ var topologies = map[string]topology{
 	"sentinel":  sentinelRS,
 	"zookeeper": zkThree,
 	"etcd":      etcdThree,
+	// rueidislock runs on the redis backend's server: compared on the
+	// same node.
+	"rueidislock": redisOne,
+	"postgres":    pgOne,
+}
+
+// Listed are the backends `lockbench backends` describes: every
+// registered one, and the variants whose guarantee differs from their
+// default's (postgres's advisory mode: no TTL on the server, no fencing).
+func Listed(names []string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, n)
+		if n == "postgres" {
+			out = append(out, "postgres?mode=advisory")
+		}
+	}
+	return out
 }
 
 // shape is the shape of the cluster a backend runs on, for telling which
@@ -83,6 +102,11 @@ func shape(b Backend) (nemesis.Shape, bool) {
 		return nemesis.Shape{Sentinel: true}, true
 	case zkThree, etcdThree:
 		return nemesis.Shape{QuorumNodes: 3}, true
+	case pgOne:
+		// The catalogue's scenarios know Redis, Sentinel, ZooKeeper and
+		// etcd nodes only: of them, only those that leave the servers
+		// alone (none, client-pause) apply to PostgreSQL today.
+		return nemesis.Shape{}, true
 	}
 	return nemesis.Shape{}, true
 }
@@ -104,6 +128,7 @@ type Clusters struct {
 	spent bool
 	zk    *compose.Ensemble
 	etcd  *compose.EtcdCluster
+	pg    *compose.Node
 }
 
 // NewClusters returns clusters that start their servers in env. external
@@ -184,6 +209,18 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, s *nemesis.Scenario) (n
 			c.etcd = e
 		}
 		t.Etcd, nodes = c.etcd, c.etcd.Nodes
+	case pgOne:
+		if c.pg == nil {
+			// The fast profile, like the other servers of a run.
+			n, err := c.env.Postgres(ctx, compose.PostgresOptions{Proxied: true, NoFsync: true})
+			if err != nil {
+				return t, cfg, err
+			}
+			c.pg = n
+		}
+		// nemesis.Target has no place for a PostgreSQL node yet, so no
+		// scenario breaks it (see shape); Repair cannot see it either.
+		nodes = []*compose.Node{c.pg}
 	}
 	for _, n := range nodes {
 		if s.Proxied {

@@ -132,3 +132,40 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 		t.Fatalf("sets none, failover, none, none: %p %p %p %p; want a new one for the failover and for the case after it, then shared", sets[0], sets[1], sets[2], sets[3])
 	}
 }
+
+// TestRunnerNewBackends runs postgres in both modes and rueidislock end
+// to end on the servers Clusters starts for them: without faults none of
+// them violates anything, and under client-pause the lease mode's tokens
+// let the resource reject every stale write.
+func TestRunnerNewBackends(t *testing.T) {
+	cases, err := bench.Cross(bench.Matrix{
+		Backends:  []string{"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"},
+		Workloads: []workloads.Workload{workloads.Hot},
+		Faults:    []string{"none", "client-pause"},
+		Guards:    []workloads.Guard{workloads.GuardFence},
+		Clients:   []int{4},
+		Spec:      workloads.Spec{Duration: 2 * time.Second, TTL: 300 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil)}
+	f, err := r.Run(context.Background(), cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != len(cases) {
+		t.Fatalf("%d of %d cases measured", len(f.Cases), len(cases))
+	}
+	for _, c := range f.Cases {
+		t.Logf("%s/%s: %d grants, %.0f/s, %d overlaps, %d stale writes accepted, %d rejected", c.Backend, c.Fault, c.Acquired, c.Throughput, c.Overlaps, c.StaleAccepted, c.StaleRejected)
+		switch {
+		case c.Acquired == 0:
+			t.Errorf("%s/%s granted nothing", c.Backend, c.Fault)
+		case c.Fault == "none" && c.Overlaps+c.StaleAccepted+c.LostUpdates != 0:
+			t.Errorf("%s without faults: violations %+v", c.Backend, c)
+		case c.Backend == "postgres?mode=lease" && c.StaleAccepted != 0:
+			t.Errorf("postgres lease mode under %s: %d stale writes accepted despite its tokens", c.Fault, c.StaleAccepted)
+		}
+	}
+}

@@ -59,7 +59,8 @@ var FencedFaults = []string{"client-pause", "failover", "restart", "clock-jump"}
 func Default() Suite {
 	hold, _ := workloads.Constant(time.Millisecond)
 	return Suite{
-		Backends:     []string{"noop", "redis", "sentinel", "sentinel?wait=1", "redlock", "redlock?quarantine=false", "redlock?clockfloor=false", "redsync", "zookeeper", "etcd"},
+		Backends: []string{"noop", "redis", "sentinel", "sentinel?wait=1", "redlock", "redlock?quarantine=false", "redlock?clockfloor=false", "redsync", "zookeeper", "etcd",
+			"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"},
 		Workloads:    []workloads.Workload{workloads.Hot, workloads.UniformKeys},
 		Clients:      []int{1, 4, 16, 64},
 		PerfSeconds:  1.5,
@@ -72,10 +73,14 @@ func Default() Suite {
 		// quarantine (double grants), and with plain counters for tokens
 		// (which nodes restarted empty forget).
 		// And WAIT is there for the failover: what it buys.
+		// rueidislock is a comparison: its speed, and the faults of the
+		// debate that it meets on one Redis (the clock jump is left out
+		// to keep the suite within its time).
 		Variants: map[string][]string{
 			"sentinel?wait=1":          {"failover"},
 			"redlock?quarantine=false": {"restart"},
 			"redlock?clockfloor=false": {"restart", "client-pause"},
+			"rueidislock":              {"none", "client-pause", "restart"},
 		},
 		TTL:  time.Second,
 		Keys: 100,
@@ -86,14 +91,21 @@ func Default() Suite {
 // Quick is `make bench-quick`: a smoke run of a few minutes.
 func Quick() Suite {
 	s := Default()
-	s.Backends = []string{"noop", "redis", "redlock", "redlock?quarantine=false", "redsync", "etcd"}
+	s.Backends = []string{"noop", "redis", "redlock", "redlock?quarantine=false", "redsync", "etcd",
+		"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"}
 	s.Clients = []int{1, 16}
 	s.PerfSeconds = 1
 	s.Faults = []string{"client-pause", "restart", "crash-minority"}
 	s.FaultClients = 4
 	s.FaultSeconds = 4
 	s.Trials = 1
-	s.Variants = map[string][]string{"redlock?quarantine=false": {"restart"}}
+	s.Variants = map[string][]string{
+		"redlock?quarantine=false": {"restart"},
+		// Speed only: the quick run has no time for their faults.
+		"postgres?mode=advisory": {"none"},
+		"postgres?mode=lease":    {"none"},
+		"rueidislock":            {"none"},
+	}
 	return s
 }
 

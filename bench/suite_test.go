@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -83,5 +84,39 @@ func TestDefaultSuiteCoversTheCatalogue(t *testing.T) {
 				t.Errorf("default suite lacks %s under %s with guard %s", want.backend, want.fault, g)
 			}
 		}
+	}
+}
+
+// TestNewBackendsInTheSuites: postgres in both modes and rueidislock run
+// in both suites, postgres only under the faults that leave its server
+// alone (the catalogue has no PostgreSQL targets yet).
+func TestNewBackendsInTheSuites(t *testing.T) {
+	for name, suite := range map[string]bench.Suite{"default": bench.Default(), "quick": bench.Quick()} {
+		cases, err := suite.Cases()
+		if err != nil {
+			t.Fatal(err)
+		}
+		faults := map[string]map[string]bool{}
+		for _, c := range cases {
+			if faults[c.Backend.Spec] == nil {
+				faults[c.Backend.Spec] = map[string]bool{}
+			}
+			faults[c.Backend.Spec][c.Fault.Name] = true
+		}
+		for _, spec := range []string{"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"} {
+			if !faults[spec]["none"] {
+				t.Errorf("%s suite: %s has no case without faults", name, spec)
+			}
+		}
+		for _, spec := range []string{"postgres?mode=advisory", "postgres?mode=lease"} {
+			for f := range faults[spec] {
+				if f != "none" && f != "client-pause" {
+					t.Errorf("%s suite: %s under %s, which cannot reach its server", name, spec, f)
+				}
+			}
+		}
+	}
+	if got := bench.Listed([]string{"etcd", "postgres"}); !slices.Equal(got, []string{"etcd", "postgres", "postgres?mode=advisory"}) {
+		t.Errorf("Listed = %v", got)
 	}
 }

@@ -56,7 +56,7 @@ endpoints you give), writes DIR/results.json after every case, and renders the r
 Ctrl-C stops the run, stops every server and keeps the results measured so far.
 
 A backend is a registered name with optional params: redlock, redlock?quarantine=false,
-sentinel?wait=1, redsync?retrydelay=1ms.`,
+sentinel?wait=1, redsync?retrydelay=1ms, postgres?mode=advisory.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
