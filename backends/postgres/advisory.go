@@ -51,7 +51,16 @@ func (l *Locker) lockSession(ctx context.Context, key string, o locker.Options, 
 	// The server never expires the lock: the TTL counts from the grant.
 	g := locker.Grant{Key: key, ValidUntil: time.Now().Add(o.TTL)}
 	s := &session{l: l, key: key, id: id, conn: conn}
-	l.sessions.Add(1)
+	l.mu.Lock()
+	closing := l.closing
+	if !closing {
+		l.sessions.Add(1)
+	}
+	l.mu.Unlock()
+	if closing { // Close began as we were granted: give it back
+		_ = l.giveBack(context.Background(), conn, key, id)
+		return nil, fmt.Errorf("acquire %q: %w", key, locker.ErrClosed)
+	}
 	lease := locker.NewLease(l.life, s, g, o)
 	s.start(lease)
 	return lease, nil
@@ -179,26 +188,32 @@ func (s *session) Ended(error) {
 	_ = s.finishLocked(ctx)
 }
 
-// finishLocked unlocks the key and gives the session back to the pool,
-// or, when the unlock fails, closes the session.
+// finishLocked gives the session back (giveBack) and marks it ended.
 func (s *session) finishLocked(ctx context.Context) error {
 	s.ended = true
 	defer s.l.sessions.Done()
+	return s.l.giveBack(ctx, s.conn, s.key, s.id)
+}
+
+// giveBack unlocks key's advisory lock id on conn and gives conn back to
+// the pool, or, when the unlock fails, closes the session, which frees
+// whatever it held once the server sees it go.
+func (l *Locker) giveBack(ctx context.Context, conn *pgxpool.Conn, key string, id int64) error {
 	var ok bool
-	err := s.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", s.id).Scan(&ok)
+	err := conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", id).Scan(&ok)
 	if err == nil && ok {
-		s.conn.Release()
+		conn.Release()
 		return nil
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-	_ = s.conn.Conn().Close(closeCtx)
+	_ = conn.Conn().Close(closeCtx)
 	cancel()
-	s.conn.Release()
+	conn.Release()
 	switch {
 	case err == nil:
-		return fmt.Errorf("%w: %q: the session no longer held its advisory lock", locker.ErrNotHeld, s.key)
+		return fmt.Errorf("%w: %q: the session no longer held its advisory lock", locker.ErrNotHeld, key)
 	case sessionGone(err):
-		return fmt.Errorf("%w: %q: the server ended its session: %w", locker.ErrNotHeld, s.key, s.l.nodeError(err))
+		return fmt.Errorf("%w: %q: the server ended its session: %w", locker.ErrNotHeld, key, l.nodeError(err))
 	}
-	return fmt.Errorf("unlock %q: %w; the session is closed, and the server frees the lock when it sees that", s.key, s.l.nodeError(err))
+	return fmt.Errorf("unlock %q: %w; the session is closed, and the server frees the lock when it sees that", key, l.nodeError(err))
 }

@@ -96,7 +96,9 @@ type Locker struct {
 	cancel context.CancelCauseFunc
 	once   sync.Once
 	// sessions counts the advisory sessions not yet given back to the
-	// pool, which Close waits for.
+	// pool, which Close waits for; none is counted once closing is set.
+	mu       sync.Mutex
+	closing  bool
 	sessions sync.WaitGroup
 	schema   sync.Mutex // serialises the creation of the table
 }
@@ -245,6 +247,9 @@ func (l *Locker) Info() locker.Info {
 // return nil.
 func (l *Locker) Close() error {
 	l.once.Do(func() {
+		l.mu.Lock()
+		l.closing = true
+		l.mu.Unlock()
 		l.cancel(locker.ErrClosed)
 		l.sessions.Wait()
 		if l.owned {

@@ -106,7 +106,10 @@ type Locker struct {
 	life   context.Context // parent of every lock; cancelled by Close
 	cancel context.CancelCauseFunc
 	once   sync.Once
-	held   sync.WaitGroup // locks not yet cancelled, which Close waits for
+
+	mu      sync.Mutex
+	closing bool           // Close has begun: no new lock is counted
+	held    sync.WaitGroup // locks not yet cancelled, which Close waits for
 }
 
 var _ locker.Locker = (*Locker)(nil)
@@ -252,6 +255,9 @@ func (l *Locker) Horizon() time.Duration { return l.horizon }
 // and closes rueidislock's client. Calls after the first return nil.
 func (l *Locker) Close() error {
 	l.once.Do(func() {
+		l.mu.Lock()
+		l.closing = true
+		l.mu.Unlock()
 		l.cancel(locker.ErrClosed)
 		l.held.Wait()
 		l.rl.Close()
@@ -321,8 +327,18 @@ func (l *Locker) lock(ctx context.Context, key string, opts []locker.Option, wai
 		cancelSrc()
 		return nil, l.failed(ctx, key, err)
 	}
+	l.mu.Lock()
+	closing := l.closing
+	if !closing {
+		l.held.Add(1)
+	}
+	l.mu.Unlock()
+	if closing {
+		release()
+		cancelSrc()
+		return nil, fmt.Errorf("acquire %q: %w", key, locker.ErrClosed)
+	}
 	h := &hold{l: l, key: key, ctx: lctx, release: func() { release(); cancelSrc() }}
-	l.held.Add(1)
 	g := locker.Grant{Key: key, ValidUntil: granted.Add(min(o.TTL, l.horizon))}
 	lease := locker.NewLease(l.life, h, g, o)
 	context.AfterFunc(lctx, func() {
