@@ -44,7 +44,7 @@ type Case struct {
 	Injections int
 	// Spec is the load: workload, clients, keys, TTL, duration, hold and
 	// think times. Run raises the TTL to the fault's MinTTL and the
-	// duration to its MinDuration.
+	// duration to its MinDuration on the case's cluster.
 	Spec workloads.Spec
 }
 
@@ -225,7 +225,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 
 	spec := c.Spec
 	spec.TTL = max(spec.TTL, c.Fault.MinTTL)
-	spec.Duration = max(spec.Duration, c.Fault.MinDuration)
+	spec.Duration = max(spec.Duration, c.Fault.MinDuration(target.Shape()))
 	spec.Seed = r.caseSeed(i)
 	spec, err = spec.Normalize()
 	if err != nil {

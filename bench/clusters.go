@@ -55,6 +55,7 @@ const (
 	sentinelRS topology = "sentinel"
 	zkThree    topology = "zookeeper×3"
 	etcdThree  topology = "etcd×3"
+	pgOne      topology = "postgres×1"
 )
 
 // topologies says which cluster each backend needs.
@@ -66,12 +67,30 @@ var topologies = map[string]topology{
 	"sentinel":  sentinelRS,
 	"zookeeper": zkThree,
 	"etcd":      etcdThree,
+	// rueidislock runs on the redis backend's server: compared on the
+	// same node.
+	"rueidislock": redisOne,
+	"postgres":    pgOne,
 }
 
-// shape is the shape of the cluster a backend runs on, for telling which
+// Listed are the backends `lockbench backends` describes: every
+// registered one, and the variants whose guarantee differs from their
+// default's (postgres's advisory mode: no TTL on the server, no fencing).
+func Listed(names []string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, n)
+		if n == "postgres" {
+			out = append(out, "postgres?mode=advisory")
+		}
+	}
+	return out
+}
+
+// Shape is the shape of the cluster a backend runs on, for telling which
 // faults apply before any server starts; ok is false for a backend
 // lockbench does not start servers for.
-func shape(b Backend) (nemesis.Shape, bool) {
+func Shape(b Backend) (nemesis.Shape, bool) {
 	t, ok := topologies[b.Name]
 	if !ok {
 		return nemesis.Shape{}, false
@@ -85,6 +104,8 @@ func shape(b Backend) (nemesis.Shape, bool) {
 		return nemesis.Shape{Sentinel: true}, true
 	case zkThree, etcdThree:
 		return nemesis.Shape{QuorumNodes: 3, PeerNetwork: peerNetwork() == nil}, true
+	case pgOne:
+		return nemesis.Shape{Postgres: true}, true
 	}
 	return nemesis.Shape{}, true
 }
@@ -117,6 +138,7 @@ type cluster struct {
 	spent bool
 	zk    *compose.Ensemble
 	etcd  *compose.EtcdCluster
+	pg    *compose.Node
 }
 
 // NewClusters returns clusters that start their servers in env. external
@@ -210,6 +232,15 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 			cl.etcd = e
 		}
 		t.Etcd, nodes, t.PeerNetwork = cl.etcd, cl.etcd.Nodes, peerNetwork() == nil
+	case pgOne:
+		if cl.pg == nil {
+			n, err := c.env.Postgres(ctx, compose.PostgresOptions{Proxied: true, NoFsync: !durable})
+			if err != nil {
+				return t, cfg, err
+			}
+			cl.pg = n
+		}
+		t.Postgres, nodes = cl.pg, []*compose.Node{cl.pg}
 	}
 	for _, n := range nodes {
 		if f.Proxied {

@@ -214,3 +214,41 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 		t.Fatal("the durable profile shares the fast profile's servers")
 	}
 }
+
+// TestRunnerNewBackends runs postgres in both modes and rueidislock end
+// to end on the servers Clusters starts for them: without faults none of
+// them violates anything, and under client-pause (their worker processes
+// stopped) the lease mode's tokens let a resource that learns them from
+// every request (fence-rw) reject every stale write.
+func TestRunnerNewBackends(t *testing.T) {
+	cases, err := bench.Cross(bench.Matrix{
+		Backends:  []string{"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"},
+		Workloads: []workloads.Workload{workloads.Hot},
+		Faults:    []string{"none", "client-pause"},
+		Guards:    []judge.Guard{judge.GuardFenceRW},
+		Clients:   []int{4},
+		Spec:      workloads.Spec{Duration: 2 * time.Second, TTL: 300 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Worker: testWorker()}
+	f, err := r.Run(context.Background(), cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != len(cases) {
+		t.Fatalf("%d of %d cases measured", len(f.Cases), len(cases))
+	}
+	for _, c := range f.Cases {
+		t.Logf("%s/%s: %d grants, %.0f/s, %d overlaps, %d stale writes accepted, %d rejected", c.Backend, c.Fault, c.Acquired, c.Throughput, c.Overlaps, c.StaleAccepted, c.StaleRejected)
+		switch {
+		case c.Acquired == 0:
+			t.Errorf("%s/%s granted nothing", c.Backend, c.Fault)
+		case c.Fault == "none" && c.Overlaps+c.StaleAccepted+c.LostUpdates != 0:
+			t.Errorf("%s without faults: violations %+v", c.Backend, c)
+		case c.Backend == "postgres?mode=lease" && c.StaleAccepted != 0:
+			t.Errorf("postgres lease mode under %s: %d stale writes accepted despite its tokens", c.Fault, c.StaleAccepted)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 func loadTime(cases []bench.Case) time.Duration {
 	var d time.Duration
 	for _, c := range cases {
-		d += max(c.Spec.Duration, c.Fault.MinDuration)
+		sh, _ := bench.Shape(c.Backend)
+		d += max(c.Spec.Duration, c.Fault.MinDuration(sh))
 	}
 	return d
 }
@@ -26,7 +28,7 @@ func TestSuitesFitTheirBudget(t *testing.T) {
 		suite  bench.Suite
 		budget time.Duration // make bench: 15 min; make bench-quick: 3 min, minus setup
 	}{
-		{"default", bench.Default(), 11 * time.Minute},
+		{"default", bench.Default(), 12 * time.Minute},
 		{"quick", bench.Quick(), 2 * time.Minute},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,5 +123,46 @@ func TestSkippedSaysWhy(t *testing.T) {
 		if _, ok := skipped[[2]string{c.Backend.Spec, c.Fault.Class()}]; ok {
 			t.Errorf("%s is both run and listed as skipped", c)
 		}
+	}
+}
+
+// TestNewBackendsInTheSuites: postgres in both modes and rueidislock run
+// in both suites; in the default one, postgres under the faults its one
+// server can have, and never under those of a cluster or of Redis keys.
+func TestNewBackendsInTheSuites(t *testing.T) {
+	for name, suite := range map[string]bench.Suite{"default": bench.Default(), "quick": bench.Quick()} {
+		cases, err := suite.Cases()
+		if err != nil {
+			t.Fatal(err)
+		}
+		faults := map[string]map[string]bool{}
+		for _, c := range cases {
+			if faults[c.Backend.Spec] == nil {
+				faults[c.Backend.Spec] = map[string]bool{}
+			}
+			faults[c.Backend.Spec][c.Fault.Name] = true
+		}
+		for _, spec := range []string{"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"} {
+			if !faults[spec]["none"] {
+				t.Errorf("%s suite: %s has no case without faults", name, spec)
+			}
+		}
+		for _, spec := range []string{"postgres?mode=advisory", "postgres?mode=lease"} {
+			for f := range faults[spec] {
+				if slices.Contains([]string{"clock-jump", "crash-minority", "failover", "leader-kill", "partition-leader", "partition-halves"}, f) {
+					t.Errorf("%s suite: %s under %s, which a single PostgreSQL server cannot have", name, spec, f)
+				}
+			}
+			if name == "default" {
+				for _, f := range []string{"client-pause", "server-pause", "restart", "partition", "latency"} {
+					if !faults[spec][f] {
+						t.Errorf("default suite: %s never under %s", spec, f)
+					}
+				}
+			}
+		}
+	}
+	if got := bench.Listed([]string{"etcd", "postgres"}); !slices.Equal(got, []string{"etcd", "postgres", "postgres?mode=advisory"}) {
+		t.Errorf("Listed = %v", got)
 	}
 }

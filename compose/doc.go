@@ -1,16 +1,21 @@
 // Package compose runs real clusters on one machine for tests and
-// benchmarks: redis-server, redis-sentinel, ZooKeeper and etcd members as
-// child processes on 127.0.0.1, each with a free port, its own data dir and
-// log under the run dir, and injects faults into them.
+// benchmarks: redis-server, redis-sentinel, ZooKeeper and etcd members and
+// PostgreSQL servers as child processes on 127.0.0.1, each with a free
+// port, its own data dir and log under the run dir (a PostgreSQL server
+// run as another user keeps its data dir outside it), and injects faults
+// into them.
 //
 // Every node runs in its own process group with a parent-death signal, so
 // nothing survives the run: Env.Close kills every group, and if the parent
 // process itself dies (SIGKILL included) the kernel kills the children.
+// (A PostgreSQL server's children leave its group; they follow their
+// postmaster when it dies, and compose finds them by their working dir.)
 //
 // Topologies: Env.Redis (independent masters, for Redlock), Env.Sentinel
 // (a master, replicas and sentinels, optionally with proxied replication
 // links for lost-write failovers), Env.ZooKeeper and Env.Etcd (quorum
-// ensembles whose members start together). Each waits until its servers
+// ensembles whose members start together) and Env.Postgres (one server,
+// durable or fast). Each waits until its servers
 // serve, and offers what faults need: the current master or leader, and
 // waits for a new one.
 //

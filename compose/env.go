@@ -105,9 +105,10 @@ func (e *Env) add(n *Node) error {
 	return nil
 }
 
-// Close kills every node's process group, stops every proxy and removes
-// the PeerNetwork clusters' networks (namespaces, links, routes). It waits
-// for the processes to exit. Calls after the first return nil.
+// Close kills every node's process group, stops every proxy, removes the
+// PeerNetwork clusters' networks (namespaces, links, routes) and the dirs
+// of nodes that live outside the run dir. It waits for the processes to
+// exit. Calls after the first return nil.
 func (e *Env) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -130,6 +131,13 @@ func (e *Env) Close() error {
 	for _, p := range nets {
 		if err := p.close(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, n := range nodes {
+		if n.spec.dir != "" { // a node dir outside the run dir goes with the Env
+			if err := os.RemoveAll(n.spec.dir); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,21 @@ type spec struct {
 	argv func() []string
 	// ready returns nil once the node serves requests.
 	ready func(ctx context.Context) error
+	// dir, when set, is the node's dir instead of <run dir>/<name>: a
+	// server that runs as another user (cred) must be able to reach it,
+	// and a run dir may lie under a dir only we can enter. Env.Close
+	// removes it.
+	dir string
+	// cred, when set, runs the server as that user and group: PostgreSQL
+	// refuses to run as root.
+	cred *syscall.Credential
+	// term is the signal that asks the server to shut down; 0 means
+	// SIGTERM.
+	term syscall.Signal
+	// procs, when set, lists the server's processes outside its process
+	// group, which Kill, Pause and Resume must reach too: each child of
+	// a PostgreSQL server starts a session of its own.
+	procs func() []int
 }
 
 // Node is one server process. Its controls are safe for concurrent use.
@@ -171,6 +187,9 @@ func (e *Env) startNodes(ctx context.Context, specs []spec, proxied bool) ([]*No
 // front of it, without starting it.
 func (e *Env) newNode(s spec, proxied bool) (*Node, error) {
 	n := &Node{Name: s.name, Dir: filepath.Join(e.Dir, s.name), Port: s.port, env: e, spec: s}
+	if s.dir != "" {
+		n.Dir = s.dir
+	}
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("compose: %s: %w", s.name, err)
 	}
@@ -223,7 +242,7 @@ func (n *Node) spawn() error {
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so Kill reaches any child it forks; and a
 	// parent-death signal, so it dies with us even if we are SIGKILLed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.spec.cred}
 	start := cmd.Start
 	if n.spec.netns != nil {
 		// Forked from a thread inside the namespace, the server is born
@@ -303,6 +322,70 @@ func (n *Node) signal(sig syscall.Signal) error {
 	return nil
 }
 
+// signalProcs sends sig to the server's processes outside its group
+// (spec.procs) and returns their pids.
+func (n *Node) signalProcs(sig syscall.Signal) []int {
+	if n.spec.procs == nil {
+		return nil
+	}
+	pids := n.spec.procs()
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, sig)
+	}
+	return pids
+}
+
+// killProcs kills what is left of the server outside its group and waits
+// until it has gone, so that a restart does not meet the old server's
+// children (a PostgreSQL server refuses to start while they live).
+func (n *Node) killProcs() error {
+	if n.spec.procs == nil {
+		return nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	seen := map[int]bool{}
+	for {
+		// A dying process leaves the list before it is dead: wait for
+		// every one seen.
+		for _, pid := range n.signalProcs(syscall.SIGKILL) {
+			seen[pid] = true
+		}
+		var left []int
+		for pid := range seen {
+			if alive(pid) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("compose: %s: processes %v still alive 10s after SIGKILL", n.Name, left)
+		}
+		<-tick.C
+	}
+}
+
+// alive reports whether process pid exists and has not exited (a zombie
+// has).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	switch b[i+2] {
+	case 'Z', 'X', 'x':
+		return false
+	}
+	return true
+}
+
 // Kill sends SIGKILL to the node's process group and waits for the server
 // to exit: a crash, with no chance to save anything. Killing a node that
 // is not running does nothing.
@@ -310,7 +393,7 @@ func (n *Node) Kill() error { return n.stop(syscall.SIGKILL) }
 
 // Stop asks the server to shut down (SIGTERM) and waits for it to exit,
 // killing it if it takes longer than 10 s.
-func (n *Node) Stop() error { return n.stop(syscall.SIGTERM) }
+func (n *Node) Stop() error { return n.stop(cmp.Or(n.spec.term, syscall.SIGTERM)) }
 
 func (n *Node) stop(sig syscall.Signal) error {
 	n.mu.Lock()
@@ -324,6 +407,9 @@ func (n *Node) stop(sig syscall.Signal) error {
 	_ = syscall.Kill(-pgid, sig)
 	if sig != syscall.SIGKILL {
 		_ = syscall.Kill(-pgid, syscall.SIGCONT) // a paused server cannot shut down
+		n.signalProcs(syscall.SIGCONT)
+	} else {
+		n.signalProcs(sig)
 	}
 	select {
 	case <-exited:
@@ -333,13 +419,14 @@ func (n *Node) stop(sig syscall.Signal) error {
 	}
 	// Children the server forked (a Redis save, say) die with the group.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	err := n.killProcs()
 	n.mu.Lock()
 	if n.cmd == cmd {
 		n.cmd, n.exited, n.paused = nil, nil, false
 	}
 	n.stopping = false
 	n.mu.Unlock()
-	return nil
+	return err
 }
 
 // Restart kills the server and starts it again. With keepData false its
@@ -380,6 +467,12 @@ func (n *Node) Pause() error {
 	n.mu.Unlock()
 	if err := WaitStopped(pid, 10*time.Second); err != nil {
 		return fmt.Errorf("compose: pause %s: %w", n.Name, err)
+	}
+	// The processes outside the group, once the server can fork no more.
+	for _, p := range n.signalProcs(syscall.SIGSTOP) {
+		if err := WaitStopped(p, 10*time.Second); err != nil {
+			return fmt.Errorf("compose: pause %s: %w", n.Name, err)
+		}
 	}
 	return nil
 }
@@ -437,6 +530,7 @@ func runningThreads(pid int) (int, error) {
 
 // Resume continues a paused server with SIGCONT.
 func (n *Node) Resume() error {
+	n.signalProcs(syscall.SIGCONT)
 	if err := n.signal(syscall.SIGCONT); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/sys/unix"
 
 	"github.com/lockbench/lockbench/compose"
@@ -24,7 +25,7 @@ import (
 // TestPeerNetworkUnprivileged.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("COMPOSE_ORPHAN_PARENT"); dir != "" {
-		orphanParent(dir)
+		orphanParent(dir, os.Getenv("COMPOSE_ORPHAN_KIND"))
 		return
 	}
 	if dir := os.Getenv("COMPOSE_PEERNET_PARENT"); dir != "" {
@@ -38,21 +39,44 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// orphanParent starts two Redis nodes, prints their pids and waits to be
-// killed.
-func orphanParent(dir string) {
+// orphanParent starts two Redis nodes (kind "") or a PostgreSQL server
+// with a session open (kind "postgres"), prints the pids of every server
+// process and waits to be killed.
+func orphanParent(dir, kind string) {
 	env, err := compose.New(dir)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	nodes, err := env.Redis(context.Background(), 2, compose.RedisOptions{})
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
+	ctx := context.Background()
+	var pids []int
+	switch kind {
+	case "postgres":
+		n, err := env.Postgres(ctx, compose.PostgresOptions{})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		// A session, so that a backend process is among the children.
+		if _, err := pgx.Connect(ctx, compose.PostgresURL(n.Addr())); err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		pids = append([]int{n.PID()}, children(n.PID())...)
+		// Its dir may lie outside the run dir: the test removes it.
+		fmt.Println("dir", n.Dir)
+	default:
+		nodes, err := env.Redis(ctx, 2, compose.RedisOptions{})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		for _, n := range nodes {
+			pids = append(pids, n.PID())
+		}
 	}
-	for _, n := range nodes {
-		fmt.Println("pid", n.PID())
+	for _, pid := range pids {
+		fmt.Println("pid", pid)
 	}
 	fmt.Println("ready")
 	select {}
@@ -72,8 +96,18 @@ func processAlive(pid int) bool {
 }
 
 func TestNoOrphansAfterParentKilled(t *testing.T) {
+	for _, kind := range []string{"redis", "postgres"} {
+		t.Run(kind, func(t *testing.T) { noOrphans(t, kind) })
+	}
+}
+
+// noOrphans starts servers of a kind in a child process, kills it and
+// checks that every server process dies with it. PostgreSQL's children
+// each start a session of their own: the kernel kills the postmaster with
+// its parent, and they must follow it.
+func noOrphans(t *testing.T, kind string) {
 	parent := exec.Command(os.Args[0], "-test.run=^$")
-	parent.Env = append(os.Environ(), "COMPOSE_ORPHAN_PARENT="+t.TempDir())
+	parent.Env = append(os.Environ(), "COMPOSE_ORPHAN_PARENT="+t.TempDir(), "COMPOSE_ORPHAN_KIND="+kind)
 	out, err := parent.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -94,13 +128,16 @@ func TestNoOrphansAfterParentKilled(t *testing.T) {
 		if f[0] == "error" {
 			t.Fatalf("parent: %s", sc.Text())
 		}
+		if f[0] == "dir" {
+			t.Cleanup(func() { os.RemoveAll(f[1]) })
+		}
 		if f[0] == "pid" {
 			pid, _ := strconv.Atoi(f[1])
 			pids = append(pids, pid)
 		}
 	}
-	if len(pids) != 2 {
-		t.Fatalf("parent reported %d server pids, want 2", len(pids))
+	if len(pids) < 2 {
+		t.Fatalf("parent reported %d server pids, want at least 2", len(pids))
 	}
 	for _, pid := range pids {
 		if !processAlive(pid) {

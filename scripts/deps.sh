@@ -12,12 +12,20 @@ command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
 # The report's browser test renders index.html in headless Chromium.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# PostgreSQL's server binaries are not on PATH: Debian puts them in a
+# versioned dir (compose finds them there, or through pg_config).
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing+=(postgresql)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "deps: installing ${missing[*]}"
+  if [[ " ${missing[*]} " == *" postgresql "* ]] && [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+    # lockbench starts servers of its own: no system cluster running on 5432.
+    mkdir -p /etc/postgresql-common
+    echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf
+  fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   exit 0

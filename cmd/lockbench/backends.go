@@ -44,7 +44,7 @@ func backendsCmd() *cobra.Command {
 			none, _ := nemesis.Parse("none")
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "BACKEND\tNODES\tQUORUM\tFENCING\tGUARANTEE")
-			for _, name := range backends.Names() {
+			for _, name := range bench.Listed(backends.Names()) {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 				b, _ := bench.ParseBackend(name)
 				_, cfg, err := clusters.Setup(ctx, b, none, results.DurabilityFast)
@@ -53,7 +53,7 @@ func backendsCmd() *cobra.Command {
 					fmt.Fprintf(w, "%s\t\t\t\t(servers: %v)\n", name, err)
 					continue
 				}
-				l, err := backends.Open(name, cfg)
+				l, err := backends.Open(b.Name, cfg)
 				if err != nil {
 					fmt.Fprintf(w, "%s\t\t\t\t(open: %v)\n", name, err)
 					continue

@@ -16,11 +16,13 @@ import (
 // for it.
 type endpointFlags struct {
 	redis, redlock, redsync, sentinel, zookeeper, etcd []string
+	rueidislock, postgres                              []string
 	sentinelMaster                                     string
-	redisTLS, etcdTLS                                  tlsFlags
+	redisTLS, etcdTLS, pgTLS                           tlsFlags
 	redisUser, redisPassword                           string
 	etcdUser, etcdPassword                             string
 	zkUser, zkPassword                                 string
+	pgUser, pgPassword                                 string
 }
 
 type tlsFlags struct {
@@ -41,6 +43,7 @@ func (e *endpointFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&e.redis, "redis-addrs", nil, "the single Redis server of the redis backend (host:port)")
 	fl.StringSliceVar(&e.redlock, "redlock-addrs", nil, "the independent Redis masters of redlock (and of redsync, unless --redsync-addrs)")
 	fl.StringSliceVar(&e.redsync, "redsync-addrs", nil, "the Redis masters of redsync")
+	fl.StringSliceVar(&e.rueidislock, "rueidislock-addrs", nil, "the single Redis server of rueidislock (default: --redis-addrs)")
 	fl.StringSliceVar(&e.sentinel, "sentinel-addrs", nil, "the sentinels of the sentinel backend")
 	fl.StringVar(&e.sentinelMaster, "sentinel-master", "", "the master name the sentinels monitor")
 	fl.StringSliceVar(&e.zookeeper, "zookeeper-addrs", nil, "the ZooKeeper ensemble (host:port of each server)")
@@ -53,6 +56,10 @@ func (e *endpointFlags) register(fl *pflag.FlagSet) {
 	e.etcdTLS.register(fl, "etcd", "etcd", "etcd")
 	fl.StringVar(&e.zkUser, "zookeeper-username", "", "ZooKeeper digest auth user")
 	fl.StringVar(&e.zkPassword, "zookeeper-password", os.Getenv("LOCKBENCH_ZOOKEEPER_PASSWORD"), "ZooKeeper digest auth password (default $LOCKBENCH_ZOOKEEPER_PASSWORD)")
+	fl.StringSliceVar(&e.postgres, "postgres-addrs", nil, "the PostgreSQL server of the postgres backend (host:port, or a postgres:// URL)")
+	fl.StringVar(&e.pgUser, "postgres-username", "", "PostgreSQL user (default postgres)")
+	fl.StringVar(&e.pgPassword, "postgres-password", os.Getenv("LOCKBENCH_POSTGRES_PASSWORD"), "PostgreSQL password (default $LOCKBENCH_POSTGRES_PASSWORD)")
+	e.pgTLS.register(fl, "postgres", "PostgreSQL", "the PostgreSQL server")
 }
 
 // configs returns the external endpoints by backend name.
@@ -65,12 +72,20 @@ func (e *endpointFlags) configs() (map[string]backends.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd TLS: %w", err)
 	}
+	pgFiles, pgTLS, err := e.pgTLS.files()
+	if err != nil {
+		return nil, fmt.Errorf("postgres TLS: %w", err)
+	}
 	redis := func(addrs []string) backends.Config {
 		return backends.Config{Addrs: addrs, Username: e.redisUser, Password: e.redisPassword, TLS: redisTLS, TLSFiles: redisFiles}
 	}
 	out := map[string]backends.Config{}
 	if len(e.redis) > 0 {
 		out["redis"] = redis(e.redis)
+		out["rueidislock"] = redis(e.redis)
+	}
+	if len(e.rueidislock) > 0 {
+		out["rueidislock"] = redis(e.rueidislock)
 	}
 	if len(e.redlock) > 0 {
 		out["redlock"] = redis(e.redlock)
@@ -91,6 +106,9 @@ func (e *endpointFlags) configs() (map[string]backends.Config, error) {
 	}
 	if len(e.etcd) > 0 {
 		out["etcd"] = backends.Config{Addrs: e.etcd, Username: e.etcdUser, Password: e.etcdPassword, TLS: etcdTLS, TLSFiles: etcdFiles}
+	}
+	if len(e.postgres) > 0 {
+		out["postgres"] = backends.Config{Addrs: e.postgres, Username: e.pgUser, Password: e.pgPassword, TLS: pgTLS, TLSFiles: pgFiles}
 	}
 	return out, nil
 }

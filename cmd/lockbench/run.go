@@ -67,7 +67,7 @@ report into DIR. Ctrl-C stops the run, stops every server and worker and keeps t
 measured so far.
 
 A backend is a registered name with optional params: redlock, redlock?quarantine=false,
-sentinel?wait=1, redsync?retrydelay=1ms. So is a fault: client-pause?x=3,
+sentinel?wait=1, redsync?retrydelay=1ms, postgres?mode=advisory. So is a fault: client-pause?x=3,
 clock-jump?by=0.5&nodes=minority.
 
 With --judge ADDR the run joins a judge started by lockbench judge, with other hosts running

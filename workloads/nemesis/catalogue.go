@@ -71,9 +71,9 @@ var catalogue = []*Scenario{
 		},
 	},
 	{
-		Name:        "server-pause",
-		MinDuration: quorumCase,
-		Doc:         "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
+		Name:           "server-pause",
+		QuorumDuration: quorumCase,
+		Doc:            "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
 		fits: func(sh Shape) error {
 			if sh.servers() == 0 {
 				return errors.New("applies to backends with servers")
@@ -194,7 +194,7 @@ var catalogue = []*Scenario{
 	{
 		Name: "partition-leader",
 		Doc:  "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every member) for 2 s, then healed",
-		fits: needPeers, MinDuration: quorumCase,
+		fits: needPeers, QuorumDuration: quorumCase,
 		hooks: func(e Env) workloads.Hooks {
 			return e.peerCut("cut off from the other members", func(ctx context.Context, _ int) ([]*compose.Node, error) {
 				l, err := e.Target.leader(ctx)
@@ -205,15 +205,15 @@ var catalogue = []*Scenario{
 	{
 		Name: "partition-halves",
 		Doc:  "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot reach each other, for 2 s, then healed",
-		fits: needPeers, MinDuration: quorumCase,
+		fits: needPeers, QuorumDuration: quorumCase,
 		hooks: func(e Env) workloads.Hooks {
 			return e.peerCut("split from the majority", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil })
 		},
 	},
 	{
-		Name:        "leader-kill",
-		MinDuration: quorumCase,
-		Doc:         "the ZooKeeper or etcd leader is killed for 2 s, then restarted with its data",
+		Name:           "leader-kill",
+		QuorumDuration: quorumCase,
+		Doc:            "the ZooKeeper or etcd leader is killed for 2 s, then restarted with its data",
 		fits: func(sh Shape) error {
 			if sh.QuorumNodes == 0 {
 				return errors.New("applies to ZooKeeper and etcd")

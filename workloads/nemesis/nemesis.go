@@ -219,10 +219,10 @@ type Scenario struct {
 	// failover takes seconds; a lease that expires during it would
 	// overlap for the wrong reason). Cases raise their TTL to it.
 	MinTTL time.Duration
-	// MinDuration is the shortest case that fits its injections (an
-	// election, and the recovery after a partition, take seconds). Cases
-	// raise their duration to it.
-	MinDuration time.Duration
+	// QuorumDuration is the shortest case on a ZooKeeper or etcd cluster
+	// that fits the injections (an election, and the recovery after a
+	// partition, take seconds). Such cases raise their duration to it.
+	QuorumDuration time.Duration
 	// Workload is the workload the scenario needs, if any.
 	Workload workloads.Workload
 
@@ -296,6 +296,14 @@ func (s *Scenario) Fits(sh Shape) error {
 // Applies returns nil if the scenario can run against t, or an error
 // saying why not.
 func (s *Scenario) Applies(t Target) error { return s.Fits(t.Shape()) }
+
+// MinDuration is the shortest case of the fault on a cluster of shape sh.
+func (s *Scenario) MinDuration(sh Shape) time.Duration {
+	if sh.QuorumNodes > 0 {
+		return s.QuorumDuration
+	}
+	return 0
+}
 
 // Hooks returns the hooks that inject the fault into a case.
 func (f Fault) Hooks(e Env) workloads.Hooks {

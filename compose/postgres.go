@@ -1,0 +1,268 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// PostgresOptions configures a PostgreSQL server.
+type PostgresOptions struct {
+	// NoFsync is the fast profile: fsync=off, synchronous_commit=off and
+	// full_page_writes=off. A commit is acknowledged before its WAL
+	// reaches the disk, and even before it leaves the server's memory
+	// (the WAL writer flushes every 200 ms), so a server that is killed
+	// loses the transactions of its last moments — the lease rows it had
+	// just granted. Without it (the durable profile) a commit returns
+	// once its WAL is fsynced, and a killed server recovers every
+	// transaction it acknowledged.
+	NoFsync bool
+	// Proxied starts the server behind a Proxy, so that it can be
+	// partitioned from, or slowed for, its clients.
+	Proxied bool
+	// Config holds extra server settings (postgres -c name=value), e.g.
+	// {"max_connections", "500"}.
+	Config [][2]string
+}
+
+// PostgresUser is the account the server runs as when lockbench runs as
+// root (PostgreSQL refuses to run as root): the one Debian's package
+// creates. It is also the server's superuser, which clients log in as
+// without a password from 127.0.0.1.
+var PostgresUser = "postgres"
+
+// PostgresBinDir is the directory of initdb and postgres. Empty means
+// `pg_config --bindir`, else the newest /usr/lib/postgresql/*/bin (where
+// Debian's postgresql package puts them: they are not on PATH).
+var PostgresBinDir = ""
+
+// PostgresMaxConnections is the servers' max_connections: every client
+// of the postgres backend's advisory mode holds a session per lock it
+// holds or waits for, and a run opens up to 64 clients.
+const PostgresMaxConnections = 300
+
+// Postgres starts one PostgreSQL server (Debian's postgresql package) and
+// waits until it accepts connections. Its cluster is made by initdb in its
+// dir before the first start, with trust authentication on 127.0.0.1; the
+// superuser is PostgresUser and the database "postgres". The server
+// listens on 127.0.0.1 only (no Unix socket) and logs to the node's log.
+//
+// Run as root, the server runs as PostgresUser, and its dir is made under
+// the system's temporary dir, owned by that user, rather than in the run
+// dir, which may lie under a dir that user cannot enter; the run dir then
+// holds a link to it, and Env.Close removes it.
+//
+// The server's children each start a session of their own, so its node
+// finds them by their working dir (the data dir) to kill, pause and
+// resume them with it. If our process dies, the postmaster dies of its
+// parent-death signal and its children follow within moments (PostgreSQL
+// has them watch their parent); only children paused at that time stay,
+// stopped, until someone kills them.
+//
+// Restart(ctx, true) is a crash and recovery: every committed transaction
+// survives under the durable profile, the last ones may not under the
+// fast one, and no session survives: every advisory lock is gone.
+// Restart(ctx, false) wipes the dir and starts a new, empty cluster: what a
+// server that lost its disk, or a fresh server put at its address, looks
+// like — every table is gone with its rows, and their counters start over.
+func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
+	bin, err := postgresBinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := postgresCredential()
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	port := ports[0]
+	name := e.newNames("postgres", 1)[0]
+	s := spec{
+		name: name, port: port, bin: filepath.Join(bin, "postgres"),
+		cred: cred,
+		// A fast shutdown: SIGTERM would wait for every client to leave.
+		term:  syscall.SIGINT,
+		ready: postgresReady(addr(port)),
+	}
+	// The real path: the server's processes are found by it.
+	dir, err := filepath.EvalSymlinks(e.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("compose: dir of %s: %w", name, err)
+	}
+	dir = filepath.Join(dir, name)
+	if cred != nil {
+		if dir, err = os.MkdirTemp("", "lockbench-"+name+"-"); err != nil {
+			return nil, fmt.Errorf("compose: dir of %s: %w", name, err)
+		}
+		if dir, err = filepath.EvalSymlinks(dir); err != nil {
+			return nil, fmt.Errorf("compose: dir of %s: %w", name, err)
+		}
+		s.dir = dir
+	}
+	data := filepath.Join(dir, "data")
+	s.args = postgresArgs(data, port, o)
+	s.prepare = func(dir string) error { return initdb(e, name, bin, dir, cred) }
+	s.procs = func() []int { return processesIn(data) }
+	node, err := e.startNode(ctx, s, o.Proxied)
+	if err != nil {
+		return nil, err
+	}
+	if s.dir != "" {
+		// Where someone looking at the run dir expects the node's files.
+		_ = os.Symlink(s.dir, filepath.Join(e.Dir, name))
+	}
+	return node, nil
+}
+
+// postgresArgs is the command line of a server with its data in data.
+func postgresArgs(data string, port int, o PostgresOptions) []string {
+	settings := [][2]string{
+		{"listen_addresses", "127.0.0.1"},
+		{"unix_socket_directories", ""},
+		{"max_connections", strconv.Itoa(PostgresMaxConnections)},
+	}
+	if o.NoFsync {
+		settings = append(settings, [2]string{"fsync", "off"}, [2]string{"synchronous_commit", "off"}, [2]string{"full_page_writes", "off"})
+	}
+	settings = append(settings, o.Config...)
+	args := []string{"-D", data, "-p", strconv.Itoa(port)}
+	for _, kv := range settings {
+		args = append(args, "-c", kv[0]+"="+kv[1])
+	}
+	return args
+}
+
+// postgresBinDir finds the directory of initdb and postgres.
+func postgresBinDir() (string, error) {
+	if PostgresBinDir != "" {
+		return PostgresBinDir, nil
+	}
+	if pgConfig, err := exec.LookPath("pg_config"); err == nil {
+		if out, err := exec.Command(pgConfig, "--bindir").Output(); err == nil {
+			dir := strings.TrimSpace(string(out))
+			if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
+				return dir, nil
+			}
+		}
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	if len(found) == 0 {
+		return "", errors.New("compose: no PostgreSQL server: neither pg_config --bindir nor /usr/lib/postgresql/*/bin has postgres (install Debian's postgresql: make deps)")
+	}
+	// The newest version: sort by the number in the version directory.
+	version := func(p string) int {
+		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(p))))
+		return v
+	}
+	slices.SortFunc(found, func(a, b string) int { return version(a) - version(b) })
+	return filepath.Dir(found[len(found)-1]), nil
+}
+
+// postgresCredential returns the user to run the server as: PostgresUser
+// when we are root, nobody else (nil) otherwise.
+func postgresCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup(PostgresUser)
+	if err != nil {
+		return nil, fmt.Errorf("compose: PostgreSQL refuses to run as root and there is no user %q to run it as: %w (Debian's postgresql package creates it: make deps)", PostgresUser, err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("compose: user %s: uid %q: %w", PostgresUser, u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("compose: user %s: gid %q: %w", PostgresUser, u.Gid, err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// initdb makes the cluster in dir/data unless it is there, as the server's
+// user, writing its output to the node's log. The dir is given to that
+// user first: a restart without data has just made it anew.
+func initdb(e *Env, name, bin, dir string, cred *syscall.Credential) error {
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {
+		return nil
+	}
+	if err := os.RemoveAll(data); err != nil { // a half-made cluster
+		return err
+	}
+	log, err := e.logFile(name)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", PostgresUser, "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("initdb %s: %w", data, err)
+	}
+	return nil
+}
+
+// postgresReady answers nil once the server at addr accepts a connection,
+// which it does once it has finished starting or recovering.
+func postgresReady(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c, err := pgconn.Connect(ctx, PostgresURL(addr))
+		if err != nil {
+			return err
+		}
+		return c.Close(ctx)
+	}
+}
+
+// PostgresURL is the connection URL of a server compose started, at addr
+// (a node's Addr or ServerAddr): the superuser and database initdb made,
+// no TLS.
+func PostgresURL(addr string) string {
+	return "postgres://" + PostgresUser + "@" + addr + "/postgres?sslmode=disable&connect_timeout=5"
+}
+
+// processesIn lists the processes whose working directory is dir: a
+// PostgreSQL server's postmaster and children, which all work in its data
+// dir.
+func processesIn(dir string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink("/proc/" + d.Name() + "/cwd"); err == nil && cwd == dir {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
