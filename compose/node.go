@@ -338,7 +338,7 @@ func (n *Node) signalProcs(sig syscall.Signal) []int {
 // killProcs kills what is left of the server outside its group and waits
 // until it has gone, so that a restart does not meet the old server's
 // children (a PostgreSQL server refuses to start while they live).
-func (n *Node) killProcs() error {
+func (n *Node) killProcs(children []int) error {
 	if n.spec.procs == nil {
 		return nil
 	}
@@ -346,6 +346,10 @@ func (n *Node) killProcs() error {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	seen := map[int]bool{}
+	for _, pid := range children {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		seen[pid] = true
+	}
 	for {
 		// A dying process leaves the list before it is dead: wait for
 		// every one seen.
@@ -366,6 +370,31 @@ func (n *Node) killProcs() error {
 		}
 		<-tick.C
 	}
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := []byte(" " + strconv.Itoa(pid) + " ")
+	var out []int
+	for _, d := range entries {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After the command name: " state ppid ".
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+3 < len(b) && bytes.HasPrefix(b[i+3:], parent) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // alive reports whether process pid exists and has not exited (a zombie
@@ -404,6 +433,13 @@ func (n *Node) stop(sig syscall.Signal) error {
 		return nil
 	}
 	pgid := cmd.Process.Pid
+	// The server's children outside its group, even those on their way
+	// out (no longer in the working dir procs looks at): Kill waits for
+	// them too.
+	var children []int
+	if n.spec.procs != nil {
+		children = childrenOf(pgid)
+	}
 	_ = syscall.Kill(-pgid, sig)
 	if sig != syscall.SIGKILL {
 		_ = syscall.Kill(-pgid, syscall.SIGCONT) // a paused server cannot shut down
@@ -419,7 +455,7 @@ func (n *Node) stop(sig syscall.Signal) error {
 	}
 	// Children the server forked (a Redis save, say) die with the group.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	err := n.killProcs()
+	err := n.killProcs(children)
 	n.mu.Lock()
 	if n.cmd == cmd {
 		n.cmd, n.exited, n.paused = nil, nil, false
