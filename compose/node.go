@@ -253,17 +253,21 @@ func (n *Node) spawn() error {
 		return fmt.Errorf("compose: start %s (%s): %w", n.Name, n.spec.bin, err)
 	}
 	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		n.mu.Lock()
-		if n.cmd == cmd && !n.stopping {
-			n.failed = true
-		}
-		n.mu.Unlock()
-		close(exited)
-	}()
+	go n.await(cmd, exited)
 	n.cmd, n.exited, n.paused = cmd, exited, false
 	return nil
+}
+
+// await reaps the server's process and closes exited; an exit nobody
+// asked for makes the node failed.
+func (n *Node) await(cmd *exec.Cmd, exited chan struct{}) {
+	_ = cmd.Wait()
+	n.mu.Lock()
+	if n.cmd == cmd && !n.stopping {
+		n.failed = true
+	}
+	n.mu.Unlock()
+	close(exited)
 }
 
 func (n *Node) waitReady(ctx context.Context) error {

@@ -56,7 +56,7 @@ func TestAdvisorySessionKilled(t *testing.T) {
 			a.Close()
 			b.Close()
 			// The restarted server's process is waited for by compose.
-			goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/lockbench/lockbench/compose.(*Node).spawn.func1"))
+			goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/lockbench/lockbench/compose.(*Node).await"))
 		})
 	}
 }
