@@ -5,23 +5,10 @@ import (
 	"time"
 )
 
-// Contention: how clients that want the same key at once avoid splitting
-// the vote, and finish a split vote instead of all backing off.
-
-// priority returns the first node, in the canonical order every client
-// shares, that this client believes can vote, or -1.
-func (a *attempt) priority() int {
-	now := time.Now()
-	for i, n := range a.r.nodes {
-		n.mu.Lock()
-		ok := n.health.admitted && !now.Before(n.downUntil)
-		n.mu.Unlock()
-		if ok {
-			return i
-		}
-	}
-	return -1
-}
+// Contention: clients that want a free key at the same moment (it
+// expired, or a reservation lapsed) can split the vote so that nobody has
+// a majority. Rather than all back off and try again in lockstep, the
+// client that holds the first node that answered finishes the vote.
 
 // splitWon reports a split vote that this client should finish: nobody
 // has a majority, this client holds the first node that answered (the
@@ -45,7 +32,7 @@ func (a *attempt) splitWon() bool {
 }
 
 // claim re-asks the nodes held by others after a won split vote, waking
-// when they are released, for a bounded share of the TTL.
+// when they are handed to it, for a bounded share of the TTL.
 func (a *attempt) claim(ctx context.Context) {
 	a.watch()
 	budget := a.start.Add(min(a.o.TTL/2, 20*a.r.timeout(a.o.TTL)))
