@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -52,23 +51,6 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opts ...locker.Option
 		return nil, err
 	}
 	return lease, nil
-}
-
-// pacing paces an Acquire's attempts: by its retry strategy, except that
-// a waiter queued on the nodes, which a release will wake, waits until
-// the key would expire on a majority (in case its holder died and never
-// releases it) rather than poll the nodes meanwhile; and that no wait
-// exceeds waitRefresh, so that a waiter renews its place in the queues
-// in time.
-type pacing struct {
-	s locker.RetryStrategy
-	a *attempt
-}
-
-// Backoff implements locker.RetryStrategy.
-func (p pacing) Backoff(n int) (time.Duration, bool) {
-	d, ok := p.s.Backoff(n)
-	return min(max(d, p.a.pause), waitRefresh), ok
 }
 
 // TryAcquire implements locker.Locker: one attempt, and ErrNotAcquired
@@ -134,9 +116,11 @@ type attempt struct {
 	start time.Time
 	calls []call
 	state []uint8
-	token []int64 // the node's token, or how long the key has left there when held
-	set   []bool  // we may have set the key there: release it on failure
-	cause []error // why a node failed or was excluded
+	runs  []string // the run_id each node's grant is for
+	plain []bool   // the node was sent plain commands, not the script
+	token []int64  // the node's token, or how long the key has left there when held
+	set   []bool   // we may have set the key there: release it on failure
+	cause []error  // why a node failed or was excluded
 
 	// queue: the attempt queues on the nodes when the key is held
 	// (Acquire, not TryAcquire), as waiter r.id arrived at arrival (µs).
@@ -145,6 +129,8 @@ type attempt struct {
 	queued  bool          // some node queued it: give the place up on failure
 	pause   time.Duration // after a refusal: until the key expires on a majority, when queued
 
+	fast     bool // this try sends plain SET NX (see fastPath)
+	tries    int
 	wake     chan struct{}
 	watching bool
 }
@@ -157,11 +143,11 @@ func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt 
 		n := len(r.nodes)
 		a = &attempt{
 			r: r, calls: r.newCalls(),
-			state: make([]uint8, n), token: make([]int64, n), set: make([]bool, n),
+			state: make([]uint8, n), runs: make([]string, n), plain: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
 			cause: make([]error, n), wake: make(chan struct{}, 1),
 		}
 	}
-	a.key, a.o, a.queue, a.queued, a.pause = key, o, queue, false, 0
+	a.key, a.o, a.queue, a.queued, a.pause, a.tries = key, o, queue, false, 0, 0
 	if queue {
 		a.arrival = strconv.FormatInt(time.Now().UnixMicro(), 10)
 	}
@@ -199,13 +185,19 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	a.value = newValue()
-	a.start = time.Now()
-	clear(a.state)
-	clear(a.set)
-	clear(a.cause)
-
+	a.tries++
+	a.begin(a.tries == 1 && a.r.fastPath())
 	a.ask(ctx, func(int) bool { return true })
+	if a.fast && a.count(held) > 0 && a.count(granted) < a.r.quorum {
+		// Contended after all: queue up (or claim a reservation) at once,
+		// through the script.
+		a.r.contended()
+		if a.queue {
+			_ = a.fail(ctx, "")
+			a.begin(false)
+			a.ask(ctx, func(int) bool { return true })
+		}
+	}
 	if a.count(granted) < a.r.quorum && a.splitWon() {
 		a.claim(ctx)
 	}
@@ -222,8 +214,19 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	}
 	h := &hold{r: a.r, key: a.key, value: a.value, ttl: a.o.TTL}
 	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.c.fencing, ValidUntil: validUntil}
+	h.lease = locker.NewLease(a.r.life, h, g, a.o)
 	a.r.holds.add(h)
-	return locker.NewLease(a.r.life, h, g, a.o), nil
+	return h.lease, nil
+}
+
+// begin starts a try: a new value, its clock, and no outcome yet.
+func (a *attempt) begin(fast bool) {
+	a.value = newValue()
+	a.start = time.Now()
+	a.fast = fast
+	clear(a.state)
+	clear(a.set)
+	clear(a.cause)
 }
 
 // driftAllowance is TTL×drift + 2 ms, what validity loses to clock drift.
@@ -247,16 +250,31 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 		if c.skip {
 			continue
 		}
-		if ok, why := c.node.votes(now); !ok {
+		run, ok, why := c.node.votes(now)
+		if !ok {
 			c.skip = true
 			a.state[i], a.set[i] = excluded, false
 			a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: why}
 			continue
 		}
-		a.state[i] = notAsked
+		a.state[i], a.runs[i] = notAsked, run
+		a.plain[i] = a.fast && c.node.recorded(r.c.maxTTL)
 	}
-	exchange(ctx, a.calls, r.timeout(a.o.TTL), func(i int, c *call) {
-		c.run = c.node.runID()
+	exchange(ctx, a.calls, r.timeout(a.o.TTL), r.quorum, func(i int, c *call) {
+		c.run = a.runs[i]
+		if a.plain[i] {
+			c.buf = appendCommand(c.buf, "SET", a.key, a.value, "NX", "PX", strconv.FormatInt(a.o.TTL.Milliseconds(), 10))
+			c.p.want = 1
+			if r.c.quarantine {
+				c.buf = appendCommand(c.buf, "GET", markerKey)
+				c.p.want++
+			}
+			if r.c.waitReplicas > 0 {
+				c.buf = a.appendWait(c.buf)
+				c.p.want++
+			}
+			return
+		}
 		c.buf = a.appendAcquire(c.buf, c.run, floor)
 		c.p.want = 1
 		if r.c.waitReplicas > 0 {
@@ -325,9 +343,14 @@ func (a *attempt) appendAcquire(b []byte, run string, floor int64) []byte {
 	}
 	b = appendBulkInt(b, waitLease.Milliseconds())
 	if r.c.waitReplicas > 0 {
-		b = appendCommand(b, "WAIT", strconv.Itoa(r.c.waitReplicas), strconv.FormatInt(r.c.waitTimeout.Milliseconds(), 10))
+		b = a.appendWait(b)
 	}
 	return b
+}
+
+// appendWait appends the WAIT of WithWait to b.
+func (a *attempt) appendWait(b []byte) []byte {
+	return appendCommand(b, "WAIT", strconv.Itoa(a.r.c.waitReplicas), strconv.FormatInt(a.r.c.waitTimeout.Milliseconds(), 10))
 }
 
 // counterLife is how long a fencing counter outlives its key's last
@@ -354,11 +377,21 @@ func (a *attempt) record(i int, c *call) {
 		a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: explain("the acquire script", err)}
 		return
 	}
+	if a.plain[i] {
+		a.set[i] = false // plainReply says where SET NX set it
+		rep = a.plainReply(i, c)
+		a.set[i] = a.set[i] || rep.n >= 0
+	}
 	switch {
 	case rep.n == -2:
 		c.node.suspect(time.Now())
-		a.state[i], a.set[i] = excluded, false
+		a.state[i] = excluded
+		a.set[i] = a.plain[i] && a.set[i] // the script sets nothing then
 		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errors.New("lost its data or restarted (no marker for this process): quarantined")}
+		return
+	case rep.n == -3:
+		a.state[i] = excluded
+		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errors.New("does not record this client's max TTL yet")}
 		return
 	case rep.n == -1 || rep.n <= -10:
 		a.state[i], a.set[i] = held, false
@@ -371,13 +404,16 @@ func (a *attempt) record(i int, c *call) {
 	}
 	a.token[i] = rep.n
 	if r.c.waitReplicas > 0 {
-		if w := c.rep[1]; w.err() != nil || w.n < int64(r.c.waitReplicas) {
+		if w := c.rep[len(c.rep)-1]; w.err() != nil || w.n < int64(r.c.waitReplicas) {
 			a.state[i] = failed
 			a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: fmt.Errorf("WAIT: %d of %d replicas acknowledged in %v (%v)", w.n, r.c.waitReplicas, r.c.waitTimeout, w.err())}
 			return
 		}
 	}
 	a.state[i] = granted
+	if !a.plain[i] {
+		c.node.record(r.c.maxTTL) // the script recorded this client's max TTL
+	}
 }
 
 func (a *attempt) count(s uint8) int {
@@ -424,28 +460,6 @@ func (a *attempt) fail(ctx context.Context, why string) error {
 		return fmt.Errorf("%w: %q: %s", locker.ErrNotAcquired, a.key, why)
 	}
 	return fmt.Errorf("%w: %q: %s: %w", locker.ErrNotAcquired, a.key, why, errors.Join(causes...))
-}
-
-// expiry returns, after a refusal by holders, how long until the key
-// expires on enough nodes to make a quorum, if nobody releases it; 0 when
-// the refusal was not (only) theirs, or the attempt does not queue.
-func (a *attempt) expiry() time.Duration {
-	if !a.queue {
-		return 0
-	}
-	var left []int64
-	for i, s := range a.state {
-		if s == held {
-			left = append(left, a.token[i])
-		}
-	}
-	// The nodes not held by others are free once this try's release ran.
-	k := a.r.quorum - 1 - (len(a.state) - len(left))
-	if k < 0 {
-		return 0
-	}
-	slices.Sort(left)
-	return time.Duration(left[k]) * time.Millisecond
 }
 
 // newValue returns a fresh 128-bit random lock value, hex-encoded.

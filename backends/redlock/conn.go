@@ -51,34 +51,53 @@ type pending struct {
 	got      int
 	rep      [maxReplies]reply
 	err      error
-	done     atomic.Bool   // rep (or err) is complete
-	deadline time.Time     // when the round stops waiting for it
-	signal   chan struct{} // the round's: capacity 1, poked on completion
+	done     atomic.Bool // rep (or err) is complete
+	deadline time.Time   // when the round stops waiting for it
+	round    *round      // the round it belongs to, told of its completion
+}
+
+// round is what the requests of one exchange share: a channel that wakes
+// the round once left requests have completed.
+type round struct {
+	signal chan struct{} // capacity 1
+	left   atomic.Int32
+}
+
+// done counts a completed request, and wakes the round when it was the
+// last it waited for.
+func (r *round) done() {
+	if r.left.Add(-1) <= 0 {
+		r.poke()
+	}
+}
+
+func (r *round) poke() {
+	select {
+	case r.signal <- struct{}{}:
+	default:
+	}
 }
 
 // maxReplies bounds the commands of one request (scripts reloaded in
 // front of the longest request).
 const maxReplies = 10
 
-// finish completes p and pokes its round. Once done is set, p belongs to
+// finish completes p and tells its round. Once done is set, p belongs to
 // its owner again (which may recycle it): p is not touched after that.
 func (p *pending) finish(err error) {
-	signal := p.signal
+	r := p.round
 	p.err = err
 	p.done.Store(true)
-	select {
-	case signal <- struct{}{}:
-	default:
-	}
+	r.done()
 }
 
 // pendings recycles the pendings whose replies have been read.
 var pendings = sync.Pool{New: func() any { return new(pending) }}
 
-// newPending returns a clear pending for a round signalling on signal.
-func newPending(signal chan struct{}) *pending {
+// newPending returns a clear pending of round r.
+func newPending(r *round) *pending {
 	p := pendings.Get().(*pending)
-	p.want, p.got, p.err, p.signal = 0, 0, nil, signal
+	p.want, p.got, p.err, p.round = 0, 0, nil, r
 	p.done.Store(false)
 	return p
 }
@@ -186,7 +205,9 @@ func (c *conn) handshake(ctx context.Context, req []byte, what []string) (string
 // for the refusals an operator must act on (ACL permissions).
 func explain(command string, err error) error {
 	var re redisError
-	if errors.As(err, &re) && strings.Contains(string(re), "NOPERM") {
+	// NOPERM, or inside a script (Redis 7.0) "The user executing the
+	// script can't run this command".
+	if errors.As(err, &re) && (strings.Contains(string(re), "NOPERM") || strings.Contains(string(re), "can't run this command")) {
 		return fmt.Errorf("%s refused by the node's ACL: %w (Redlock's user needs +evalsha, +script|load, +info with the restart quarantine, +blpop, and the keys of the locks and those starting with %q)",
 			command, err, reserved)
 	}

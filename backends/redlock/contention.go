@@ -2,7 +2,10 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"time"
+
+	"github.com/lockbench/lockbench/locker"
 )
 
 // Contention: clients that want a free key at the same moment (it
@@ -53,4 +56,43 @@ func (a *attempt) claim(ctx context.Context) {
 		backoff = min(2*backoff, 4*time.Millisecond)
 		a.ask(ctx, func(i int) bool { return a.state[i] == held })
 	}
+}
+
+// pacing paces an Acquire's attempts: by its retry strategy, except that
+// a waiter queued on the nodes, which a release will wake, waits until
+// the key would expire on a majority (in case its holder died and never
+// releases it) rather than poll the nodes meanwhile; and that no wait
+// exceeds waitRefresh, so that a waiter renews its place in the queues
+// in time.
+type pacing struct {
+	s locker.RetryStrategy
+	a *attempt
+}
+
+// Backoff implements locker.RetryStrategy.
+func (p pacing) Backoff(n int) (time.Duration, bool) {
+	d, ok := p.s.Backoff(n)
+	return min(max(d, p.a.pause), waitRefresh), ok
+}
+
+// expiry returns, after a refusal by holders, how long until the key
+// expires on enough nodes to make a quorum, if nobody releases it; 0 when
+// the refusal was not (only) theirs, or the attempt does not queue.
+func (a *attempt) expiry() time.Duration {
+	if !a.queue {
+		return 0
+	}
+	var left []int64
+	for i, s := range a.state {
+		if s == held {
+			left = append(left, a.token[i])
+		}
+	}
+	// The nodes not held by others are free once this try's release ran.
+	k := a.r.quorum - 1 - (len(a.state) - len(left))
+	if k < 0 {
+		return 0
+	}
+	slices.Sort(left)
+	return time.Duration(left[k]) * time.Millisecond
 }

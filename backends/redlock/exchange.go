@@ -39,12 +39,17 @@ func (c *call) nodeErr() error {
 // then get errNoReply; their replies are read and dropped when they come.
 // A node that answers NOSCRIPT gets its scripts loaded and the request
 // again. onReply may be nil: wait for every call.
-func exchange(ctx context.Context, calls []call, timeout time.Duration, build func(int, *call), onReply func(int, *call) bool) {
+//
+// need is how many replies the round needs at least before onReply can
+// say it has its answer (a quorum; 0: every call): the round sleeps until
+// that many have come, instead of waking for each.
+func exchange(ctx context.Context, calls []call, timeout time.Duration, need int, build func(int, *call), onReply func(int, *call) bool) {
 	deadline := time.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	signal := make(chan struct{}, 1)
+	rnd := &round{signal: make(chan struct{}, 1)}
+	rnd.left.Store(1 << 30) // no wake-up before the requests are out
 	waiting := 0
 	for i := range calls {
 		c := &calls[i]
@@ -58,7 +63,7 @@ func exchange(ctx context.Context, calls []call, timeout time.Duration, build fu
 			c.err = err
 			continue
 		}
-		c.p = newPending(signal)
+		c.p = newPending(rnd)
 		build(i, c)
 		if c.req == nil {
 			c.req = c.buf
@@ -69,6 +74,14 @@ func exchange(ctx context.Context, calls []call, timeout time.Duration, build fu
 			continue
 		}
 		waiting++
+	}
+	// Wake once need replies have come (those that came already count).
+	if need <= 0 || need > waiting {
+		need = waiting
+	}
+	rnd.left.Add(int32(need) - 1<<30)
+	if rnd.left.Load() <= 0 {
+		rnd.poke()
 	}
 	// Calls that failed at once (a dead node) are answers too.
 	for i := range calls {
@@ -85,6 +98,7 @@ func exchange(ctx context.Context, calls []call, timeout time.Duration, build fu
 		}
 	}()
 	for waiting > 0 {
+		rnd.left.Store(1) // from now on, wake for each reply
 		for i := range calls {
 			c := &calls[i]
 			if c.skip || c.p == nil || c.rep != nil || c.err != nil || !c.p.done.Load() {
@@ -109,7 +123,7 @@ func exchange(ctx context.Context, calls []call, timeout time.Duration, build fu
 			timer = time.NewTimer(time.Until(deadline) + maxExtra(calls))
 		}
 		select {
-		case <-signal:
+		case <-rnd.signal:
 		case <-timer.C:
 			expire(calls, errTimeout)
 			return
@@ -148,7 +162,9 @@ func (c *call) reload(ctx context.Context, deadline time.Time) error {
 		req = appendCommand(req, "SCRIPT", "LOAD", s.src)
 	}
 	req = append(req, c.req...)
-	p := newPending(make(chan struct{}, 1))
+	rnd := &round{signal: make(chan struct{}, 1)}
+	rnd.left.Store(1)
+	p := newPending(rnd)
 	p.want, p.deadline = len(allScripts)+c.p.want, deadline
 	if err := c.node.send(p, req, c.slow, c.run); err != nil {
 		return err
@@ -156,7 +172,7 @@ func (c *call) reload(ctx context.Context, deadline time.Time) error {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
-	case <-p.signal:
+	case <-rnd.signal:
 	case <-timer.C:
 		return errNoReply
 	case <-ctx.Done():

@@ -19,6 +19,7 @@ type hold struct {
 	ttl        time.Duration
 	left       atomic.Bool // the key's turn has been handed on
 	ended      atomic.Bool // the lease ended other than by Release
+	lease      *locker.Handle
 }
 
 var (
@@ -44,7 +45,7 @@ func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	defer r.putCalls(calls)
 	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "1", h.key, h.value, strconv.FormatInt(ttl.Milliseconds(), 10))
 	ok, notOurs := 0, 0
-	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
+	exchange(ctx, calls, r.timeout(ttl), r.quorum, func(_ int, c *call) {
 		c.req, c.p.want = cmd, 1
 	}, func(_ int, c *call) bool {
 		switch answer(c) {
@@ -158,7 +159,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
-	exchange(ctx, calls, releaseTimeout, func(i int, c *call) {
+	exchange(ctx, calls, releaseTimeout, r.quorum, func(i int, c *call) {
 		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "3", key, waitersPrefix+key, deadlinesPrefix+key,
 			value, id, flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
 		c.p.want = 1
@@ -178,7 +179,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 func (r *Redlock) send(ctx context.Context, calls []call, key, value string, reserve time.Duration) {
 	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
 	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
-	exchange(context.WithoutCancel(ctx), calls, 0, func(i int, c *call) {
+	exchange(context.WithoutCancel(ctx), calls, 0, 0, func(i int, c *call) {
 		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "3", key, waitersPrefix+key, deadlinesPrefix+key,
 			value, "", flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
 		c.p.want = 1

@@ -54,42 +54,69 @@ var ErrInUse = fmt.Errorf("%w: the nodes are already in use by Redlock", locker.
 
 // health is a client's view of one node's admission.
 type health struct {
-	run       string    // the run_id of the server behind the connection
-	admitted  bool      // the node's marker admits that process
-	known     string    // the run_id this client last had admitted; cleared by a loss
-	notBefore time.Time // this client counts no vote of the node before then
-	until     time.Time // the end of the node's quarantine, as last probed
-	why       error     // why the node is not admitted
-	probing   bool      // a prober runs
+	run       string        // the run_id of the server behind the connection
+	admitted  bool          // the node's marker admits that process
+	known     string        // the run_id this client last had admitted; cleared by a loss
+	notBefore time.Time     // this client counts no vote of the node before then
+	until     time.Time     // the end of the node's quarantine, as last probed
+	why       error         // why the node is not admitted
+	probing   bool          // a prober runs
+	maxTTL    time.Duration // the max TTL its marker records, as last seen
+}
+
+// recorded reports whether the node's marker is known to record a max
+// TTL of at least d (always, without the quarantine): a grant by plain
+// commands, which do not record it, may then count.
+func (n *node) recorded(d time.Duration) bool {
+	if !n.r.c.quarantine {
+		return true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.health.maxTTL >= d
+}
+
+// record notes that the node's marker records a max TTL of at least d
+// (the acquire script raised it).
+func (n *node) record(d time.Duration) {
+	if !n.r.c.quarantine {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.health.maxTTL = max(n.health.maxTTL, d)
+}
+
+// unrecord notes that the node's marker records less than this client's
+// max TTL (it was admitted again since).
+func (n *node) unrecord() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.health.maxTTL = 0
 }
 
 // votes reports whether the node's grants count toward the quorum now,
-// and why not.
-func (n *node) votes(now time.Time) (bool, error) {
+// and why not; and the run_id of its server process as the last probe
+// found it ("" without the quarantine), which a grant passes to the
+// acquire script.
+func (n *node) votes(now time.Time) (run string, ok bool, why error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	h := &n.health
 	if !n.r.c.quarantine {
-		return true, nil
+		return "", true, nil
 	}
 	switch {
 	case !h.admitted && h.why != nil:
-		return false, h.why
+		return h.run, false, h.why
+	case !h.admitted && n.main.downErr != nil:
+		return h.run, false, n.main.downErr
 	case !h.admitted:
-		return false, errors.New("not admitted yet (quarantine)")
+		return h.run, false, errors.New("not admitted yet (quarantine)")
 	case now.Before(h.notBefore):
-		return false, fmt.Errorf("lost its data: this client counts its vote again at %s", h.notBefore.Format(time.RFC3339Nano))
+		return h.run, false, fmt.Errorf("lost its data: this client counts its vote again at %s", h.notBefore.Format(time.RFC3339Nano))
 	}
-	return true, nil
-}
-
-// runID returns the run_id of the node's server process as its last
-// probe found it ("" without the quarantine), which grants pass to the
-// acquire script.
-func (n *node) runID() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.health.run
+	return h.run, true, nil
 }
 
 // observeLocked updates the node's health from a probe's answer (see
@@ -112,7 +139,8 @@ func (n *node) observeLocked(answer string, now time.Time) {
 			n.lostLocked(now)
 		}
 		h.run, h.admitted, h.known, h.why = run, true, run, nil
-		n.r.sawAdmitted(parseMS(arg))
+		h.maxTTL = parseMS(arg)
+		n.r.sawAdmitted(h.maxTTL)
 	case "quarantined":
 		if h.admitted || h.known != "" {
 			n.lostLocked(now)
@@ -122,7 +150,7 @@ func (n *node) observeLocked(answer string, now time.Time) {
 			left = parseMS(f[3])
 		}
 		n.r.recordMaxTTL(parseMS(arg))
-		h.run, h.admitted = run, false
+		h.run, h.admitted, h.maxTTL = run, false, 0
 		h.until = now.Add(left)
 		h.why = fmt.Errorf("lost its data or restarted: quarantined until %s", h.until.Format(time.RFC3339Nano))
 		n.proberLocked()
@@ -155,7 +183,7 @@ func (n *node) suspect(now time.Time) {
 	if h.admitted || h.known != "" {
 		n.lostLocked(now)
 	}
-	h.admitted = false
+	h.admitted, h.maxTTL = false, 0
 	h.why = errors.New("lost its data or restarted (no marker for this process): quarantined")
 	n.proberLocked()
 }
@@ -189,7 +217,7 @@ func (n *node) probe() {
 		}
 		n.r.readMaxTTLs(n.ctx)
 		req := n.r.probeRequest("admit")
-		exchange(n.ctx, calls, adminTimeout, func(_ int, c *call) {
+		exchange(n.ctx, calls, adminTimeout, 0, func(_ int, c *call) {
 			c.req, c.p.want = req, 1
 		}, nil)
 		c := &calls[0]
@@ -228,7 +256,7 @@ func (r *Redlock) probeRequest(mode string) []byte {
 func (r *Redlock) readMaxTTLs(ctx context.Context) {
 	calls := r.newCalls()
 	req := appendCommand(nil, "GET", markerKey)
-	exchange(ctx, calls, adminTimeout, func(_ int, c *call) { c.req, c.p.want = req, 1 }, nil)
+	exchange(ctx, calls, adminTimeout, 0, func(_ int, c *call) { c.req, c.p.want = req, 1 }, nil)
 	for i := range calls {
 		if c := &calls[i]; c.err == nil && c.rep[0].kind == '$' {
 			if _, ms, ok := strings.Cut(c.rep[0].s, " "); ok {
@@ -323,7 +351,7 @@ func (r *Redlock) bootstrapRound(ctx context.Context, mode string, only []bool) 
 		calls[i].skip = only != nil && !only[i]
 	}
 	req := appendCommand(nil, "EVALSHA", bootstrapScript.sha, "2", markerKey, lostKey, mode)
-	exchange(ctx, calls, adminTimeout, func(_ int, c *call) { c.req, c.p.want = req, 1 }, nil)
+	exchange(ctx, calls, adminTimeout, 0, func(_ int, c *call) { c.req, c.p.want = req, 1 }, nil)
 	answers := make([]string, len(calls))
 	var errs []error
 	now := time.Now()

@@ -49,6 +49,10 @@ type Redlock struct {
 	clusterMaxTTL atomic.Int64
 	seenAdmitted  atomic.Bool
 
+	// contendedUntil (unix ns): until then, tries use the acquire script
+	// (see fastPath).
+	contendedUntil atomic.Int64
+
 	// Recycled attempts and call slices: their buffers then need no
 	// allocation on the hot path.
 	attempts sync.Pool
@@ -159,7 +163,7 @@ func (r *Redlock) Close() error {
 		r.stop(locker.ErrClosed) // local waits end
 		r.handoff.pokeAll()      // and waits between attempts
 		r.ops.Wait()
-		r.holds.releaseAll()
+		r.holds.closeAll()
 		r.cancel(locker.ErrClosed)
 		r.handoff.close()
 		r.mu.Lock()
@@ -302,9 +306,10 @@ func (s *holds) remove(h *hold) {
 	s.mu.Unlock()
 }
 
-// releaseAll releases every lease still held, each within
-// releaseTimeout.
-func (s *holds) releaseAll() {
+// closeAll releases the key of every lease still held, each within
+// releaseTimeout, and ends the lease with locker.ErrLost wrapping
+// locker.ErrClosed.
+func (s *holds) closeAll() {
 	s.mu.Lock()
 	all := make([]*hold, 0, len(s.m))
 	for h := range s.m {
@@ -313,5 +318,6 @@ func (s *holds) releaseAll() {
 	s.mu.Unlock()
 	for _, h := range all {
 		h.giveBack()
+		h.lease.Lose(locker.ErrClosed)
 	}
 }
