@@ -139,7 +139,10 @@ func (r *Runner) one(ctx context.Context, i int, c Case, host string) (*results.
 	}
 	if c.Backend.Name == "redlock" {
 		if _, set := cfg.Params["maxttl"]; !set {
-			// The restart quarantine lasts one max TTL: the case's TTL.
+			// A node that lost its data sits out the largest max TTL its
+			// clients recorded: the case's TTL, unless an earlier case on
+			// these nodes took longer leases (nodes restarted by a fault
+			// are replaced before the next case; see Clusters.Setup).
 			cfg.Params["maxttl"] = spec.TTL.String()
 		}
 	}

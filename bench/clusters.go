@@ -95,10 +95,15 @@ type Clusters struct {
 	env      *compose.Env
 	external map[string]backends.Config
 
-	mu       sync.Mutex
-	redis1   []*compose.Node
-	redis5   []*compose.Node
-	sentinel *compose.SentinelSet
+	mu     sync.Mutex
+	redis1 []*compose.Node
+	redis5 []*compose.Node
+	// admitted holds the process ids of redis5's nodes when Redlock's
+	// Bootstrap admitted them; admittedExt the external redlock configs
+	// bootstrapped (see admit).
+	admitted    []int
+	admittedExt bool
+	sentinel    *compose.SentinelSet
 	// spent: the Sentinel set was given to a Fresh scenario, which left it
 	// changed (a promoted replica, a dead master): nobody gets it again.
 	spent bool
@@ -121,6 +126,16 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, s *nemesis.Scenario) (n
 	}
 	if ext, ok := c.external[b.Name]; ok {
 		cfg.Addrs, cfg.Username, cfg.Password, cfg.TLS = ext.Addrs, ext.Username, ext.Password, ext.TLS
+		if b.Name == "redlock" {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if !c.admittedExt {
+				if err := admit(cfg); err != nil {
+					return nemesis.Target{}, cfg, err
+				}
+				c.admittedExt = true
+			}
+		}
 		return nemesis.Target{}, cfg, nil
 	}
 	topo, ok := topologies[b.Name]
@@ -137,19 +152,27 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, s *nemesis.Scenario) (n
 	case redisOne, redisFive:
 		n := map[topology]int{redisOne: 1, redisFive: 5}[topo]
 		cached := map[topology]*[]*compose.Node{redisOne: &c.redis1, redisFive: &c.redis5}[topo]
+		if b.Name == "redlock" && *cached != nil && restarted(*cached, c.admitted) {
+			// A node restarted (a restart or crash fault, repaired) without
+			// its data: Redlock keeps it out of the quorum for a max TTL
+			// after a client notices. Rather than let the next case start
+			// inside that quarantine, it gets new nodes.
+			stop(*cached)
+			*cached = nil
+		}
 		if *cached == nil {
 			started, err := c.env.Redis(ctx, n, compose.RedisOptions{Proxied: true})
 			if err != nil {
 				return t, cfg, err
 			}
 			*cached = started
-		}
-		t.Redis, nodes = *cached, *cached
-		if b.Name == "redlock" {
-			if _, set := cfg.Params["bootstrap"]; !set {
-				cfg.Params["bootstrap"] = "true" // the nodes are new, or repaired between cases
+			if topo == redisFive {
+				if err := c.admit(started); err != nil {
+					return t, cfg, err
+				}
 			}
 		}
+		t.Redis, nodes = *cached, *cached
 	case sentinelRS:
 		if c.sentinel == nil || s.Fresh || c.spent {
 			set, err := c.env.Sentinel(ctx, compose.SentinelOptions{ProxiedReplication: true})
@@ -228,6 +251,56 @@ func Repair(ctx context.Context, t nemesis.Target) error {
 		}
 	}
 	return nil
+}
+
+// admit lets Redlock's clients use new nodes at once (redlock.Bootstrap,
+// through the registry's bootstrap param, in this one call), instead of
+// each node serving a quarantine of one max TTL after the first client
+// finds it. It runs once per cluster, when the runner creates it; the
+// clients of every case (separate processes) open Redlock without it.
+func (c *Clusters) admit(nodes []*compose.Node) error {
+	if !slices.Contains(backends.Names(), "redlock") {
+		return nil
+	}
+	cfg := backends.Config{Params: map[string]string{}}
+	for _, n := range nodes {
+		cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
+	}
+	if err := admit(cfg); err != nil {
+		return err
+	}
+	c.admitted = pids(nodes)
+	return nil
+}
+
+// admit opens Redlock with cfg's nodes, asking it to bootstrap them (it
+// admits nothing on nodes already in use), and closes it.
+func admit(cfg backends.Config) error {
+	params := map[string]string{"bootstrap": "true"}
+	for k, v := range cfg.Params {
+		if k == "quarantine" || k == "maxttl" {
+			params[k] = v
+		}
+	}
+	cfg.Params = params
+	l, err := backends.Open("redlock", cfg)
+	if err != nil {
+		return fmt.Errorf("admit the Redlock nodes: %w", err)
+	}
+	return l.Close()
+}
+
+// restarted reports whether a node's process is not the one admitted.
+func restarted(nodes []*compose.Node, admitted []int) bool {
+	return !slices.Equal(pids(nodes), admitted)
+}
+
+func pids(nodes []*compose.Node) []int {
+	p := make([]int, len(nodes))
+	for i, n := range nodes {
+		p[i] = n.PID()
+	}
+	return p
 }
 
 // stop kills nodes that are no longer used (a Sentinel set replaced after
