@@ -1,51 +1,110 @@
 // Package redlock is a Redlock distributed lock over N independent Redis
 // masters, usable on its own as a library: it depends only on go-redis and
-// lockbench's small locker package.
+// lockbench's small locker package, and registers nothing anywhere
+// (backends/redlock/redlockbackend registers it with lockbench).
 //
-//	clients := []redis.UniversalClient{redis.NewClient(&redis.Options{Addr: "10.0.0.1:6379"}), ...}
+//	clients := []*redis.Client{redis.NewClient(&redis.Options{Addr: "10.0.0.1:6379"}), ...}
 //	rl, err := redlock.New(clients, redlock.WithFencing(true))
+//	defer rl.Close() // releases what it still holds
 //	lease, err := rl.Acquire(ctx, "invoice:42", locker.WithTTL(10*time.Second))
 //	tok, _ := lease.Token() // pass it to the resource, which rejects older tokens
 //	defer lease.Release(ctx)
 //
 // # The algorithm
 //
-// An acquisition sends SET key value NX PX ttl (inside a Lua script) to all
-// nodes at once, with a per-node timeout far below the TTL, and holds the
-// key if a majority (N/2+1) granted it within its validity: TTL minus the
-// time the round took minus TTL×drift+2ms. On failure it releases the key
-// on every node it asked and retries after a jittered backoff, bounded by
-// the context. Extend re-arms the TTL on a majority; release deletes the
-// key where it still holds our 128-bit random value. Per-node errors are
-// joined (locker.NodeError), so an error says which node said what.
+// An acquisition sends SET key value NX PX ttl (inside a Lua script, or
+// as a plain command when uncontended and without fencing) to all nodes at
+// once, with a per-node timeout far below the TTL, and holds the key if a
+// majority (N/2+1) granted it within its validity: TTL minus the time the
+// round took minus TTL×drift+2ms. On failure it releases the key on every
+// node it may have set it and tries again, bounded by the context. Extend
+// re-arms the TTL on a majority; release deletes the key where it still
+// holds our 128-bit random value. Per-node errors are joined
+// (locker.NodeError), so an error says which node said what; every error
+// wraps a locker sentinel (operations cut by Close: locker.ErrClosed).
 //
-// Beyond the algorithm as published, and beyond the other Go Redlocks:
+// # Beyond the published algorithm
 //
-//   - Fencing tokens (WithFencing): a per-key counter on each node, advanced
-//     in the acquire script; the lease's token is the maximum over the
-//     granting majority, written back to a majority when they disagree, so
-//     every later grant returns a larger one while nodes keep their data.
-//     A node restarted empty loses its counters, and a majority of such
-//     nodes would hand out small tokens again: by default tokens are also
-//     raised to the acquiring client's clock in µs (WithClockFloor), which
-//     keeps them increasing across such restarts; with plain counters
-//     only persistence (appendfsync always) does.
-//   - Restart quarantine (on by default): a node whose Redis process
-//     changed (run_id) or lost its data does not vote until it has been up
-//     for one max TTL — antirez's "delayed restart", enforced by the client.
-//     New nodes are admitted with Bootstrap.
-//   - Fast hand-off: goroutines of one Redlock wanting one key queue in
-//     FIFO order; the head waits for a release notification instead of
-//     sleeping 50–250 ms: the release script pushes a token on the key's
-//     hand-off list, on which waiters of every process block (BLPOP), so a
-//     release wakes exactly the longest waiter, where pub/sub would wake
-//     them all into a split vote. Under contention a client asks the
-//     priority node (the first in address order) before the others, and
-//     the winner of a split vote completes it instead of all sides backing
-//     off, so short retries do not livelock.
-//   - Speed: each node has one pipelined connection of Redlock's own;
-//     a round writes to every node before reading any reply, from the
-//     caller's goroutine, and concurrent callers share writes.
+// Fencing tokens (WithFencing): a per-key counter on each node, advanced
+// by the acquire script; a lease's token is the largest its granting
+// majority returned, written back to a majority before Acquire returns.
+// Tokens of a key strictly increase from one grant to the next grant that
+// began after it, as long as one node of the overlap of their majorities
+// kept its counter — or, with the clock floor (on by default with
+// fencing), as long as the clients' clocks disagree by less than the time
+// between the two grants: every token is also raised to the acquiring
+// client's clock in µs, which keeps tokens increasing across nodes that
+// lost their counters, and lets a counter expire ten max TTLs (at least
+// ten seconds) after its key's last grant instead of staying on every
+// node for ever. Plain counters (WithClockFloor(false)) never expire, and
+// only persistence (appendfsync always) keeps them increasing across
+// restarts. Grants that overlap because mutual exclusion failed (a clock
+// jump, a paused holder) are not ordered by anything.
+//
+// Restart quarantine (on by default; antirez's "delayed restart", enforced
+// by the clients): a node votes only while its marker key holds the
+// run_id of the server process running now. Every new connection checks
+// that inside the server; a node found restarted (whatever data it
+// reloaded) or without its marker (restart without data, FLUSHALL,
+// eviction) is kept out of the quorum for one quarantine from the moment
+// a client first detects it, timed on the node's own clock; a client that
+// had the node admitted also counts none of its votes for one quarantine
+// from its own detection, whatever the marker says later. The quarantine
+// lasts the largest max TTL recorded on the nodes' markers by the clients
+// that took leases there (each records its own; see WithMaxTTL), so every
+// lock the node may have forgotten has expired by then. What it cannot
+// cover: a loss of every node's data at once (no marker is left to record
+// the max TTLs, nor to tell the nodes from new ones: that is a restart of
+// the whole lock, to do with the clients stopped or after one max TTL);
+// and a proxy that reconnects a client's connection to a restarted server
+// without closing it (identity is checked per connection).
+//
+// New nodes are admitted by Bootstrap, once, by whoever creates them;
+// Bootstrap admits nothing on nodes that were already in use (ErrInUse),
+// so it cannot readmit a node that lost its data, but it is not a
+// start-up routine for clients either. Nodes left alone are admitted one
+// max TTL after a client first finds them.
+//
+// Hand-off: goroutines of one Redlock that want the same key queue for it
+// in FIFO order, and only the first talks to the nodes. When the key is
+// held, that goroutine queues on the nodes too, ordered by when its
+// Acquire began (its process's clock); a release hands the key to the
+// first waiter there that is still trying (it renews its place with every
+// attempt, at least every 500 ms) by reserving the key for it on every
+// node — newcomers are refused — and wakes it at once (BLPOP on a list of
+// its own). So across processes the order is first come, first served by
+// Acquire start, among waiters whose registrations reached the nodes;
+// a waiter that stops trying (a paused process) delays the next one by
+// one reservation (4 node timeouts, at least 100 ms); a key whose holder
+// died expires and goes to whoever asks first; clocks that disagree by ε
+// may reorder waiters that began within ε of each other.
+//
+// Connections: each Redlock dials, with each client's options, one
+// pipelined connection per node that carries every request of every
+// goroutine (a round writes to every node before reading any reply, and
+// concurrent callers share writes); one more per node for grants that WAIT
+// (WithWait), which blocks its connection; and, once an Acquire has had to
+// wait, one blocking connection to each of the first two nodes for
+// hand-off notices. All are dialled once, in the background with the
+// client's DialTimeout, and again only when they break. A round never
+// dials and never waits for a node longer than the node timeout; it ends
+// as soon as a majority granted (a refusal that queues waits for every
+// node, within the timeout), and a node that hangs (paused, blackholed)
+// costs the other nodes' requests nothing: writes to it leave the
+// callers' goroutines and use the connection's own deadline, never a
+// caller's.
+//
+// # What the nodes need
+//
+// Redis 6.2 or later (tested with 7.0). maxmemory-policy noeviction (or
+// no maxmemory): under any other policy a node may evict lock keys while
+// it keeps its marker, so nodes that may evict are never admitted. With
+// ACLs, Redlock's user needs EVALSHA, SCRIPT LOAD, BLPOP, INFO (with the
+// restart quarantine, from inside the scripts), and the lock keys and
+// those starting with "\x00redlock:" (its own: counters, queues, the
+// marker; lock names may not start with that prefix); a refusal names
+// them. A Sentinel-managed master works through a failover client (one per
+// Redlock; backends/sentinel is the lock on one such master).
 //
 // # When to use it, and when not
 //
@@ -56,22 +115,19 @@
 // someone else was granted the key, and a node whose clock jumps releases
 // keys early. Kleppmann's remedy is a fencing token checked by the
 // resource; with WithFencing this Redlock provides one, but the tokens are
-// only as durable as the nodes' data. If the protected resource can check
-// a token, use fencing; if correctness matters and it cannot, use a
-// consensus-backed lock (ZooKeeper, etcd) and still expect paused holders.
-// lockbench's measurements of all of this are in the repository's README.
+// only as durable as the nodes' data (or the clients' clocks). If the
+// protected resource can check a token, use fencing; if correctness
+// matters and it cannot, use a consensus-backed lock (ZooKeeper, etcd) and
+// still expect paused holders. lockbench's measurements of all of this
+// are in the repository's README.
 //
 // # Performance
 //
 // Against redsync (the reference Go Redlock) on the same 5 local Redis
-// nodes in one process, on 2 cores, medians of 3 runs of 4000 operations
-// (go test -run '^$' -bench . ./backends/redlock; read them as ratios):
+// nodes, in one process, on a 2-core machine shared with other work:
+// interleaved in turns of half a second (go test -run
+// InterleavedComparison -v ./backends/redlock -args -compare=20s), lock +
+// release, median of 3 runs, the range in brackets. Read them as ratios.
 //
-//	scenario                          redlock                   redsync                    ratio
-//	1 client, Acquire+Release         2886 ops/s, p99 0.75 ms   1708 ops/s, p99 0.99 ms    1.69x ops/s
-//	16 goroutines, one key            2848 ops/s, p99 9.3 ms    1322 ops/s, p99 338 ms     2.2x ops/s, 0.027x p99
-//	  redsync with a 1 ms retry delay                           546 ops/s, ~120 failures
-//	16 Redlocks (processes), one key  2424 ops/s, p99 87 ms     1630 ops/s, p99 292 ms     1.5x ops/s, 0.30x p99
-//	16 goroutines, own keys           10170 ops/s, p99 4.3 ms   3138 ops/s, p99 9.4 ms     3.2x ops/s
-//	  with fencing tokens             8879 ops/s, p99 4.3 ms                               2.8x
+//	TABLE
 package redlock

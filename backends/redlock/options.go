@@ -158,10 +158,11 @@ func WithDrift(f float64) Option {
 
 // WithNodeTimeout sets how long a round waits for each node. By default
 // it is TTL/50, between 20 ms and 50 ms: far below the TTL, so a dead
-// node cannot eat the validity, and enough for a loaded machine. A round
-// ends as soon as a majority has answered, and connections are dialled in
-// the background with the client's DialTimeout, so a slow or dead
-// minority costs a round nothing.
+// node cannot eat the validity, and enough for a loaded machine. A grant
+// round ends as soon as a majority has granted, and connections are
+// dialled in the background with the client's DialTimeout, so a slow or
+// dead minority does not delay a grant; a refusal that queues waits for
+// every node up to this timeout.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {

@@ -139,7 +139,7 @@ func (r *Redlock) Info() locker.Info {
 	if r.c.quarantine {
 		g += fmt.Sprintf("a node that lost its data is kept out of the quorum for the largest max TTL of its clients (this one's: %v) after the loss is detected; ", r.c.maxTTL)
 	} else {
-		g += "unsafe if a majority node restarts without its data; "
+		g += "unsafe if a majority of the nodes restarts without its data; "
 	}
 	g += "unsafe if a node's clock jumps or the holder pauses past its validity"
 	if r.c.fencing {
