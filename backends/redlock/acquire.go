@@ -109,18 +109,19 @@ const (
 
 // attempt is one Acquire's state across its tries.
 type attempt struct {
-	r     *Redlock
-	key   string
-	o     locker.Options
-	value string
-	start time.Time
-	calls []call
-	state []uint8
-	runs  []string // the run_id each node's grant is for
-	plain []bool   // the node was sent plain commands, not the script
-	token []int64  // the node's token, or how long the key has left there when held
-	set   []bool   // we may have set the key there: release it on failure
-	cause []error  // why a node failed or was excluded
+	r      *Redlock
+	key    string
+	o      locker.Options
+	value  string
+	start  time.Time
+	calls  []call
+	state  []uint8
+	runs   []string // the run_id each node's grant is for
+	plain  []bool   // the node was sent plain commands, not the script
+	script []bool   // the node's last request was the acquire script
+	token  []int64  // the node's token, or how long the key has left there when held
+	set    []bool   // we may have set the key there: release it on failure
+	cause  []error  // why a node failed or was excluded
 
 	// queue: the attempt queues on the nodes when the key is held
 	// (Acquire, not TryAcquire), as waiter r.id arrived at arrival (µs).
@@ -129,10 +130,11 @@ type attempt struct {
 	queued  bool          // some node queued it: give the place up on failure
 	pause   time.Duration // after a refusal: until the key expires on a majority, when queued
 
-	fast     bool // this try sends plain SET NX (see fastPath)
-	tries    int
-	wake     chan struct{}
-	watching bool
+	fast       bool // this try sends plain SET NX (see fastPath)
+	contending bool // a plain try of this run found the key held
+	tries      int
+	wake       chan struct{}
+	watching   bool
 }
 
 // newAttempt returns an attempt for key, recycled when possible: its
@@ -143,11 +145,11 @@ func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt 
 		n := len(r.nodes)
 		a = &attempt{
 			r: r, calls: r.newCalls(),
-			state: make([]uint8, n), runs: make([]string, n), plain: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
+			state: make([]uint8, n), runs: make([]string, n), plain: make([]bool, n), script: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
 			cause: make([]error, n), wake: make(chan struct{}, 1),
 		}
 	}
-	a.key, a.o, a.queue, a.queued, a.pause, a.tries = key, o, queue, false, 0, 0
+	a.key, a.o, a.queue, a.queued, a.pause, a.tries, a.contending = key, o, queue, false, 0, 0, false
 	if queue {
 		a.arrival = strconv.FormatInt(time.Now().UnixMicro(), 10)
 	}
@@ -194,12 +196,10 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 		a.r.contended()
 		if a.queue {
 			_ = a.fail(ctx, "")
+			a.contending = true
 			a.begin(false)
 			a.ask(ctx, func(int) bool { return true })
 		}
-	}
-	if a.count(granted) < a.r.quorum && a.splitWon() {
-		a.claim(ctx)
 	}
 	if a.count(granted) < a.r.quorum {
 		return nil, a.fail(ctx, "")
@@ -245,6 +245,7 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 	}
 	for i := range a.calls {
 		c := &a.calls[i]
+		a.noteLate(i)
 		c.skip = !which(i)
 		c.extra, c.slow = r.c.waitTimeout, r.c.waitReplicas > 0
 		if c.skip {
@@ -259,9 +260,12 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 		}
 		a.state[i], a.runs[i] = notAsked, run
 		a.plain[i] = a.fast && c.node.recorded(r.c.maxTTL)
+		// The script may queue the attempt, even where it grants.
+		a.queued = a.queued || (a.queue && !a.plain[i] && r.queues(i))
 	}
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), r.quorum, func(i int, c *call) {
 		c.run = a.runs[i]
+		a.script[i] = false
 		if a.plain[i] {
 			c.buf = appendCommand(c.buf, "SET", a.key, a.value, "NX", "PX", strconv.FormatInt(a.o.TTL.Milliseconds(), 10))
 			c.p.want = 1
@@ -275,7 +279,8 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 			}
 			return
 		}
-		c.buf = a.appendAcquire(c.buf, c.run, floor)
+		c.buf = a.appendAcquire(c.buf, i, c.run, floor)
+		a.script[i] = true
 		c.p.want = 1
 		if r.c.waitReplicas > 0 {
 			c.p.want++
@@ -294,6 +299,21 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 			a.record(i, c)
 		}
 	}
+}
+
+// noteLate looks at the reply to the acquire script that node i gave
+// after a round stopped waiting for it: a script that ran recorded this
+// client's max TTL on the node's marker (see plain.go), as one whose
+// reply was waited for does.
+func (a *attempt) noteLate(i int) {
+	c := &a.calls[i]
+	if !a.script[i] || c.p == nil || !c.p.done.Load() || c.p.err != nil || c.p.got == 0 {
+		return
+	}
+	if rep := c.p.rep[0]; rep.kind == ':' && rep.n != -2 {
+		c.node.record(a.r.c.maxTTL)
+	}
+	a.script[i] = false
 }
 
 // decided reports whether the round has its answer: a majority granted,
@@ -316,9 +336,9 @@ func (a *attempt) decided() bool {
 
 // appendAcquire appends the acquire script's EVALSHA for this try, for a
 // node whose server process is run (and WAIT when asked for), to b.
-func (a *attempt) appendAcquire(b []byte, run string, floor int64) []byte {
+func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte {
 	r := a.r
-	b = appendArray(b, 18)
+	b = appendArray(b, 19)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, acquireScript.sha)
 	b = appendBulk(b, "5")
@@ -334,7 +354,7 @@ func (a *attempt) appendAcquire(b []byte, run string, floor int64) []byte {
 	b = appendBulk(b, flag(r.c.fencing))
 	b = appendBulkInt(b, floor)
 	b = appendBulkInt(b, r.counterLife().Milliseconds())
-	if a.queue {
+	if a.queue && r.queues(i) {
 		b = appendBulk(b, r.id)
 		b = appendBulk(b, a.arrival)
 	} else {
@@ -342,6 +362,7 @@ func (a *attempt) appendAcquire(b []byte, run string, floor int64) []byte {
 		b = appendBulk(b, "0")
 	}
 	b = appendBulkInt(b, waitLease.Milliseconds())
+	b = appendBulk(b, flag(a.tries > 1 || a.contending))
 	if r.c.waitReplicas > 0 {
 		b = a.appendWait(b)
 	}
@@ -381,7 +402,10 @@ func (a *attempt) record(i int, c *call) {
 		a.set[i] = false // plainReply says where SET NX set it
 		rep = a.plainReply(i, c)
 		a.set[i] = a.set[i] || rep.n >= 0
+	} else if rep.n != -2 {
+		c.node.record(r.c.maxTTL) // the script recorded this client's max TTL
 	}
+	a.script[i] = false // its reply is seen
 	switch {
 	case rep.n == -2:
 		c.node.suspect(time.Now())
@@ -411,9 +435,6 @@ func (a *attempt) record(i int, c *call) {
 		}
 	}
 	a.state[i] = granted
-	if !a.plain[i] {
-		c.node.record(r.c.maxTTL) // the script recorded this client's max TTL
-	}
 }
 
 func (a *attempt) count(s uint8) int {
@@ -437,6 +458,7 @@ func (a *attempt) fail(ctx context.Context, why string) error {
 	}
 	if release {
 		for i := range a.calls {
+			a.noteLate(i) // before the release replaces the request
 			a.calls[i].skip = !a.set[i]
 			a.calls[i].extra, a.calls[i].slow = 0, false
 		}

@@ -67,13 +67,15 @@
 //
 // Hand-off: goroutines of one Redlock that want the same key queue for it
 // in FIFO order, and only the first talks to the nodes. When the key is
-// held, that goroutine queues on the nodes too, ordered by when its
-// Acquire began (its process's clock); a release hands the key to the
-// first waiter there that is still trying (it renews its place with every
-// attempt, at least every 500 ms) by reserving the key for it on every
-// node — newcomers are refused — and wakes it at once (BLPOP on a list of
-// its own). So across processes the order is first come, first served by
-// Acquire start, among waiters whose registrations reached the nodes;
+// held, that goroutine queues on the nodes too (the first N/2+1 in address
+// order), ordered by when it began to try (its process's clock; for a
+// goroutine that queued behind others of its process, when its turn came);
+// a release hands the key to the first waiter there that is still trying
+// (it renews its place with every attempt, at least every 500 ms) by
+// reserving the key for it on those nodes — a majority, so newcomers are
+// refused — and wakes it at once (BLPOP on a list of its own). So across
+// processes the order is first come, first served, among waiters whose
+// registrations reached the nodes;
 // a waiter that stops trying (a paused process) delays the next one by
 // one reservation (4 node timeouts, at least 100 ms); a key whose holder
 // died expires and goes to whoever asks first; clocks that disagree by ε

@@ -9,14 +9,17 @@ import (
 )
 
 // Hand-off. A goroutine whose Acquire finds the key held queues for it on
-// the nodes: the acquire script adds this Redlock's id to the key's
-// waiters, ordered by when the Acquire began (the same order on every
-// node). The release script, instead of deleting a key that has live
-// waiters, reserves it for the first of them (every other client is then
-// refused, newcomers included) and, on the first handoffNodes nodes,
-// pushes the key's name on that waiter's wake-up list; the waiter, woken
-// at once, claims the key with its next attempt. A Redlock blocks on its
-// own wake-up list (BLPOP) on each of those nodes, with one connection to
+// the queue nodes — the first quorum nodes in canonical order: the acquire
+// script adds this Redlock's id to the key's waiters there, ordered by
+// when the Acquire began (the same order on every node). The release
+// script on a queue node, instead of deleting a key that has live
+// waiters, reserves it for the first of them, and on the first
+// handoffNodes nodes pushes the key's name on that waiter's wake-up list;
+// the waiter, woken at once, claims the key with its next attempt. Every
+// other client is refused meanwhile: the queue nodes are a majority, so a
+// newcomer can get the other nodes at most, too few. A Redlock blocks on
+// its own wake-up list (BLPOP) on each hand-off node (two, so that a
+// release that did not reach one still wakes it), with one connection to
 // each that it dials once and keeps: no connection per Acquire, and a
 // release wakes exactly the waiter it hands the key to, in whatever
 // process.
@@ -43,6 +46,18 @@ const (
 	// blockFor is how long one BLPOP blocks before it is sent again.
 	blockFor = 2 * time.Second
 )
+
+// queues reports whether node i (in canonical order) keeps the key
+// queues: the first quorum nodes do.
+func (r *Redlock) queues(i int) bool { return i < r.quorum }
+
+// queueID is id on a queue node, "" on the others.
+func (r *Redlock) queueID(i int, id string) string {
+	if r.queues(i) {
+		return id
+	}
+	return ""
+}
 
 // reserveFor is how long a key stays reserved for the waiter it is handed
 // to: enough to wake it and run a round, and short, since a dead waiter
@@ -132,11 +147,11 @@ func (h *handoff) run(n *node) {
 	ctx := h.r.life
 	list := wakePrefix + h.r.id
 	req := appendCommand(nil, "BLPOP", list, strconv.FormatFloat(blockFor.Seconds(), 'f', -1, 64))
-	timeout := n.opt.DialTimeout
-	if timeout <= 0 {
-		timeout = defaultDialTimeout
-	}
 	for ctx.Err() == nil {
+		timeout := n.opt.DialTimeout
+		if timeout <= 0 {
+			timeout = defaultDialTimeout
+		}
 		dctx, cancel := context.WithTimeout(ctx, timeout)
 		c, _, err := dial(dctx, n.opt, handshake{})
 		cancel()

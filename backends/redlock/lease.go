@@ -161,7 +161,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 	// rather than leave the key taken until its TTL.
 	exchange(ctx, calls, releaseTimeout, r.quorum, func(i int, c *call) {
 		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "3", key, waitersPrefix+key, deadlinesPrefix+key,
-			value, id, flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
+			value, r.queueID(i, id), flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
 		c.p.want = 1
 	}, func(_ int, c *call) bool {
 		if answer(c) >= 0 {

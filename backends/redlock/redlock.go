@@ -70,8 +70,9 @@ const failoverAddr = "FailoverClient"
 // quorum of N/2+1). Redlock uses only each client's options (address,
 // dialer, TLS, credentials, database, DialTimeout) to dial connections of
 // its own: one pipelined connection per node for every request, one more
-// per node for grants that WAIT (WithWait), and one blocking connection,
-// to the first node that is up, for hand-off notices. Every client must
+// per node for grants that WAIT (WithWait), and, once an Acquire has had
+// to wait, one blocking connection to each of the first two nodes for
+// hand-off notices. Every client must
 // name a different master: the nodes are ordered by address, the same way
 // in every process. A Sentinel failover client is accepted, but only one
 // (go-redis gives every one the same address; backends/sentinel is the

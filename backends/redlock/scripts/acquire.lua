@@ -9,7 +9,9 @@
 -- ARGV[6] a floor for the token (the client's clock in µs), or '0',
 -- ARGV[7] how long (ms) the counter outlives the grant, '0' for ever,
 -- ARGV[8] the waiter id ('' : do not queue), ARGV[9] its arrival,
--- ARGV[10] how long (ms) a waiter keeps its place without trying again.
+-- ARGV[10] how long (ms) a waiter keeps its place without trying again,
+-- ARGV[11] '1': queue the waiter even where it is granted (it has been
+-- refused before: it is contending).
 -- Returns -2 when the node does not admit this run (lost its data or
 -- restarted: quarantine); when the key is held (or reserved for another
 -- waiter), -10 - its remaining TTL in ms (-1 if it has none); else the
@@ -24,18 +26,29 @@ if ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3] .. ' ' .. ARGV[4])
   end
 end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  -- Held, or reserved: for this waiter (claim it), or another (queue up:
-  -- the release that frees the key reserves it for the waiter that
-  -- arrived first and is still trying).
+-- A waiter queues (or renews its place): the release that frees the key
+-- reserves it for the waiter that arrived first and is still trying.
+local function queue()
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZADD', KEYS[4], 'NX', ARGV[9], ARGV[8])
+  redis.call('ZADD', KEYS[5], now + tonumber(ARGV[10]), ARGV[8])
+  redis.call('PEXPIRE', KEYS[4], ARGV[10])
+  redis.call('PEXPIRE', KEYS[5], ARGV[10])
+end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  -- Granted. A contending waiter stays queued (or queues) when granted,
+  -- so that every node queues the same waiters: if its attempt fails elsewhere (a split
+  -- vote), the key it gives back is reserved for the same first waiter on
+  -- every node. Its release dequeues it.
+  if ARGV[8] ~= '' and (ARGV[11] == '1' or redis.call('EXISTS', KEYS[4]) == 1) then
+    queue()
+  end
+else
+  -- Held, or reserved: for this waiter (claim it), or another (queue up).
   if ARGV[8] == '' or redis.call('GET', KEYS[1]) ~= 'reserved:' .. ARGV[8] then
     if ARGV[8] ~= '' then
-      local t = redis.call('TIME')
-      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-      redis.call('ZADD', KEYS[4], 'NX', ARGV[9], ARGV[8])
-      redis.call('ZADD', KEYS[5], now + tonumber(ARGV[10]), ARGV[8])
-      redis.call('PEXPIRE', KEYS[4], ARGV[10])
-      redis.call('PEXPIRE', KEYS[5], ARGV[10])
+      queue()
     end
     local left = redis.call('PTTL', KEYS[1])
     if left < 0 then
@@ -43,9 +56,6 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     end
     return -10 - left
   end
-  -- A waiter stays queued when granted: if its attempt fails elsewhere,
-  -- the key it gives back here is reserved for it again. Its release
-  -- dequeues it.
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 end
 if ARGV[5] ~= '1' then

@@ -8,8 +8,7 @@
 -- client does so only after it has read the max TTLs recorded on every
 -- node), 'look' not to.
 -- Returns one of
---   'admitted <run_id> <max TTL ms>'            the marker admits this server process (and now
---                                               records at least ARGV[1])
+--   'admitted <run_id> <max TTL ms>'            the marker admits this server process
 --   'quarantined <run_id> <q ms> <left ms>'     a loss was detected; no vote for <left> more ms
 --   'evicts <run_id> <policy>'                  the node may evict lock keys: never admitted
 --
@@ -21,12 +20,6 @@
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 local m = redis.call('GET', KEYS[1])
 if m and string.sub(m, 1, string.len(run) + 1) == run .. ' ' then
-  -- Admitted. Record the client's max TTL if it is the largest yet, so
-  -- that its grants need not.
-  if (tonumber(string.sub(m, string.len(run) + 2)) or 0) < tonumber(ARGV[1]) then
-    m = run .. ' ' .. ARGV[1]
-    redis.call('SET', KEYS[1], m)
-  end
   return 'admitted ' .. m
 end
 local mem = redis.call('INFO', 'memory')
