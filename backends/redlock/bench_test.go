@@ -266,11 +266,13 @@ func asContender(t *testing.T, c contender, shared, hot bool) locktest.Contender
 	}}
 }
 
-// TestCPUPerOperation measures what an uncontended Acquire+Release costs
-// in CPU, the client's (this process, from getrusage) and the five
-// servers' (INFO cpu), for each contender in turn, rounds times: on a
-// machine shared with other work, CPU per operation varies far less than
-// time per operation. Skipped unless -compare is set:
+// TestCPUPerOperation measures what an Acquire+Release costs in CPU, the
+// client's (this process, from getrusage) and the five servers' (INFO
+// cpu), for each contender in turn, rounds times, uncontended and with 16
+// instances (processes) on one key: on a machine shared with other work,
+// CPU per operation varies far less than time per operation, and it is
+// what bounds throughput once the CPUs are saturated. Skipped unless
+// -compare is set:
 //
 //	go test -run CPUPerOperation -v ./backends/redlock -args -compare=1s
 func TestCPUPerOperation(t *testing.T) {
@@ -278,23 +280,34 @@ func TestCPUPerOperation(t *testing.T) {
 		t.Skip("set -compare")
 	}
 	const rounds, n = 3, 3000
-	for round := range rounds {
-		for _, c := range []contender{contenders[0], contenders[1], contenders[2]} {
-			ops, cleanup := c.setup(t, 1, func(int) string { return fmt.Sprintf("cpu:%d:%d", round, time.Now().UnixNano()) })
-			if err := ops[0](context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			s0, c0, w0 := serverCPU(t), selfCPU(), time.Now()
-			for range n {
-				if err := ops[0](context.Background()); err != nil {
-					t.Fatal(err)
+	for _, s := range []struct {
+		name    string
+		clients int
+		wrap    func(contender) contender
+	}{
+		{"uncontended", 1, func(c contender) contender { return c }},
+		{"16 processes, one key", 16, separate},
+	} {
+		for round := range rounds {
+			for _, c := range []contender{contenders[0], contenders[1], contenders[2]} {
+				c = s.wrap(c)
+				ops, cleanup := c.setup(t, s.clients, keys(fmt.Sprintf("cpu:%d:%d", round, time.Now().UnixNano()), true))
+				var done atomic.Int64
+				if w := locktest.Measure(context.Background(), ops, func() bool { return done.Add(1) <= int64(4*s.clients) }); w.Failures > 0 {
+					t.Fatal(w.FirstErr)
 				}
+				done.Store(0)
+				s0, c0, w0 := serverCPU(t), selfCPU(), time.Now()
+				m := locktest.Measure(context.Background(), ops, func() bool { return done.Add(1) <= n })
+				s1, c1, w1 := serverCPU(t), selfCPU(), time.Now()
+				cleanup()
+				if m.Failures > 0 {
+					t.Fatal(m.FirstErr)
+				}
+				µs := func(d float64) float64 { return d / n * 1e6 }
+				t.Logf("%s, round %d: %-16s client %5.1f µs/op  servers %5.1f µs/op  wall %5.1f µs/op",
+					s.name, round, c.name, µs(c1-c0), µs(s1-s0), µs(w1.Sub(w0).Seconds()))
 			}
-			s1, c1, w1 := serverCPU(t), selfCPU(), time.Now()
-			cleanup()
-			µs := func(d float64) float64 { return d / n * 1e6 }
-			t.Logf("round %d %-16s client %5.1f µs/op  servers %5.1f µs/op  wall %5.1f µs/op",
-				round, c.name, µs(c1-c0), µs(s1-s0), µs(w1.Sub(w0).Seconds()))
 		}
 	}
 }
