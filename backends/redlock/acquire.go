@@ -109,19 +109,18 @@ const (
 
 // attempt is one Acquire's state across its tries.
 type attempt struct {
-	r      *Redlock
-	key    string
-	o      locker.Options
-	value  string
-	start  time.Time
-	calls  []call
-	state  []uint8
-	runs   []string // the run_id each node's grant is for
-	plain  []bool   // the node was sent plain commands, not the script
-	script []bool   // the node's last request was the acquire script
-	token  []int64  // the node's token, or how long the key has left there when held
-	set    []bool   // we may have set the key there: release it on failure
-	cause  []error  // why a node failed or was excluded
+	r     *Redlock
+	key   string
+	o     locker.Options
+	value string
+	start time.Time
+	calls []call
+	state []uint8
+	runs  []string // the run_id each node's grant is for
+	plain []bool   // the node was sent plain commands, not the script
+	token []int64  // the node's token, or how long the key has left there when held
+	set   []bool   // we may have set the key there: release it on failure
+	cause []error  // why a node failed or was excluded
 
 	// queue: the attempt queues on the nodes when the key is held
 	// (Acquire, not TryAcquire), as waiter r.id arrived at arrival (µs).
@@ -145,7 +144,7 @@ func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt 
 		n := len(r.nodes)
 		a = &attempt{
 			r: r, calls: r.newCalls(),
-			state: make([]uint8, n), runs: make([]string, n), plain: make([]bool, n), script: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
+			state: make([]uint8, n), runs: make([]string, n), plain: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
 			cause: make([]error, n), wake: make(chan struct{}, 1),
 		}
 	}
@@ -245,7 +244,6 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 	}
 	for i := range a.calls {
 		c := &a.calls[i]
-		a.noteLate(i)
 		c.skip = !which(i)
 		c.extra, c.slow = r.c.waitTimeout, r.c.waitReplicas > 0
 		if c.skip {
@@ -265,7 +263,6 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 	}
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), r.quorum, func(i int, c *call) {
 		c.run = a.runs[i]
-		a.script[i] = false
 		if a.plain[i] {
 			c.buf = appendCommand(c.buf, "SET", a.key, a.value, "NX", "PX", strconv.FormatInt(a.o.TTL.Milliseconds(), 10))
 			c.p.want = 1
@@ -280,8 +277,8 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 			return
 		}
 		c.buf = a.appendAcquire(c.buf, i, c.run, floor)
-		a.script[i] = true
 		c.p.want = 1
+		c.p.records = true
 		if r.c.waitReplicas > 0 {
 			c.p.want++
 		}
@@ -299,21 +296,6 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 			a.record(i, c)
 		}
 	}
-}
-
-// noteLate looks at the reply to the acquire script that node i gave
-// after a round stopped waiting for it: a script that ran recorded this
-// client's max TTL on the node's marker (see plain.go), as one whose
-// reply was waited for does.
-func (a *attempt) noteLate(i int) {
-	c := &a.calls[i]
-	if !a.script[i] || c.p == nil || !c.p.done.Load() || c.p.err != nil || c.p.got == 0 {
-		return
-	}
-	if rep := c.p.rep[0]; rep.kind == ':' && rep.n != -2 {
-		c.node.record(a.r.c.maxTTL)
-	}
-	a.script[i] = false
 }
 
 // decided reports whether the round has its answer: a majority granted,
@@ -402,10 +384,7 @@ func (a *attempt) record(i int, c *call) {
 		a.set[i] = false // plainReply says where SET NX set it
 		rep = a.plainReply(i, c)
 		a.set[i] = a.set[i] || rep.n >= 0
-	} else if rep.n != -2 {
-		c.node.record(r.c.maxTTL) // the script recorded this client's max TTL
 	}
-	a.script[i] = false // its reply is seen
 	switch {
 	case rep.n == -2:
 		c.node.suspect(time.Now())
@@ -458,7 +437,6 @@ func (a *attempt) fail(ctx context.Context, why string) error {
 	}
 	if release {
 		for i := range a.calls {
-			a.noteLate(i) // before the release replaces the request
 			a.calls[i].skip = !a.set[i]
 			a.calls[i].extra, a.calls[i].slow = 0, false
 		}

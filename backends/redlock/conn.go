@@ -54,6 +54,10 @@ type pending struct {
 	done     atomic.Bool // rep (or err) is complete
 	deadline time.Time   // when the round stops waiting for it
 	round    *round      // the round it belongs to, told of its completion
+	// records: the request is the acquire script, which records the
+	// client's max TTL on the node's marker when it runs (see plain.go);
+	// the reader notes it, whether or not the round still waits.
+	records bool
 }
 
 // round is what the requests of one exchange share: a channel that wakes
@@ -97,7 +101,7 @@ var pendings = sync.Pool{New: func() any { return new(pending) }}
 // newPending returns a clear pending of round r.
 func newPending(r *round) *pending {
 	p := pendings.Get().(*pending)
-	p.want, p.got, p.err, p.round = 0, 0, nil, r
+	p.want, p.got, p.err, p.round, p.records = 0, 0, nil, r, false
 	p.done.Store(false)
 	return p
 }

@@ -53,6 +53,37 @@ func work(rl *redlock.Redlock, prefix string, clients int, d time.Duration) (ops
 	return ops, failed, first
 }
 
+// warm opens every connection rl will keep: its pipelined ones, and the
+// hand-off ones, which a first contended Acquire dials.
+func warm(t *testing.T, rl *redlock.Redlock, addrs []string) {
+	t.Helper()
+	if _, failed, err := work(rl, "warm", 4, 100*time.Millisecond); failed > 0 {
+		t.Fatalf("%d failures before the test: %v", failed, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	other := newRedlock(t, addrs)
+	held, err := other.Acquire(ctx, "warm:contended", locker.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		lease, err := rl.Acquire(ctx, "warm:contended")
+		if err == nil {
+			err = lease.Release(ctx)
+		}
+		got <- err
+	}()
+	await(t, 10*time.Second, "a hand-off wait", func() bool { return strings.Contains(goroutines(), "redlock.(*handoff).run") })
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSlowNodeCostsOthersNothing is item 5: a node that hangs (a
 // blackholed link: dials connect and then nothing comes back; or a
 // SIGSTOPped server) must cost the other callers nothing on the healthy
@@ -62,9 +93,7 @@ func TestSlowNodeCostsOthersNothing(t *testing.T) {
 		t.Run(fault, func(t *testing.T) {
 			nodes, addrs := fresh(t, 5, compose.RedisOptions{Proxied: true})
 			rl := newRedlock(t, addrs)
-			if _, failed, err := work(rl, "warm", 4, 100*time.Millisecond); failed > 0 {
-				t.Fatalf("%d failures before any fault: %v", failed, err)
-			}
+			warm(t, rl, addrs)
 			slow := canonical(nodes)[0] // the first node each round sends to
 			var healthy []*compose.Node
 			for _, n := range nodes {
@@ -105,9 +134,7 @@ func TestSlowNodeCostsOthersNothing(t *testing.T) {
 func TestShortDeadlineCostsOthersNothing(t *testing.T) {
 	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
 	rl := newRedlock(t, addrs)
-	if _, failed, err := work(rl, "warm", 4, 100*time.Millisecond); failed > 0 {
-		t.Fatalf("%d failures before the test: %v", failed, err)
-	}
+	warm(t, rl, addrs)
 	conns := newCounter(t, nodes)
 	before := conns.count(t)
 	stop := make(chan struct{})

@@ -324,6 +324,9 @@ func (n *node) read(c *conn) {
 		p.got++
 		c.since = time.Now()
 		if p.got == p.want {
+			if p.records && p.rep[0].kind == ':' && p.rep[0].n != -2 {
+				n.health.maxTTL = max(n.health.maxTTL, n.r.c.maxTTL)
+			}
 			c.queue[0] = nil
 			c.queue = c.queue[1:]
 			if len(c.queue) > 0 {

@@ -76,17 +76,6 @@ func (n *node) recorded(d time.Duration) bool {
 	return n.health.maxTTL >= d
 }
 
-// record notes that the node's marker records a max TTL of at least d
-// (the acquire script raised it).
-func (n *node) record(d time.Duration) {
-	if !n.r.c.quarantine {
-		return
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.health.maxTTL = max(n.health.maxTTL, d)
-}
-
 // unrecord notes that the node's marker records less than this client's
 // max TTL (it was admitted again since).
 func (n *node) unrecord() {
