@@ -234,7 +234,10 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	switch _, set := cfg.Params[sessionParam[c.Backend.Name]]; {
 	case set:
 	case c.Backend.Name == "redlock":
-		// The restart quarantine lasts one max TTL: the case's TTL.
+		// A node that lost its data sits out the largest max TTL its
+		// clients recorded: the case's TTL, unless an earlier case on
+		// these nodes took longer leases (nodes restarted by a fault are
+		// replaced before the next case; see Clusters.Setup).
 		cfg.Params["maxttl"] = spec.TTL.String()
 	case c.Backend.Name == "zookeeper":
 		// A ZooKeeper lease lives as long as its session: the case's TTL,

@@ -121,6 +121,9 @@ type Clusters struct {
 
 	mu  sync.Mutex
 	set map[profile]*cluster
+	// admittedExt: the external redlock nodes were bootstrapped (see
+	// admit).
+	admittedExt bool
 }
 
 // profile names one cluster: a topology under a durability profile.
@@ -131,7 +134,10 @@ type profile struct {
 
 // cluster is the servers of one profile.
 type cluster struct {
-	redis    []*compose.Node
+	redis []*compose.Node
+	// admitted holds the process ids of the five Redis nodes when
+	// Redlock's Bootstrap admitted them (see admit).
+	admitted []int
 	sentinel *compose.SentinelSet
 	// spent: the Sentinel set was given to a Fresh scenario, which left it
 	// changed (a promoted replica, a dead master): nobody gets it again.
@@ -163,6 +169,16 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	}
 	if ext, ok := c.external[b.Name]; ok {
 		cfg.Addrs, cfg.Username, cfg.Password, cfg.TLS, cfg.TLSFiles = ext.Addrs, ext.Username, ext.Password, ext.TLS, ext.TLSFiles
+		if b.Name == "redlock" {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if !c.admittedExt {
+				if err := admit(cfg); err != nil {
+					return nemesis.Target{}, cfg, err
+				}
+				c.admittedExt = true
+			}
+		}
 		return nemesis.Target{}, cfg, nil
 	}
 	topo, ok := topologies[b.Name]
@@ -183,6 +199,14 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	case noServers:
 		return t, cfg, nil
 	case redisOne, redisFive:
+		if b.Name == "redlock" && cl.redis != nil && topo == redisFive && restarted(cl.redis, cl.admitted) {
+			// A node restarted (a restart or crash fault, repaired): Redlock
+			// keeps it out of the quorum for a max TTL after a client
+			// notices. Rather than let the next case start inside that
+			// quarantine, it gets new nodes.
+			stop(cl.redis)
+			cl.redis = nil
+		}
 		if cl.redis == nil {
 			n := map[topology]int{redisOne: 1, redisFive: 5}[topo]
 			started, err := c.env.Redis(ctx, n, compose.RedisOptions{Proxied: true, AOF: durable})
@@ -190,13 +214,15 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 				return t, cfg, err
 			}
 			cl.redis = started
+			if topo == redisFive {
+				if err := cl.admit(started); err != nil {
+					return t, cfg, err
+				}
+			}
 		}
 		t.Redis, nodes = cl.redis, cl.redis
 		if b.Name == "redlock" {
-			t.Priority = []int{0} // its fast path and hand-off lists live on its first node
-			if _, set := cfg.Params["bootstrap"]; !set {
-				cfg.Params["bootstrap"] = "true" // the nodes are new, or repaired between cases
-			}
+			t.Priority = []int{0} // the first node of its queue majority
 		}
 	case sentinelRS:
 		if cl.sentinel == nil || f.Fresh || cl.spent {
@@ -311,6 +337,56 @@ func Repair(ctx context.Context, t nemesis.Target) error {
 		}
 	}
 	return nil
+}
+
+// admit lets Redlock's clients use new nodes at once (redlock.Bootstrap,
+// through the registry's bootstrap param, in this one call), instead of
+// each node serving a quarantine of one max TTL after the first client
+// finds it. It runs once per cluster, when the runner creates it; the
+// clients of every case (separate processes) open Redlock without it.
+func (c *cluster) admit(nodes []*compose.Node) error {
+	if !slices.Contains(backends.Names(), "redlock") {
+		return nil
+	}
+	cfg := backends.Config{Params: map[string]string{}}
+	for _, n := range nodes {
+		cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
+	}
+	if err := admit(cfg); err != nil {
+		return err
+	}
+	c.admitted = pids(nodes)
+	return nil
+}
+
+// admit opens Redlock with cfg's nodes, asking it to bootstrap them (it
+// admits nothing on nodes already in use), and closes it.
+func admit(cfg backends.Config) error {
+	params := map[string]string{"bootstrap": "true"}
+	for k, v := range cfg.Params {
+		if k == "quarantine" || k == "maxttl" {
+			params[k] = v
+		}
+	}
+	cfg.Params = params
+	l, err := backends.Open("redlock", cfg)
+	if err != nil {
+		return fmt.Errorf("admit the Redlock nodes: %w", err)
+	}
+	return l.Close()
+}
+
+// restarted reports whether a node's process is not the one admitted.
+func restarted(nodes []*compose.Node, admitted []int) bool {
+	return !slices.Equal(pids(nodes), admitted)
+}
+
+func pids(nodes []*compose.Node) []int {
+	p := make([]int, len(nodes))
+	for i, n := range nodes {
+		p[i] = n.PID()
+	}
+	return p
 }
 
 // stop kills nodes that are no longer used (a Sentinel set replaced after

@@ -3,10 +3,13 @@ package bench_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/results"
@@ -249,6 +252,59 @@ func TestRunnerNewBackends(t *testing.T) {
 			t.Errorf("%s without faults: violations %+v", c.Backend, c)
 		case c.Backend == "postgres?mode=lease" && c.StaleAccepted != 0:
 			t.Errorf("postgres lease mode under %s: %d stale writes accepted despite its tokens", c.Fault, c.StaleAccepted)
+		}
+	}
+}
+
+// TestClustersRenewRestartedRedlockNodes: the Redlock nodes are admitted
+// once, when they are created (a client that opens them without the
+// bootstrap param is granted a key at once); a case after one that
+// restarted a node without its data (which Redlock would keep out of the
+// quorum for a max TTL) gets new, admitted nodes; otherwise the nodes are
+// kept.
+func TestClustersRenewRestartedRedlockNodes(t *testing.T) {
+	clusters := bench.NewClusters(compose.ForTest(t), nil)
+	b, err := bench.ParseBackend("redlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, _ := nemesis.Parse("none")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	setup := func() []*compose.Node {
+		t.Helper()
+		target, cfg, err := clusters.Setup(ctx, b, none, results.DurabilityFast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, set := cfg.Params["bootstrap"]; set {
+			t.Fatalf("the clients' config carries the bootstrap param: %v", cfg.Params)
+		}
+		l, err := backends.Open("redlock", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		lease, err := l.TryAcquire(ctx, fmt.Sprintf("admitted:%d", time.Now().UnixNano()))
+		if err != nil {
+			t.Fatalf("a client of the case's nodes is not granted a free key at once: %v", err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return target.Redis
+	}
+	first := setup()
+	if again := setup(); again[0] != first[0] {
+		t.Fatalf("nodes replaced although none restarted")
+	}
+	if err := first[2].Restart(ctx, false); err != nil { // what a restart fault and Repair leave
+		t.Fatal(err)
+	}
+	renewed := setup()
+	for _, n := range renewed {
+		if slices.Contains(first, n) {
+			t.Fatalf("node %s kept after a node of its cluster restarted without its data", n.Name)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	_ "github.com/lockbench/lockbench/backends/redis"
-	_ "github.com/lockbench/lockbench/backends/redlock"
+	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"

@@ -28,7 +28,7 @@ func init() { backends.Register("redis", Open) }
 // Locker is a lock on one Redis server. It implements locker.Locker.
 type Locker struct {
 	*redlock.Redlock
-	owned goredis.UniversalClient // closed by Close when Open made it
+	owned *goredis.Client // closed by Close when Open made it
 	once  sync.Once
 	err   error
 }
@@ -43,9 +43,9 @@ const DefaultNodeTimeout = 250 * time.Millisecond
 // defaults (no quarantine, fencing on with plain counters,
 // DefaultNodeTimeout), so they can override them. New does not close
 // client.
-func New(client goredis.UniversalClient, opts ...redlock.Option) (*Locker, error) {
+func New(client *goredis.Client, opts ...redlock.Option) (*Locker, error) {
 	opts = append([]redlock.Option{redlock.WithQuarantine(false), redlock.WithClockFloor(false), redlock.WithFencing(true), redlock.WithNodeTimeout(DefaultNodeTimeout)}, opts...)
-	r, err := redlock.New([]goredis.UniversalClient{client}, opts...)
+	r, err := redlock.New([]*goredis.Client{client}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := redlock.Clients(cfg)[0]
+	client := goredis.NewClient(&goredis.Options{Addr: cfg.Addrs[0], Username: cfg.Username, Password: cfg.Password, TLSConfig: cfg.TLS})
 	l, err := New(client, redlock.WithFencing(fencing))
 	if err != nil {
 		client.Close()

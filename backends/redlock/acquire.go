@@ -13,29 +13,41 @@ import (
 )
 
 // Acquire implements locker.Locker. Goroutines of this Redlock that want
-// the same key queue for it in FIFO order; the one at the head retries
-// until ctx ends, waking at once when the key is released anywhere (the
-// release script pushes a hand-off token; see handoff.go) rather than
-// sleeping through its backoff.
+// the same key queue for it in FIFO order, and only the first talks to
+// the servers; when the key is held elsewhere it queues on the nodes too
+// (see handoff.go), so a release hands the key to the waiter that began
+// waiting first, in any process, and wakes it at once rather than after
+// its backoff.
 func (r *Redlock) Acquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
 	o, err := r.resolve(key, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.queue.enter(ctx, key, r.life); err != nil {
+	if err := r.begin(); err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", key, err)
 	}
-	a := r.newAttempt(key, o)
+	defer r.ops.Done()
+	if err := r.queue.enter(ctx, key, r.stopping); err != nil {
+		return nil, fmt.Errorf("acquire %q: %w", key, err)
+	}
+	r.ready(ctx, false)
+	a := r.newAttempt(key, o, true)
 	defer r.done(a)
-	lease, err := locker.Retry(ctx, o.Retry, a.wake, func(ctx context.Context) (locker.Lease, error) {
+	lease, err := locker.Retry(ctx, pacing{o.Retry, a}, a.wake, func(ctx context.Context) (locker.Lease, error) {
 		lease, err := a.run(ctx)
 		if errors.Is(err, locker.ErrNotAcquired) {
-			a.watch() // from now on, wake on releases
+			a.watch() // from now on, wake on hand-offs (and on Close)
 		}
 		return lease, err
 	})
 	if err != nil {
 		r.queue.leave(key)
+		if a.queued {
+			// Give up the place in the queue, and a reservation made for
+			// us in the meantime, rather than make the next waiter wait
+			// for it to expire.
+			r.background(func() { r.cede(key) })
+		}
 		return nil, err
 	}
 	return lease, nil
@@ -43,15 +55,21 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opts ...locker.Option
 
 // TryAcquire implements locker.Locker: one attempt, and ErrNotAcquired
 // at once if another goroutine of this Redlock holds or awaits the key.
+// It does not queue on the nodes.
 func (r *Redlock) TryAcquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
 	o, err := r.resolve(key, opts)
 	if err != nil {
 		return nil, err
 	}
+	if err := r.begin(); err != nil {
+		return nil, fmt.Errorf("acquire %q: %w", key, err)
+	}
+	defer r.ops.Done()
 	if !r.queue.tryEnter(key) {
 		return nil, fmt.Errorf("%w: %q is held by this process", locker.ErrNotAcquired, key)
 	}
-	a := r.newAttempt(key, o)
+	r.ready(ctx, false)
+	a := r.newAttempt(key, o, false)
 	defer r.done(a)
 	lease, err := a.run(ctx)
 	if err != nil {
@@ -61,19 +79,22 @@ func (r *Redlock) TryAcquire(ctx context.Context, key string, opts ...locker.Opt
 	return lease, nil
 }
 
-// resolve checks the key and options, and that the Redlock is open.
+// resolve checks the key and options.
 func (r *Redlock) resolve(key string, opts []locker.Option) (locker.Options, error) {
 	o, err := locker.Resolve(key, opts...)
 	if err != nil {
 		return o, err
 	}
+	if err := checkKey(key); err != nil {
+		return o, err
+	}
 	if o.TTL < time.Millisecond {
 		return o, locker.Invalidf("TTL %v for key %q: Redis expires in whole milliseconds", o.TTL, key)
 	}
-	if r.o.quarantine && o.TTL > r.o.maxTTL {
-		return o, locker.Invalidf("TTL %v for key %q: above the max TTL %v that the restart quarantine covers (see WithMaxTTL)", o.TTL, key, r.o.maxTTL)
+	if r.c.quarantine && o.TTL > r.c.maxTTL {
+		return o, locker.Invalidf("TTL %v for key %q: above the max TTL %v that the restart quarantine covers (see WithMaxTTL)", o.TTL, key, r.c.maxTTL)
 	}
-	return o, r.closed()
+	return o, nil
 }
 
 // Per-node outcome of one attempt.
@@ -95,58 +116,63 @@ type attempt struct {
 	start time.Time
 	calls []call
 	state []uint8
-	token []int64
-	set   []bool  // we may have set the key there: release it on failure
-	cause []error // why a node failed or was excluded
-	admit []string
-	cmd   []byte // the acquire command, the same for every node
+	runs  []string // the run_id each node's grant is for
+	plain []bool   // the node was sent plain commands, not the script
+	token []int64  // the node's token, or how long the key has left there when held
+	set   []bool   // we may have set the key there: release it on failure
+	cause []error  // why a node failed or was excluded
 
-	// contended: the last try lost to other clients on live nodes, so try
-	// the priority node alone first; losers then cost one command instead
-	// of a round on every node, and nobody splits the vote.
-	contended bool
-	wake      chan struct{}
-	stop      func()
+	// queue: the attempt queues on the nodes when the key is held
+	// (Acquire, not TryAcquire), as waiter r.id arrived at arrival (µs).
+	queue   bool
+	arrival string
+	queued  bool          // some node queued it: give the place up on failure
+	pause   time.Duration // after a refusal: until the key expires on a majority, when queued
+
+	fast       bool // this try sends plain SET NX (see fastPath)
+	contending bool // a plain try of this run found the key held
+	tries      int
+	wake       chan struct{}
+	watching   bool
 }
 
 // newAttempt returns an attempt for key, recycled when possible: its
 // buffers then need no allocation.
-func (r *Redlock) newAttempt(key string, o locker.Options) *attempt {
-	if a, ok := r.attempts.Get().(*attempt); ok {
-		a.key, a.o, a.contended = key, o, false
-		return a
+func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt {
+	a, ok := r.attempts.Get().(*attempt)
+	if !ok {
+		n := len(r.nodes)
+		a = &attempt{
+			r: r, calls: r.newCalls(),
+			state: make([]uint8, n), runs: make([]string, n), plain: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
+			cause: make([]error, n), wake: make(chan struct{}, 1),
+		}
 	}
-	n := len(r.nodes)
-	return &attempt{
-		r: r, key: key, o: o,
-		calls: r.newCalls(r.nodes),
-		state: make([]uint8, n), token: make([]int64, n), set: make([]bool, n),
-		cause: make([]error, n), admit: make([]string, n),
-		wake: make(chan struct{}, 1),
+	a.key, a.o, a.queue, a.queued, a.pause, a.tries, a.contending = key, o, queue, false, 0, 0, false
+	if queue {
+		a.arrival = strconv.FormatInt(time.Now().UnixMicro(), 10)
 	}
+	return a
 }
 
 // done ends an Acquire's attempt and keeps it for the next one.
 func (r *Redlock) done(a *attempt) {
-	a.unwatch()
-	a.stop = nil
-	select { // a release notified after the last try must not wake the next owner
+	if a.watching {
+		r.handoff.unwatch(a.key)
+		a.watching = false
+	}
+	select { // a wake-up after the last try must not wake the next owner
 	case <-a.wake:
 	default:
 	}
 	r.attempts.Put(a)
 }
 
-// watch starts waiting for the key's hand-off tokens, once.
+// watch starts delivering the key's wake-ups to the attempt, once.
 func (a *attempt) watch() {
-	if a.stop == nil {
-		a.stop = a.r.handoff.wait(a.key, a.wake)
-	}
-}
-
-func (a *attempt) unwatch() {
-	if a.stop != nil {
-		a.stop()
+	if !a.watching {
+		a.watching = true
+		a.r.handoff.watch(a.key, a.wake)
 	}
 }
 
@@ -160,27 +186,20 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	a.value = newValue()
-	a.start = time.Now()
-	clear(a.state)
-	clear(a.set)
-	clear(a.cause)
-	clear(a.admit)
-
-	if p := a.priority(); a.contended && p >= 0 {
-		a.ask(ctx, func(i int) bool { return i == p })
-		if a.state[p] == held {
-			return nil, a.fail(ctx, "")
+	a.tries++
+	a.begin(a.tries == 1 && a.r.fastPath())
+	a.ask(ctx, func(int) bool { return true })
+	if a.fast && a.count(held) > 0 && a.count(granted) < a.r.quorum {
+		// Contended after all: queue up (or claim a reservation) at once,
+		// through the script.
+		a.r.contended()
+		if a.queue {
+			_ = a.fail(ctx, "")
+			a.contending = true
+			a.begin(false)
+			a.ask(ctx, func(int) bool { return true })
 		}
-		// Granted, or the priority node failed: ask the others.
-		a.ask(ctx, func(i int) bool { return i != p })
-	} else {
-		a.ask(ctx, func(int) bool { return true })
 	}
-	if a.count(granted) < a.r.quorum && a.splitWon() {
-		a.claim(ctx)
-	}
-	a.admitNodes(ctx)
 	if a.count(granted) < a.r.quorum {
 		return nil, a.fail(ctx, "")
 	}
@@ -192,45 +211,79 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	if !time.Now().Before(validUntil) {
 		return nil, a.fail(ctx, fmt.Sprintf("validity exhausted: the grant took %v of a %v TTL", time.Since(a.start).Round(time.Microsecond), a.o.TTL))
 	}
-	h := &hold{r: a.r, key: a.key, value: a.value}
-	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.o.fencing, ValidUntil: validUntil}
-	return locker.NewLease(a.r.life, h, g, a.o), nil
+	h := &hold{r: a.r, key: a.key, value: a.value, ttl: a.o.TTL}
+	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.c.fencing, ValidUntil: validUntil}
+	h.lease = locker.NewLease(a.r.life, h, g, a.o)
+	a.r.holds.add(h)
+	return h.lease, nil
+}
+
+// begin starts a try: a new value, its clock, and no outcome yet.
+func (a *attempt) begin(fast bool) {
+	a.value = newValue()
+	a.start = time.Now()
+	a.fast = fast
+	clear(a.state)
+	clear(a.set)
+	clear(a.cause)
 }
 
 // driftAllowance is TTL×drift + 2 ms, what validity loses to clock drift.
 func (a *attempt) driftAllowance() time.Duration {
-	return time.Duration(float64(a.o.TTL)*a.r.o.drift) + 2*time.Millisecond
+	return time.Duration(float64(a.o.TTL)*a.r.c.drift) + 2*time.Millisecond
 }
 
 // ask sends the acquire script to the nodes for which which(i) holds and
-// records what each answered.
+// that may vote, and records what each answered.
 func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 	r := a.r
 	now := time.Now()
-	for i := range a.calls {
-		a.calls[i].skip = !which(i)
-		a.calls[i].extra = r.o.waitTimeout
-		if !a.calls[i].skip {
-			a.state[i] = notAsked
-		}
+	floor := int64(0)
+	if r.c.clockFloor {
+		floor = now.UnixMicro()
 	}
-	a.cmd = a.appendAcquire(a.cmd[:0])
-	exchange(ctx, a.calls, r.timeout(a.o.TTL), func(i int, c *call) {
-		c.p.want = 1
-		if r.o.waitReplicas > 0 {
-			c.p.want++
+	for i := range a.calls {
+		c := &a.calls[i]
+		c.skip = !which(i)
+		c.extra, c.slow = r.c.waitTimeout, r.c.waitReplicas > 0
+		if c.skip {
+			continue
 		}
-		if !r.o.quarantine || !c.node.needInfo(now) {
-			c.req = a.cmd // shared: the connection copies it
+		run, ok, why := c.node.votes(now)
+		if !ok {
+			c.skip = true
+			a.state[i], a.set[i] = excluded, false
+			a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: why}
+			continue
+		}
+		a.state[i], a.runs[i] = notAsked, run
+		a.plain[i] = a.fast && c.node.recorded(r.c.maxTTL)
+		// The script may queue the attempt, even where it grants.
+		a.queued = a.queued || (a.queue && !a.plain[i] && r.queues(i))
+	}
+	exchange(ctx, a.calls, r.timeout(a.o.TTL), r.quorum, func(i int, c *call) {
+		c.run = a.runs[i]
+		if a.plain[i] {
+			c.buf = appendCommand(c.buf, "SET", a.key, a.value, "NX", "PX", strconv.FormatInt(a.o.TTL.Milliseconds(), 10))
+			c.p.want = 1
+			if r.c.quarantine {
+				c.buf = appendCommand(c.buf, "GET", markerKey)
+				c.p.want++
+			}
+			if r.c.waitReplicas > 0 {
+				c.buf = a.appendWait(c.buf)
+				c.p.want++
+			}
 			return
 		}
-		c.buf = appendCommand(c.buf, "INFO", "server")
-		c.buf = appendCommand(c.buf, "GET", markerKey)
-		c.buf = append(c.buf, a.cmd...)
-		c.info = true
-		c.p.want += 2
+		c.buf = a.appendAcquire(c.buf, i, c.run, floor)
+		c.p.want = 1
+		c.p.records = true
+		if r.c.waitReplicas > 0 {
+			c.p.want++
+		}
 	}, func(i int, c *call) bool {
-		a.record(i, c, now)
+		a.record(i, c)
 		return a.decided()
 	})
 	for i := range a.calls {
@@ -240,13 +293,16 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 		case errors.Is(c.err, errNoReply):
 			a.state[i], a.set[i] = late, true // it may still set the key
 		default: // timed out, or ctx ended
-			a.record(i, c, now)
+			a.record(i, c)
 		}
 	}
 }
 
 // decided reports whether the round has its answer: a majority granted,
-// or too few nodes are left to make one.
+// or too few nodes are left to make one. A waiter that queues on the
+// nodes waits for every node it asked (within the node timeout) before it
+// gives up: it is in no hurry to learn that it waits, and knowing every
+// node's answer spares releasing the nodes that had not answered.
 func (a *attempt) decided() bool {
 	g, open := 0, 0
 	for i, s := range a.state {
@@ -257,81 +313,105 @@ func (a *attempt) decided() bool {
 			open++ // asked in this round, not answered yet
 		}
 	}
-	return g >= a.r.quorum || g+open < a.r.quorum
+	return g >= a.r.quorum || (g+open < a.r.quorum && (!a.queue || open == 0))
 }
 
-// appendAcquire appends the acquire script's EVALSHA for this try (and
-// WAIT when asked for) to b.
-func (a *attempt) appendAcquire(b []byte) []byte {
+// appendAcquire appends the acquire script's EVALSHA for this try, for a
+// node whose server process is run (and WAIT when asked for), to b.
+func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte {
 	r := a.r
-	var num [20]byte
-	b = appendArray(b, 11)
+	b = appendArray(b, 19)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, acquireScript.sha)
-	b = appendBulk(b, "3")
+	b = appendBulk(b, "5")
 	b = appendBulk(b, a.key)
-	b = appendBulkConcat(b, a.key, tokenSuffix)
+	b = appendBulkConcat(b, tokenPrefix, a.key)
 	b = appendBulk(b, markerKey)
+	b = appendBulkConcat(b, waitersPrefix, a.key)
+	b = appendBulkConcat(b, deadlinesPrefix, a.key)
 	b = appendBulk(b, a.value)
-	b = appendBulk(b, string(strconv.AppendInt(num[:0], a.o.TTL.Milliseconds(), 10)))
-	b = appendBulk(b, flag(r.o.quarantine))
-	b = appendBulk(b, flag(r.o.fencing))
-	floor := int64(0)
-	if r.o.fencing && !r.o.noClockFloor {
-		floor = time.Now().UnixMicro()
-	}
+	b = appendBulkInt(b, a.o.TTL.Milliseconds())
+	b = appendBulk(b, run)
+	b = appendBulkInt(b, r.c.maxTTL.Milliseconds())
+	b = appendBulk(b, flag(r.c.fencing))
 	b = appendBulkInt(b, floor)
-	if r.o.waitReplicas > 0 {
-		b = appendCommand(b, "WAIT", strconv.Itoa(r.o.waitReplicas), strconv.FormatInt(r.o.waitTimeout.Milliseconds(), 10))
+	b = appendBulkInt(b, r.counterLife().Milliseconds())
+	if a.queue && r.queues(i) {
+		b = appendBulk(b, r.id)
+		b = appendBulk(b, a.arrival)
+	} else {
+		b = appendBulk(b, "")
+		b = appendBulk(b, "0")
+	}
+	b = appendBulkInt(b, waitLease.Milliseconds())
+	b = appendBulk(b, flag(a.tries > 1 || a.contending))
+	if r.c.waitReplicas > 0 {
+		b = a.appendWait(b)
 	}
 	return b
 }
 
+// appendWait appends the WAIT of WithWait to b.
+func (a *attempt) appendWait(b []byte) []byte {
+	return appendCommand(b, "WAIT", strconv.Itoa(a.r.c.waitReplicas), strconv.FormatInt(a.r.c.waitTimeout.Milliseconds(), 10))
+}
+
+// counterLife is how long a fencing counter outlives its key's last
+// grant: with the clock floor, ten max TTLs and at least ten seconds
+// (every later token is above the clock by then, whatever the counter
+// was); with plain counters, for ever (0), since they are the only order.
+func (r *Redlock) counterLife() time.Duration {
+	if !r.c.clockFloor {
+		return 0
+	}
+	return max(10*r.c.maxTTL, 10*time.Second)
+}
+
 // record turns node i's replies into its outcome.
-func (a *attempt) record(i int, c *call, now time.Time) {
+func (a *attempt) record(i int, c *call) {
 	r := a.r
 	a.set[i] = true // a request that timed out may still have set the key
 	if c.err != nil {
 		a.state[i], a.cause[i] = failed, c.nodeErr()
 		return
 	}
-	k := 0
-	if c.info {
-		runID, err := c.node.observe(c.rep[0], c.rep[1], now, r.o.maxTTL, false)
-		if err != nil {
-			a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
-			return
-		}
-		a.admit[i] = runID
-		k = 2
-	}
-	rep := c.rep[k]
+	rep := c.rep[0]
 	if err := rep.err(); err != nil {
-		a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
+		a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: explain("the acquire script", err)}
 		return
+	}
+	if a.plain[i] {
+		a.set[i] = false // plainReply says where SET NX set it
+		rep = a.plainReply(i, c)
+		a.set[i] = a.set[i] || rep.n >= 0
 	}
 	switch {
 	case rep.n == -2:
-		c.node.suspect()
-		a.state[i], a.set[i] = excluded, false
-		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errors.New("lost its data (no marker): quarantined")}
+		c.node.suspect(time.Now())
+		a.state[i] = excluded
+		a.set[i] = a.plain[i] && a.set[i] // the script sets nothing then
+		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errors.New("lost its data or restarted (no marker for this process): quarantined")}
 		return
-	case rep.n == -1:
+	case rep.n == -3:
+		a.state[i] = excluded
+		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errors.New("does not record this client's max TTL yet")}
+		return
+	case rep.n == -1 || rep.n <= -10:
 		a.state[i], a.set[i] = held, false
+		a.token[i] = int64(waitRefresh / time.Millisecond)
+		if rep.n <= -10 {
+			a.token[i] = -rep.n - 10
+		}
+		a.queued = a.queued || a.queue
 		return
 	}
 	a.token[i] = rep.n
-	if r.o.waitReplicas > 0 {
-		if w := c.rep[k+1]; w.err() != nil || w.n < int64(r.o.waitReplicas) {
+	if r.c.waitReplicas > 0 {
+		if w := c.rep[len(c.rep)-1]; w.err() != nil || w.n < int64(r.c.waitReplicas) {
 			a.state[i] = failed
-			a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: fmt.Errorf("WAIT: %d of %d replicas acknowledged in %v (%v)", w.n, r.o.waitReplicas, r.o.waitTimeout, w.err())}
+			a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: fmt.Errorf("WAIT: %d of %d replicas acknowledged in %v (%v)", w.n, r.c.waitReplicas, r.c.waitTimeout, w.err())}
 			return
 		}
-	}
-	if !c.node.votes() {
-		a.state[i] = excluded
-		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: fmt.Errorf("restarted: quarantined until %s", c.node.quarantinedUntil().Format(time.RFC3339Nano))}
-		return
 	}
 	a.state[i] = granted
 }
@@ -346,19 +426,10 @@ func (a *attempt) count(s uint8) int {
 	return n
 }
 
-// admitNodes writes the marker on the nodes whose quarantine this round
-// found over (rare: once per node restart).
-func (a *attempt) admitNodes(ctx context.Context) {
-	for _, id := range a.admit {
-		if id != "" {
-			_ = a.r.admit(ctx, a.calls, a.admit)
-			return
-		}
-	}
-}
-
 // fail releases whatever the try may have set and returns the error that
-// explains the refusal, naming each failing node.
+// explains the refusal, naming each failing node. The release is sent
+// and not waited for: the next try's requests follow it on the same
+// connections, so the nodes run it first.
 func (a *attempt) fail(ctx context.Context, why string) error {
 	release := false
 	for _, s := range a.set {
@@ -367,14 +438,12 @@ func (a *attempt) fail(ctx context.Context, why string) error {
 	if release {
 		for i := range a.calls {
 			a.calls[i].skip = !a.set[i]
-			a.calls[i].extra = 0
+			a.calls[i].extra, a.calls[i].slow = 0, false
 		}
-		a.r.release(context.WithoutCancel(ctx), a.calls, a.key, a.value, a.o.TTL)
+		a.r.send(ctx, a.calls, a.key, a.value, a.r.reserveFor(a.o.TTL))
 	}
+	a.pause = a.expiry()
 	g, h := a.count(granted), a.count(held)
-	// Only contention among live nodes calls for the priority node first;
-	// after node failures, ask everyone again.
-	a.contended = h > 0 && a.count(failed) == 0
 	if why == "" {
 		why = fmt.Sprintf("%d of %d nodes granted, quorum %d", g, len(a.state), a.r.quorum)
 		if h > 0 {

@@ -27,7 +27,7 @@ func opener(addrs []string, opts ...redlock.Option) locktest.Opener {
 // owning is a Redlock that closes its clients when it is closed.
 type owning struct {
 	*redlock.Redlock
-	clients []redis.UniversalClient
+	clients []*redis.Client
 }
 
 func (o owning) Close() error {

@@ -3,8 +3,11 @@ package redlock
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,23 +15,33 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// conn is Redlock's own connection to a node, shared by every goroutine
-// of the Redlock: requests are pipelined on it and a reader goroutine
-// hands each reply to the request it answers. Redlock dials it itself,
-// with the client's options (dialer, TLS, credentials, database), because
-// go-redis can neither send one command to five nodes before waiting for
-// any reply, nor let a caller stop waiting once a majority has answered,
-// nor batch the commands of concurrent callers into one write — the three
-// things that make Redlock fast. Its state is guarded by its node's mutex.
+// conn is one of Redlock's own connections to a node. A node's pipelined
+// connection is shared by every goroutine of the Redlock: requests are
+// pipelined on it and a reader goroutine hands each reply to the request
+// it answers. Redlock dials it itself, with the client's options (dialer,
+// TLS, credentials, database), because go-redis can neither send one
+// command to five nodes before waiting for any reply, nor let a caller
+// stop waiting once a majority has answered, nor batch the commands of
+// concurrent callers into one write — the three things that make Redlock
+// fast. Its state is guarded by its node's mutex.
 type conn struct {
-	nc net.Conn
-	rd *bufio.Reader
+	nc  net.Conn
+	rd  *bufio.Reader
+	run string // the run_id of the server process, when the probe read it
 
 	wbuf    []byte     // requests not yet written
 	spare   []byte     // the buffer being written, recycled
 	writing bool       // a sender is writing wbuf
 	queue   []*pending // requests awaiting replies, in the order written
+	since   time.Time  // the last progress: a reply, or the queue becoming non-empty
 	broken  bool
+}
+
+// stalled reports whether the connection's server has answered nothing
+// for stallAfter while requests wait: a paused or cut-off node, whose
+// socket buffer may fill, so that writing to it could block the writer.
+func (c *conn) stalled(now time.Time) bool {
+	return len(c.queue) > 0 && now.Sub(c.since) > stallAfter
 }
 
 // pending is one request on a connection: the replies it expects, filled
@@ -38,34 +51,57 @@ type pending struct {
 	got      int
 	rep      [maxReplies]reply
 	err      error
-	done     atomic.Bool   // rep (or err) is complete
-	deadline time.Time     // when the round stops waiting for it
-	signal   chan struct{} // the round's: capacity 1, poked on completion
+	done     atomic.Bool // rep (or err) is complete
+	deadline time.Time   // when the round stops waiting for it
+	round    *round      // the round it belongs to, told of its completion
+	// records: the request is the acquire script, which records the
+	// client's max TTL on the node's marker when it runs (see plain.go);
+	// the reader notes it, whether or not the round still waits.
+	records bool
+}
+
+// round is what the requests of one exchange share: a channel that wakes
+// the round once left requests have completed.
+type round struct {
+	signal chan struct{} // capacity 1
+	left   atomic.Int32
+}
+
+// done counts a completed request, and wakes the round when it was the
+// last it waited for.
+func (r *round) done() {
+	if r.left.Add(-1) <= 0 {
+		r.poke()
+	}
+}
+
+func (r *round) poke() {
+	select {
+	case r.signal <- struct{}{}:
+	default:
+	}
 }
 
 // maxReplies bounds the commands of one request (scripts reloaded in
 // front of the longest request).
-const maxReplies = 8
+const maxReplies = 10
 
-// finish completes p and pokes its round. Once done is set, p belongs to
+// finish completes p and tells its round. Once done is set, p belongs to
 // its owner again (which may recycle it): p is not touched after that.
 func (p *pending) finish(err error) {
-	signal := p.signal
+	r := p.round
 	p.err = err
 	p.done.Store(true)
-	select {
-	case signal <- struct{}{}:
-	default:
-	}
+	r.done()
 }
 
 // pendings recycles the pendings whose replies have been read.
 var pendings = sync.Pool{New: func() any { return new(pending) }}
 
-// newPending returns a clear pending for a round signalling on signal.
-func newPending(signal chan struct{}) *pending {
+// newPending returns a clear pending of round r.
+func newPending(r *round) *pending {
 	p := pendings.Get().(*pending)
-	p.want, p.got, p.err, p.signal = 0, 0, nil, signal
+	p.want, p.got, p.err, p.round, p.records = 0, 0, nil, r, false
 	p.done.Store(false)
 	return p
 }
@@ -79,70 +115,119 @@ func recycle(p *pending) {
 	}
 }
 
-// dial opens a connection to the node that opt describes, authenticates,
-// selects the database and loads the scripts, all in one round trip.
-func dial(ctx context.Context, opt *redis.Options, deadline time.Time) (*conn, error) {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+// handshake is what a new connection sends before anyone uses it.
+type handshake struct {
+	scripts bool   // load the scripts
+	probe   []byte // the quarantine probe to run, or nil
+}
+
+// dial opens a connection to the node that opt describes: it
+// authenticates, selects the database, loads the scripts and runs the
+// quarantine probe, all in one round trip, and returns the probe's answer.
+// It runs in the background, bounded by ctx (the client's DialTimeout),
+// never on a lock round's clock.
+func dial(ctx context.Context, opt *redis.Options, hs handshake) (*conn, string, error) {
 	network := opt.Network
 	if network == "" {
 		network = "tcp"
 	}
 	nc, err := opt.Dialer(ctx, network, opt.Addr)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	user, pass, err := credentials(ctx, opt)
 	if err != nil {
 		nc.Close()
-		return nil, err
+		return nil, "", err
 	}
 	var req []byte
-	want := 0
+	var what []string // what each reply answers, for errors
 	if pass != "" {
 		if user != "" {
 			req = appendCommand(req, "AUTH", user, pass)
 		} else {
 			req = appendCommand(req, "AUTH", pass)
 		}
-		want++
+		what = append(what, "AUTH")
 	}
 	if opt.DB != 0 {
-		req = appendCommand(req, "SELECT", fmt.Sprint(opt.DB))
-		want++
+		req = appendCommand(req, "SELECT", strconv.Itoa(opt.DB))
+		what = append(what, "SELECT")
 	}
-	for _, s := range allScripts {
-		req = appendCommand(req, "SCRIPT", "LOAD", s.src)
-		want++
+	if hs.scripts {
+		for _, s := range allScripts {
+			req = appendCommand(req, "SCRIPT", "LOAD", s.src)
+			what = append(what, "SCRIPT LOAD")
+		}
+	}
+	if hs.probe != nil {
+		req = append(req, hs.probe...)
+		what = append(what, "the quarantine probe (INFO server, INFO memory)")
 	}
 	c := &conn{nc: nc, rd: bufio.NewReaderSize(nc, 16<<10)}
-	if err := c.handshake(req, want, deadline); err != nil {
+	last, err := c.handshake(ctx, req, what)
+	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("handshake: %w", err)
+		return nil, "", fmt.Errorf("handshake: %w", err)
 	}
-	return c, nil
+	if hs.probe == nil {
+		last = ""
+	}
+	return c, last, nil
 }
 
-// handshake writes req and checks its want replies, before anyone else
-// uses the connection.
-func (c *conn) handshake(req []byte, want int, deadline time.Time) error {
+// handshake writes req and checks its replies, before anyone else uses
+// the connection; it returns the last reply's text.
+func (c *conn) handshake(ctx context.Context, req []byte, what []string) (string, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(adminTimeout)
+	}
 	if err := c.nc.SetDeadline(deadline); err != nil {
-		return err
+		return "", err
 	}
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
 	if _, err := c.nc.Write(req); err != nil {
-		return err
+		return "", err
 	}
-	var first error
-	for range want {
+	var last reply
+	for _, w := range what {
 		r, err := readReply(c.rd)
 		if err != nil {
-			return err
+			return "", err
 		}
-		if err := r.err(); err != nil && first == nil {
-			first = err
+		if err := r.err(); err != nil {
+			return "", explain(w, err)
 		}
+		last = r
 	}
-	return first
+	return last.s, c.nc.SetDeadline(time.Time{})
+}
+
+// explain adds to a node's refusal of command what Redlock needs from it,
+// for the refusals an operator must act on (ACL permissions).
+func explain(command string, err error) error {
+	var re redisError
+	// NOPERM, or inside a script (Redis 7.0) "The user executing the
+	// script can't run this command".
+	if errors.As(err, &re) && (strings.Contains(string(re), "NOPERM") || strings.Contains(string(re), "can't run this command")) {
+		return fmt.Errorf("%s refused by the node's ACL: %w (Redlock's user needs +evalsha, +script|load, +info with the restart quarantine, +blpop, and the keys of the locks and those starting with %q)",
+			command, err, reserved)
+	}
+	return fmt.Errorf("%s: %w", command, err)
+}
+
+// call sends one request on a connection nobody else uses (a blocking
+// one) and reads its reply.
+func (c *conn) call(req []byte, deadline time.Time) (reply, error) {
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		return reply{}, err
+	}
+	if _, err := c.nc.Write(req); err != nil {
+		return reply{}, err
+	}
+	return readReply(c.rd)
 }
 
 // credentials returns the username and password the client would use.

@@ -15,7 +15,7 @@ import (
 // Take a lock on five independent Redis masters, use its fencing token,
 // and give it back. (addrs are the masters' addresses.)
 func Example() {
-	clients := make([]redis.UniversalClient, len(addrs))
+	clients := make([]*redis.Client, len(addrs))
 	for i, addr := range addrs {
 		clients[i] = redis.NewClient(&redis.Options{Addr: addr})
 		defer clients[i].Close()
@@ -56,7 +56,7 @@ func Example() {
 // Keep a lease alive while the work runs, and stop working when it is
 // lost: the watchdog extends it every TTL/3 and closes Done if it cannot.
 func Example_autoExtend() {
-	clients := make([]redis.UniversalClient, len(addrs))
+	clients := make([]*redis.Client, len(addrs))
 	for i, addr := range addrs {
 		clients[i] = redis.NewClient(&redis.Options{Addr: addr})
 		defer clients[i].Close()

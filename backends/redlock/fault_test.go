@@ -16,37 +16,12 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-// cluster starts five fresh Redis masters for one test and returns them
-// with a Redlock factory over them.
+// cluster starts five fresh Redis masters for one test, admits them, and
+// returns them with a Redlock factory over them.
 func cluster(t *testing.T, o compose.RedisOptions) ([]*compose.Node, func(opts ...redlock.Option) *redlock.Redlock) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 5, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, n.Addr())
-	}
-	return nodes, func(opts ...redlock.Option) *redlock.Redlock {
-		clients := newClients(addrs)
-		rl, err := redlock.New(clients, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			rl.Close()
-			closeClients(clients)
-		})
-		bctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rl.Bootstrap(bctx); err != nil {
-			t.Fatal(err)
-		}
-		return rl
-	}
+	nodes, addrs := fresh(t, 5, o)
+	return nodes, func(opts ...redlock.Option) *redlock.Redlock { return newRedlock(t, addrs, opts...) }
 }
 
 func TestMinorityDown(t *testing.T) {

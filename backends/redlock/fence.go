@@ -13,7 +13,7 @@ import (
 // fence returns the lease's token: the highest the granting nodes
 // returned, written back until a majority of nodes has it.
 func (a *attempt) fence(ctx context.Context) (int64, error) {
-	if !a.r.o.fencing {
+	if !a.r.c.fencing {
 		return 0, nil
 	}
 	var top int64
@@ -34,11 +34,12 @@ func (a *attempt) fence(ctx context.Context) (int64, error) {
 	// Raise the granting nodes that returned less.
 	for i := range a.calls {
 		a.calls[i].skip = !(a.state[i] == granted && a.token[i] < top)
-		a.calls[i].extra = 0
+		a.calls[i].extra, a.calls[i].slow = 0, false
 	}
 	topStr := strconv.FormatInt(top, 10)
-	exchange(ctx, a.calls, a.r.timeout(a.o.TTL), func(_ int, c *call) {
-		c.buf = appendCommand(c.buf, "EVALSHA", raiseScript.sha, "1", a.key+tokenSuffix, topStr)
+	life := strconv.FormatInt(a.r.counterLife().Milliseconds(), 10)
+	exchange(ctx, a.calls, a.r.timeout(a.o.TTL), 0, func(_ int, c *call) {
+		c.buf = appendCommand(c.buf, "EVALSHA", raiseScript.sha, "1", tokenPrefix+a.key, topStr, life)
 		c.p.want = 1
 	}, nil)
 	var errs []error

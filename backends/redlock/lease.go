@@ -16,7 +16,10 @@ import (
 type hold struct {
 	r          *Redlock
 	key, value string
+	ttl        time.Duration
 	left       atomic.Bool // the key's turn has been handed on
+	ended      atomic.Bool // the lease ended other than by Release
+	lease      *locker.Handle
 }
 
 var (
@@ -25,21 +28,24 @@ var (
 )
 
 // Extend runs the extend script on every node and succeeds when a
-// majority still held the key for us, within the new validity.
+// majority still held the key for us, within the new validity. If the
+// lease ended while the extension was on its way (it expired, say), the
+// nodes that extended it hold the key for nobody: it is given back.
 func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	r := h.r
-	if ttl < time.Millisecond || (r.o.quarantine && ttl > r.o.maxTTL) {
-		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: must be between 1ms and the max TTL %v", ttl, h.key, r.o.maxTTL)
+	if ttl < time.Millisecond || (r.c.quarantine && ttl > r.c.maxTTL) {
+		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: must be between 1ms and the max TTL %v", ttl, h.key, r.c.maxTTL)
 	}
-	if err := r.closed(); err != nil {
-		return time.Time{}, err
+	if err := r.begin(); err != nil {
+		return time.Time{}, fmt.Errorf("extend %q: %w", h.key, err)
 	}
+	defer r.ops.Done()
 	start := time.Now()
 	calls := r.getCalls()
 	defer r.putCalls(calls)
 	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "1", h.key, h.value, strconv.FormatInt(ttl.Milliseconds(), 10))
 	ok, notOurs := 0, 0
-	exchange(ctx, calls, r.timeout(ttl), func(_ int, c *call) {
+	exchange(ctx, calls, r.timeout(ttl), r.quorum, func(_ int, c *call) {
 		c.req, c.p.want = cmd, 1
 	}, func(_ int, c *call) bool {
 		switch answer(c) {
@@ -51,38 +57,78 @@ func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 		return ok >= r.quorum || notOurs > len(calls)-r.quorum
 	})
 	ok, notOurs, errs := tally(calls)
-	validUntil := start.Add(ttl - time.Duration(float64(ttl)*r.o.drift) - 2*time.Millisecond)
+	if ok > 0 && h.ended.Load() {
+		h.giveBack()
+	}
+	validUntil := start.Add(ttl - time.Duration(float64(ttl)*r.c.drift) - 2*time.Millisecond)
 	switch {
 	case ok >= r.quorum && time.Now().Before(validUntil):
 		return validUntil, nil
 	case notOurs > len(r.nodes)-r.quorum:
-		return time.Time{}, fmt.Errorf("%w: %q is ours on %d of %d nodes, quorum %d: %w", locker.ErrNotHeld, h.key, ok, len(r.nodes), r.quorum, errors.Join(errs...))
+		return time.Time{}, withCauses(fmt.Errorf("%w: %q is ours on %d of %d nodes, quorum %d", locker.ErrNotHeld, h.key, ok, len(r.nodes), r.quorum), errs)
+	case ok >= r.quorum:
+		return time.Time{}, fmt.Errorf("%w: %q extended on %d of %d nodes, but only after its new validity had passed", locker.ErrUnavailable, h.key, ok, len(r.nodes))
 	default:
-		return time.Time{}, fmt.Errorf("%q extended on %d of %d nodes, quorum %d: %w", h.key, ok, len(r.nodes), r.quorum, errors.Join(errs...))
+		return time.Time{}, withCauses(fmt.Errorf("%w: %q extended on %d of %d nodes, quorum %d", locker.ErrUnavailable, h.key, ok, len(r.nodes), r.quorum), errs)
 	}
+}
+
+// withCauses appends the joined per-node causes to err, if any.
+func withCauses(err error, causes []error) error {
+	if len(causes) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, errors.Join(causes...))
 }
 
 // Release runs the release script on every node, then hands the key's
 // turn to the next goroutine of this process that waits for it.
 func (h *hold) Release(ctx context.Context) error {
 	defer h.leave()
-	calls := h.r.getCalls()
-	defer h.r.putCalls(calls)
-	ok, notOurs, errs := h.r.release(ctx, calls, h.key, h.value, h.r.o.maxTTL)
+	r := h.r
+	if err := r.begin(); err != nil {
+		return fmt.Errorf("release %q: %w", h.key, err) // Close releases it
+	}
+	defer r.ops.Done()
+	calls := r.getCalls()
+	defer r.putCalls(calls)
+	ok, notOurs, errs := r.release(ctx, calls, h.key, h.value, r.reserveFor(h.ttl), true)
+	r.holds.remove(h)
 	switch {
 	case ok == 0 && len(errs) == 0:
 		return fmt.Errorf("%w: %q was not ours on any node", locker.ErrNotHeld, h.key)
-	case ok+notOurs < h.r.quorum && len(errs) > 0:
+	case ok+notOurs < r.quorum && len(errs) > 0:
 		// Fewer than a majority confirmed: the key may still be held.
-		return fmt.Errorf("%q released on %d of %d nodes; it stays taken on the others until its TTL: %w", h.key, ok, len(calls), errors.Join(errs...))
+		return fmt.Errorf("%w: %q released on %d of %d nodes; it stays taken on the others until its TTL: %w", locker.ErrUnavailable, h.key, ok, len(calls), errors.Join(errs...))
 	}
 	// A majority no longer holds it for us: the key is free (a minority
 	// that missed the release lets it expire).
 	return nil
 }
 
-// Ended hands the key's turn on when the lease expires or is lost.
-func (h *hold) Ended(error) { h.leave() }
+// Ended hands the key's turn on when the lease ends other than by
+// Release (it expired, was lost, or Close ended it), and gives the key
+// back: an expired lease may still hold it on the nodes for a few
+// milliseconds (its drift allowance), or for a whole TTL if an extension
+// reached them after the lease ended.
+func (h *hold) Ended(error) {
+	h.ended.Store(true)
+	h.leave()
+	if h.r.closed() == nil { // else Close gives it back
+		h.r.background(h.giveBack)
+	}
+}
+
+// giveBack releases the key on every node, within releaseTimeout, once
+// its lease has ended, and forgets the hold.
+func (h *hold) giveBack() {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	calls := h.r.getCalls()
+	defer h.r.putCalls(calls)
+	h.r.release(ctx, calls, h.key, h.value, h.r.reserveFor(h.ttl), true)
+	h.r.holds.remove(h)
+}
 
 // leave hands the key's turn on, once, however the lease ended.
 func (h *hold) leave() {
@@ -93,25 +139,30 @@ func (h *hold) leave() {
 
 // release runs the release script on the calls that are not skipped, and
 // returns how many nodes released the key, how many did not hold it for
-// value, and the errors of the others.
-func (r *Redlock) release(ctx context.Context, calls []call, key, value string, ttl time.Duration) (ok, notOurs int, errs []error) {
-	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
-	list := key + handoffSuffix
-	push := appendCommand(nil, "EVALSHA", releaseScript.sha, "2", key, list, value, "1", ttlMS)
-	quiet := appendCommand(nil, "EVALSHA", releaseScript.sha, "2", key, list, value, "0", ttlMS)
+// value, and the errors of the others. A node whose key has waiters
+// reserves it for the first of them for reserve, and the first
+// handoffNodes nodes wake that waiter. With dequeue, this Redlock also
+// leaves the key's queue (a holder's release: its place is stale); a
+// failed attempt that releases what it got keeps its place.
+func (r *Redlock) release(ctx context.Context, calls []call, key, value string, reserve time.Duration, dequeue bool) (ok, notOurs int, errs []error) {
+	id := ""
+	if dequeue {
+		id = r.id
+	}
 	asked, answered := 0, 0
 	for i := range calls {
 		if !calls[i].skip {
 			asked++
 		}
 	}
+	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
+	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
-	exchange(ctx, calls, max(r.timeout(ttl), releaseTimeout), func(i int, c *call) {
-		c.req, c.p.want = quiet, 1
-		if i < handoffNodes {
-			c.req = push // the nodes waiters block on
-		}
+	exchange(ctx, calls, releaseTimeout, r.quorum, func(i int, c *call) {
+		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "3", key, waitersPrefix+key, deadlinesPrefix+key,
+			value, r.queueID(i, id), flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
+		c.p.want = 1
 	}, func(_ int, c *call) bool {
 		if answer(c) >= 0 {
 			answered++
@@ -121,6 +172,18 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 		return answered >= r.quorum || answered == asked
 	})
 	return tally(calls)
+}
+
+// send sends the release script to the calls that are not skipped, to
+// free what a failed try may have set, and does not wait for the answers.
+func (r *Redlock) send(ctx context.Context, calls []call, key, value string, reserve time.Duration) {
+	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
+	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
+	exchange(context.WithoutCancel(ctx), calls, 0, 0, func(i int, c *call) {
+		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "3", key, waitersPrefix+key, deadlinesPrefix+key,
+			value, "", flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
+		c.p.want = 1
+	}, func(int, *call) bool { return true })
 }
 
 // releaseTimeout is the least a release waits for each node.

@@ -54,15 +54,15 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func newClients(addrs []string) []redis.UniversalClient {
-	clients := make([]redis.UniversalClient, len(addrs))
+func newClients(addrs []string) []*redis.Client {
+	clients := make([]*redis.Client, len(addrs))
 	for i, a := range addrs {
 		clients[i] = redis.NewClient(&redis.Options{Addr: a})
 	}
 	return clients
 }
 
-func closeClients(clients []redis.UniversalClient) {
+func closeClients(clients []*redis.Client) {
 	for _, c := range clients {
 		c.Close()
 	}

@@ -3,7 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,17 +14,38 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-// downFor is how long a node whose dial failed is skipped before the next
-// dial, so that a dead node costs nothing instead of a dial per round.
-const downFor = 100 * time.Millisecond
-
-// lateFor is how long past its round's deadline a reply may still come
-// before the connection is declared dead (a paused or hung server); until
-// then late replies are read and dropped, and the connection lives on.
-const lateFor = time.Second
+// Timing of the connections.
+const (
+	// downFor is how long a node whose dial failed is skipped before the
+	// next dial, so that a dead node costs nothing instead of a dial per
+	// round.
+	downFor = 100 * time.Millisecond
+	// lateFor is how long past its round's deadline a reply may still come
+	// before the connection is declared dead (a paused or hung server);
+	// until then late replies are read and dropped, and the connection
+	// lives on.
+	lateFor = time.Second
+	// writeTimeout bounds one write of a connection's batch. It belongs to
+	// the connection, never to a caller: a caller whose context is about
+	// to end must not fail a batch that carries other callers' requests.
+	writeTimeout = time.Second
+	// stallAfter is how long a connection may wait for replies before its
+	// writes are moved off the callers' goroutines (see conn.stalled).
+	stallAfter = 20 * time.Millisecond
+	// defaultDialTimeout bounds a dial and its handshake when the client's
+	// options set no DialTimeout.
+	defaultDialTimeout = 5 * time.Second
+)
 
 var (
-	errClosedNode = errors.New("redlock closed")
+	// errClosed: the Redlock was closed while the request was on its way.
+	errClosed = fmt.Errorf("%w: its connections are closed", locker.ErrClosed)
+	// errConnecting: the node's connection is being dialled, in the
+	// background, and this round does not wait for it.
+	errConnecting = errors.New("connecting")
+	// errRestarted: the request was meant for a server process (run_id)
+	// that is no longer the one behind the connection.
+	errRestarted = errors.New("the server process changed (restart): quarantine check pending")
 	// errNoReply: the node had not answered when the round stopped
 	// waiting because it had its answer (a majority granted, say). It
 	// says nothing bad of the node.
@@ -31,39 +54,117 @@ var (
 	errTimeout = errors.New("no reply within the per-node timeout")
 )
 
-// node is one Redis master: its client options, Redlock's connection to
+// node is one Redis master: its client options, Redlock's connections to
 // it and what this client knows of its health.
 type node struct {
+	r    *Redlock
 	addr string
-	opt  *redis.Options // the caller's client's: address, auth, TLS
+	opt  *redis.Options // the caller's client's: address, dialer, auth, TLS
 
-	mu        sync.Mutex
+	ctx    context.Context // ends with close: stops dials and the prober
+	cancel context.CancelFunc
+	first  chan struct{} // closed once every lane's first dial has ended
+	dials  int           // lanes whose first dial has not ended
+
+	mu     sync.Mutex
+	main   lane // every request but grants that WAIT
+	slow   lane // grants that WAIT (WithWait), which block their connection
+	closed bool
+	health health // restart quarantine; see quarantine.go
+	bg     sync.WaitGroup
+}
+
+// lane is one of a node's connections, and its dialling state.
+type lane struct {
 	c         *conn // nil until dialled, and after it broke
-	closed    bool
+	dialing   bool
+	dialled   bool // a dial has ended once
 	downUntil time.Time
 	downErr   error
-	health    health // restart quarantine; see quarantine.go
-	readers   sync.WaitGroup
+	parked    []parked // requests waiting for the dial in progress
 }
 
-func newNode(c *redis.Client) *node {
-	opt := c.Options()
-	return &node{addr: opt.Addr, opt: opt}
+// parked is a request sent while its lane was being dialled: it goes out
+// as soon as the connection is up, in order, or fails with the dial.
+type parked struct {
+	p   *pending
+	req []byte
+	run string
 }
 
-// send queues req on the node's connection, dialling it if needed, and
-// writes it unless another sender is writing, in which case that sender
-// writes it with its own: concurrent requests share one write, and the
-// server one read. The connection's reader fills in p.
-func (n *node) send(ctx context.Context, p *pending, req []byte) error {
+// maxParked bounds the requests that wait for one dial; beyond it, rounds
+// do not wait for the node.
+const maxParked = 1024
+
+func newNode(r *Redlock, opt *redis.Options) *node {
+	n := &node{r: r, addr: opt.Addr, opt: opt, first: make(chan struct{}), dials: 1}
+	if r.c.waitReplicas > 0 {
+		n.dials++
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	return n
+}
+
+// start dials the node's connections, so that the first lock round finds
+// them ready.
+func (n *node) start() {
 	n.mu.Lock()
-	c, err := n.connLocked(ctx, p.deadline)
-	if err != nil {
+	defer n.mu.Unlock()
+	n.redialLocked(&n.main)
+	if n.r.c.waitReplicas > 0 {
+		n.redialLocked(&n.slow)
+	}
+}
+
+// connected reports whether the node's main connection is up.
+func (n *node) connected() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.main.c != nil
+}
+
+// send queues req on the node's connection (slow: the one for grants that
+// WAIT) and writes it unless another sender is writing, in which case that
+// sender writes it with its own: concurrent requests share one write, and
+// the server one read. The connection's reader fills in p. Without a
+// connection, a dial starts in the background and req waits for it (up to
+// maxParked requests), unless the node is known to be down: then send
+// fails at once.
+//
+// A request built for a server process (run, a run_id; "" for any) is
+// sent only on a connection to that process: a grant must not reach a
+// restarted server whose marker names the process before it.
+func (n *node) send(p *pending, req []byte, slow bool, run string) error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return errClosed
+	}
+	l := &n.main
+	if slow {
+		l = &n.slow
+	}
+	c := l.c
+	if c == nil {
+		// Dialled in the background: the request waits for the
+		// connection, and its round for the request up to its deadline
+		// only, while the dial keeps its own.
+		err := n.redialLocked(l)
+		if err == errConnecting && len(l.parked) < maxParked {
+			l.parked = append(l.parked, parked{p, append([]byte(nil), req...), run})
+			err = nil
+		}
 		n.mu.Unlock()
 		return err
 	}
+	if run != "" && run != c.run {
+		n.mu.Unlock()
+		return errRestarted
+	}
+	now := time.Now()
 	busy := len(c.queue) > 0 // other requests in flight: others are sending too
 	if !busy {
+		c.since = now
 		_ = c.nc.SetReadDeadline(p.deadline.Add(lateFor))
 	}
 	c.queue = append(c.queue, p)
@@ -73,6 +174,19 @@ func (n *node) send(ctx context.Context, p *pending, req []byte) error {
 		return nil
 	}
 	c.writing = true
+	if c.stalled(now) {
+		// The server reads nothing: its socket buffer may be full, and a
+		// write would block this caller. Write from the background.
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			n.writeLocked(c)
+		}()
+		n.mu.Unlock()
+		return nil
+	}
 	if busy {
 		// Under concurrency, let the goroutines that are ready to run add
 		// their requests before the write, so that one write (and one
@@ -81,11 +195,19 @@ func (n *node) send(ctx context.Context, p *pending, req []byte) error {
 		runtime.Gosched()
 		n.mu.Lock()
 	}
+	n.writeLocked(c)
+	n.mu.Unlock()
+	return nil
+}
+
+// writeLocked writes c's batch until it is empty, releasing n.mu during
+// each write. The write deadline is the connection's own.
+func (n *node) writeLocked(c *conn) {
 	for len(c.wbuf) > 0 && !c.broken {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
 		n.mu.Unlock()
-		err := c.nc.SetWriteDeadline(p.deadline)
+		err := c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		if err == nil {
 			_, err = c.nc.Write(buf)
 		}
@@ -96,38 +218,96 @@ func (n *node) send(ctx context.Context, p *pending, req []byte) error {
 		}
 	}
 	c.writing = false
-	n.mu.Unlock()
-	return nil
 }
 
-// connLocked returns the node's connection, dialling it if there is none.
-func (n *node) connLocked(ctx context.Context, deadline time.Time) (*conn, error) {
+// redialLocked starts dialling lane l in the background unless it is
+// already, or the node is known to be down, and returns why there is no
+// connection now.
+func (n *node) redialLocked(l *lane) error {
 	if n.closed {
-		return nil, errClosedNode
+		return errClosed
 	}
-	if n.c != nil {
-		return n.c, nil
+	if l.dialing {
+		return errConnecting
 	}
-	if time.Now().Before(n.downUntil) {
-		return nil, n.downErr
+	if time.Now().Before(l.downUntil) {
+		return l.downErr
 	}
-	c, err := dial(ctx, n.opt, deadline)
-	if err != nil {
-		if ctx.Err() == nil { // our own cancellation says nothing of the node
-			n.downUntil, n.downErr = time.Now().Add(downFor), err
+	l.dialing = true
+	n.bg.Add(1)
+	go n.dial(l)
+	return errConnecting
+}
+
+// dial dials lane l, with its own deadline (the client's DialTimeout),
+// and installs the connection.
+func (n *node) dial(l *lane) {
+	defer n.bg.Done()
+	timeout := n.opt.DialTimeout
+	if timeout <= 0 {
+		timeout = defaultDialTimeout
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, timeout)
+	defer cancel()
+	hs := handshake{scripts: true}
+	if n.r.c.quarantine {
+		hs.probe = n.r.probeRequest("look")
+	}
+	c, probe, err := dial(ctx, n.opt, hs)
+
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l.dialing = false
+	if !l.dialled {
+		l.dialled = true
+		if n.dials--; n.dials == 0 {
+			close(n.first)
 		}
-		return nil, err
 	}
-	n.c = c
-	n.readers.Add(1)
+	if err == nil && n.closed {
+		c.nc.Close()
+		err = errClosed
+	}
+	waiting := l.parked
+	l.parked = nil
+	if err != nil {
+		l.downUntil, l.downErr = time.Now().Add(downFor), err
+		for _, w := range waiting {
+			w.p.finish(err)
+		}
+		return
+	}
+	l.c, l.downErr = c, nil
+	if hs.probe != nil {
+		if f := strings.Fields(probe); len(f) > 1 {
+			c.run = f[1]
+		}
+		n.observeLocked(probe, time.Now())
+	}
+	for _, w := range waiting {
+		if w.run != "" && w.run != c.run {
+			w.p.finish(errRestarted)
+			continue
+		}
+		if len(c.queue) == 0 {
+			c.since = time.Now()
+			_ = c.nc.SetReadDeadline(w.p.deadline.Add(lateFor))
+		}
+		c.queue = append(c.queue, w.p)
+		c.wbuf = append(c.wbuf, w.req...)
+	}
+	if len(c.wbuf) > 0 {
+		c.writing = true
+		n.writeLocked(c)
+	}
+	n.bg.Add(1)
 	go n.read(c)
-	return c, nil
 }
 
 // read hands each reply on c to the request it answers, in order, until
 // the connection fails or is closed.
 func (n *node) read(c *conn) {
-	defer n.readers.Done()
+	defer n.bg.Done()
 	for {
 		r, err := readReply(c.rd)
 		n.mu.Lock()
@@ -142,7 +322,11 @@ func (n *node) read(c *conn) {
 		p := c.queue[0]
 		p.rep[p.got] = r
 		p.got++
+		c.since = time.Now()
 		if p.got == p.want {
+			if p.records && p.rep[0].kind == ':' && p.rep[0].n != -2 {
+				n.health.maxTTL = max(n.health.maxTTL, n.r.c.maxTTL)
+			}
 			c.queue[0] = nil
 			c.queue = c.queue[1:]
 			if len(c.queue) > 0 {
@@ -157,15 +341,18 @@ func (n *node) read(c *conn) {
 }
 
 // breakLocked closes a connection that failed: its state is unknown, so
-// every request still waiting on it fails with err.
+// every request still waiting on it fails with err. The next request
+// dials again, in the background.
 func (n *node) breakLocked(c *conn, err error) {
 	if c.broken {
 		return
 	}
 	c.broken = true
 	c.nc.Close()
-	if n.c == c {
-		n.c = nil
+	for _, l := range []*lane{&n.main, &n.slow} {
+		if l.c == c {
+			l.c = nil
+		}
 	}
 	for _, p := range c.queue {
 		p.finish(err)
@@ -173,190 +360,20 @@ func (n *node) breakLocked(c *conn, err error) {
 	c.queue, c.wbuf = nil, nil
 }
 
-// close closes the connection and waits for its reader to return.
+// close closes the connections and waits for the node's goroutines.
 func (n *node) close() {
+	n.cancel()
 	n.mu.Lock()
 	n.closed = true
-	if n.c != nil {
-		n.breakLocked(n.c, errClosedNode)
+	for _, l := range []*lane{&n.main, &n.slow} {
+		if l.c != nil {
+			n.breakLocked(l.c, errClosed)
+		}
+		for _, w := range l.parked {
+			w.p.finish(errClosed)
+		}
+		l.parked = nil
 	}
 	n.mu.Unlock()
-	n.readers.Wait()
-}
-
-// call is one node's part of a round: the commands sent to it and the
-// replies read back.
-type call struct {
-	node  *node
-	skip  bool   // not part of this round
-	info  bool   // the request carries INFO and GET marker first
-	buf   []byte // the call's own request buffer, reused from round to round
-	req   []byte // what to send: buf, or a request shared by every call
-	p     *pending
-	rep   []reply // the replies, once complete
-	err   error   // the node could not be reached, failed, or had not answered
-	extra time.Duration
-}
-
-// nodeErr wraps the call's error with its node's address.
-func (c *call) nodeErr() error {
-	if c.err == nil {
-		return nil
-	}
-	return &locker.NodeError{Node: c.node.addr, Err: c.err}
-}
-
-// exchange runs one round: it sends every call's request before it waits
-// for any reply (build appends a call's request to c.buf, or points c.req
-// at a request shared by every call, and sets c.p.want), then hands each reply to onReply as it
-// arrives, in arrival order, until onReply says the round has its answer
-// (a majority granted, say), every call is done, the per-node timeout
-// passes or ctx ends. The calls still unanswered then get errNoReply; their
-// replies are read and dropped when they come. A node that answers
-// NOSCRIPT gets its scripts loaded and the request again. onReply may be
-// nil: wait for every call.
-func exchange(ctx context.Context, calls []call, timeout time.Duration, build func(int, *call), onReply func(int, *call) bool) {
-	deadline := time.Now().Add(timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	signal := make(chan struct{}, 1)
-	waiting := 0
-	for i := range calls {
-		c := &calls[i]
-		if c.skip {
-			continue
-		}
-		recycle(c.p)
-		c.info, c.err, c.rep, c.p = false, nil, nil, nil
-		c.buf, c.req = c.buf[:0], nil
-		if err := ctx.Err(); err != nil {
-			c.err = err
-			continue
-		}
-		c.p = newPending(signal)
-		build(i, c)
-		if c.req == nil {
-			c.req = c.buf
-		}
-		c.p.deadline = deadline.Add(c.extra)
-		if c.err = c.node.send(ctx, c.p, c.req); c.err != nil {
-			c.p = nil
-			continue
-		}
-		waiting++
-	}
-	// Calls that failed at once (a dead node) are answers too.
-	for i := range calls {
-		c := &calls[i]
-		if !c.skip && c.p == nil && onReply != nil && onReply(i, c) {
-			expire(calls, errNoReply)
-			return
-		}
-	}
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for waiting > 0 {
-		for i := range calls {
-			c := &calls[i]
-			if c.skip || c.p == nil || c.rep != nil || c.err != nil || !c.p.done.Load() {
-				continue
-			}
-			waiting--
-			if c.err = c.p.err; c.err == nil {
-				c.rep = c.p.rep[:c.p.want]
-				if hasNoScript(c.rep) {
-					c.err = c.reload(ctx, deadline.Add(c.extra))
-				}
-			}
-			if onReply != nil && onReply(i, c) {
-				expire(calls, errNoReply)
-				return
-			}
-		}
-		if waiting == 0 {
-			return
-		}
-		if timer == nil {
-			timer = time.NewTimer(time.Until(deadline) + maxExtra(calls))
-		}
-		select {
-		case <-signal:
-		case <-timer.C:
-			expire(calls, errTimeout)
-			return
-		case <-ctx.Done():
-			expire(calls, ctx.Err())
-			return
-		}
-	}
-}
-
-// expire gives the calls still unanswered err.
-func expire(calls []call, err error) {
-	for i := range calls {
-		c := &calls[i]
-		if !c.skip && c.p != nil && c.rep == nil && c.err == nil {
-			c.err = err
-		}
-	}
-}
-
-func maxExtra(calls []call) time.Duration {
-	var d time.Duration
-	for i := range calls {
-		d = max(d, calls[i].extra)
-	}
-	return d
-}
-
-// reload loads the scripts on a node that lost them (SCRIPT FLUSH, or a
-// restart behind a proxy that kept the connection) and sends the call's
-// request again, waiting for it alone. The commands of a request before
-// its EVALSHA are reads or idempotent.
-func (c *call) reload(ctx context.Context, deadline time.Time) error {
-	var req []byte
-	for _, s := range allScripts {
-		req = appendCommand(req, "SCRIPT", "LOAD", s.src)
-	}
-	req = append(req, c.req...)
-	p := newPending(make(chan struct{}, 1))
-	p.want, p.deadline = len(allScripts)+c.p.want, deadline
-	if err := c.node.send(ctx, p, req); err != nil {
-		return err
-	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case <-p.signal:
-	case <-timer.C:
-		return errNoReply
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if p.err != nil {
-		return p.err
-	}
-	for _, r := range p.rep[:len(allScripts)] {
-		if err := r.err(); err != nil {
-			return err
-		}
-	}
-	recycle(c.p)
-	c.p = p
-	c.rep = p.rep[len(allScripts):p.want]
-	return nil
-}
-
-func hasNoScript(reps []reply) bool {
-	for _, r := range reps {
-		if isNoScript(r.err()) {
-			return true
-		}
-	}
-	return false
+	n.bg.Wait()
 }

@@ -73,6 +73,14 @@ func (q *queue) tryEnter(key string) bool {
 	return true
 }
 
+// busy reports whether a goroutine holds or awaits key's turn.
+func (q *queue) busy(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.keys[key]
+	return ok
+}
+
 // leave hands key's turn to the next waiter, or frees it.
 func (q *queue) leave(key string) {
 	q.mu.Lock()

@@ -2,11 +2,13 @@ package redlock
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,145 +16,42 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-// Defaults of the options.
-const (
-	// DefaultMaxTTL is the longest TTL a lease may ask for, and the length
-	// of a restarted node's quarantine.
-	DefaultMaxTTL = time.Minute
-	// DefaultDrift is the clock drift allowance: validity loses TTL×drift
-	// (plus 2 ms).
-	DefaultDrift = 0.01
-)
-
-// Option configures a Redlock.
-type Option func(*options) error
-
-type options struct {
-	fencing      bool
-	noClockFloor bool // plain counters: WithClockFloor(false)
-	quarantine   bool
-	maxTTL       time.Duration
-	drift        float64
-	nodeTimeout  time.Duration // 0: scaled from the TTL
-	waitReplicas int
-	waitTimeout  time.Duration
-}
-
-// WithFencing makes every lease carry a fencing token: a per-key counter
-// on each node, advanced by the acquire script; the lease's token is the
-// maximum over the majority that granted it, written back to a majority
-// before Acquire returns, so any later grant, whose majority overlaps this
-// one, returns a larger token. A counter lives as long as its node's data:
-// a majority of nodes restarted empty (the quarantine keeps them from
-// granting a held lock, not from forgetting their counters) would hand
-// out small tokens again, so by default every token is also raised to at
-// least the acquiring client's clock in microseconds (see WithClockFloor).
-// Off by default.
-func WithFencing(on bool) Option {
-	return func(o *options) error { o.fencing = on; return nil }
-}
-
-// WithClockFloor, on by default with fencing, raises every token to at
-// least the acquiring client's clock in microseconds (the same floor for
-// every node of a grant, so they agree on the token and need no write
-// back), so that nodes restarted without their counters still hand out
-// tokens above the ones issued before, as long as the clients' clocks do
-// not disagree by more than the time between two grants of a key (NTP
-// keeps them within milliseconds; a restart takes seconds). Tokens then
-// look like timestamps. WithClockFloor(false) leaves plain counters (1, 2, 3, ...),
-// which only persistence (appendfsync always) keeps increasing across
-// restarts. WithClockFloor(true) implies WithFencing(true).
-func WithClockFloor(on bool) Option {
-	return func(o *options) error {
-		o.noClockFloor = !on
-		if on {
-			o.fencing = true
-		}
-		return nil
-	}
-}
-
-// WithQuarantine turns the restart quarantine on or off (on by default):
-// a node whose Redis process changed (run_id) or lost its data stays out
-// of the quorum until it has been up for MaxTTL, so that it cannot grant a
-// lock it forgot. See Bootstrap for new nodes.
-func WithQuarantine(on bool) Option {
-	return func(o *options) error { o.quarantine = on; return nil }
-}
-
-// WithMaxTTL sets the longest TTL a lease may have (DefaultMaxTTL), which
-// is also how long a restarted node is kept out of the quorum. Every
-// client of the same nodes must use the same value.
-func WithMaxTTL(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return locker.Invalidf("max TTL %v: must be positive", d)
-		}
-		o.maxTTL = d
-		return nil
-	}
-}
-
-// WithDrift sets the clock drift factor (DefaultDrift): a lease's
-// validity is its TTL minus the time the grant took minus TTL×drift+2ms.
-func WithDrift(f float64) Option {
-	return func(o *options) error {
-		if f < 0 || f >= 0.5 {
-			return locker.Invalidf("drift %v: must be in [0, 0.5)", f)
-		}
-		o.drift = f
-		return nil
-	}
-}
-
-// WithNodeTimeout sets how long a round waits for each node. By default
-// it is TTL/50, between 20 ms and 50 ms: far below the TTL, so a dead
-// node cannot eat the validity, and enough for a loaded machine. (A round
-// ends as soon as a majority has answered, so a slow minority costs
-// nothing.)
-func WithNodeTimeout(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return locker.Invalidf("node timeout %v: must be positive", d)
-		}
-		o.nodeTimeout = d
-		return nil
-	}
-}
-
-// WithWait makes every grant wait, with Redis WAIT, until replicas
-// replicas of the node acknowledged the lock, for at most timeout; a node
-// whose replicas do not acknowledge in time does not count. It is meant
-// for masters that have replicas (Sentinel): it narrows, but does not
-// close, the window in which a failover loses a lock, because WAIT does
-// not make replication synchronous.
-func WithWait(replicas int, timeout time.Duration) Option {
-	return func(o *options) error {
-		if replicas < 0 || timeout < 0 {
-			return locker.Invalidf("wait for %d replicas within %v: must not be negative", replicas, timeout)
-		}
-		if replicas > 0 && timeout < time.Millisecond {
-			// WAIT n 0 blocks until the replicas answer, however long.
-			return locker.Invalidf("wait for %d replicas within %v: the timeout must be at least 1ms", replicas, timeout)
-		}
-		o.waitReplicas, o.waitTimeout = replicas, timeout
-		return nil
-	}
-}
-
 // Redlock is a distributed lock over N independent Redis masters. It
 // implements locker.Locker and is safe for concurrent use; share one per
 // process.
 type Redlock struct {
 	nodes  []*node // in canonical order (by address), the same in every client
 	quorum int
-	o      options
+	c      config
+	id     string // this Redlock's name in the nodes' wait queues
 
-	life    context.Context // parent of every lease; cancelled by Close
-	cancel  context.CancelCauseFunc
+	// Close's order: stopping ends (no new operation, waits wake up), the
+	// operations in flight end, the leases' keys are released, life ends
+	// (the leases end), then the background work and the connections.
+	mu       sync.RWMutex
+	closing  bool // no new operation
+	bgClosed bool // no new background work
+	ops      sync.WaitGroup
+	bg       sync.WaitGroup
+	stopping context.Context
+	stop     context.CancelCauseFunc
+	life     context.Context // parent of every lease
+	cancel   context.CancelCauseFunc
+	once     sync.Once
+
 	queue   queue
 	handoff handoff
-	once    sync.Once
+	holds   holds
+	warm    atomic.Bool // every node's first dial has ended
+
+	// What the nodes told about the quarantine: the largest max TTL
+	// recorded on any of them, and whether any was ever seen admitted.
+	clusterMaxTTL atomic.Int64
+	seenAdmitted  atomic.Bool
+
+	// contendedUntil (unix ns): until then, tries use the acquire script
+	// (see fastPath).
+	contendedUntil atomic.Int64
 
 	// Recycled attempts and call slices: their buffers then need no
 	// allocation on the hot path.
@@ -162,47 +61,70 @@ type Redlock struct {
 
 var _ locker.Locker = (*Redlock)(nil)
 
+// failoverAddr is what go-redis reports as the address of every Sentinel
+// failover client.
+const failoverAddr = "FailoverClient"
+
 // New returns a Redlock over the given nodes, one go-redis client per
 // independent master (5 is the usual number; any N ≥ 1 works, with a
-// quorum of N/2+1). Each client must be a *redis.Client, since Redlock
-// needs one node per client; its options (dialer, TLS, credentials,
-// database) are used for Redlock's own connections. A Sentinel failover
-// client works, but Redlock's connections move to a new master only when
-// they break (backends/sentinel adds a follower that moves them at once).
-// Redlock does not close the clients.
-func New(clients []redis.UniversalClient, opts ...Option) (*Redlock, error) {
+// quorum of N/2+1). Redlock uses only each client's options (address,
+// dialer, TLS, credentials, database, DialTimeout) to dial connections of
+// its own: one pipelined connection per node for every request, one more
+// per node for grants that WAIT (WithWait), and, once an Acquire has had
+// to wait, one blocking connection to each of the first two nodes for
+// hand-off notices. Every client must
+// name a different master: the nodes are ordered by address, the same way
+// in every process. A Sentinel failover client is accepted, but only one
+// (go-redis gives every one the same address; backends/sentinel is the
+// lock on one Sentinel-managed master); its connections move to a new
+// master when they break. New dials the nodes in the background and
+// returns at once. Redlock does not close the clients; keep them open
+// while it runs (a failover client's dialer needs its client).
+func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 	if len(clients) == 0 {
 		return nil, locker.Invalidf("redlock needs at least one Redis client, got none")
 	}
-	o := options{quarantine: true, maxTTL: DefaultMaxTTL, drift: DefaultDrift}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
+	c, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &Redlock{quorum: len(clients)/2 + 1, c: c, id: newID()}
+	r.nodes = make([]*node, len(clients))
+	failover := -1
+	for i, cl := range clients {
+		if cl == nil {
+			return nil, locker.Invalidf("client %d is nil", i)
+		}
+		opt := cl.Options()
+		if opt.Addr == failoverAddr {
+			if failover >= 0 {
+				return nil, locker.Invalidf("clients %d and %d are both Sentinel failover clients: go-redis gives each the address %q, so Redlock cannot tell them apart nor order them alike in every process; use one *redis.Client per master address", failover, i, failoverAddr)
+			}
+			failover = i
+		}
+		r.nodes[i] = newNode(r, opt)
+	}
+	slices.SortStableFunc(r.nodes, func(a, b *node) int { return strings.Compare(a.addr, b.addr) })
+	for i := 1; i < len(r.nodes); i++ {
+		if r.nodes[i].addr == r.nodes[i-1].addr && r.nodes[i].opt.DB == r.nodes[i-1].opt.DB {
+			return nil, locker.Invalidf("node %s (db %d) given twice: the masters must be independent", r.nodes[i].addr, r.nodes[i].opt.DB)
 		}
 	}
-	nodes := make([]*node, len(clients))
-	for i, uc := range clients {
-		c, ok := uc.(*redis.Client)
-		if !ok || c == nil {
-			return nil, locker.Invalidf("client %d is a %T: Redlock needs one *redis.Client per independent master", i, uc)
-		}
-		nodes[i] = newNode(c)
-	}
-	slices.SortStableFunc(nodes, func(a, b *node) int { return strings.Compare(a.addr, b.addr) })
-	for i := 1; i < len(nodes); i++ {
-		if nodes[i].addr == nodes[i-1].addr && nodes[i].opt.DB == nodes[i-1].opt.DB {
-			return nil, locker.Invalidf("node %s given twice: the masters must be independent", nodes[i].addr)
-		}
-	}
-	life, cancel := context.WithCancelCause(context.Background())
-	r := &Redlock{nodes: nodes, quorum: len(nodes)/2 + 1, o: o, life: life, cancel: cancel}
+	r.stopping, r.stop = context.WithCancelCause(context.Background())
+	r.life, r.cancel = context.WithCancelCause(context.Background())
 	r.handoff.r = r
-	if !o.quarantine {
-		for _, n := range nodes {
-			n.health.admitted = true
-		}
+	r.holds.m = map[*hold]struct{}{}
+	for _, n := range r.nodes {
+		n.start()
 	}
 	return r, nil
+}
+
+// newID returns a random name for a Redlock: 64 bits, hex.
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
 
 // Quorum is the number of nodes that must grant a lease: N/2+1.
@@ -215,25 +137,40 @@ func (r *Redlock) Info() locker.Info {
 		addrs[i] = n.addr
 	}
 	g := fmt.Sprintf("a majority (%d of %d) of independent Redis masters hold the key; ", r.quorum, len(r.nodes))
-	if r.o.quarantine {
-		g += fmt.Sprintf("a restarted node is kept out of the quorum for %v; ", r.o.maxTTL)
+	if r.c.quarantine {
+		g += fmt.Sprintf("a node that lost its data is kept out of the quorum for the largest max TTL of its clients (this one's: %v) after the loss is detected; ", r.c.maxTTL)
 	} else {
-		g += "unsafe if a majority node restarts without its data; "
+		g += "unsafe if a majority of the nodes restarts without its data; "
 	}
 	g += "unsafe if a node's clock jumps or the holder pauses past its validity"
-	if r.o.fencing {
+	if r.c.fencing {
 		g += " (fencing tokens let the resource reject a paused holder)"
 	}
-	return locker.Info{Name: "redlock", Nodes: addrs, Quorum: r.quorum, Fencing: r.o.fencing, Guarantee: g}
+	return locker.Info{Name: "redlock", Nodes: addrs, Quorum: r.quorum, Fencing: r.c.fencing, Guarantee: g}
 }
 
-// Close ends every lease still held (with locker.ErrLost wrapping
-// locker.ErrClosed), stops the release subscriptions and closes Redlock's
-// own connections. It does not close the clients given to New.
+// Close releases the keys of the leases still held (on every node, as
+// etcd's Session.Close revokes its lease, rather than leave them taken for
+// a TTL), ends those leases with locker.ErrLost wrapping
+// locker.ErrClosed, ends the operations in flight with errors wrapping
+// locker.ErrClosed, and closes Redlock's own connections once every
+// goroutine it started has returned. It does not close the clients given
+// to New. Calls after the first return nil.
 func (r *Redlock) Close() error {
 	r.once.Do(func() {
+		r.mu.Lock()
+		r.closing = true
+		r.mu.Unlock()
+		r.stop(locker.ErrClosed) // local waits end
+		r.handoff.pokeAll()      // and waits between attempts
+		r.ops.Wait()
+		r.holds.closeAll()
 		r.cancel(locker.ErrClosed)
-		r.handoff.wg.Wait()
+		r.handoff.close()
+		r.mu.Lock()
+		r.bgClosed = true
+		r.mu.Unlock()
+		r.bg.Wait()
 		for _, n := range r.nodes {
 			n.close()
 		}
@@ -241,101 +178,104 @@ func (r *Redlock) Close() error {
 	return nil
 }
 
-// closed returns ErrClosed once Close has been called.
+// begin counts an operation in flight, or returns ErrClosed once Close
+// has begun. The caller calls r.ops.Done when it ends.
+func (r *Redlock) begin() error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closing {
+		return locker.ErrClosed
+	}
+	r.ops.Add(1)
+	return nil
+}
+
+// background runs f on a goroutine of its own that Close waits for,
+// unless Close has finished waiting.
+func (r *Redlock) background(f func()) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.bgClosed {
+		return
+	}
+	r.bg.Go(f)
+}
+
+// closed returns ErrClosed once Close has begun.
 func (r *Redlock) closed() error {
-	if r.life.Err() != nil {
+	if r.stopping.Err() != nil {
 		return locker.ErrClosed
 	}
 	return nil
 }
 
-// Bootstrap admits into the quorum, at once, every node that has never
-// been admitted (it has no marker), instead of letting each wait one
-// MaxTTL of uptime. Call it once when the nodes are new; never after a
-// node restarted without its data, which is exactly what the quarantine
-// protects against. It returns the joined errors of the nodes it could
-// not reach.
-func (r *Redlock) Bootstrap(ctx context.Context) error {
-	if err := r.closed(); err != nil {
-		return err
+// ready waits, the first time, until the nodes' first dials have ended
+// (all: Bootstrap), or until a quorum is connected and the others had
+// firstGrace more, or ctx ends: so that the first round does not find
+// the connections still being dialled, and a node that does not answer
+// its dial costs the first round little.
+func (r *Redlock) ready(ctx context.Context, all bool) {
+	if r.warm.Load() {
+		return
 	}
-	calls := r.newCalls(r.nodes)
-	now := time.Now()
-	exchange(ctx, calls, adminTimeout, func(_ int, c *call) {
-		c.buf = appendCommand(c.buf, "INFO", "server")
-		c.buf = appendCommand(c.buf, "GET", markerKey)
-		c.p.want = 2
-	}, nil)
-	var errs []error
-	admit := make([]string, len(calls))
-	for i := range calls {
-		c := &calls[i]
-		if c.err == nil {
-			admit[i], c.err = c.node.observe(c.rep[0], c.rep[1], now, r.o.maxTTL, true)
+	var grace <-chan time.Time
+	for {
+		up, dialling := 0, 0
+		var wait <-chan struct{}
+		for _, n := range r.nodes {
+			select {
+			case <-n.first:
+				if n.connected() {
+					up++
+				}
+			default:
+				dialling++
+				wait = n.first
+			}
 		}
-		if c.err != nil {
-			errs = append(errs, c.nodeErr())
+		if dialling == 0 {
+			r.warm.Store(true)
+			return
+		}
+		if up >= r.quorum && !all && grace == nil {
+			t := time.NewTimer(firstGrace)
+			defer t.Stop()
+			grace = t.C
+		}
+		select {
+		case <-wait:
+		case <-grace:
+			return
+		case <-ctx.Done():
+			return
+		case <-r.stopping.Done():
+			return
 		}
 	}
-	errs = append(errs, r.admit(ctx, calls, admit)...)
-	return errors.Join(errs...)
 }
 
-// admit writes the marker on the calls' nodes that have a run_id in
-// runIDs, and returns the errors of those it could not write.
-func (r *Redlock) admit(ctx context.Context, calls []call, runIDs []string) []error {
-	var targets []call
-	var ids []string
-	for i := range calls {
-		if runIDs[i] != "" && calls[i].err == nil {
-			targets = append(targets, call{node: calls[i].node})
-			ids = append(ids, runIDs[i])
-		}
-	}
-	if len(targets) == 0 {
-		return nil
-	}
-	exchange(ctx, targets, adminTimeout, func(i int, c *call) {
-		c.buf = appendCommand(c.buf, "SET", markerKey, ids[i])
-		c.p.want = 1
-	}, nil)
-	var errs []error
-	for i := range targets {
-		c := &targets[i]
-		if c.err == nil {
-			c.err = c.rep[0].err()
-		}
-		if c.err != nil {
-			errs = append(errs, c.nodeErr())
-			continue
-		}
-		c.node.admit(ids[i])
-	}
-	return errs
-}
-
-// adminTimeout bounds each node's answer in Bootstrap and admissions,
-// which are rare and not on a lease's clock (ctx may bound them further).
-const adminTimeout = 2 * time.Second
+// firstGrace is how long the first round waits for the last nodes' dials
+// once a quorum is connected.
+const firstGrace = 100 * time.Millisecond
 
 // getCalls returns one call per node, recycled when possible.
 func (r *Redlock) getCalls() []call {
 	if c, ok := r.calls.Get().(*[]call); ok {
 		for i := range *c {
-			(*c)[i].skip, (*c)[i].extra = false, 0
+			(*c)[i].skip, (*c)[i].slow, (*c)[i].extra = false, false, 0
 		}
 		return *c
 	}
-	return r.newCalls(r.nodes)
+	return r.newCalls()
 }
 
 // putCalls keeps calls for the next round.
 func (r *Redlock) putCalls(calls []call) { r.calls.Put(&calls) }
 
 // newCalls returns one call per node.
-func (r *Redlock) newCalls(nodes []*node) []call {
-	calls := make([]call, len(nodes))
-	for i, n := range nodes {
+func (r *Redlock) newCalls() []call {
+	calls := make([]call, len(r.nodes))
+	for i, n := range r.nodes {
 		calls[i].node = n
 	}
 	return calls
@@ -343,8 +283,42 @@ func (r *Redlock) newCalls(nodes []*node) []call {
 
 // timeout is the per-node timeout for a lease of the given TTL.
 func (r *Redlock) timeout(ttl time.Duration) time.Duration {
-	if r.o.nodeTimeout > 0 {
-		return r.o.nodeTimeout
+	if r.c.nodeTimeout > 0 {
+		return r.c.nodeTimeout
 	}
 	return min(max(ttl/50, 20*time.Millisecond), 50*time.Millisecond)
+}
+
+// holds is the set of leases a Redlock holds, which Close releases.
+type holds struct {
+	mu sync.Mutex
+	m  map[*hold]struct{}
+}
+
+func (s *holds) add(h *hold) {
+	s.mu.Lock()
+	s.m[h] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *holds) remove(h *hold) {
+	s.mu.Lock()
+	delete(s.m, h)
+	s.mu.Unlock()
+}
+
+// closeAll releases the key of every lease still held, each within
+// releaseTimeout, and ends the lease with locker.ErrLost wrapping
+// locker.ErrClosed.
+func (s *holds) closeAll() {
+	s.mu.Lock()
+	all := make([]*hold, 0, len(s.m))
+	for h := range s.m {
+		all = append(all, h)
+	}
+	s.mu.Unlock()
+	for _, h := range all {
+		h.giveBack()
+		h.lease.Lose(locker.ErrClosed)
+	}
 }

@@ -49,12 +49,13 @@ func appendCommand(b []byte, args ...string) []byte {
 	return b
 }
 
-// reply is one RESP reply. Arrays are read and discarded (n holds their
-// length); Redlock's scripts never return one.
+// reply is one RESP reply. Of an array (only BLPOP returns one) it keeps
+// the text of each element, not nested arrays.
 type reply struct {
-	kind byte   // '+' status, '-' error, ':' integer, '$' bulk, '*' array, 0 nil
-	n    int64  // the integer, or the array length
-	s    string // the status, error or bulk text
+	kind  byte     // '+' status, '-' error, ':' integer, '$' bulk, '*' array, 0 nil
+	n     int64    // the integer, or the array length
+	s     string   // the status, error or bulk text
+	elems []string // an array's elements' texts
 }
 
 // err returns the reply as a Go error when it is a Redis error reply.
@@ -111,15 +112,18 @@ func readReply(r *bufio.Reader) (reply, error) {
 		if err != nil {
 			return reply{}, err
 		}
-		for range max(n, 0) {
-			if _, err := readReply(r); err != nil {
-				return reply{}, err
-			}
-		}
 		if n < 0 {
 			return reply{}, nil
 		}
-		return reply{kind: '*', n: n}, nil
+		elems := make([]string, 0, min(n, 16))
+		for range n {
+			e, err := readReply(r)
+			if err != nil {
+				return reply{}, err
+			}
+			elems = append(elems, e.s)
+		}
+		return reply{kind: '*', n: n, elems: elems}, nil
 	default:
 		return reply{}, fmt.Errorf("%w: unexpected reply type %q", errProtocol, kind)
 	}

@@ -27,19 +27,17 @@ var (
 	releaseLua string
 	//go:embed scripts/raise.lua
 	raiseLua string
+	//go:embed scripts/probe.lua
+	probeLua string
+	//go:embed scripts/bootstrap.lua
+	bootstrapLua string
 
-	acquireScript = newScript(acquireLua)
-	extendScript  = newScript(extendLua)
-	releaseScript = newScript(releaseLua)
-	raiseScript   = newScript(raiseLua)
+	acquireScript   = newScript(acquireLua)
+	extendScript    = newScript(extendLua)
+	releaseScript   = newScript(releaseLua)
+	raiseScript     = newScript(raiseLua)
+	probeScript     = newScript(probeLua)
+	bootstrapScript = newScript(bootstrapLua)
 
-	allScripts = []*script{acquireScript, extendScript, releaseScript, raiseScript}
+	allScripts = []*script{acquireScript, extendScript, releaseScript, raiseScript, probeScript, bootstrapScript}
 )
-
-// markerKey holds, on every node, the run_id of the server process that
-// the clients have admitted to the quorum. A node that restarts without
-// its data loses it, and the acquire script then refuses to vote.
-const markerKey = "redlock:node"
-
-// tokenSuffix names a key's fencing counter: key + tokenSuffix.
-const tokenSuffix = ":token"

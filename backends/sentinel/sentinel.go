@@ -154,10 +154,10 @@ func New(fo goredis.FailoverOptions, opts ...Option) (*Locker, error) {
 	// A single Redis server's lock on whatever the master is: plain
 	// counters, as a Redis lock has them (a failover that loses the
 	// counter's increment is part of what this backend shows), and no
-	// quarantine. Every request of the Locker shares one pipelined
-	// connection to the master, and a WAIT holds it until it returns, up
-	// to waitSlack after its timeout: the requests queued behind it must
-	// allow for that.
+	// quarantine. Grants that WAIT share a connection of their own to the
+	// master (Extend and Release do not queue behind them), and a WAIT
+	// holds it until it returns, up to waitSlack after its timeout: a
+	// grant queued behind another's WAIT must allow for that.
 	timeout := DefaultNodeTimeout
 	engine := []redlock.Option{redlock.WithFencing(c.fencing)}
 	if c.wait > 0 {

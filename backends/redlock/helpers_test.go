@@ -1,0 +1,142 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/compose"
+)
+
+// fresh starts n new Redis masters for one test, admits them to the
+// quorum once (they are new) and returns them with their addresses (the
+// proxies' when o.Proxied).
+func fresh(t *testing.T, n int, o compose.RedisOptions) ([]*compose.Node, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := compose.ForTest(t).Redis(ctx, n, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := make([]string, n)
+	for i, nd := range nodes {
+		addrs[i] = nd.Addr()
+	}
+	if err := bootstrap(ctx, addrs); err != nil {
+		t.Fatal(err)
+	}
+	return nodes, addrs
+}
+
+// newRedlock returns a Redlock over addrs with clients of its own, both
+// closed when t ends.
+func newRedlock(t testing.TB, addrs []string, opts ...redlock.Option) *redlock.Redlock {
+	t.Helper()
+	clients := newClients(addrs)
+	rl, err := redlock.New(clients, opts...)
+	if err != nil {
+		closeClients(clients)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rl.Close()
+		closeClients(clients)
+	})
+	return rl
+}
+
+// direct returns a plain go-redis client to a node's own address (not
+// through its proxy), closed when t ends: the test's hand on the server.
+func direct(t testing.TB, n *compose.Node) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: n.ServerAddr(), MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// counter counts the connections nodes accept, through one connection
+// of its own to each, opened once.
+type counter []*redis.Client
+
+// newCounter returns a counter of nodes' connections, closed when t ends.
+func newCounter(t testing.TB, nodes []*compose.Node) counter {
+	c := make(counter, len(nodes))
+	for i, n := range nodes {
+		c[i] = redis.NewClient(&redis.Options{Addr: n.ServerAddr(), MaxRetries: -1, PoolSize: 1, MinIdleConns: 1})
+		t.Cleanup(func() { c[i].Close() })
+	}
+	c.count(t) // its own connections are open from now on
+	return c
+}
+
+// count returns how many connections the nodes have accepted since they
+// started (INFO stats total_connections_received, summed).
+func (c counter) count(t testing.TB) int {
+	t.Helper()
+	total := 0
+	for _, cl := range c {
+		info, err := cl.Info(context.Background(), "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := infoField(info, "total_connections_received")
+		if !ok {
+			t.Fatalf("no total_connections_received in INFO stats of %s", cl.Options().Addr)
+		}
+		i, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += i
+	}
+	return total
+}
+
+func infoField(info, name string) (string, bool) {
+	for line := range strings.SplitSeq(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// await polls cond every few milliseconds until it holds, failing t after
+// within: a wait for a condition on the servers, not a sleep.
+func await(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		<-tick.C
+	}
+}
+
+// canonical returns the nodes in the order every client of them uses
+// (by address): the first is the one contended clients ask first, and
+// the first two keep the hand-off lists.
+func canonical(nodes []*compose.Node) []*compose.Node {
+	s := slices.Clone(nodes)
+	slices.SortFunc(s, func(a, b *compose.Node) int { return strings.Compare(a.Addr(), b.Addr()) })
+	return s
+}
+
+// goroutines returns the stacks of every goroutine.
+func goroutines() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

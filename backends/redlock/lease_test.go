@@ -1,0 +1,109 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/locker"
+)
+
+// TestExtendAfterExpiryGivesBack is item 8: the watchdog's extension
+// reaches the nodes, but its replies come back after the lease's local
+// validity ended. The key is then re-armed on the nodes for nobody: the
+// lease must give it back at once rather than leave it taken for a TTL.
+func TestExtendAfterExpiryGivesBack(t *testing.T) {
+	const ttl = 2 * time.Second
+	const delay = 1500 * time.Millisecond // replies of the watchdog's extension, sent at ttl/3, arrive after ttl
+	nodes, addrs := fresh(t, 5, compose.RedisOptions{Proxied: true})
+	// A node timeout above the delay, so that the slow extension counts.
+	a := newRedlock(t, addrs, redlock.WithNodeTimeout(2*delay))
+	b := newRedlock(t, addrs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lease, err := a.Acquire(ctx, "k", locker.WithTTL(ttl), locker.WithAutoExtend(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquired := time.Now()
+	for _, n := range nodes {
+		if err := n.Delay(delay); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-lease.Done()
+	for _, n := range nodes {
+		if err := n.Heal(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("lease ended %v after the grant: %v", time.Since(acquired).Round(time.Millisecond), lease.Err())
+	// The extension, sent at ttl/3, re-armed the key until ttl/3+ttl
+	// after the grant. b must get it well before.
+	rearmed := acquired.Add(ttl/3 + ttl)
+	bctx, bcancel := context.WithDeadline(ctx, rearmed.Add(-300*time.Millisecond))
+	defer bcancel()
+	got, err := b.Acquire(bctx, "k", locker.WithRetry(locker.LinearBackoff(10*time.Millisecond)))
+	if err != nil {
+		t.Fatalf("the key stayed taken after the lease ended: %v", err)
+	}
+	t.Logf("b granted the key %v after the lease ended, %v before the extension's TTL would have run out", time.Since(acquired).Round(time.Millisecond), time.Until(rearmed).Round(time.Millisecond))
+	got.Release(ctx)
+}
+
+// TestFencingCountersExpire is item 11: with the clock floor, a key's
+// fencing counter may expire (the floor keeps tokens increasing without
+// it), so that every lock name does not leave a key on every node
+// forever; with plain counters it must not.
+func TestFencingCountersExpire(t *testing.T) {
+	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, floor := range []bool{true, false} {
+		rl := newRedlock(t, addrs, redlock.WithFencing(true), redlock.WithClockFloor(floor))
+		key := map[bool]string{true: "floor", false: "counter"}[floor]
+		var last uint64
+		for i := range 3 {
+			if i == 2 {
+				// What expiry does: the counters are gone.
+				for _, n := range nodes {
+					keys, err := direct(t, n).Keys(ctx, "*"+key+"*").Result()
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, k := range keys {
+						if k == key {
+							continue
+						}
+						ttl, err := direct(t, n).PTTL(ctx, k).Result()
+						if err != nil {
+							t.Fatal(err)
+						}
+						t.Logf("%s: %q expires in %v", n.Name, k, ttl)
+						if floor && ttl <= 0 {
+							t.Errorf("clock floor: counter %q on %s never expires", k, n.Name)
+						}
+						if !floor && ttl > 0 {
+							t.Errorf("plain counters: counter %q on %s expires in %v", k, n.Name, ttl)
+						}
+						if floor {
+							direct(t, n).Del(ctx, k)
+						}
+					}
+				}
+			}
+			lease, err := rl.Acquire(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, _ := lease.Token()
+			if tok <= last {
+				t.Errorf("%s: token %d after %d", key, tok, last)
+			}
+			last = tok
+			lease.Release(ctx)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package redlock
+
+import (
+	"time"
+
+	"github.com/lockbench/lockbench/locker"
+)
+
+// Defaults of the options.
+const (
+	// DefaultMaxTTL is the longest TTL a lease may ask for, and the length
+	// of a node's quarantine after it lost its data.
+	DefaultMaxTTL = time.Minute
+	// DefaultDrift is the clock drift allowance: validity loses TTL×drift
+	// (plus 2 ms).
+	DefaultDrift = 0.01
+)
+
+// Option configures a Redlock. Options may be given in any order; an
+// option given twice takes its last value.
+type Option func(*options) error
+
+// setting is an on/off option that may also be left unset, so that one
+// option's default can depend on another's value whatever their order.
+type setting uint8
+
+const (
+	unset setting = iota
+	on
+	off
+)
+
+func settingOf(b bool) setting {
+	if b {
+		return on
+	}
+	return off
+}
+
+type options struct {
+	fencing      setting
+	clockFloor   setting
+	quarantine   setting
+	maxTTL       time.Duration
+	drift        float64
+	nodeTimeout  time.Duration // 0: scaled from the TTL
+	waitReplicas int
+	waitTimeout  time.Duration
+}
+
+// config is the options once resolved: what a Redlock runs with.
+type config struct {
+	fencing      bool
+	clockFloor   bool
+	quarantine   bool
+	maxTTL       time.Duration
+	drift        float64
+	nodeTimeout  time.Duration
+	waitReplicas int
+	waitTimeout  time.Duration
+}
+
+// resolve applies opts and settles the options that depend on others.
+func resolve(opts []Option) (config, error) {
+	o := options{maxTTL: DefaultMaxTTL, drift: DefaultDrift}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&o); err != nil {
+			return config{}, err
+		}
+	}
+	if o.fencing == off && o.clockFloor == on {
+		return config{}, locker.Invalidf("WithClockFloor(true) with WithFencing(false): the clock floor raises fencing tokens, which are off")
+	}
+	c := config{
+		fencing:      o.fencing == on || o.clockFloor == on,
+		quarantine:   o.quarantine != off,
+		maxTTL:       o.maxTTL,
+		drift:        o.drift,
+		nodeTimeout:  o.nodeTimeout,
+		waitReplicas: o.waitReplicas,
+		waitTimeout:  o.waitTimeout,
+	}
+	c.clockFloor = c.fencing && o.clockFloor != off
+	return c, nil
+}
+
+// WithFencing makes every lease carry a fencing token: a per-key counter
+// on each node, advanced by the acquire script; the lease's token is the
+// maximum over the majority that granted it, written back to a majority
+// before Acquire returns, so any later grant, whose majority overlaps this
+// one, returns a larger token. A counter lives as long as its node's data:
+// a majority of nodes that lost their data (the quarantine keeps them from
+// granting a held lock, not from forgetting their counters) would hand
+// out small tokens again, so by default every token is also raised to at
+// least the acquiring client's clock in microseconds (see WithClockFloor).
+// Off by default.
+func WithFencing(enable bool) Option {
+	return func(o *options) error { o.fencing = settingOf(enable); return nil }
+}
+
+// WithClockFloor, on by default with fencing, raises every token to at
+// least the acquiring client's clock in microseconds (the same floor for
+// every node of a grant, so they agree on the token and need no write
+// back), so that nodes that lost their counters still hand out tokens
+// above the ones issued before, as long as the clients' clocks do not
+// disagree by more than the time between two grants of a key (NTP keeps
+// them within milliseconds; a restart takes seconds). It also lets the
+// counters expire (ten max TTLs, at least ten seconds, after a key's last
+// grant), so that every lock name does not leave a key on every node for
+// ever. Tokens then look like timestamps. WithClockFloor(false) leaves
+// plain counters (1, 2, 3, ...), which never expire and which only
+// persistence (appendfsync always) keeps increasing across restarts.
+// WithClockFloor(true) implies WithFencing(true), and contradicts an
+// explicit WithFencing(false).
+func WithClockFloor(enable bool) Option {
+	return func(o *options) error { o.clockFloor = settingOf(enable); return nil }
+}
+
+// WithQuarantine turns the restart quarantine on or off (on by default):
+// a node that lost its data (it restarted, was flushed, or lost its
+// admission marker) stays out of the quorum for one max TTL after the
+// loss is detected, so that it cannot grant a lock it forgot. It needs the
+// INFO command (ACL: +info) and maxmemory-policy noeviction on every node;
+// see Bootstrap for new nodes.
+func WithQuarantine(enable bool) Option {
+	return func(o *options) error { o.quarantine = settingOf(enable); return nil }
+}
+
+// WithMaxTTL sets the longest TTL a lease may have (DefaultMaxTTL), which
+// is also how long a node that lost its data is kept out of the quorum.
+// Clients of the same nodes may use different values: each records its
+// own on the nodes and every quarantine lasts the largest recorded (see
+// the package documentation for the one case where that is not enough).
+func WithMaxTTL(d time.Duration) Option {
+	return func(o *options) error {
+		if d < time.Millisecond {
+			return locker.Invalidf("max TTL %v: must be at least 1ms", d)
+		}
+		o.maxTTL = d
+		return nil
+	}
+}
+
+// WithDrift sets the clock drift factor (DefaultDrift): a lease's
+// validity is its TTL minus the time the grant took minus TTL×drift+2ms.
+func WithDrift(f float64) Option {
+	return func(o *options) error {
+		if !(f >= 0 && f < 0.5) {
+			return locker.Invalidf("drift %v: must be in [0, 0.5)", f)
+		}
+		o.drift = f
+		return nil
+	}
+}
+
+// WithNodeTimeout sets how long a round waits for each node. By default
+// it is TTL/50, between 20 ms and 50 ms: far below the TTL, so a dead
+// node cannot eat the validity, and enough for a loaded machine. A grant
+// round ends as soon as a majority has granted, and connections are
+// dialled in the background with the client's DialTimeout, so a slow or
+// dead minority does not delay a grant; a refusal that queues waits for
+// every node up to this timeout.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return locker.Invalidf("node timeout %v: must be positive", d)
+		}
+		o.nodeTimeout = d
+		return nil
+	}
+}
+
+// WithWait makes every grant wait, with Redis WAIT, until replicas
+// replicas of the node acknowledged the lock, for at most timeout; a node
+// whose replicas do not acknowledge in time does not count. It is meant
+// for masters that have replicas (Sentinel): it narrows, but does not
+// close, the window in which a failover loses a lock, because WAIT does
+// not make replication synchronous. WAIT blocks the connection it is sent
+// on, so grants that wait use a second connection per node: Extend and
+// Release never queue behind them, but grants do queue behind each other
+// on it (a grant whose replicas are slow delays the next grant by up to
+// timeout).
+func WithWait(replicas int, timeout time.Duration) Option {
+	return func(o *options) error {
+		if replicas < 0 || timeout < 0 {
+			return locker.Invalidf("wait for %d replicas within %v: must not be negative", replicas, timeout)
+		}
+		if replicas > 0 && timeout < time.Millisecond {
+			// WAIT n 0 blocks until the replicas answer, however long.
+			return locker.Invalidf("wait for %d replicas within %v: the timeout must be at least 1ms", replicas, timeout)
+		}
+		o.waitReplicas, o.waitTimeout = replicas, timeout
+		return nil
+	}
+}

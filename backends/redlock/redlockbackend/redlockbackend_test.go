@@ -1,0 +1,62 @@
+package redlockbackend_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/backendstest"
+	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
+	"github.com/lockbench/lockbench/compose"
+)
+
+func TestOpenRejectsBadConfig(t *testing.T) {
+	addrs := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}
+	param := func(k, v string) backends.Config {
+		return backends.Config{Addrs: addrs, Params: map[string]string{k: v}}
+	}
+	backendstest.RefusesBadConfigs(t, "redlock", []backendstest.BadConfig{
+		{Name: "no address", Config: backends.Config{}, Want: "need at least 1"},
+		{Name: "unknown param", Config: param("fencnig", "true"), Want: "fencnig"},
+		{Name: "bad boolean", Config: param("quarantine", "maybe"), Want: `"maybe"`},
+		{Name: "bad drift", Config: param("drift", "0.7"), Want: "0.7"},
+		{Name: "bad max TTL", Config: param("maxttl", "0s"), Want: "0s"},
+		{Name: "clock floor without fencing", Config: backends.Config{Addrs: addrs, Params: map[string]string{"fencing": "false", "clockfloor": "true"}}, Want: "WithFencing(false)"},
+		{Name: "same node twice", Config: backends.Config{Addrs: []string{"127.0.0.1:1", "127.0.0.1:1"}}, Want: "given twice"},
+	})
+}
+
+// TestBootstrapParam: bootstrap=true admits new nodes for the Locker that
+// asks (and those opened after it, without the param), and on nodes in
+// use it admits nothing and opens all the same.
+func TestBootstrapParam(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := compose.ForTest(t).Redis(ctx, 3, compose.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := backends.Config{Params: map[string]string{"bootstrap": "true"}}
+	for _, n := range nodes {
+		cfg.Addrs = append(cfg.Addrs, n.Addr())
+	}
+	for i := range 2 { // the second finds the nodes in use
+		l := backendstest.OpenClosed(t, "redlock", cfg)
+		lease, err := l.TryAcquire(ctx, "k")
+		if err != nil {
+			t.Fatalf("open %d with bootstrap: %v", i, err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delete(cfg.Params, "bootstrap")
+	l := backendstest.OpenClosed(t, "redlock", cfg)
+	if _, err := l.TryAcquire(ctx, "k"); err != nil {
+		t.Fatalf("a client without the param on admitted nodes: %v", err)
+	}
+	if info := l.Info(); info.Name != "redlock" || info.Quorum != 2 || !info.Fencing {
+		t.Fatalf("Info = %+v, want redlock, quorum 2 of 3, fencing on by default", info)
+	}
+}

@@ -1,0 +1,241 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/locker"
+)
+
+// TestNoNameCollides: the library's own keys (fencing counters, hand-off
+// lists, the node marker, wait queues) live where no lock name can reach
+// them, so locks with any names can be held at once, and each keeps its
+// tokens increasing.
+func TestNoNameCollides(t *testing.T) {
+	rl := newRedlock(t, addrs, redlock.WithFencing(true), redlock.WithClockFloor(false))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := []string{"x", "x:token", "x:handoff", "redlock:node", "redlock", ""}
+	tokens := map[string]uint64{}
+	for round := range 3 {
+		var leases []locker.Lease
+		for _, name := range names[:len(names)-1] {
+			lease, err := rl.TryAcquire(ctx, name, locker.WithTTL(10*time.Second))
+			if err != nil {
+				t.Fatalf("round %d: lock %q while the others are held: %v", round, name, err)
+			}
+			tok, _ := lease.Token()
+			if tok <= tokens[name] {
+				t.Errorf("round %d: lock %q: token %d after %d", round, name, tok, tokens[name])
+			}
+			tokens[name] = tok
+			leases = append(leases, lease)
+		}
+		for i, lease := range leases {
+			if err := lease.Release(ctx); err != nil {
+				t.Errorf("round %d: release %q: %v", round, names[i], err)
+			}
+		}
+	}
+}
+
+// TestReservedPrefixRefused: a lock name in the library's namespace is
+// refused with an error naming it, not silently allowed to collide.
+func TestReservedPrefixRefused(t *testing.T) {
+	rl := newRedlock(t, addrs)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, key := range []string{"\x00redlock:node", "\x00redlock:token:x", "\x00redlock:"} {
+		for name, call := range map[string]func(context.Context, string, ...locker.Option) (locker.Lease, error){
+			"Acquire": rl.Acquire, "TryAcquire": rl.TryAcquire,
+		} {
+			if _, err := call(ctx, key); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("%q", key)) {
+				t.Errorf("%s(%q) = %v, want ErrInvalid naming the key", name, key, err)
+			}
+		}
+	}
+}
+
+// TestOptionsInAnyOrder: the options that depend on each other give the
+// same Redlock, or the same refusal, whatever their order.
+func TestOptionsInAnyOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []redlock.Option
+		fencing bool
+		refused string
+	}{
+		{"clock floor alone implies fencing", []redlock.Option{redlock.WithClockFloor(true)}, true, ""},
+		{"fencing alone", []redlock.Option{redlock.WithFencing(true)}, true, ""},
+		{"no clock floor keeps fencing off", []redlock.Option{redlock.WithClockFloor(false)}, false, ""},
+		{"floor off, fencing on", []redlock.Option{redlock.WithClockFloor(false), redlock.WithFencing(true)}, true, ""},
+		{"floor on, fencing off", []redlock.Option{redlock.WithClockFloor(true), redlock.WithFencing(false)}, false, "WithClockFloor(true) with WithFencing(false)"},
+	} {
+		for _, reversed := range []bool{false, true} {
+			opts := slices.Clone(tc.opts)
+			if reversed {
+				slices.Reverse(opts)
+			}
+			t.Run(fmt.Sprintf("%s/reversed=%v", tc.name, reversed), func(t *testing.T) {
+				clients := newClients(addrs)
+				defer closeClients(clients)
+				rl, err := redlock.New(clients, opts...)
+				if tc.refused != "" {
+					if err == nil {
+						rl.Close()
+					}
+					if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.refused) {
+						t.Fatalf("New = %v, want ErrInvalid mentioning %q", err, tc.refused)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rl.Close()
+				if got := rl.Info().Fencing; got != tc.fencing {
+					t.Fatalf("fencing = %v, want %v", got, tc.fencing)
+				}
+			})
+		}
+	}
+}
+
+// TestNewRefuses: New names what is wrong with the clients it is given.
+func TestNewRefuses(t *testing.T) {
+	failover := func() *redis.Client {
+		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
+	}
+	a, b := failover(), failover()
+	defer a.Close()
+	defer b.Close()
+	plain := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer plain.Close()
+	for _, tc := range []struct {
+		name    string
+		clients []*redis.Client
+		want    string
+	}{
+		{"none", nil, "at least one"},
+		{"nil", []*redis.Client{plain, nil}, "client 1 is nil"},
+		{"twice", []*redis.Client{plain, redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, "given twice"},
+		{"two failover clients", []*redis.Client{a, plain, b}, "both Sentinel failover clients"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rl, err := redlock.New(tc.clients)
+			if err == nil {
+				rl.Close()
+				t.Fatalf("New succeeded")
+			}
+			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, want ErrInvalid mentioning %q", err, tc.want)
+			}
+		})
+	}
+	// One failover client (with plain ones) is fine.
+	rl, err := redlock.New([]*redis.Client{a, plain})
+	if err != nil {
+		t.Fatalf("one failover client: %v", err)
+	}
+	rl.Close()
+}
+
+// TestErrorsWrapSentinels: a failed Extend (a majority down) and
+// operations cut by Close return errors that wrap a locker sentinel, with
+// no "%!w" in their text.
+func TestErrorsWrapSentinels(t *testing.T) {
+	nodes, addrs := fresh(t, 3, compose.RedisOptions{})
+	rl := newRedlock(t, addrs)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := rl.Acquire(ctx, "k", locker.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[:2] {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = lease.Extend(ctx, 5*time.Second)
+	if !errors.Is(err, locker.ErrUnavailable) || strings.Contains(err.Error(), "%!") {
+		t.Errorf("Extend with a majority down = %v, want ErrUnavailable and no formatting error", err)
+	}
+	rl.Close()
+	for name, err := range map[string]error{
+		"Acquire":    func() error { _, err := rl.Acquire(ctx, "x"); return err }(),
+		"TryAcquire": func() error { _, err := rl.TryAcquire(ctx, "x"); return err }(),
+		"Bootstrap":  rl.Bootstrap(ctx),
+	} {
+		if !errors.Is(err, locker.ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
+		}
+	}
+	if !errors.Is(lease.Err(), locker.ErrClosed) || !errors.Is(lease.Err(), locker.ErrLost) {
+		t.Errorf("a lease ended by Close: Err = %v, want ErrLost wrapping ErrClosed", lease.Err())
+	}
+}
+
+// TestACLRefusalNamesINFO: with the restart quarantine on, Redlock needs
+// the INFO command; a node whose ACL refuses it fails every operation
+// with an error that says what the user lacks.
+func TestACLRefusalNamesINFO(t *testing.T) {
+	nodes, _ := fresh(t, 1, compose.RedisOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := direct(t, nodes[0]).Do(ctx, "ACL", "SETUSER", "locker", "on", ">secret", "~*", "&*", "+@all", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: "locker", Password: "secret"})
+	defer client.Close()
+	rl, err := redlock.New([]*redis.Client{client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rl.Close()
+	_, err = rl.TryAcquire(ctx, "k")
+	if !errors.Is(err, locker.ErrNotAcquired) || !strings.Contains(err.Error(), "ACL") || !strings.Contains(err.Error(), "+info") {
+		t.Fatalf("TryAcquire without +info = %v, want a refusal naming the ACL and +info", err)
+	}
+	t.Log(err)
+	// Without the quarantine, INFO is not needed.
+	plain, err := redlock.New([]*redis.Client{client}, redlock.WithQuarantine(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	lease, err := plain.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatalf("without the quarantine: %v", err)
+	}
+	lease.Release(ctx)
+}
+
+// TestNoRegistration: importing the library registers nothing with
+// lockbench's registry (backends/redlock/redlockbackend does), and it
+// depends on nothing of lockbench's but locker.
+func TestNoRegistration(t *testing.T) {
+	if slices.Contains(backends.Names(), "redlock") {
+		t.Errorf("importing backends/redlock registered %q: %v", "redlock", backends.Names())
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "github.com/lockbench/lockbench/backends/redlock").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for dep := range strings.FieldsSeq(string(out)) {
+		if strings.HasPrefix(dep, "github.com/lockbench/lockbench/") && dep != "github.com/lockbench/lockbench/locker" && dep != "github.com/lockbench/lockbench/backends/redlock" {
+			t.Errorf("backends/redlock depends on %s", dep)
+		}
+	}
+}
