@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
@@ -316,23 +317,33 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 }
 
 // open opens one Locker per client, as separate processes would have.
+// They open at once: sessions to set up (ZooKeeper, etcd, PostgreSQL)
+// cost a round trip or more each.
 func open(name string, cfg backends.Config, clients int) ([]locker.Locker, error) {
-	lockers := make([]locker.Locker, 0, clients)
-	for range clients {
-		l, err := backends.Open(name, cfg)
-		if err != nil {
-			closeAll(lockers)
-			return nil, err
-		}
-		lockers = append(lockers, l)
+	lockers := make([]locker.Locker, clients)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for i := range lockers {
+		wg.Go(func() { lockers[i], errs[i] = backends.Open(name, cfg) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		closeAll(lockers)
+		return nil, err
 	}
 	return lockers, nil
 }
 
+// closeAll closes the lockers at once: a Close may wait for its server
+// (a ZooKeeper session's close, an etcd lease's revoke).
 func closeAll(lockers []locker.Locker) {
+	var wg sync.WaitGroup
 	for _, l := range lockers {
-		_ = l.Close()
+		if l != nil {
+			wg.Go(func() { _ = l.Close() })
+		}
 	}
+	wg.Wait()
 }
 
 // memory is the machine's memory in bytes, from /proc/meminfo (0 when

@@ -67,7 +67,7 @@ func TestDefaultSuiteCoversTheCatalogue(t *testing.T) {
 			t.Errorf("%s: a fault that stops processes with clients as %s", c, c.ClientsAs)
 		}
 	}
-	for _, n := range []int{1, 16, 64} {
+	for _, n := range []int{1, 16, 64} { // 64 on many keys
 		if !clients[n] {
 			t.Errorf("the performance sweep lacks %d clients", n)
 		}

@@ -148,9 +148,7 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 			g.Histories = append(g.Histories, c.History)
 		}
 		if av := c.Availability; av != nil {
-			if av.BaselineThroughput > 0 && validFloat(av.InFaultThroughput) {
-				g.InFault = append(g.InFault, av.InFaultThroughput/av.BaselineThroughput)
-			}
+			g.InFault = append(g.InFault, inFaultShares(av)...)
 			if av.InFaultP99US > 0 {
 				g.InFaultP99 = append(g.InFaultP99, float64(av.InFaultP99US))
 			}

@@ -14,6 +14,7 @@ import (
 // The guard modes of results.Case.Guard, and the fault names the report
 // gives a meaning to. Any other name is rendered as it is.
 const (
+	workloadHot = "hot"
 	guardNone   = "none"
 	guardFence  = "fence"
 	faultNone   = "none"

@@ -121,6 +121,10 @@ func (ds *dataset) correctness() Choice {
 			v.Reason = "not judged: every case it ran was invalid"
 		case len(lockBugs) > 0:
 			v.Reason = "lock bugs: " + strings.Join(lockBugs, "; ")
+		case ds.variantOnly(b):
+			// Not judged under the classes the suite left out for it, it
+			// would narrow the classes every candidate is compared on.
+			v.Reason = "not a candidate: a variant, run only under the faults it exists for; its default backend stands for it"
 		case len(fs) == 0:
 			v.Reason = "not judged: never run with fencing"
 		case !tf.Fencing:

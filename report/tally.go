@@ -71,9 +71,7 @@ func runGroup(c *results.Case) *group {
 	r.LinearizableFenced.add(c.LinearizableFenced, c.LinearizableFencedReason)
 	r.Targets = c.Targets
 	if av := c.Availability; av != nil {
-		if av.BaselineThroughput > 0 && validFloat(av.InFaultThroughput) {
-			r.InFault = append(r.InFault, av.InFaultThroughput/av.BaselineThroughput)
-		}
+		r.InFault = append(r.InFault, inFaultShares(av)...)
 		if av.InFaultP99US > 0 {
 			r.InFaultP99 = append(r.InFaultP99, float64(av.InFaultP99US))
 		}
@@ -196,4 +194,23 @@ func (v verdicts) withReasons() string {
 		s += ": " + brief(rs)
 	}
 	return s
+}
+
+// inFaultShares is a run's in-fault grant rate as shares of its
+// baseline: one per fault window when the run recorded them (an
+// injection is a sample), else one for all its windows together.
+func inFaultShares(av *results.Availability) []float64 {
+	if av.BaselineThroughput <= 0 {
+		return nil
+	}
+	var out []float64
+	for _, w := range av.WindowThroughput {
+		if validFloat(w) {
+			out = append(out, w/av.BaselineThroughput)
+		}
+	}
+	if len(out) == 0 && validFloat(av.InFaultThroughput) {
+		out = append(out, av.InFaultThroughput/av.BaselineThroughput)
+	}
+	return out
 }

@@ -509,3 +509,60 @@ func TestRunLevelFacts(t *testing.T) {
 		t.Errorf("etcd's fault-free bound: %s", v.Reason)
 	}
 }
+
+// TestSpeedIsComparedOnManyKeys: when backends ran both the hot key and
+// many keys, speed is compared on many keys, where the lock's own cost
+// shows, not on the hot key, where a 1 ms hold caps every lock.
+func TestSpeedIsComparedOnManyKeys(t *testing.T) {
+	w := newWorld(t).perf("etcd", 900, 950, 1000).perf("redis", 900, 950, 1000)
+	for _, b := range []string{"etcd", "redis"} {
+		w.fault(b, "client-pause?x=3", 2, pauseClean, "none", "fence")
+		for i, tp := range map[string][]float64{"etcd": {1500, 1600, 1700}, "redis": {9000, 9500, 10000}}[b] {
+			c := w.base(b, "none", "none", 64, i+1)
+			c.Workload, c.Keys = "uniform", 100
+			c.Throughput, c.Acquired = tp, int64(tp*c.DurationS)
+			w.f.Cases = append(w.f.Cases, c)
+		}
+	}
+	rec := report.Recommend(w.f)
+	if rec.Workload != "uniform" || rec.Efficiency.Backend != "redis" || len(rec.Efficiency.Tied) > 0 {
+		t.Fatalf("reference workload %q, efficiency chose %s tied with %v: want uniform, redis alone:\n%s",
+			rec.Workload, rec.Efficiency.Backend, rec.Efficiency.Tied, rec.Efficiency.Answer)
+	}
+}
+
+// TestVariantIsNoCandidate: a variant the suite runs under a few faults
+// only cannot be recommended, nor narrow the classes the candidates are
+// compared on to those few.
+func TestVariantIsNoCandidate(t *testing.T) {
+	w := twoLocks(t)
+	w.fault("redlock?clockfloor=false", "client-pause?x=3", 2, pauseClean, "none", "fence")
+	w.skip("redlock?clockfloor=false", "crash-minority", "the suite runs the variant redlock?clockfloor=false under [client-pause] only")
+	ch := report.Recommend(w.f).Correctness
+	if v := verdict(t, ch, "redlock?clockfloor=false"); v.Qualifies || !strings.Contains(v.Reason, "variant") {
+		t.Fatalf("the variant qualified: %+v", v)
+	}
+	if !slices.Contains(ch.Compared, "crash-minority") {
+		t.Fatalf("compared on %v: the variant narrowed the classes", ch.Compared)
+	}
+}
+
+// TestEveryFaultWindowIsAnAvailabilitySample: one run of three windows
+// gives three samples, enough to set a backend apart.
+func TestEveryFaultWindowIsAnAvailabilitySample(t *testing.T) {
+	w := newWorld(t).perf("etcd", 900, 1000, 1100).perf("redis", 3000, 3100, 3200)
+	for _, b := range []string{"etcd", "redis"} {
+		w.fault(b, "client-pause?x=3", 1, pauseClean, "none", "fence")
+	}
+	w.fault("etcd", "server-pause", 1, outcome{injections: 3, share: 0.6, recovery: []float64{0.5, 0.6, 0.7}}, "fence")
+	w.fault("redis", "server-pause", 1, outcome{injections: 3, share: 0.01, recovery: []float64{0.5, 0.6, 0.7}}, "fence")
+	for i, c := range w.f.Cases {
+		if c.Availability != nil && c.FaultClass == "server-pause" {
+			s := c.Availability.InFaultThroughput
+			w.f.Cases[i].Availability.WindowThroughput = []float64{s * 0.9, s, s * 1.1}
+		}
+	}
+	if ch := report.Recommend(w.f).Efficiency; ch.Backend != "etcd" {
+		t.Fatalf("three windows of one run did not set redis apart on availability: chose %s\n%s", ch.Backend, ch.Answer)
+	}
+}

@@ -215,6 +215,9 @@ type Availability struct {
 	BaselineThroughput float64 `json:"baseline_throughput"`
 	// InFaultThroughput is grants/s inside the fault windows.
 	InFaultThroughput float64 `json:"in_fault_throughput"`
+	// WindowThroughput is grants/s inside each fault window, in order:
+	// one sample per injection.
+	WindowThroughput []float64 `json:"window_throughput,omitempty"`
 	// InFaultP99US is the acquire p99 of the operations that began inside
 	// a fault window (µs); 0 when none completed.
 	InFaultP99US int64 `json:"in_fault_p99_us"`

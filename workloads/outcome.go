@@ -181,6 +181,9 @@ func availability(ops []history.Op, windows []results.Window, timeline []int64, 
 		}
 	}
 	insideS = overlapS(windows, 0, elapsed.Seconds())
+	for _, w := range windows {
+		a.WindowThroughput = append(a.WindowThroughput, windowRate(timeline, stepS, w))
+	}
 	if full := float64(int(first/stepS)) * stepS; full > 0 {
 		a.BaselineThroughput = before / full
 	}
@@ -211,6 +214,22 @@ func availability(ops []history.Op, windows []results.Window, timeline []int64, 
 		a.RecoveryS = append(a.RecoveryS, rec)
 	}
 	return a
+}
+
+// windowRate is grants/s inside one window, from the timeline (a step
+// the window covers in part counts in proportion).
+func windowRate(timeline []int64, stepS float64, w results.Window) float64 {
+	var n float64
+	for i, x := range timeline {
+		from, to := float64(i)*stepS, float64(i+1)*stepS
+		if in := min(to, w.EndS) - max(from, w.StartS); in > 0 {
+			n += float64(x) * in / stepS
+		}
+	}
+	if d := w.EndS - w.StartS; d > 0 {
+		return n / d
+	}
+	return 0
 }
 
 // overlapS is how many seconds of [from, to] the windows cover (their
