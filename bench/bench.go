@@ -226,7 +226,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 
 	spec := c.Spec
 	spec.TTL = max(spec.TTL, c.Fault.MinTTL)
-	spec.Duration = max(spec.Duration, c.Fault.MinDuration(target.Shape()))
+	spec.Duration = max(spec.Duration, c.Fault.MinDuration(target.Shape(), Lease(c.Backend, spec.TTL), c.Injections))
 	spec.Seed = r.caseSeed(i)
 	spec, err = spec.Normalize()
 	if err != nil {
@@ -247,7 +247,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 		cfg.Params["session"] = max(spec.TTL, zkMinSession).String()
 	}
 	hooks := c.Fault.Hooks(nemesis.Env{
-		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), Durable: c.Durability == results.DurabilityDurable,
+		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), KeyLife: KeyLife(c.Backend, spec.TTL), Durable: c.Durability == results.DurabilityDurable,
 		Injections: c.Injections, Rand: rand.New(rand.NewPCG(spec.Seed, 0xfa17)),
 	})
 	id := fmt.Sprintf("%03d", i)

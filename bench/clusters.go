@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/rueidislock"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads/nemesis"
@@ -300,6 +301,20 @@ func Lease(b Backend, ttl time.Duration) time.Duration {
 		return max(ttl, zkMinSession)
 	}
 	return ttl
+}
+
+// KeyLife is how long backend b's keys live on its servers after the
+// holder's last request, for a lease of ttl: the lease, but for
+// rueidislock, whose keys are kept its validity ahead (default 5 s) of
+// the leases it promises.
+func KeyLife(b Backend, ttl time.Duration) time.Duration {
+	if b.Name == "rueidislock" {
+		if d, err := time.ParseDuration(b.Params["validity"]); err == nil {
+			return max(ttl, d)
+		}
+		return max(ttl, rueidislock.DefaultKeyValidity)
+	}
+	return Lease(b, ttl)
 }
 
 // Repair brings every node of t back: started, resumed, reachable. A

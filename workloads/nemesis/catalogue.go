@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
@@ -21,12 +21,26 @@ const healTimeout = time.Minute
 // leases to run out and, in a quorum cluster, for a new leader to be
 // elected (measured here: etcd, election timeout 300 ms, in 0.3–0.5 s;
 // ZooKeeper, tick 200 ms, in 1.3–1.8 s).
-func (e Env) window() time.Duration {
-	if e.Target.ZooKeeper != nil || e.Target.Etcd != nil {
-		return max(e.Lease, 2*time.Second)
+func (e Env) window() time.Duration { return windowFor(e.Target.Shape(), e.Lease) }
+
+// windowFor is window on a cluster of shape sh, for a backend whose lease
+// is lease.
+func windowFor(sh Shape, lease time.Duration) time.Duration {
+	if sh.QuorumNodes > 0 {
+		return max(lease, 2*time.Second)
 	}
-	return max(e.Lease, time.Second)
+	return max(lease, time.Second)
 }
+
+// lasting is the span of a fault that lasts a window: the window and the
+// gap after it.
+func lasting(_ url.Values, sh Shape, lease time.Duration) time.Duration {
+	return windowFor(sh, lease) + lease/2
+}
+
+// instantly is the span of a fault that strikes at once: the lease it
+// leaves the backend to settle.
+func instantly(_ url.Values, _ Shape, lease time.Duration) time.Duration { return lease }
 
 // quorumCase is the case length of the faults a quorum cluster must
 // elect through: two windows of 2 s, with the recovery after each.
@@ -35,6 +49,16 @@ const quorumCase = 10 * time.Second
 // gap is the least time between the end of one injection's window and
 // the next injection: the time for grants to resume.
 func (e Env) gap() time.Duration { return e.Lease / 2 }
+
+// clientPause is how long client-pause stops a holder: x leases.
+func clientPause(p url.Values, lease time.Duration) time.Duration {
+	return time.Duration(float(p, "x", 1.5) * float64(lease))
+}
+
+// clientPauseGap separates one client pause from the next: the paused
+// holder writes, ends and releases (milliseconds), and the lock serves
+// others, before another holder stops.
+func clientPauseGap(time.Duration) time.Duration { return 250 * time.Millisecond }
 
 // catalogue is every scenario, in the order reports list them.
 var catalogue = []*Scenario{
@@ -53,25 +77,37 @@ var catalogue = []*Scenario{
 			}
 			return checkFloat(v, "x")
 		},
+		// Pauses never overlap: two at once would be one incident of the
+		// overlap counter, and rates per injection would count too few.
+		span: func(p url.Values, _ Shape, lease time.Duration) time.Duration {
+			return clientPause(p, lease) + clientPauseGap(lease)
+		},
 		hooks: func(e Env) workloads.Hooks {
-			d := time.Duration(float(e.Params, "x", 1.5) * float64(e.Lease))
-			// Pauses of different holders may overlap in time; each is a
-			// trial of its own, a lease apart.
-			at := e.slots(0, e.Lease)
-			var next atomic.Int64
+			d, gap := clientPause(e.Params, e.Lease), clientPauseGap(e.Lease)
+			at := e.slots(d, gap)
 			pause := judge.Action{Pause: d, BeforeRead: e.Params.Get("at") == "before-read"}
-			// The first grant at or after each slot's time is paused.
+			var (
+				mu   sync.Mutex
+				next int           // the slot of the next pause
+				free time.Duration // no pause begins before: the last one's end and a gap
+			)
+			// The first grant at or after each slot's time is paused, unless
+			// the previous pause (begun late, at a late grant) is not over.
 			return workloads.Hooks{Section: func(ev judge.SectionEvent) judge.Action {
-				i := next.Load()
-				if int(i) >= len(at) || ev.Granted < at[i] || !next.CompareAndSwap(i, i+1) {
+				mu.Lock()
+				defer mu.Unlock()
+				if next >= len(at) || ev.Granted < max(at[next], free) {
 					return judge.Action{}
 				}
+				next++
+				free = ev.Granted + d + gap
 				return pause
 			}}
 		},
 	},
 	{
 		Name:           "server-pause",
+		span:           lasting,
 		QuorumDuration: quorumCase,
 		Doc:            "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
 		fits: func(sh Shape) error {
@@ -113,6 +149,7 @@ var catalogue = []*Scenario{
 	},
 	{
 		Name:   "restart",
+		span:   instantly,
 		Doc:    "a random majority of the Redis nodes (the single server of redis, the PostgreSQL server) is killed and restarted while their keys are held: empty under the fast profile, with its data under the durable one",
 		MinTTL: 2 * time.Second,
 		fits: func(sh Shape) error {
@@ -134,8 +171,9 @@ var catalogue = []*Scenario{
 	},
 	{
 		Name:   "clock-jump",
+		span:   instantly,
 		Doc:    "an emulated clock jump (Redis has no clock to set, and libfaketime crashes it): every key on a random minority or majority of the Redis nodes has its expiry brought forward by a fraction of the TTL at once",
-		Params: map[string]string{"by": "the jump in TTLs (default 1)", "nodes": "minority or majority (default)"},
+		Params: map[string]string{"by": "the jump in key lifetimes: the TTL, or longer where the backend keeps its keys longer (default 1)", "nodes": "minority or majority (default)"},
 		Note:   "clock-jump is an emulation: Redis has no clock to set (and libfaketime crashes Debian's redis-server), so a script brings every key's expiry forward on the chosen nodes, which is what a wall-clock jump does to Redis's expiries",
 		MinTTL: 2 * time.Second,
 		fits: func(sh Shape) error {
@@ -151,7 +189,11 @@ var catalogue = []*Scenario{
 			return checkFloat(v, "by")
 		},
 		hooks: func(e Env) workloads.Hooks {
-			by := time.Duration(float(e.Params, "by", 1) * float64(e.Spec.TTL))
+			// The jump is sized from how long the keys live on the
+			// servers, not from the lease the holder is promised: a lock
+			// that keeps its keys longer than its leases (rueidislock)
+			// must not be spared by a jump its keys outlive.
+			by := time.Duration(float(e.Params, "by", 1) * float64(max(e.KeyLife, e.Spec.TTL)))
 			pick, which := e.majority, "majority"
 			if e.Params.Get("nodes") == "minority" {
 				pick, which = e.minority, "minority"
@@ -164,6 +206,7 @@ var catalogue = []*Scenario{
 	},
 	{
 		Name: "crash-minority",
+		span: lasting,
 		Doc:  "a random minority of the nodes (2 of 5 Redis nodes, 1 of 3 members: any of them, the leader or a priority node included) is killed for a lease (at least a second), then restarted with what it persisted",
 		fits: needMinority,
 		hooks: func(e Env) workloads.Hooks {
@@ -173,6 +216,7 @@ var catalogue = []*Scenario{
 	},
 	{
 		Name:    "partition",
+		span:    lasting,
 		Doc:     "the clients are cut off (their traffic blackholed) from a random minority of the nodes, or from the single server, for a lease (at least a second)",
 		Proxied: true,
 		fits:    needProxied,
@@ -183,6 +227,7 @@ var catalogue = []*Scenario{
 	},
 	{
 		Name:    "latency",
+		span:    lasting,
 		Doc:     "responses from a random minority of the nodes, or from the single server, are delayed by 50 ms for a lease (at least a second)",
 		Proxied: true,
 		fits:    needProxied,
@@ -193,6 +238,7 @@ var catalogue = []*Scenario{
 	},
 	{
 		Name: "partition-leader",
+		span: lasting,
 		Doc:  "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every member) for 2 s, then healed",
 		fits: needPeers, QuorumDuration: quorumCase,
 		hooks: func(e Env) workloads.Hooks {
@@ -204,6 +250,7 @@ var catalogue = []*Scenario{
 	},
 	{
 		Name: "partition-halves",
+		span: lasting,
 		Doc:  "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot reach each other, for 2 s, then healed",
 		fits: needPeers, QuorumDuration: quorumCase,
 		hooks: func(e Env) workloads.Hooks {
@@ -212,6 +259,7 @@ var catalogue = []*Scenario{
 	},
 	{
 		Name:           "leader-kill",
+		span:           lasting,
 		QuorumDuration: quorumCase,
 		Doc:            "the ZooKeeper or etcd leader is killed for 2 s, then restarted with its data",
 		fits: func(sh Shape) error {

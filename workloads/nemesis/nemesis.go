@@ -12,14 +12,18 @@
 // consensus system exists for:
 //
 //	none             no fault: the baseline, where every real backend must show zero violations
-//	client-pause     a holder's process is stopped (SIGSTOP) after it read, for x × the backend's lease, then resumed and writes (Kleppmann's GC pause)
+//	client-pause     a holder's process is stopped (SIGSTOP) after it read, for x × the backend's lease, then resumed and writes (Kleppmann's GC pause);
+//	                 params x (default 1.5) and at=before-read
 //	server-pause     a minority of the servers, or the leader (the master, the single server), is stopped (SIGSTOP) for a while, then resumed
 //	failover         Sentinel: the lock is written to the master but held back from the replica, then a failover promotes the replica
 //	restart          a majority of the Redis nodes (the PostgreSQL server) restart while their keys are held: empty under the fast profile, with their data under the durable one
-//	clock-jump       an emulated clock jump: the keys on a minority or majority of the Redis nodes expire by a fraction of the TTL at once (Redis has no clock to set)
+//	clock-jump       an emulated clock jump: the keys on a minority or majority of the Redis nodes expire by a fraction of the TTL at once (Redis has no clock to set);
+//	                 params by (in TTLs, default 1) and nodes=minority|majority (default majority)
 //	crash-minority   a minority of the nodes (any of them: the leader, Redlock's priority node) dies for a while, then restarts with its data
 //	partition        the clients are cut off from a minority of the nodes (the single server)
 //	latency          responses from a minority of the nodes (the single server) are slowed by 50 ms
+//	partition-leader the ZooKeeper or etcd leader is cut off from the other members (clients still reach it), then healed
+//	partition-halves the ZooKeeper or etcd members are split into a minority and a majority, then healed
 //	leader-kill      the ZooKeeper or etcd leader dies, then restarts with its data
 //
 // Targets are drawn from the case's random source, which the run's seed
@@ -182,6 +186,11 @@ type Env struct {
 	// silent: the TTL (as the backend rounds it), or its session timeout
 	// when that is longer (ZooKeeper). Pauses are sized from it.
 	Lease time.Duration
+	// KeyLife is how long a key lives on the servers after its holder's
+	// last request: the TTL for most, longer for a lock that keeps its
+	// keys ahead of the leases it promises (rueidislock). Clock jumps are
+	// sized from it; zero means the case's TTL.
+	KeyLife time.Duration
 	// Durable is set under the durable profile: a restarted Redis node
 	// keeps what it acknowledged.
 	Durable bool
@@ -229,6 +238,10 @@ type Scenario struct {
 	fits  func(Shape) error
 	check func(url.Values) error
 	hooks func(Env) workloads.Hooks
+	// span, when set, is how long one injection needs, its window and the
+	// gap after it, given the params and the backend's lease: cases
+	// stretch so that every injection fits without meeting the next.
+	span func(p url.Values, sh Shape, lease time.Duration) time.Duration
 }
 
 // Fault is a scenario with its params, as a case names it:
@@ -297,12 +310,18 @@ func (s *Scenario) Fits(sh Shape) error {
 // saying why not.
 func (s *Scenario) Applies(t Target) error { return s.Fits(t.Shape()) }
 
-// MinDuration is the shortest case of the fault on a cluster of shape sh.
-func (s *Scenario) MinDuration(sh Shape) time.Duration {
+// MinDuration is the shortest case of the fault on a cluster of shape sh
+// that fits its injections, apart, for a backend whose lease is lease.
+func (f Fault) MinDuration(sh Shape, lease time.Duration, injections int) time.Duration {
+	var d time.Duration
 	if sh.QuorumNodes > 0 {
-		return s.QuorumDuration
+		d = f.QuorumDuration
 	}
-	return 0
+	if f.span != nil {
+		// The injections take the middle three quarters of the case (slots).
+		d = max(d, time.Duration(max(injections, 1))*f.span(f.Params, sh, lease)*4/3)
+	}
+	return d
 }
 
 // Hooks returns the hooks that inject the fault into a case.

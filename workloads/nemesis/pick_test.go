@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/workloads"
+	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 func fiveNodes() []*compose.Node {
@@ -72,6 +73,45 @@ func TestSlotsFitTheCase(t *testing.T) {
 	for i, s := range at {
 		if s < spec.Duration/8 || s+time.Second > spec.Duration-spec.Duration/8 || (i > 0 && s < at[i-1]+2*time.Second) {
 			t.Fatalf("slots %v do not fit", at)
+		}
+	}
+}
+
+// TestClientPausesNeverOverlap: in a case as long as MinDuration asks,
+// client-pause stops a holder once per injection, each pause beginning
+// after the previous one ended and a gap passed — even when grants come
+// late — so that each pause is an incident of its own.
+func TestClientPausesNeverOverlap(t *testing.T) {
+	for _, spec := range []string{"client-pause", "client-pause?x=0.5", "client-pause?x=3"} {
+		f, err := Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const lease, injections = time.Second, 3
+		d := f.MinDuration(Shape{}, lease, injections)
+		ws, _ := workloads.Spec{Workload: workloads.Hot, Clients: 1, Duration: d}.Normalize()
+		pause, gap := clientPause(f.Params, lease), clientPauseGap(lease)
+		for seed := range uint64(20) {
+			h := f.Hooks(Env{Spec: ws, Lease: lease, Injections: injections, Rand: rand.New(rand.NewPCG(seed, 0))})
+			var at []time.Duration
+			// A grant every 7 ms, none while a paused holder holds the key.
+			for g := time.Duration(0); g < d; g += 7 * time.Millisecond {
+				if a := h.Section(judge.SectionEvent{Granted: g}); a.Pause > 0 {
+					if a.Pause != pause {
+						t.Fatalf("%s: paused for %v, want %v", spec, a.Pause, pause)
+					}
+					at = append(at, g)
+					g += a.Pause
+				}
+			}
+			if len(at) != injections {
+				t.Fatalf("%s seed %d: %d pauses in %v, want %d: at %v", spec, seed, len(at), d, injections, at)
+			}
+			for i := 1; i < len(at); i++ {
+				if at[i] < at[i-1]+pause+gap {
+					t.Fatalf("%s seed %d: pause at %v began before the one at %v had ended and %v passed", spec, seed, at[i], at[i-1], gap)
+				}
+			}
 		}
 	}
 }
