@@ -32,12 +32,25 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		return "No backend qualifies for correctness locks in this run: each one had a lock-bug incident, issued no tokens, let a stale write through with fencing on, or was not put through the faults needed (see the table).", nil
 	}
 	v := verdictOf(ch, ch.Backend)
-	answer := fmt.Sprintf("Use %s.", v.Backend)
-	if q == forCorrectness {
-		answer = fmt.Sprintf("Use %s, with its fencing tokens checked by the resource.", v.Backend)
+	// Tied backends that need as many nodes are recommended alike: no
+	// measurement, and no cost, puts one before the other.
+	alike, costlier := []string{v.Backend}, []string(nil)
+	for _, b := range ch.Tied {
+		if ds.nodes(b) == ds.nodes(v.Backend) {
+			alike = append(alike, b)
+		} else {
+			costlier = append(costlier, b)
+		}
 	}
-	if len(ch.Tied) > 0 {
-		answer += fmt.Sprintf(" %s: indistinguishable from it here; the tie went to cost (%s).", joinAnd(ch.Tied), ds.costLine(v.Backend, ch.Tied))
+	answer := fmt.Sprintf("Use %s.", joinOr(alike))
+	if q == forCorrectness {
+		answer = fmt.Sprintf("Use %s, with fencing tokens checked by the resource.", joinOr(alike))
+	}
+	if len(alike) > 1 {
+		answer += fmt.Sprintf(" The evidence does not tell them apart on safety, availability or speed, and they need as many nodes (%d); the evidence below is %s's.", ds.nodes(v.Backend), v.Backend)
+	}
+	if len(costlier) > 0 {
+		answer += fmt.Sprintf(" %s: indistinguishable from %s here, but costlier (%s).", joinAnd(costlier), v.Backend, ds.costLine(v.Backend, costlier))
 	}
 	var ev []string
 	if q == forEfficiency {
@@ -77,7 +90,7 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 }
 
 // costLine says how the cost rule ordered the chosen backend and the
-// tied ones: node counts, then names.
+// tied ones that need more nodes: their node counts.
 func (ds *dataset) costLine(chosen string, tied []string) string {
 	byNodes := map[int][]string{}
 	for _, b := range append([]string{chosen}, tied...) {
@@ -87,11 +100,7 @@ func (ds *dataset) costLine(chosen string, tied []string) string {
 	for _, n := range slices.Sorted(maps.Keys(byNodes)) {
 		parts = append(parts, fmt.Sprintf("%s %s", joinAnd(byNodes[n]), plural(int64(n), "node")))
 	}
-	s := "nodes: " + strings.Join(parts, ", ")
-	if len(byNodes[ds.nodes(chosen)]) > 1 {
-		s += fmt.Sprintf("; among those with %d, %s comes first by name", ds.nodes(chosen), chosen)
-	}
-	return s
+	return "nodes: " + strings.Join(parts, ", ")
 }
 
 // comparedLine says which classes the qualifiers were compared on and

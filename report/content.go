@@ -346,7 +346,7 @@ func verdictTable(ch Choice, fencing bool) table {
 		if v.Qualifies {
 			q = "yes"
 		}
-		if v.Backend == ch.Backend {
+		if v.Backend == ch.Backend || strings.HasPrefix(v.Standing, "recommended alike") {
 			q = "yes — recommended"
 		}
 		var nj []string

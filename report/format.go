@@ -104,12 +104,17 @@ func plural(n int64, word string) string {
 func nodesText(n int) string { return plural(int64(max(n, 0)), "node") }
 
 // joinAnd joins ["a","b","c"] as "a, b and c".
-func joinAnd(s []string) string {
+func joinAnd(s []string) string { return joinWith(s, " and ") }
+
+// joinOr joins ["a","b","c"] as "a, b or c".
+func joinOr(s []string) string { return joinWith(s, " or ") }
+
+func joinWith(s []string, last string) string {
 	switch len(s) {
 	case 0:
 		return ""
 	case 1:
 		return s[0]
 	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+	return strings.Join(s[:len(s)-1], ", ") + last + s[len(s)-1]
 }

@@ -38,7 +38,7 @@ var Rules = []string{
 	"Rule 2, scope. A backend faced a fault class when it has a valid case under it. A class a backend was not put through is \"not judged\" for it, with the reason (the run's record, the report's table of classes that cannot apply, or that the results do not say) — never a pass, and the recommendation names the classes it does not cover. Qualifying backends are ranked only on the fault classes every one of them faced: what one showed under a class another did not face decides nothing between them. The noop control excludes nobody and never qualifies.",
 	"Rule 3, correctness locks (a double grant corrupts data). A backend qualifies when it issues fencing tokens (its fenced cases ran with tokens checked); it faced client-pause and at least one server-side fault class with the resource fencing (guard fence), and its fault cases recorded injections; it had zero lock-bug incidents — two holders while the earlier lease was still valid by the lock's own promise; incidents the judge did not classify count as lock bugs — in every valid case of every class, guard and durability profile, stated with its bound; and with fencing it let through zero stale writes, lost zero updates, saw zero token regressions, and no history failed porcupine's fenced-mutex check. Expired-holder incidents (a holder that outlived its lease) do not disqualify — they are what fencing is for — but they are counted, explained, and make fencing \"required\", as does any stale write accepted or update lost without fencing.",
 	"Rule 4, efficiency locks (an occasional double grant is tolerable). A backend qualifies when it ran without faults with at least 2 clients, acquired locks, and without faults had zero incidents of any kind, zero stale writes accepted and zero lost updates, stated per contended grant with its bound. Under faults its double grants are tolerated but counted, and they rank it (rule 5).",
-	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. (1) Safety, for efficiency: a backend whose double-grant incidents per injection lie clearly above another's (its 95% lower bound above the other's 95% upper bound) drops out; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the range over its fault windows of the in-fault grant rate (a share of its own baseline) lies wholly below another's by more than 10 points, or the range of its recovery times wholly above another's by more than 1 s, each side with at least 3 samples (fault windows) — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, many keys rather than the hot key on a tie — on one hot key the 1 ms hold caps every lock near 1,000 grants/s and measures the hold, not the lock — under the guard most ran there), the median over trials with its min–max; a backend drops out only when its range lies wholly below the fastest's and both come from at least 3 trials — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes, then the name; the backends it separated are named as tied with the choice.",
+	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. (1) Safety, for efficiency: a backend whose double-grant incidents per injection lie clearly above another's (its 95% lower bound above the other's 95% upper bound) drops out; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the range over its fault windows of the in-fault grant rate (a share of its own baseline) lies wholly below another's by more than 10 points, or the range of its recovery times wholly above another's by more than 1 s, each side with at least 3 samples (fault windows) — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, many keys rather than the hot key on a tie — on one hot key the 1 ms hold caps every lock near 1,000 grants/s and measures the hold, not the lock — under the guard most ran there), the median over trials with its min–max; a backend drops out only when its range lies wholly below the fastest's and both come from at least 3 trials — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes; backends that still tie are recommended alike (the evidence shown is the first's by name), and those that need more nodes are named as tied but costlier.",
 	"Rule 6, durability. Every case carries its profile (fast: no fsync; durable: every write synced; the control has no servers), and so do the header, every table row and the answer. A lock bug under any profile disqualifies, and the reason names the profile. Speed is compared within one profile.",
 }
 
@@ -217,6 +217,9 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 		standing[ch.Backend] = "recommended"
 		for _, b := range ch.Tied {
 			standing[b] = fmt.Sprintf("tied with %s: the evidence does not tell them apart on safety, availability or speed; %s", ch.Backend, costWord(ds, ch.Backend, b))
+			if ds.nodes(b) == ds.nodes(ch.Backend) {
+				standing[b] = "recommended alike with " + ch.Backend + ": the evidence does not tell them apart on safety, availability or speed, and they need as many nodes"
+			}
 		}
 	}
 	order := func(v Verdict) int {
@@ -239,12 +242,10 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 	})
 }
 
-// costWord says why the cost rule put chosen before other.
+// costWord says why the cost rule put chosen before other, which needs
+// more nodes.
 func costWord(ds *dataset, chosen, other string) string {
-	if a, b := ds.nodes(chosen), ds.nodes(other); a < b {
-		return fmt.Sprintf("%s needs fewer nodes than %s (%d vs %d)", chosen, other, a, b)
-	}
-	return fmt.Sprintf("%s and %s need as many nodes, and %s comes first by name", chosen, other, chosen)
+	return fmt.Sprintf("%s needs fewer nodes than %s (%d vs %d)", chosen, other, ds.nodes(chosen), ds.nodes(other))
 }
 
 // commonClasses returns the fault classes (other than none) that every
