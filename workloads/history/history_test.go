@@ -208,6 +208,25 @@ func TestConstructedHistories(t *testing.T) {
 		want:   counts{Regressions: 1},
 		linear: results.Linearizable, fenced: results.Linearizable,
 	}, {
+		name: "a first token of 0 is a token (ZooKeeper's first sequence number): fenced-linearizable, not unknown",
+		build: func(b *builder) {
+			b.cycle(1, "k", 0, 0, 0)
+			b.ops[0].HasToken = true
+			b.cycle(2, "k", 10, 1, 1)
+		},
+		linear: results.Linearizable, fenced: results.Linearizable,
+	}, {
+		name: "a token of 0 after token 0 is a regression",
+		build: func(b *builder) {
+			b.cycle(1, "k", 0, 0, 0)
+			b.cycle(2, "k", 10, 0, 1)
+			for i := range b.ops {
+				b.ops[i].HasToken = b.ops[i].F != Release
+			}
+		},
+		want:   counts{Regressions: 1},
+		linear: results.Linearizable, fenced: results.NotLinearizable,
+	}, {
 		name: "keys are judged apart",
 		build: func(b *builder) {
 			a := b.grant(1, "x", 0, 1, 0, -1)

@@ -20,9 +20,10 @@ type Verdict struct {
 
 // mutexInput is an operation of the mutex models.
 type mutexInput struct {
-	release bool
-	process int
-	token   uint64
+	release  bool
+	process  int
+	token    uint64
+	hasToken bool // a token of 0 is a token (ZooKeeper's first sequence number)
 }
 
 // unknownOutput marks an operation whose outcome is unknown (Type Info).
@@ -70,25 +71,25 @@ var mutexModel = (&porcupine.NondeterministicModel{
 // fencedModel asks only that a key's grants carry strictly increasing
 // tokens in an order consistent with real time: two holders at once are
 // allowed (a fencing resource makes them harmless), a token that does not
-// grow is not.
+// grow is not. Its state is the least token the next grant may carry.
 var fencedModel = porcupine.Model{
 	Partition: partitionByKey,
 	Init:      func() any { return uint64(0) },
 	Step: func(state, input, _ any) (bool, any) {
-		last, in := state.(uint64), input.(mutexInput)
-		if in.token <= last {
-			return false, last
+		least, in := state.(uint64), input.(mutexInput)
+		if in.token < least {
+			return false, least
 		}
-		return true, in.token
+		return true, in.token + 1
 	},
 	DescribeOperation: describeMutexOp,
-	DescribeState:     func(state any) string { return fmt.Sprintf("last token %d", state.(uint64)) },
+	DescribeState:     func(state any) string { return fmt.Sprintf("next token at least %d", state.(uint64)) },
 }
 
 func describeMutexOp(input, output any) string {
 	in := input.(mutexInput)
 	s := fmt.Sprintf("acquire by %d", in.process)
-	if in.token > 0 {
+	if in.hasToken {
 		s += fmt.Sprintf(" (token %d)", in.token)
 	}
 	if in.release {
@@ -139,7 +140,7 @@ func operations(ops []Op) []porcupine.Operation {
 	granted := map[int64]Op{}
 	add := func(o Op, release, unknown bool) {
 		p := porcupine.Operation{
-			ClientId: o.Process, Input: mutexInput{release: release, process: o.Process, token: o.Token},
+			ClientId: o.Process, Input: mutexInput{release: release, process: o.Process, token: o.Token, hasToken: o.HasToken},
 			Call: o.Invoke, Return: o.Complete, Output: true, Metadata: keyed{o.Key},
 		}
 		if unknown {
@@ -204,7 +205,7 @@ func LinearizableFenced(ops []Op, timeout time.Duration) Verdict {
 			continue // an acquire of unknown outcome has no token to check
 		}
 		grantsSeen++
-		if in.token > 0 {
+		if in.hasToken {
 			tokens++
 			grants = append(grants, o)
 		}
