@@ -137,8 +137,12 @@ func (l *Handle) extend(ctx context.Context, ttl time.Duration) error {
 		if err == nil && !releasing {
 			// The lease ended locally while the backend extended it: give
 			// the key back rather than keep it for nobody. (A Release in
-			// progress gives it back itself.)
-			_ = l.holder.Release(ctx)
+			// progress gives it back itself.) ctx may have ended with the
+			// lease (the watchdog's does): give back on a context of its
+			// own, bounded by the TTL, after which the key expires anyway.
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.TTL)
+			_ = l.holder.Release(gctx)
+			cancel()
 		}
 		return notHeld(l.grant.Key, ended)
 	}

@@ -287,3 +287,57 @@ func TestLeaseConcurrentUse(t *testing.T) {
 		t.Fatalf("%d concurrent Releases succeeded, want exactly 1", n)
 	}
 }
+
+// gateHolder's Extend waits at a gate (ignoring its context, as a request
+// already on the wire does) and succeeds; Release reports the state of
+// the context it was given.
+type gateHolder struct {
+	extending chan struct{} // receives when an Extend has begun
+	gate      chan struct{} // closed to let Extends return
+	releases  chan error    // the ctx.Err() of each Release
+}
+
+func (h *gateHolder) Extend(_ context.Context, ttl time.Duration) (time.Time, error) {
+	select {
+	case h.extending <- struct{}{}:
+	default:
+	}
+	<-h.gate
+	return time.Now().Add(ttl), nil
+}
+
+func (h *gateHolder) Release(ctx context.Context) error {
+	h.releases <- ctx.Err()
+	return nil
+}
+
+// TestLeaseGivesBackAKeyExtendedAfterItEnded: the watchdog's extension
+// succeeds on the server after the lease ended locally (here: lost); the
+// key is given back on a live context — the watchdog's own ended with
+// the lease, and a release sent on it never reaches the server.
+func TestLeaseGivesBackAKeyExtendedAfterItEnded(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ttl := 90 * time.Millisecond
+	o, err := locker.Resolve("k", locker.WithTTL(ttl), locker.WithAutoExtend(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &gateHolder{extending: make(chan struct{}, 1), gate: make(chan struct{}), releases: make(chan error, 4)}
+	l := locker.NewLease(context.Background(), h, locker.Grant{Key: "k", ValidUntil: time.Now().Add(ttl)}, o)
+	select {
+	case <-h.extending:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watchdog did not extend within 5s")
+	}
+	l.Lose(errors.New("session expired"))
+	waitDone(t, l, time.Second)
+	close(h.gate)
+	select {
+	case err := <-h.releases:
+		if err != nil {
+			t.Fatalf("the key was given back on an ended context (%v): the release never leaves the client", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the key the backend extended after the lease ended was not given back")
+	}
+}
