@@ -147,18 +147,7 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 		if c.History != "" {
 			g.Histories = append(g.Histories, c.History)
 		}
-		if av := c.Availability; av != nil {
-			g.InFault = append(g.InFault, inFaultShares(av)...)
-			if av.InFaultP99US > 0 {
-				g.InFaultP99 = append(g.InFaultP99, float64(av.InFaultP99US))
-			}
-			for _, r := range av.RecoveryS {
-				if r < 0 {
-					r = math.Inf(1)
-				}
-				g.Recovery = append(g.Recovery, r)
-			}
-		}
+		g.addAvailability(c.Availability)
 		for _, n := range c.Notes {
 			g.Notes = appendNew(g.Notes, n)
 		}

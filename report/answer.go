@@ -32,13 +32,10 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		return "No backend qualifies for correctness locks in this run: each one had a lock-bug incident, issued no tokens, let a stale write through with fencing on, or was not put through the faults needed (see the table).", nil
 	}
 	v := verdictOf(ch, ch.Backend)
-	// Tied backends that need as many nodes are recommended alike: no
-	// measurement, and no cost, puts one before the other.
-	alike, costlier := []string{v.Backend}, []string(nil)
+	alike := append([]string{v.Backend}, ch.Alike...)
+	var costlier []string
 	for _, b := range ch.Tied {
-		if ds.nodes(b) == ds.nodes(v.Backend) {
-			alike = append(alike, b)
-		} else {
+		if !slices.Contains(ch.Alike, b) {
 			costlier = append(costlier, b)
 		}
 	}

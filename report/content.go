@@ -346,7 +346,7 @@ func verdictTable(ch Choice, fencing bool) table {
 		if v.Qualifies {
 			q = "yes"
 		}
-		if v.Backend == ch.Backend || strings.HasPrefix(v.Standing, "recommended alike") {
+		if v.Backend == ch.Backend || slices.Contains(ch.Alike, v.Backend) {
 			q = "yes — recommended"
 		}
 		var nj []string

@@ -80,6 +80,10 @@ type Choice struct {
 	// from Backend on safety, availability or speed: the choice among
 	// them fell to cost.
 	Tied []string
+	// Alike are the backends of Tied that need as many nodes as Backend:
+	// nothing measured, and no cost, puts one before the other, so they
+	// are recommended with it.
+	Alike []string
 	// Judgeable is false when the run lacks the cases the question needs.
 	Judgeable bool
 	// Answer is the recommendation in a sentence; Evidence the numbers
@@ -216,9 +220,11 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 		ch.Backend, ch.Tied = tier[0], tier[1:]
 		standing[ch.Backend] = "recommended"
 		for _, b := range ch.Tied {
-			standing[b] = fmt.Sprintf("tied with %s: the evidence does not tell them apart on safety, availability or speed; %s", ch.Backend, costWord(ds, ch.Backend, b))
 			if ds.nodes(b) == ds.nodes(ch.Backend) {
+				ch.Alike = append(ch.Alike, b)
 				standing[b] = "recommended alike with " + ch.Backend + ": the evidence does not tell them apart on safety, availability or speed, and they need as many nodes"
+			} else {
+				standing[b] = fmt.Sprintf("tied with %s: the evidence does not tell them apart on safety, availability or speed; %s", ch.Backend, costWord(ds, ch.Backend, b))
 			}
 		}
 	}

@@ -35,16 +35,8 @@ func (t tally) lockBugs() int64 { return t.IncidentsLockBug + t.IncidentsUnclass
 // addRun sums into t what the lock did in a run (everything but what
 // the resource's guard let through).
 func (t *tally) addRun(u tally) {
-	t.Injections += u.Injections
-	t.InjectionsInferred = t.InjectionsInferred || u.InjectionsInferred
-	t.Overlaps += u.Overlaps
-	t.TokenRegressions += u.TokenRegressions
-	t.OverlapsLockBug += u.OverlapsLockBug
-	t.OverlapsExpired += u.OverlapsExpired
-	t.Incidents += u.Incidents
-	t.IncidentsLockBug += u.IncidentsLockBug
-	t.IncidentsExpired += u.IncidentsExpired
-	t.IncidentsUnclassified += u.IncidentsUnclassified
+	u.StaleAccepted, u.StaleRejected, u.LostUpdates = 0, 0, 0
+	t.add(u)
 }
 
 // runOf names the run of the lock a case reports on. The runner judges
@@ -70,19 +62,27 @@ func runGroup(c *results.Case) *group {
 	r.Linearizable.add(c.Linearizable, c.LinearizableReason)
 	r.LinearizableFenced.add(c.LinearizableFenced, c.LinearizableFencedReason)
 	r.Targets = c.Targets
-	if av := c.Availability; av != nil {
-		r.InFault = append(r.InFault, inFaultShares(av)...)
-		if av.InFaultP99US > 0 {
-			r.InFaultP99 = append(r.InFaultP99, float64(av.InFaultP99US))
-		}
-		for _, x := range av.RecoveryS {
-			if x < 0 {
-				x = math.Inf(1)
-			}
-			r.Recovery = append(r.Recovery, x)
-		}
-	}
+	r.addAvailability(c.Availability)
 	return r
+}
+
+// addAvailability adds a case's availability samples to g: the in-fault
+// share of each window, the in-fault p99, and each recovery (one that
+// never came is infinite).
+func (g *group) addAvailability(av *results.Availability) {
+	if av == nil {
+		return
+	}
+	g.InFault = append(g.InFault, inFaultShares(av)...)
+	if av.InFaultP99US > 0 {
+		g.InFaultP99 = append(g.InFaultP99, float64(av.InFaultP99US))
+	}
+	for _, x := range av.RecoveryS {
+		if x < 0 {
+			x = math.Inf(1)
+		}
+		g.Recovery = append(g.Recovery, x)
+	}
 }
 
 // add sums u into t.
