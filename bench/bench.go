@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
-	"github.com/lockbench/lockbench/workloads/judge"
-	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // Case is one combination to measure.

@@ -13,8 +13,8 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/rueidislock"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // Backend is one backend of a plan: a registered name and its params,

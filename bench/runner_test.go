@@ -12,11 +12,11 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
-	"github.com/lockbench/lockbench/workloads/history"
-	"github.com/lockbench/lockbench/workloads/judge"
-	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // runMatrix runs m on fresh servers with client processes of this test

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
-	"github.com/lockbench/lockbench/workloads/judge"
-	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // Suite describes a run as two matrices: a performance sweep (every

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // loadTime is how long a suite's cases load the backends, before setup

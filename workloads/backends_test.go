@@ -11,10 +11,10 @@ import (
 	_ "github.com/lockbench/lockbench/backends/redis"
 	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // redisAddrs starts n real redis-server nodes for t and returns their

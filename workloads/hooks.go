@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // Hooks are how fault scenarios (the nemesis) act on a case without the

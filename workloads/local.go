@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // LocalHost names the runner's own host on a judge.

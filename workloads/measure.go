@@ -9,9 +9,9 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // errKind indexes Recorder's error counts; kinds are results' Err* names.

@@ -8,11 +8,11 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/stats"
-	"github.com/lockbench/lockbench/workloads/history"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // Outcome is what one case measured: the judge's result (safety of every

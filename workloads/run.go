@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
-	"github.com/lockbench/lockbench/workloads/history"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // errorPause is the least a closed-loop client waits after a failed

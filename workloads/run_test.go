@@ -12,10 +12,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockbench/lockbench/backends/noop"
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/history"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // noops returns n noop Lockers, closed when t ends.

@@ -15,8 +15,8 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 func backendsCmd() *cobra.Command {

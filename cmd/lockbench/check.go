@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/history"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 func checkCmd() *cobra.Command {

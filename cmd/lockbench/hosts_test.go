@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/history"
 )
 
 // start runs this test binary as lockbench with args in the background,

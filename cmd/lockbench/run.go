@@ -18,12 +18,12 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
-	"github.com/lockbench/lockbench/workloads/judge"
-	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // runFlags are the flags of `lockbench run`.

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/workloads"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 // healTimeout bounds how long a nemesis waits for a node to come back

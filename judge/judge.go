@@ -35,8 +35,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locker"
-	"github.com/lockbench/lockbench/workloads/history"
 )
 
 // DefaultCheckTimeout bounds each linearizability check of a case: the

@@ -11,9 +11,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/workloads/history"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

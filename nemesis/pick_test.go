@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/workloads"
-	"github.com/lockbench/lockbench/workloads/judge"
 )
 
 func fiveNodes() []*compose.Node {

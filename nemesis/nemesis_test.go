@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/locker"
-	"github.com/lockbench/lockbench/workloads/nemesis"
+	"github.com/lockbench/lockbench/nemesis"
 )
 
 func TestCatalogue(t *testing.T) {

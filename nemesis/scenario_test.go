@@ -11,10 +11,10 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/workloads"
-	"github.com/lockbench/lockbench/workloads/judge"
-	"github.com/lockbench/lockbench/workloads/nemesis"
 )
 
 // run runs a short hot-key load of 4 goroutine clients on backend
