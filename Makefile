@@ -33,4 +33,4 @@ bench-quick: deps build
 	@ln -sfn $(notdir $(OUT)) results/latest
 
 clean:
-	rm -rf $(BIN) results
+	rm -rf $(BIN) results/*/ results/latest
