@@ -50,8 +50,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("postgres", Open) }
-
 // Mode is the kind of lock: Advisory or Lease.
 type Mode string
 

@@ -35,8 +35,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("redsync", Open) }
-
 // Locker is a redsync lock over N independent Redis masters. It implements
 // locker.Locker and is safe for concurrent use.
 type Locker struct {

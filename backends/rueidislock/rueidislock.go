@@ -79,8 +79,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("rueidislock", Open) }
-
 // The defaults of Open: rueidislock's own, except KeyMajority (1 key on
 // one server rather than 2 of 3).
 const (

@@ -109,8 +109,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("zookeeper", Open) }
-
 // Defaults of the params.
 const (
 	// DefaultSession is the session timeout asked for when the session
