@@ -292,7 +292,7 @@ func TestClustersRenewRestartedRedlockNodes(t *testing.T) {
 		if err := lease.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		return target.Redis
+		return target.Nodes
 	}
 	first := setup()
 	if again := setup(); again[0] != first[0] {

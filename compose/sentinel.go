@@ -368,6 +368,19 @@ func (s *SentinelSet) Dial(ctx context.Context, network, addr string) (net.Conn,
 	return d.DialContext(ctx, network, addr)
 }
 
+// Leader returns the node the sentinels currently report as master: the
+// set's leader, as Ensemble.Leader and EtcdCluster.Leader return theirs.
+func (s *SentinelSet) Leader(ctx context.Context) (*Node, error) {
+	addr, err := s.CurrentMaster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n := s.Node(addr); n != nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("compose: the master %s is none of the set's nodes", addr)
+}
+
 // CurrentMaster asks the sentinels, in order, for the master's address
 // (the server's own) and returns the first answer.
 func (s *SentinelSet) CurrentMaster(ctx context.Context) (string, error) {

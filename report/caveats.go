@@ -30,7 +30,7 @@ func (ds *dataset) caveats() []string {
 	for _, b := range ds.Backends {
 		if bugs := ds.lockBugsByClass(b); len(bugs) > 0 {
 			what := "granted the key while the previous holder's lease was still valid by the lock's own promise"
-			if isControl(b) {
+			if ds.isControl(b) {
 				what = "the control excludes nobody: this is the checker seeing double grants, as it should"
 			}
 			out = append(out, fmt.Sprintf("%s: lock-bug incidents %s — %s.", b, strings.Join(bugs, "; "), what))
@@ -163,7 +163,7 @@ func (ds *dataset) limits() []string {
 	}
 	fewest := 0
 	for _, g := range ds.find(query{Fault: faultNone}) {
-		if !isControl(g.Backend) && (fewest == 0 || g.Trials < fewest) {
+		if !ds.isControl(g.Backend) && (fewest == 0 || g.Trials < fewest) {
 			fewest = g.Trials
 		}
 	}

@@ -102,7 +102,7 @@ func (ds *dataset) throughputPlots(workload string) *tpPlots {
 	var values, ctrlValues, clients []float64
 	var notFree []string
 	for _, b := range ds.Backends {
-		s := tpSeries{backend: b, nodes: ds.nodes(b), ctrl: isControl(b)}
+		s := tpSeries{backend: b, nodes: ds.nodes(b), ctrl: ds.isControl(b)}
 		for _, g := range ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Durability: profile, EveryProfile: true}) {
 			if g.Clients <= 0 {
 				continue

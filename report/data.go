@@ -21,9 +21,6 @@ const (
 	faultPause  = "client-pause"
 	unsetLabel  = "(unset)"
 	unnamedCase = "(unnamed)"
-	// controlBackend is the backend that excludes nobody: it shows that
-	// the checker sees double grants, and is never a candidate.
-	controlBackend = "noop"
 )
 
 // baseName is a backend or fault name without its params: "redlock" for
@@ -33,10 +30,11 @@ func baseName(s string) string {
 	return b
 }
 
-// isControl reports whether a backend is the noop control (or a variant
-// of it), which no recommendation may pick and no throughput chart may
-// scale to.
-func isControl(backend string) bool { return baseName(backend) == controlBackend }
+// isControl reports whether a backend is a control, one that excludes
+// nobody (the results say so of its cases): it shows that the checker
+// sees double grants, and no recommendation may pick it nor throughput
+// chart scale to it.
+func (ds *dataset) isControl(backend string) bool { return ds.controls[backend] }
 
 // classOf returns a case's fault class: the recorded one, or the fault
 // name without its params for files from before the field.
@@ -66,6 +64,8 @@ type dataset struct {
 	Durabilities []string
 	// Problems name input the report could not use as it is.
 	Problems []string
+	// controls are the backends whose cases say they are a control.
+	controls map[string]bool
 }
 
 // guardOf returns the case's guard mode; an empty Guard is derived from
@@ -102,7 +102,7 @@ func normalised(c results.Case) results.Case {
 // invalid ones apart. It never fails: input it cannot use is skipped and
 // named in Problems.
 func analyse(f *results.File) *dataset {
-	ds := &dataset{File: f}
+	ds := &dataset{File: f, controls: map[string]bool{}}
 	if f == nil {
 		ds.File = &results.File{}
 		ds.Problems = append(ds.Problems, "no results file was given")
@@ -116,6 +116,11 @@ func analyse(f *results.File) *dataset {
 	for _, raw := range f.Cases {
 		if raw.Invalid && raw.History != "" {
 			invalidRuns[runOf(&raw)] = orUnset(raw.InvalidReason, "no reason recorded")
+		}
+	}
+	for _, raw := range f.Cases {
+		if raw.Control {
+			ds.controls[orUnset(raw.Backend, unnamedCase)] = true
 		}
 	}
 	for i, raw := range f.Cases {
@@ -167,7 +172,7 @@ func analyse(f *results.File) *dataset {
 	for _, c := range ds.Invalid { // an invalid case still names what was attempted
 		ds.Backends = appendNew(ds.Backends, c.Backend)
 	}
-	slices.SortFunc(ds.Backends, compareBackends)
+	slices.SortFunc(ds.Backends, ds.compareBackends)
 	slices.Sort(ds.Workloads)
 	slices.SortFunc(ds.Faults, compareFaults)
 	slices.SortFunc(ds.Classes, compareFaults)
@@ -209,8 +214,8 @@ func appendNew[T comparable](s []T, v T) []T {
 
 // compareBackends orders real locks by name and the control last, so
 // that the control never takes a real lock's colour or place.
-func compareBackends(a, b string) int {
-	return cmp.Or(cmp.Compare(btoi(isControl(a)), btoi(isControl(b))), cmp.Compare(a, b))
+func (ds *dataset) compareBackends(a, b string) int {
+	return cmp.Or(cmp.Compare(btoi(ds.isControl(a)), btoi(ds.isControl(b))), cmp.Compare(a, b))
 }
 
 func btoi(b bool) int {
@@ -306,7 +311,7 @@ func (ds *dataset) workloadsUnder(fault string) []string {
 func (ds *dataset) realBackends() []string {
 	var out []string
 	for _, b := range ds.Backends {
-		if !isControl(b) {
+		if !ds.isControl(b) {
 			out = append(out, b)
 		}
 	}

@@ -72,7 +72,7 @@ func TestSeriesKeepApart(t *testing.T) {
 			tp, nodes = 200000, 0
 		}
 		f.Cases = append(f.Cases, results.Case{Backend: b, Workload: "hot", Fault: "none", Guard: "none", Clients: 16, Trial: 1,
-			Throughput: tp, Acquired: int64(tp), DurationS: 1, Nodes: nodes, Durability: map[bool]string{true: "", false: "fast"}[nodes == 0]})
+			Throughput: tp, Acquired: int64(tp), DurationS: 1, Nodes: nodes, Durability: map[bool]string{true: "", false: "fast"}[nodes == 0], Control: b == "noop"})
 	}
 	ds := analyse(f)
 	seen := map[string]string{}

@@ -186,7 +186,7 @@ func (fx *fixture) add(b backendSpec, workload, fault string, guards []string, c
 		Linearizable: results.Linearizable, LinearizableFenced: results.Linearizable,
 	}
 	if b.name == "noop" {
-		c.Durability = ""
+		c.Durability, c.Control = "", true
 	}
 	if !b.tokens {
 		c.LinearizableFenced, c.LinearizableFencedReason = results.Unknown, "the backend issues no tokens"

@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// controlVerdict is why the control never qualifies, with what it showed.
-func (ds *dataset) controlVerdict() string {
-	t := totals(ds.find(query{Backend: controlBackend, Fault: faultNone}))
+// controlVerdict is why control b never qualifies, with what it showed.
+func (ds *dataset) controlVerdict(b string) string {
+	t := totals(ds.find(query{Backend: b, Fault: faultNone}))
 	s := "the control: it excludes nobody, so it never qualifies; it is there to show the checker sees double grants"
 	if t.Acquired > 0 {
 		s += fmt.Sprintf(" (double-grant incidents without faults: %s)", perGrant(t.Incidents, t.Contended))
@@ -33,8 +33,8 @@ func (ds *dataset) efficiency() Choice {
 		}
 		clean := perGrant(t.Incidents, t.Contended)
 		switch {
-		case isControl(b):
-			v.Reason = ds.controlVerdict()
+		case ds.isControl(b):
+			v.Reason = ds.controlVerdict(b)
 		case len(gs) == 0:
 			v.Reason = "not judged: not run without faults"
 			if ds.variantOnly(b) {
@@ -115,8 +115,8 @@ func (ds *dataset) correctness() Choice {
 		onFaults := ds.evidenceOn(b, faced)
 		lockBugs := ds.lockBugsByClass(b)
 		switch {
-		case isControl(b):
-			v.Reason = ds.controlVerdict()
+		case ds.isControl(b):
+			v.Reason = ds.controlVerdict(b)
 		case len(ds.find(query{Backend: b})) == 0:
 			v.Reason = "not judged: every case it ran was invalid"
 		case len(lockBugs) > 0:

@@ -244,7 +244,7 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 		ch.Verdicts[i].brief = brief[ch.Verdicts[i].Backend]
 	}
 	slices.SortStableFunc(ch.Verdicts, func(a, b Verdict) int {
-		return cmp.Or(cmp.Compare(order(a), order(b)), cmp.Compare(b.Throughput, a.Throughput), compareBackends(a.Backend, b.Backend))
+		return cmp.Or(cmp.Compare(order(a), order(b)), cmp.Compare(b.Throughput, a.Throughput), ds.compareBackends(a.Backend, b.Backend))
 	})
 }
 

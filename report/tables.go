@@ -66,7 +66,7 @@ func (ds *dataset) summaryTable(workload, guard, durability string, latClients i
 			continue
 		}
 		name := b
-		if isControl(b) {
+		if ds.isControl(b) {
 			name += " (control)"
 		}
 		row := []string{name, strconv.Itoa(ds.nodes(b))}
@@ -91,7 +91,7 @@ func (ds *dataset) summaryTable(workload, guard, durability string, latClients i
 		tt := totals(gs)
 		row = append(row, cost, strconv.Itoa(trials), perGrant(tt.Incidents, tt.Contended).cell())
 		t.rows = append(t.rows, row)
-		t.flag = append(t.flag, tt.Incidents > 0 && !isControl(b))
+		t.flag = append(t.flag, tt.Incidents > 0 && !ds.isControl(b))
 	}
 	return t
 }
@@ -135,7 +135,7 @@ func (ds *dataset) safetySection(d *document) {
 					unfenced = rate(ns.StaleAccepted, ns)
 				}
 				t.rows = append(t.rows, []string{b, cls, dur, strconv.Itoa(s.Cases), injectionsText(s), rate(s.lockBugs(), s), rate(s.IncidentsExpired, s), fenced, unfenced, itoa(s.StaleRejected)})
-				t.flag = append(t.flag, (s.lockBugs() > 0 || (fs.Fencing && fs.StaleAccepted > 0)) && !isControl(b))
+				t.flag = append(t.flag, (s.lockBugs() > 0 || (fs.Fencing && fs.StaleAccepted > 0)) && !ds.isControl(b))
 			}
 		}
 	}
@@ -281,7 +281,7 @@ func (ds *dataset) casesSection(d *document) {
 		t.rows = append(t.rows, []string{g.Backend, g.Workload, g.Fault, g.Guard, orUnset(g.Durability, durabilityUnset), strconv.Itoa(g.Clients),
 			orUnset(strings.Join(g.ClientsAs, ", "), "not recorded"), strconv.Itoa(g.Trials), injectionsText(totals([]*group{g})), targetsText(g.Targets),
 			fmt.Sprintf("%d / %d / %d", g.IncidentsLockBug, g.IncidentsExpired, g.IncidentsUnclassified), lin, fen, hist})
-		t.flag = append(t.flag, g.violations() > 0 && !isControl(g.Backend))
+		t.flag = append(t.flag, g.violations() > 0 && !ds.isControl(g.Backend))
 	}
 	d.table(t)
 }

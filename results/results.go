@@ -107,6 +107,10 @@ type Case struct {
 	Nodes     int    `json:"nodes"`
 	Quorum    int    `json:"quorum"`
 	Guarantee string `json:"guarantee,omitempty"`
+	// Control is set for a backend that excludes nobody (its descriptor
+	// says so): it runs to prove that the checkers see violations, and no
+	// recommendation picks it.
+	Control bool `json:"control,omitempty"`
 
 	// Measurements.
 	Acquired   int64            `json:"acquired"`

@@ -16,8 +16,9 @@ import (
 )
 
 // Outcome is what one case measured: the judge's result (safety of every
-// client, history, timeline, this host's metrics), the fault windows and
-// how the clients ran. Fill turns it into a results.Case.
+// client, history, timeline, this host's metrics), the nemesis's record
+// of its injections and how the clients ran. Fill turns it into a
+// results.Case.
 type Outcome struct {
 	// Spec is the spec that ran, with its defaults applied.
 	Spec Spec
@@ -27,7 +28,8 @@ type Outcome struct {
 	ClientsAs string
 	// Result is the judge's.
 	Result *judge.Result
-	// Windows are the fault windows the nemesis recorded.
+	// Windows are the fault windows the nemesis recorded, from the case
+	// start.
 	Windows []results.Window
 	// Targets are what each injection hit (one per injection).
 	Targets []results.Target
@@ -36,12 +38,6 @@ type Outcome struct {
 	// Notes explain the numbers (results.Case.Notes), on top of those
 	// Fill derives.
 	Notes []string
-}
-
-// Faults takes the fault record of the case, closing the windows still
-// open at end.
-func (o *Outcome) Faults(f *Faults, end time.Time) {
-	o.Windows, o.Targets, o.FaultFailures = f.Finish(end), f.Targets(), f.Failures()
 }
 
 // Acquired is this host's grants, counted by the judge.

@@ -58,11 +58,11 @@ func Run(ctx context.Context, spec Spec, clients []Client) error {
 		return err
 	}
 	if len(clients) != s.Clients {
-		return locker.Invalidf("%d clients for a spec of %d: need one Client per client", len(clients), s.Clients)
+		return specErrorf("%d clients for a spec of %d: need one Client per client", len(clients), s.Clients)
 	}
 	for i, c := range clients {
 		if c.Locker == nil || c.Judge == nil {
-			return locker.Invalidf("client %d of %d has no Locker or no judge line", i, len(clients))
+			return specErrorf("client %d of %d has no Locker or no judge line", i, len(clients))
 		}
 	}
 	e := &engine{spec: s, keys: s.KeyNames()}

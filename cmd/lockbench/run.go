@@ -251,23 +251,23 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 	// run something else than asked.
 	switch {
 	case f.duration <= 0:
-		return nil, nil, locker.Invalidf("--duration %v: must be positive", f.duration)
+		return nil, nil, fmt.Errorf("%w: --duration %v: must be positive", bench.ErrConfig, f.duration)
 	case f.ttl <= 0:
-		return nil, nil, locker.Invalidf("--ttl %v: must be positive", f.ttl)
+		return nil, nil, fmt.Errorf("%w: --ttl %v: must be positive", bench.ErrConfig, f.ttl)
 	case f.trials < 1:
-		return nil, nil, locker.Invalidf("--trials %d: need at least 1", f.trials)
+		return nil, nil, fmt.Errorf("%w: --trials %d: need at least 1", bench.ErrConfig, f.trials)
 	}
 	hold, err := workloads.ParseDist(f.hold)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, bench.ConfigError(err)
 	}
 	think, err := workloads.ParseDist(f.think)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, bench.ConfigError(err)
 	}
 	guards, err := f.guardList()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, bench.ConfigError(err)
 	}
 	ws := make([]workloads.Workload, len(f.workloads))
 	for i, w := range f.workloads {
@@ -281,7 +281,7 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 		case "quick":
 			s = bench.Quick()
 		default:
-			return nil, nil, fmt.Errorf("suite %q: want default or quick", f.suite)
+			return nil, nil, fmt.Errorf("%w: suite %q: want default or quick", bench.ErrConfig, f.suite)
 		}
 		if changed("backend") {
 			s.Backends = f.backends
