@@ -123,12 +123,12 @@ type Suites uint8
 
 // The predefined suites.
 const (
-	// Default is `make bench` (lockbench run --suite default).
-	Default Suites = 1 << iota
-	// Quick is `make bench-quick`, a smoke run of a few minutes.
-	Quick
+	// DefaultSuite is `make bench` (lockbench run --suite default).
+	DefaultSuite Suites = 1 << iota
+	// QuickSuite is `make bench-quick`, a smoke run of a few minutes.
+	QuickSuite
 	// AllSuites is every predefined suite.
-	AllSuites = Default | Quick
+	AllSuites = DefaultSuite | QuickSuite
 )
 
 // Variant is one spec of a backend worth running or listing: the backend

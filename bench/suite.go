@@ -67,7 +67,7 @@ type Suite struct {
 // the fault catalogue, within about 15 minutes on 2 cores.
 func Default() Suite {
 	hold, _ := workloads.Constant(time.Millisecond)
-	bs, variants := suiteBackends(backends.Default)
+	bs, variants := suiteBackends(backends.DefaultSuite)
 	return Suite{
 		Name:      "default",
 		Backends:  bs,
@@ -105,7 +105,7 @@ func Default() Suite {
 func Quick() Suite {
 	s := Default()
 	s.Name = "quick"
-	s.Backends, s.Variants = suiteBackends(backends.Quick)
+	s.Backends, s.Variants = suiteBackends(backends.QuickSuite)
 	s.Workloads = []workloads.Workload{workloads.Hot}
 	s.Clients = []int{1, 16}
 	s.ManyKeysClients = nil

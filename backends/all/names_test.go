@@ -98,6 +98,9 @@ func TestEveryInapplicableFaultHasTheBackendsReason(t *testing.T) {
 				t.Errorf("%s under %s: the nemesis cannot run it (%v), and the descriptor gives no reason", d.Name, class, err)
 			}
 		}
+		if strings.TrimSpace(d.Doc) == "" {
+			t.Errorf("%s: no Doc: the CLI's help says what each backend is", d.Name)
+		}
 		for class, why := range d.NotApplicable {
 			if _, err := nemesis.Lookup(class); err != nil || strings.TrimSpace(why) == "" {
 				t.Errorf("%s: not-applicable class %q (%q): not a fault of the catalogue, or no reason", d.Name, class, why)

@@ -33,7 +33,7 @@ func init() {
 		Lease: func(ttl time.Duration, _ map[string]string) time.Duration { return 2 * ttl },
 		Variants: []backends.Variant{
 			{Suites: backends.AllSuites},
-			{Params: "fencing=false", Listed: true, Suites: backends.Default, Faults: []string{"client-pause"}},
+			{Params: "fencing=false", Listed: true, Suites: backends.DefaultSuite, Faults: []string{"client-pause"}},
 		},
 		NotApplicable: map[string]string{
 			"failover":         throwawayWhy,

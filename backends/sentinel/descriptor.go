@@ -15,7 +15,7 @@ func init() {
 		Variants: []backends.Variant{
 			{Suites: backends.AllSuites},
 			// WAIT is there for the failover: what it buys.
-			{Params: "wait=1", Suites: backends.Default, Faults: []string{"failover"}},
+			{Params: "wait=1", Suites: backends.DefaultSuite, Faults: []string{"failover"}},
 		},
 		NotApplicable: map[string]string{
 			"restart":          "the restart fault restarts standalone servers (Redis masters, the PostgreSQL server); a Sentinel set's master lost is the failover fault's case",

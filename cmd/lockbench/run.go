@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -72,7 +73,10 @@ clock-jump?by=0.5&nodes=minority.
 
 With --judge ADDR the run joins a judge started by lockbench judge, with other hosts running
 the same cases at the same time: they share the run's keys, start together, and the judge
-counts two holders at once across all of them.`,
+counts two holders at once across all of them.
+
+Backends:
+` + backendDocs(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
@@ -353,4 +357,16 @@ func (f *runFlags) guardList() ([]judge.Guard, error) {
 		}
 	}
 	return gs, nil
+}
+
+// backendDocs lists the registered backends, each with what its
+// descriptor says it is, for the help.
+func backendDocs() string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, d := range backends.Descriptors() {
+		fmt.Fprintf(w, "  %s\t%s\n", d.Name, d.Doc)
+	}
+	_ = w.Flush()
+	return strings.TrimRight(b.String(), "\n")
 }

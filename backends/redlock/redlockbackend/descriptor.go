@@ -34,7 +34,7 @@ func init() {
 			// held keys again; with plain counters for tokens, nodes
 			// restarted empty forget them: both are there for restarts.
 			{Params: "quarantine=false", Suites: backends.AllSuites, Faults: []string{"restart"}},
-			{Params: "clockfloor=false", Suites: backends.Default, Faults: []string{"restart"}},
+			{Params: "clockfloor=false", Suites: backends.DefaultSuite, Faults: []string{"restart"}},
 		},
 		NotApplicable: redis.NotApplicable(5),
 		Endpoints: backends.Endpoints{
