@@ -99,10 +99,10 @@ func (n *Nemesis) Attach(ctx context.Context, c *judge.Case, duration time.Durat
 		case <-sctx.Done():
 			return
 		}
-		start := n.begin(c.Start())
-		if n.plan.schedule == nil {
-			return
+		if c.Start().IsZero() || n.plan.schedule == nil {
+			return // the case was cancelled before its start, or there is nothing to run
 		}
+		start := n.begin(c.Start())
 		dctx, cancel := context.WithDeadline(sctx, start.Add(duration))
 		defer cancel()
 		n.plan.schedule(dctx, n)
@@ -155,10 +155,12 @@ func (n *Nemesis) started() (time.Time, bool) {
 	}
 	select {
 	case <-c.Started(): // a grant can come before the schedule's goroutine saw the barrier
-		return n.begin(c.Start()), true
+		if s := c.Start(); !s.IsZero() { // zero: cancelled before its start
+			return n.begin(s), true
+		}
 	default:
-		return time.Time{}, false
 	}
+	return time.Time{}, false
 }
 
 // Pause stops client process for d (judge.Pauser): SIGSTOP, then it waits
