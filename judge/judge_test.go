@@ -12,7 +12,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -329,25 +328,25 @@ func TestTwoHostsShareACase(t *testing.T) {
 
 func TestBadCallsAreRefused(t *testing.T) {
 	j := served(t, Options{})
-	if _, err := j.Open(context.Background(), "h", CaseSpec{ID: "x", Guards: []Guard{"fencing"}, Processes: 0}); !errors.Is(err, locker.ErrInvalid) {
+	if _, err := j.Open(context.Background(), "h", CaseSpec{ID: "x", Guards: []Guard{"fencing"}, Processes: 0}); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("bad spec: %v", err)
 	}
 	if _, err := j.Open(context.Background(), "h", spec("006", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Dial(context.Background(), j.Addr(), "006", "h", 7, 0); !errors.Is(err, locker.ErrInvalid) {
+	if _, err := Dial(context.Background(), j.Addr(), "006", "h", 7, 0); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("hello of a process the host does not have: %v", err)
 	}
-	if _, err := Dial(context.Background(), j.Addr(), "nope", "h", 0, 0); !errors.Is(err, locker.ErrInvalid) {
+	if _, err := Dial(context.Background(), j.Addr(), "nope", "h", 0, 0); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("hello to a case not open: %v", err)
 	}
 	a := dialClient(t, j, "006", "h", 0)
-	if _, err := a.conn.Grant(context.Background(), GrantReport{Key: "k"}); !errors.Is(err, locker.ErrInvalid) {
+	if _, err := a.conn.Grant(context.Background(), GrantReport{Key: "k"}); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("grant before the start: %v", err)
 	}
 	start(t, a)
 	g := a.grant("k", 0, time.Second)
-	if err := a.conn.Write(context.Background(), g.Section); !errors.Is(err, locker.ErrInvalid) {
+	if err := a.conn.Write(context.Background(), g.Section); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("write before read: %v", err)
 	}
 	a.finishSection("k", g.Section)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locker"
 )
 
 // Result is a case's outcome as the judge saw it.
@@ -49,11 +48,13 @@ type Result struct {
 }
 
 func (c *Case) finish(ctx context.Context, host string) (*Result, error) {
+	ctx, stop := c.j.bind(ctx)
+	defer stop()
 	select {
 	case <-c.finished:
 	case <-ctx.Done():
 		c.Stop()
-		return nil, fmt.Errorf("case %s: waiting for its clients: %w", c.spec.ID, ctx.Err())
+		return nil, fmt.Errorf("case %s: waiting for its clients: %w", c.spec.ID, ended(ctx))
 	}
 	c.mu.Lock()
 	h := c.hosts[host]
@@ -61,7 +62,7 @@ func (c *Case) finish(ctx context.Context, host string) (*Result, error) {
 	err := c.cancelErr
 	c.mu.Unlock()
 	if h == nil {
-		return nil, locker.Invalidf("case %s: host %q did not open it", c.spec.ID, host)
+		return nil, protocolf("case %s: host %q did not open it", c.spec.ID, host)
 	}
 	if cancelled {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,10 +49,12 @@ latency of every client) and the case's history under DIR/history. Ctrl-C stops 
 			if err := j.Listen(listen); err != nil {
 				return err
 			}
-			defer j.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "judge of run %s listening on %s for %d host(s); results: %s\n", j.RunID(), j.Addr(), hosts, rec.path)
 			<-cmd.Context().Done()
-			return rec.save()
+			// Close ends every wait of every host and client at once (they
+			// hear that the judge is gone), then the cases judged so far
+			// are saved.
+			return errors.Join(j.Close(), rec.save())
 		},
 	}
 	fl := cmd.Flags()
