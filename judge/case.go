@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/results"
 )
 
 // CaseSpec is what a runner tells the judge about a case it runs. Every
@@ -30,11 +30,12 @@ type CaseSpec struct {
 	Duration time.Duration `json:"duration"`
 	// TimelineStep is the width of a timeline bucket.
 	TimelineStep time.Duration `json:"timeline_step"`
-	// Load and Record are the runner's own description of the case (its
-	// load spec, its results record), which the judge keeps for
-	// Options.Finished without reading them.
-	Load   json.RawMessage `json:"load,omitempty"`
-	Record json.RawMessage `json:"record,omitempty"`
+	// Record is what the runner's results say of the case before it is
+	// measured: what ran (backend, fault, trial, seed) and the load's
+	// settings (workloads.Spec.Describe). The judge does not read it; it
+	// hands it to Options.Finished, so that a judge of its own can record
+	// the joined case as the runners record theirs.
+	Record *results.Case `json:"record,omitempty"`
 }
 
 func (s CaseSpec) validate() error {

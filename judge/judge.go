@@ -52,8 +52,10 @@ type Options struct {
 	CheckTimeout time.Duration
 	// Finished, when set, is called once per case when it has been
 	// judged, with the result of every host together (Metrics is All's):
-	// a judge of its own (lockbench judge) records the joined run with it.
-	Finished func(CaseSpec, *Result)
+	// a judge of its own (lockbench judge) records the joined run with
+	// it. Its error says the case could not be recorded: every host's
+	// result carries it (Result.Unrecorded).
+	Finished func(CaseSpec, *Result) error
 }
 
 // Judge referees the cases of one run. It is safe for concurrent use.

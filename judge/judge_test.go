@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -370,5 +371,44 @@ func TestAClientMissingAtTheStartCancelsTheCase(t *testing.T) {
 	}
 	if _, err := j.Finish(context.Background(), "h", "007"); err == nil {
 		t.Fatal("Finish of a cancelled case returned a result")
+	}
+}
+
+// TestWhatTheJudgeCannotRecordIsSaid runs a case whose history cannot be
+// written (its run dir is a file) on a judge whose Finished fails: the
+// verdicts stand, and every host's result says what is missing and why.
+func TestWhatTheJudgeCannotRecordIsSaid(t *testing.T) {
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []CaseSpec
+	j := served(t, Options{Out: notDir, Finished: func(s CaseSpec, r *Result) error {
+		got = append(got, s)
+		return errors.New("disk full")
+	}})
+	rec := &results.Case{Backend: "noop", Fault: "none"}
+	s := spec("008", 1)
+	s.Record = rec
+	info, err := j.Open(context.Background(), "h", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := dialClient(t, j, "008", "h", 0)
+	start(t, a)
+	g := a.grant(info.KeyPrefix+"hot", 1, time.Second)
+	a.finishSection(info.KeyPrefix+"hot", g.Section)
+	a.done(1)
+	r, err := j.Finish(context.Background(), "h", "008")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Record != rec {
+		t.Fatalf("Finished had %+v: want the case once, with the runner's record", got)
+	}
+	if r.Linearizable.Result != results.Linearizable || r.History != "" || len(r.Unrecorded) != 2 ||
+		!strings.HasPrefix(r.Unrecorded[0], "history not written") || !strings.HasSuffix(r.Unrecorded[1], "disk full") {
+		t.Fatalf("verdict %s, history %q, unrecorded %q: want the verdict, no history, and both failures said",
+			r.Linearizable.Result, r.History, r.Unrecorded)
 	}
 }

@@ -2,17 +2,20 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/results"
 )
 
 // startJudge runs lockbench judge with args in the background, killed
@@ -104,5 +107,74 @@ func TestJudgeStopsOnInterrupt(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", what, err)
 		}
+	}
+}
+
+// TestJoinedSaysWhatItCannotRecord records two cases of a judge of its
+// own: one its runner described, which lands in results.json as every
+// host's, and one it did not, which is said at once, reaches the host's
+// result, and fails the save at the end.
+func TestJoinedSaysWhatItCannotRecord(t *testing.T) {
+	dir := t.TempDir()
+	rec := &joined{path: filepath.Join(dir, "results.json")}
+	var said bytes.Buffer
+	j, err := judge.New(judge.Options{Out: dir, Finished: rec.finished(&said)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	described := results.Case{Backend: "noop", Fault: "none", Host: "a", Clients: 1, Workload: "hot"}
+	for _, tc := range []struct {
+		id     string
+		record *results.Case
+	}{{"001", &described}, {"002", nil}} {
+		spec := judge.CaseSpec{ID: tc.id, Name: "noop " + tc.id, Guards: []judge.Guard{judge.GuardNone, judge.GuardFence},
+			Processes: 1, Duration: time.Minute, TimelineStep: time.Second, Record: tc.record}
+		info, err := j.Open(ctx, "a", spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := judge.Dial(ctx, j.Addr(), tc.id, "a", info.FirstProcess, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := info.KeyPrefix + "hot"
+		now := time.Now().UnixNano()
+		if _, err := c.Ready(ctx); err != nil {
+			t.Fatal(err)
+		}
+		g, err := c.Grant(ctx, judge.GrantReport{Key: key, Invoke: now, Complete: now})
+		if err == nil {
+			err = errors.Join(c.Read(ctx, g.Section), c.Write(ctx, g.Section), c.End(ctx, g.Section), c.Done(ctx, judge.Metrics{Acquired: 1}))
+		}
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := j.Finish(ctx, "a", tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if unrecorded := len(r.Unrecorded) > 0; unrecorded != (tc.record == nil) {
+			t.Errorf("case %s: unrecorded %q", tc.id, r.Unrecorded)
+		}
+	}
+	f, err := results.Read(rec.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != 2 || f.Cases[0].Guard != "none" || f.Cases[1].Guard != "fence" || f.Cases[0].Host != "" || f.Cases[0].Clients != 1 || f.Cases[0].Acquired != 1 {
+		t.Fatalf("results.json has %+v: want case 001 under both guards, as every host's", f.Cases)
+	}
+	if !strings.Contains(said.String(), "not recorded: case 002") {
+		t.Errorf("the judge said %q: want case 002 named as not recorded", said.String())
+	}
+	if err := rec.save(); err == nil || !strings.Contains(err.Error(), "1 judged case(s) missing") {
+		t.Errorf("save: %v, want the missing case said", err)
 	}
 }
