@@ -65,7 +65,7 @@ type Judge struct {
 	// closing ends when the judge is closed (cause ErrClosed): every
 	// wait of the judge's watches it.
 	closing context.Context
-	close   context.CancelCauseFunc
+	shut    context.CancelCauseFunc
 
 	mu      sync.Mutex
 	cases   map[string]*Case
@@ -94,7 +94,7 @@ func New(o Options) (*Judge, error) {
 		return nil, configf("judge: check timeout %v: must be positive", o.CheckTimeout)
 	}
 	j := &Judge{opts: o, cases: map[string]*Case{}}
-	j.closing, j.close = context.WithCancelCause(context.Background())
+	j.closing, j.shut = context.WithCancelCause(context.Background())
 	return j, nil
 }
 

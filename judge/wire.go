@@ -93,11 +93,12 @@ func (j *Judge) Addr() string {
 // Close stops the judge: it stops listening, ends every wait (a host
 // waiting for the others in Open or for its clients in Finish, a client
 // at the start barrier), drops every connection and waits for their
-// goroutines. Clients that had not sent Done are dead; a case that had
-// not started is cancelled. A check already under way runs to its end
-// (Options.CheckTimeout bounds it). Close may be called more than once.
+// goroutines. Clients that had not sent Done are dead; a case still
+// waiting for its hosts or at its start barrier is cancelled. A check
+// already under way runs to its end (Options.CheckTimeout bounds it).
+// Close may be called more than once.
 func (j *Judge) Close() error {
-	j.close(ErrClosed)
+	j.shut(ErrClosed)
 	j.mu.Lock()
 	ln := j.ln
 	conns := make([]net.Conn, 0, len(j.conns))
