@@ -259,29 +259,25 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	if c.Fault.Note != "" {
 		out.Notes = append(out.Notes, c.Fault.Note)
 	}
-	var cs []results.Case
-	for _, g := range c.Guards {
-		rc := r.record(c, spec)
-		if target.Shape() == (nemesis.Shape{}) {
-			rc.Durability = "" // no servers: no profile
-		}
-		if err := out.Fill(&rc, g); err != nil {
-			return nil, err
-		}
-		if runErr != nil {
-			rc.Notes = append(rc.Notes, "run cut short: "+runErr.Error())
-		}
-		cs = append(cs, rc)
+	if runErr != nil {
+		out.Notes = append(out.Notes, "run cut short: "+runErr.Error())
 	}
-	return cs, nil
+	base := r.record(c, spec)
+	if target.Shape() == (nemesis.Shape{}) {
+		base.Durability = "" // no servers: no profile
+	}
+	return out.Cases(base, c.Guards)
 }
 
-// record is what a case's results say of it before it is measured.
+// record is what a case's results say of it before it is measured: the
+// case, and the load as it runs.
 func (r *Runner) record(c Case, spec workloads.Spec) results.Case {
-	return results.Case{
+	rc := results.Case{
 		Backend: c.Backend.Spec, Fault: c.Fault.Spec, FaultClass: c.Fault.Class(), Trial: c.Trial, Host: r.host,
 		Durability: c.Durability, Seed: spec.Seed, Control: c.Backend.Descriptor.Control,
 	}
+	spec.Describe(&rc)
+	return rc
 }
 
 // localHost names this runner on its in-process judge when its clients
@@ -320,7 +316,7 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 	if err != nil {
 		return nil, errors.Join(runErr, err)
 	}
-	o := &workloads.Outcome{Spec: spec, Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}
+	o := &workloads.Outcome{Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}
 	o.Windows, o.Targets, o.FaultFailures = rec.Windows, rec.Targets, rec.Failures
 	if runErr != nil {
 		return o, fmt.Errorf("case %s: %w", id, runErr)
