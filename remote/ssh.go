@@ -387,4 +387,3 @@ func (s *SSH) String() string {
 	}
 	return s.name + " as " + who + " at " + s.addr
 }
-
