@@ -219,12 +219,12 @@ func (p Proc) stop(ctx context.Context, name string, grace time.Duration) error 
 if lb_proc "$1"; then
 	if kill -s "$2" -- "-$pid" 2>/dev/null; then g=1; else kill -s "$2" "$pid" 2>/dev/null; fi
 	[ "$2" = KILL ] || kill -s CONT -- "-$pid" 2>/dev/null || kill -s CONT "$pid" 2>/dev/null
-elif [ -n "$pid" ] && [ ! -e "/proc/$pid" ] && kill -0 -- "-$pid" 2>/dev/null; then
+elif [ -n "$pid" ] && [ ! -e "/proc/$pid" ] && kill -s 0 -- "-$pid" 2>/dev/null; then
 	kill -s KILL -- "-$pid" 2>/dev/null; g=1
 else
 	exit 0
 fi
-alive() { if [ -n "$g" ]; then kill -0 -- "-$pid" 2>/dev/null; else lb_proc "$1"; fi; }
+alive() { if [ -n "$g" ]; then kill -s 0 -- "-$pid" 2>/dev/null; else lb_proc "$1"; fi; }
 n=0
 while alive "$1"; do
 	if [ "$2" != KILL ] && [ "$n" -ge "$3" ]; then

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -247,15 +248,22 @@ func (s *SSH) keepAlive(d time.Duration) {
 	}
 }
 
-// wrapper runs a command on the host: it exports the KEY=VALUE lines it
-// reads from stdin up to an empty line (so values never appear on a
-// command line), moves to the dir in $1 and execs the rest.
-const wrapper = `while IFS= read -r lb_env && [ -n "$lb_env" ]; do export "$lb_env"; done
+// wrapper runs a command on the host: it says on stderr which process
+// group it runs in (so that a command whose ctx ends can be killed: sshd
+// does not pass signals to a root login's commands), exports the
+// KEY=VALUE lines it reads from stdin up to an empty line (so values never
+// appear on a command line), moves to the dir in $1 and execs the rest.
+const wrapper = `lb_pgid() { IFS= read -r s < /proc/self/stat; set -- ${s##*) }; echo "` + pgidMark + `$3" >&2; }
+lb_pgid
+while IFS= read -r lb_env && [ -n "$lb_env" ]; do export "$lb_env"; done
 unset lb_env
 PATH=$PATH:/usr/sbin:/sbin
 [ -z "$1" ] || cd -- "$1" || exit 126
 shift
 exec "$@"`
+
+// pgidMark starts the line of the wrapper's stderr that names its group.
+const pgidMark = "lockbench-pgid "
 
 // Run runs c on the host through the wrapper, under sudo unless the user
 // is root.
@@ -307,10 +315,12 @@ func (s *SSH) runCmd(ctx context.Context, c Cmd, sudo bool) error {
 	sess.Stdin = io.MultiReader(strings.NewReader(env.String()), stdin)
 	sess.Stdout = c.Stdout
 	var tail tailBuffer
-	sess.Stderr = &tail
+	var stderr io.Writer = &tail
 	if c.Stderr != nil {
-		sess.Stderr = io.MultiWriter(c.Stderr, &tail)
+		stderr = io.MultiWriter(c.Stderr, &tail)
 	}
+	pg := &pgidWriter{w: stderr}
+	sess.Stderr = pg
 	words := []string{"sh", "-c", wrapper, "lockbench", c.Dir, c.Path}
 	if sudo && !s.root {
 		words = append([]string{"sudo", "-n", "--"}, words...)
@@ -328,9 +338,7 @@ func (s *SSH) runCmd(ctx context.Context, c Cmd, sudo bool) error {
 	select {
 	case err = <-waited:
 	case <-ctx.Done():
-		// OpenSSH delivers the signal to the command; closing the
-		// channel ends it for hosts that ignore signal requests.
-		_ = sess.Signal(ssh.SIGKILL)
+		s.kill(pg.pgid())
 		sess.Close()
 		<-waited
 		return fail(ctx.Err())
@@ -350,6 +358,70 @@ func (s *SSH) runCmd(ctx context.Context, c Cmd, sudo bool) error {
 		return fail(s.lost())
 	}
 	return fail(err)
+}
+
+// kill kills the process group of a command whose ctx has ended, from a
+// session of its own. OpenSSH refuses a signal request for a root login's
+// session, and closing the channel does not end the command.
+func (s *SSH) kill(pgid int) {
+	if pgid <= 1 {
+		return // the wrapper had not said: it had not started
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g := strconv.Itoa(pgid)
+	_ = s.runCmd(ctx, Cmd{Path: "sh", Args: []string{"-c", `kill -s KILL -- "-$1"`, "lockbench-kill", g}}, true)
+}
+
+// pgidWriter passes a command's stderr on, less the wrapper's line naming
+// its process group, which it keeps.
+type pgidWriter struct {
+	w     io.Writer
+	mu    sync.Mutex
+	line  []byte // the start of a line not yet passed on, while looking
+	found bool
+	group int
+}
+
+func (p *pgidWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(b)
+	for !p.found && len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			p.line = append(p.line, b...)
+			if len(p.line) > 4096 { // not the wrapper: give up looking
+				p.found = true
+				_, err := p.w.Write(p.line)
+				return n, err
+			}
+			return n, nil
+		}
+		line := append(p.line, b[:i+1]...)
+		p.line, b = nil, b[i+1:]
+		if g, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte(pgidMark)); ok {
+			p.group, _ = strconv.Atoi(string(g))
+			p.found = true
+			break
+		}
+		// Something the login printed before the wrapper ran.
+		if _, err := p.w.Write(line); err != nil {
+			return n, err
+		}
+	}
+	if len(b) > 0 {
+		if _, err := p.w.Write(b); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (p *pgidWriter) pgid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.group
 }
 
 // lost is why a command could not finish: the connection broke, or was
