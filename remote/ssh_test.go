@@ -48,7 +48,9 @@ func newKey(t *testing.T, dir, name, passphrase string) (string, ssh.PublicKey) 
 	return file, k
 }
 
-func authorizedLine(k ssh.PublicKey) string { return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))) }
+func authorizedLine(k ssh.PublicKey) string {
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))
+}
 
 // TestHostKeys: a host whose key is not on record, or differs from the
 // record, is refused with an error naming it; the record may be a
