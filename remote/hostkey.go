@@ -94,6 +94,7 @@ type hostKeyCheck struct {
 	pinned     []ssh.PublicKey
 	files      []string
 	fileCheck  ssh.HostKeyCallback
+	verified   ssh.PublicKey // the key the host presented, once verified
 }
 
 // newHostKeyCheck prepares the check of cfg's host: its pinned keys, or
@@ -139,6 +140,7 @@ func (c *hostKeyCheck) verify(hostname string, remote net.Addr, key ssh.PublicKe
 	if len(c.pinned) > 0 {
 		for _, k := range c.pinned {
 			if bytes.Equal(k.Marshal(), key.Marshal()) {
+				c.verified = key
 				return nil
 			}
 			e.Known = append(e.Known, describeKey(k))
@@ -150,6 +152,7 @@ func (c *hostKeyCheck) verify(hostname string, remote net.Addr, key ssh.PublicKe
 	var revoked *knownhosts.RevokedError
 	switch {
 	case err == nil:
+		c.verified = key
 		return nil
 	case errors.As(err, &revoked):
 		e.Revoked = true

@@ -61,6 +61,7 @@ type SSH struct {
 	client           *ssh.Client
 	keys             *keySource
 	control          netip.Addr
+	hostKey          ssh.PublicKey
 	sessions         chan struct{}
 
 	done      chan struct{} // closed when the connection has ended
@@ -136,7 +137,7 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (_ *SSH, err error) {
 	_ = conn.SetDeadline(time.Time{})
 	s := &SSH{
 		name: name, addr: addr, user: cfg.User,
-		client: ssh.NewClient(c, chans, reqs), keys: keys,
+		client: ssh.NewClient(c, chans, reqs), keys: keys, hostKey: hk.verified,
 		sessions: make(chan struct{}, cmpOr(cfg.MaxSessions, 8)),
 		done:     make(chan struct{}), closing: make(chan struct{}),
 	}
@@ -174,6 +175,9 @@ func (s *SSH) User() string { return s.user }
 // Root reports whether the login is root; when it is not, every command
 // runs through `sudo -n`.
 func (s *SSH) Root() bool { return s.root }
+
+// HostKey is the key the host presented, verified.
+func (s *SSH) HostKey() ssh.PublicKey { return s.hostKey }
 
 // ControlAddr is this control node's address as the host sees it.
 func (s *SSH) ControlAddr() netip.Addr { return s.control }
