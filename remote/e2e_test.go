@@ -14,7 +14,8 @@ import (
 )
 
 // pingFrom asks the Redis server at addr for a PONG from r's host, giving
-// it 2 s.
+// it 2 s: what a pause or a cut must prevent. (eventually wraps it where
+// a PONG is due.)
 func pingFrom(ctx context.Context, r remote.Remote, addr netip.Addr) bool {
 	out, err := remote.Output(ctx, r, "timeout", "2", "redis-cli", "-h", addr.String(), "-p", "6379", "ping")
 	return err == nil && strings.TrimSpace(string(out)) == "PONG"
@@ -71,12 +72,10 @@ func TestRedisAcrossHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = redis.Kill(context.Background()) })
-	for !pingFrom(ctx, s2, h1.Addr) {
-		if ctx.Err() != nil {
-			var log strings.Builder
-			_ = remote.Download(context.Background(), s1, "/tmp/redis/redis.log", &log)
-			t.Fatalf("host2 never got a PONG from host1; redis log:\n%s", log.String())
-		}
+	if !eventually(ctx, func() bool { return pingFrom(ctx, s2, h1.Addr) }) {
+		var log strings.Builder
+		_ = remote.Download(context.Background(), s1, "/tmp/redis/redis.log", &log)
+		t.Fatalf("host2 never got a PONG from host1; redis log:\n%s", log.String())
 	}
 
 	start := time.Now()
@@ -92,7 +91,7 @@ func TestRedisAcrossHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantState(t, ctx, redis, remote.Running)
-	if !pingFrom(ctx, s2, h1.Addr) {
+	if !eventually(ctx, func() bool { return pingFrom(ctx, s2, h1.Addr) }) {
 		t.Fatal("no PONG after the resume")
 	}
 
@@ -106,7 +105,7 @@ func TestRedisAcrossHosts(t *testing.T) {
 	if pingFrom(ctx, s2, h1.Addr) {
 		t.Error("host2 reached host1 through the cut")
 	}
-	if !pingHere(h1.Addr) {
+	if !eventually(ctx, func() bool { return pingHere(h1.Addr) }) {
 		t.Error("the control node lost host1's server during the cut")
 	}
 	if out, err := remote.Output(ctx, s1, "true"); err != nil {
@@ -118,7 +117,7 @@ func TestRedisAcrossHosts(t *testing.T) {
 	if err := remote.Heal(ctx, s2); err != nil {
 		t.Fatal(err)
 	}
-	if !pingFrom(ctx, s2, h1.Addr) {
+	if !eventually(ctx, func() bool { return pingFrom(ctx, s2, h1.Addr) }) {
 		t.Error("host2 does not reach host1 after the heal")
 	}
 

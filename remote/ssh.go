@@ -44,8 +44,9 @@ type SSHConfig struct {
 	KnownHosts []string
 	// Timeout bounds the connection and the handshake; 0 is 15 s.
 	Timeout time.Duration
-	// KeepAlive is how often the connection is probed; one unanswered for
-	// as long breaks it (ErrBroken, Done). 0 is 5 s; negative turns the
+	// KeepAlive is how often the connection is probed; a probe left
+	// unanswered for three times as long breaks it (ErrBroken, Done), as
+	// OpenSSH's ServerAliveCountMax does. 0 is 5 s; negative turns the
 	// probes off.
 	KeepAlive time.Duration
 	// MaxSessions bounds the commands run at once on the connection (sshd
@@ -221,7 +222,7 @@ func (s *SSH) watch() {
 }
 
 // keepAlive sends a keepalive request every d, and breaks the connection
-// when one gets no answer within d: a host cut off from the control node
+// when one gets no answer within 3d: a host cut off from the control node
 // otherwise leaves each command waiting for TCP to give up, for minutes.
 func (s *SSH) keepAlive(d time.Duration) {
 	tick := time.NewTicker(d)
@@ -241,9 +242,9 @@ func (s *SSH) keepAlive(d time.Duration) {
 		case <-answered:
 		case <-s.done:
 			return
-		case <-time.After(d):
+		case <-time.After(3 * d):
 			s.mu.Lock()
-			s.broken = fmt.Errorf("remote: %s: %w: no answer to a keepalive in %v", s.name, ErrBroken, d)
+			s.broken = fmt.Errorf("remote: %s: %w: no answer to a keepalive in %v", s.name, ErrBroken, 3*d)
 			s.mu.Unlock()
 			s.client.Close()
 			<-answered
