@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -136,17 +137,10 @@ func (c *hostCheck) system(ctx context.Context) {
 		c.add("system", false, "%s: lockbench runs servers, workers and faults on Linux only", out)
 	case arch != runtime.GOARCH:
 		c.add("system", false, "%s: this lockbench is built for %s; build one for the host with GOARCH=%s CGO_ENABLED=0",
-			out, runtime.GOARCH, cmpOr(arch, "?"))
+			out, runtime.GOARCH, cmp.Or(arch, "?"))
 	default:
 		c.add("system", true, "%s", out)
 	}
-}
-
-func cmpOr(s, dflt string) string {
-	if s == "" {
-		return dflt
-	}
-	return s
 }
 
 // tools checks the programs remote's shell operations use.

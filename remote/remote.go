@@ -149,8 +149,8 @@ func validName(k string) bool {
 	return true
 }
 
-// Quote returns s quoted for a POSIX shell, as one word.
-func Quote(s string) string {
+// quote returns s quoted for a POSIX shell, as one word.
+func quote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '=' || r == ',' || r == '+' || r == '@' ||
 			'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')

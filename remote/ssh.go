@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +86,7 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (_ *SSH, err error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		addr = net.JoinHostPort(strings.Trim(addr, "[]"), "22")
 	}
-	name := cmpOr(cfg.Name, cfg.Addr)
+	name := cmp.Or(cfg.Name, cfg.Addr)
 	if cfg.User == "" {
 		return nil, fmt.Errorf("remote: %s: no user to log in as", name)
 	}
@@ -102,7 +103,7 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (_ *SSH, err error) {
 			keys.close()
 		}
 	}()
-	timeout := cmpOr(cfg.Timeout, 15*time.Second)
+	timeout := cmp.Or(cfg.Timeout, 15*time.Second)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
@@ -118,7 +119,6 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (_ *SSH, err error) {
 		Auth:              []ssh.AuthMethod{ssh.PublicKeysCallback(keys.signers)},
 		HostKeyCallback:   hk.verify,
 		HostKeyAlgorithms: hk.algorithms(addr, conn.RemoteAddr()),
-		Timeout:           timeout,
 	})
 	if !stop() && err == nil {
 		c.Close()
@@ -139,14 +139,14 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (_ *SSH, err error) {
 	s := &SSH{
 		name: name, addr: addr, user: cfg.User,
 		client: ssh.NewClient(c, chans, reqs), keys: keys, hostKey: hk.verified,
-		sessions: make(chan struct{}, cmpOr(cfg.MaxSessions, 8)),
+		sessions: make(chan struct{}, cmp.Or(cfg.MaxSessions, 8)),
 		done:     make(chan struct{}), closing: make(chan struct{}),
 	}
 	if ap, err := netip.ParseAddrPort(conn.LocalAddr().String()); err == nil {
 		s.control = ap.Addr().Unmap()
 	}
 	go s.watch()
-	if ka := cmpOr(cfg.KeepAlive, 5*time.Second); ka > 0 {
+	if ka := cmp.Or(cfg.KeepAlive, 5*time.Second); ka > 0 {
 		go s.keepAlive(ka)
 	}
 	out, err := s.run(ctx, Cmd{Path: "id", Args: []string{"-u"}}, false)
@@ -158,19 +158,10 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (_ *SSH, err error) {
 	return s, nil
 }
 
-func cmpOr[T comparable](v, dflt T) T {
-	var zero T
-	if v == zero {
-		return dflt
-	}
-	return v
-}
-
 // Name names the host.
 func (s *SSH) Name() string { return s.name }
 
-// User is the login; Root says whether it is root (else commands run
-// under sudo).
+// User is the login.
 func (s *SSH) User() string { return s.user }
 
 // Root reports whether the login is root; when it is not, every command
@@ -333,7 +324,7 @@ func (s *SSH) runCmd(ctx context.Context, c Cmd, sudo bool) error {
 	words = append(words, c.Args...)
 	quoted := make([]string, len(words))
 	for i, w := range words {
-		quoted[i] = Quote(w)
+		quoted[i] = quote(w)
 	}
 	if err := sess.Start(strings.Join(quoted, " ")); err != nil {
 		return fail(err)
