@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,9 +27,17 @@ type Local struct {
 	// /proc/PID/ns/net) in which every command and daemon starts: a cut
 	// then changes that namespace's rules, not this machine's.
 	Netns *os.File
+	// Keep are addresses a Cut here must not cut (the judge's).
+	Keep []netip.Addr
 }
 
-var _ Remote = Local{}
+var (
+	_ Remote = Local{}
+	_ Keeper = Local{}
+)
+
+// Kept is Keep.
+func (l Local) Kept() []netip.Addr { return l.Keep }
 
 // Name names the host.
 func (l Local) Name() string {

@@ -15,10 +15,11 @@ import (
 // Heal deletes rules of this priority only.
 const CutPref = 4545
 
-// ControlPather is a Remote that knows its own path to the host: the
-// control node's address as the host sees it. Cut refuses to cut it.
-type ControlPather interface {
-	ControlAddr() netip.Addr
+// Keeper is a Remote that names the addresses its host must keep
+// reaching whatever is cut: the control node's (as the host sees it) and
+// the judge's. Cut refuses to cut them.
+type Keeper interface {
+	Kept() []netip.Addr
 }
 
 // Cut makes r's host drop every packet it sends to the peers, with a
@@ -26,7 +27,7 @@ type ControlPather interface {
 // connection to a peer gets no answer, and an established one goes silent
 // without a reset on either side, as over a cut cable. Only packets to
 // those addresses are dropped, so the control node's and the judge's
-// paths stay. A cut is one way — the peer's packets still arrive — so a
+// paths stay (a Keeper's kept addresses are refused). A cut is one way — the peer's packets still arrive — so a
 // partition between two hosts is a Cut on each, toward the other. Cutting
 // a peer already cut changes nothing. Cut reads the rules back and fails
 // unless every peer is cut.
@@ -130,9 +131,11 @@ ip -4 rule show pref ` + pref + ` && ip -6 rule show pref ` + pref
 
 // cutArgs checks the peers and renders them for the scripts.
 func cutArgs(r Remote, peers []netip.Addr) ([]string, error) {
-	var control netip.Addr
-	if c, ok := r.(ControlPather); ok {
-		control = c.ControlAddr().Unmap()
+	var kept []netip.Addr
+	if k, ok := r.(Keeper); ok {
+		for _, a := range k.Kept() {
+			kept = append(kept, a.Unmap())
+		}
 	}
 	args := make([]string, len(peers))
 	var errs []error
@@ -145,8 +148,8 @@ func cutArgs(r Remote, peers []netip.Addr) ([]string, error) {
 			errs = append(errs, fmt.Errorf("peer %s: not a host's address", p))
 		case p.Zone() != "":
 			errs = append(errs, fmt.Errorf("peer %s: an address with a zone", p))
-		case p == control:
-			errs = append(errs, fmt.Errorf("peer %s is the control node's address: cutting it would cut %s off", p, r.Name()))
+		case slices.Contains(kept, p):
+			errs = append(errs, fmt.Errorf("peer %s must stay reachable from %s (the control node's or the judge's path)", p, r.Name()))
 		}
 		args[i] = p.String()
 	}

@@ -38,7 +38,8 @@ func reachable(t *testing.T, ctx context.Context, from remote.Remote, to netip.A
 // TestCutHeal: Cut installs one rule per peer, read back by Cuts; with a
 // cut on each side the hosts cannot reach each other while the control
 // node reaches both; Heal lifts cuts one by one or all at once; a cut
-// toward the control node, loopback or nothing is refused.
+// toward the control node, a kept address (the judge's), loopback or
+// nothing is refused.
 func TestCutHeal(t *testing.T) {
 	noLeaks(t)
 	ctx := testCtx(t)
@@ -123,10 +124,26 @@ func TestCutHeal(t *testing.T) {
 			}
 		})
 	}
-	// Over SSH, the control node's address is refused by name.
+	// Over SSH, the control node's address is refused; so is an address
+	// said to be kept (the judge's), over SSH and here.
 	if err := remote.Cut(ctx, s2, lab.Control); err == nil {
 		t.Error("a cut toward the control node worked")
 	} else {
 		t.Log(err)
+	}
+	cfg := lab.SSHConfig(0, "root")
+	cfg.Keep = []netip.Addr{h3.Addr}
+	kept, err := remote.DialSSH(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Close()
+	for _, r := range []remote.Remote{kept, remote.Local{Netns: h1.Netns, Keep: []netip.Addr{h3.Addr}}} {
+		if err := remote.Cut(ctx, r, h2.Addr, h3.Addr); err == nil {
+			t.Errorf("%s: a cut toward a kept address worked", r.Name())
+		}
+		if cuts, err := remote.Cuts(ctx, r); err != nil || len(cuts) != 0 {
+			t.Errorf("%s: a refused cut left %v (%v)", r.Name(), cuts, err)
+		}
 	}
 }

@@ -50,6 +50,9 @@ type SSHConfig struct {
 	// OpenSSH's ServerAliveCountMax does. 0 is 5 s; negative turns the
 	// probes off.
 	KeepAlive time.Duration
+	// Keep are addresses the host must keep reaching whatever Cut is
+	// told (the judge's); the control node's is kept anyway.
+	Keep []netip.Addr
 	// MaxSessions bounds the commands run at once on the connection (sshd
 	// allows 10 by default); 0 is 8.
 	MaxSessions int
@@ -63,6 +66,7 @@ type SSH struct {
 	client           *ssh.Client
 	keys             *keySource
 	control          netip.Addr
+	keep             []netip.Addr
 	hostKey          ssh.PublicKey
 	sessions         chan struct{}
 
@@ -74,8 +78,8 @@ type SSH struct {
 }
 
 var (
-	_ Remote        = (*SSH)(nil)
-	_ ControlPather = (*SSH)(nil)
+	_ Remote = (*SSH)(nil)
+	_ Keeper = (*SSH)(nil)
 )
 
 // DialSSH connects to a host, verifies its host key (an unknown or changed
@@ -138,7 +142,7 @@ func DialSSH(ctx context.Context, cfg SSHConfig) (_ *SSH, err error) {
 	_ = conn.SetDeadline(time.Time{})
 	s := &SSH{
 		name: name, addr: addr, user: cfg.User,
-		client: ssh.NewClient(c, chans, reqs), keys: keys, hostKey: hk.verified,
+		client: ssh.NewClient(c, chans, reqs), keys: keys, hostKey: hk.verified, keep: cfg.Keep,
 		sessions: make(chan struct{}, cmp.Or(cfg.MaxSessions, 8)),
 		done:     make(chan struct{}), closing: make(chan struct{}),
 	}
@@ -173,6 +177,10 @@ func (s *SSH) HostKey() ssh.PublicKey { return s.hostKey }
 
 // ControlAddr is this control node's address as the host sees it.
 func (s *SSH) ControlAddr() netip.Addr { return s.control }
+
+// Kept is what a Cut on the host must not cut: ControlAddr, and
+// SSHConfig.Keep.
+func (s *SSH) Kept() []netip.Addr { return append([]netip.Addr{s.control}, s.keep...) }
 
 // Done is closed when the connection has ended: by Close, or broken.
 func (s *SSH) Done() <-chan struct{} { return s.done }
