@@ -17,10 +17,11 @@
 //     its name, and the pidfile records the process's start time beside
 //     its pid, so a signal never reaches a process that reused the pid.
 //   - Cut drops a host's packets to chosen peer addresses with blackhole
-//     policy rules (ip rule … blackhole), leaving every other path — the
-//     control node's, the judge's — as it was; Heal lifts the cuts and
-//     Cuts reads back those in force. A cut is one way (what the host
-//     sends): a partition between two hosts is a cut on each.
+//     policy rules (ip rule … blackhole), leaving every other path as it
+//     was, and refuses to cut the control node's or the judge's (Keeper);
+//     Heal lifts the cuts and Cuts reads back those in force. A cut is one
+//     way (what the host sends): a partition between two hosts is a cut on
+//     each. No nft or iptables is needed.
 //
 // The SSH transport verifies every host key against a known_hosts file or
 // a key pinned in the inventory and refuses an unknown or changed key,

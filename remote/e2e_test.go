@@ -50,8 +50,10 @@ func processNames(t *testing.T, ctx context.Context, r remote.Remote) []string {
 // TestRedisAcrossHosts is the seam end to end on simulated hosts: a real
 // redis-server started on host1 over SSH with a pidfile answers host2;
 // paused, it is stopped (state T) and answers nobody; a cut on each side
-// separates host2 from it while the control node still reaches it; healed,
-// host2 reaches it again; killed, nothing of it is left on host1.
+// separates host2 from it — new connections fail, an established one goes
+// silent without a reset — while the control node still reaches it;
+// healed, host2 reaches it again on both; killed, nothing of it is left on
+// host1.
 func TestRedisAcrossHosts(t *testing.T) {
 	noLeaks(t)
 	ctx := testCtx(t)
@@ -95,6 +97,29 @@ func TestRedisAcrossHosts(t *testing.T) {
 		t.Fatal("no PONG after the resume")
 	}
 
+	// A client on host2 that keeps one connection and pings every 50 ms.
+	loop, err := remote.Start(ctx, s2, remote.Daemon{
+		Path:    "redis-cli",
+		Args:    []string{"-h", h1.Addr.String(), "-i", "0.05", "-r", "1000000", "ping"},
+		Pidfile: "/tmp/loop/loop.pid", Log: "/tmp/loop/pongs",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = loop.Kill(context.Background()) })
+	pongs := func() int {
+		var b strings.Builder
+		_ = remote.Download(ctx, s2, "/tmp/loop/pongs", &b)
+		return strings.Count(b.String(), "PONG")
+	}
+	// PONGs reach its log one by one, not in buffered chunks: a silence
+	// in the log is a silence on the wire.
+	for _, n := range []int{0, 1, 2} {
+		if !eventually(ctx, func() bool { return pongs() > n }) {
+			t.Fatalf("the looping client got %d PONGs", n)
+		}
+	}
+
 	// host2 → host1 cut on both sides.
 	if err := remote.Cut(ctx, s1, h2.Addr); err != nil {
 		t.Fatal(err)
@@ -105,6 +130,16 @@ func TestRedisAcrossHosts(t *testing.T) {
 	if pingFrom(ctx, s2, h1.Addr) {
 		t.Error("host2 reached host1 through the cut")
 	}
+	// The established connection goes silent, without a reset: the client
+	// keeps running, and gets no PONG while the cut lasts.
+	before := pongs()
+	if pingFrom(ctx, s2, h1.Addr) {
+		t.Error("host2 reached host1 through the cut")
+	}
+	if during := pongs() - before; during != 0 {
+		t.Errorf("the established connection got %d PONGs through the cut", during)
+	}
+	wantState(t, ctx, loop, remote.Running)
 	if !eventually(ctx, func() bool { return pingHere(h1.Addr) }) {
 		t.Error("the control node lost host1's server during the cut")
 	}
@@ -119,6 +154,14 @@ func TestRedisAcrossHosts(t *testing.T) {
 	}
 	if !eventually(ctx, func() bool { return pingFrom(ctx, s2, h1.Addr) }) {
 		t.Error("host2 does not reach host1 after the heal")
+	}
+	// The same connection carries PONGs again (TCP retransmits).
+	after := pongs()
+	if !eventually(ctx, func() bool { return pongs() > after }) {
+		t.Error("the established connection stayed silent after the heal")
+	}
+	if err := loop.Kill(ctx); err != nil {
+		t.Fatal(err)
 	}
 
 	if err := redis.Kill(ctx); err != nil {
