@@ -180,15 +180,19 @@ func scriptOutput(ctx context.Context, r Remote, name, body string, args ...stri
 }
 
 // Upload writes what src holds to the file dst on r, with mode, creating
-// its dir. The file appears whole or not at all: it is written beside dst
-// and renamed over it.
+// its dir. The file appears whole or not at all, and nobody else reads it
+// before it has its mode: it is written beside dst, private, and renamed
+// over it.
 func Upload(ctx context.Context, r Remote, src io.Reader, dst string, mode fs.FileMode) error {
 	if !path.IsAbs(dst) {
 		return fmt.Errorf("remote: upload to %s: %q is not an absolute path", r.Name(), dst)
 	}
+	// Dirs it makes are open to other users (a server may run as one);
+	// the file is private until it has its mode.
 	const body = `set -e
-umask 077
+umask 022
 mkdir -p -- "$(dirname -- "$1")"
+umask 077
 t="$1.lockbench-upload.$$"
 trap 'rm -f -- "$t"' EXIT
 cat > "$t"

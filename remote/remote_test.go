@@ -140,9 +140,9 @@ func TestUploadDownload(t *testing.T) {
 			if !bytes.Equal(got.Bytes(), data) {
 				t.Fatalf("downloaded %d bytes, differing from the %d uploaded", got.Len(), len(data))
 			}
-			mode, err := remote.Output(ctx, tr.r, "stat", "-c", "%a", dst)
-			if err != nil || strings.TrimSpace(string(mode)) != "640" {
-				t.Errorf("mode %q (%v), want 640", mode, err)
+			mode, err := remote.Output(ctx, tr.r, "stat", "-c", "%a", dst, path.Dir(dst))
+			if err != nil || strings.Join(strings.Fields(string(mode)), " ") != "640 755" {
+				t.Errorf("modes of the file and its new dir %q (%v), want 640 755", mode, err)
 			}
 			// Over an existing file, whole.
 			if err := remote.Upload(ctx, tr.r, strings.NewReader("small"), dst, fs.FileMode(0o755)); err != nil {
