@@ -129,6 +129,7 @@ lb_state() {
 	echo stopped
 }
 lb_nap() { sleep 0.01 2>/dev/null || sleep 1; }
+lb_now() { IFS=' ' read -r now _ < /proc/uptime; now=${now%.*}${now#*.}; now=${now#0}; }
 lb_wait() { while [ "$(lb_state "$2")" != "$1" ]; do lb_nap; done; }
 `
 
@@ -224,16 +225,30 @@ elif [ -n "$pid" ] && [ ! -e "/proc/$pid" ] && kill -s 0 -- "-$pid" 2>/dev/null;
 else
 	exit 0
 fi
-alive() { if [ -n "$g" ]; then kill -s 0 -- "-$pid" 2>/dev/null; else lb_proc "$1"; fi; }
-n=0
+# A group whose members are all zombies has gone: their parent (the
+# host's init, for an orphan) may take its time to reap them.
+alive() {
+	[ -n "$g" ] || { lb_proc "$1"; return; }
+	kill -s 0 -- "-$pid" 2>/dev/null || return 1
+	for f in /proc/[0-9]*/stat; do
+		IFS= read -r s 2>/dev/null < "$f" || continue
+		set -- ${s##*) }
+		[ "$3" = "$pid" ] && [ "$1" != Z ] && [ "$1" != X ] && return 0
+	done
+	return 1
+}
+lb_now; end=$((now+$3))
 while alive "$1"; do
-	if [ "$2" != KILL ] && [ "$n" -ge "$3" ]; then
+	lb_now
+	if [ "$2" != KILL ] && [ "$now" -ge "$end" ]; then
 		kill -s KILL -- "-$pid" 2>/dev/null || kill -s KILL "$pid" 2>/dev/null
 	fi
-	lb_nap; n=$((n+10))
+	lb_nap
 done`
-	ms := strconv.FormatInt(grace.Milliseconds(), 10)
-	if err := script(ctx, p.Remote, "stop", body, nil, p.Pidfile, name, ms); err != nil {
+	// The host's clock since boot, in hundredths of a second, times the
+	// grace: /proc/uptime is read without a process per look.
+	cs := strconv.FormatInt(int64(grace/(10*time.Millisecond)), 10)
+	if err := script(ctx, p.Remote, "stop", body, nil, p.Pidfile, name, cs); err != nil {
 		return fmt.Errorf("remote: SIG%s %s: %w", name, p, err)
 	}
 	return nil
