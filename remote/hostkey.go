@@ -41,6 +41,8 @@ type HostKeyError struct {
 	Source string
 }
 
+// Error names the host, the key it presented, the keys on record and
+// where they are recorded.
 func (e *HostKeyError) Error() string {
 	switch {
 	case e.Revoked:

@@ -23,16 +23,18 @@ var ErrRunning = errors.New("pidfile's process still running")
 type State int
 
 const (
-	// Gone: the process has exited (a zombie has), or its pidfile is
-	// missing or names a process that reused the pid.
+	// Gone is a process that has exited (a zombie has), or whose pidfile
+	// is missing or names a process that reused the pid.
 	Gone State = iota
-	// Running: at least one of its threads is not stopped.
+	// Running is a process with at least one thread not stopped.
 	Running
-	// Stopped: every thread is stopped by a signal (state T), as a
-	// SIGSTOP leaves it once the kernel has reached each thread.
+	// Stopped is a process whose every thread is stopped by a signal
+	// (state T), as a SIGSTOP leaves it once the kernel has reached each
+	// thread.
 	Stopped
 )
 
+// String is the state's name: gone, running or stopped.
 func (s State) String() string {
 	switch s {
 	case Gone:
@@ -66,6 +68,7 @@ type Proc struct {
 	Pidfile string
 }
 
+// String names the process by its host and pidfile.
 func (p Proc) String() string { return p.Remote.Name() + ":" + p.Pidfile }
 
 // Start starts d on r with Spawn, unless d.Pidfile names a process that

@@ -85,6 +85,8 @@ type ExitError struct {
 	Stderr string
 }
 
+// Error says which command failed on which host, how, and the end of its
+// stderr.
 func (e *ExitError) Error() string {
 	how := "exit status " + strconv.Itoa(e.Code)
 	if e.Signal != "" {
