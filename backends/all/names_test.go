@@ -18,8 +18,9 @@ import (
 )
 
 // outside are the packages that must know no backend by name: they read
-// the backends' descriptors (bench, nemesis, cmd) or the results (report).
-var outside = []string{"bench", "nemesis", "report", "cmd", "workloads", "judge", "history", "results", "stats"}
+// the backends' descriptors (bench, cmd), the results (report), or know
+// only servers and hosts (nemesis, remote, inventory).
+var outside = []string{"bench", "nemesis", "report", "cmd", "workloads", "judge", "history", "results", "stats", "inventory", "remote"}
 
 // TestNoBackendNamedOutsideItsPackage: no non-test Go file of the
 // packages outside the backends holds a string literal that names a
