@@ -10,10 +10,11 @@ import (
 // the servers it runs on, how long its leases and keys outlive a silent
 // holder, the params a case of a given TTL sets for it, the variants worth
 // listing and running, the fault classes that cannot apply to it and why,
-// and how a user points it at servers of their own. The runner, the
-// nemesis, the CLI and (through the results) the report read it, so that
-// no package outside the backend branches on its name: adding a backend
-// is a package that registers a Descriptor, and a line in backends/all.
+// and how a user points it at servers of their own. The runner and the
+// CLI read it, the nemesis through the runner (the target it is given)
+// and the report through the results, so that no package outside the
+// backend branches on its name: adding a backend is a package that
+// registers a Descriptor, and a line in backends/all.
 //
 // Fault classes are the nemesis's scenario names, written here as
 // strings: the registry knows no fault, and the nemesis no backend.
@@ -53,10 +54,11 @@ type Descriptor struct {
 	CaseParams func(ttl time.Duration) map[string]string
 	// Admit, when set, runs once on servers the runner has just created for
 	// the backend (or on the user's servers, before their first case), with
-	// the Config a client would get without the case's params: what must
-	// happen once where nodes are created (Redlock admits brand-new nodes
-	// at once instead of quarantining them). The runner replaces servers a
-	// fault restarted before the next case of such a backend.
+	// their addresses and credentials (and, on the user's servers, the
+	// spec's params): what must happen once where nodes are created
+	// (Redlock admits brand-new nodes at once instead of quarantining
+	// them). The runner replaces servers a fault restarted before the next
+	// case of such a backend.
 	Admit func(Config) error
 	// Variants are the specs of the backend that the predefined suites run
 	// and that `lockbench backends` lists. Nil means the plain backend
