@@ -1,8 +1,9 @@
 // Package history is what a case leaves for anyone to check again: every
 // operation its clients made, as the judge saw it, and the checkers that
 // judge it — the overlap counter (two holders of a key at once, each
-// overlap classified as a lock bug or an expired holder, chained into
-// incidents, with the stale writes and lost updates they caused) and
+// overlap judged against the lock's contract as a lock bug, an expired
+// holder or ambiguous, chained into incidents, with the stale writes and
+// lost updates they caused) and
 // porcupine's linearizability check against a mutex model and a
 // fenced-mutex model of each key.
 //
@@ -108,8 +109,19 @@ type Op struct {
 	// ValidUntil is, for an acquire ok, the end of the lease's validity
 	// as its holder knew it (Lease.ValidUntil at the grant) on the judge's
 	// clock, at or before the real moment: ns since the case start, or
-	// NoExpiry.
+	// NoExpiry. It is what the lease reported, kept beside the contract;
+	// the checkers judge by Promise.
 	ValidUntil int64 `json:"valid_until,omitempty"`
+	// WorkerValidUntil is the same deadline on the client's own clock
+	// (Unix ns; 0 when the lease reported none), to be compared with the
+	// contract without mapping between clocks.
+	WorkerValidUntil int64 `json:"w_valid_until,omitempty"`
+	// Promise is, for an acquire ok, the lock's contract for the grant:
+	// how long after the call of Acquire nobody else may be granted the
+	// key (ns), as the backend declares it (locker.Info.Promise of the TTL
+	// asked), whatever the lease reported; NoExpiry for a grant promised
+	// until its release, 0 when none was declared.
+	Promise int64 `json:"promise,omitempty"`
 	// Value is the counter a read returned, or the value a write wrote.
 	Value int64 `json:"value,omitempty"`
 	// Error is the failure, for fail and info ops.

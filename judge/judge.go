@@ -504,6 +504,9 @@ type GrantReport struct {
 	HasToken bool   `json:"has_token,omitempty"`
 	// ValidUntil is the lease's ValidUntil (0 when it promised no end).
 	ValidUntil int64 `json:"valid_until,omitempty"`
+	// Promise is the backend's contract for the grant (ns after the call
+	// of Acquire; locker.Info.Promise of the TTL asked): history.Op.Promise.
+	Promise int64 `json:"promise,omitempty"`
 	// Invoke and Complete bound the Acquire call.
 	Invoke   int64 `json:"invoke"`
 	Complete int64 `json:"complete"`
@@ -539,7 +542,7 @@ func (c *Case) grant(process int, g GrantReport) (Grant, error) {
 		Process: process, F: history.Acquire, Type: history.OK, Key: g.Key, Section: id,
 		Invoke: c.clamp(g.Invoke, g.ThetaLo, p.lastReply, now), Complete: now,
 		WorkerInvoke: g.Invoke, WorkerComplete: g.Complete,
-		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid,
+		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid, WorkerValidUntil: g.ValidUntil, Promise: g.Promise,
 	})
 	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken}
 	c.sections[id] = s

@@ -67,6 +67,10 @@ func Run(ctx context.Context, spec Spec, clients []Client) error {
 	}
 	e := &engine{spec: s, keys: s.KeyNames()}
 	e.opts = append([]locker.Option{locker.WithTTL(s.TTL)}, s.AcquireOptions...)
+	asked, err := locker.Resolve("k", e.opts...)
+	if err != nil {
+		return err
+	}
 
 	// Every client waits at the barrier; the load runs from the moment the
 	// last one here is let through.
@@ -100,6 +104,7 @@ func Run(ctx context.Context, spec Spec, clients []Client) error {
 		c := &client{Client: cl, rec: NewRecorder(), r: rand.New(rand.NewPCG(s.Seed, uint64(cl.Process)+1)), timer: time.NewTimer(time.Hour)}
 		c.timer.Stop()
 		c.m = Measure(cl.Locker, c.rec)
+		c.promise = cl.Locker.Info().Promise(asked.TTL)
 		c.keys = newChooser(s, e.keys, c.r)
 		wg.Go(func() { errs[i] = e.runClient(c) })
 	}
@@ -136,6 +141,9 @@ type client struct {
 	keys  *chooser
 	timer *time.Timer
 	fatal error
+	// promise is the backend's contract for each grant (Info.Promise of
+	// the TTL asked), reported with it.
+	promise time.Duration
 }
 
 // runClient runs one client's loop, then sends the judge its metrics.
@@ -283,7 +291,8 @@ func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Ti
 		}
 	}()
 	tok, hasTok := lease.Token()
-	g := judge.GrantReport{Key: lease.Key(), Token: tok, HasToken: hasTok, Invoke: invoke.UnixNano(), Complete: complete.UnixNano()}
+	g := judge.GrantReport{Key: lease.Key(), Token: tok, HasToken: hasTok, Invoke: invoke.UnixNano(), Complete: complete.UnixNano(),
+		Promise: int64(c.promise)}
 	if v := lease.ValidUntil(); !v.IsZero() {
 		g.ValidUntil = v.UnixNano()
 	}
