@@ -91,15 +91,16 @@ const validityTolerance = int64(time.Millisecond)
 // contract allows, on its client's clock (no mapping between clocks
 // needed): negative when the lease reported less than the contract
 // promises from the call (ValidUntil before the call plus the Promise),
-// positive when it reported more than the contract gives from any moment
-// of the call (after the return plus the Promise); 0 inside, or when the
-// op lacks the lease's ValidUntil, the call's times or a declared
-// promise.
+// positive when it reported more than its lock can give from any moment
+// of the call (after the return plus the MaxValidity); 0 inside, or when
+// the op lacks the lease's ValidUntil, the call's times or a declared
+// contract.
 func departure(o Op) int64 {
-	if o.WorkerValidUntil == 0 || o.WorkerInvoke == 0 || o.WorkerComplete < o.WorkerInvoke || o.Promise <= 0 || o.Promise == NoExpiry {
+	if o.WorkerValidUntil == 0 || o.WorkerInvoke == 0 || o.WorkerComplete < o.WorkerInvoke ||
+		o.Promise <= 0 || o.Promise == NoExpiry || o.MaxValidity < o.Promise {
 		return 0
 	}
-	switch lo, hi := o.WorkerInvoke+o.Promise, o.WorkerComplete+o.Promise; {
+	switch lo, hi := o.WorkerInvoke+o.Promise, o.WorkerComplete+o.MaxValidity; {
 	case o.WorkerValidUntil < lo-validityTolerance:
 		return o.WorkerValidUntil - lo
 	case o.WorkerValidUntil > hi+validityTolerance:

@@ -40,7 +40,7 @@ func (b *builder) grant(p int, key string, inv, cmp int64, tok uint64, valid int
 	}
 	o := Op{Process: p, F: Acquire, Type: OK, Key: key, Section: b.next, Invoke: inv * ms, Complete: cmp * ms,
 		WorkerInvoke: base + inv*ms, WorkerComplete: base + cmp*ms,
-		Token: tok, HasToken: tok > 0, ValidUntil: v, Promise: promise}
+		Token: tok, HasToken: tok > 0, ValidUntil: v, Promise: promise, MaxValidity: promise}
 	if valid >= 0 {
 		o.WorkerValidUntil = base + v
 	}

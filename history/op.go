@@ -122,6 +122,11 @@ type Op struct {
 	// asked), whatever the lease reported; NoExpiry for a grant promised
 	// until its release, 0 when none was declared.
 	Promise int64 `json:"promise,omitempty"`
+	// MaxValidity is, for an acquire ok, the longest its lock can keep the
+	// key from the grant (ns; locker.Info.MaxValidity of the TTL asked): a
+	// lease that reported a ValidUntil past the return plus this claimed
+	// more than its lock can give. 0 when none was declared.
+	MaxValidity int64 `json:"max_validity,omitempty"`
 	// Value is the counter a read returned, or the value a write wrote.
 	Value int64 `json:"value,omitempty"`
 	// Error is the failure, for fail and info ops.

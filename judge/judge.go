@@ -507,6 +507,9 @@ type GrantReport struct {
 	// Promise is the backend's contract for the grant (ns after the call
 	// of Acquire; locker.Info.Promise of the TTL asked): history.Op.Promise.
 	Promise int64 `json:"promise,omitempty"`
+	// MaxValidity is the longest the lock can keep the key from the grant
+	// (locker.Info.MaxValidity of the TTL asked): history.Op.MaxValidity.
+	MaxValidity int64 `json:"max_validity,omitempty"`
 	// Invoke and Complete bound the Acquire call.
 	Invoke   int64 `json:"invoke"`
 	Complete int64 `json:"complete"`
@@ -542,7 +545,7 @@ func (c *Case) grant(process int, g GrantReport) (Grant, error) {
 		Process: process, F: history.Acquire, Type: history.OK, Key: g.Key, Section: id,
 		Invoke: c.clamp(g.Invoke, g.ThetaLo, p.lastReply, now), Complete: now,
 		WorkerInvoke: g.Invoke, WorkerComplete: g.Complete,
-		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid, WorkerValidUntil: g.ValidUntil, Promise: g.Promise,
+		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid, WorkerValidUntil: g.ValidUntil, Promise: g.Promise, MaxValidity: g.MaxValidity,
 	})
 	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken}
 	c.sections[id] = s

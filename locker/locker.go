@@ -107,18 +107,42 @@ type Info struct {
 // before that moment) and an expired holder (after it) with Promise, not
 // with Lease.ValidUntil: a backend that under-reported its own validity
 // would otherwise turn its double grants into expired holders. A lease
-// whose ValidUntil lies outside [call + Promise, return + Promise]
-// departs from its contract, which is worth reporting either way.
+// whose ValidUntil lies before the call plus Promise, or after the return
+// plus MaxValidity, departs from its contract, which is worth reporting
+// either way.
 func (i Info) Promise(ttl time.Duration) time.Duration {
 	if ttl <= 0 {
 		return 0
 	}
-	if r := i.TTLResolution; r > 0 {
-		ttl = (ttl + r - 1) / r * r
-	}
-	p := ttl - time.Duration(i.DriftRate*float64(ttl)) - i.Drift
+	t := i.applied(ttl)
+	p := t - time.Duration(i.DriftRate*float64(t)) - i.Drift
 	if i.Session > 0 {
 		p = min(p, i.Session)
 	}
 	return max(p, 0)
+}
+
+// MaxValidity is the longest a grant with the TTL asked can keep its key
+// from the moment it was granted: the TTL as the backend applies it
+// (rounded up to TTLResolution), capped at Session when one is declared.
+// A lease reporting a ValidUntil later than its Acquire's return plus
+// MaxValidity claims more than its lock can give: a holder that trusts it
+// may write after the key went to someone else.
+func (i Info) MaxValidity(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return 0
+	}
+	t := i.applied(ttl)
+	if i.Session > 0 {
+		t = min(t, i.Session)
+	}
+	return t
+}
+
+// applied is ttl rounded up to TTLResolution.
+func (i Info) applied(ttl time.Duration) time.Duration {
+	if r := i.TTLResolution; r > 0 {
+		return (ttl + r - 1) / r * r
+	}
+	return ttl
 }

@@ -21,9 +21,6 @@ const (
 	faultPause  = "client-pause"
 	unsetLabel  = "(unset)"
 	unnamedCase = "(unnamed)"
-	// controlBackend is the backend that excludes nobody: it shows that
-	// the checker sees double grants, and is never a candidate.
-	controlBackend = "noop"
 )
 
 // baseName is a backend or fault name without its params: "redlock" for
@@ -36,7 +33,7 @@ func baseName(s string) string {
 // isControl reports whether a backend is the noop control (or a variant
 // of it), which no recommendation may pick and no throughput chart may
 // scale to.
-func isControl(backend string) bool { return baseName(backend) == controlBackend }
+func isControl(backend string) bool { return results.IsControl(backend) }
 
 // classOf returns a case's fault class: the recorded one, or the fault
 // name without its params for files from before the field.

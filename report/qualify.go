@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lockbench/lockbench/results"
 )
 
 // controlVerdict is why the control never qualifies, with what it showed.
 func (ds *dataset) controlVerdict() string {
-	t := totals(ds.find(query{Backend: controlBackend, Fault: faultNone}))
+	t := totals(ds.find(query{Backend: results.ControlBackend, Fault: faultNone}))
 	s := "the control: it excludes nobody, so it never qualifies; it is there to show the checker sees double grants"
 	if t.Acquired > 0 {
 		s += fmt.Sprintf(" (double-grant incidents without faults: %s)", perGrant(t.Incidents, t.Contended))

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -119,7 +120,11 @@ type Case struct {
 	// less the declared drift, or the session timeout); the checkers draw
 	// the line between a lock bug and an expired holder there, not at the
 	// ValidUntil a lease reported. 0 when the backend declared none.
-	PromiseMS float64 `json:"promise_ms,omitempty"`
+	// MaxValidityMS is the longest the lock can keep a key from a grant
+	// (locker.Info.MaxValidity): a lease reporting more departs from its
+	// contract.
+	PromiseMS     float64 `json:"promise_ms,omitempty"`
+	MaxValidityMS float64 `json:"max_validity_ms,omitempty"`
 
 	// Measurements.
 	Acquired   int64            `json:"acquired"`
@@ -162,8 +167,8 @@ type Case struct {
 	// reported a ValidUntil outside its contract: before the call plus
 	// PromiseMS (the lease claimed less than the lock promised, which a
 	// line drawn by the lease would turn into expired holders), or after
-	// the return plus PromiseMS (it claimed more than the contract gives:
-	// a holder trusting it writes past the line). ValidityShortMaxMS and
+	// the return plus MaxValidityMS (it claimed more than the lock can
+	// give: a holder trusting it writes past the line). ValidityShortMaxMS and
 	// ValidityLongMaxMS are the largest departures.
 	ValidityShort      int64   `json:"validity_short"`
 	ValidityLong       int64   `json:"validity_long"`
@@ -218,6 +223,18 @@ type Case struct {
 	// Notes explain the case: why a fault did not apply, why a result
 	// differs from what theory predicts.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// ControlBackend is the backend that excludes nobody (backends/noop): its
+// cases are there to show that the checkers see double grants, so no gate
+// counts its double grants against it and no recommendation picks it.
+const ControlBackend = "noop"
+
+// IsControl reports whether backend, a name with optional params
+// ("noop?x=1"), is the control.
+func IsControl(backend string) bool {
+	name, _, _ := strings.Cut(backend, "?")
+	return name == ControlBackend
 }
 
 // How a case's clients ran (Case.ClientsAs).

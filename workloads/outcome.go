@@ -93,7 +93,7 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	c.Nodes = len(o.Info.Nodes)
 	c.Quorum = o.Info.Quorum
 	c.Guarantee = o.Info.Guarantee
-	c.PromiseMS = ms(o.Info.Promise(o.Spec.TTL))
+	c.PromiseMS, c.MaxValidityMS = ms(o.Info.Promise(o.Spec.TTL)), ms(o.Info.MaxValidity(o.Spec.TTL))
 
 	m := r.Metrics
 	c.Acquired = o.Acquired()

@@ -104,7 +104,8 @@ func Run(ctx context.Context, spec Spec, clients []Client) error {
 		c := &client{Client: cl, rec: NewRecorder(), r: rand.New(rand.NewPCG(s.Seed, uint64(cl.Process)+1)), timer: time.NewTimer(time.Hour)}
 		c.timer.Stop()
 		c.m = Measure(cl.Locker, c.rec)
-		c.promise = cl.Locker.Info().Promise(asked.TTL)
+		info := cl.Locker.Info()
+		c.promise, c.maxValidity = info.Promise(asked.TTL), info.MaxValidity(asked.TTL)
 		c.keys = newChooser(s, e.keys, c.r)
 		wg.Go(func() { errs[i] = e.runClient(c) })
 	}
@@ -141,9 +142,9 @@ type client struct {
 	keys  *chooser
 	timer *time.Timer
 	fatal error
-	// promise is the backend's contract for each grant (Info.Promise of
-	// the TTL asked), reported with it.
-	promise time.Duration
+	// promise and maxValidity are the backend's contract for each grant
+	// (Info.Promise and MaxValidity of the TTL asked), reported with it.
+	promise, maxValidity time.Duration
 }
 
 // runClient runs one client's loop, then sends the judge its metrics.
@@ -292,7 +293,7 @@ func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Ti
 	}()
 	tok, hasTok := lease.Token()
 	g := judge.GrantReport{Key: lease.Key(), Token: tok, HasToken: hasTok, Invoke: invoke.UnixNano(), Complete: complete.UnixNano(),
-		Promise: int64(c.promise)}
+		Promise: int64(c.promise), MaxValidity: int64(c.maxValidity)}
 	if v := lease.ValidUntil(); !v.IsZero() {
 		g.ValidUntil = v.UnixNano()
 	}
