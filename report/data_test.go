@@ -104,10 +104,12 @@ func TestFormats(t *testing.T) {
 	}{
 		{fmtRate3(1215), "1.22k"}, {fmtRate3(12345), "12.3k"}, {fmtRate3(885), "885"}, {fmtRate3(999.7), "1k"}, {fmtRate3(2_345_678), "2.35M"},
 		{fmtPct(0.527), "53%"}, {fmtPct(0.0722), "7.2%"}, {fmtPct(0.0099), "0.99%"}, {fmtPct(0.0000241), "0.0024%"}, {fmtPct(0), "0%"},
-		{perInjection(0, tally{Injections: 40}).String(), "0 in 40 injections (rate ≤ 7.2% at 95%)"},
-		{perInjection(3, tally{Injections: 40}).String(), "3 in 40 injections (7.5%; ≤ 18% at 95%)"},
-		{perInjection(0, tally{}).String(), "0, in no injection: not judged"},
-		{perInjection(9, tally{Injections: 4}).String(), "9 in 4 injections (more than one per injection)"},
+		{perInjection(0, tally{Injections: 40}).String(), "0 in 40 tested injections (rate ≤ 7.2% at 95%)"},
+		{perInjection(3, tally{Injections: 40}).String(), "3 in 40 tested injections (7.5%; ≤ 18% at 95%)"},
+		{perInjection(3, tally{Injections: 40}).hadOne(), "3 in 40 tested injections had one (7.5%; ≤ 18% at 95%)"},
+		{perInjection(0, tally{Injections: 40, Unjudged: true}).String(), "0 in 40 injections (rate ≤ 7.2% at 95%)"},
+		{perInjection(0, tally{}).String(), "0, in no tested injection: not judged"},
+		{perGrant(2, 300).hadOne(), "2 in 300 contended grants (0.67%; ≤ 2.1% at 95%)"},
 		{perGrant(0, 300).cell(), "0/300 ≤0.99%"},
 		{plural(2, "class"), "2 classes"}, {plural(3, "history"), "3 histories"}, {plural(1, "trial"), "1 trial"}, {plural(2, "key"), "2 keys"},
 	} {
