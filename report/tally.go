@@ -41,7 +41,7 @@ type tally struct {
 	// ValidityShort and ValidityLong count the grants whose lease
 	// reported a validity outside its contract, less or more; the Max
 	// fields are the largest departures (ms).
-	ValidityShort, ValidityLong         int64
+	ValidityShort, ValidityLong           int64
 	ValidityShortMaxMS, ValidityLongMaxMS float64
 }
 
