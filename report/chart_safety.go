@@ -40,16 +40,14 @@ func (ds *dataset) safetyCell(backend, fault, guard string) gridCell {
 		return gridCell{fill: cellAbsent, lines: []cellLine{{text: "not judged"}}, dim: true}
 	}
 	t := totals(gs)
-	rate := func(k int64) string {
-		if gs[0].FaultClass == faultNone {
-			return perGrant(k, t.Contended).cell()
-		}
-		return perInjection(k, t.tally).cell()
-	}
+	rate := func(k kind) string { return rateOf(t, k, gs[0].FaultClass).cell() }
 	lines := []cellLine{
-		{"bug " + rate(t.lockBugs()), t.lockBugs() > 0},
-		{"exp " + rate(t.IncidentsExpired), false},
+		{"bug " + rate(kindLockBug), t.lockBugs() > 0},
+		{"exp " + rate(kindExpired), false},
 		{fmt.Sprintf("stale %d acc, %d rej", t.StaleAccepted, t.StaleRejected), t.StaleAccepted > 0},
+	}
+	if t.IncidentsAmbiguous > 0 {
+		lines = append(lines, cellLine{"amb " + rate(kindAmbiguous), false})
 	}
 	if t.LostUpdates > 0 {
 		lines = append(lines, cellLine{fmt.Sprintf("lost upd %d", t.LostUpdates), true})

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/lockbench/lockbench/results"
@@ -116,5 +117,40 @@ func TestFormats(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
+	}
+}
+
+// TestThroughputChartComparesLikeWithLike: goroutine clients at 1 and 16
+// and the fault suite's six worker processes at 6 are two ways of
+// measuring; one line may not join them.
+func TestThroughputChartComparesLikeWithLike(t *testing.T) {
+	f := &results.File{}
+	for _, b := range []string{"etcd", "redis"} {
+		for _, x := range []struct {
+			clients int
+			as      string
+			tp      float64
+		}{{1, results.ClientsGoroutines, 500}, {16, results.ClientsGoroutines, 2000}, {6, results.ClientsProcesses, 300}} {
+			f.Cases = append(f.Cases, results.Case{Backend: b, Workload: "hot", Fault: "none", Guard: "none", Clients: x.clients, ClientsAs: x.as, Trial: 1,
+				Throughput: x.tp, Acquired: int64(x.tp), DurationS: 1, Nodes: 3, Durability: "fast"})
+		}
+	}
+	tp := analyse(f).throughputPlots("hot")
+	if tp == nil {
+		t.Fatal("no chart")
+	}
+	if want := ", clients as goroutines"; !strings.HasSuffix(tp.ch.Title, want) {
+		t.Errorf("title %q does not say how the clients ran", tp.ch.Title)
+	}
+	var ticks []string
+	for _, tk := range tp.main.X.Tick.Marker.Ticks(tp.main.X.Min, tp.main.X.Max) {
+		ticks = append(ticks, tk.Label)
+	}
+	if strings.Join(ticks, ",") != "1,16" {
+		t.Errorf("client counts on the axis %v, want 1 and 16 only", ticks)
+	}
+	notes := strings.Join(tp.ch.Notes, " ")
+	if !strings.Contains(notes, "etcd at 6 clients (processes)") || !strings.Contains(notes, "redis at 6 clients (processes)") {
+		t.Errorf("the process cases at 6 are not set apart: %q", notes)
 	}
 }

@@ -390,7 +390,7 @@ func TestBadInputIsReportedNotFatal(t *testing.T) {
 	}
 	md := string(read(t, filepath.Join(dir, "report.md")))
 	for _, want := range []string{"histogram does not decode", "throughput NaN", "clients -3 is not positive", "timeline step 0 s", "not a valid span",
-		"incident\\_rate\\_upper95 0.5000 in the file, 0.2589 from its 0 incidents in 10 injections"} {
+		"incident\\_rate\\_upper95 0.5000 in the file, 0.2589 from its 0 incidents in 10 tested injections"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md does not name the problem %q", want)
 		}

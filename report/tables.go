@@ -46,15 +46,25 @@ func (ds *dataset) speedSection(d *document, latencyClients int) {
 // trials and fault-free incidents.
 func (ds *dataset) summaryTable(workload, guard, durability string, latClients int) table {
 	var clients []int
-	for _, g := range ds.find(query{Workload: workload, Fault: faultNone, Guard: guard, Durability: durability, EveryProfile: true}) {
+	all := ds.find(query{Workload: workload, Fault: faultNone, Guard: guard, Durability: durability, EveryProfile: true})
+	way := dominantWay(all)
+	ways := map[int]string{}
+	for _, g := range all {
 		if g.Clients > 0 {
 			clients = appendNew(clients, g.Clients)
+			if w := wayOf(g); w != way {
+				ways[g.Clients] = w
+			}
 		}
 	}
 	slices.Sort(clients)
 	t := table{header: []string{"backend", "nodes"}}
 	for _, c := range clients {
-		t.header = append(t.header, fmt.Sprintf("grants/s @%d", c))
+		h := fmt.Sprintf("grants/s @%d", c)
+		if w := ways[c]; w != "" {
+			h += " (" + w + ")" // measured another way than the other columns
+		}
+		t.header = append(t.header, h)
 	}
 	t.header = append(t.header, fmt.Sprintf("p50 @%d", latClients), fmt.Sprintf("p99 @%d", latClients), "own cost @1", "trials", "incidents, no fault")
 	for i := range t.header {
