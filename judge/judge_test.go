@@ -54,12 +54,14 @@ func dialClient(t *testing.T, j *Judge, id, host string, p int) *client {
 	return &client{t: t, conn: conn, p: p}
 }
 
-// grant reports a lease of key with token tok, valid for validFor.
+// grant reports a lease of key with token tok, valid for validFor, and
+// a contract that promised as much.
 func (c *client) grant(key string, tok uint64, validFor time.Duration) Grant {
 	c.t.Helper()
 	now := time.Now()
 	g, err := c.conn.Grant(context.Background(), GrantReport{Key: key, Token: tok, HasToken: tok > 0,
-		ValidUntil: now.Add(validFor).UnixNano(), Invoke: now.Add(-time.Millisecond).UnixNano(), Complete: now.UnixNano()})
+		ValidUntil: now.Add(validFor).UnixNano(), Invoke: now.Add(-time.Millisecond).UnixNano(), Complete: now.UnixNano(),
+		Promise: int64(validFor), MaxValidity: int64(validFor)})
 	if err != nil {
 		c.t.Fatal(err)
 	}
