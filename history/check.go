@@ -42,6 +42,12 @@ import (
 //     but work lost.
 //   - Unfenced: writes without a token under a fencing guard, which the
 //     resource could not check.
+//   - LeaseEnds: sections whose lease told its holder it had ended
+//     (a LeaseEnd op) before the holder ended the section.
+//     StaleTold / StaleSilent split the stale writes (accepted or
+//     rejected): made after the holder's lease had told it so — a careful
+//     client would have held back — or with its lease saying nothing,
+//     which only a fencing resource can stop.
 //   - ContendedGrants: grants made while another client's acquire of the
 //     same key was in progress (invoked, not yet returned): the grants at
 //     which a double grant could show.
@@ -58,6 +64,7 @@ type Report struct {
 	IncidentsAmbiguous                                          int64
 	StaleAccepted, StaleRejected, LostUpdates, TokenRegressions int64
 	RejectedCurrent, Unfenced                                   int64
+	LeaseEnds, StaleTold, StaleSilent                           int64
 	ContendedGrants                                             int64
 	ValidityShort, ValidityLong                                 int64
 	ValidityShortMax, ValidityLongMax                           int64
@@ -101,6 +108,7 @@ type section struct {
 	grant    Op // the acquire that opened it
 	token    uint64
 	hasToken bool
+	told     bool // its lease told the holder it had ended
 }
 
 // keyState is the counter's view of one key.
@@ -172,6 +180,11 @@ func (c *counter) apply(o Op) {
 	case End:
 		if s := c.sections[o.Section]; s != nil {
 			c.end(o.Key, s)
+		}
+	case LeaseEnd:
+		if s := c.sections[o.Section]; s != nil && !s.told {
+			s.told = true
+			c.r.LeaseEnds++
 		}
 	}
 }
@@ -258,6 +271,12 @@ func (c *counter) write(o Op, s *section) {
 	}
 	stale := k.grants > s.seq
 	ok := o.Type == OK
+	switch {
+	case stale && s.told:
+		c.r.StaleTold++
+	case stale:
+		c.r.StaleSilent++
+	}
 	switch {
 	case ok && stale:
 		c.r.StaleAccepted++

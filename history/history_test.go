@@ -400,3 +400,37 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Fatalf("read back %d ops, different from the %d written", len(got), len(b.ops))
 	}
 }
+
+// TestLeaseEndsTellWarnedFromSilent: a paused holder whose lease told it
+// that it had ended before it wrote is a warned stale writer (a careful
+// client would have held back); a holder whose key a restart lost, its
+// lease still valid as far as it knew, writes silently.
+func TestLeaseEndsTellWarnedFromSilent(t *testing.T) {
+	b := &builder{}
+	// Warned: a's lease expires during its pause; it learns it at 300 ms
+	// and writes all the same, fenced off.
+	a := b.grant(1, "k", 0, 1, 1, 100)
+	b.read(1, "k", a, 2, 0)
+	c := b.grant(2, "k", 150, 151, 2, 1150)
+	b.end(2, "k", c, 152)
+	b.release(2, "k", c, 153, 154, OK)
+	b.section(LeaseEnd, OK, 1, "k", a, 300, 0)
+	b.section(LeaseEnd, OK, 1, "k", a, 301, 0) // told twice: one end
+	b.reject(1, "k", a, 302, 1)
+	b.end(1, "k", a, 303)
+	// Silent: d's key went with a restart while its lease was valid.
+	d := b.grant(1, "j", 400, 401, 1, 1400)
+	b.read(1, "j", d, 402, 0)
+	e := b.grant(2, "j", 410, 411, 2, 1410)
+	b.end(2, "j", e, 412)
+	b.write(1, "j", d, 420, 1)
+	b.end(1, "j", d, 421)
+	r := Check(b.ops, "", true)
+	if r.LeaseEnds != 1 || r.StaleTold != 1 || r.StaleSilent != 1 || r.OverlapsLockBug != 1 || r.OverlapsExpiredHolder != 1 {
+		t.Fatalf("lease ends %d, stale writes told %d silent %d, overlaps lock bug %d expired %d; want 1 each",
+			r.LeaseEnds, r.StaleTold, r.StaleSilent, r.OverlapsLockBug, r.OverlapsExpiredHolder)
+	}
+	if v := Linearizable(b.ops, 10*time.Second); v.Result != results.NotLinearizable {
+		t.Errorf("mutex verdict %s: lease ends must not hide the overlaps", v.Result)
+	}
+}

@@ -47,6 +47,15 @@ const (
 	// the key, fail when the lease had already ended (ErrNotHeld, ErrLost),
 	// info when the answer is unknown.
 	Release Func = "release"
+	// LeaseEnd is what the holder's lease told it inside its section: it
+	// ended other than by Release — Done closed with ErrExpired or
+	// ErrLost, or its ValidUntil passed — before the holder was done. The
+	// client checks its lease, as a careful client would, before it
+	// writes and before it ends the section, and reports what it found
+	// once (Error); the op's time is when the holder learned it. It tells
+	// a lock that revoked a lease and told its holder in time from one
+	// whose holder went on, its lease saying nothing.
+	LeaseEnd Func = "lease-end"
 )
 
 // Type is an operation's outcome, as in Jepsen.

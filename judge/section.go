@@ -269,7 +269,8 @@ func (c *Case) endSection(process int, id int64, s *sectionState, typ history.Ty
 }
 
 // OpReport is what a client tells the judge of an acquire that did not
-// grant, or of a release. Times are on its wall clock (Unix ns).
+// grant, of a release, or of its lease ending inside an open section
+// (history.LeaseEnd). Times are on its wall clock (Unix ns).
 type OpReport struct {
 	F       history.Func `json:"f"`
 	Type    history.Type `json:"type"`
@@ -284,7 +285,8 @@ type OpReport struct {
 	ThetaHi int64 `json:"theta_hi"`
 }
 
-// report records an acquire that did not grant, or a release.
+// report records an acquire that did not grant, a release, or a lease
+// that ended inside its open section.
 func (c *Case) report(process int, r OpReport) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -299,8 +301,12 @@ func (c *Case) report(process int, r OpReport) error {
 		if s == nil || s.process != process || !s.ended {
 			return locker.Invalidf("case %s: process %d releases section %d, which it has not ended", c.spec.ID, process, r.Section)
 		}
+	case r.F == history.LeaseEnd && r.Section > 0:
+		if _, err := c.section(process, r.Section); err != nil {
+			return err
+		}
 	default:
-		return locker.Invalidf("case %s: process %d reports a %s %s: only failed acquires and releases are reported", c.spec.ID, process, r.F, r.Type)
+		return locker.Invalidf("case %s: process %d reports a %s %s: only failed acquires, releases and lease ends are reported", c.spec.ID, process, r.F, r.Type)
 	}
 	now := c.since()
 	hi := now

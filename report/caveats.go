@@ -54,6 +54,7 @@ func (ds *dataset) caveats() []string {
 		}
 	}
 	out = append(out, ds.contractCaveats()...)
+	out = append(out, ds.toldCaveats()...)
 	for _, cls := range ds.Classes {
 		for _, guard := range ds.Guards {
 			out = append(out, ds.staleLines(cls, guard)...)
@@ -215,6 +216,28 @@ func (ds *dataset) limits() []string {
 	}
 	if shared {
 		out = append(out, "Trials of a combination ran one after another on the same servers (fresh worker processes, servers kept for the run): they are not independent samples, so each combination counts as one trial where independence matters — no backend is called faster than another on their spread — and the ranges shown are run-to-run spread on one set of servers.")
+	}
+	return out
+}
+
+// toldCaveats say, per backend and class, how many of its stale writes
+// came after its lease had told the holder it had ended — the lock
+// revoked the lease in time — and how many were silent.
+func (ds *dataset) toldCaveats() []string {
+	var out []string
+	for _, b := range ds.realBackends() {
+		var parts []string
+		for _, cls := range ds.Classes {
+			t := totals(ds.find(query{Backend: b, Class: cls}))
+			if t.StaleTold+t.StaleSilent == 0 {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("under %s %d told, %d silent", cls, t.StaleTold, t.StaleSilent))
+		}
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("%s: stale writes made after its lease had told the holder it ended (the lock revoked it in time: a careful client holds back) against those made with the lease saying nothing (only fencing stops them): %s.",
+				b, strings.Join(parts, "; ")))
+		}
 	}
 	return out
 }

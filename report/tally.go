@@ -38,6 +38,10 @@ type tally struct {
 	// from before it: any overlap is at least one incident), which the
 	// rules treat as lock bugs since nothing shows they were not.
 	Incidents, IncidentsLockBug, IncidentsExpired, IncidentsAmbiguous, IncidentsUnclassified int64
+	// LeaseEnds counts sections whose lease told its holder it had
+	// ended; StaleTold and StaleSilent split the stale writes by whether
+	// the holder's lease had told it so before it wrote.
+	LeaseEnds, StaleTold, StaleSilent int64
 	// ValidityShort and ValidityLong count the grants whose lease
 	// reported a validity outside its contract, less or more; the Max
 	// fields are the largest departures (ms).
@@ -65,7 +69,7 @@ func (t tally) lockBugs() int64 { return t.IncidentsLockBug + t.IncidentsUnclass
 // addRun sums into t what the lock did in a run (everything but what
 // the resource's guard let through).
 func (t *tally) addRun(u tally) {
-	u.StaleAccepted, u.StaleRejected, u.LostUpdates, u.Hit.Stale = 0, 0, 0, 0
+	u.StaleAccepted, u.StaleRejected, u.LostUpdates, u.Hit.Stale, u.StaleTold, u.StaleSilent = 0, 0, 0, 0, 0, 0
 	t.add(u)
 }
 
@@ -85,7 +89,7 @@ func runOf(c *results.Case) string {
 // availability.
 func runGroup(c *results.Case) *group {
 	r := &group{Acquired: c.Acquired, Contended: c.ContendedGrants, tally: tallyOf(c)}
-	r.StaleAccepted, r.StaleRejected, r.LostUpdates, r.Hit.Stale = 0, 0, 0, 0
+	r.StaleAccepted, r.StaleRejected, r.LostUpdates, r.Hit.Stale, r.StaleTold, r.StaleSilent = 0, 0, 0, 0, 0, 0
 	r.Linearizable.add(c.Linearizable, c.LinearizableReason)
 	r.LinearizableFenced.add(c.LinearizableFenced, c.LinearizableFencedReason)
 	r.Targets = c.Targets
@@ -122,6 +126,9 @@ func (t *tally) add(u tally) {
 	t.Unjudged = t.Unjudged || u.Unjudged
 	t.InjectionsInferred = t.InjectionsInferred || u.InjectionsInferred
 	t.Hit.add(u.Hit)
+	t.LeaseEnds += u.LeaseEnds
+	t.StaleTold += u.StaleTold
+	t.StaleSilent += u.StaleSilent
 	t.OverlapsAmbiguous += u.OverlapsAmbiguous
 	t.IncidentsAmbiguous += u.IncidentsAmbiguous
 	t.ValidityShort += u.ValidityShort
@@ -155,6 +162,7 @@ func tallyOf(c *results.Case) tally {
 		OverlapsLockBug: c.OverlapsLockBug, OverlapsExpired: c.OverlapsExpiredHolder, OverlapsAmbiguous: c.OverlapsAmbiguous,
 		Incidents: c.Incidents, IncidentsLockBug: c.IncidentsLockBug, IncidentsExpired: c.IncidentsExpiredHolder,
 		IncidentsAmbiguous: c.IncidentsAmbiguous,
+		LeaseEnds:          c.LeaseEnds, StaleTold: c.StaleTold, StaleSilent: c.StaleSilent,
 		ValidityShort:      c.ValidityShort, ValidityLong: c.ValidityLong,
 		ValidityShortMaxMS: c.ValidityShortMaxMS, ValidityLongMaxMS: c.ValidityLongMaxMS,
 	}

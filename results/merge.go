@@ -196,6 +196,9 @@ func mergeSafety(m *Case, a, b Case, joint bool) {
 		{"contended_grants", &m.ContendedGrants, a.ContendedGrants, b.ContendedGrants},
 		{"validity_short", &m.ValidityShort, a.ValidityShort, b.ValidityShort},
 		{"validity_long", &m.ValidityLong, a.ValidityLong, b.ValidityLong},
+		{"lease_ends", &m.LeaseEnds, a.LeaseEnds, b.LeaseEnds},
+		{"stale_told", &m.StaleTold, a.StaleTold, b.StaleTold},
+		{"stale_silent", &m.StaleSilent, a.StaleSilent, b.StaleSilent},
 	}
 	var differ []string
 	for _, c := range counts {

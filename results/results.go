@@ -159,6 +159,16 @@ type Case struct {
 	IncidentsLockBug       int64 `json:"incidents_lock_bug"`
 	IncidentsExpiredHolder int64 `json:"incidents_expired_holder"`
 	IncidentsAmbiguous     int64 `json:"incidents_ambiguous"`
+	// LeaseEnds counts the sections whose lease told its holder it had
+	// ended (expired, lost, or past its ValidUntil) before the holder was
+	// done. StaleTold and StaleSilent split the stale writes, accepted
+	// and rejected: made after the holder's lease had told it so (the
+	// lock revoked the lease and told its holder in time: a careful
+	// client holds back), or with its lease saying nothing (silent: only
+	// a fencing resource stops them).
+	LeaseEnds   int64 `json:"lease_ends"`
+	StaleTold   int64 `json:"stale_told"`
+	StaleSilent int64 `json:"stale_silent"`
 	// ContendedGrants counts the grants made while another client's
 	// acquire of the same key was in progress: the grants at which a
 	// double grant could show, and the trials of a fault-free rate.

@@ -92,9 +92,9 @@ func check(w io.Writer, dir string, f *results.File, timeout time.Duration) erro
 			}
 			v := checked[c.History]
 			r := history.Check(ops, c.Guard, judge.Guard(c.Guard).Fenced())
-			fmt.Fprintf(w, "%s: %d sections (%d contended), %d overlaps (%d lock bug, %d ambiguous, %d expired holder) in %d incidents (%d lock bug, %d ambiguous, %d expired holder), stale writes %d accepted %d rejected, %d lost updates, %d token regressions, leases outside their contract %d short %d long; linearizable: %s; fenced: %s\n",
+			fmt.Fprintf(w, "%s: %d sections (%d contended), %d overlaps (%d lock bug, %d ambiguous, %d expired holder) in %d incidents (%d lock bug, %d ambiguous, %d expired holder), stale writes %d accepted %d rejected (%d after the lease told its holder, %d silent), %d lost updates, %d token regressions, leases outside their contract %d short %d long; linearizable: %s; fenced: %s\n",
 				name, r.Sections, r.ContendedGrants, r.Overlaps, r.OverlapsLockBug, r.OverlapsAmbiguous, r.OverlapsExpiredHolder,
-				r.Incidents, r.IncidentsLockBug, r.IncidentsAmbiguous, r.IncidentsExpiredHolder, r.StaleAccepted, r.StaleRejected,
+				r.Incidents, r.IncidentsLockBug, r.IncidentsAmbiguous, r.IncidentsExpiredHolder, r.StaleAccepted, r.StaleRejected, r.StaleTold, r.StaleSilent,
 				r.LostUpdates, r.TokenRegressions, r.ValidityShort, r.ValidityLong, verdictText(v.mutex), verdictText(v.fenced))
 			fd = gates(&c, r, v)
 		}
@@ -179,6 +179,9 @@ func differences(c *results.Case, r history.Report, v verdicts) []string {
 		{"contended_grants", c.ContendedGrants, r.ContendedGrants},
 		{"validity_short", c.ValidityShort, r.ValidityShort},
 		{"validity_long", c.ValidityLong, r.ValidityLong},
+		{"lease_ends", c.LeaseEnds, r.LeaseEnds},
+		{"stale_told", c.StaleTold, r.StaleTold},
+		{"stale_silent", c.StaleSilent, r.StaleSilent},
 	} {
 		if x.recorded != x.found {
 			out = append(out, fmt.Sprintf("%s %d→%d", x.name, x.recorded, x.found))
