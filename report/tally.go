@@ -163,7 +163,7 @@ func tallyOf(c *results.Case) tally {
 		Incidents: c.Incidents, IncidentsLockBug: c.IncidentsLockBug, IncidentsExpired: c.IncidentsExpiredHolder,
 		IncidentsAmbiguous: c.IncidentsAmbiguous,
 		LeaseEnds:          c.LeaseEnds, StaleTold: c.StaleTold, StaleSilent: c.StaleSilent,
-		ValidityShort:      c.ValidityShort, ValidityLong: c.ValidityLong,
+		ValidityShort: c.ValidityShort, ValidityLong: c.ValidityLong,
 		ValidityShortMaxMS: c.ValidityShortMaxMS, ValidityLongMaxMS: c.ValidityLongMaxMS,
 	}
 	tested, judged := c.Tested()
