@@ -61,13 +61,13 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		ff := totals(ds.find(query{Backend: v.Backend, Guard: guardFence}))
 		every := totals(ds.find(query{Backend: v.Backend}))
 		free := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
-		line := "Lock-bug incidents, per fault class and profile (tested injections with one): " + boundsText(ds.classBounds(v.Backend, "", v.Faced, kindLockBug))
+		line := "Lock-bug incidents, per fault class and profile (" + ds.withOne() + "): " + boundsText(ds.classBounds(v.Backend, "", v.Faced, kindLockBug))
 		if free.Cases > 0 {
 			line += fmt.Sprintf("; without faults %s", perGrant(free.lockBugs(), free.Contended).cell())
 		}
 		ev = append(ev, line+".")
-		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted (tested injections with one): %s; lost updates and token regressions: 0; %s stale writes rejected; porcupine's fenced-mutex check: %s on every history.",
-			boundsText(ds.classBounds(v.Backend, guardFence, v.Faced, kindStale)), fmtCount(ff.StaleRejected), every.LinearizableFenced))
+		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted (%s): %s; lost updates and token regressions: 0; %s stale writes rejected; porcupine's fenced-mutex check: %s on every history.",
+			ds.withOne(), boundsText(ds.classBounds(v.Backend, guardFence, v.Faced, kindStale)), fmtCount(ff.StaleRejected), every.LinearizableFenced))
 		if amb := withEvents(ds.classBounds(v.Backend, "", v.Faced, kindAmbiguous)); len(amb) > 0 {
 			ev = append(ev, "Ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired holder): "+boundsText(amb)+".")
 		}
@@ -130,7 +130,7 @@ func (ds *dataset) comparedLine(ch Choice, q question) string {
 	}
 	line := fmt.Sprintf("Compared with %s on the classes all of them faced: %s.", others, joinAnd(ch.Compared))
 	if q == forEfficiency {
-		line += " Its double-grant incidents there, tolerated but counted (tested injections with one): " +
+		line += " Its double-grant incidents there, tolerated but counted (" + ds.withOne() + "): " +
 			boundsText(ds.classBounds(ch.Backend, "", ch.Compared, kindIncident)) + "."
 	}
 	return line

@@ -30,7 +30,7 @@ func (ds *dataset) caveats() []string {
 	}
 	for _, b := range ds.Backends {
 		if bugs := ds.lockBugsByClass(b); len(bugs) > 0 {
-			what := "granted the key while the previous holder's lease was still valid by the lock's own promise"
+			what := "granted the key before the previous grant's contract line: a key it had promised to its holder"
 			if isControl(b) {
 				what = "the control excludes nobody: this is the checker seeing double grants, as it should"
 			}

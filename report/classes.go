@@ -61,6 +61,18 @@ func withEvents(bs []classBound) []classBound {
 	return out
 }
 
+// withOne names the trials of a bound per injection as the run counted
+// them: "tested injections with one", or, when some case did not judge
+// its injections, "injections with one, not judged tested".
+func (ds *dataset) withOne() string {
+	for _, g := range ds.Groups {
+		if g.Unjudged {
+			return "injections with one, not judged tested"
+		}
+	}
+	return "tested injections with one"
+}
+
 // faultClasses is classes without none.
 func faultClasses(classes []string) []string {
 	return without(classes, faultNone)

@@ -79,7 +79,7 @@ func csvColumns() []csvColumn {
 		csvColumn{"stale_rejected", "writes with a stale lease the resource rejected", func(c *results.Case) string { return itoa(c.StaleRejected) }},
 		csvColumn{"lost_updates", "lost increments of the read-modify-write counter", func(c *results.Case) string { return itoa(c.LostUpdates) }},
 		csvColumn{"token_regressions", "grants whose token was not above an earlier grant's", func(c *results.Case) string { return itoa(c.TokenRegressions) }},
-		csvColumn{"overlaps_lock_bug", "overlaps granted while the previous lease was still valid", func(c *results.Case) string { return itoa(c.OverlapsLockBug) }},
+		csvColumn{"overlaps_lock_bug", "overlaps granted before the previous grant's contract line", func(c *results.Case) string { return itoa(c.OverlapsLockBug) }},
 		csvColumn{"overlaps_expired_holder", "overlaps after the previous holder's lease had ended", func(c *results.Case) string { return itoa(c.OverlapsExpiredHolder) }},
 		csvColumn{"overlaps_ambiguous", "overlaps within the clock bounds of the previous grant's contract line", func(c *results.Case) string { return itoa(c.OverlapsAmbiguous) }},
 		csvColumn{"incidents", "distinct episodes of two holders", func(c *results.Case) string { return itoa(c.Incidents) }},

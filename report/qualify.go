@@ -54,7 +54,7 @@ func (ds *dataset) efficiency() Choice {
 		}
 		if v.Qualifies {
 			if bs := ds.classBounds(b, "", ds.classesOf(b), kindIncident); len(bs) > 0 {
-				v.Reason += "; under faults (tolerated, counted), double-grant incidents per tested injection: " + boundsText(bs)
+				v.Reason += "; under faults (tolerated, counted), double-grant incidents, " + ds.withOne() + ": " + boundsText(bs)
 			}
 		}
 		ch.Verdicts = append(ch.Verdicts, v)
@@ -161,11 +161,11 @@ func (ds *dataset) correctness() Choice {
 // ambiguous and expired-holder incidents it had.
 func (ds *dataset) correctnessEvidence(b string, faced []string, every group) string {
 	free := totals(ds.find(query{Backend: b, Fault: faultNone}))
-	s := "no lock-bug incident; per tested injection: " + boundsText(ds.classBounds(b, "", faced, kindLockBug))
+	s := "no lock-bug incident; " + ds.withOne() + ": " + boundsText(ds.classBounds(b, "", faced, kindLockBug))
 	if free.Cases > 0 {
 		s += "; without faults " + perGrant(free.lockBugs(), free.Contended).cell()
 	}
-	s += "; stale writes accepted with fencing, per tested injection: " + boundsText(ds.classBounds(b, guardFence, faced, kindStale))
+	s += "; stale writes accepted with fencing, " + ds.withOne() + ": " + boundsText(ds.classBounds(b, guardFence, faced, kindStale))
 	s += fmt.Sprintf("; lost updates and token regressions with fencing: 0; porcupine's fenced-mutex check true on every history (%s)", every.LinearizableFenced)
 	if amb := withEvents(ds.classBounds(b, "", faced, kindAmbiguous)); len(amb) > 0 {
 		s += "; ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired holder): " + boundsText(amb)

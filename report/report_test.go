@@ -192,7 +192,7 @@ func TestRecommendationFollowsTheData(t *testing.T) {
 		{rec.Correctness, "redsync", []string{"lock bugs", "restart"}, false},
 		{rec.Correctness, "redlock", []string{"lock bugs", "clock-jump (fast profile)"}, false},
 		{rec.Correctness, "redis", []string{"restart (fast profile)"}, false},
-		{rec.Correctness, "etcd", []string{"no lock-bug incident; per tested injection: client-pause (fast) 0/24 ≤12%; crash-minority (fast) 0/12 ≤22%"}, true},
+		{rec.Correctness, "etcd", []string{"no lock-bug incident; injections with one, not judged tested: client-pause (fast) 0/24 ≤12%; crash-minority (fast) 0/12 ≤22%"}, true},
 		{rec.Correctness, "redlock?quarantine=false", []string{"lock bugs", "restart"}, false},
 		{rec.Efficiency, "noop", []string{"control"}, false},
 		{rec.Efficiency, "redlock?quarantine=false", []string{"not judged: not run without faults"}, false},
@@ -427,7 +427,7 @@ func TestSummaryTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"workload hot", "workload uniform", "grants/s @64", "p99 @16", "own cost @1", "redlock", "zookeeper", "seed 20260314",
-		"Efficiency locks: Use redlock", "Correctness locks: Use zookeeper", "Lock-bug incidents, per fault class and profile (tested injections with one): client-pause (fast) 0/24 ≤12%", "2 invalid cases excluded"} {
+		"Efficiency locks: Use redlock", "Correctness locks: Use zookeeper", "Lock-bug incidents, per fault class and profile (injections with one, not judged tested): client-pause (fast) 0/24 ≤12%", "2 invalid cases excluded"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}

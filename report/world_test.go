@@ -525,7 +525,7 @@ func TestGuardsOfOneRunCountOnce(t *testing.T) {
 		t.Errorf("expired holders of one run counted per guard, or the guards' stale writes merged:\n%s", caveats)
 	}
 	free := verdict(t, rec.Efficiency, "etcd")
-	if !strings.Contains(free.Reason, "under faults (tolerated, counted), double-grant incidents per tested injection: client-pause (fast) 6/20 ≤51%; crash-minority (fast) 0/20 ≤14%") {
+	if !strings.Contains(free.Reason, "under faults (tolerated, counted), double-grant incidents, tested injections with one: client-pause (fast) 6/20 ≤51%; crash-minority (fast) 0/20 ≤14%") {
 		t.Errorf("etcd efficiency reason %q", free.Reason)
 	}
 }
