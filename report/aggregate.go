@@ -389,8 +389,6 @@ func totals(gs []*group) (t group) {
 	for _, g := range gs {
 		t.StaleAccepted += g.StaleAccepted
 		t.StaleRejected += g.StaleRejected
-		t.StaleTold += g.StaleTold
-		t.StaleSilent += g.StaleSilent
 		t.Hit.Stale += g.Hit.Stale
 		t.LostUpdates += g.LostUpdates
 		t.Trials = max(t.Trials, g.Trials)

@@ -40,7 +40,8 @@ type tally struct {
 	Incidents, IncidentsLockBug, IncidentsExpired, IncidentsAmbiguous, IncidentsUnclassified int64
 	// LeaseEnds counts sections whose lease told its holder it had
 	// ended; StaleTold and StaleSilent split the stale writes by whether
-	// the holder's lease had told it so before it wrote.
+	// the holder's lease had told it so before it wrote. Both are the
+	// holders' doing, the same under every guard: counted once per run.
 	LeaseEnds, StaleTold, StaleSilent int64
 	// ValidityShort and ValidityLong count the grants whose lease
 	// reported a validity outside its contract, less or more; the Max
@@ -69,7 +70,7 @@ func (t tally) lockBugs() int64 { return t.IncidentsLockBug + t.IncidentsUnclass
 // addRun sums into t what the lock did in a run (everything but what
 // the resource's guard let through).
 func (t *tally) addRun(u tally) {
-	u.StaleAccepted, u.StaleRejected, u.LostUpdates, u.Hit.Stale, u.StaleTold, u.StaleSilent = 0, 0, 0, 0, 0, 0
+	u.StaleAccepted, u.StaleRejected, u.LostUpdates, u.Hit.Stale = 0, 0, 0, 0
 	t.add(u)
 }
 
@@ -89,7 +90,7 @@ func runOf(c *results.Case) string {
 // availability.
 func runGroup(c *results.Case) *group {
 	r := &group{Acquired: c.Acquired, Contended: c.ContendedGrants, tally: tallyOf(c)}
-	r.StaleAccepted, r.StaleRejected, r.LostUpdates, r.Hit.Stale, r.StaleTold, r.StaleSilent = 0, 0, 0, 0, 0, 0
+	r.StaleAccepted, r.StaleRejected, r.LostUpdates, r.Hit.Stale = 0, 0, 0, 0
 	r.Linearizable.add(c.Linearizable, c.LinearizableReason)
 	r.LinearizableFenced.add(c.LinearizableFenced, c.LinearizableFencedReason)
 	r.Targets = c.Targets
