@@ -52,9 +52,9 @@ import (
 //     same key was in progress (invoked, not yet returned): the grants at
 //     which a double grant could show.
 //   - ValidityShort / ValidityLong: grants whose lease reported a
-//     ValidUntil before its contract allows (less than promised from the
-//     call) / after it (more than the contract gives from any moment of
-//     the call), on the client's own clock; ValidityShortMax and
+//     ValidUntil before the call plus its Promise (less than its lock
+//     promised) / after the return plus its MaxValidity (more than its
+//     lock can give), on the client's own clock; ValidityShortMax and
 //     ValidityLongMax are the largest departures (ns).
 type Report struct {
 	Sections, Writes, Accepted                                  int64
