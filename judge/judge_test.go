@@ -352,10 +352,22 @@ func TestBadCallsAreRefused(t *testing.T) {
 	if err := a.conn.Write(context.Background(), g.Section); !errors.Is(err, locker.ErrInvalid) {
 		t.Fatalf("write before read: %v", err)
 	}
+	now := time.Now().UnixNano()
+	leaseEnd := OpReport{F: history.LeaseEnd, Type: history.OK, Key: "k", Section: g.Section, Invoke: now, Complete: now, Error: "lock expired"}
+	if err := a.conn.Report(context.Background(), leaseEnd); err != nil {
+		t.Fatalf("the lease's end inside the section: %v", err)
+	}
 	a.finishSection("k", g.Section)
+	if err := a.conn.Report(context.Background(), leaseEnd); !errors.Is(err, locker.ErrInvalid) {
+		t.Fatalf("a lease end after the section ended: %v", err)
+	}
 	a.done(1)
-	if _, err := j.Finish(context.Background(), "h", "006"); err != nil {
+	r, err := j.Finish(context.Background(), "h", "006")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if n := r.Reports[GuardNone].LeaseEnds; n != 1 {
+		t.Fatalf("%d lease ends in the history, want 1", n)
 	}
 }
 
