@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/results"
 )
 
 // CaseSpec is what a runner tells the judge about a case it runs. Every
@@ -31,36 +30,37 @@ type CaseSpec struct {
 	Duration time.Duration `json:"duration"`
 	// TimelineStep is the width of a timeline bucket.
 	TimelineStep time.Duration `json:"timeline_step"`
-	// Load and Record are the runner's own description of the case (its
-	// load spec, its results record), which the judge keeps for
-	// Options.Finished without reading them.
-	Load   json.RawMessage `json:"load,omitempty"`
-	Record json.RawMessage `json:"record,omitempty"`
+	// Record is what the runner's results say of the case before it is
+	// measured: what ran (backend, fault, trial, seed) and the load's
+	// settings (workloads.Spec.Describe). The judge does not read it; it
+	// hands it to Options.Finished, so that a judge of its own can record
+	// the joined case as the runners record theirs.
+	Record *results.Case `json:"record,omitempty"`
 }
 
 func (s CaseSpec) validate() error {
 	var errs []error
 	if s.ID == "" {
-		errs = append(errs, locker.Invalidf("case: empty id"))
+		errs = append(errs, protocolf("case: empty id"))
 	}
 	if len(s.Guards) == 0 {
-		errs = append(errs, locker.Invalidf("case %s: no guard", s.ID))
+		errs = append(errs, protocolf("case %s: no guard", s.ID))
 	}
 	for i, g := range s.Guards {
 		if _, err := ParseGuard(string(g)); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%w: case %s: %w", ErrProtocol, s.ID, err))
 		} else if slices.Contains(s.Guards[:i], g) {
-			errs = append(errs, locker.Invalidf("case %s: guard %s given twice", s.ID, g))
+			errs = append(errs, protocolf("case %s: guard %s given twice", s.ID, g))
 		}
 	}
 	if s.Processes < 1 {
-		errs = append(errs, locker.Invalidf("case %s: %d processes: need at least 1", s.ID, s.Processes))
+		errs = append(errs, protocolf("case %s: %d processes: need at least 1", s.ID, s.Processes))
 	}
 	if s.Duration <= 0 {
-		errs = append(errs, locker.Invalidf("case %s: duration %v: must be positive", s.ID, s.Duration))
+		errs = append(errs, protocolf("case %s: duration %v: must be positive", s.ID, s.Duration))
 	}
 	if s.TimelineStep <= 0 {
-		errs = append(errs, locker.Invalidf("case %s: timeline step %v: must be positive", s.ID, s.TimelineStep))
+		errs = append(errs, protocolf("case %s: timeline step %v: must be positive", s.ID, s.TimelineStep))
 	}
 	return errors.Join(errs...)
 }
@@ -214,13 +214,13 @@ func (c *Case) hello(host string, process, pid int) error {
 	h := c.hosts[host]
 	switch {
 	case h == nil:
-		return locker.Invalidf("case %s: host %q has not opened it", c.spec.ID, host)
+		return protocolf("case %s: host %q has not opened it", c.spec.ID, host)
 	case process < h.first || process >= h.first+h.n:
-		return locker.Invalidf("case %s: process %d is not one of host %s's (%d to %d)", c.spec.ID, process, host, h.first, h.first+h.n-1)
+		return protocolf("case %s: process %d is not one of host %s's (%d to %d)", c.spec.ID, process, host, h.first, h.first+h.n-1)
 	case c.procs[process] != nil:
-		return locker.Invalidf("case %s: process %d said hello twice", c.spec.ID, process)
+		return protocolf("case %s: process %d said hello twice", c.spec.ID, process)
 	case !c.start.IsZero():
-		return locker.Invalidf("case %s: process %d arrived after the start", c.spec.ID, process)
+		return protocolf("case %s: process %d arrived after the start", c.spec.ID, process)
 	}
 	c.procs[process] = &proc{host: host, pid: pid}
 	return nil
@@ -240,7 +240,7 @@ func (c *Case) arrive(process int) (<-chan struct{}, error) {
 	defer c.mu.Unlock()
 	p := c.procs[process]
 	if p == nil {
-		return nil, locker.Invalidf("case %s: process %d is ready without hello", c.spec.ID, process)
+		return nil, protocolf("case %s: process %d is ready without hello", c.spec.ID, process)
 	}
 	if !p.ready {
 		p.ready = true

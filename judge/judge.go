@@ -29,8 +29,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/lockbench/lockbench/locker"
 )
 
 // DefaultCheckTimeout bounds each linearizability check of a case: the
@@ -54,13 +52,20 @@ type Options struct {
 	CheckTimeout time.Duration
 	// Finished, when set, is called once per case when it has been
 	// judged, with the result of every host together (Metrics is All's):
-	// a judge of its own (lockbench judge) records the joined run with it.
-	Finished func(CaseSpec, *Result)
+	// a judge of its own (lockbench judge) records the joined run with
+	// it. Its error says the case could not be recorded: every host's
+	// result carries it (Result.Unrecorded).
+	Finished func(CaseSpec, *Result) error
 }
 
 // Judge referees the cases of one run. It is safe for concurrent use.
 type Judge struct {
 	opts Options
+
+	// closing ends when the judge is closed (cause ErrClosed): every
+	// wait of the judge's watches it.
+	closing context.Context
+	shut    context.CancelCauseFunc
 
 	mu      sync.Mutex
 	cases   map[string]*Case
@@ -80,15 +85,25 @@ func New(o Options) (*Judge, error) {
 		o.Hosts = 1
 	}
 	if o.Hosts < 1 {
-		return nil, locker.Invalidf("judge: %d hosts: need at least 1", o.Hosts)
+		return nil, configf("judge: %d hosts: need at least 1", o.Hosts)
 	}
 	if o.CheckTimeout == 0 {
 		o.CheckTimeout = DefaultCheckTimeout
 	}
 	if o.CheckTimeout < 0 {
-		return nil, locker.Invalidf("judge: check timeout %v: must be positive", o.CheckTimeout)
+		return nil, configf("judge: check timeout %v: must be positive", o.CheckTimeout)
 	}
-	return &Judge{opts: o, cases: map[string]*Case{}}, nil
+	j := &Judge{opts: o, cases: map[string]*Case{}}
+	j.closing, j.shut = context.WithCancelCause(context.Background())
+	return j, nil
+}
+
+// bind returns ctx, ended also when the judge closes: a wait of the
+// judge's ends with whichever comes first. Call stop when done.
+func (j *Judge) bind(ctx context.Context) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	unwatch := context.AfterFunc(j.closing, func() { cancel(context.Cause(j.closing)) })
+	return ctx, func() { unwatch(); cancel(nil) }
 }
 
 // RunID is the run's id.
@@ -104,12 +119,15 @@ func (j *Judge) Open(ctx context.Context, host string, spec CaseSpec) (CaseInfo,
 	if err != nil {
 		return CaseInfo{}, err
 	}
+	ctx, stop := j.bind(ctx)
+	defer stop()
 	select {
 	case <-c.opened:
 		return info, nil
 	case <-ctx.Done():
-		c.Cancel(fmt.Errorf("host %s stopped waiting for the other hosts: %w", host, ctx.Err()))
-		return CaseInfo{}, fmt.Errorf("case %s: waiting for %d hosts: %w", spec.ID, j.opts.Hosts, ctx.Err())
+		err := ended(ctx)
+		c.Cancel(fmt.Errorf("host %s stopped waiting for the other hosts: %w", host, err))
+		return CaseInfo{}, fmt.Errorf("case %s: waiting for %d hosts: %w", spec.ID, j.opts.Hosts, err)
 	}
 }
 
@@ -124,14 +142,14 @@ func (j *Judge) open(host string, spec CaseSpec) (*Case, CaseInfo, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s := c.spec; !slices.Equal(s.Guards, spec.Guards) || s.Duration != spec.Duration || s.TimelineStep != spec.TimelineStep {
-		return nil, CaseInfo{}, locker.Invalidf("case %s: host %s runs guards %v for %v, the case was opened with guards %v for %v",
+		return nil, CaseInfo{}, protocolf("case %s: host %s runs guards %v for %v, the case was opened with guards %v for %v",
 			spec.ID, host, spec.Guards, spec.Duration, s.Guards, s.Duration)
 	}
 	if _, dup := c.hosts[host]; dup {
-		return nil, CaseInfo{}, locker.Invalidf("case %s: host %q joined twice (give each host its own name)", spec.ID, host)
+		return nil, CaseInfo{}, protocolf("case %s: host %q joined twice (give each host its own name)", spec.ID, host)
 	}
 	if len(c.hosts) == j.opts.Hosts {
-		return nil, CaseInfo{}, locker.Invalidf("case %s: host %q is one too many: the judge expects %d hosts", spec.ID, host, j.opts.Hosts)
+		return nil, CaseInfo{}, protocolf("case %s: host %q is one too many: the judge expects %d hosts", spec.ID, host, j.opts.Hosts)
 	}
 	h := &hostState{first: c.expected, n: spec.Processes}
 	c.hosts[host] = h
@@ -156,7 +174,7 @@ func (j *Judge) Case(id string) *Case {
 func (j *Judge) Finish(ctx context.Context, host, id string) (*Result, error) {
 	c := j.Case(id)
 	if c == nil {
-		return nil, locker.Invalidf("case %q: not open", id)
+		return nil, protocolf("case %q: not open", id)
 	}
 	return c.finish(ctx, host)
 }

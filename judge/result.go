@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locker"
 )
 
 // Result is a case's outcome as the judge saw it.
@@ -20,6 +18,9 @@ type Result struct {
 	// Elapsed is the measured duration: from the start until the clients
 	// stopped (the duration, or an early stop).
 	Elapsed time.Duration `json:"elapsed"`
+	// Duration is how long the clients were to run; Elapsed is shorter
+	// when the case was stopped early.
+	Duration time.Duration `json:"duration"`
 	// Stopped is set when the case was stopped early or cancelled, with
 	// why.
 	Stopped string `json:"stopped,omitempty"`
@@ -36,8 +37,12 @@ type Result struct {
 	TimelineStep time.Duration `json:"timeline_step"`
 	Timeline     []int64       `json:"timeline"`
 	// History is the path of the history file relative to the judge's
-	// run dir ("" when the judge keeps none).
+	// run dir ("" when the judge keeps none, or could not write it).
 	History string `json:"history,omitempty"`
+	// Unrecorded says what the judge could not record of the case, and
+	// why: its history file, its place in the joined results
+	// (Options.Finished). The verdicts stand; the record is incomplete.
+	Unrecorded []string `json:"unrecorded,omitempty"`
 	// Ops is the history itself; only an in-process runner gets it.
 	Ops []history.Op `json:"-"`
 	// Metrics merges the metrics of the asking host's clients; All, of
@@ -49,11 +54,13 @@ type Result struct {
 }
 
 func (c *Case) finish(ctx context.Context, host string) (*Result, error) {
+	ctx, stop := c.j.bind(ctx)
+	defer stop()
 	select {
 	case <-c.finished:
 	case <-ctx.Done():
 		c.Stop()
-		return nil, fmt.Errorf("case %s: waiting for its clients: %w", c.spec.ID, ctx.Err())
+		return nil, fmt.Errorf("case %s: waiting for its clients: %w", c.spec.ID, ended(ctx))
 	}
 	c.mu.Lock()
 	h := c.hosts[host]
@@ -61,7 +68,7 @@ func (c *Case) finish(ctx context.Context, host string) (*Result, error) {
 	err := c.cancelErr
 	c.mu.Unlock()
 	if h == nil {
-		return nil, locker.Invalidf("case %s: host %q did not open it", c.spec.ID, host)
+		return nil, protocolf("case %s: host %q did not open it", c.spec.ID, host)
 	}
 	if cancelled {
 		return nil, err
@@ -97,7 +104,7 @@ func (c *Case) check() {
 	ops := slices.Clone(c.ops)
 	r := &Result{
 		CaseInfo: CaseInfo{RunID: c.j.opts.RunID, ID: c.spec.ID, KeyPrefix: c.keyPrefix},
-		Start:    c.start, Processes: c.expected, TimelineStep: c.spec.TimelineStep, Ops: ops,
+		Start:    c.start, Duration: c.spec.Duration, Processes: c.expected, TimelineStep: c.spec.TimelineStep, Ops: ops,
 	}
 	end := c.start.Add(c.spec.Duration)
 	if !c.stopAt.IsZero() && c.stopAt.Before(end) {
@@ -133,17 +140,19 @@ func (c *Case) check() {
 	if c.j.opts.Out != "" {
 		rel := filepath.Join("history", c.spec.ID+".jsonl.gz")
 		if err := history.WriteFile(filepath.Join(c.j.opts.Out, rel), ops); err != nil {
-			r.Stopped = strings.TrimPrefix(r.Stopped+"; ", "; ") + "history not written: " + err.Error()
+			r.Unrecorded = append(r.Unrecorded, "history not written: "+err.Error())
 		} else {
 			r.History = rel
 		}
 	}
-	c.result = r
 	if f := c.j.opts.Finished; f != nil {
 		all := *r
 		all.Metrics = all.All
-		f(c.spec, &all)
+		if err := f(c.spec, &all); err != nil {
+			r.Unrecorded = append(r.Unrecorded, "not in the judge's joined results: "+err.Error())
+		}
 	}
+	c.result = r
 }
 
 // timeline counts the grants of host's clients (every host's when host

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locker"
 )
 
 // SectionEvent describes a grant to a SectionHook.
@@ -166,11 +165,11 @@ func (c *Case) running(process int) (*proc, error) {
 	p := c.procs[process]
 	switch {
 	case p == nil:
-		return nil, locker.Invalidf("case %s: unknown process %d", c.spec.ID, process)
+		return nil, protocolf("case %s: unknown process %d", c.spec.ID, process)
 	case c.start.IsZero():
-		return nil, locker.Invalidf("case %s: process %d acts before the start", c.spec.ID, process)
+		return nil, protocolf("case %s: process %d acts before the start", c.spec.ID, process)
 	case p.finished:
-		return nil, locker.Invalidf("case %s: process %d acts after it finished", c.spec.ID, process)
+		return nil, protocolf("case %s: process %d acts after it finished", c.spec.ID, process)
 	}
 	return p, nil
 }
@@ -182,7 +181,7 @@ func (c *Case) section(process int, id int64) (*sectionState, error) {
 	}
 	s := c.sections[id]
 	if s == nil || s.process != process || s.ended {
-		return nil, locker.Invalidf("case %s: process %d has no open section %d", c.spec.ID, process, id)
+		return nil, protocolf("case %s: process %d has no open section %d", c.spec.ID, process, id)
 	}
 	return s, nil
 }
@@ -226,10 +225,10 @@ func (c *Case) write(process int, id int64) error {
 		return err
 	}
 	if s.written {
-		return locker.Invalidf("case %s: section %d wrote twice", c.spec.ID, id)
+		return protocolf("case %s: section %d wrote twice", c.spec.ID, id)
 	}
 	if !s.read {
-		return locker.Invalidf("case %s: section %d writes before it read", c.spec.ID, id)
+		return protocolf("case %s: section %d writes before it read", c.spec.ID, id)
 	}
 	s.written = true
 	now := c.since()
@@ -299,14 +298,14 @@ func (c *Case) report(process int, r OpReport) error {
 	case r.F == history.Release && r.Section > 0:
 		s := c.sections[r.Section]
 		if s == nil || s.process != process || !s.ended {
-			return locker.Invalidf("case %s: process %d releases section %d, which it has not ended", c.spec.ID, process, r.Section)
+			return protocolf("case %s: process %d releases section %d, which it has not ended", c.spec.ID, process, r.Section)
 		}
 	case r.F == history.LeaseEnd && r.Section > 0:
 		if _, err := c.section(process, r.Section); err != nil {
 			return err
 		}
 	default:
-		return locker.Invalidf("case %s: process %d reports a %s %s: only failed acquires, releases and lease ends are reported", c.spec.ID, process, r.F, r.Type)
+		return protocolf("case %s: process %d reports a %s %s: only failed acquires, releases and lease ends are reported", c.spec.ID, process, r.F, r.Type)
 	}
 	now := c.since()
 	hi := now
