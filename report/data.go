@@ -135,11 +135,10 @@ func analyse(f *results.File) *dataset {
 		if c.Clients <= 0 {
 			ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s): clients %d is not positive; it is kept in the tables but left out of per-client charts", i, c.Key(), c.Clients))
 		}
-		if c.Injections > 0 && c.IncidentRateUpper95 > 0 && !plausibleUpper95(c) {
-			if own := (stats.Rate{K: c.Incidents, N: int64(c.Injections)}).Upper95(); math.Abs(own-c.IncidentRateUpper95) > 0.005 {
-				ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s trial %d): incident_rate_upper95 %.4f in the file, %.4f from its %d incidents in %d injections; the report uses its own",
-					i, c.Key(), c.Trial, c.IncidentRateUpper95, own, c.Incidents, c.Injections))
-			}
+		if n, _ := c.Tested(); n > 0 && c.IncidentRateUpper95 > 0 && !plausibleUpper95(c) {
+			own := (stats.Rate{K: tallyOf(&c).Hit.Incident, N: int64(n)}).Upper95()
+			ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s trial %d): incident_rate_upper95 %.4f in the file, %.4f from its %d incidents in %d tested injections; the report uses its own",
+				i, c.Key(), c.Trial, c.IncidentRateUpper95, own, c.Incidents, n))
 		}
 		k := c.Key()
 		if _, ok := byKey[k]; !ok {
@@ -331,13 +330,14 @@ func (ds *dataset) classesOf(backend string) []string {
 }
 
 // plausibleUpper95 reports whether a case's incident_rate_upper95 is the
-// bound of some count of injections with an incident that its incidents
-// allow: a run counts the injections an incident began in, which can be
-// fewer than its incidents (two in one window; the control's, which
-// need no fault).
+// bound of some count of tested injections with an incident that its
+// incidents allow: a run counts the injections an incident began after,
+// which can be fewer than its incidents (two after one strike; the
+// control's, which need no fault).
 func plausibleUpper95(c results.Case) bool {
-	for k := range min(c.Incidents, int64(c.Injections)) + 1 {
-		if math.Abs((stats.Rate{K: k, N: int64(c.Injections)}).Upper95()-c.IncidentRateUpper95) <= 0.005 {
+	n, _ := c.Tested()
+	for k := range min(c.Incidents, int64(n)) + 1 {
+		if math.Abs((stats.Rate{K: k, N: int64(n)}).Upper95()-c.IncidentRateUpper95) <= 0.005 {
 			return true
 		}
 	}

@@ -428,20 +428,32 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-func TestInjectionsWithIncidents(t *testing.T) {
+func TestCharge(t *testing.T) {
 	w := []results.Window{{StartS: 1, EndS: 1.5}, {StartS: 2, EndS: 2.5}, {StartS: 3, EndS: 3.5}}
 	s := func(x float64) int64 { return int64(x * 1e9) }
+	targets := make([]results.Target, 3)
 	for _, tc := range []struct {
-		incidents []int64
-		want      int
+		name      string
+		incidents []history.Episode
+		stale     []int64
+		want      [3][4]int64 // per injection: incidents, lock bugs, ambiguous, stale accepted
 	}{
-		{nil, 0},
-		{[]int64{s(1.2), s(1.3), s(1.9)}, 1},       // three incidents after the first injection
-		{[]int64{s(0.5), s(2.1)}, 2},               // one before any injection counts with the first
-		{[]int64{s(1.1), s(2.2), s(3.3), s(4)}, 3}, // at most one per injection
+		{name: "nothing"},
+		{name: "three incidents after the first injection are its own",
+			incidents: []history.Episode{{Start: s(1.2), Class: history.LockBug}, {Start: s(1.3), Class: history.ExpiredHolder}, {Start: s(1.9), Class: history.Ambiguous}},
+			want:      [3][4]int64{{3, 1, 1, 0}}},
+		{name: "one before any injection is charged to the first",
+			incidents: []history.Episode{{Start: s(0.5), Class: history.ExpiredHolder}, {Start: s(2.1), Class: history.ExpiredHolder}},
+			stale:     []int64{s(2.2), s(3.9)},
+			want:      [3][4]int64{{1, 0, 0, 0}, {1, 0, 0, 1}, {0, 0, 0, 1}}},
 	} {
-		if got := injectionsWithIncidents(w, tc.incidents, 3); got != tc.want {
-			t.Errorf("incidents at %v: %d injections hit, want %d", tc.incidents, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got := charge(targets, w, history.Report{Episodes: tc.incidents, StaleAcceptedAt: tc.stale})
+			for i, g := range got {
+				if x := [4]int64{g.Incidents, g.IncidentsLockBug, g.IncidentsAmbiguous, g.StaleAccepted}; x != tc.want[i] || g.AtS != w[i].StartS {
+					t.Errorf("injection %d at %v s: %v, want %v at %v s", i+1, g.AtS, x, tc.want[i], w[i].StartS)
+				}
+			}
+		})
 	}
 }
