@@ -38,8 +38,20 @@ type EtcdOptions struct {
 	// needs root and the ip command: see PeerNetworkAvailable.
 	PeerNetwork bool
 	// NoFsync skips fsync (etcd's --unsafe-no-fsync): a killed process
-	// loses nothing, only a machine crash would.
+	// loses nothing, only a machine crash would. It is Durability:
+	// DurabilityFast, which replaces it.
 	NoFsync bool
+	// Durability is when the members fsync: never (fast,
+	// --unsafe-no-fsync: neither the WAL nor bbolt) or at every raft
+	// write (durable, the zero value's unless NoFsync is set: the WAL is
+	// fdatasynced before a write is acknowledged; bbolt commits, with an
+	// fdatasync, every 100 ms). etcd has no periodic mode: asking for one
+	// is an error wrapping ErrNoDurability.
+	Durability Durability
+	// LazyFS puts each member's dir on a lazy filesystem, so that
+	// Node.PowerLoss drops what it did not fsync. It needs root and
+	// /dev/fuse (LazyFSAvailable).
+	LazyFS bool
 	// LogLevel is the members' log level (debug, info, warn, error); ""
 	// means warn.
 	LogLevel string
@@ -80,6 +92,13 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	el := orDefault(o.ElectionTimeout, 300*time.Millisecond)
 	if hb < time.Millisecond || el < 5*hb {
 		return nil, fmt.Errorf("compose: etcd heartbeat %v, election timeout %v: want a heartbeat of 1ms or more and an election timeout of at least 5 heartbeats", hb, el)
+	}
+	d, err := durability("etcd", o.Durability, o.NoFsync, "NoFsync", DurabilityFast, DurabilityDurable)
+	if err != nil {
+		return nil, err
+	}
+	if d == DurabilityPeriodic {
+		return nil, fmt.Errorf("compose: etcd has no periodic durability: a member fdatasyncs its WAL at every raft write or never (--unsafe-no-fsync): %w", ErrNoDurability)
 	}
 	level := orDefault(o.LogLevel, "warn")
 	switch level {
@@ -128,7 +147,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 		dataDir := filepath.Join(e.Dir, name, "data")
 		initial, state, started := strings.Join(cluster, ","), "new", false
 		specs[i] = spec{
-			name: name, port: client, host: hosts[i], bin: bin,
+			name: name, port: client, host: hosts[i], bin: bin, lazyFS: o.LazyFS,
 			// A member restarted without its data cannot rejoin as
 			// itself ("already bootstrapped"): as an operator would, it
 			// is replaced by a new member at the same address.
@@ -158,7 +177,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 					"--heartbeat-interval", fmt.Sprint(hb.Milliseconds()),
 					"--election-timeout", fmt.Sprint(el.Milliseconds()),
 					"--log-level", level,
-					fmt.Sprintf("--unsafe-no-fsync=%v", o.NoFsync),
+					fmt.Sprintf("--unsafe-no-fsync=%v", d == DurabilityFast),
 				}
 			},
 			ready: func(ctx context.Context) error { return etcdHealthy(ctx, hostAddr(hosts[i], client)) },

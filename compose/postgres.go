@@ -25,8 +25,24 @@ type PostgresOptions struct {
 	// loses the transactions of its last moments — the lease rows it had
 	// just granted. Without it (the durable profile) a commit returns
 	// once its WAL is fsynced, and a killed server recovers every
-	// transaction it acknowledged.
+	// transaction it acknowledged. It is Durability: DurabilityFast,
+	// which replaces it.
 	NoFsync bool
+	// Durability is when the server fsyncs (see Durability): fast is
+	// NoFsync; periodic keeps fsync=on with synchronous_commit=off, so a
+	// commit returns before its WAL is flushed, which the WAL writer does
+	// every wal_writer_delay (200 ms; up to three of them pass before a
+	// commit is on disk); durable (the zero value's, unless NoFsync is
+	// set) is fsync=on and synchronous_commit=on.
+	Durability Durability
+	// LazyFS puts the server's dir on a lazy filesystem, so that
+	// Node.PowerLoss drops what it did not fsync. It needs root and
+	// /dev/fuse (LazyFSAvailable).
+	LazyFS bool
+	// FakeClock runs the server under compose's clock preload, so that
+	// Node.JumpClock and Node.SetClockRate move its wall clock (now() reads it). It
+	// needs a C compiler (CC).
+	FakeClock bool
 	// Proxied starts the server behind a Proxy, so that it can be
 	// partitioned from, or slowed for, its clients.
 	Proxied bool
@@ -76,6 +92,10 @@ const PostgresMaxConnections = 300
 // server that lost its disk, or a fresh server put at its address, looks
 // like — every table is gone with its rows, and their counters start over.
 func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
+	d, err := durability("PostgreSQL", o.Durability, o.NoFsync, "NoFsync", DurabilityFast, DurabilityDurable)
+	if err != nil {
+		return nil, err
+	}
 	bin, err := postgresBinDir()
 	if err != nil {
 		return nil, err
@@ -94,8 +114,10 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 		name: name, port: port, bin: filepath.Join(bin, "postgres"),
 		cred: cred,
 		// A fast shutdown: SIGTERM would wait for every client to leave.
-		term:  syscall.SIGINT,
-		ready: postgresReady(addr(port)),
+		term:      syscall.SIGINT,
+		ready:     postgresReady(addr(port)),
+		lazyFS:    o.LazyFS,
+		fakeClock: o.FakeClock,
 	}
 	// The real path: the server's processes are found by it.
 	dir, err := filepath.EvalSymlinks(e.Dir)
@@ -113,7 +135,7 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 		s.dir = dir
 	}
 	data := filepath.Join(dir, "data")
-	s.args = postgresArgs(data, port, o)
+	s.args = postgresArgs(data, port, d, o.Config)
 	s.prepare = func(dir string) error { return initdb(e, name, bin, dir, cred) }
 	s.procs = func() []int { return processesIn(data) }
 	node, err := e.startNode(ctx, s, o.Proxied)
@@ -127,17 +149,23 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	return node, nil
 }
 
-// postgresArgs is the command line of a server with its data in data.
-func postgresArgs(data string, port int, o PostgresOptions) []string {
+// postgresArgs is the command line of a server with its data in data,
+// syncing as d says, with extra settings.
+func postgresArgs(data string, port int, d Durability, extra [][2]string) []string {
 	settings := [][2]string{
 		{"listen_addresses", "127.0.0.1"},
 		{"unix_socket_directories", ""},
 		{"max_connections", strconv.Itoa(PostgresMaxConnections)},
 	}
-	if o.NoFsync {
+	switch d {
+	case DurabilityFast:
 		settings = append(settings, [2]string{"fsync", "off"}, [2]string{"synchronous_commit", "off"}, [2]string{"full_page_writes", "off"})
+	case DurabilityPeriodic:
+		settings = append(settings, [2]string{"fsync", "on"}, [2]string{"synchronous_commit", "off"})
+	default:
+		settings = append(settings, [2]string{"fsync", "on"}, [2]string{"synchronous_commit", "on"})
 	}
-	settings = append(settings, o.Config...)
+	settings = append(settings, extra...)
 	args := []string{"-D", data, "-p", strconv.Itoa(port)}
 	for _, kv := range settings {
 		args = append(args, "-c", kv[0]+"="+kv[1])

@@ -14,8 +14,21 @@ import (
 type RedisOptions struct {
 	// AOF turns the append-only file on with appendfsync always, so that a
 	// node killed and restarted with its data has every write it
-	// acknowledged. Without it a node keeps nothing across a crash.
+	// acknowledged. Without it a node keeps nothing across a crash. It is
+	// Durability: DurabilityDurable, which replaces it.
 	AOF bool
+	// Durability is when each node fsyncs (see Durability): without
+	// persistence (fast, what the zero value gives unless AOF is set),
+	// appendfsync everysec (periodic) or always (durable).
+	Durability Durability
+	// LazyFS puts each node's dir on a lazy filesystem, so that
+	// Node.PowerLoss drops what the node did not fsync. It needs root and
+	// /dev/fuse (LazyFSAvailable).
+	LazyFS bool
+	// FakeClock runs the server under compose's clock preload, so that
+	// Node.JumpClock and Node.SetClockRate move its wall clock (Redis expires keys by it). It
+	// needs a C compiler (CC).
+	FakeClock bool
 	// Proxied starts each node behind a Proxy, so that it can be
 	// partitioned from, or slowed for, its clients.
 	Proxied bool
@@ -37,17 +50,22 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	if err != nil {
 		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
 	}
+	d, err := durability("Redis", o.Durability, o.AOF, "AOF", DurabilityDurable, DurabilityFast)
+	if err != nil {
+		return nil, err
+	}
 	ports, err := freePorts(n)
 	if err != nil {
 		return nil, err
 	}
 	nodes := make([]*Node, n)
 	for i, name := range e.newNames("redis", n) {
-		args := redisArgs(ports[i], o.AOF)
+		args := redisArgs(ports[i], d)
 		for _, c := range o.Config {
 			args = append(args, append([]string{"--" + c[0]}, c[1:]...)...)
 		}
-		node, err := e.startNode(ctx, spec{name: name, kind: kindRedis, port: ports[i], bin: bin, args: args, ready: redisReady(ports[i])}, o.Proxied)
+		s := spec{name: name, kind: kindRedis, port: ports[i], bin: bin, args: args, ready: redisReady(ports[i]), lazyFS: o.LazyFS, fakeClock: o.FakeClock}
+		node, err := e.startNode(ctx, s, o.Proxied)
 		if err != nil {
 			return nil, err
 		}
@@ -57,8 +75,8 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 }
 
 // redisArgs is the command line of a redis-server that keeps its files in
-// its working directory (the node's dir).
-func redisArgs(port int, aof bool) []string {
+// its working directory (the node's dir) and fsyncs as d says.
+func redisArgs(port int, d Durability) []string {
 	args := []string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
@@ -69,8 +87,11 @@ func redisArgs(port int, aof bool) []string {
 		"--logfile", "",
 		"--maxclients", "10000",
 	}
-	if aof {
+	switch d {
+	case DurabilityDurable:
 		return append(args, "--appendonly", "yes", "--appendfsync", "always")
+	case DurabilityPeriodic:
+		return append(args, "--appendonly", "yes", "--appendfsync", "everysec")
 	}
 	return append(args, "--appendonly", "no")
 }
