@@ -312,11 +312,7 @@ func (h *lazyHandle) Release(ctx context.Context) syscall.Errno {
 // Getattr reports the backing file's attributes with the file's size as
 // its readers see it.
 func (h *lazyHandle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
-	if errno := h.lf.Getattr(ctx, out); errno != 0 {
-		return errno
-	}
-	h.file.attr(&out.Attr)
-	return 0
+	return h.file.stat(&out.Attr)
 }
 
 // Setattr changes the size in memory and every other attribute on the
@@ -332,8 +328,7 @@ func (h *lazyHandle) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.
 	if errno := h.lf.Setattr(ctx, in, out); errno != 0 {
 		return errno
 	}
-	h.file.attr(&out.Attr)
-	return 0
+	return h.file.stat(&out.Attr)
 }
 
 // Lseek answers SEEK_DATA and SEEK_HOLE (the kernel answers the others) as
@@ -363,15 +358,25 @@ func (h *lazyHandle) Allocate(ctx context.Context, off, size uint64, mode uint32
 	return f.allocate(int64(off), int64(size), mode)
 }
 
-// attr puts the file's size as its readers see it into a.
-func (f *lazyFile) attr(a *fuse.Attr) {
+// stat fills a with the backing file's attributes and the size its
+// readers see, at one moment: a sync between reading the disk's size and
+// looking at the changes would report the size from before the sync, and
+// the kernel would cut its mappings of the file to it (SIGBUS in a server
+// that maps the file, as bbolt does).
+func (f *lazyFile) stat(a *fuse.Attr) syscall.Errno {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.f.Fd()), &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	a.FromStat(&st)
 	if f.dirty() {
 		a.Size = uint64(f.size)
 		a.Blocks = (a.Size + 511) / 512
 		a.SetTimes(nil, &f.mtime, &f.mtime)
 	}
+	return 0
 }
 
 // reopen opens the backing file that fd names read-write, for a lazyFile

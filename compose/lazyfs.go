@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -89,15 +90,21 @@ func (l *lazyFS) mount() error {
 	lb := root.(*fs.LoopbackNode)
 	node := &lazyNode{LoopbackNode: lb, fs: l}
 	lb.RootData.RootNode = node
-	srv, err := fs.Mount(l.mnt, node, &fs.Options{MountOptions: fuse.MountOptions{
+	// Everything on the filesystem changes through the kernel (the disk
+	// changes under it only by syncs, which change no content), so the
+	// kernel may cache names and attributes; a power loss remounts.
+	cache := time.Second
+	srv, err := fs.Mount(l.mnt, node, &fs.Options{EntryTimeout: &cache, AttrTimeout: &cache, MountOptions: fuse.MountOptions{
 		// A server running as another user reaches its files; the
 		// kernel checks their modes as on any filesystem.
-		AllowOther:  true,
-		Options:     []string{"default_permissions"},
-		FsName:      lazyFSName + ":" + l.backing,
-		Name:        lazyFSName,
-		DirectMount: true,
-		MaxWrite:    1 << 20,
+		AllowOther: true,
+		Options:    []string{"default_permissions"},
+		FsName:     lazyFSName + ":" + l.backing,
+		Name:       lazyFSName,
+		MaxWrite:   1 << 20,
+		// Not DirectMount: go-fuse leaves the /dev/fuse descriptor of a
+		// direct mount inheritable, and every server would hold it;
+		// fusermount's is made close-on-exec.
 	}})
 	if err != nil {
 		return fmt.Errorf("compose: mount lazy filesystem on %s: %w", l.mnt, err)
@@ -317,6 +324,8 @@ var (
 	_ fs.NodeRenamer        = (*lazyNode)(nil)
 	_ fs.NodeTmpfiler       = (*lazyNode)(nil)
 	_ fs.NodeCopyFileRanger = (*lazyNode)(nil)
+	_ fs.NodeLookuper       = (*lazyNode)(nil)
+	_ fs.NodeLinker         = (*lazyNode)(nil)
 )
 
 // WrapChild makes every node of the filesystem a lazyNode.
@@ -377,8 +386,43 @@ func (n *lazyNode) Create(ctx context.Context, name string, flags, mode uint32, 
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	h.(*lazyHandle).file.attr(&out.Attr)
+	if errno := h.(*lazyHandle).file.stat(&out.Attr); errno != 0 {
+		return nil, nil, 0, errno
+	}
 	return ch, h, fuseFlags, 0
+}
+
+// Lookup reports the file's size as its readers see it: the kernel sets
+// its idea of a file's size from every lookup (and every READDIRPLUS
+// entry), and a size from the disk alone would cut the file's unsynced
+// tail out of the mappings of the server that wrote it (SIGBUS).
+func (n *lazyNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	if errno != 0 {
+		return nil, errno
+	}
+	return ch, n.fs.patch(&out.Attr)
+}
+
+// Link reports the linked file's size as its readers see it (see Lookup).
+func (n *lazyNode) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	if errno != 0 {
+		return nil, errno
+	}
+	return ch, n.fs.patch(&out.Attr)
+}
+
+// patch replaces attributes read from the disk by those of the file at
+// one moment, if it has a lazyFile.
+func (l *lazyFS) patch(a *fuse.Attr) syscall.Errno {
+	l.mu.Lock()
+	f := l.files[a.Ino]
+	l.mu.Unlock()
+	if f == nil {
+		return 0
+	}
+	return f.stat(a)
 }
 
 // Getattr reports the file's size as its readers see it.
@@ -389,13 +433,7 @@ func (n *lazyNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Attr
 	if errno := n.LoopbackNode.Getattr(ctx, nil, out); errno != 0 {
 		return errno
 	}
-	n.fs.mu.Lock()
-	f := n.fs.files[out.Ino]
-	n.fs.mu.Unlock()
-	if f != nil {
-		f.attr(&out.Attr)
-	}
-	return 0
+	return n.fs.patch(&out.Attr)
 }
 
 // Setattr truncates in memory (truncate(2) by name, or through a handle)
@@ -424,7 +462,7 @@ func (n *lazyNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 		return errno
 	}
 	if f != nil {
-		f.attr(&out.Attr)
+		return f.stat(&out.Attr)
 	}
 	return 0
 }

@@ -267,6 +267,13 @@ func (n *Node) spawn() error {
 	fmt.Fprintf(log, "=== %s start: %s %v\n", time.Now().Format(time.RFC3339Nano), n.spec.bin, args)
 	cmd := exec.Command(n.spec.bin, args...)
 	cmd.Dir = n.Dir
+	if n.lazy != nil {
+		// Not on the lazy filesystem: between fork and exec the child
+		// shares our memory (Go forks with vfork), and a garbage
+		// collection then waits for the thread that forked while the
+		// child's chdir waits for us to answer its FUSE request.
+		cmd.Dir = filepath.Dir(n.Dir)
+	}
 	cmd.Env = append(os.Environ(), n.spec.env...)
 	if n.clock != nil {
 		if err := n.clock.prepare(cmd); err != nil {

@@ -246,7 +246,7 @@ func initdb(e *Env, name, bin, dir string, cred *syscall.Credential) error {
 	defer log.Close()
 	cmd := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", PostgresUser, "--auth=trust",
 		"--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
-	cmd.Dir = dir
+	cmd.Dir = filepath.Dir(dir) // not on a lazy filesystem: see spawn
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := cmd.Run(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -60,7 +61,7 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	}
 	nodes := make([]*Node, n)
 	for i, name := range e.newNames("redis", n) {
-		args := redisArgs(ports[i], d)
+		args := redisArgs(ports[i], filepath.Join(e.Dir, name), d)
 		for _, c := range o.Config {
 			args = append(args, append([]string{"--" + c[0]}, c[1:]...)...)
 		}
@@ -75,12 +76,12 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 }
 
 // redisArgs is the command line of a redis-server that keeps its files in
-// its working directory (the node's dir) and fsyncs as d says.
-func redisArgs(port int, d Durability) []string {
+// dir and fsyncs as d says.
+func redisArgs(port int, dir string, d Durability) []string {
 	args := []string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
-		"--dir", ".",
+		"--dir", dir,
 		"--daemonize", "no",
 		"--protected-mode", "no",
 		"--save", "",

@@ -161,7 +161,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 				}
 			}
 			started = true
-			args := append(redisArgs(port, d),
+			args := append(redisArgs(port, ".", d),
 				"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
 				"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(port))
 			if upstream != "" && upstream != self {
