@@ -183,7 +183,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 			ready: func(ctx context.Context) error { return etcdHealthy(ctx, hostAddr(hosts[i], client)) },
 		}
 		if c.net != nil {
-			specs[i].netns = c.net.members[i]
+			specs[i].net, specs[i].member = c.net, i
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)

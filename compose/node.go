@@ -25,12 +25,14 @@ type spec struct {
 	port int
 	// host is the address the server listens on; "" means 127.0.0.1.
 	host string
-	// netns, when set, is the network namespace the server runs in (a
-	// member of a PeerNetwork cluster); nil is this process's.
-	netns *netns
-	bin   string
-	args  []string
-	env   []string
+	// net, when set, is the network whose member-th namespace the server
+	// runs in (a PeerNetwork cluster's member, a server started with
+	// Netns); nil is this process's namespace.
+	net    *peerNet
+	member int
+	bin    string
+	args   []string
+	env    []string
 	// prepare writes the node's configuration into its dir before each
 	// start (the dir may just have been wiped).
 	prepare func(dir string) error
@@ -285,10 +287,10 @@ func (n *Node) spawn() error {
 	// parent-death signal, so it dies with us even if we are SIGKILLed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.spec.cred}
 	start := cmd.Start
-	if n.spec.netns != nil {
+	if n.spec.net != nil {
 		// Forked from a thread inside the namespace, the server is born
 		// in it; the parent-death signal and the group stay as above.
-		start = func() error { return n.spec.netns.do(cmd.Start) }
+		start = func() error { return n.spec.net.members[n.spec.member].do(cmd.Start) }
 	}
 	if err := start(); err != nil {
 		return fmt.Errorf("compose: start %s (%s): %w", n.Name, n.spec.bin, err)

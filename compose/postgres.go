@@ -46,6 +46,14 @@ type PostgresOptions struct {
 	// Proxied starts the server behind a Proxy, so that it can be
 	// partitioned from, or slowed for, its clients.
 	Proxied bool
+	// Netns starts the server in a network namespace of its own, at an
+	// address of its own (port 5432), reachable from this host by routes,
+	// so that Node.CutClients cuts its clients off for real: an advisory
+	// lock is then freed only when the server's TCP keepalives give up on
+	// its holder's session (tcp_keepalives_idle, _interval and _count in
+	// Config; the system's defaults take over two hours). It needs root
+	// and the ip command: see PeerNetworkAvailable.
+	Netns bool
 	// Config holds extra server settings (postgres -c name=value), e.g.
 	// {"max_connections", "500"}.
 	Config [][2]string
@@ -104,18 +112,27 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
-	if err != nil {
-		return nil, err
+	host, port := "127.0.0.1", 5432
+	var net *peerNet
+	if o.Netns {
+		if net, err = e.peerNet(1); err != nil {
+			return nil, err
+		}
+		host = net.addr(0).String()
+	} else {
+		ports, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		port = ports[0]
 	}
-	port := ports[0]
 	name := e.newNames("postgres", 1)[0]
 	s := spec{
-		name: name, port: port, bin: filepath.Join(bin, "postgres"),
-		cred: cred,
+		name: name, port: port, host: host, bin: filepath.Join(bin, "postgres"),
+		cred: cred, net: net,
 		// A fast shutdown: SIGTERM would wait for every client to leave.
 		term:      syscall.SIGINT,
-		ready:     postgresReady(addr(port)),
+		ready:     postgresReady(hostAddr(host, port)),
 		lazyFS:    o.LazyFS,
 		fakeClock: o.FakeClock,
 	}
@@ -135,7 +152,7 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 		s.dir = dir
 	}
 	data := filepath.Join(dir, "data")
-	s.args = postgresArgs(data, port, d, o.Config)
+	s.args = postgresArgs(data, host, port, d, o.Config)
 	s.prepare = func(dir string) error { return initdb(e, name, bin, dir, cred) }
 	s.procs = func() []int { return processesIn(data) }
 	node, err := e.startNode(ctx, s, o.Proxied)
@@ -150,10 +167,11 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 }
 
 // postgresArgs is the command line of a server with its data in data,
+// listening on host:port,
 // syncing as d says, with extra settings.
-func postgresArgs(data string, port int, d Durability, extra [][2]string) []string {
+func postgresArgs(data, host string, port int, d Durability, extra [][2]string) []string {
 	settings := [][2]string{
-		{"listen_addresses", "127.0.0.1"},
+		{"listen_addresses", host},
 		{"unix_socket_directories", ""},
 		{"max_connections", strconv.Itoa(PostgresMaxConnections)},
 	}
@@ -252,7 +270,15 @@ func initdb(e *Env, name, bin, dir string, cred *syscall.Credential) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("initdb %s: %w", data, err)
 	}
-	return nil
+	// initdb trusts 127.0.0.1; a server started with Netns is reached
+	// from this host's address in 198.18.0.0/15 (see peerNet), a range no
+	// real network uses.
+	hba, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = hba.WriteString("host all all 198.18.0.0/15 trust\n")
+	return errors.Join(err, hba.Close())
 }
 
 // postgresReady answers nil once the server at addr accepts a connection,

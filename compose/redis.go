@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -33,6 +34,11 @@ type RedisOptions struct {
 	// Proxied starts each node behind a Proxy, so that it can be
 	// partitioned from, or slowed for, its clients.
 	Proxied bool
+	// Netns starts each node in a network namespace of its own, at an
+	// address of its own (port 6379), reachable from this host by routes,
+	// so that Node.CutClients cuts its clients off for real. It needs root
+	// and the ip command: see PeerNetworkAvailable.
+	Netns bool
 	// Config holds extra redis.conf directives, each as a name and its
 	// arguments, e.g. {"maxmemory", "100mb"}.
 	Config [][]string
@@ -55,17 +61,33 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(n)
-	if err != nil {
+	var (
+		net   *peerNet
+		ports []int
+	)
+	if o.Netns {
+		if net, err = e.peerNet(n); err != nil {
+			return nil, err
+		}
+		ports = slices.Repeat([]int{6379}, n) // each node has its own address
+	} else if ports, err = freePorts(n); err != nil {
 		return nil, err
 	}
 	nodes := make([]*Node, n)
 	for i, name := range e.newNames("redis", n) {
-		args := redisArgs(ports[i], filepath.Join(e.Dir, name), d)
+		host := "127.0.0.1"
+		if net != nil {
+			host = net.addr(i).String()
+		}
+		args := redisArgs(host, ports[i], filepath.Join(e.Dir, name), d)
 		for _, c := range o.Config {
 			args = append(args, append([]string{"--" + c[0]}, c[1:]...)...)
 		}
-		s := spec{name: name, kind: kindRedis, port: ports[i], bin: bin, args: args, ready: redisReady(ports[i]), lazyFS: o.LazyFS, fakeClock: o.FakeClock}
+		s := spec{
+			name: name, kind: kindRedis, port: ports[i], host: host, bin: bin, args: args,
+			ready:  redisReady(hostAddr(host, ports[i])),
+			lazyFS: o.LazyFS, fakeClock: o.FakeClock, net: net, member: i,
+		}
 		node, err := e.startNode(ctx, s, o.Proxied)
 		if err != nil {
 			return nil, err
@@ -75,12 +97,12 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	return nodes, nil
 }
 
-// redisArgs is the command line of a redis-server that keeps its files in
-// dir and fsyncs as d says.
-func redisArgs(port int, dir string, d Durability) []string {
+// redisArgs is the command line of a redis-server listening on host:port
+// that keeps its files in dir and fsyncs as d says.
+func redisArgs(host string, port int, dir string, d Durability) []string {
 	args := []string{
 		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
+		"--bind", host,
 		"--dir", dir,
 		"--daemonize", "no",
 		"--protected-mode", "no",
@@ -97,11 +119,11 @@ func redisArgs(port int, dir string, d Durability) []string {
 	return append(args, "--appendonly", "no")
 }
 
-// redisReady answers nil once the server at port replies to PING (and has
+// redisReady answers nil once the server at addr replies to PING (and has
 // finished loading its data).
-func redisReady(port int) func(context.Context) error {
+func redisReady(addr string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		c := redis.NewClient(&redis.Options{Addr: addr(port), MaxRetries: -1, DialTimeout: time.Second, PoolSize: 1})
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, PoolSize: 1})
 		defer c.Close()
 		return c.Ping(ctx).Err()
 	}

@@ -161,7 +161,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 				}
 			}
 			started = true
-			args := append(redisArgs(port, ".", d),
+			args := append(redisArgs("127.0.0.1", port, ".", d),
 				"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
 				"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(port))
 			if upstream != "" && upstream != self {
@@ -170,7 +170,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			}
 			return os.WriteFile(conf, []byte(redisConf(args)), 0o644)
 		}
-		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: prepare, ready: redisReady(port)}
+		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: prepare, ready: redisReady(addr(port))}
 	}
 	s.Master, err = e.startNode(ctx, redisSpec(e.newNames("redis-master", 1)[0], ports[0], ""), o.Proxied)
 	if err != nil {

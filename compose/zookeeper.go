@@ -187,7 +187,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			},
 		}
 		if z.net != nil {
-			specs[i].netns = z.net.members[i]
+			specs[i].net, specs[i].member = z.net, i
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
