@@ -63,7 +63,8 @@ type EtcdCluster struct {
 	// Nodes are the members, in --initial-cluster order.
 	Nodes []*Node
 
-	net *peerNet // nil unless started with PeerNetwork
+	net      *peerNet // nil unless started with PeerNetwork
+	dataDirs []string // each member's data dir
 }
 
 // Etcd starts a cluster of n members (n odd) and waits until each reports
@@ -145,6 +146,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	for i, name := range names {
 		client, peer := ports[2*i], "http://"+hostAddr(hosts[i], ports[2*i+1])
 		dataDir := filepath.Join(e.Dir, name, "data")
+		c.dataDirs = append(c.dataDirs, dataDir)
 		initial, state, started := strings.Join(cluster, ","), "new", false
 		specs[i] = spec{
 			name: name, port: client, host: hosts[i], bin: bin, lazyFS: o.LazyFS,
@@ -155,6 +157,9 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 				if _, err := os.Stat(dataDir); err == nil || !started {
 					started = true
 					return nil
+				}
+				if err := c.othersHaveQuorum(i); err != nil {
+					return fmt.Errorf("compose: etcd member %s lost its data and cannot be replaced: %w", name, err)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
@@ -192,6 +197,27 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	}
 	c.Nodes = nodes
 	return c, nil
+}
+
+// othersHaveQuorum answers nil when a quorum of the cluster's members
+// other than Nodes[self] have their data, which replacing it needs (they
+// must run too: replaceMember waits for them). Members that lost
+// their data are no longer members: a majority of them has lost the
+// cluster, which only an operator's disaster recovery brings back (a
+// snapshot restored with etcdutl, or --force-new-cluster on a survivor,
+// which keeps what the survivor had).
+func (c *EtcdCluster) othersHaveQuorum(self int) error {
+	kept := 0
+	for i, dir := range c.dataDirs {
+		if _, err := os.Stat(dir); i != self && err == nil {
+			kept++
+		}
+	}
+	if quorum := len(c.dataDirs)/2 + 1; kept < quorum {
+		return fmt.Errorf("%d of the other %d members have their data, and the cluster's quorum is %d: a majority that lost its data has lost the cluster (restore a snapshot, or --force-new-cluster on a survivor)",
+			kept, len(c.dataDirs)-1, quorum)
+	}
+	return nil
 }
 
 // replaceMember removes the member at peer URL peer from the cluster and

@@ -85,11 +85,12 @@ func PowerLossAll(nodes ...*Node) ([]Unsynced, error) {
 // ready (see Node.Start): members of a quorum that lost its majority
 // become ready only once enough of them run, so they cannot be started
 // one after another. A running node is left as it is.
+//
+// They are spawned at once too: an etcd member that lost its data is
+// replaced through the others when it starts, which waits for them.
 func StartAll(ctx context.Context, nodes ...*Node) error {
-	for _, n := range nodes {
-		if err := n.spawn(); err != nil {
-			return err
-		}
+	if err := each(nodes, (*Node).spawn); err != nil {
+		return err
 	}
 	if err := each(nodes, func(n *Node) error { return n.waitReady(ctx) }); err != nil {
 		return err

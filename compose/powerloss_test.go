@@ -227,9 +227,9 @@ func powerLossTrial(t *testing.T, s durableServer, n *compose.Node, trial int) (
 // and the lines after it.
 func why(n *compose.Node) string {
 	log := n.LogTail(1 << 20)
-	for _, mark := range []string{"panic:", "fatal error:", "FATAL", "ERROR"} {
+	for _, mark := range []string{"panic:", "fatal error:", "FATAL", "ERROR", "Exception"} {
 		if i := strings.Index(log, mark); i >= 0 {
-			return log[i:min(len(log), i+2000)]
+			return log[i:min(len(log), i+600)]
 		}
 	}
 	return "(nothing)"
