@@ -51,6 +51,12 @@ type EtcdOptions struct {
 	// LazyFS puts each member's dir on a lazy filesystem, so that
 	// Node.PowerLoss drops what it did not fsync. It needs root and
 	// /dev/fuse (LazyFSAvailable).
+	//
+	// There is no FakeClock: a member is a Go program, which reads the
+	// clock from the vDSO without going through libc, so no preload
+	// reaches it (Chaos Mesh's TimeChaos patches the vDSO instead). Its
+	// leases count down on the leader's monotonic clock anyway, which a
+	// wall-clock jump does not move.
 	LazyFS bool
 	// LogLevel is the members' log level (debug, info, warn, error); ""
 	// means warn.

@@ -347,8 +347,10 @@ func sweepLazyFS() {
 			continue
 		}
 		mnt := unescapeMountinfo(fields[4])
-		var st unix.Stat_t
-		if err := unix.Stat(mnt, &st); errors.Is(err, unix.ENOTCONN) {
+		// statfs always asks the filesystem (stat may be answered from
+		// the kernel's cache of attributes).
+		var st unix.Statfs_t
+		if err := unix.Statfs(mnt, &st); errors.Is(err, unix.ENOTCONN) {
 			_ = unix.Unmount(mnt, unix.MNT_DETACH)
 		}
 	}

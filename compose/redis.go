@@ -153,12 +153,12 @@ repeat
 until cursor == "0"
 return moved`
 
-// ShiftClock does to a Redis node what a jump of its wall clock by d does:
-// every key's expiry comes d sooner (d > 0, a jump forward) or later
-// (d < 0), and keys whose expiry is now past are gone. It returns how many
-// keys it moved. (A real clock faker such as libfaketime crashes Debian's
-// jemalloc-built redis-server, and the expiry is all a clock jump changes
-// for a lock.)
+// ShiftClock emulates on a Redis node what a jump of its wall clock by d
+// does to its keys: every key's expiry comes d sooner (d > 0, a jump
+// forward) or later (d < 0), and keys whose expiry is now past are gone.
+// It returns how many keys it moved. It is the emulation that JumpClock
+// (a real jump, under FakeClock) replaces; it stays until the nemesis
+// moves to JumpClock.
 func (n *Node) ShiftClock(ctx context.Context, d time.Duration) (int, error) {
 	if n.spec.kind != kindRedis {
 		return 0, fmt.Errorf("compose: %s is not a Redis node: cannot shift its clock", n.Name)
