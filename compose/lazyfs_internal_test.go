@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,6 +17,9 @@ func mountLazy(t *testing.T) *lazyFS {
 	if err := LazyFSAvailable(); err != nil {
 		t.Skip(err)
 	}
+	// The filesystem's server goroutines end with its unmount.
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // first registered, so it runs last
 	dir := t.TempDir()
 	l, err := newLazyFS(filepath.Join(dir, "disk"), filepath.Join(dir, "mnt"))
 	if err != nil {
