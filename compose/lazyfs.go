@@ -1,10 +1,12 @@
 package compose
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,7 +98,7 @@ func (l *lazyFS) mount() error {
 		// kernel checks their modes as on any filesystem.
 		AllowOther: true,
 		Options:    []string{"default_permissions"},
-		FsName:     lazyFSName + ":" + l.backing,
+		FsName:     lazyFSName + ":" + lazyOwner() + ":" + l.backing,
 		Name:       lazyFSName,
 		MaxWrite:   1 << 20,
 		// Not DirectMount: go-fuse leaves the /dev/fuse descriptor of a
@@ -323,35 +325,54 @@ var lazyFSProbe = sync.OnceValue(func() error {
 // /dev/fuse. Tests of power losses skip with this error.
 func LazyFSAvailable() error { return lazyFSProbe() }
 
+// lazyOwner names this process in its mounts' source: its pid and start
+// time (which tells it from a later process with the same pid).
+var lazyOwner = sync.OnceValue(func() string { return processID(os.Getpid()) })
+
+// processID is pid and its start time, "" when there is no such process.
+func processID(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// After the command name (in parentheses): state is field 3, start
+	// time field 22.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%s", pid, f[19])
+}
+
 // sweepLazyFS unmounts the lazy filesystems of processes that died without
-// unmounting them (killed): their mounts answer every request with
-// ENOTCONN. A live process's mount answers, and is left alone.
+// unmounting them (killed): nobody serves them (every request fails with
+// ENOTCONN). A mount's source names the process that serves it; no
+// request is sent to any mount, so a live process's mount, even a paused
+// one, is left alone and cannot hang the sweep.
 func sweepLazyFS() {
-	f, err := os.Open("/proc/self/mountinfo")
+	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
+	for line := range strings.Lines(string(b)) {
 		// id parent major:minor root mountpoint options ... - fstype source ...
-		fields := strings.Fields(s.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+3 || len(fields) < 5 || !strings.HasPrefix(fields[sep+2], lazyFSName+":") {
+		fields := strings.Fields(line)
+		sep := slices.Index(fields, "-")
+		if sep < 5 || len(fields) < sep+3 {
 			continue
 		}
-		mnt := unescapeMountinfo(fields[4])
-		// statfs always asks the filesystem (stat may be answered from
-		// the kernel's cache of attributes).
-		var st unix.Statfs_t
-		if err := unix.Statfs(mnt, &st); errors.Is(err, unix.ENOTCONN) {
-			_ = unix.Unmount(mnt, unix.MNT_DETACH)
+		owner, ok := strings.CutPrefix(fields[sep+2], lazyFSName+":")
+		if !ok {
+			continue
+		}
+		owner, _, _ = strings.Cut(owner, ":")
+		pid, _, _ := strings.Cut(owner, ".")
+		if n, err := strconv.Atoi(pid); err == nil && processID(n) != owner {
+			_ = unix.Unmount(unescapeMountinfo(fields[4]), unix.MNT_DETACH)
 		}
 	}
 }
