@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -255,4 +256,22 @@ func (n *Node) ResetClock() error {
 	}
 	n.clock.reset()
 	return nil
+}
+
+// ServerTime reads the server's wall clock, as the server itself reads
+// it: what proves a clock fault took. Redis answers TIME; PostgreSQL
+// clock_timestamp(); ZooKeeper has no such command, so ServerTime writes a
+// znode (/lockbench-clock) and returns its mtime, which the ensemble's
+// leader stamps with its own clock — a ZooKeeper member's wall clock is
+// read only when it leads, and only to stamp znodes. A server kind without
+// one (an etcd member) is an error.
+func (n *Node) ServerTime(ctx context.Context) (time.Time, error) {
+	if n.spec.clock == nil {
+		return time.Time{}, fmt.Errorf("compose: %s: no way to read its server's clock", n.Name)
+	}
+	t, err := n.spec.clock(ctx, n.ServerAddr())
+	if err != nil {
+		return time.Time{}, fmt.Errorf("compose: read the clock of %s: %w", n.Name, err)
+	}
+	return t, nil
 }

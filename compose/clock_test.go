@@ -39,56 +39,42 @@ func offsetOf(ctx context.Context, read serverClock) (time.Duration, error) {
 }
 
 // TestFakeClock jumps the wall clock of real servers run under the clock
-// preload and reads it back from each: Redis's TIME, PostgreSQL's
-// clock_timestamp() and the ctime ZooKeeper stamps on a new znode (the
-// JVM's System.currentTimeMillis). It checks that jumps add up, that a
-// rate scales the clock, that a restart keeps the clock, and that
+// preload and reads it back from each with ServerTime: Redis's TIME,
+// PostgreSQL's clock_timestamp() and the mtime ZooKeeper stamps on a
+// znode (the JVM's System.currentTimeMillis). It checks that jumps add up,
+// that a rate scales the clock, that a restart keeps the clock, and that
 // ResetClock brings it back.
 func TestFakeClock(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		start func(t *testing.T, ctx context.Context) (*compose.Node, serverClock)
+		start func(t *testing.T, ctx context.Context) *compose.Node
 	}{
-		{"redis", func(t *testing.T, ctx context.Context) (*compose.Node, serverClock) {
+		{"redis", func(t *testing.T, ctx context.Context) *compose.Node {
 			ns, err := compose.ForTest(t).Redis(ctx, 1, compose.RedisOptions{FakeClock: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := client(t, ns[0].Addr())
-			return ns[0], func(ctx context.Context) (time.Time, error) { return c.Time(ctx).Result() }
+			return ns[0]
 		}},
-		{"postgres", func(t *testing.T, ctx context.Context) (*compose.Node, serverClock) {
+		{"postgres", func(t *testing.T, ctx context.Context) *compose.Node {
 			n, err := compose.ForTest(t).Postgres(ctx, compose.PostgresOptions{FakeClock: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return n, func(ctx context.Context) (time.Time, error) {
-				var ts time.Time
-				return ts, pgQuery(ctx, n.Addr(), "select clock_timestamp()", &ts)
-			}
+			return n
 		}},
-		{"zookeeper", func(t *testing.T, ctx context.Context) (*compose.Node, serverClock) {
+		{"zookeeper", func(t *testing.T, ctx context.Context) *compose.Node {
 			z, err := compose.ForTest(t).ZooKeeper(ctx, 1, compose.ZooKeeperOptions{FakeClock: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := zkConnect(t, z.Addrs())
-			return z.Nodes[0], func(ctx context.Context) (time.Time, error) {
-				p, err := c.Create("/clock-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
-				if err != nil {
-					return time.Time{}, err
-				}
-				_, st, err := c.Get(p)
-				if err != nil {
-					return time.Time{}, err
-				}
-				return time.UnixMilli(st.Ctime), nil
-			}
+			return z.Nodes[0]
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			n, read := tc.start(t, ctx)
+			n := tc.start(t, ctx)
+			read := n.ServerTime
 			check := func(when string, want time.Duration) {
 				t.Helper()
 				got, err := offsetOf(ctx, read)
@@ -286,5 +272,40 @@ func BenchmarkFakeClock(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestZooKeeperStampsWithTheLeadersClock checks whose wall clock a
+// ZooKeeper ensemble reads: the leader's, which stamps every transaction.
+// A follower's jump shows nowhere, even in a znode written through it; the
+// leader's shows in every znode.
+func TestZooKeeperStampsWithTheLeadersClock(t *testing.T) {
+	ctx := context.Background()
+	z, err := compose.ForTest(t).ZooKeeper(ctx, 3, compose.ZooKeeperOptions{FakeClock: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, err := z.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var follower *compose.Node
+	for _, n := range z.Nodes {
+		if n != leader {
+			follower = n
+			break
+		}
+	}
+	if err := follower.JumpClock(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := offsetOf(ctx, follower.ServerTime); err != nil || !near(off, 0) {
+		t.Fatalf("a znode written through a follower whose clock jumped an hour: %v ahead (%v); want the leader's time", off, err)
+	}
+	if err := leader.JumpClock(-time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := offsetOf(ctx, follower.ServerTime); err != nil || !near(off, -time.Hour) {
+		t.Fatalf("a znode written through a follower after the leader's clock jumped back an hour: %v ahead (%v); want -1h", off, err)
 	}
 }

@@ -59,6 +59,9 @@ type spec struct {
 	lazyFS bool
 	// fakeClock runs the server under the clock preload (JumpClock).
 	fakeClock bool
+	// clock, when set, reads the server's wall clock at addr
+	// (ServerTime).
+	clock func(ctx context.Context, addr string) (time.Time, error)
 }
 
 // Node is one server process. Its controls are safe for concurrent use.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -133,6 +134,7 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 		// A fast shutdown: SIGTERM would wait for every client to leave.
 		term:      syscall.SIGINT,
 		ready:     postgresReady(hostAddr(host, port)),
+		clock:     postgresTime,
 		lazyFS:    o.LazyFS,
 		fakeClock: o.FakeClock,
 	}
@@ -291,6 +293,29 @@ func postgresReady(addr string) func(context.Context) error {
 		}
 		return c.Close(ctx)
 	}
+}
+
+// postgresTime reads the wall clock of the server at addr:
+// clock_timestamp(), which moves within a transaction (now() is the
+// transaction's start, read from the same clock).
+func postgresTime(ctx context.Context, addr string) (time.Time, error) {
+	c, err := pgconn.Connect(ctx, PostgresURL(addr))
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer c.Close(context.Background())
+	res := c.ExecParams(ctx, "select (extract(epoch from clock_timestamp()) * 1e6)::bigint::text", nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		return time.Time{}, res.Err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return time.Time{}, fmt.Errorf("clock_timestamp(): %d rows", len(res.Rows))
+	}
+	us, err := strconv.ParseInt(string(res.Rows[0][0]), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("clock_timestamp(): %w", err)
+	}
+	return time.UnixMicro(us), nil
 }
 
 // PostgresURL is the connection URL of a server compose started, at addr

@@ -86,6 +86,7 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 		s := spec{
 			name: name, kind: kindRedis, port: ports[i], host: host, bin: bin, args: args,
 			ready:  redisReady(hostAddr(host, ports[i])),
+			clock:  redisTime,
 			lazyFS: o.LazyFS, fakeClock: o.FakeClock, net: net, member: i,
 		}
 		node, err := e.startNode(ctx, s, o.Proxied)
@@ -127,6 +128,13 @@ func redisReady(addr string) func(context.Context) error {
 		defer c.Close()
 		return c.Ping(ctx).Err()
 	}
+}
+
+// redisTime reads the wall clock of the server at addr: TIME.
+func redisTime(ctx context.Context, addr string) (time.Time, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 1})
+	defer c.Close()
+	return c.Time(ctx).Result()
 }
 
 // client returns a go-redis client to the node's own address, for

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // ZooKeeperOptions configures a ZooKeeper ensemble.
@@ -170,7 +173,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		myid := strconv.Itoa(i + 1)
 		specs[i] = spec{
 			name: name, port: client, host: hosts[i], bin: java, args: args,
-			lazyFS: o.LazyFS, fakeClock: o.FakeClock,
+			lazyFS: o.LazyFS, fakeClock: o.FakeClock, clock: zkTime,
 			// Written before every start, so that a server restarted
 			// without its data still knows who it is.
 			prepare: func(dir string) error {
@@ -282,6 +285,42 @@ func (z *Ensemble) AwaitLeader(ctx context.Context, old *Node) (*Node, error) {
 	}
 	return leader, nil
 }
+
+// zkTime writes /lockbench-clock through the server at addr and returns
+// the znode's mtime: the wall clock of the leader, which stamps every
+// transaction.
+func zkTime(ctx context.Context, addr string) (time.Time, error) {
+	c, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer c.Close()
+	for connected := false; !connected; {
+		select {
+		case ev := <-events:
+			connected = ev.State == zk.StateHasSession
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+	const path = "/lockbench-clock"
+	st, err := c.Set(path, nil, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		if _, err = c.Create(path, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return time.Time{}, err
+		}
+		st, err = c.Set(path, nil, -1)
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(st.Mtime), nil
+}
+
+// zkQuiet drops the ZooKeeper client's log.
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
 
 // zkMode sends srvr to the server at addr and returns the mode it reports.
 func zkMode(ctx context.Context, addr string) (string, error) {
