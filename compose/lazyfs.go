@@ -59,6 +59,10 @@ type lazyFS struct {
 // (fast profile) makes us keep.
 const lazyDirtyLimit = 512 << 20
 
+// diskOf is the disk (backing dir) of the lazy filesystem mounted on a
+// node's dir.
+func diskOf(dir string) string { return dir + ".disk" }
+
 // lazyFSName marks the mounts compose makes, in /proc/self/mountinfo.
 const lazyFSName = "lockbench-lazyfs"
 

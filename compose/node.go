@@ -198,7 +198,7 @@ func (e *Env) newNode(s spec, proxied bool) (*Node, error) {
 		return nil, err
 	}
 	if s.lazyFS {
-		lazy, err := newLazyFS(n.Dir+".disk", n.Dir)
+		lazy, err := newLazyFS(diskOf(n.Dir), n.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
 		}
