@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockbench/lockbench/remote"
 )
 
 // A netns is a network namespace that this process created and holds by a
@@ -24,83 +25,23 @@ type netns struct {
 	f *os.File
 }
 
-// hostNetns is the network namespace this process runs in. Threads enter
-// another namespace only while locked by onThread, which brings them back
-// (or lets the runtime discard them), so any other thread is in this one.
-var hostNetns = sync.OnceValues(func() (*os.File, error) {
-	var f *os.File
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var err error
-		f, err = os.Open("/proc/thread-self/ns/net")
-		errc <- err
-	}()
-	if err := <-errc; err != nil {
-		return nil, fmt.Errorf("this process's network namespace: %w", err)
-	}
-	return f, nil
-})
-
-// onThread runs f on an OS thread of its own, locked to it, then returns
-// the thread to the host's network namespace. If it cannot, the goroutine
-// ends still locked and the Go runtime destroys the thread rather than
-// run other goroutines in a foreign namespace (a child started from that
-// thread then receives its parent-death signal: that start fails loudly).
-func onThread(f func() error) error {
-	host, err := hostNetns()
-	if err != nil {
-		return err
-	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		err := f()
-		if rerr := unix.Setns(int(host.Fd()), unix.CLONE_NEWNET); rerr != nil {
-			errc <- errors.Join(err, fmt.Errorf("back to the host network namespace: %w", rerr))
-			return // locked: the thread dies with the goroutine
-		}
-		runtime.UnlockOSThread()
-		errc <- err
-	}()
-	return <-errc
-}
-
 // newNetns creates an empty network namespace (not even its loopback is
 // up).
 func newNetns() (*netns, error) {
-	var f *os.File
-	err := onThread(func() error {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
-		}
-		var err error
-		f, err = os.Open("/proc/thread-self/ns/net")
-		return err
-	})
+	f, err := remote.NewNetns()
 	if err != nil {
-		if f != nil {
-			f.Close()
-		}
-		if errors.Is(err, unix.EPERM) {
-			return nil, fmt.Errorf("creating a network namespace needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): %w", err)
-		}
-		return nil, fmt.Errorf("creating a network namespace: %w", err)
+		return nil, err
 	}
 	return &netns{f: f}, nil
 }
 
 // do runs f on a thread that is inside ns: a socket f opens, or a process
 // f starts (exec.Cmd.Start), belongs to ns.
-func (ns *netns) do(f func() error) error {
-	return onThread(func() error {
-		if err := unix.Setns(int(ns.f.Fd()), unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("enter network namespace: %w", err)
-		}
-		return f()
-	})
-}
+func (ns *netns) do(f func() error) error { return remote.InNetns(ns.f, f) }
+
+// host is ns as a Remote: commands and servers started through it run in
+// it.
+func (ns *netns) host(name string) remote.Local { return remote.Local{Host: name, Netns: ns.f} }
 
 // inode identifies the namespace, as /proc/<pid>/ns/net links name it
 // ("net:[inode]").

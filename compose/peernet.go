@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lockbench/lockbench/internal/claims"
 )
 
 // A peerNet is the network of a cluster started with PeerNetwork: each
@@ -43,14 +45,12 @@ type peerNet struct {
 }
 
 const (
-	// peerSlots is how many /24s 198.18.0.0/15 holds.
-	peerSlots = 512
+	// peerSlots is how many slots peer networks may take, from the
+	// bottom of 198.18.0.0/15 (simulated hosts take theirs from the top).
+	peerSlots = claims.Slots - claims.LabSlots
 	// peerLinkPrefix names the host's end of each peerNet's uplink:
 	// lockbench<slot>.
 	peerLinkPrefix = "lockbench"
-	// peerClaimBase is the offset of slot 0's byte in the claims file, far
-	// above the ports' bytes.
-	peerClaimBase = 1 << 20
 	// partitionPref is the priority of the partition rules, ahead of the
 	// main table's 32766.
 	partitionPref = 100
@@ -99,15 +99,9 @@ func newPeerNet(n int) (_ *peerNet, err error) {
 }
 
 // prefix is the network's /24.
-func (p *peerNet) prefix() netip.Prefix {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18 + byte(p.slot>>8), byte(p.slot), 0}), 24)
-}
+func (p *peerNet) prefix() netip.Prefix { return claims.Prefix(p.slot) }
 
-func (p *peerNet) host4(last byte) netip.Addr {
-	a := p.prefix().Addr().As4()
-	a[3] = last
-	return netip.AddrFrom4(a)
-}
+func (p *peerNet) host4(last byte) netip.Addr { return claims.Addr(p.slot, last) }
 
 func (p *peerNet) routerAddr() netip.Addr { return p.host4(1) }
 func (p *peerNet) hostAddr() netip.Addr   { return p.host4(254) }
@@ -276,20 +270,22 @@ func deleteLink(name string) error {
 // claimPeerSlot claims a slot no process holds, across processes through
 // the claims file (so it needs it) and in this one through a map.
 func claimPeerSlot() (int, error) {
-	claimsOnce.Do(openClaims)
-	if claims == nil {
-		return 0, fmt.Errorf("compose: PeerNetwork needs the claims file %s to keep concurrent runs' networks apart: %w", claimsPath(), claimsErr)
+	if err := claims.Open(); err != nil {
+		return 0, fmt.Errorf("compose: PeerNetwork needs the claims file to keep concurrent runs' networks apart: %w", err)
 	}
 	peerSlotsMu.Lock()
 	defer peerSlotsMu.Unlock()
 	for s := range peerSlots {
-		if peerSlotsIn[s] || !lockByte(peerClaimBase+s) {
+		if peerSlotsIn[s] {
+			continue
+		}
+		if ok, _ := claims.Slot(s); !ok {
 			continue
 		}
 		// A leftover of a process that died mid-way would make the link
 		// name taken: this slot's links are ours to delete now.
 		if err := deleteLink(peerLinkPrefix + strconv.Itoa(s)); err != nil {
-			unlockByte(peerClaimBase + s)
+			claims.ReleaseSlot(s)
 			return 0, err
 		}
 		peerSlotsIn[s] = true
@@ -302,7 +298,7 @@ func releasePeerSlot(s int) {
 	peerSlotsMu.Lock()
 	defer peerSlotsMu.Unlock()
 	delete(peerSlotsIn, s)
-	unlockByte(peerClaimBase + s)
+	claims.ReleaseSlot(s)
 }
 
 // sweepPeerNets deletes the host links of peer networks whose slot no
@@ -314,8 +310,7 @@ func sweepPeerNets() []string {
 	if err != nil {
 		return nil
 	}
-	claimsOnce.Do(openClaims)
-	if claims == nil {
+	if claims.Open() != nil {
 		return nil
 	}
 	var swept []string
@@ -325,11 +320,11 @@ func sweepPeerNets() []string {
 			continue
 		}
 		peerSlotsMu.Lock()
-		if !peerSlotsIn[s] && lockByte(peerClaimBase+s) {
+		if ok, _ := claims.Slot(s); ok && !peerSlotsIn[s] {
 			if deleteLink(ifc.Name) == nil {
 				swept = append(swept, ifc.Name)
 			}
-			unlockByte(peerClaimBase + s)
+			claims.ReleaseSlot(s)
 		}
 		peerSlotsMu.Unlock()
 	}

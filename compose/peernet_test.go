@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/lockbench/lockbench/internal/claims"
 )
 
 // needPeerNetwork skips the test, saying why, where PeerNetwork cannot
@@ -349,14 +351,16 @@ func TestPeerNetClose(t *testing.T) {
 func TestSweepPeerNets(t *testing.T) {
 	needPeerNetwork(t)
 	const slot = peerSlots - 1 // the last one claimPeerSlot would hand out
-	claimsOnce.Do(openClaims)
-	if claims == nil {
-		t.Skip(claimsErr)
+	if err := claims.Open(); err != nil {
+		t.Skip(err)
 	}
 	peerSlotsMu.Lock()
-	free := !peerSlotsIn[slot] && lockByte(peerClaimBase+slot)
-	if free {
-		unlockByte(peerClaimBase + slot)
+	free := false
+	if !peerSlotsIn[slot] {
+		if ok, _ := claims.Slot(slot); ok {
+			free = true
+			claims.ReleaseSlot(slot)
+		}
 	}
 	peerSlotsMu.Unlock()
 	if !free {

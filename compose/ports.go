@@ -2,15 +2,12 @@ package compose
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/lockbench/lockbench/internal/claims"
 )
 
 // Listening ports are drawn from below the kernel's ephemeral range
@@ -24,13 +21,6 @@ const (
 var (
 	portsMu sync.Mutex
 	taken   = map[int]bool{} // handed out by this process
-	// claims holds a lock on byte p of a file shared by every process on
-	// the machine for each port p this process has handed out (and, far
-	// above, for each peer network it holds); nil, with claimsErr, when
-	// the file cannot be opened.
-	claims     *os.File
-	claimsErr  error
-	claimsOnce sync.Once
 )
 
 // freePorts returns n distinct ports on 127.0.0.1 that nothing listens on,
@@ -43,7 +33,6 @@ var (
 func freePorts(n int) ([]int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	claimsOnce.Do(openClaims)
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
 		if tries > 10000 {
@@ -62,33 +51,11 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// claimsPath is the claims file shared by every process using compose.
-func claimsPath() string { return filepath.Join(os.TempDir(), "lockbench-ports.lock") }
-
-// openClaims opens the shared claims file, or leaves claims nil (and
-// ports with the listen check alone) if it cannot.
-func openClaims() {
-	claims, claimsErr = os.OpenFile(claimsPath(), os.O_CREATE|os.O_RDWR, 0o666)
-}
-
-// claim takes port p for this process unless another process holds it.
+// claim takes port p for this process unless another process holds it;
+// without the claims file, the listen check alone keeps ports apart.
 func claim(p int) bool {
-	if claims == nil {
-		return true
-	}
-	return lockByte(p)
-}
-
-// lockByte takes byte off of the claims file unless another process holds
-// it; unlockByte gives it up.
-func lockByte(off int) bool {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: int64(off), Len: 1}
-	return unix.FcntlFlock(claims.Fd(), unix.F_OFD_SETLK, &lk) == nil
-}
-
-func unlockByte(off int) {
-	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: int64(off), Len: 1}
-	_ = unix.FcntlFlock(claims.Fd(), unix.F_OFD_SETLK, &lk)
+	ok, err := claims.Port(p)
+	return ok || err != nil
 }
 
 func portFree(p int) bool {

@@ -90,7 +90,7 @@ func (l Local) Run(ctx context.Context, c Cmd) error {
 	// A child the command left holding its output ends with the group
 	// when ctx does; otherwise Wait gives up on it after this.
 	cmd.WaitDelay = 5 * time.Second
-	if err := inNetns(l.Netns, cmd.Start); err != nil {
+	if err := InNetns(l.Netns, cmd.Start); err != nil {
 		return fmt.Errorf("remote: %s: %s: %w", l.Name(), line, err)
 	}
 	err = cmd.Wait()
@@ -140,7 +140,7 @@ func (l Local) Spawn(ctx context.Context, d Daemon) (err error) {
 		cmd.Stdout, cmd.Stderr = log, log
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if err := inNetns(l.Netns, cmd.Start); err != nil {
+	if err := InNetns(l.Netns, cmd.Start); err != nil {
 		return fail(err)
 	}
 	pid := cmd.Process.Pid

@@ -52,9 +52,11 @@ func onThread(f func() error) error {
 	return <-errc
 }
 
-// inNetns runs f on a thread inside the network namespace ns: a process
-// that f starts is born in it. ns nil runs f here.
-func inNetns(ns *os.File, f func() error) error {
+// InNetns runs f on a thread inside the network namespace ns (NewNetns,
+// or an open /proc/PID/ns/net): a socket f opens, or a process f starts
+// (exec.Cmd.Start), belongs to ns. ns nil runs f here. The thread goes
+// back to this process's namespace afterwards, or is destroyed.
+func InNetns(ns *os.File, f func() error) error {
 	if ns == nil {
 		return f()
 	}
@@ -83,6 +85,9 @@ func NewNetns() (*os.File, error) {
 	if err != nil {
 		if f != nil {
 			f.Close()
+		}
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("remote: creating a network namespace needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): %w", err)
 		}
 		return nil, fmt.Errorf("remote: creating a network namespace: %w", err)
 	}
