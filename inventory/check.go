@@ -146,14 +146,14 @@ func (c *hostCheck) system(ctx context.Context) {
 // tools checks the programs remote's shell operations use.
 func (c *hostCheck) tools(ctx context.Context) {
 	out, err := c.run(ctx, `for t in "$@"; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done`,
-		"cat", "mkdir", "mv", "chmod", "rm", "dirname", "setsid", "sleep")
+		"cat", "mkdir", "mv", "chmod", "chown", "rm", "dirname", "id", "sort", "sleep", "awk", "setsid", "setpriv")
 	switch {
 	case err != nil:
 		c.add("tools", false, "%v", err)
 	case out != "":
-		c.add("tools", false, "missing %s: starting servers and moving files need them (coreutils, util-linux)", strings.Join(strings.Fields(out), ", "))
+		c.add("tools", false, "missing %s: starting servers, signalling them and moving files need them (coreutils, awk, util-linux)", strings.Join(strings.Fields(out), ", "))
 	default:
-		c.add("tools", true, "sh, coreutils, setsid")
+		c.add("tools", true, "sh, coreutils, awk, setsid, setpriv")
 	}
 }
 

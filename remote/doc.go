@@ -11,17 +11,21 @@
 //
 //   - Upload and Download move files through Run (cat on the host).
 //   - Start starts a server detached from the call, in a session of its
-//     own, with a pidfile; a Proc then reads its State (running, stopped
-//     in state T, gone), signals its process group, pauses, resumes, stops
-//     and kills it. A process is only ever found by its pidfile, never by
-//     its name, and the pidfile records the process's start time beside
-//     its pid, so a signal never reaches a process that reused the pid.
-//   - Cut drops a host's packets to chosen peer addresses with blackhole
-//     policy rules (ip rule … blackhole), leaving every other path as it
-//     was, and refuses to cut the control node's or the judge's (Keeper);
-//     Heal lifts the cuts and Cuts reads back those in force. A cut is one
-//     way (what the host sends): a partition between two hosts is a cut on
-//     each. No nft or iptables is needed.
+//     own, with a pidfile, as the user it asks for; a Proc then reads its
+//     State (running, stopped in state T, gone), signals, pauses, resumes,
+//     stops and kills it — it and its tree: its process group and every
+//     descendant, wherever it moved (a PostgreSQL server's children each
+//     lead a session). A process is only ever found by its pidfile, never
+//     by its name, and the pidfile records the process's start time
+//     beside its pid, so a signal never reaches a process that reused the
+//     pid.
+//   - Cut drops a host's packets to chosen peer addresses, or only those
+//     of one TCP port (CutPaths), with blackhole policy rules (ip rule …
+//     blackhole), leaving every other path as it was, and refuses to cut
+//     the control node's or the judge's (Keeper); Heal lifts the cuts and
+//     CutsInForce reads back those in force. A cut is one way (what the
+//     host sends): a partition between two hosts is a cut on each. No nft
+//     or iptables is needed.
 //
 // The SSH transport verifies every host key against a known_hosts file or
 // a key pinned in the inventory and refuses an unknown or changed key,
@@ -32,6 +36,6 @@
 // log and every error: put secrets there, not in arguments.
 //
 // Commands on a host run under a POSIX shell (sh) with the usual tools
-// (cat, mkdir, mv, chmod, kill, sleep, setsid; ip for cuts); `lockbench
-// hosts check` verifies they are there.
+// (coreutils, awk, kill, setsid and setpriv from util-linux; ip for
+// cuts); `lockbench hosts check` verifies they are there.
 package remote

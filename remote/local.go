@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -85,7 +86,11 @@ func (l Local) Run(ctx context.Context, c Cmd) error {
 	if c.Stderr != nil {
 		cmd.Stderr = io.MultiWriter(c.Stderr, &tail)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cred, err := credential(c.User)
+	if err != nil {
+		return fmt.Errorf("remote: %s: %s: %w", l.Name(), line, err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A child the command left holding its output ends with the group
 	// when ctx does; otherwise Wait gives up on it after this.
@@ -125,6 +130,10 @@ func (l Local) Spawn(ctx context.Context, d Daemon) (err error) {
 	if err != nil {
 		return fail(err)
 	}
+	cred, err := credential(d.User)
+	if err != nil {
+		return fail(err)
+	}
 	if err := os.MkdirAll(filepath.Dir(d.Pidfile), 0o755); err != nil {
 		return fail(err)
 	}
@@ -139,7 +148,7 @@ func (l Local) Spawn(ctx context.Context, d Daemon) (err error) {
 		defer log.Close() // the child has its own descriptor
 		cmd.Stdout, cmd.Stderr = log, log
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := InNetns(l.Netns, cmd.Start); err != nil {
 		return fail(err)
 	}
@@ -157,6 +166,44 @@ func (l Local) Spawn(ctx context.Context, d Daemon) (err error) {
 	}
 	go cmd.Wait() //nolint:errcheck // reaps it; its state is read by pidfile
 	return nil
+}
+
+// credential is the uid, primary group and groups of the account name,
+// for a process started as it; nil for "".
+func credential(name string) (*syscall.Credential, error) {
+	if err := checkUser(name); err != nil || name == "" {
+		return nil, err
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("run as %s: %w", name, err)
+	}
+	id := func(s string) (uint32, error) {
+		n, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("run as %s: id %q: %w", name, s, err)
+		}
+		return uint32(n), nil
+	}
+	c := &syscall.Credential{}
+	if c.Uid, err = id(u.Uid); err != nil {
+		return nil, err
+	}
+	if c.Gid, err = id(u.Gid); err != nil {
+		return nil, err
+	}
+	gids, err := u.GroupIds()
+	if err != nil {
+		return nil, fmt.Errorf("run as %s: its groups: %w", name, err)
+	}
+	for _, g := range gids {
+		n, err := id(g)
+		if err != nil {
+			return nil, err
+		}
+		c.Groups = append(c.Groups, n)
+	}
+	return c, nil
 }
 
 // startTime is field 22 of /proc/PID/stat: when the process started, in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/lockbench/lockbench/remote"
@@ -145,5 +146,78 @@ func TestCutHeal(t *testing.T) {
 		if cuts, err := remote.Cuts(ctx, r); err != nil || len(cuts) != 0 {
 			t.Errorf("%s: a refused cut left %v (%v)", r.Name(), cuts, err)
 		}
+	}
+}
+
+// reachesPort reports whether from's host completes a TCP handshake with
+// to:port within 2 s.
+func reachesPort(t *testing.T, ctx context.Context, from remote.Remote, to netip.Addr, port int) bool {
+	t.Helper()
+	_, err := remote.Output(ctx, from, "timeout", "2", "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", to.String(), strconv.Itoa(port))
+	return err == nil
+}
+
+// TestCutPort: the cut of one server's port, on both sides (what host2
+// sends to it, what it answers host2), separates it from host2 while
+// host2 still reaches host1's other port (sshd) and the control node
+// still reaches the server; the rules read back as paths, and healing the
+// paths lifts them.
+func TestCutPort(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	lab := remotetest.New(t, 2)
+	h1, h2 := lab.Hosts[0], lab.Hosts[1]
+	s1, s2 := lab.Dial(t, 0, "root"), lab.Dial(t, 1, "root")
+	const port = 6379
+	srv, err := remote.Start(ctx, s1, remote.Daemon{
+		Path: "redis-server", Args: []string{"--port", strconv.Itoa(port), "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no", "--dir", "/tmp"},
+		Pidfile: "/tmp/cutport/redis.pid", Log: "/tmp/cutport/redis.log",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Kill(context.Background()) })
+	if !eventually(ctx, func() bool { return reachesPort(t, ctx, s2, h1.Addr, port) }) {
+		t.Fatal("host2 never reached the server")
+	}
+	toServer := remote.Path{Addr: h1.Addr, DPort: port}
+	fromServer := remote.Path{Addr: h2.Addr, SPort: port}
+	if err := remote.CutPaths(ctx, s2, toServer); err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.CutPaths(ctx, s1, fromServer); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := remote.CutsInForce(ctx, s1); err != nil || !slices.Equal(in, []remote.Path{fromServer}) {
+		t.Errorf("cuts on host1: %v (%v)", in, err)
+	}
+	if addrs, err := remote.Cuts(ctx, s1); err != nil || len(addrs) != 0 {
+		t.Errorf("whole-address cuts on host1: %v (%v)", addrs, err)
+	}
+	if reachesPort(t, ctx, s2, h1.Addr, port) {
+		t.Error("host2 reached the server through the cut")
+	}
+	if !reachable(t, ctx, s2, h1.Addr) {
+		t.Error("host2 lost host1's sshd: the cut took more than the server's port")
+	}
+	if !eventually(ctx, func() bool { return reachesPort(t, ctx, remote.Local{}, h1.Addr, port) }) {
+		t.Error("the control node lost the server")
+	}
+	// Only host1's side: the server's answers to host2 are still dropped.
+	if err := remote.HealPaths(ctx, s2, toServer); err != nil {
+		t.Fatal(err)
+	}
+	if reachesPort(t, ctx, s2, h1.Addr, port) {
+		t.Error("host2 reached the server whose answers to it are dropped")
+	}
+	// Healing host2's whole address lifts the cuts of its ports.
+	if err := remote.Heal(ctx, s1, h2.Addr); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := remote.CutsInForce(ctx, s1); len(in) != 0 {
+		t.Errorf("after the heal: %v", in)
+	}
+	if !eventually(ctx, func() bool { return reachesPort(t, ctx, s2, h1.Addr, port) }) {
+		t.Error("host2 does not reach the server after the heal")
 	}
 }

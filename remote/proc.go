@@ -109,9 +109,21 @@ func Start(ctx context.Context, r Remote, d Daemon) (Proc, error) {
 // letter) and t0 (the start time) of the process; it fails when the
 // process is gone: no pidfile, no such process, a zombie, or another
 // process that has reused the pid (its start time differs; a pidfile
-// without one is taken at its word). lb_state prints running, stopped
-// (every thread in state T or t) or gone. lb_wait STATE PIDFILE polls
-// until lb_state prints STATE.
+// without one is taken at its word).
+//
+// lb_tree PID prints, sorted, the living processes that belong to PID:
+// itself, the members of its process group, and every descendant of
+// those, whatever session or group it moved to (a PostgreSQL server's
+// children each start a session of their own). lb_anyrun PIDS succeeds
+// when a thread of one of PIDS is not stopped. lb_freeze PID [all] sends
+// SIGSTOP to PID's processes until two looks find the same ones (and,
+// with all, until every thread of them is stopped), and sets tree to
+// them: a process with a SIGSTOP pending forks no more, so no process of
+// the tree can leave it unseen.
+//
+// lb_state prints running, stopped (every thread of every process of the
+// tree in state T or t) or gone (the pidfile's process is). lb_wait STATE
+// PIDFILE polls until lb_state prints STATE.
 const procLib = `PATH=$PATH:/usr/sbin:/sbin
 lb_fields() { set -- $1; st=$1; t0=${20}; }
 lb_proc() {
@@ -123,13 +135,56 @@ lb_proc() {
 	case $st in Z|X|x) return 1;; esac
 	[ -z "$start" ] || [ "$start" = "$t0" ]
 }
+lb_stat='function lb_after(l) { while ((k = index(l, ") ")) > 0) l = substr(l, k + 2); return l }'
+lb_tree() {
+	awk -v root="$1" "$lb_stat"'
+	BEGIN {
+		for (i = 1; i < ARGC; i++) {
+			if ((getline l < ARGV[i]) > 0) {
+				split(lb_after(l), f, " "); p = substr(l, 1, index(l, " ") - 1)
+				st[p] = f[1]; pp[p] = f[2]; pg[p] = f[3]
+			}
+			close(ARGV[i])
+		}
+		t[root] = 1
+		for (p in pg) if (pg[p] == root) t[p] = 1
+		do {
+			more = 0
+			for (p in pp) if (!(p in t) && (pp[p] in t)) { t[p] = 1; more = 1 }
+		} while (more)
+		for (p in t) if ((p in st) && st[p] !~ /^[ZXx]/) print p
+	}' /proc/[0-9]*/stat | sort -n
+}
+lb_anyrun() {
+	[ $# -gt 0 ] || return 1
+	lb_files=
+	for p; do lb_files="$lb_files /proc/$p/task/*/stat"; done
+	awk "$lb_stat"'
+	BEGIN {
+		for (i = 1; i < ARGC; i++) {
+			if ((getline l < ARGV[i]) > 0 && lb_after(l) !~ /^[TtZXx]/) exit 0
+			close(ARGV[i])
+		}
+		exit 1
+	}' $lb_files
+}
+lb_freeze() {
+	kill -s STOP -- "-$1" 2>/dev/null || kill -s STOP "$1" 2>/dev/null
+	tree=
+	while :; do
+		now=$(lb_tree "$1")
+		kill -s STOP $now 2>/dev/null
+		if [ "$now" = "$tree" ]; then
+			[ -z "$2" ] && return 0
+			lb_anyrun $now || return 0
+		fi
+		tree=$now
+		lb_nap
+	done
+}
 lb_state() {
 	lb_proc "$1" || { echo gone; return; }
-	for f in /proc/"$pid"/task/*/stat; do
-		IFS= read -r s 2>/dev/null < "$f" || continue
-		case ${s##*) } in T*|t*|Z*|X*|x*) ;; *) echo running; return;; esac
-	done
-	echo stopped
+	if lb_anyrun $(lb_tree "$pid"); then echo running; else echo stopped; fi
 }
 lb_nap() { sleep 0.01 2>/dev/null || sleep 1; }
 lb_now() { IFS=' ' read -r now _ < /proc/uptime; now=${now%.*}${now#*.}; now=${now#0}; }
@@ -163,7 +218,8 @@ func (p Proc) Pid(ctx context.Context) (int, error) {
 	return pid, nil
 }
 
-// Signal sends sig to the process's group: ErrGone if it is not running.
+// Signal sends sig to the process's processes — its group, and every
+// descendant, whatever group it moved to — ErrGone if it is not running.
 func (p Proc) Signal(ctx context.Context, sig syscall.Signal) error {
 	name, err := signalName(sig)
 	if err != nil {
@@ -172,11 +228,12 @@ func (p Proc) Signal(ctx context.Context, sig syscall.Signal) error {
 	return p.signal(ctx, name, "")
 }
 
-// signal sends the signal named name and then, when until is a state,
-// waits until the process is in it.
+// signal sends the signal named name to the process's group and tree
+// and then, when until is a state, waits until the process is in it.
 func (p Proc) signal(ctx context.Context, name, until string) error {
 	body := procLib + `lb_proc "$1" || exit 3
 kill -s "$2" -- "-$pid" 2>/dev/null || kill -s "$2" "$pid" || exit 1
+kill -s "$2" $(lb_tree "$pid") 2>/dev/null
 [ -z "$3" ] || lb_wait "$3" "$1"`
 	if err := script(ctx, p.Remote, "signal", body, nil, p.Pidfile, name, until); err != nil {
 		return p.goneOr("SIG"+name, err)
@@ -184,14 +241,22 @@ kill -s "$2" -- "-$pid" 2>/dev/null || kill -s "$2" "$pid" || exit 1
 	return nil
 }
 
-// Pause stops the process with SIGSTOP, as a long GC pause would, and
-// returns once every thread of it is stopped: the kernel stops a thread
-// only when it next runs, and on a loaded host the others go on serving
-// meanwhile, for a second or more.
-func (p Proc) Pause(ctx context.Context) error { return p.signal(ctx, "STOP", "stopped") }
+// Pause stops the process and every process of its tree with SIGSTOP, as
+// a long GC pause would, and returns once every thread of them is
+// stopped: the kernel stops a thread only when it next runs, and on a
+// loaded host the others go on serving meanwhile, for a second or more.
+// The leader stops first, so it forks no child that escapes.
+func (p Proc) Pause(ctx context.Context) error {
+	body := procLib + `lb_proc "$1" || exit 3
+lb_freeze "$pid" all`
+	if err := script(ctx, p.Remote, "pause", body, nil, p.Pidfile); err != nil {
+		return p.goneOr("SIGSTOP", err)
+	}
+	return nil
+}
 
-// Resume continues a paused process (SIGCONT) and returns once no thread
-// of it is stopped.
+// Resume continues a paused process and its tree (SIGCONT) and returns
+// once a thread of it runs.
 func (p Proc) Resume(ctx context.Context) error { return p.signal(ctx, "CONT", "running") }
 
 // Wait returns once the process is in state s, or ctx ends.
@@ -202,49 +267,77 @@ func (p Proc) Wait(ctx context.Context, s State) error {
 	return nil
 }
 
-// Kill sends SIGKILL to the process's group (a crash: no chance to save
-// anything) and returns once every process of the group has gone. Killing
-// a process that is gone does nothing; what is left of a group whose
-// leader died is killed too.
+// Kill kills the process and every process of its tree with SIGKILL (a
+// crash: no chance to save anything) and returns once all have gone.
+// The tree is frozen (SIGSTOP) first, so no process of it forks, or
+// leaves it for init, unseen. Killing a process that is gone does
+// nothing; what is left of a group whose leader died is killed too.
 func (p Proc) Kill(ctx context.Context) error { return p.stop(ctx, "KILL", 0) }
 
-// Stop asks the process to shut down with SIGTERM (and SIGCONT, since a
-// paused process cannot), and kills its group if it has not gone after
-// grace. It returns once every process of the group has gone.
+// Stop asks the process to shut down with SIGTERM (see Terminate).
 func (p Proc) Stop(ctx context.Context, grace time.Duration) error {
 	return p.stop(ctx, "TERM", grace)
+}
+
+// Terminate asks the process to shut down with sig, sent to its group
+// (and SIGCONT to its tree, since a paused process cannot), and kills its
+// tree as Kill does if it has not gone after grace. It returns once the
+// process and every process its tree held when sig was sent have gone. A
+// server that wants another signal than SIGTERM to shut down fast
+// (PostgreSQL: SIGINT) is stopped with it.
+func (p Proc) Terminate(ctx context.Context, sig syscall.Signal, grace time.Duration) error {
+	name, err := signalName(sig)
+	if err != nil {
+		return err
+	}
+	return p.stop(ctx, name, grace)
 }
 
 func (p Proc) stop(ctx context.Context, name string, grace time.Duration) error {
 	// The group lives on as long as a process is in it, and its id cannot
 	// be reused meanwhile: remnants of a group whose leader has died are
 	// ours to kill, unless another process has taken the leader's pid.
-	body := procLib + `g=
+	body := procLib + `tree=
 if lb_proc "$1"; then
-	if kill -s "$2" -- "-$pid" 2>/dev/null; then g=1; else kill -s "$2" "$pid" 2>/dev/null; fi
-	[ "$2" = KILL ] || kill -s CONT -- "-$pid" 2>/dev/null || kill -s CONT "$pid" 2>/dev/null
+	if [ "$2" = KILL ]; then
+		lb_freeze "$pid"
+		kill -s KILL -- "-$pid" 2>/dev/null
+		kill -s KILL "$pid" $tree 2>/dev/null
+	else
+		tree=$(lb_tree "$pid")
+		kill -s "$2" -- "-$pid" 2>/dev/null || kill -s "$2" "$pid" 2>/dev/null
+		kill -s CONT -- "-$pid" 2>/dev/null
+		kill -s CONT "$pid" $tree 2>/dev/null
+	fi
 elif [ -n "$pid" ] && [ ! -e "/proc/$pid" ] && kill -s 0 -- "-$pid" 2>/dev/null; then
-	kill -s KILL -- "-$pid" 2>/dev/null; g=1
+	kill -s KILL -- "-$pid" 2>/dev/null
 else
 	exit 0
 fi
-# A group whose members are all zombies has gone: their parent (the
-# host's init, for an orphan) may take its time to reap them.
+# A process that is a zombie has gone: its parent (the host's init, for
+# an orphan) may take its time to reap it.
 alive() {
-	[ -n "$g" ] || { lb_proc "$1"; return; }
-	kill -s 0 -- "-$pid" 2>/dev/null || return 1
-	for f in /proc/[0-9]*/stat; do
-		IFS= read -r s 2>/dev/null < "$f" || continue
-		set -- ${s##*) }
-		[ "$3" = "$pid" ] && [ "$1" != Z ] && [ "$1" != X ] && return 0
+	lb_proc "$1" && return 0
+	if [ -n "$pid" ] && [ ! -e "/proc/$pid" ] && [ -n "$(lb_tree "$pid")" ]; then
+		return 0 # what is left of its group
+	fi
+	for p in $tree; do
+		IFS= read -r s 2>/dev/null < "/proc/$p/stat" || continue
+		case ${s##*) } in Z*|X*|x*) ;; *) return 0;; esac
 	done
 	return 1
 }
 lb_now; end=$((now+$3))
+killed=
 while alive "$1"; do
 	lb_now
-	if [ "$2" != KILL ] && [ "$now" -ge "$end" ]; then
-		kill -s KILL -- "-$pid" 2>/dev/null || kill -s KILL "$pid" 2>/dev/null
+	if [ "$2" != KILL ] && [ -z "$killed" ] && [ "$now" -ge "$end" ]; then
+		killed=1
+		old=$tree
+		if lb_proc "$1"; then lb_freeze "$pid"; kill -s KILL -- "-$pid" 2>/dev/null; kill -s KILL "$pid" $tree 2>/dev/null; fi
+		kill -s KILL -- "-$pid" 2>/dev/null
+		kill -s KILL $old $tree 2>/dev/null
+		tree="$old $tree"
 	fi
 	lb_nap
 done`
@@ -270,7 +363,7 @@ func signalName(sig syscall.Signal) (string, error) {
 	names := map[syscall.Signal]string{
 		syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGQUIT: "QUIT", syscall.SIGKILL: "KILL",
 		syscall.SIGUSR1: "USR1", syscall.SIGUSR2: "USR2", syscall.SIGTERM: "TERM",
-		syscall.SIGCONT: "CONT", syscall.SIGSTOP: "STOP",
+		syscall.SIGCONT: "CONT", syscall.SIGSTOP: "STOP", syscall.SIGALRM: "ALRM",
 	}
 	if n, ok := names[sig]; ok {
 		return n, nil

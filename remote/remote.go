@@ -50,6 +50,11 @@ type Cmd struct {
 	Env []string
 	// Dir is the working dir; "" is the login's (or this process's).
 	Dir string
+	// User, when set, is the account the command runs as (its uid, its
+	// primary group and its groups), which the login must be root (or
+	// sudo) to take; "" runs it as root. Servers that refuse root
+	// (PostgreSQL) run as their own account.
+	User string
 	// Stdin, Stdout and Stderr are the command's; nil means empty input
 	// and discarded output.
 	Stdin          io.Reader
@@ -58,11 +63,12 @@ type Cmd struct {
 
 // Daemon is a long-lived process to start with Start.
 type Daemon struct {
-	// Path, Args, Env and Dir are as in Cmd.
+	// Path, Args, Env, Dir and User are as in Cmd.
 	Path string
 	Args []string
 	Env  []string
 	Dir  string
+	User string
 	// Pidfile is where its pid goes: an absolute path on the host, whose
 	// dir Start creates.
 	Pidfile string
@@ -118,6 +124,28 @@ func (t *tailBuffer) String() string { return string(t.b) }
 // commandLine is c's program and arguments as an error shows them.
 func commandLine(path string, args []string) string {
 	return strings.Join(append([]string{path}, args...), " ")
+}
+
+// asUser is the command that runs the rest of a command line as user
+// (uid, primary group, groups), with setpriv (util-linux), which needs no
+// PAM session and leaves the process's pid as it is: "" runs it as it is.
+const asUser = `lb_as() { [ -z "$LB_USER" ] || { g=$(id -g -- "$LB_USER") || exit 126; set -- setpriv --reuid="$LB_USER" --regid="$g" --init-groups -- "$@"; }; unset LB_USER; exec "$@"; }`
+
+// checkUser rejects a user name a shell or setpriv could take for
+// something else.
+func checkUser(u string) error {
+	if u == "" {
+		return nil
+	}
+	for i, r := range u {
+		switch {
+		case r == '_', r == '.', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		case r == '-' && i > 0:
+		default:
+			return fmt.Errorf("remote: user %q: not an account name", u)
+		}
+	}
+	return nil
 }
 
 // checkEnv rejects an Env entry that is no KEY=VALUE pair or whose value

@@ -432,3 +432,126 @@ func TestLocalDaemonSession(t *testing.T) {
 		t.Errorf("session and group of %d: %q (%v), want its own", pid, out, err)
 	}
 }
+
+// TestUser: a command and a daemon run as the account asked for (its uid
+// and groups), and the daemon is signalled, paused and killed by its
+// pidfile all the same; a name no account can have is refused.
+func TestUser(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	const account = "nobody"
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := tr.r.Run(ctx, remote.Cmd{Path: "id", Args: []string{"-un"}, User: account, Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(out.String()); got != account {
+				t.Errorf("id -un as %s: %q", account, got)
+			}
+			dir := path.Join(tr.dir, "user")
+			if err := tr.r.Run(ctx, remote.Cmd{Path: "mkdir", Args: []string{"-p", dir}}); err != nil {
+				t.Fatal(err)
+			}
+			p, err := remote.Start(ctx, tr.r, remote.Daemon{
+				Path: "sh", Args: []string{"-c", `id -un; exec sleep 600`}, User: account,
+				Pidfile: path.Join(dir, "sleep.pid"), Log: path.Join(dir, "sleep.log"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Kill(context.Background()) })
+			var log bytes.Buffer
+			for !strings.Contains(log.String(), "\n") && ctx.Err() == nil {
+				log.Reset()
+				_ = remote.Download(ctx, tr.r, path.Join(dir, "sleep.log"), &log)
+			}
+			if log.String() != account+"\n" {
+				t.Errorf("the daemon runs as %q, want %s", log.String(), account)
+			}
+			pid, err := p.Pid(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			uid, err := remote.Output(ctx, tr.r, "stat", "-c", "%U", "/proc/"+strconv.Itoa(pid))
+			if err != nil || strings.TrimSpace(string(uid)) != account {
+				t.Errorf("the pidfile's process %d belongs to %q (%v), want %s", pid, uid, err, account)
+			}
+			if err := p.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wantState(t, ctx, p, remote.Stopped)
+			if err := p.Kill(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wantState(t, ctx, p, remote.Gone)
+			for _, bad := range []string{"-rf", "a b", "x;y", "$(id)"} {
+				if err := tr.r.Run(ctx, remote.Cmd{Path: "true", User: bad}); err == nil || !strings.Contains(err.Error(), "not an account name") {
+					t.Errorf("user %q: %v", bad, err)
+				}
+			}
+		})
+	}
+}
+
+// TestTree: a process whose children leave its group and session (as a
+// PostgreSQL server's do) is paused, resumed and killed with them: the
+// children are found by descent, not by group.
+func TestTree(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			dir := path.Join(tr.dir, "tree")
+			kids := path.Join(dir, "kids")
+			// Two children, each in a session of its own, one with a
+			// grandchild; the leader writes their pids once they run.
+			p, err := remote.Start(ctx, tr.r, remote.Daemon{
+				Path: "sh", Args: []string{"-c", `setsid sleep 600 & a=$!; setsid sh -c 'sleep 600 & wait' & b=$!; sleep 0.2; echo "$a $b" > "$1"; wait`, "sh", kids},
+				Pidfile: path.Join(dir, "leader.pid"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Kill(context.Background()) })
+			var children []string
+			for len(children) < 2 && ctx.Err() == nil {
+				b, _ := remote.Output(ctx, tr.r, "sh", "-c", `cat "$1" 2>/dev/null || true`, "sh", kids)
+				children = strings.Fields(string(b))
+			}
+			grand, err := remote.Output(ctx, tr.r, "sh", "-c", `cat /proc/"$1"/task/"$1"/children`, "sh", children[1])
+			if err != nil || len(strings.Fields(string(grand))) != 1 {
+				t.Fatalf("the grandchild: %q (%v)", grand, err)
+			}
+			all := append(children, strings.Fields(string(grand))...)
+			state := func(pid string) string {
+				out, _ := remote.Output(ctx, tr.r, "sh", "-c", `IFS= read -r s < "/proc/$1/stat" && set -- ${s##*) } && echo "$1"`, "sh", pid)
+				return strings.TrimSpace(string(out))
+			}
+			if err := p.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range all {
+				if s := state(c); s != "T" {
+					t.Errorf("after Pause, %s (out of the leader's group) is in state %q, want T", c, s)
+				}
+			}
+			if err := p.Resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range all {
+				if s := state(c); s == "T" {
+					t.Errorf("after Resume, %s is still stopped", c)
+				}
+			}
+			if err := p.Kill(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range all {
+				if living(t, ctx, tr.r, c) {
+					t.Errorf("%s outlived Kill", c)
+				}
+			}
+		})
+	}
+}

@@ -15,11 +15,15 @@ import (
 // its output to the log: the pidfile is written before Spawn returns, and
 // it names the daemon even if setsid had to fork.
 //
-// $1 pidfile, $2 log, $3 dir, then the program and its arguments.
+// The daemon takes its user (setpriv) as it execs the program, after its
+// pid and start time are read: the pidfile names it all the same.
+//
+// $1 pidfile, $2 log, $3 dir, $4 user, then the program and its
+// arguments.
 const spawnScript = `set -e
 PATH=$PATH:/usr/sbin:/sbin
-pf=$1 log=${2:-/dev/null} dir=$3
-shift 3
+pf=$1 log=${2:-/dev/null} dir=$3 user=$4
+shift 4
 mkdir -p -- "$(dirname -- "$pf")"
 [ -z "$dir" ] || cd -- "$dir"
 : >> "$log"
@@ -29,8 +33,9 @@ lb_t0
 echo "$$ $t0"
 exec >> "$LB_LOG" 2>&1 < /dev/null
 unset LB_LOG
-exec "$@"'
-out=$(LB_LOG=$log setsid sh -c "$daemon" lockbench-daemon "$@" < /dev/null 2>> "$log" &)
+` + asUser + `
+lb_as "$@"'
+out=$(LB_LOG=$log LB_USER=$user setsid sh -c "$daemon" lockbench-daemon "$@" < /dev/null 2>> "$log" &)
 case $out in
 *' '*) ;;
 *) echo "lockbench: $1 did not start: see $log" >&2; exit 1;;
@@ -40,7 +45,10 @@ mv -f -- "$pf.tmp" "$pf"`
 
 // spawnShell is Spawn for a transport that can only run commands.
 func spawnShell(ctx context.Context, r Remote, d Daemon) error {
-	args := append([]string{"-c", spawnScript, "lockbench-spawn", d.Pidfile, d.Log, d.Dir, d.Path}, d.Args...)
+	if err := checkUser(d.User); err != nil {
+		return err
+	}
+	args := append([]string{"-c", spawnScript, "lockbench-spawn", d.Pidfile, d.Log, d.Dir, d.User, d.Path}, d.Args...)
 	if err := r.Run(ctx, Cmd{Path: "sh", Args: args, Env: d.Env}); err != nil {
 		return fmt.Errorf("remote: start %s on %s: %w", strings.TrimSpace(commandLine(d.Path, d.Args)), r.Name(), err)
 	}

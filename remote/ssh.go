@@ -262,9 +262,11 @@ lb_pgid
 while IFS= read -r lb_env && [ -n "$lb_env" ]; do export "$lb_env"; done
 unset lb_env
 PATH=$PATH:/usr/sbin:/sbin
+` + asUser + `
 [ -z "$1" ] || cd -- "$1" || exit 126
-shift
-exec "$@"`
+LB_USER=$2
+shift 2
+lb_as "$@"`
 
 // pgidMark starts the line of the wrapper's stderr that names its group.
 const pgidMark = "lockbench-pgid "
@@ -287,6 +289,9 @@ func (s *SSH) run(ctx context.Context, c Cmd, sudo bool) (string, error) {
 
 func (s *SSH) runCmd(ctx context.Context, c Cmd, sudo bool) error {
 	if err := checkEnv(c.Env); err != nil {
+		return err
+	}
+	if err := checkUser(c.User); err != nil {
 		return err
 	}
 	line := commandLine(c.Path, c.Args)
@@ -325,7 +330,7 @@ func (s *SSH) runCmd(ctx context.Context, c Cmd, sudo bool) error {
 	}
 	pg := &pgidWriter{w: stderr}
 	sess.Stderr = pg
-	words := []string{"sh", "-c", wrapper, "lockbench", c.Dir, c.Path}
+	words := []string{"sh", "-c", wrapper, "lockbench", c.Dir, c.User, c.Path}
 	if sudo && !s.root {
 		words = append([]string{"sudo", "-n", "--"}, words...)
 	}
