@@ -28,7 +28,16 @@ const clientCutPref = partitionPref + 1
 // other. The node must run in a network namespace: a server started with
 // Netns, or a member of a cluster started with PeerNetwork. (Partition,
 // through a proxy, keeps every TCP connection open.)
+//
+// A node placed on a host (Placement) is cut off from its client hosts
+// instead: on its host its answers to them are dropped, on theirs what
+// they send to its port, with blackhole rules aimed at those paths only
+// (remote.CutPaths), so its other clients — the control node — and the
+// host's other servers keep theirs.
 func (n *Node) CutClients() error {
+	if n.spec.place != nil {
+		return n.cutPlaced(true)
+	}
 	if n.spec.net == nil {
 		return fmt.Errorf("compose: %s runs in this host's network namespace: start it with Netns (or PeerNetwork) to cut its clients off", n.Name)
 	}
@@ -37,6 +46,9 @@ func (n *Node) CutClients() error {
 
 // HealClients lifts CutClients.
 func (n *Node) HealClients() error {
+	if n.spec.place != nil {
+		return n.cutPlaced(false)
+	}
 	if n.spec.net == nil {
 		return fmt.Errorf("compose: %s runs in this host's network namespace: there is no cut to heal", n.Name)
 	}
@@ -45,6 +57,11 @@ func (n *Node) HealClients() error {
 
 // ClientsCut reports whether CutClients is in force for the node.
 func (n *Node) ClientsCut() bool {
+	if n.spec.place != nil {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.cut
+	}
 	if n.spec.net == nil {
 		return false
 	}
@@ -57,8 +74,12 @@ func (n *Node) ClientsCut() bool {
 // from this host fails within d by timing out, as it does when the node's
 // clients are cut off, and an error saying what happened otherwise (it
 // connected, or was refused: a clean answer a cut never gives). A nemesis
-// proves a cut with it.
+// proves a cut with it. A node placed on a host is tried from each of its
+// client hosts, and must still be reachable from this machine.
 func (n *Node) Unreachable(ctx context.Context, d time.Duration) error {
+	if n.spec.place != nil {
+		return n.unreachablePlaced(ctx, d)
+	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var dialer net.Dialer

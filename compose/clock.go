@@ -1,21 +1,17 @@
 package compose
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
+	"path"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/lockbench/lockbench/remote"
 )
 
 // clockSource is the clock preload's C source: see preload/clock.c for
@@ -24,131 +20,134 @@ import (
 //go:embed preload/clock.c
 var clockSource []byte
 
-// CC is the C compiler that builds the clock preload.
+// CC is the C compiler that builds the clock preload, on each host
+// where a server runs under it.
 var CC = "gcc"
 
-// clockPreload is the clock preload built once per process, in a sealed
-// memfd: servers load it through the descriptor they inherit
-// (LD_PRELOAD=/proc/self/fd/N), so no file needs to be readable by the
-// user a server runs as, and none is left behind.
-var clockPreload = sync.OnceValues(buildClockPreload)
+// The clock preload is built once per host of an Env, from the source
+// uploaded there, into the Env's dir on that host (a host placed by the
+// caller may name a prebuilt one instead: Placement.ClockPreload); each
+// node under it gets a copy in its clock dir, beside its dir, which
+// its server's user can read, with the page its clock is read from.
 
-func buildClockPreload() (*os.File, error) {
-	cc, err := exec.LookPath(CC)
+// clockPreloadOn returns the path of the clock preload on n's host,
+// building it there on first use.
+func (e *Env) clockPreloadOn(ctx context.Context, n *Node) (string, error) {
+	if p := n.spec.place; p != nil && p.ClockPreload != "" {
+		return p.ClockPreload, nil
+	}
+	e.preloadMu.Lock()
+	defer e.preloadMu.Unlock() // one build per host, once
+	if e.preloads == nil {
+		e.preloads = map[string]string{}
+	}
+	key := n.host.Name()
+	if so, ok := e.preloads[key]; ok {
+		return so, nil
+	}
+	dir := path.Join(path.Dir(n.Dir), ".lockbench-clock-preload")
+	if p := n.spec.place; p != nil {
+		dir = p.Dir + ".clock-preload"
+	}
+	src, so := path.Join(dir, "clock.c"), path.Join(dir, "clock.so")
+	if err := remote.Upload(ctx, n.host, bytes.NewReader(clockSource), src, 0o644); err != nil {
+		return "", fmt.Errorf("compose: clock preload: %w", err)
+	}
+	var out bytes.Buffer
+	err := n.host.Run(ctx, remote.Cmd{Path: CC, Args: []string{"-shared", "-fPIC", "-O2", "-o", so, src}, Stdout: &out, Stderr: &out})
 	if err != nil {
-		return nil, fmt.Errorf("compose: FakeClock builds its preload with a C compiler: %w (Debian's gcc)", err)
+		return "", fmt.Errorf("compose: build the clock preload on %s with %s (Debian's gcc, or a prebuilt one): %w", n.host.Name(), CC, err)
 	}
-	dir, err := os.MkdirTemp("", "lockbench-clock-")
-	if err != nil {
-		return nil, fmt.Errorf("compose: clock preload: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	src, so := filepath.Join(dir, "clock.c"), filepath.Join(dir, "clock.so")
-	if err := os.WriteFile(src, clockSource, 0o644); err != nil {
-		return nil, fmt.Errorf("compose: clock preload: %w", err)
-	}
-	if out, err := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", so, src).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("compose: build the clock preload: %s: %w\n%s", cc, err, out)
-	}
-	lib, err := os.ReadFile(so)
-	if err != nil {
-		return nil, fmt.Errorf("compose: clock preload: %w", err)
-	}
-	f, err := memfd("lockbench-clock-preload.so", unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := f.Write(lib); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("compose: clock preload: %w", err)
-	}
-	seals := unix.F_SEAL_WRITE | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("compose: seal the clock preload: %w", err)
-	}
-	return f, nil
+	e.preloads[key] = so
+	e.mu.Lock()
+	e.extraDirs = append(e.extraDirs, hostDir{n.host, dir})
+	e.mu.Unlock()
+	return so, nil
 }
 
-// memfd creates a memory file; MFD_EXEC, unknown to kernels before 6.3
-// (whose memfds are all executable), is dropped where refused.
-func memfd(name string, flags int) (*os.File, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|flags)
-	if errors.Is(err, unix.EINVAL) && flags&unix.MFD_EXEC != 0 {
-		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC|flags&^unix.MFD_EXEC)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("compose: memfd_create %s: %w", name, err)
-	}
-	return os.NewFile(uintptr(fd), name), nil
-}
-
-// clockPage mirrors struct page of preload/clock.c.
-type clockPage struct {
-	seq        uint64
-	anchorReal int64
-	anchorFake int64
-	rate       uint64 // math.Float64bits
-}
-
-// A nodeClock is the fake wall clock of one node: a page the node's
-// processes map read-only, which it writes. It outlives restarts of the
-// server, as a machine's clock outlives its processes.
+// A nodeClock is the fake wall clock of one node: a page on its host that
+// the node's processes map read-only, which a control rewrites through
+// the host's Remote. It outlives restarts of the server, as a machine's
+// clock outlives its processes.
 type nodeClock struct {
-	mu   sync.Mutex
-	f    *os.File
-	mem  []byte
-	page *clockPage
+	host     remote.Remote
+	dir      string // the node's clock dir on its host
+	so, page string // the preload and the page, in it
+	prebuilt bool   // so is the caller's, elsewhere
+	mu       sync.Mutex
+	seq      uint64
 	// The clock reads anchorFake at real time anchorReal and runs at rate.
 	anchorReal, anchorFake int64
 	rate                   float64
 }
 
-func newNodeClock() (*nodeClock, error) {
-	if _, err := clockPreload(); err != nil {
-		return nil, err
-	}
-	f, err := memfd("lockbench-clock", 0)
+// newNodeClock makes n's clock: the preload and a page that reads real
+// time, in n's clock dir on its host.
+func (e *Env) newNodeClock(ctx context.Context, n *Node) (*nodeClock, error) {
+	so, err := e.clockPreloadOn(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.Truncate(4096); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("compose: clock page: %w", err)
+	c := &nodeClock{host: n.host, dir: clockDir(n), rate: 1}
+	c.page = path.Join(c.dir, "page")
+	c.so = path.Join(c.dir, "clock.so")
+	if p := n.spec.place; p != nil && p.ClockPreload != "" {
+		c.so, c.prebuilt = so, true
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	// The dir and its files are open to every user: the server may run
+	// as one (PostgreSQL).
+	err = n.host.Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", `set -e
+mkdir -p -- "$1" && chmod 755 "$1"
+[ "$2" = "$3" ] || { cp -- "$2" "$3" && chmod 644 "$3"; }
+: > "$4" && chmod 644 "$4"`, "sh", c.dir, so, c.so, c.page}})
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("compose: map the clock page: %w", err)
+		return nil, fmt.Errorf("compose: clock of %s: %w", n.Name, err)
 	}
-	c := &nodeClock{f: f, mem: mem, page: (*clockPage)(unsafe.Pointer(&mem[0])), rate: 1}
-	c.publish()
+	if err := c.publish(ctx); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
-// prepare makes cmd load the preload and map the clock's page.
-func (c *nodeClock) prepare(cmd *exec.Cmd) error {
-	so, err := clockPreload()
-	if err != nil {
-		return err
-	}
-	fd := 3 + len(cmd.ExtraFiles)
-	cmd.ExtraFiles = append(cmd.ExtraFiles, so, c.f)
-	cmd.Env = append(cmd.Env,
-		"LD_PRELOAD=/proc/self/fd/"+strconv.Itoa(fd),
-		"LOCKBENCH_CLOCK_FD="+strconv.Itoa(fd+1))
-	return nil
+// clockDir is n's clock dir on its host: beside its dir, so that a wipe
+// leaves it.
+func clockDir(n *Node) string { return n.Dir + ".clock" }
+
+// env is what makes a server load the preload and read the page.
+func (c *nodeClock) env() []string {
+	return []string{"LD_PRELOAD=" + c.so, "LOCKBENCH_CLOCK_FILE=" + c.page}
 }
 
-// publish writes the anchors and the rate to the page under the sequence
-// lock that the preload's readers retry on. Callers hold mu (or own c).
-func (c *nodeClock) publish() {
-	p := c.page
-	atomic.AddUint64(&p.seq, 1)
-	atomic.StoreInt64(&p.anchorReal, c.anchorReal)
-	atomic.StoreInt64(&p.anchorFake, c.anchorFake)
-	atomic.StoreUint64(&p.rate, math.Float64bits(c.rate))
-	atomic.AddUint64(&p.seq, 1)
+// pageCheck mirrors page_check of preload/clock.c.
+func pageCheck(w ...uint64) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	for _, x := range w {
+		h ^= x
+		h *= 0x100000001b3
+	}
+	return h
+}
+
+// publish writes the anchors and the rate to the page, whole, with one
+// write (dd) on its host: a reader that meets it half written finds its
+// check wrong and reads again. Callers hold mu (or own c).
+func (c *nodeClock) publish(ctx context.Context) error {
+	c.seq++
+	rate := math.Float64bits(c.rate)
+	w := []uint64{c.seq, uint64(c.anchorReal), uint64(c.anchorFake), rate}
+	page := make([]byte, 0, 40)
+	for _, x := range append(w, pageCheck(w...)) {
+		page = binary.LittleEndian.AppendUint64(page, x)
+	}
+	err := c.host.Run(ctx, remote.Cmd{
+		Path:  "dd",
+		Args:  []string{"of=" + c.page, "bs=40", "count=1", "iflag=fullblock", "conv=notrunc", "status=none"},
+		Stdin: bytes.NewReader(page),
+	})
+	if err != nil {
+		return fmt.Errorf("compose: write the clock page %s on %s: %w", c.page, c.host.Name(), err)
+	}
+	return nil
 }
 
 // at is the clock's reading at real time real (ns), computed as the
@@ -161,22 +160,28 @@ func (c *nodeClock) at(real int64) int64 {
 }
 
 // set re-anchors the clock now, reading what it read plus jump, running at
-// rate from now on.
-func (c *nodeClock) set(jump time.Duration, rate float64) {
+// rate from now on. The anchors are read on this machine's clock: on
+// another host, a jump (rate 1) is exact whatever their clocks differ by,
+// and a rate is off by that difference times the rate's distance from 1.
+func (c *nodeClock) set(jump time.Duration, rate float64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
 	now := time.Now().UnixNano()
 	c.anchorFake, c.anchorReal, c.rate = c.at(now)+int64(jump), now, rate
-	c.publish()
+	return c.publish(ctx)
 }
 
 // reset sets the clock back to real time at real speed.
-func (c *nodeClock) reset() {
+func (c *nodeClock) reset() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
 	now := time.Now().UnixNano()
 	c.anchorFake, c.anchorReal, c.rate = now, now, 1
-	c.publish()
+	return c.publish(ctx)
 }
 
 func (c *nodeClock) offset() time.Duration {
@@ -190,10 +195,6 @@ func (c *nodeClock) currentRate() float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.rate
-}
-
-func (c *nodeClock) close() error {
-	return errors.Join(unix.Munmap(c.mem), c.f.Close())
 }
 
 // errNoClock is the error of a clock control on a node without FakeClock.
@@ -217,8 +218,7 @@ func (n *Node) JumpClock(d time.Duration) error {
 	if n.clock == nil {
 		return n.errNoClock()
 	}
-	n.clock.set(d, n.clock.currentRate())
-	return nil
+	return n.clock.set(d, n.clock.currentRate())
 }
 
 // SetClockRate makes the node's wall clock run at rate times real time
@@ -236,8 +236,7 @@ func (n *Node) SetClockRate(rate float64) error {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return fmt.Errorf("compose: clock rate %v of %s: want a positive finite number", rate, n.Name)
 	}
-	n.clock.set(0, rate)
-	return nil
+	return n.clock.set(0, rate)
 }
 
 // ClockOffset returns how far the node's wall clock is ahead of the real
@@ -254,8 +253,7 @@ func (n *Node) ResetClock() error {
 	if n.clock == nil {
 		return n.errNoClock()
 	}
-	n.clock.reset()
-	return nil
+	return n.clock.reset()
 }
 
 // ServerTime reads the server's wall clock, as the server itself reads

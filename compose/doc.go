@@ -5,11 +5,19 @@
 // run as another user keeps its data dir outside it), and injects faults
 // into them.
 //
-// Every node runs in its own process group with a parent-death signal, so
-// nothing survives the run: Env.Close kills every group, and if the parent
-// process itself dies (SIGKILL included) the kernel kills the children.
-// (A PostgreSQL server's children leave its group; they follow their
-// postmaster when it dies, and compose finds them by their working dir.)
+// Every control of a node goes through its host's remote.Remote: on this
+// machine remote.Local (in the node's network namespace, if it has one),
+// on a host of the caller's choosing (Placement) an SSH connection. A
+// server is started detached, in a session of its own, with a pidfile,
+// and is only ever found by that pidfile; its signals, pauses and kills
+// reach its process tree (its group and every descendant, wherever it
+// moved: a PostgreSQL server's children lead sessions of their own). So
+// one piece of code injects a fault here and on another host. On this
+// machine nothing survives the run: Env.Close kills every server, and if
+// the parent process itself dies (SIGKILL included) the kernel kills its
+// children (a parent-death signal), and PostgreSQL's follow their
+// postmaster. On another host, a server whose control node vanished runs
+// on until the next run's start finds it by its pidfile and kills it.
 //
 // Topologies: Env.Redis (independent masters, for Redlock), Env.Sentinel
 // (a master, replicas and sentinels, optionally with proxied replication
@@ -36,12 +44,18 @@
 //     Every server kind takes a Durability (fast, periodic, durable) that
 //     says when it fsyncs.
 //   - FakeClock runs a server under a preload (built from preload/clock.c
-//     with the C compiler) that moves its wall clock: Node.JumpClock and
-//     Node.SetClockRate. Go servers (etcd members) cannot be reached by a
-//     preload.
+//     with the C compiler, on the server's host) that moves its wall
+//     clock, read from a page file that Node.JumpClock and
+//     Node.SetClockRate rewrite through the host's Remote. Go servers
+//     (etcd members) cannot be reached by a preload.
 //   - Netns (and PeerNetwork) run servers in network namespaces of their
 //     own, reachable from this host by routes, so that Node.CutClients
-//     cuts their clients off silently, as a partition does.
+//     cuts their clients off silently, as a partition does. A server
+//     placed on a host is cut off from its client hosts by blackhole rules
+//     aimed at its port on both sides (remote.CutPaths).
+//
+// Redis and PostgreSQL servers can be placed on other hosts (RedisOptions.On,
+// PostgresOptions.On): `lockbench run --inventory` starts them there.
 //
 // Partitions between the members of a quorum (etcd, ZooKeeper) need more
 // than a proxy, since members dial each other both ways: a cluster started

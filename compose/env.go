@@ -1,14 +1,16 @@
 package compose
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/remote"
 )
 
 // ReadyTimeout bounds how long a node may take to become ready after it is
@@ -28,6 +30,18 @@ type Env struct {
 	nets    []*peerNet     // the PeerNetwork clusters' networks
 	names   map[string]int // next index per node name prefix
 	closed  bool
+	// extraDirs are dirs made on hosts beside the nodes' (the clock
+	// preload's), which Close removes.
+	extraDirs []hostDir
+
+	preloadMu sync.Mutex
+	preloads  map[string]string // the clock preload's path, by host name
+}
+
+// hostDir is a dir on a host.
+type hostDir struct {
+	host remote.Remote
+	dir  string
 }
 
 // New returns an Env whose nodes live under dir, which is created if
@@ -129,9 +143,6 @@ func (e *Env) Close() error {
 		if n.lazy != nil {
 			errs = append(errs, n.lazy.close())
 		}
-		if n.clock != nil {
-			errs = append(errs, n.clock.close())
-		}
 	}
 	if px != nil {
 		px.close()
@@ -144,7 +155,16 @@ func (e *Env) Close() error {
 	for _, n := range nodes {
 		if n.spec.dir != "" { // a node dir outside the run dir goes with the Env
 			errs = append(errs, removeDirs(n))
+		} else if n.clock != nil {
+			errs = append(errs, removeDir(n.host, clockDir(n)))
 		}
+	}
+	e.mu.Lock()
+	extra := e.extraDirs
+	e.extraDirs = nil
+	e.mu.Unlock()
+	for _, d := range extra {
+		errs = append(errs, removeDir(d.host, d.dir))
 	}
 	return errors.Join(errs...)
 }
@@ -171,14 +191,24 @@ func (e *Env) Prune() ([]string, error) {
 	return kept, errors.Join(errs...)
 }
 
-// removeDirs removes a stopped node's dir and, if it has a lazy
-// filesystem (unmounted by then), its disk.
+// removeDirs removes a stopped node's dir, its clock dir and, if it has
+// a lazy filesystem (unmounted by then), its disk, on its host.
 func removeDirs(n *Node) error {
-	err := os.RemoveAll(n.Dir)
+	dirs := []string{n.Dir, clockDir(n)}
 	if n.lazy != nil {
-		err = errors.Join(err, os.RemoveAll(n.lazy.backing))
+		dirs = append(dirs, n.lazy.backing)
 	}
-	return err
+	return removeDir(n.host, dirs...)
+}
+
+// removeDir removes dirs on host h, and what they hold.
+func removeDir(h remote.Remote, dirs ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := h.Run(ctx, remote.Cmd{Path: "rm", Args: append([]string{"-rf", "--"}, dirs...)}); err != nil {
+		return fmt.Errorf("compose: remove %v on %s: %w", dirs, h.Name(), err)
+	}
+	return nil
 }
 
 // peerNet builds a network for a PeerNetwork cluster of n members, which
@@ -195,23 +225,4 @@ func (e *Env) peerNet(n int) (*peerNet, error) {
 	}
 	e.nets = append(e.nets, p)
 	return p, nil
-}
-
-// logFile opens (appending) the log of the named node.
-func (e *Env) logFile(name string) (*os.File, error) {
-	return os.OpenFile(filepath.Join(e.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-}
-
-// tail returns the last n bytes of r.
-func tail(r io.ReadSeeker, n int64) string {
-	size, err := r.Seek(0, io.SeekEnd)
-	if err != nil {
-		return ""
-	}
-	off := max(size-n, 0)
-	if _, err := r.Seek(off, io.SeekStart); err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(r)
-	return string(b)
 }

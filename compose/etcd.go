@@ -159,7 +159,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 			// A member restarted without its data cannot rejoin as
 			// itself ("already bootstrapped"): as an operator would, it
 			// is replaced by a new member at the same address.
-			prepare: func(string) error {
+			prepare: inDir(func(string) error {
 				if _, err := os.Stat(dataDir); err == nil || !started {
 					started = true
 					return nil
@@ -175,7 +175,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 				}
 				initial, state = members, "existing"
 				return nil
-			},
+			}),
 			argv: func() []string {
 				return []string{
 					"--name", name,

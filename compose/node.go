@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockbench/lockbench/remote"
 )
 
 // spec says how to run one node; the topology files build it.
@@ -29,32 +31,31 @@ type spec struct {
 	// Netns); nil is this process's namespace.
 	net    *peerNet
 	member int
-	bin    string
-	args   []string
-	env    []string
+	// place, when set, puts the server on another host (or a dir of the
+	// caller's choosing): see Placement.
+	place *Placement
+	bin   string
+	args  []string
+	env   []string
 	// prepare writes the node's configuration into its dir before each
 	// start (the dir may just have been wiped).
-	prepare func(dir string) error
+	prepare func(ctx context.Context, n *Node) error
 	// argv, when set, replaces args at each start, after prepare: for a
 	// server whose command line depends on what prepare found.
 	argv func() []string
 	// ready returns nil once the node serves requests.
 	ready func(ctx context.Context) error
 	// dir, when set, is the node's dir instead of <run dir>/<name>: a
-	// server that runs as another user (cred) must be able to reach it,
-	// and a run dir may lie under a dir only we can enter. Env.Close
-	// removes it.
+	// server that runs as another user must be able to reach it, and a
+	// run dir may lie under a dir only we can enter. Env.Close removes
+	// it.
 	dir string
-	// cred, when set, runs the server as that user and group: PostgreSQL
+	// user, when set, is the account the server runs as: PostgreSQL
 	// refuses to run as root.
-	cred *syscall.Credential
+	user string
 	// term is the signal that asks the server to shut down; 0 means
 	// SIGTERM.
 	term syscall.Signal
-	// procs, when set, lists the server's processes outside its process
-	// group, which Kill, Pause and Resume must reach too: each child of
-	// a PostgreSQL server starts a session of its own.
-	procs func() []int
 	// lazyFS puts the node's dir on a lazy filesystem (PowerLoss).
 	lazyFS bool
 	// fakeClock runs the server under the clock preload (JumpClock).
@@ -64,36 +65,65 @@ type spec struct {
 	clock func(ctx context.Context, addr string) (time.Time, error)
 }
 
-// Node is one server process. Its controls are safe for concurrent use.
+// Node is one server process, on this machine or on a host reached
+// through a remote.Remote: every control — start, signals, pause, kill,
+// a cut, a clock jump — goes through its host's Remote, so a fault is
+// written once for both. The process is known by its pidfile only. Its
+// controls are safe for concurrent use.
 type Node struct {
 	// Name identifies the node in logs and results, e.g. "redis-2".
 	Name string
-	// Dir is the node's data and config dir; Restart(false) wipes it.
+	// Dir is the node's data and config dir, on its host; Restart(false)
+	// wipes it.
 	Dir string
 	// Port is the port the server listens on.
 	Port int
 
 	env   *Env
 	spec  spec
-	proxy *Proxy     // nil unless the node is proxied
-	lazy  *lazyFS    // nil unless its dir is on a lazy filesystem
-	clock *nodeClock // nil unless it runs on a fake clock
+	host  remote.Remote
+	proc  remote.Proc // its pidfile on host
+	log   string      // its log on host
+	proxy *Proxy      // nil unless the node is proxied
+	lazy  *lazyFS     // nil unless its dir is on a lazy filesystem
+	clock *nodeClock  // nil unless it runs on a fake clock
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has been waited for
-	paused bool
-	// stopping is set while Kill or Stop ends the process; failed once
-	// the server did not start, or exited when nobody stopped it.
-	stopping, failed bool
+	ctl sync.Mutex // held by each control that starts or ends the process
+
+	mu      sync.Mutex
+	running bool // started, and not ended by a control since
+	started bool // started once in this Env
+	pid     int  // the server's pid on its host while running
+	paused  bool
+	cut     bool // a placed node's clients are cut off
+	// failed once the server did not start, or exited when nobody
+	// stopped it.
+	failed bool
 }
 
+// opTimeout bounds a control that takes no context (Kill, Pause, Stop):
+// over a broken link it fails rather than hangs.
+const opTimeout = 2 * time.Minute
+
 // Failed reports whether the server ever failed: did not become ready,
-// or exited when nobody stopped it. Its data is then worth keeping.
+// or exited when nobody stopped it. Its data is then worth keeping. A
+// node believed running is looked at on its host.
 func (n *Node) Failed() bool {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.failed
+	failed, running := n.failed, n.running
+	n.mu.Unlock()
+	if failed || !running {
+		return failed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if st, err := n.proc.State(ctx); err == nil && st == remote.Gone {
+		n.mu.Lock()
+		n.failed = n.failed || n.running
+		failed = n.failed
+		n.mu.Unlock()
+	}
+	return failed
 }
 
 // Addr is the address clients should dial: the proxy in front of the node
@@ -106,7 +136,8 @@ func (n *Node) Addr() string {
 }
 
 // ServerAddr is the server's own address, bypassing any proxy: on
-// 127.0.0.1, or the member's own address in a PeerNetwork cluster.
+// 127.0.0.1, the member's own address in a PeerNetwork cluster, or its
+// host's for a node placed on one.
 func (n *Node) ServerAddr() string { return hostAddr(n.spec.host, n.Port) }
 
 // hostAddr is host:port, host "" being 127.0.0.1.
@@ -117,31 +148,42 @@ func hostAddr(host string, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-// PID returns the server's process id, or 0 when it is not running.
+// Host is the host the server runs on.
+func (n *Node) Host() remote.Remote { return n.host }
+
+// Pidfile is the server's pidfile on its host: the only way its process
+// is found.
+func (n *Node) Pidfile() string { return n.proc.Pidfile }
+
+// PID returns the server's process id on its host, or 0 when it is not
+// running.
 func (n *Node) PID() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.cmd == nil {
+	if !n.running {
 		return 0
 	}
-	return n.cmd.Process.Pid
+	return n.pid
 }
 
-// Running reports whether the server process is alive (paused counts).
+// Running reports whether the server was started and not stopped since
+// (paused counts): a server that exited on its own counts until a
+// control notices (see Failed).
 func (n *Node) Running() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.cmd != nil
+	return n.running
 }
 
 // LogTail returns the last max bytes of the node's log.
 func (n *Node) LogTail(max int64) string {
-	f, err := os.Open(filepath.Join(n.env.Dir, n.Name+".log"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := remote.Output(ctx, n.host, "tail", "-c", strconv.FormatInt(max, 10), "--", n.log)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	return tail(f, max)
+	return string(out)
 }
 
 // kind is the sort of server a node runs, for controls that only some
@@ -153,10 +195,16 @@ const (
 	kindRedis
 )
 
+// inDir adapts a prepare that writes the node's files with the os
+// package: for the kinds that run on this machine only (no Placement).
+func inDir(f func(dir string) error) func(context.Context, *Node) error {
+	return func(_ context.Context, n *Node) error { return f(n.Dir) }
+}
+
 // startNode registers a node in e, puts a proxy in front of it when asked,
 // and starts it.
 func (e *Env) startNode(ctx context.Context, s spec, proxied bool) (*Node, error) {
-	n, err := e.newNode(s, proxied)
+	n, err := e.newNode(ctx, s, proxied)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +220,7 @@ func (e *Env) startNode(ctx context.Context, s spec, proxied bool) (*Node, error
 func (e *Env) startNodes(ctx context.Context, specs []spec, proxied bool) ([]*Node, error) {
 	nodes := make([]*Node, len(specs))
 	for i, s := range specs {
-		n, err := e.newNode(s, proxied)
+		n, err := e.newNode(ctx, s, proxied)
 		if err != nil {
 			return nil, err
 		}
@@ -186,13 +234,28 @@ func (e *Env) startNodes(ctx context.Context, specs []spec, proxied bool) ([]*No
 
 // newNode registers a node in e, with its dir and, when asked, a proxy in
 // front of it, without starting it.
-func (e *Env) newNode(s spec, proxied bool) (*Node, error) {
+func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) {
 	n := &Node{Name: s.name, Dir: filepath.Join(e.Dir, s.name), Port: s.port, env: e, spec: s}
+	n.host, n.proc.Pidfile, n.log = remote.Local{}, filepath.Join(e.Dir, s.name+".pid"), filepath.Join(e.Dir, s.name+".log")
 	if s.dir != "" {
 		n.Dir = s.dir
 	}
-	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("compose: %s: %w", s.name, err)
+	if s.net != nil {
+		n.host = s.net.members[s.member].host(s.name)
+	}
+	if p := s.place; p != nil {
+		n.host, n.Dir = p.Host, p.Dir
+		n.proc.Pidfile, n.log = p.Dir+".pid", p.Dir+".log"
+		if proxied {
+			return nil, fmt.Errorf("compose: %s on %s: a node placed on a host has no proxy (its clients dial it there)", s.name, p.Host.Name())
+		}
+		if s.lazyFS {
+			return nil, fmt.Errorf("compose: %s on %s: LazyFS runs on this machine only", s.name, p.Host.Name())
+		}
+	}
+	n.proc.Remote = n.host
+	if err := n.mkdir(ctx); err != nil {
+		return nil, err
 	}
 	if err := e.add(n); err != nil {
 		return nil, err
@@ -205,7 +268,7 @@ func (e *Env) newNode(s spec, proxied bool) (*Node, error) {
 		n.lazy = lazy
 	}
 	if s.fakeClock {
-		c, err := newNodeClock()
+		c, err := e.newNodeClock(ctx, n)
 		if err != nil {
 			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
 		}
@@ -221,6 +284,16 @@ func (e *Env) newNode(s spec, proxied bool) (*Node, error) {
 	return n, nil
 }
 
+// mkdir makes the node's dir, and the dirs of its pidfile and log, on
+// its host.
+func (n *Node) mkdir(ctx context.Context) error {
+	err := n.host.Run(ctx, remote.Cmd{Path: "mkdir", Args: []string{"-p", "--", n.Dir, path.Dir(n.proc.Pidfile), path.Dir(n.log)}})
+	if err != nil {
+		return fmt.Errorf("compose: %s: %w", n.Name, err)
+	}
+	return nil
+}
+
 // Start starts the server if it is not running and waits until it is
 // ready, ctx ends or ReadyTimeout passes.
 //
@@ -228,7 +301,7 @@ func (e *Env) newNode(s spec, proxied bool) (*Node, error) {
 // loss drops only what the server wrote since it was ready and did not
 // sync, as on a machine that has been up for a while.
 func (n *Node) Start(ctx context.Context) error {
-	if err := n.spawn(); err != nil {
+	if err := n.spawn(ctx); err != nil {
 		return err
 	}
 	if err := n.waitReady(ctx); err != nil {
@@ -248,82 +321,75 @@ func (n *Node) settle() error {
 	return nil
 }
 
-func (n *Node) spawn() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd != nil {
+// spawn starts the server through its host, with its pidfile, unless it
+// runs.
+func (n *Node) spawn(ctx context.Context) error {
+	n.ctl.Lock()
+	defer n.ctl.Unlock()
+	if n.Running() {
 		return nil
 	}
 	if n.spec.prepare != nil {
-		if err := n.spec.prepare(n.Dir); err != nil {
+		if err := n.spec.prepare(ctx, n); err != nil {
 			return fmt.Errorf("compose: prepare %s: %w", n.Name, err)
 		}
 	}
-	log, err := n.env.logFile(n.Name)
-	if err != nil {
-		return fmt.Errorf("compose: log of %s: %w", n.Name, err)
-	}
-	defer log.Close() // the child keeps its own descriptor
 	args := n.spec.args
 	if n.spec.argv != nil {
 		args = n.spec.argv()
 	}
-	fmt.Fprintf(log, "=== %s start: %s %v\n", time.Now().Format(time.RFC3339Nano), n.spec.bin, args)
-	cmd := exec.Command(n.spec.bin, args...)
-	cmd.Dir = n.Dir
-	if n.lazy != nil {
-		// Not on the lazy filesystem: between fork and exec the child
-		// shares our memory (Go forks with vfork), and a garbage
-		// collection then waits for the thread that forked while the
-		// child's chdir waits for us to answer its FUSE request.
-		cmd.Dir = filepath.Dir(n.Dir)
+	d := remote.Daemon{
+		Path: n.spec.bin, Args: args, Env: n.spec.env, Dir: n.Dir, User: n.spec.user,
+		Pidfile: n.proc.Pidfile, Log: n.log,
 	}
-	cmd.Env = append(os.Environ(), n.spec.env...)
+	if n.lazy != nil {
+		// Not on the lazy filesystem: this process serves it, and a
+		// child's chdir into it, between fork and exec, would wait for
+		// a process that waits for the child (Go forks with vfork).
+		d.Dir = path.Dir(n.Dir)
+	}
 	if n.clock != nil {
-		if err := n.clock.prepare(cmd); err != nil {
-			return fmt.Errorf("compose: clock of %s: %w", n.Name, err)
+		d.Env = append(slices.Clone(d.Env), n.clock.env()...)
+	}
+	header := fmt.Sprintf("=== %s start: %s %v", time.Now().Format(time.RFC3339Nano), n.spec.bin, args)
+	if err := n.host.Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", `printf '%s\n' "$1" >> "$2"`, "sh", header, n.log}}); err != nil {
+		return fmt.Errorf("compose: log of %s: %w", n.Name, err)
+	}
+	proc, err := remote.Start(ctx, n.host, d)
+	if errors.Is(err, remote.ErrRunning) && n.spec.place != nil && n.first() {
+		// A server of an earlier run that lost its host (a broken link)
+		// left running: its pidfile finds it, and it goes.
+		if err = proc.Kill(ctx); err == nil {
+			proc, err = remote.Start(ctx, n.host, d)
 		}
 	}
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group, so Kill reaches any child it forks; and a
-	// parent-death signal, so it dies with us even if we are SIGKILLed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.spec.cred}
-	start := cmd.Start
-	if n.spec.net != nil {
-		// Forked from a thread inside the namespace, the server is born
-		// in it; the parent-death signal and the group stay as above.
-		start = func() error { return n.spec.net.members[n.spec.member].do(cmd.Start) }
+	if err != nil {
+		return fmt.Errorf("compose: start %s (%s) on %s: %w", n.Name, n.spec.bin, n.host.Name(), err)
 	}
-	if err := start(); err != nil {
-		return fmt.Errorf("compose: start %s (%s): %w", n.Name, n.spec.bin, err)
+	pid, err := proc.Pid(ctx)
+	if err != nil {
+		pid = 0 // it exited at once: waitReady says so, with its log
 	}
-	exited := make(chan struct{})
-	go n.await(cmd, exited)
-	n.cmd, n.exited, n.paused = cmd, exited, false
+	n.mu.Lock()
+	n.running, n.started, n.pid, n.paused = true, true, pid, false
+	n.mu.Unlock()
 	return nil
 }
 
-// await reaps the server's process and closes exited; an exit nobody
-// asked for makes the node failed.
-func (n *Node) await(cmd *exec.Cmd, exited chan struct{}) {
-	_ = cmd.Wait()
+// first reports whether the node has never been started in this Env.
+func (n *Node) first() bool {
 	n.mu.Lock()
-	if n.cmd == cmd && !n.stopping {
-		n.failed = true
-	}
-	n.mu.Unlock()
-	close(exited)
+	defer n.mu.Unlock()
+	return !n.started
 }
 
 func (n *Node) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var last error
+	var looked time.Time
 	for {
 		probeCtx, probeCancel := context.WithTimeout(ctx, time.Second)
 		last = n.spec.ready(probeCtx)
@@ -331,10 +397,18 @@ func (n *Node) waitReady(ctx context.Context) error {
 		if last == nil {
 			return nil
 		}
+		// Whether the server still runs is asked of its host now and
+		// then: a command each time.
+		if time.Since(looked) > 250*time.Millisecond {
+			looked = time.Now()
+			if st, err := n.proc.State(ctx); err == nil && st == remote.Gone {
+				n.mu.Lock()
+				n.running, n.failed = false, true
+				n.mu.Unlock()
+				return fmt.Errorf("compose: %s exited before it was ready (%v); log:\n%s", n.Name, last, n.LogTail(1024))
+			}
+		}
 		select {
-		case <-exited:
-			n.reap()
-			return fmt.Errorf("compose: %s exited before it was ready (%v); log:\n%s", n.Name, last, n.LogTail(1024))
 		case <-ctx.Done():
 			n.mu.Lock()
 			n.failed = true
@@ -345,80 +419,42 @@ func (n *Node) waitReady(ctx context.Context) error {
 	}
 }
 
-// reap forgets a process that has exited on its own.
-func (n *Node) reap() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.exited != nil {
-		select {
-		case <-n.exited:
-			n.cmd, n.exited = nil, nil
-		default:
-		}
-	}
-}
-
-// signal sends sig to the node's process group.
-func (n *Node) signal(sig syscall.Signal) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil {
-		return fmt.Errorf("compose: %s is not running", n.Name)
-	}
-	if err := syscall.Kill(-n.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("compose: signal %v to %s: %w", sig, n.Name, err)
-	}
-	return nil
-}
-
-// Kill sends SIGKILL to the node's process group and waits for the server
-// to exit: a crash, with no chance to save anything. Killing a node that
-// is not running does nothing.
+// Kill kills the server's processes with SIGKILL and waits until they
+// have gone: a crash, with no chance to save anything. Killing a node
+// that is not running does nothing.
 func (n *Node) Kill() error { return n.stop(syscall.SIGKILL) }
 
-// Stop asks the server to shut down (SIGTERM) and waits for it to exit,
-// killing it if it takes longer than 10 s.
+// Stop asks the server to shut down (SIGTERM, or the kind's own signal)
+// and waits for it to exit, killing it if it takes longer than 10 s.
 func (n *Node) Stop() error { return n.stop(cmp.Or(n.spec.term, syscall.SIGTERM)) }
 
 func (n *Node) stop(sig syscall.Signal) error {
-	n.mu.Lock()
-	cmd, exited := n.cmd, n.exited
-	n.stopping = cmd != nil
-	n.mu.Unlock()
-	if cmd == nil {
+	n.ctl.Lock()
+	defer n.ctl.Unlock()
+	if !n.Running() {
 		return nil
 	}
-	pgid := cmd.Process.Pid
-	// The server's children outside its group, even those on their way
-	// out (no longer in the working dir procs looks at): Kill waits for
-	// them too.
-	var children []int
-	if n.spec.procs != nil {
-		children = childrenOf(pgid)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	// A server that had exited when nobody stopped it has failed.
+	if st, err := n.proc.State(ctx); err == nil && st == remote.Gone {
+		n.mu.Lock()
+		n.failed = true
+		n.mu.Unlock()
 	}
-	_ = syscall.Kill(-pgid, sig)
-	if sig != syscall.SIGKILL {
-		_ = syscall.Kill(-pgid, syscall.SIGCONT) // a paused server cannot shut down
-		n.signalProcs(syscall.SIGCONT)
+	var err error
+	if sig == syscall.SIGKILL {
+		err = n.proc.Kill(ctx)
 	} else {
-		n.signalProcs(sig)
+		err = n.proc.Terminate(ctx, sig, 10*time.Second)
 	}
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-exited
+	if err != nil {
+		return fmt.Errorf("compose: stop %s: %w", n.Name, err)
 	}
-	// Children the server forked (a Redis save, say) die with the group.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	err := n.killProcs(children)
 	n.mu.Lock()
-	if n.cmd == cmd {
-		n.cmd, n.exited, n.paused = nil, nil, false
-	}
-	n.stopping = false
+	n.running, n.pid, n.paused = false, 0, false
 	n.mu.Unlock()
-	return err
+	return nil
 }
 
 // Restart kills the server and starts it again. With keepData false its
@@ -446,10 +482,10 @@ func (n *Node) Wipe() error {
 	if n.lazy != nil {
 		return n.lazy.wipe()
 	}
-	if err := os.RemoveAll(n.Dir); err != nil {
-		return fmt.Errorf("compose: wipe %s: %w", n.Name, err)
-	}
-	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	err := n.host.Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", `rm -rf -- "$1" && mkdir -p -- "$1"`, "sh", n.Dir}})
+	if err != nil {
 		return fmt.Errorf("compose: wipe %s: %w", n.Name, err)
 	}
 	return nil

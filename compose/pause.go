@@ -2,42 +2,41 @@ package compose
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
 // Pause stops the server with SIGSTOP: it keeps its connections and its
 // state but answers nothing, like a process stuck in a long GC pause.
+// Every process of the server stops, its children in sessions of their
+// own too (a PostgreSQL server's).
 //
 // It returns once every thread of the server has stopped. The kernel stops
 // a process only when one of its threads, woken by the signal, runs; on a
 // loaded machine the others meanwhile go on serving, for a second or more.
 func (n *Node) Pause() error {
-	if err := n.signal(syscall.SIGSTOP); err != nil {
-		return err
+	n.ctl.Lock()
+	defer n.ctl.Unlock()
+	if !n.Running() {
+		return fmt.Errorf("compose: %s is not running", n.Name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
+	defer cancel()
+	if err := n.proc.Pause(ctx); err != nil {
+		return fmt.Errorf("compose: pause %s: %w", n.Name, err)
 	}
 	n.mu.Lock()
 	n.paused = true
-	pid := 0
-	if n.cmd != nil {
-		pid = n.cmd.Process.Pid
-	}
 	n.mu.Unlock()
-	if err := WaitStopped(pid, 10*time.Second); err != nil {
-		return fmt.Errorf("compose: pause %s: %w", n.Name, err)
-	}
-	// The processes outside the group, once the server can fork no more.
-	for _, p := range n.signalProcs(syscall.SIGSTOP) {
-		if err := WaitStopped(p, 10*time.Second); err != nil {
-			return fmt.Errorf("compose: pause %s: %w", n.Name, err)
-		}
-	}
 	return nil
 }
+
+// pauseTimeout bounds how long Pause waits for every thread to stop.
+const pauseTimeout = 30 * time.Second
 
 // WaitStopped waits up to d until no thread of process pid runs: each is
 // stopped by a signal (SIGSTOP), or has exited. Whoever stops a process
@@ -92,9 +91,15 @@ func runningThreads(pid int) (int, error) {
 
 // Resume continues a paused server with SIGCONT.
 func (n *Node) Resume() error {
-	n.signalProcs(syscall.SIGCONT)
-	if err := n.signal(syscall.SIGCONT); err != nil {
-		return err
+	n.ctl.Lock()
+	defer n.ctl.Unlock()
+	if !n.Running() {
+		return fmt.Errorf("compose: %s is not running", n.Name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := n.proc.Resume(ctx); err != nil {
+		return fmt.Errorf("compose: resume %s: %w", n.Name, err)
 	}
 	n.mu.Lock()
 	n.paused = false

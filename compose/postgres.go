@@ -1,12 +1,15 @@
 package compose
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/user"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockbench/lockbench/remote"
 )
 
 // PostgresOptions configures a PostgreSQL server.
@@ -58,6 +63,11 @@ type PostgresOptions struct {
 	// Config holds extra server settings (postgres -c name=value), e.g.
 	// {"max_connections", "500"}.
 	Config [][2]string
+	// On, when set, puts the server on a host (see Placement): it runs
+	// there as PostgresUser, from Placement.Binary (the postgres program,
+	// initdb beside it), and trusts connections from the client hosts and
+	// the control node only. Proxied, Netns and LazyFS do not apply.
+	On *Placement
 }
 
 // PostgresUser is the account the server runs as when lockbench runs as
@@ -105,11 +115,14 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.On != nil {
+		return e.postgresOn(ctx, o, d)
+	}
 	bin, err := postgresBinDir()
 	if err != nil {
 		return nil, err
 	}
-	cred, err := postgresCredential()
+	account, err := postgresAccount()
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +143,7 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	name := e.newNames("postgres", 1)[0]
 	s := spec{
 		name: name, port: port, host: host, bin: filepath.Join(bin, "postgres"),
-		cred: cred, net: net,
+		user: account, net: net,
 		// A fast shutdown: SIGTERM would wait for every client to leave.
 		term:      syscall.SIGINT,
 		ready:     postgresReady(hostAddr(host, port)),
@@ -138,25 +151,27 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 		lazyFS:    o.LazyFS,
 		fakeClock: o.FakeClock,
 	}
-	// The real path: the server's processes are found by it.
-	dir, err := filepath.EvalSymlinks(e.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("compose: dir of %s: %w", name, err)
-	}
-	dir = filepath.Join(dir, name)
-	if cred != nil {
-		if dir, err = os.MkdirTemp("", "lockbench-"+name+"-"); err != nil {
-			return nil, fmt.Errorf("compose: dir of %s: %w", name, err)
-		}
-		if dir, err = filepath.EvalSymlinks(dir); err != nil {
+	if account != "" {
+		dir, err := os.MkdirTemp("", "lockbench-"+name+"-")
+		if err != nil {
 			return nil, fmt.Errorf("compose: dir of %s: %w", name, err)
 		}
 		s.dir = dir
 	}
-	data := filepath.Join(dir, "data")
-	s.args = postgresArgs(data, host, port, d, o.Config)
-	s.prepare = func(dir string) error {
-		if o.LazyFS {
+	// initdb trusts 127.0.0.1; a server started with Netns is reached
+	// from this host's address in 198.18.0.0/15 (see peerNet), a range no
+	// real network uses.
+	trust := []string{"198.18.0.0/15"}
+	s.args = func() []string {
+		dir := s.dir
+		if dir == "" {
+			dir = filepath.Join(e.Dir, name)
+		}
+		return postgresArgs(filepath.Join(dir, "data"), host, port, d, o.Config)
+	}()
+	s.prepare = func(ctx context.Context, n *Node) error {
+		dir := n.Dir
+		if n.lazy != nil {
 			// Straight to the disk: what initdb writes is on it before
 			// the server first starts anyway (see Node.Start), and
 			// through FUSE its thousand files take twice as long. Nothing
@@ -164,9 +179,8 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 			// nothing cached to contradict.
 			dir = diskOf(dir)
 		}
-		return initdb(e, name, bin, dir, cred)
+		return initdb(ctx, n, filepath.Join(bin, "initdb"), dir, account, trust)
 	}
-	s.procs = func() []int { return processesIn(data) }
 	node, err := e.startNode(ctx, s, o.Proxied)
 	if err != nil {
 		return nil, err
@@ -176,6 +190,48 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 		_ = os.Symlink(s.dir, filepath.Join(e.Dir, name))
 	}
 	return node, nil
+}
+
+// postgresOn starts a server placed on a host, run as PostgresUser.
+func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (*Node, error) {
+	p := o.On
+	if err := p.check("PostgreSQL"); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Proxied, o.Netns, o.LazyFS:
+		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Proxied, Netns and LazyFS apply to servers on this machine only", p.Host.Name())
+	case p.Binary == "" || !path.IsAbs(p.Binary):
+		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Binary %q: want the absolute path of its postgres program (initdb is beside it)", p.Host.Name(), p.Binary)
+	}
+	trust := []string{}
+	for _, c := range p.Clients {
+		trust = append(trust, netip.PrefixFrom(c.Addr, c.Addr.BitLen()).String())
+	}
+	if a, ok := controlAddr(p.Host); ok {
+		trust = append(trust, netip.PrefixFrom(a, a.BitLen()).String())
+	}
+	host := p.Addr.String()
+	s := spec{
+		name: e.newNames("postgres", 1)[0], port: p.Port, host: host, bin: p.Binary, place: p,
+		user: PostgresUser, term: syscall.SIGINT, fakeClock: o.FakeClock,
+		ready: postgresReady(hostAddr(host, p.Port)), clock: postgresTime,
+		args: postgresArgs(path.Join(p.Dir, "data"), host, p.Port, d, o.Config),
+	}
+	s.prepare = func(ctx context.Context, n *Node) error {
+		return initdb(ctx, n, path.Join(path.Dir(p.Binary), "initdb"), n.Dir, PostgresUser, trust)
+	}
+	return e.startNode(ctx, s, false)
+}
+
+// controlAddr is this machine's address as host h sees it, when h knows
+// it (an SSH host).
+func controlAddr(h remote.Remote) (netip.Addr, bool) {
+	c, ok := h.(interface{ ControlAddr() netip.Addr })
+	if !ok || !c.ControlAddr().IsValid() {
+		return netip.Addr{}, false
+	}
+	return c.ControlAddr(), true
 }
 
 // postgresArgs is the command line of a server with its data in data,
@@ -229,68 +285,52 @@ func postgresBinDir() (string, error) {
 	return filepath.Dir(found[len(found)-1]), nil
 }
 
-// postgresCredential returns the user to run the server as: PostgresUser
-// when we are root, nobody else (nil) otherwise.
-func postgresCredential() (*syscall.Credential, error) {
+// postgresAccount returns the account to run the server as on this
+// machine: PostgresUser when we are root, "" (ourselves) otherwise.
+func postgresAccount() (string, error) {
 	if os.Geteuid() != 0 {
-		return nil, nil
+		return "", nil
 	}
-	u, err := user.Lookup(PostgresUser)
-	if err != nil {
-		return nil, fmt.Errorf("compose: PostgreSQL refuses to run as root and there is no user %q to run it as: %w (Debian's postgresql package creates it: make deps)", PostgresUser, err)
+	if _, err := user.Lookup(PostgresUser); err != nil {
+		return "", fmt.Errorf("compose: PostgreSQL refuses to run as root and there is no user %q to run it as: %w (Debian's postgresql package creates it: make deps)", PostgresUser, err)
 	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("compose: user %s: uid %q: %w", PostgresUser, u.Uid, err)
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("compose: user %s: gid %q: %w", PostgresUser, u.Gid, err)
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	return PostgresUser, nil
 }
 
-// initdb makes the cluster in dir/data unless it is there, as the server's
-// user, writing its output to the node's log. The dir is given to that
-// user first: a restart without data has just made it anew.
-func initdb(e *Env, name, bin, dir string, cred *syscall.Credential) error {
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return err
-		}
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return err
-		}
-	}
-	data := filepath.Join(dir, "data")
-	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {
-		return nil
-	}
-	if err := os.RemoveAll(data); err != nil { // a half-made cluster
+// initdb makes the cluster in dir/data on n's host unless it is there, as
+// account (its output in the error when it fails), trusting
+// connections from the prefixes in trust besides 127.0.0.1. The dir is
+// given to that account first: a restart without data has just made it
+// anew.
+func initdb(ctx context.Context, n *Node, initdbBin, dir, account string, trust []string) error {
+	var out bytes.Buffer
+	err := n.host.Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", `set -e
+[ -z "$2" ] || chown -- "$2": "$1"
+chmod 700 "$1"
+if [ -f "$1/data/PG_VERSION" ]; then echo kept; exit 0; fi
+rm -rf -- "$1/data"`, "sh", dir, account}, Stdout: &out})
+	if err != nil || strings.TrimSpace(out.String()) == "kept" {
 		return err
 	}
-	log, err := e.logFile(name)
+	data := path.Join(dir, "data")
+	out.Reset()
+	hba := make([]string, len(trust))
+	for i, t := range trust {
+		hba[i] = "host all all " + t + " trust"
+	}
+	err = n.host.Run(ctx, remote.Cmd{
+		Path: "sh", User: account, Dir: path.Dir(dir), // not on a lazy filesystem: see spawn
+		Args: append([]string{"-c", `set -e
+"$1" -D "$2" -U "$3" --auth=trust --encoding=UTF8 --locale=C --no-sync --no-instructions
+f=$2/pg_hba.conf
+shift 3
+for l; do printf '%s\n' "$l" >> "$f"; done`, "sh", initdbBin, data, PostgresUser}, hba...),
+		Stdout: &out, Stderr: &out,
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("initdb %s on %s: %w\n%s", data, n.host.Name(), err, out.String())
 	}
-	defer log.Close()
-	cmd := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", PostgresUser, "--auth=trust",
-		"--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
-	cmd.Dir = filepath.Dir(dir) // not on a lazy filesystem: see spawn
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("initdb %s: %w", data, err)
-	}
-	// initdb trusts 127.0.0.1; a server started with Netns is reached
-	// from this host's address in 198.18.0.0/15 (see peerNet), a range no
-	// real network uses.
-	hba, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = hba.WriteString("host all all 198.18.0.0/15 trust\n")
-	return errors.Join(err, hba.Close())
+	return nil
 }
 
 // postgresReady answers nil once the server at addr accepts a connection,
@@ -333,25 +373,4 @@ func postgresTime(ctx context.Context, addr string) (time.Time, error) {
 // no TLS.
 func PostgresURL(addr string) string {
 	return "postgres://" + PostgresUser + "@" + addr + "/postgres?sslmode=disable&connect_timeout=5"
-}
-
-// processesIn lists the processes whose working directory is dir: a
-// PostgreSQL server's postmaster and children, which all work in its data
-// dir.
-func processesIn(dir string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, d := range entries {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		if cwd, err := os.Readlink("/proc/" + d.Name() + "/cwd"); err == nil && cwd == dir {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

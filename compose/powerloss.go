@@ -89,7 +89,7 @@ func PowerLossAll(nodes ...*Node) ([]Unsynced, error) {
 // They are spawned at once too: an etcd member that lost its data is
 // replaced through the others when it starts, which waits for them.
 func StartAll(ctx context.Context, nodes ...*Node) error {
-	if err := each(nodes, (*Node).spawn); err != nil {
+	if err := each(nodes, func(n *Node) error { return n.spawn(ctx) }); err != nil {
 		return err
 	}
 	if err := each(nodes, func(n *Node) error { return n.waitReady(ctx) }); err != nil {

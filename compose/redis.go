@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,10 @@ type RedisOptions struct {
 	// Config holds extra redis.conf directives, each as a name and its
 	// arguments, e.g. {"maxmemory", "100mb"}.
 	Config [][]string
+	// On, when set, places the nodes on hosts, one Placement each (see
+	// Placement): n must be len(On). Proxied, Netns and LazyFS apply to
+	// nodes on this machine only.
+	On []Placement
 }
 
 // RedisServer is the redis-server binary compose runs.
@@ -53,13 +58,16 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	if n < 1 {
 		return nil, fmt.Errorf("compose: %d Redis nodes: need at least 1", n)
 	}
-	bin, err := exec.LookPath(RedisServer)
-	if err != nil {
-		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
-	}
 	d, err := durability("Redis", o.Durability, o.AOF, "AOF", DurabilityDurable, DurabilityFast)
 	if err != nil {
 		return nil, err
+	}
+	if o.On != nil {
+		return e.redisOn(ctx, n, o, d)
+	}
+	bin, err := exec.LookPath(RedisServer)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
 	}
 	var (
 		net   *peerNet
@@ -90,6 +98,38 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 			lazyFS: o.LazyFS, fakeClock: o.FakeClock, net: net, member: i,
 		}
 		node, err := e.startNode(ctx, s, o.Proxied)
+		if err != nil {
+			return nil, err
+		}
+		nodes[i] = node
+	}
+	return nodes, nil
+}
+
+// redisOn starts Redis nodes placed on hosts.
+func (e *Env) redisOn(ctx context.Context, n int, o RedisOptions, d Durability) ([]*Node, error) {
+	if len(o.On) != n {
+		return nil, fmt.Errorf("compose: %d Redis nodes on %d placements: want one each", n, len(o.On))
+	}
+	if o.Proxied || o.Netns || o.LazyFS {
+		return nil, errors.New("compose: Redis nodes placed on hosts: Proxied, Netns and LazyFS apply to nodes on this machine only")
+	}
+	nodes := make([]*Node, n)
+	for i, name := range e.newNames("redis", n) {
+		p := &o.On[i]
+		if err := p.check("Redis"); err != nil {
+			return nil, err
+		}
+		host := p.Addr.String()
+		args := redisArgs(host, p.Port, p.Dir, d)
+		for _, c := range o.Config {
+			args = append(args, append([]string{"--" + c[0]}, c[1:]...)...)
+		}
+		s := spec{
+			name: name, kind: kindRedis, port: p.Port, host: host, bin: p.binary(RedisServer), args: args, place: p,
+			ready: redisReady(hostAddr(host, p.Port)), clock: redisTime, fakeClock: o.FakeClock,
+		}
+		node, err := e.startNode(ctx, s, false)
 		if err != nil {
 			return nil, err
 		}

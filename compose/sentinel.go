@@ -170,7 +170,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			}
 			return os.WriteFile(conf, []byte(redisConf(args)), 0o644)
 		}
-		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: prepare, ready: redisReady(addr(port))}
+		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: inDir(prepare), ready: redisReady(addr(port))}
 	}
 	s.Master, err = e.startNode(ctx, redisSpec(e.newNames("redis-master", 1)[0], ports[0], ""), o.Proxied)
 	if err != nil {
@@ -204,7 +204,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		port := ports[1+replicas+i]
 		conf := filepath.Join(e.Dir, sname, "sentinel.conf")
 		sp := spec{name: sname, port: port, bin: sentinelBin, args: []string{conf}, ready: s.sentinelAnswers(port)}
-		sp.prepare = func(dir string) error {
+		sp.prepare = inDir(func(dir string) error {
 			// A sentinel rewrites its file with what it learns: keep it
 			// across Restart(true). A fresh one monitors the master the
 			// others report.
@@ -224,7 +224,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 				fmt.Sprintf("sentinel failover-timeout %s %d\n", name, failoverTimeout.Milliseconds()) +
 				fmt.Sprintf("sentinel parallel-syncs %s 1\n", name)
 			return os.WriteFile(conf, []byte(text), 0o644)
-		}
+		})
 		n, err := e.startNode(ctx, sp, o.Proxied)
 		if err != nil {
 			return nil, err

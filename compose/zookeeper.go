@@ -176,14 +176,14 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			lazyFS: o.LazyFS, fakeClock: o.FakeClock, clock: zkTime,
 			// Written before every start, so that a server restarted
 			// without its data still knows who it is.
-			prepare: func(dir string) error {
+			prepare: inDir(func(dir string) error {
 				for f, text := range map[string]string{"myid": myid + "\n", "zoo.cfg": cfg, "log4j.properties": log4j} {
 					if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
 						return err
 					}
 				}
 				return nil
-			},
+			}),
 			ready: func(ctx context.Context) error {
 				_, err := zkMode(ctx, hostAddr(hosts[i], client))
 				return err

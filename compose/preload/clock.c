@@ -19,12 +19,15 @@
 // makes the wall clock run slow or fast as read, while the process's
 // waits keep real time.
 //
-// The page (struct page below, 4096 bytes) is a memfd whose descriptor
-// the process inherits, named by $LOCKBENCH_CLOCK_FD; it is mapped by a
-// constructor before main. Its controller writes it under a sequence
-// lock: seq is odd while it writes.
+// The page (struct page below) is a file on the server's host, named by
+// $LOCKBENCH_CLOCK_FILE, which a constructor maps before main. Its
+// controller rewrites it whole with one write(2), through whatever
+// reaches the host (a shell over SSH): a reader that meets a write half
+// done finds its check wrong and reads again. A page whose seq is 0 was
+// never written: the clock is the real one.
 #define _GNU_SOURCE
 #include <elf.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +39,23 @@
 #include <unistd.h>
 
 struct page {
-	uint64_t seq;
+	uint64_t seq;        // grows with each write; 0: never written
 	int64_t anchor_real; // ns of the real CLOCK_REALTIME
 	int64_t anchor_fake; // ns of the moved clock at anchor_real
 	uint64_t rate;       // IEEE 754 double; 0 means 1
+	uint64_t check;      // page_check of the fields above
 };
+
+// page_check mixes the fields (FNV-1a over 64-bit words): a page read
+// while its write was half done does not match its check.
+static uint64_t page_check(uint64_t seq, int64_t ar, int64_t af, uint64_t rate) {
+	uint64_t h = 0xcbf29ce484222325ULL, w[4] = {seq, (uint64_t)ar, (uint64_t)af, rate};
+	for (int i = 0; i < 4; i++) {
+		h ^= w[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
 
 static const struct page *shared;
 
@@ -99,18 +114,15 @@ __attribute__((constructor)) static void init(void) {
 	vdso_clock_gettime = (clock_gettime_fn)vdso_sym("__vdso_clock_gettime");
 	if (!vdso_clock_gettime)
 		vdso_clock_gettime = (clock_gettime_fn)vdso_sym("__kernel_clock_gettime");
-	const char *s = getenv("LOCKBENCH_CLOCK_FD");
-	if (!s || !*s)
+	const char *path = getenv("LOCKBENCH_CLOCK_FILE");
+	if (!path || !*path)
 		return;
-	int fd = 0;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return;
-		fd = fd * 10 + (*s - '0');
-	}
-	void *p = mmap(0, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *p = fd < 0 ? MAP_FAILED : mmap(0, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
 	if (p == MAP_FAILED) {
-		static const char msg[] = "lockbench clock preload: cannot map $LOCKBENCH_CLOCK_FD: the wall clock is not moved\n";
+		static const char msg[] = "lockbench clock preload: cannot map $LOCKBENCH_CLOCK_FILE: the wall clock is not moved\n";
 		(void)!write(2, msg, sizeof msg - 1);
 		return;
 	}
@@ -132,16 +144,18 @@ static void move(struct timespec *ts) {
 	const struct page *p = shared;
 	if (!p)
 		return;
-	uint64_t seq;
+	uint64_t seq, bits, check;
 	int64_t ar, af;
-	uint64_t bits;
 	do {
 		seq = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
+		if (seq == 0)
+			return;
 		ar = __atomic_load_n(&p->anchor_real, __ATOMIC_RELAXED);
 		af = __atomic_load_n(&p->anchor_fake, __ATOMIC_RELAXED);
 		bits = __atomic_load_n(&p->rate, __ATOMIC_RELAXED);
+		check = __atomic_load_n(&p->check, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	} while ((seq & 1) || seq != __atomic_load_n(&p->seq, __ATOMIC_RELAXED));
+	} while (check != page_check(seq, ar, af, bits) || seq != __atomic_load_n(&p->seq, __ATOMIC_RELAXED));
 	double rate;
 	memcpy(&rate, &bits, sizeof rate);
 	int64_t real = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;

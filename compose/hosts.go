@@ -1,0 +1,155 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/lockbench/lockbench/remote"
+)
+
+// A Placement puts a server on a host of the caller's choosing, reached
+// through a remote.Remote (an SSH host, or this machine): the inventory of
+// a run over several hosts says where each server goes. Every control of
+// the node then runs on that host through its Remote, as it runs here
+// through remote.Local: the same code starts, pauses, kills, cuts and
+// jumps the clock of a server here and there.
+type Placement struct {
+	// Host is the host the server runs on.
+	Host remote.Remote
+	// Addr is the host's address: the server listens on it, and its
+	// clients, its peers and the control node reach it there.
+	Addr netip.Addr
+	// Port is the server's port on Addr.
+	Port int
+	// Dir is the server's data dir on the host; its pidfile, log and
+	// clock files go beside it (Dir.pid, Dir.log, Dir.clock). Start
+	// makes it; Restart(false) empties it.
+	Dir string
+	// Binary is the server's program on the host; "" is the kind's usual
+	// name, found on the host's PATH.
+	Binary string
+	// ClockPreload is a prebuilt clock preload on the host; "" builds it
+	// there with CC from compose's source.
+	ClockPreload string
+	// Clients are the hosts the server's clients run on: CutClients cuts
+	// the server off from each of them, and each of them from it.
+	Clients []Peer
+}
+
+// A Peer is a host as a cut sees it: the Remote that changes its rules,
+// and its address.
+type Peer struct {
+	Host remote.Remote
+	Addr netip.Addr
+}
+
+// check says what is wrong with p, for a server of kind what.
+func (p *Placement) check(what string) error {
+	var errs []error
+	switch {
+	case p.Host == nil:
+		errs = append(errs, errors.New("no host"))
+	case !p.Addr.IsValid():
+		errs = append(errs, fmt.Errorf("on %s: no address", p.Host.Name()))
+	}
+	if p.Port < 1 || p.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port %d: want 1 to 65535", p.Port))
+	}
+	if !path.IsAbs(p.Dir) || path.Clean(p.Dir) == "/" {
+		errs = append(errs, fmt.Errorf("dir %q: want an absolute path below /", p.Dir))
+	}
+	for i, c := range p.Clients {
+		if c.Host == nil || !c.Addr.IsValid() {
+			errs = append(errs, fmt.Errorf("client host %d: want its Remote and its address", i))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("compose: %s placement: %w", what, err)
+	}
+	return nil
+}
+
+// binary is the server's program on the placed host, or def.
+func (p *Placement) binary(def string) string {
+	if p.Binary != "" {
+		return p.Binary
+	}
+	return def
+}
+
+// cutPaths are the paths a cut of a placed node's clients drops: on its
+// host, its answers to each client host (from its port); on each client
+// host, what it sends to the node's port.
+func (n *Node) cutPaths() (server []remote.Path, clients []Peer, toServer remote.Path) {
+	p := n.spec.place
+	for _, c := range p.Clients {
+		server = append(server, remote.Path{Addr: c.Addr, SPort: uint16(p.Port)})
+	}
+	return server, p.Clients, remote.Path{Addr: p.Addr, DPort: uint16(p.Port)}
+}
+
+// cutPlaced cuts a placed node off from its client hosts, both ways, or
+// heals that cut.
+func (n *Node) cutPlaced(cut bool) error {
+	p := n.spec.place
+	if len(p.Clients) == 0 {
+		return fmt.Errorf("compose: %s on %s: no client hosts to cut it off from (Placement.Clients)", n.Name, p.Host.Name())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	server, clients, toServer := n.cutPaths()
+	op := remote.CutPaths
+	if !cut {
+		op = remote.HealPaths
+	}
+	errs := []error{op(ctx, p.Host, server...)}
+	for _, c := range clients {
+		errs = append(errs, op(ctx, c.Host, toServer))
+	}
+	n.mu.Lock()
+	n.cut = cut
+	n.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("compose: cut clients of %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// unreachablePlaced proves a placed node's clients are cut off: from each
+// client host a connection to it times out within d (bash's /dev/tcp
+// under timeout), while this machine, the control node, still connects.
+func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
+	p := n.spec.place
+	if len(p.Clients) == 0 {
+		return fmt.Errorf("compose: %s on %s: no client hosts to try it from", n.Name, p.Host.Name())
+	}
+	secs := strconv.FormatFloat(max(d.Seconds(), 0.1), 'f', 1, 64)
+	errs := make([]error, len(p.Clients))
+	for i, c := range p.Clients {
+		err := c.Host.Run(ctx, remote.Cmd{Path: "timeout", Args: []string{secs, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", p.Addr.String(), strconv.Itoa(p.Port)}})
+		switch e, ok := remote.IsExit(err); {
+		case err == nil:
+			errs[i] = fmt.Errorf("compose: %s is reachable from %s", n.Name, c.Host.Name())
+		case ok && e.Code == 124: // timed out: what a cut does
+		case ok:
+			errs[i] = fmt.Errorf("compose: %s from %s: the connection failed at once (%v): a cut drops packets silently", n.Name, c.Host.Name(), err)
+		default:
+			errs[i] = fmt.Errorf("compose: %s from %s: %w", n.Name, c.Host.Name(), err)
+		}
+	}
+	var dialer net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, max(d, 5*time.Second))
+	defer cancel()
+	if c, err := dialer.DialContext(dctx, "tcp", n.ServerAddr()); err != nil {
+		errs = append(errs, fmt.Errorf("compose: %s: the control node lost it too (%w): the cut took more than its clients' paths", n.Name, err))
+	} else {
+		c.Close()
+	}
+	return errors.Join(errs...)
+}
