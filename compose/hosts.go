@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/remote"
@@ -85,7 +86,12 @@ func (p *Placement) binary(def string) string {
 
 // cutPaths are the paths a cut of a placed node's clients drops: on its
 // host, its answers to each client host (from its port); on each client
-// host, what it sends to the node's port.
+// host, what it sends to the node's port. Rules on what a host sends are
+// the silent kind: one on what it receives makes a host without
+// forwarding answer with an ICMP unreachable. A connection already open
+// goes silent both ways (each side's TCP retransmits into the void); a
+// new connection from a client host fails there at once (its own rule
+// refuses to route it, EINVAL), where a cut cable would let it time out.
 func (n *Node) cutPaths() (server []remote.Path, clients []Peer, toServer remote.Path) {
 	p := n.spec.place
 	for _, c := range p.Clients {
@@ -122,8 +128,11 @@ func (n *Node) cutPlaced(cut bool) error {
 }
 
 // unreachablePlaced proves a placed node's clients are cut off: from each
-// client host a connection to it times out within d (bash's /dev/tcp
-// under timeout), while this machine, the control node, still connects.
+// client host a connection to it fails within d without a word from the
+// server (bash's /dev/tcp under timeout: it times out, or the host's own
+// blackhole rule refuses to route it, EINVAL), while this machine, the
+// control node, still connects. A refusal (a reset: the server's kernel
+// answered) or a connection is no cut.
 func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 	p := n.spec.place
 	if len(p.Clients) == 0 {
@@ -136,7 +145,8 @@ func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 		switch e, ok := remote.IsExit(err); {
 		case err == nil:
 			errs[i] = fmt.Errorf("compose: %s is reachable from %s", n.Name, c.Host.Name())
-		case ok && e.Code == 124: // timed out: what a cut does
+		case ok && e.Code == 124: // timed out: the server's answers are dropped
+		case ok && strings.Contains(e.Stderr, "Invalid argument"): // the client host's own rule
 		case ok:
 			errs[i] = fmt.Errorf("compose: %s from %s: the connection failed at once (%v): a cut drops packets silently", n.Name, c.Host.Name(), err)
 		default:

@@ -259,6 +259,17 @@ func postgresArgs(data, host string, port int, d Durability, extra [][2]string) 
 	return args
 }
 
+// PostgresBinary is the path of this machine's postgres program (initdb
+// beside it), found as Postgres finds it: a run over hosts whose
+// inventory names no binary assumes the same path there.
+func PostgresBinary() (string, error) {
+	dir, err := postgresBinDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "postgres"), nil
+}
+
 // postgresBinDir finds the directory of initdb and postgres.
 func postgresBinDir() (string, error) {
 	if PostgresBinDir != "" {

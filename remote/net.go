@@ -70,8 +70,12 @@ func Cut(ctx context.Context, r Remote, peers ...netip.Addr) error {
 
 // CutPaths makes r's host drop the packets of each path, with a blackhole
 // policy rule per path (`ip rule add to PEER [ipproto tcp dport PORT]
-// blackhole`): a connection gets no answer, and an established one goes
-// silent without a reset on either side, as over a cut cable. Only those
+// blackhole`): an established connection goes silent without a reset on
+// either side, as over a cut cable, and the peer's new connections get no
+// answer; the host's own new connections fail at once (the kernel
+// refuses to route them: EINVAL), which a cut cable would let time out.
+// (A rule on what the host receives would be no quieter: a host that
+// does not forward answers what it drops with an ICMP unreachable.) Only those
 // packets are dropped, so the control node's and the judge's paths stay
 // (a Keeper's kept addresses are refused). A cut is one way — the peer's
 // packets still arrive — so a partition between two hosts is a cut on
