@@ -77,6 +77,10 @@ type Runner struct {
 	// (judge.DialRemote) joins this host to a run of several hosts: every
 	// case then runs its clients as processes, and without faults.
 	Judge judge.Referee
+	// JudgeToken is the run's judge token (judge.Options.Token) when the
+	// judge asks for one: the worker processes get it in their
+	// environment.
+	JudgeToken string
 	// Worker starts a client process (DefaultWorker when zero).
 	Worker WorkerCommand
 	// Seed is the run's seed: keys, hold times, fault targets and times

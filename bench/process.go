@@ -53,6 +53,11 @@ type Assignment struct {
 	Spec workloads.Spec `json:"spec"`
 }
 
+// TokenEnv is the environment variable that hands a worker process the
+// run's judge token (judge.Options.Token): never its command line, its
+// assignment or a log.
+const TokenEnv = "LOCKBENCH_JUDGE_TOKEN"
+
 // Worker is a client process's main: it reads its Assignment from in,
 // opens the backend, joins the case on the judge and runs one client
 // until the case ends. It stops when ctx ends or in is closed (its runner
@@ -73,7 +78,39 @@ func Worker(ctx context.Context, in io.Reader) error {
 		_, _ = io.Copy(io.Discard, r) // until the runner closes stdin, or dies
 		cancel()
 	}()
-	conn, err := judge.Dial(ctx, a.Judge, a.Case, a.Host, a.Process, os.Getpid())
+	return work(ctx, a)
+}
+
+// WorkerFile is the main of a client process started on another host
+// (a daemon, with a pidfile): it reads its Assignment from the file at
+// path, and stops when ctx ends, when its line to the judge breaks, and
+// at the latest when its case is long over (workerGrace after its
+// duration), so that a worker whose control node vanished does not run
+// on.
+func WorkerFile(ctx context.Context, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("worker: reading the assignment: %w", err)
+	}
+	var a Assignment
+	if err := json.Unmarshal(b, &a); err != nil {
+		return fmt.Errorf("worker: assignment %s: %w", path, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, workerGrace(a.Spec))
+	defer cancel()
+	return work(ctx, a)
+}
+
+// workerGrace is how long a worker of a case of spec may live: the
+// workers stop by themselves at the end of the case, and a paused one
+// once it is resumed; past that, something is stuck.
+func workerGrace(spec workloads.Spec) time.Duration {
+	return spec.Duration + spec.AcquireTimeout + 2*time.Minute
+}
+
+// work runs the client of assignment a.
+func work(ctx context.Context, a Assignment) error {
+	conn, err := judge.Dial(ctx, a.Judge, a.Case, a.Host, a.Process, os.Getpid(), judge.Token(os.Getenv(TokenEnv)))
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", a.Process, err)
 	}
@@ -124,9 +161,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	exited := make(chan struct{})
 	go func() { wg.Wait(); close(exited) }()
 
-	// The workers stop by themselves at the end of the case; a paused one
-	// stops once it is resumed. Past that, something is stuck.
-	grace := spec.Duration + spec.AcquireTimeout + 2*time.Minute
+	grace := workerGrace(spec)
 	stopOnCancel := context.AfterFunc(ctx, func() { r.Judge.Stop(id) })
 	select {
 	case <-exited:
@@ -174,6 +209,9 @@ func (r *Runner) startWorker(a Assignment) (*worker, error) {
 	}
 	cmd := exec.Command(r.Worker.Path, r.Worker.Args...)
 	cmd.Env = append(os.Environ(), r.Worker.Env...)
+	if r.JudgeToken != "" {
+		cmd.Env = append(cmd.Env, TokenEnv+"="+r.JudgeToken)
+	}
 	w := &worker{process: a.Process, cmd: cmd, out: &tail{max: 4096}}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	// Its own process group, so that Ctrl-C reaches the runner only,

@@ -22,6 +22,9 @@ var (
 	// ErrClosed: the judge was closed while the call waited (for the
 	// other hosts, at the start barrier, or for the clients to finish).
 	ErrClosed = errors.New("judge closed")
+	// ErrRefused: the judge refused a connection that did not present
+	// the run's token (Options.Token). It survives the wire.
+	ErrRefused = errors.New("refused by the judge: not a host of this run (no valid run token)")
 	// errConnLost ends the wait of a request whose connection closed: no
 	// one is left to hear the reply.
 	errConnLost = errors.New("its connection to the judge was lost")

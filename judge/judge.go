@@ -25,6 +25,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"sync"
@@ -56,6 +57,15 @@ type Options struct {
 	// it. Its error says the case could not be recorded: every host's
 	// result carries it (Result.Unrecorded).
 	Finished func(CaseSpec, *Result) error
+	// Token, when set, is the run's token: a connection is served only
+	// once its first request presents it, so that only the run's own
+	// hosts report to a judge that listens beyond loopback (Listen
+	// refuses to without one). Hand it to them out of band (their
+	// environment: never a command line, a log or a result).
+	Token string
+	// Log, when set, is told what the judge refuses, naming the peer:
+	// connections without the token.
+	Log io.Writer
 }
 
 // Judge referees the cases of one run. It is safe for concurrent use.

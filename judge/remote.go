@@ -24,17 +24,30 @@ type line struct {
 	// judge's clock read Now somewhere between our send and our receipt.
 	thetaLo, thetaHi int64
 	stop             bool
+	// token goes with the first request, then is forgotten.
+	token string
 }
 
-func dial(ctx context.Context, addr string) (*line, error) {
+// A DialOption changes how a client or runner connects to a judge.
+type DialOption func(*line)
+
+// Token presents the run's token (Options.Token) to a judge that asks
+// for one.
+func Token(t string) DialOption { return func(l *line) { l.token = t } }
+
+func dial(ctx context.Context, addr string, opts ...DialOption) (*line, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("judge at %s: %w", addr, err)
 	}
 	w := bufio.NewWriter(conn)
-	return &line{conn: conn, dec: json.NewDecoder(bufio.NewReader(conn)), w: w, enc: json.NewEncoder(w),
-		thetaLo: noBound, thetaHi: math.MaxInt64}, nil
+	l := &line{conn: conn, dec: json.NewDecoder(bufio.NewReader(conn)), w: w, enc: json.NewEncoder(w),
+		thetaLo: noBound, thetaHi: math.MaxInt64}
+	for _, o := range opts {
+		o(l)
+	}
+	return l, nil
 }
 
 // call sends req and waits for the reply; ctx bounds the wait (the
@@ -46,6 +59,9 @@ func (l *line) call(ctx context.Context, req *request) (*reply, error) {
 	stop := context.AfterFunc(ctx, func() { l.conn.Close() })
 	defer stop()
 	sent := time.Now().UnixNano()
+	if l.token != "" {
+		req.Token, l.token = l.token, ""
+	}
 	if err := l.enc.Encode(req); err != nil {
 		return nil, l.broken(ctx, err)
 	}
@@ -82,8 +98,8 @@ func (l *line) theta() (lo, hi int64) {
 
 // Dial connects a client process to case id on the judge at addr, as
 // process of host (pid is its OS process id, for the record).
-func Dial(ctx context.Context, addr, id, host string, process, pid int) (Conn, error) {
-	l, err := dial(ctx, addr)
+func Dial(ctx context.Context, addr, id, host string, process, pid int, opts ...DialOption) (Conn, error) {
+	l, err := dial(ctx, addr, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -159,13 +175,14 @@ type Remote struct {
 	addr  string
 	runID string
 	l     *line
+	opts  []DialOption
 }
 
 var _ Referee = (*Remote)(nil)
 
 // DialRemote connects a runner to the judge at addr.
-func DialRemote(ctx context.Context, addr string) (*Remote, error) {
-	l, err := dial(ctx, addr)
+func DialRemote(ctx context.Context, addr string, opts ...DialOption) (*Remote, error) {
+	l, err := dial(ctx, addr, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +191,7 @@ func DialRemote(ctx context.Context, addr string) (*Remote, error) {
 		l.conn.Close()
 		return nil, err
 	}
-	return &Remote{addr: addr, runID: rep.RunID, l: l}, nil
+	return &Remote{addr: addr, runID: rep.RunID, l: l, opts: opts}, nil
 }
 
 // Open implements Referee.
@@ -209,7 +226,7 @@ func (r *Remote) Stop(id string) { r.oneShot(&request{Op: "stop", Case: id}) }
 func (r *Remote) oneShot(req *request) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l, err := dial(ctx, r.addr)
+	l, err := dial(ctx, r.addr, r.opts...)
 	if err != nil {
 		return
 	}

@@ -3,10 +3,12 @@ package judge
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -19,7 +21,9 @@ import (
 // bounds the offset between its clock and the judge's.
 
 type request struct {
-	Op      string       `json:"op"`
+	Op string `json:"op"`
+	// Token is the run's token, on a connection's first request.
+	Token   string       `json:"token,omitempty"`
 	Case    string       `json:"case,omitempty"`
 	Host    string       `json:"host,omitempty"`
 	Process int          `json:"process,omitempty"`
@@ -35,18 +39,20 @@ type request struct {
 type reply struct {
 	Err string `json:"err,omitempty"`
 	// Protocol says Err wraps ErrProtocol: the remote error wraps it too.
-	Protocol bool       `json:"protocol,omitempty"`
-	Now      int64      `json:"now"`
-	Stop     bool       `json:"stop,omitempty"`
-	Info     *CaseInfo  `json:"info,omitempty"`
-	Start    *StartInfo `json:"start,omitempty"`
-	Grant    *Grant     `json:"grant,omitempty"`
-	Result   *Result    `json:"result,omitempty"`
-	RunID    string     `json:"run_id,omitempty"`
+	Protocol bool `json:"protocol,omitempty"`
+	// Refused says Err wraps ErrRefused.
+	Refused bool       `json:"refused,omitempty"`
+	Now     int64      `json:"now"`
+	Stop    bool       `json:"stop,omitempty"`
+	Info    *CaseInfo  `json:"info,omitempty"`
+	Start   *StartInfo `json:"start,omitempty"`
+	Grant   *Grant     `json:"grant,omitempty"`
+	Result  *Result    `json:"result,omitempty"`
+	RunID   string     `json:"run_id,omitempty"`
 }
 
 func (r *reply) fail(err error) {
-	r.Err, r.Protocol = err.Error(), errors.Is(err, ErrProtocol)
+	r.Err, r.Protocol, r.Refused = err.Error(), errors.Is(err, ErrProtocol), errors.Is(err, ErrRefused)
 }
 
 // error is the reply's error as the caller sees it: the judge's message,
@@ -57,13 +63,20 @@ func (r *reply) error() error {
 		return nil
 	case r.Protocol:
 		return fmt.Errorf("%w: %s", ErrProtocol, strings.TrimPrefix(r.Err, ErrProtocol.Error()+": "))
+	case r.Refused:
+		return ErrRefused
 	}
 	return fmt.Errorf("judge: %s", r.Err)
 }
 
 // Listen serves the judge on addr ("127.0.0.1:0" for any free port) until
-// Close; Addr then says where. It returns once the listener is open.
+// Close; Addr then says where. It returns once the listener is open. An
+// address beyond loopback (another host could reach it) needs the run's
+// token (Options.Token).
 func (j *Judge) Listen(addr string) error {
+	if j.opts.Token == "" && !loopback(addr) {
+		return configf("judge: listen on %s: beyond loopback every process that reaches it could report: give the run a token (Options.Token; lockbench judge --token-file)", addr)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("judge: listen on %s: %w", addr, err)
@@ -78,6 +91,40 @@ func (j *Judge) Listen(addr string) error {
 	j.mu.Unlock()
 	j.serving.Go(func() { j.serve(ln) })
 	return nil
+}
+
+// loopback reports whether addr (host:port) names a loopback address
+// only: "localhost", 127.0.0.0/8 or ::1. An empty host is every address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// admit checks the token of a connection's first request, and says in the
+// judge's log whom it refused: the peer's address, and who it said it was.
+func (j *Judge) admit(conn net.Conn, req *request) error {
+	if j.opts.Token == "" || subtle.ConstantTimeCompare([]byte(req.Token), []byte(j.opts.Token)) == 1 {
+		return nil
+	}
+	if j.opts.Log != nil {
+		why := "a wrong run token"
+		if req.Token == "" {
+			why = "no run token"
+		}
+		who := ""
+		if req.Host != "" {
+			who = fmt.Sprintf(" (it said it is host %q, %s)", req.Host, req.Op)
+		}
+		fmt.Fprintf(j.opts.Log, "judge: refused %s%s: %s\n", conn.RemoteAddr(), who, why)
+	}
+	return ErrRefused
 }
 
 // Addr is where the judge listens ("" before Listen).
@@ -171,6 +218,7 @@ func (j *Judge) handle(conn net.Conn) {
 	enc := json.NewEncoder(w)
 	var client *Case // set by hello: the connection is that client's
 	process := 0
+	admitted := false
 	defer func() {
 		if client != nil {
 			client.doneWith(process, nil, errConnLost.Error())
@@ -184,6 +232,16 @@ func (j *Judge) handle(conn net.Conn) {
 			return
 		}
 		var rep reply
+		if !admitted {
+			if err := j.admit(conn, &req); err != nil {
+				rep.fail(err)
+				rep.Now = time.Now().UnixNano()
+				_ = enc.Encode(&rep)
+				_ = w.Flush()
+				return
+			}
+			admitted = true
+		}
 		if err := j.do(ctx, &req, &rep, &client, &process); err != nil {
 			rep.fail(err)
 		}

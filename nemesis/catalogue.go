@@ -219,10 +219,10 @@ var catalogue = []*Scenario{
 		span:    lasting,
 		Doc:     "the clients are cut off (their traffic blackholed) from a random minority of the nodes, or from the single server, for a lease (at least a second)",
 		Proxied: true,
-		fits:    needProxied,
+		fits:    needCut,
 		plan: func(e Env) plan {
 			return e.repeat(e.window(), e.gap(), "partitioned from the clients", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
-				perNode(func(_ context.Context, n *compose.Node) error { return n.Partition() }), perNode(heal))
+				perNode(cutClients), perNode(healClients))
 		},
 	},
 	{
@@ -292,6 +292,36 @@ func needMinority(sh Shape) error {
 		return nil
 	}
 	return errors.New("needs a cluster of at least 3 nodes")
+}
+
+// needCut: the nodes' clients can be cut off, through proxies or by
+// rules on the hosts.
+func needCut(sh Shape) error {
+	if sh.Proxied || sh.ClientCuts {
+		return nil
+	}
+	return errors.New("needs servers the clients reach through proxies, or placed on hosts whose links can be cut")
+}
+
+// cutClients cuts a node off from its clients: through its proxy, or by
+// rules on its host and theirs, and then proves the cut (no client host
+// reaches it; the control node still does).
+func cutClients(ctx context.Context, n *compose.Node) error {
+	if n.Proxy() != nil {
+		return n.Partition()
+	}
+	if err := n.CutClients(); err != nil {
+		return err
+	}
+	return n.Unreachable(ctx, 2*time.Second)
+}
+
+// healClients lifts cutClients.
+func healClients(_ context.Context, n *compose.Node) error {
+	if n.Proxy() != nil {
+		return n.Heal()
+	}
+	return n.HealClients()
 }
 
 func needProxied(sh Shape) error {

@@ -105,6 +105,10 @@ type Target struct {
 	// the durability profile (PostgreSQL cannot start without its data
 	// dir).
 	KeepsData bool
+	// ClientCuts is set when every node can be cut off from its clients
+	// for real, by rules on the hosts (compose.Node.CutClients: servers
+	// placed on hosts), rather than through a proxy.
+	ClientCuts bool
 }
 
 // Leader finds the current leader (or master) of a cluster: compose's
@@ -144,12 +148,15 @@ type Shape struct {
 	// Proxied is set when the clients reach every node through its proxy,
 	// which can cut them off or slow them down.
 	Proxied bool
+	// ClientCuts is set when every node can be cut off from its clients
+	// without a proxy (Target.ClientCuts).
+	ClientCuts bool
 }
 
 // Shape returns t's shape.
 func (t Target) Shape() Shape {
 	sh := Shape{
-		Nodes: len(t.Nodes), Elects: t.Elects, Leader: t.Leader != nil, Members: t.Members != nil, ClockShift: t.ClockShift,
+		Nodes: len(t.Nodes), Elects: t.Elects, Leader: t.Leader != nil, Members: t.Members != nil, ClockShift: t.ClockShift, ClientCuts: t.ClientCuts,
 		Sentinel: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil,
 		Proxied:  len(t.Nodes) > 0,
 	}

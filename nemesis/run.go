@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -43,7 +44,7 @@ type Nemesis struct {
 	c       *judge.Case
 	start   time.Time // zero until the start barrier
 	cancel  func()
-	procs   map[int]*os.Process
+	procs   map[int]Process
 	windows []results.Window
 	open    map[int]openWindow
 	nextID  int
@@ -60,7 +61,7 @@ type openWindow struct {
 }
 
 func newNemesis() *Nemesis {
-	return &Nemesis{procs: map[int]*os.Process{}, open: map[int]openWindow{}}
+	return &Nemesis{procs: map[int]Process{}, open: map[int]openWindow{}}
 }
 
 // Record is what a nemesis did in one case.
@@ -109,12 +110,48 @@ func (n *Nemesis) Attach(ctx context.Context, c *judge.Case, duration time.Durat
 	})
 }
 
-// AddProcess gives n a client process of the case, by its number on the
-// judge: the processes a client pause may stop.
-func (n *Nemesis) AddProcess(process int, p *os.Process) {
+// A Process is a client process a client pause stops and resumes: one of
+// this machine's (AddProcess), or one started on another host through its
+// Remote (remote.Proc, found by its pidfile).
+type Process interface {
+	// Pause stops the process (SIGSTOP) and returns once every thread of
+	// it is stopped; an error wrapping remote.ErrGone says there was no
+	// process to stop (any other may leave it stopped in part: it is
+	// resumed all the same).
+	Pause(ctx context.Context) error
+	// Resume continues it (SIGCONT).
+	Resume(ctx context.Context) error
+}
+
+// AddProcess gives n a client process of the case on this machine, by
+// its number on the judge: the processes a client pause may stop.
+func (n *Nemesis) AddProcess(process int, p *os.Process) { n.AddClient(process, localProcess{p}) }
+
+// AddClient gives n a client process of the case, wherever it runs, by
+// its number on the judge.
+func (n *Nemesis) AddClient(process int, p Process) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.procs[process] = p
+}
+
+// localProcess is a client process of this machine.
+type localProcess struct{ p *os.Process }
+
+func (l localProcess) Pause(context.Context) error {
+	if err := l.p.Signal(syscall.SIGSTOP); errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("%w: %w", remote.ErrGone, err)
+	} else if err != nil {
+		return err
+	}
+	return compose.WaitStopped(l.p.Pid, 10*time.Second)
+}
+
+func (l localProcess) Resume(context.Context) error {
+	if err := l.p.Signal(syscall.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
 }
 
 // Stop ends n: its schedule's context ends, and Stop waits until the
@@ -173,19 +210,24 @@ func (n *Nemesis) Pause(process int, d time.Duration) error {
 	if _, ok := n.started(); proc == nil || !ok {
 		return fmt.Errorf("process %d: not a client process of this case, or the case has not started", process)
 	}
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("pause process %d: %w", process, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := proc.Pause(ctx)
+	if err == nil || !errors.Is(err, remote.ErrGone) {
+		// Stopped, or stopped in part: resumed after d all the same.
+		end := n.inject(fmt.Sprintf("process %d stopped for %v", process, d), results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}})
+		n.pauses.Add(1)
+		time.AfterFunc(d, func() {
+			defer n.pauses.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := proc.Resume(ctx); err != nil && !errors.Is(err, remote.ErrGone) {
+				n.fail(fmt.Errorf("resume process %d: %w", process, err))
+			}
+			end()
+		})
 	}
-	end := n.inject(fmt.Sprintf("process %d stopped for %v", process, d), results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}})
-	n.pauses.Add(1)
-	time.AfterFunc(d, func() {
-		defer n.pauses.Done()
-		if err := proc.Signal(syscall.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			n.fail(fmt.Errorf("resume process %d: %w", process, err))
-		}
-		end()
-	})
-	if err := compose.WaitStopped(proc.Pid, 10*time.Second); err != nil {
+	if err != nil {
 		return fmt.Errorf("pause process %d: %w", process, err)
 	}
 	return nil
