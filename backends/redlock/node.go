@@ -262,6 +262,7 @@ func (n *node) dial(l *lane) {
 		l.dialled = true
 		if n.dials--; n.dials == 0 {
 			close(n.first)
+			n.r.dials.ended()
 		}
 	}
 	if err == nil && n.closed {

@@ -42,7 +42,8 @@ type Redlock struct {
 	queue   queue
 	handoff handoff
 	holds   holds
-	warm    atomic.Bool // every node's first dial has ended
+	warm    atomic.Bool // the first rounds no longer wait for dials
+	dials   dialProgress
 
 	// What the nodes told about the quarantine: the largest max TTL
 	// recorded on any of them, and whether any was ever seen admitted.
@@ -210,18 +211,21 @@ func (r *Redlock) closed() error {
 }
 
 // ready waits, the first time, until the nodes' first dials have ended
-// (all: Bootstrap), or until a quorum is connected and the others had
-// firstGrace more, or ctx ends: so that the first round does not find
+// (all: Bootstrap), or until a quorum is connected and the others have
+// had firstGrace more, or ctx ends: so that the first round does not find
 // the connections still being dialled, and a node that does not answer
-// its dial costs the first round little.
+// its dial (a hung server accepts TCP connections and says nothing) costs
+// the first rounds firstGrace once, never its dial timeout.
 func (r *Redlock) ready(ctx context.Context, all bool) {
-	if r.warm.Load() {
-		return
-	}
-	var grace <-chan time.Time
-	for {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for all || !r.warm.Load() {
+		changed := r.dials.changed()
 		up, dialling := 0, 0
-		var wait <-chan struct{}
 		for _, n := range r.nodes {
 			select {
 			case <-n.first:
@@ -230,21 +234,30 @@ func (r *Redlock) ready(ctx context.Context, all bool) {
 				}
 			default:
 				dialling++
-				wait = n.first
 			}
 		}
 		if dialling == 0 {
 			r.warm.Store(true)
 			return
 		}
-		if up >= r.quorum && !all && grace == nil {
-			t := time.NewTimer(firstGrace)
-			defer t.Stop()
-			grace = t.C
+		var grace <-chan time.Time
+		if up >= r.quorum && !all {
+			left := r.dials.grace(time.Now())
+			if left <= 0 {
+				r.warm.Store(true)
+				return
+			}
+			if timer == nil {
+				timer = time.NewTimer(left)
+			} else {
+				timer.Reset(left)
+			}
+			grace = timer.C
 		}
 		select {
-		case <-wait:
+		case <-changed:
 		case <-grace:
+			r.warm.Store(true)
 			return
 		case <-ctx.Done():
 			return
@@ -252,6 +265,45 @@ func (r *Redlock) ready(ctx context.Context, all bool) {
 			return
 		}
 	}
+}
+
+// dialProgress tells ready when a node's first dial has ended, and keeps
+// the one deadline of the grace the last nodes get.
+type dialProgress struct {
+	mu       sync.Mutex
+	ch       chan struct{} // closed and replaced when a first dial ends
+	deadline time.Time     // the end of the grace, once a quorum is connected
+}
+
+// changed returns a channel that is closed when a first dial ends.
+func (d *dialProgress) changed() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ch == nil {
+		d.ch = make(chan struct{})
+	}
+	return d.ch
+}
+
+// ended wakes the callers of ready.
+func (d *dialProgress) ended() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ch != nil {
+		close(d.ch)
+		d.ch = nil
+	}
+}
+
+// grace returns how much of the grace is left, starting it at now the
+// first time.
+func (d *dialProgress) grace(now time.Time) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.deadline.IsZero() {
+		d.deadline = now.Add(firstGrace)
+	}
+	return d.deadline.Sub(now)
 }
 
 // firstGrace is how long the first round waits for the last nodes' dials
