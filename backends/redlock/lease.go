@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,11 @@ type hold struct {
 	lease      *locker.Handle
 }
 
+// unconfirmed is the error of a release that fewer than a majority of the
+// nodes confirmed: the key may stay taken until its TTL, unless a retry
+// (in the background at once, and by Close) reaches them.
+var errUnconfirmed = errors.New("the release did not reach a majority of the nodes: the key may stay taken until its TTL; it is retried in the background and by Close")
+
 var (
 	_ locker.Holder = (*hold)(nil)
 	_ locker.Ender  = (*hold)(nil)
@@ -33,17 +39,29 @@ var (
 // nodes that extended it hold the key for nobody: it is given back.
 func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	r := h.r
-	if ttl < time.Millisecond || (r.c.quarantine && ttl > r.c.maxTTL) {
-		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: must be between 1ms and the max TTL %v", ttl, h.key, r.c.maxTTL)
+	if ttl < time.Millisecond {
+		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: Redis expires in whole milliseconds", ttl, h.key)
+	}
+	if r.c.quarantine && ttl > r.c.maxTTL {
+		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: above the max TTL %v that the restart quarantine covers (raise it with WithMaxTTL)", ttl, h.key, r.c.maxTTL)
 	}
 	if err := r.begin(); err != nil {
 		return time.Time{}, fmt.Errorf("extend %q: %w", h.key, err)
 	}
 	defer r.ops.Done()
 	start := time.Now()
+	ctx, span := r.tel.start(ctx, "redlock.Extend", h.key)
+	until, err := h.extend(ctx, ttl, start)
+	r.tel.measure(ctx, r.tel.extend, start, err)
+	r.tel.end(span, err)
+	return until, err
+}
+
+func (h *hold) extend(ctx context.Context, ttl time.Duration, start time.Time) (time.Time, error) {
+	r := h.r
 	calls := r.getCalls()
 	defer r.putCalls(calls)
-	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "1", h.key, h.value, strconv.FormatInt(ttl.Milliseconds(), 10))
+	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "2", h.key, nodeKey, h.value, strconv.FormatInt(ttl.Milliseconds(), 10), flag(r.c.quarantine))
 	ok, notOurs := 0, 0
 	exchange(ctx, calls, r.timeout(ttl), r.quorum, func(_ int, c *call) {
 		c.req, c.p.want = cmd, 1
@@ -82,7 +100,12 @@ func withCauses(err error, causes []error) error {
 }
 
 // Release runs the release script on every node, then hands the key's
-// turn to the next goroutine of this process that waits for it.
+// turn to the next goroutine of this process that waits for it. A
+// release that fewer than a majority of the nodes confirmed (its context
+// ended first, the nodes were unreachable) returns an error that says so
+// and wraps the causes (ctx.Err(), locker.ErrUnavailable), the lease's
+// Err says so too, and the release is retried at once in the
+// background, and again by Close if that failed too.
 func (h *hold) Release(ctx context.Context) error {
 	defer h.leave()
 	r := h.r
@@ -90,19 +113,35 @@ func (h *hold) Release(ctx context.Context) error {
 		return fmt.Errorf("release %q: %w", h.key, err) // Close releases it
 	}
 	defer r.ops.Done()
+	start := time.Now()
+	ctx, span := r.tel.start(ctx, "redlock.Release", h.key)
+	err := h.release(ctx)
+	r.tel.measure(ctx, r.tel.release, start, err)
+	r.tel.end(span, err)
+	return err
+}
+
+func (h *hold) release(ctx context.Context) error {
+	r := h.r
 	calls := r.getCalls()
 	defer r.putCalls(calls)
 	ok, notOurs, errs := r.release(ctx, calls, h.key, h.value, r.reserveFor(h.ttl), true)
-	r.holds.remove(h)
 	switch {
 	case ok == 0 && len(errs) == 0:
+		r.holds.remove(h)
 		return fmt.Errorf("%w: %q was not ours on any node", locker.ErrNotHeld, h.key)
 	case ok+notOurs < r.quorum && len(errs) > 0:
 		// Fewer than a majority confirmed: the key may still be held.
-		return fmt.Errorf("%w: %q released on %d of %d nodes; it stays taken on the others until its TTL: %w", locker.ErrUnavailable, h.key, ok, len(calls), errors.Join(errs...))
+		// Retry now, within releaseTimeout, and leave the hold to Close
+		// if that fails too.
+		err := fmt.Errorf("%w: %q released on %d of %d nodes: %w: %w", locker.ErrUnavailable, h.key, ok, len(calls), errUnconfirmed, errors.Join(errs...))
+		r.event(eventUnconfirmed, "", err, slog.String("key", h.key))
+		r.background(func() { h.giveBack() })
+		return err
 	}
 	// A majority no longer holds it for us: the key is free (a minority
 	// that missed the release lets it expire).
+	r.holds.remove(h)
 	return nil
 }
 
@@ -120,14 +159,17 @@ func (h *hold) Ended(error) {
 }
 
 // giveBack releases the key on every node, within releaseTimeout, once
-// its lease has ended, and forgets the hold.
+// its lease has ended, and forgets the hold once a majority confirmed it
+// (or said the key was no longer ours); Close gives back the others again.
 func (h *hold) giveBack() {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	calls := h.r.getCalls()
 	defer h.r.putCalls(calls)
-	h.r.release(ctx, calls, h.key, h.value, h.r.reserveFor(h.ttl), true)
-	h.r.holds.remove(h)
+	ok, notOurs, _ := h.r.release(ctx, calls, h.key, h.value, h.r.reserveFor(h.ttl), true)
+	if ok+notOurs >= h.r.quorum || ok+notOurs == len(calls) {
+		h.r.holds.remove(h)
+	}
 }
 
 // leave hands the key's turn on, once, however the lease ended.
@@ -160,8 +202,8 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
 	exchange(ctx, calls, releaseTimeout, r.quorum, func(i int, c *call) {
-		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "3", key, waitersPrefix+key, deadlinesPrefix+key,
-			value, r.queueID(i, id), flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
+		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "4", key, waitersPrefix+key, deadlinesPrefix+key, nodeKey,
+			value, r.queueID(i, id), flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS, flag(r.c.quarantine))
 		c.p.want = 1
 	}, func(_ int, c *call) bool {
 		if answer(c) >= 0 {
@@ -180,8 +222,8 @@ func (r *Redlock) send(ctx context.Context, calls []call, key, value string, res
 	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
 	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
 	exchange(context.WithoutCancel(ctx), calls, 0, 0, func(i int, c *call) {
-		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "3", key, waitersPrefix+key, deadlinesPrefix+key,
-			value, "", flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
+		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "4", key, waitersPrefix+key, deadlinesPrefix+key, nodeKey,
+			value, "", flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS, flag(r.c.quarantine))
 		c.p.want = 1
 	}, func(int, *call) bool { return true })
 }

@@ -46,7 +46,7 @@ func run(m *testing.M) int {
 		addrs = append(addrs, n.Addr())
 	}
 	// The nodes are new: admit them to the quorum now rather than after
-	// one max TTL of uptime.
+	// one max TTL. They have just started, so Bootstrap must be forced.
 	if err := bootstrap(ctx, addrs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -68,6 +68,7 @@ func closeClients(clients []*redis.Client) {
 	}
 }
 
+// bootstrap admits new nodes, which the caller has just started.
 func bootstrap(ctx context.Context, addrs []string) error {
 	clients := newClients(addrs)
 	defer closeClients(clients)
@@ -76,5 +77,5 @@ func bootstrap(ctx context.Context, addrs []string) error {
 		return err
 	}
 	defer rl.Close()
-	return rl.Bootstrap(ctx)
+	return rl.Bootstrap(ctx, redlock.Force())
 }

@@ -1,7 +1,11 @@
 package redlock
 
 import (
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lockbench/lockbench/locker"
 )
@@ -46,6 +50,15 @@ type options struct {
 	nodeTimeout  time.Duration // 0: scaled from the TTL
 	waitReplicas int
 	waitTimeout  time.Duration
+	telemetryOptions
+}
+
+// telemetryOptions is where a Redlock reports what it does (see
+// telemetry.go); nil: the global OpenTelemetry providers, no logger.
+type telemetryOptions struct {
+	tracerProvider trace.TracerProvider
+	meterProvider  metric.MeterProvider
+	logger         *slog.Logger
 }
 
 // config is the options once resolved: what a Redlock runs with.
@@ -58,6 +71,7 @@ type config struct {
 	nodeTimeout  time.Duration
 	waitReplicas int
 	waitTimeout  time.Duration
+	telemetryOptions
 }
 
 // resolve applies opts and settles the options that depend on others.
@@ -75,13 +89,14 @@ func resolve(opts []Option) (config, error) {
 		return config{}, locker.Invalidf("WithClockFloor(true) with WithFencing(false): the clock floor raises fencing tokens, which are off")
 	}
 	c := config{
-		fencing:      o.fencing == on || o.clockFloor == on,
-		quarantine:   o.quarantine != off,
-		maxTTL:       o.maxTTL,
-		drift:        o.drift,
-		nodeTimeout:  o.nodeTimeout,
-		waitReplicas: o.waitReplicas,
-		waitTimeout:  o.waitTimeout,
+		fencing:          o.fencing == on || o.clockFloor == on,
+		quarantine:       o.quarantine != off,
+		maxTTL:           o.maxTTL,
+		drift:            o.drift,
+		nodeTimeout:      o.nodeTimeout,
+		waitReplicas:     o.waitReplicas,
+		waitTimeout:      o.waitTimeout,
+		telemetryOptions: o.telemetryOptions,
 	}
 	c.clockFloor = c.fencing && o.clockFloor != off
 	return c, nil
@@ -195,4 +210,28 @@ func WithWait(replicas int, timeout time.Duration) Option {
 		o.waitReplicas, o.waitTimeout = replicas, timeout
 		return nil
 	}
+}
+
+// WithTracerProvider sets where Redlock's spans go (see the package
+// documentation, Observability). By default, or given nil, it uses the
+// global provider (otel.GetTracerProvider), which records nothing until
+// the application installs an SDK.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) error { o.tracerProvider = tp; return nil }
+}
+
+// WithMeterProvider sets where Redlock's metrics go (see the package
+// documentation, Observability). By default, or given nil, it uses the
+// global provider (otel.GetMeterProvider), which records nothing until the
+// application installs an SDK.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) error { o.meterProvider = mp; return nil }
+}
+
+// WithLogger sets the logger of the events an operator may need to see: a
+// node that lost its data, is admitted again, may evict keys, refuses
+// Redlock's credentials or commands, is unreachable; a release that did
+// not reach a majority. By default, or given nil, Redlock logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error { o.logger = l; return nil }
 }

@@ -24,6 +24,8 @@ type Redlock struct {
 	quorum int
 	c      config
 	id     string // this Redlock's name in the nodes' wait queues
+	tel    *telemetry
+	runs   servers
 
 	// Close's order: stopping ends (no new operation, waits wake up), the
 	// operations in flight end, the leases' keys are released, life ends
@@ -49,10 +51,6 @@ type Redlock struct {
 	// recorded on any of them, and whether any was ever seen admitted.
 	clusterMaxTTL atomic.Int64
 	seenAdmitted  atomic.Bool
-
-	// contendedUntil (unix ns): until then, tries use the acquire script
-	// (see fastPath).
-	contendedUntil atomic.Int64
 
 	// Recycled attempts and call slices: their buffers then need no
 	// allocation on the hot path.
@@ -89,7 +87,11 @@ func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redlock{quorum: len(clients)/2 + 1, c: c, id: newID()}
+	tel, err := newTelemetry(c)
+	if err != nil {
+		return nil, err
+	}
+	r := &Redlock{quorum: len(clients)/2 + 1, c: c, id: newID(), tel: tel}
 	r.nodes = make([]*node, len(clients))
 	failover := -1
 	for i, cl := range clients {
@@ -107,8 +109,11 @@ func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 	}
 	slices.SortStableFunc(r.nodes, func(a, b *node) int { return strings.Compare(a.addr, b.addr) })
 	for i := 1; i < len(r.nodes); i++ {
-		if r.nodes[i].addr == r.nodes[i-1].addr && r.nodes[i].opt.DB == r.nodes[i-1].opt.DB {
-			return nil, locker.Invalidf("node %s (db %d) given twice: the masters must be independent", r.nodes[i].addr, r.nodes[i].opt.DB)
+		if a, b := r.nodes[i-1], r.nodes[i]; a.addr == b.addr {
+			if a.opt.DB == b.opt.DB {
+				return nil, locker.Invalidf("node %s (db %d) given twice: the masters must be independent", b.addr, b.opt.DB)
+			}
+			return nil, locker.Invalidf("node %s given twice (databases %d and %d): databases of one server are one master, which a restart or a failure takes down at once; the masters must be independent servers", b.addr, a.opt.DB, b.opt.DB)
 		}
 	}
 	r.stopping, r.stop = context.WithCancelCause(context.Background())
@@ -359,9 +364,10 @@ func (s *holds) remove(h *hold) {
 	s.mu.Unlock()
 }
 
-// closeAll releases the key of every lease still held, each within
-// releaseTimeout, and ends the lease with locker.ErrLost wrapping
-// locker.ErrClosed.
+// closeAll releases, all at once and each within releaseTimeout, the
+// key of every lease still held, and of every lease whose release did not
+// reach a majority, and ends the leases still held with locker.ErrLost
+// wrapping locker.ErrClosed.
 func (s *holds) closeAll() {
 	s.mu.Lock()
 	all := make([]*hold, 0, len(s.m))
@@ -369,8 +375,12 @@ func (s *holds) closeAll() {
 		all = append(all, h)
 	}
 	s.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, h := range all {
-		h.giveBack()
-		h.lease.Lose(locker.ErrClosed)
+		wg.Go(func() {
+			h.giveBack()
+			h.lease.Lose(locker.ErrClosed)
+		})
 	}
+	wg.Wait()
 }

@@ -189,29 +189,60 @@ func TestErrorsWrapSentinels(t *testing.T) {
 	}
 }
 
-// TestACLRefusalNamesINFO: with the restart quarantine on, Redlock needs
-// the INFO command; a node whose ACL refuses it fails every operation
-// with an error that says what the user lacks.
-func TestACLRefusalNamesINFO(t *testing.T) {
+// TestMisconfigurationFailsAtOnce (issue 19, §3): a refusal of
+// Redlock's configuration — a wrong password, an ACL that refuses INFO
+// (the restart quarantine needs it) or EVALSHA — cannot be cured by
+// retrying: Acquire, even on a context that never ends, fails at once with
+// an error wrapping ErrConfig that says what the user lacks.
+func TestMisconfigurationFailsAtOnce(t *testing.T) {
 	nodes, _ := fresh(t, 1, compose.RedisOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := direct(t, nodes[0]).Do(ctx, "ACL", "SETUSER", "locker", "on", ">secret", "~*", "&*", "+@all", "-info").Err(); err != nil {
-		t.Fatal(err)
+	for _, acl := range [][]string{
+		{"ACL", "SETUSER", "locker", "on", ">secret", "~*", "&*", "+@all"},
+		{"ACL", "SETUSER", "noinfo", "on", ">secret", "~*", "&*", "+@all", "-info"},
+		{"ACL", "SETUSER", "noeval", "on", ">secret", "~*", "&*", "+@all", "-evalsha"},
+	} {
+		if err := direct(t, nodes[0]).Do(ctx, toAny(acl)...).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: "locker", Password: "secret"})
-	defer client.Close()
-	rl, err := redlock.New([]*redis.Client{client})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name, user, pass string
+		want             []string
+	}{
+		{"wrong password", "locker", "wrong", []string{"WRONGPASS"}},
+		{"ACL without INFO", "noinfo", "secret", []string{"ACL", "+info"}},
+		{"ACL without EVALSHA", "noeval", "secret", []string{"ACL", "+evalsha"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: tc.user, Password: tc.pass})
+			defer client.Close()
+			rl, err := redlock.New([]*redis.Client{client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rl.Close()
+			start := time.Now()
+			_, err = rl.Acquire(context.Background(), "k")
+			took := time.Since(start)
+			if !errors.Is(err, redlock.ErrConfig) || errors.Is(err, locker.ErrNotAcquired) {
+				t.Fatalf("Acquire = %v, want an error wrapping ErrConfig (and not ErrNotAcquired, which is retried)", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Acquire = %v, want it to name %q", err, w)
+				}
+			}
+			if took > 5*time.Second {
+				t.Errorf("Acquire took %v to fail", took)
+			}
+			t.Logf("%v: %v", took.Round(time.Millisecond), err)
+		})
 	}
-	defer rl.Close()
-	_, err = rl.TryAcquire(ctx, "k")
-	if !errors.Is(err, locker.ErrNotAcquired) || !strings.Contains(err.Error(), "ACL") || !strings.Contains(err.Error(), "+info") {
-		t.Fatalf("TryAcquire without +info = %v, want a refusal naming the ACL and +info", err)
-	}
-	t.Log(err)
 	// Without the quarantine, INFO is not needed.
+	client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: "noinfo", Password: "secret"})
+	defer client.Close()
 	plain, err := redlock.New([]*redis.Client{client}, redlock.WithQuarantine(false))
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +253,14 @@ func TestACLRefusalNamesINFO(t *testing.T) {
 		t.Fatalf("without the quarantine: %v", err)
 	}
 	lease.Release(ctx)
+}
+
+func toAny(s []string) []any {
+	a := make([]any, len(s))
+	for i, v := range s {
+		a[i] = v
+	}
+	return a
 }
 
 // TestNoRegistration: importing the library registers nothing with
