@@ -374,10 +374,12 @@ func (c *cluster) admit(nodes []*compose.Node) error {
 	return nil
 }
 
-// admit opens Redlock with cfg's nodes, asking it to bootstrap them (it
-// admits nothing on nodes already in use), and closes it.
+// admit opens Redlock with cfg's nodes, asking it to bootstrap them,
+// forced: the runner has just started them, so they are new although
+// they have been up for less than the max TTL (it admits nothing on nodes
+// already in use), and closes it.
 func admit(cfg backends.Config) error {
-	params := map[string]string{"bootstrap": "true"}
+	params := map[string]string{"bootstrap": "force"}
 	for k, v := range cfg.Params {
 		if k == "quarantine" || k == "maxttl" {
 			params[k] = v
