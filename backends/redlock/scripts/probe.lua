@@ -20,7 +20,7 @@
 -- marker (restart without data, FLUSHALL, eviction) or evicted keys since
 -- is not admitted. The first client to see that records when (on the
 -- node's clock); the node is admitted once it has served the quarantine
--- since then. An admitted node records the client's max TTL.
+-- since then.
 local M = '\0redlock:'
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 local mem = redis.call('INFO', 'memory')
@@ -34,10 +34,6 @@ local m = redis.call('HGET', KEYS[1], M)
 if m and string.sub(m, 1, string.len(run) + 1) == run .. ' ' then
   local maxttl, ev = string.match(m, '^%x+ (%d+) (%d+)$')
   if ev == evicted then
-    if tonumber(maxttl) < tonumber(ARGV[1]) then
-      maxttl = ARGV[1]
-      redis.call('HSET', KEYS[1], M, run .. ' ' .. maxttl .. ' ' .. ev)
-    end
     return 'admitted ' .. run .. ' ' .. maxttl
   end
   -- It evicted keys since it was admitted (or its statistics were
