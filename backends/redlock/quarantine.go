@@ -91,6 +91,10 @@ func (n *node) votes(now time.Time) (run string, ok bool, why error) {
 		return h.run, false, err
 	}
 	if !n.r.c.quarantine {
+		if !n.main.dialled {
+			// Not before its first connection told which server it is.
+			return "", false, errConnecting
+		}
 		return "", true, nil
 	}
 	switch {

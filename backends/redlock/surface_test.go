@@ -132,6 +132,7 @@ func TestNewRefuses(t *testing.T) {
 		{"none", nil, "at least one"},
 		{"nil", []*redis.Client{plain, nil}, "client 1 is nil"},
 		{"twice", []*redis.Client{plain, redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, "given twice"},
+		{"two databases of one server", []*redis.Client{plain, redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DB: 1})}, "databases 0 and 1"},
 		{"two failover clients", []*redis.Client{a, plain, b}, "both Sentinel failover clients"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +152,27 @@ func TestNewRefuses(t *testing.T) {
 		t.Fatalf("one failover client: %v", err)
 	}
 	rl.Close()
+}
+
+// TestOneServerUnderTwoAddresses (issue 19, §5): two addresses of one
+// server (here 127.0.0.1 and localhost) are one master, not two: their
+// connections find the same run_id, neither votes, and Acquire fails at
+// once naming both, rather than count one server twice toward a quorum.
+func TestOneServerUnderTwoAddresses(t *testing.T) {
+	for _, quarantine := range []bool{true, false} {
+		t.Run(fmt.Sprintf("quarantine=%v", quarantine), func(t *testing.T) {
+			_, addrs := fresh(t, 2, compose.RedisOptions{})
+			_, port, _ := strings.Cut(addrs[0], ":")
+			rl := newRedlock(t, []string{addrs[0], "localhost:" + port, addrs[1]}, redlock.WithQuarantine(quarantine))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := rl.Acquire(ctx, "k")
+			if !errors.Is(err, redlock.ErrConfig) || !strings.Contains(err.Error(), "one server") || !strings.Contains(err.Error(), "localhost:"+port) {
+				t.Fatalf("Acquire on one server under two addresses = %v, want ErrConfig naming both", err)
+			}
+			t.Log(err)
+		})
+	}
 }
 
 // TestErrorsWrapSentinels: a failed Extend (a majority down) and
