@@ -139,6 +139,8 @@ type attempt struct {
 	token []int64  // the node's token, or how long the key has left there when held
 	set   []bool   // we may have set the key there: release it on failure
 	cause []error  // why a node failed or was excluded
+	slow  []bool   // the node was not answering when the try began: not waited for
+	home  int      // the first of the key's queue nodes (see handoff.go)
 
 	// queue: the attempt queues on the nodes when the key is held
 	// (Acquire, not TryAcquire), as waiter r.id arrived at arrival (µs).
@@ -161,11 +163,12 @@ func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt 
 		n := len(r.nodes)
 		a = &attempt{
 			r: r, calls: r.newCalls(),
-			state: make([]uint8, n), runs: make([]string, n), token: make([]int64, n), set: make([]bool, n),
+			state: make([]uint8, n), runs: make([]string, n), slow: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
 			cause: make([]error, n), wake: make(chan struct{}, 1),
 		}
 	}
 	a.key, a.o, a.queue, a.queued, a.pause, a.tries, a.rounds = key, o, queue, false, 0, 0, 0
+	a.home = r.home(key)
 	if queue {
 		a.arrival = strconv.FormatInt(time.Now().UnixMicro(), 10)
 	}
@@ -262,8 +265,9 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 			continue
 		}
 		a.state[i], a.runs[i] = notAsked, run
+		a.slow[i] = !c.node.answering(now)
 		// The script may queue the attempt, even where it grants.
-		a.queued = a.queued || (a.queue && r.queues(i))
+		a.queued = a.queued || (a.queue && r.queues(a.home, i))
 	}
 	a.rounds++
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), r.quorum, func(i int, c *call) {
@@ -292,19 +296,24 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 // decided reports whether the round has its answer: a majority granted,
 // or too few nodes are left to make one. A waiter that queues on the
 // nodes waits for every node it asked (within the node timeout) before it
-// gives up: it is in no hurry to learn that it waits, and knowing every
-// node's answer spares releasing the nodes that had not answered.
+// gives up — it is in no hurry to learn that it waits, and knowing every
+// node's answer spares releasing the nodes that had not answered — but
+// not for the nodes that were not answering when the try began (hung, cut
+// off, or redialling): their replies, if they come, are read and dropped.
 func (a *attempt) decided() bool {
-	g, open := 0, 0
+	g, open, awaited := 0, 0, 0
 	for i, s := range a.state {
 		switch {
 		case s == granted:
 			g++
 		case s == notAsked && !a.calls[i].skip:
 			open++ // asked in this round, not answered yet
+			if !a.slow[i] {
+				awaited++
+			}
 		}
 	}
-	return g >= a.r.quorum || (g+open < a.r.quorum && (!a.queue || open == 0))
+	return g >= a.r.quorum || (g+open < a.r.quorum && (!a.queue || awaited == 0))
 }
 
 // appendAcquire appends the acquire script's EVALSHA for this try, for a
@@ -327,7 +336,7 @@ func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte
 	b = appendBulk(b, flag(r.c.fencing))
 	b = appendBulkInt(b, floor)
 	b = appendBulkInt(b, r.counterLife().Milliseconds())
-	if a.queue && r.queues(i) {
+	if a.queue && r.queues(a.home, i) {
 		b = appendBulk(b, r.id)
 		b = appendBulk(b, a.arrival)
 	} else {

@@ -182,8 +182,8 @@ func (h *hold) leave() {
 // release runs the release script on the calls that are not skipped, and
 // returns how many nodes released the key, how many did not hold it for
 // value, and the errors of the others. A node whose key has waiters
-// reserves it for the first of them for reserve, and the first
-// handoffNodes nodes wake that waiter. With dequeue, this Redlock also
+// reserves it for the first of them for reserve, and the key's queue
+// nodes wake that waiter. With dequeue, this Redlock also
 // leaves the key's queue (a holder's release: its place is stale); a
 // failed attempt that releases what it got keeps its place.
 func (r *Redlock) release(ctx context.Context, calls []call, key, value string, reserve time.Duration, dequeue bool) (ok, notOurs int, errs []error) {
@@ -199,11 +199,12 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 	}
 	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
 	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
+	home := r.home(key)
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
 	exchange(ctx, calls, releaseTimeout, r.quorum, func(i int, c *call) {
 		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "4", key, waitersPrefix+key, deadlinesPrefix+key, nodeKey,
-			value, r.queueID(i, id), flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS, flag(r.c.quarantine))
+			value, r.queueID(home, i, id), flag(r.queues(home, i)), reserveMS, wakePrefix, wakeMS, flag(r.c.quarantine))
 		c.p.want = 1
 	}, func(_ int, c *call) bool {
 		if answer(c) >= 0 {
@@ -221,9 +222,10 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 func (r *Redlock) send(ctx context.Context, calls []call, key, value string, reserve time.Duration) {
 	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
 	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
+	home := r.home(key)
 	exchange(context.WithoutCancel(ctx), calls, 0, 0, func(i int, c *call) {
 		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "4", key, waitersPrefix+key, deadlinesPrefix+key, nodeKey,
-			value, "", flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS, flag(r.c.quarantine))
+			value, "", flag(r.queues(home, i)), reserveMS, wakePrefix, wakeMS, flag(r.c.quarantine))
 		c.p.want = 1
 	}, func(int, *call) bool { return true })
 }

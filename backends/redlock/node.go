@@ -132,6 +132,15 @@ func (n *node) start() {
 	}
 }
 
+// answering reports whether the node's main connection is up and has not
+// left requests unanswered for long (see conn.stalled): a node that is
+// hung, cut off or being redialled is not.
+func (n *node) answering(now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.main.c != nil && !n.main.c.stalled(now)
+}
+
 // connected reports whether the node's main connection is up.
 func (n *node) connected() bool {
 	n.mu.Lock()
