@@ -79,7 +79,8 @@ type node struct {
 	main   lane // every request but grants that WAIT
 	slow   lane // grants that WAIT (WithWait), which block their connection
 	closed bool
-	health health // restart quarantine; see quarantine.go
+	live   map[*conn]struct{} // every connection whose reader runs: close closes them all
+	health health             // restart quarantine; see quarantine.go
 	down   string // the failure last reported (event), "" while it is up
 	bg     sync.WaitGroup
 }
@@ -333,6 +334,10 @@ func (n *node) dial(l *lane) {
 		c.writing = true
 		n.writeLocked(c)
 	}
+	if n.live == nil {
+		n.live = map[*conn]struct{}{}
+	}
+	n.live[c] = struct{}{}
 	n.bg.Add(1)
 	go n.read(c)
 }
@@ -366,6 +371,7 @@ func (n *node) read(c *conn) {
 		}
 		if err != nil {
 			n.breakLocked(c, err)
+			delete(n.live, c)
 			n.mu.Unlock()
 			return
 		}
@@ -407,7 +413,9 @@ func (n *node) breakLocked(c *conn, err error) {
 	c.queue, c.wbuf = nil, nil
 }
 
-// close closes the connections and waits for the node's goroutines.
+// close closes the connections and waits for the node's goroutines:
+// every connection whose reader runs, whether or not a lane still holds
+// it, so that no reader can stay blocked in a read that nothing breaks.
 func (n *node) close() {
 	n.cancel()
 	n.mu.Lock()
@@ -420,6 +428,9 @@ func (n *node) close() {
 			w.p.finish(errClosed)
 		}
 		l.parked = nil
+	}
+	for c := range n.live {
+		n.breakLocked(c, errClosed)
 	}
 	n.mu.Unlock()
 	n.bg.Wait()
