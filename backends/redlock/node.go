@@ -23,12 +23,12 @@ const (
 	// lateFor is how long past its round's deadline a reply may still come
 	// before the connection is declared dead (a paused or hung server);
 	// until then late replies are read and dropped, and the connection
-	// lives on. The client's ReadTimeout replaces it when positive.
+	// lives on. The client's ReadTimeout replaces it when shorter.
 	lateFor = time.Second
 	// writeTimeout bounds one write of a connection's batch. It belongs to
 	// the connection, never to a caller: a caller whose context is about
 	// to end must not fail a batch that carries other callers' requests.
-	// The client's WriteTimeout replaces it when positive.
+	// The client's WriteTimeout replaces it when shorter.
 	writeTimeout = time.Second
 	// stallAfter is how long a connection may wait for replies before its
 	// writes are moved off the callers' goroutines (see conn.stalled).
@@ -109,11 +109,14 @@ const maxParked = 1024
 
 func newNode(r *Redlock, opt *redis.Options) *node {
 	n := &node{r: r, addr: opt.Addr, opt: opt, first: make(chan struct{}), dials: 1, late: lateFor, writeTimeout: writeTimeout}
+	// The client's timeouts, when shorter: a lock must not wait on a
+	// socket longer than its owner asked, nor longer than Redlock's own
+	// bounds (go-redis's defaults are 3 s).
 	if opt.ReadTimeout > 0 {
-		n.late = opt.ReadTimeout
+		n.late = min(n.late, opt.ReadTimeout)
 	}
 	if opt.WriteTimeout > 0 {
-		n.writeTimeout = opt.WriteTimeout
+		n.writeTimeout = min(n.writeTimeout, opt.WriteTimeout)
 	}
 	if r.c.waitReplicas > 0 {
 		n.dials++
