@@ -236,6 +236,7 @@ func (h *handoff) deliver(wakeup string) {
 	h.mu.Unlock()
 	switch {
 	case waiting:
+		h.r.event(eventHandoff, "", nil)
 		select {
 		case wake <- struct{}{}:
 		default:

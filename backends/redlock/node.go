@@ -373,8 +373,12 @@ func (n *node) read(c *conn) {
 			err = errors.New("reply to no request")
 		}
 		if err != nil {
+			failed := !c.broken && !n.closed // not broken on purpose
 			n.breakLocked(c, err)
 			delete(n.live, c)
+			if failed {
+				n.reportLocked(err)
+			}
 			n.mu.Unlock()
 			return
 		}
