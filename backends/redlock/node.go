@@ -81,7 +81,7 @@ type node struct {
 	closed bool
 	live   map[*conn]struct{} // every connection whose reader runs: close closes them all
 	health health             // restart quarantine; see quarantine.go
-	down   string // the failure last reported (event), "" while it is up
+	down   string             // the failure last reported (event), "" while it is up
 	bg     sync.WaitGroup
 }
 
