@@ -21,6 +21,12 @@ import (
 // 100 ms at most.
 var ErrConfig = errors.New("redlock: a node refused Redlock's configuration")
 
+// aclCommands is what Redlock's user must be allowed to run on every
+// node, scripts included (an ACL applies inside them).
+const aclCommands = "+evalsha +script|load +blpop +hget, +info with the restart quarantine, and inside the scripts " +
+	"+get +set +del +exists +pttl +pexpire +incr +time +hget +hset +hdel +hmget +hrandfield " +
+	"+zadd +zrange +zrem +zscore +rpush +ltrim (+client|setname with a ClientName, +select with a DB, +wait with WithWait)"
+
 // configRefusals are the prefixes of the error replies that say the
 // configuration is wrong, not the node busy or down.
 var configRefusals = []string{
