@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -208,7 +209,16 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	}
 	a.tries++
 	a.begin()
-	a.ask(ctx, func(int) bool { return true })
+	if first := a.narrow(); first != nil {
+		a.ask(ctx, first)
+		if g := a.count(granted); g < a.r.quorum && g+len(a.state)-a.r.quorum >= a.r.quorum {
+			// The queue nodes did not make a quorum, and the others can
+			// still make one with them: ask the others too.
+			a.ask(ctx, func(i int) bool { return !first(i) })
+		}
+	} else {
+		a.ask(ctx, func(int) bool { return true })
+	}
 	if a.count(granted) < a.r.quorum {
 		return nil, a.fail(ctx, "")
 	}
@@ -220,7 +230,7 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	if !time.Now().Before(validUntil) {
 		return nil, a.fail(ctx, fmt.Sprintf("validity exhausted: the grant took %v of a %v TTL", time.Since(a.start).Round(time.Microsecond), a.o.TTL))
 	}
-	h := &hold{r: a.r, key: a.key, value: a.value, ttl: a.o.TTL}
+	h := &hold{r: a.r, key: a.key, value: a.value, ttl: a.o.TTL, on: slices.Clone(a.set)}
 	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.c.fencing, ValidUntil: validUntil}
 	h.lease = locker.NewLease(a.r.life, h, g, a.o)
 	a.r.holds.add(h)
@@ -391,6 +401,7 @@ func (a *attempt) record(i int, c *call) {
 		return
 	case rep.n == -1 || rep.n <= -10:
 		a.state[i], a.set[i] = held, false
+		r.hot.mark(a.key)
 		a.token[i] = int64(waitRefresh / time.Millisecond)
 		if rep.n <= -10 {
 			a.token[i] = -rep.n - 10

@@ -18,6 +18,7 @@ type hold struct {
 	r          *Redlock
 	key, value string
 	ttl        time.Duration
+	on         []bool      // the nodes that may hold the key for us: Extend and Release ask them
 	left       atomic.Bool // the key's turn has been handed on
 	ended      atomic.Bool // the lease ended other than by Release
 	lease      *locker.Handle
@@ -61,6 +62,9 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration, start time.Time) (
 	r := h.r
 	calls := r.getCalls()
 	defer r.putCalls(calls)
+	for i := range calls {
+		calls[i].skip = !h.on[i]
+	}
 	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "2", h.key, nodeKey, h.value, strconv.FormatInt(ttl.Milliseconds(), 10), flag(r.c.quarantine))
 	ok, notOurs := 0, 0
 	exchange(ctx, calls, r.timeout(ttl), r.quorum, func(_ int, c *call) {
@@ -123,14 +127,14 @@ func (h *hold) Release(ctx context.Context) error {
 
 func (h *hold) release(ctx context.Context) error {
 	r := h.r
-	calls := r.getCalls()
+	calls := h.calls()
 	defer r.putCalls(calls)
 	ok, notOurs, errs := r.release(ctx, calls, h.key, h.value, r.reserveFor(h.ttl), true)
 	switch {
 	case ok == 0 && len(errs) == 0:
 		r.holds.remove(h)
 		return fmt.Errorf("%w: %q was not ours on any node", locker.ErrNotHeld, h.key)
-	case ok+notOurs < r.quorum && len(errs) > 0:
+	case !r.freed(calls, ok, notOurs) && len(errs) > 0:
 		// Fewer than a majority confirmed: the key may still be held.
 		// Retry now, within releaseTimeout, and leave the hold to Close
 		// if that fails too.
@@ -164,12 +168,36 @@ func (h *hold) Ended(error) {
 func (h *hold) giveBack() {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	calls := h.r.getCalls()
+	calls := h.calls()
 	defer h.r.putCalls(calls)
 	ok, notOurs, _ := h.r.release(ctx, calls, h.key, h.value, h.r.reserveFor(h.ttl), true)
-	if ok+notOurs >= h.r.quorum || ok+notOurs == len(calls) {
+	if h.r.freed(calls, ok, notOurs) {
 		h.r.holds.remove(h)
 	}
+}
+
+// calls returns the calls of a release of h: to the nodes that may hold
+// the key for it, and to the key's queue nodes, where it may be queued.
+func (h *hold) calls() []call {
+	calls := h.r.getCalls()
+	home := h.r.home(h.key)
+	for i := range calls {
+		calls[i].skip = !h.on[i] && !h.r.queues(home, i)
+	}
+	return calls
+}
+
+// freed reports whether, after a release that ok nodes confirmed and
+// notOurs found not ours, too few nodes may still hold the key for a
+// quorum against anyone else: it is free.
+func (r *Redlock) freed(calls []call, ok, notOurs int) bool {
+	asked := 0
+	for i := range calls {
+		if !calls[i].skip {
+			asked++
+		}
+	}
+	return asked-ok-notOurs <= len(r.nodes)-r.quorum
 }
 
 // leave hands the key's turn on, once, however the lease ended.
@@ -207,12 +235,16 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 			value, r.queueID(home, i, id), flag(r.queues(home, i)), reserveMS, wakePrefix, wakeMS, flag(r.c.quarantine))
 		c.p.want = 1
 	}, func(_ int, c *call) bool {
-		if answer(c) >= 0 {
+		switch answer(c) {
+		case 2: // handed to a waiter: the key is contended
+			r.hot.mark(key)
+			answered++
+		case 0, 1:
 			answered++
 		}
-		// Once a majority has freed the key (or said it was not ours)
+		// Once enough nodes have freed the key (or said it was not ours)
 		// others can take it; the rest answer in the background.
-		return answered >= r.quorum || answered == asked
+		return asked-answered <= len(r.nodes)-r.quorum
 	})
 	return tally(calls)
 }
@@ -257,7 +289,7 @@ func tally(calls []call) (ok, notOurs int, errs []error) {
 		switch {
 		case c.err != nil:
 			errs = append(errs, c.nodeErr())
-		case c.rep[0].n == 1:
+		case c.rep[0].n >= 1:
 			ok++
 		default:
 			notOurs++

@@ -43,6 +43,7 @@ type Redlock struct {
 
 	queue   queue
 	handoff handoff
+	hot     hotKeys
 	holds   holds
 	warm    atomic.Bool // the first rounds no longer wait for dials
 	dials   dialProgress

@@ -7,7 +7,8 @@
 -- ARGV[4] how long (ms) the key stays reserved for the next waiter,
 -- ARGV[5] the prefix of waiters' wake-up lists, ARGV[6] their lifetime (ms),
 -- ARGV[7] '1': the node records its grants (the restart quarantine).
--- Returns 1 when released, 0 when the key was not ours.
+-- Returns 1 when released, 2 when released and reserved for the next
+-- waiter, 0 when the key was not ours.
 --
 -- The next waiter is the one that arrived first among those whose
 -- deadline has not passed; the key is reserved for it (every other
@@ -65,7 +66,7 @@ while true do
       redis.call('LTRIM', list, -16, -1)
       redis.call('PEXPIRE', list, ARGV[6])
     end
-    return 1
+    return 2
   end
   redis.call('ZREM', KEYS[2], head)
   redis.call('ZREM', KEYS[3], head)
