@@ -209,16 +209,7 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	}
 	a.tries++
 	a.begin()
-	if first := a.narrow(); first != nil {
-		a.ask(ctx, first)
-		if g := a.count(granted); g < a.r.quorum && g+len(a.state)-a.r.quorum >= a.r.quorum {
-			// The queue nodes did not make a quorum, and the others can
-			// still make one with them: ask the others too.
-			a.ask(ctx, func(i int) bool { return !first(i) })
-		}
-	} else {
-		a.ask(ctx, func(int) bool { return true })
-	}
+	a.ask(ctx, func(int) bool { return true })
 	if a.count(granted) < a.r.quorum {
 		return nil, a.fail(ctx, "")
 	}
@@ -401,7 +392,6 @@ func (a *attempt) record(i int, c *call) {
 		return
 	case rep.n == -1 || rep.n <= -10:
 		a.state[i], a.set[i] = held, false
-		r.hot.mark(a.key)
 		a.token[i] = int64(waitRefresh / time.Millisecond)
 		if rep.n <= -10 {
 			a.token[i] = -rep.n - 10

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/locker"
@@ -63,51 +62,4 @@ func (a *attempt) wakeable() bool {
 		}
 	}
 	return false
-}
-
-// hotKeys remembers the keys this Redlock recently found contended: held
-// by another client, handed to a waiter by its release, or handed to it.
-// A try for a hot key asks the key's queue nodes first (a quorum: where a
-// reservation is, and where a waiter queues), and the others only if
-// those did not make a quorum without a holder: a hand-off then costs
-// the nodes three scripts per round instead of five.
-type hotKeys struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-// hotFor is how long a key stays hot after it was last found contended.
-const hotFor = time.Second
-
-// mark records that key was found contended now.
-func (h *hotKeys) mark(key string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.last == nil || len(h.last) > 4096 {
-		h.last = map[string]time.Time{}
-	}
-	h.last[key] = time.Now()
-}
-
-// hot reports whether key was found contended within hotFor.
-func (h *hotKeys) hot(key string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	t, ok := h.last[key]
-	return ok && time.Since(t) < hotFor
-}
-
-// narrow returns, for a try on a hot key, which nodes to ask first: the
-// key's queue nodes, if they are answering; nil to ask every node.
-func (a *attempt) narrow() func(int) bool {
-	if !a.r.hot.hot(a.key) {
-		return nil
-	}
-	now := time.Now()
-	for i, n := range a.r.nodes {
-		if a.r.queues(a.home, i) && !n.answering(now) {
-			return nil
-		}
-	}
-	return func(i int) bool { return a.r.queues(a.home, i) }
 }

@@ -234,9 +234,6 @@ func (h *handoff) deliver(wakeup string) {
 		h.pending[key] = struct{}{}
 	}
 	h.mu.Unlock()
-	if waiting || wanted {
-		h.r.hot.mark(key)
-	}
 	switch {
 	case waiting:
 		h.r.event(eventHandoff, "", nil)

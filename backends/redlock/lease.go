@@ -236,10 +236,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 		c.p.want = 1
 	}, func(_ int, c *call) bool {
 		switch answer(c) {
-		case 2: // handed to a waiter: the key is contended
-			r.hot.mark(key)
-			answered++
-		case 0, 1:
+		case 0, 1, 2: // not ours, released, released and reserved for a waiter
 			answered++
 		}
 		// Once enough nodes have freed the key (or said it was not ours)

@@ -43,7 +43,6 @@ type Redlock struct {
 
 	queue   queue
 	handoff handoff
-	hot     hotKeys
 	holds   holds
 	warm    atomic.Bool // the first rounds no longer wait for dials
 	dials   dialProgress
