@@ -225,16 +225,10 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 			asked++
 		}
 	}
-	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
-	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
-	home := r.home(key)
+	rel := releaseRequest{r: r, key: key, value: value, id: id, reserve: reserve, home: r.home(key)}
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
-	exchange(ctx, calls, releaseTimeout, r.quorum, func(i int, c *call) {
-		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "4", key, waitersPrefix+key, deadlinesPrefix+key, nodeKey,
-			value, r.queueID(home, i, id), flag(r.queues(home, i)), reserveMS, wakePrefix, wakeMS, flag(r.c.quarantine))
-		c.p.want = 1
-	}, func(_ int, c *call) bool {
+	exchange(ctx, calls, releaseTimeout, r.quorum, rel.build, func(_ int, c *call) bool {
 		switch answer(c) {
 		case 0, 1, 2: // not ours, released, released and reserved for a waiter
 			answered++
@@ -249,14 +243,38 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 // send sends the release script to the calls that are not skipped, to
 // free what a failed try may have set, and does not wait for the answers.
 func (r *Redlock) send(ctx context.Context, calls []call, key, value string, reserve time.Duration) {
-	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
-	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
-	home := r.home(key)
-	exchange(context.WithoutCancel(ctx), calls, 0, 0, func(i int, c *call) {
-		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "4", key, waitersPrefix+key, deadlinesPrefix+key, nodeKey,
-			value, "", flag(r.queues(home, i)), reserveMS, wakePrefix, wakeMS, flag(r.c.quarantine))
-		c.p.want = 1
-	}, func(int, *call) bool { return true })
+	rel := releaseRequest{r: r, key: key, value: value, reserve: reserve, home: r.home(key)}
+	exchange(context.WithoutCancel(ctx), calls, 0, 0, rel.build, func(int, *call) bool { return true })
+}
+
+// releaseRequest builds the release script's request to each node.
+type releaseRequest struct {
+	r          *Redlock
+	key, value string
+	id         string // our waiter id, to leave the key's queue; "" to keep our place
+	reserve    time.Duration
+	home       int
+}
+
+func (q *releaseRequest) build(i int, c *call) {
+	r, key := q.r, q.key
+	b := appendArray(c.buf, 14)
+	b = appendBulk(b, "EVALSHA")
+	b = appendBulk(b, releaseScript.sha)
+	b = appendBulk(b, "4")
+	b = appendBulk(b, key)
+	b = appendBulkConcat(b, waitersPrefix, key)
+	b = appendBulkConcat(b, deadlinesPrefix, key)
+	b = appendBulk(b, nodeKey)
+	b = appendBulk(b, q.value)
+	b = appendBulk(b, r.queueID(q.home, i, q.id))
+	b = appendBulk(b, flag(r.queues(q.home, i)))
+	b = appendBulkInt(b, q.reserve.Milliseconds())
+	b = appendBulk(b, wakePrefix)
+	b = appendBulkInt(b, wakeLife.Milliseconds())
+	b = appendBulk(b, flag(r.c.quarantine))
+	c.buf = b
+	c.p.want = 1
 }
 
 // releaseTimeout is the least a release waits for each node.

@@ -53,11 +53,14 @@ const scope = "github.com/lockbench/lockbench/backends/redlock"
 
 // Outcomes of an operation, the redlock.outcome attribute.
 const (
-	outcomeOK          = "ok"           // granted, extended, released
-	outcomeNotAcquired = "not_acquired" // held elsewhere, or no quorum
-	outcomeCanceled    = "canceled"     // the context ended first
-	outcomeError       = "error"        // anything else: closed, configuration, nodes unavailable
+	outcomeOK          = iota // granted, extended, released
+	outcomeNotAcquired        // held elsewhere, or no quorum
+	outcomeCanceled           // the context ended first
+	outcomeError              // anything else: closed, configuration, nodes unavailable
+	outcomes
 )
+
+var outcomeNames = [outcomes]string{"ok", "not_acquired", "canceled", "error"}
 
 // The operations an acquisition span and its measurements name.
 const (
@@ -76,6 +79,7 @@ type telemetry struct {
 	rounds                   metric.Int64Histogram
 	nodeErrors, nodeEvents   metric.Int64Counter
 	handoffs                 metric.Int64Counter
+	sets                     attributeSets
 }
 
 func newTelemetry(c config) (*telemetry, error) {
@@ -89,7 +93,7 @@ func newTelemetry(c config) (*telemetry, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &telemetry{tracer: tp.Tracer(scope, trace.WithInstrumentationVersion(Version)), log: log}
+	t := &telemetry{tracer: tp.Tracer(scope, trace.WithInstrumentationVersion(Version)), log: log, sets: newAttributeSets()}
 	m := mp.Meter(scope, metric.WithInstrumentationVersion(Version))
 	seconds := metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 	var errs [7]error
@@ -137,9 +141,9 @@ func (t *telemetry) end(span trace.Span, err error, attrs ...attribute.KeyValue)
 
 // acquired ends an acquisition's span and measures it.
 func (t *telemetry) acquired(ctx context.Context, span trace.Span, op int, start time.Time, rounds int, lease locker.Lease, err error) {
-	oc := attribute.String("redlock.outcome", outcome(err))
-	t.acquire.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("redlock.operation", opNames[op]), oc))
-	t.rounds.Record(ctx, int64(rounds), metric.WithAttributes(oc))
+	oc := outcome(err)
+	t.acquire.Record(ctx, time.Since(start).Seconds(), t.sets.opOutcome[op][oc])
+	t.rounds.Record(ctx, int64(rounds), t.sets.outcome[oc])
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("redlock.rounds", rounds))
 		if lease != nil {
@@ -170,7 +174,7 @@ func errorKind(err error) string {
 
 // outcome classifies an operation's error for the redlock.outcome
 // attribute.
-func outcome(err error) string {
+func outcome(err error) int {
 	switch {
 	case err == nil:
 		return outcomeOK
@@ -183,8 +187,27 @@ func outcome(err error) string {
 }
 
 // measure records an operation's duration on h with its outcome.
-func (t *telemetry) measure(ctx context.Context, h metric.Float64Histogram, since time.Time, err error, attrs ...attribute.KeyValue) {
-	h.Record(ctx, time.Since(since).Seconds(), metric.WithAttributes(append(attrs, attribute.String("redlock.outcome", outcome(err)))...))
+func (t *telemetry) measure(ctx context.Context, h metric.Float64Histogram, since time.Time, err error) {
+	h.Record(ctx, time.Since(since).Seconds(), t.sets.outcome[outcome(err)])
+}
+
+// attributeSets are the attribute sets of the measurements, made once:
+// a measurement then allocates nothing for them.
+type attributeSets struct {
+	outcome   [outcomes]metric.MeasurementOption
+	opOutcome [len(opNames)][outcomes]metric.MeasurementOption
+}
+
+func newAttributeSets() attributeSets {
+	var s attributeSets
+	for oc := range outcomes {
+		o := attribute.String("redlock.outcome", outcomeNames[oc])
+		s.outcome[oc] = metric.WithAttributeSet(attribute.NewSet(o))
+		for op, name := range opNames {
+			s.opOutcome[op][oc] = metric.WithAttributeSet(attribute.NewSet(attribute.String("redlock.operation", name), o))
+		}
+	}
+	return s
 }
 
 // nodeError counts a node's failure, of a kind (timeout, unreachable,
