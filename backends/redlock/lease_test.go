@@ -168,6 +168,19 @@ func TestUnconfirmedRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The proxies dropped what the partition cut, dials included: wait
+		// until a's connections to the nodes have been given up and made
+		// again (a's own new locks are granted).
+		await(t, 20*time.Second, "a reaching the nodes again", func() bool {
+			l, err := a.TryAcquire(ctx, "probe")
+			if err == nil {
+				l.Release(ctx)
+			}
+			return err == nil
+		})
+		if _, err := b.TryAcquire(ctx, "k"); err == nil {
+			t.Fatal("the key was freed before Close")
+		}
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
