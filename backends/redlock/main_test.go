@@ -14,9 +14,10 @@ import (
 )
 
 // addrs are the five independent Redis masters the examples and the
-// conformance tests share; TestMain starts them. Fault tests start their
-// own.
-var addrs []string
+// conformance tests share; TestMain starts and bootstraps them. newAddrs
+// are three more that nobody has bootstrapped, for the example of the
+// first contact. Fault tests start their own.
+var addrs, newAddrs []string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -44,6 +45,14 @@ func run(m *testing.M) int {
 	}
 	for _, n := range nodes {
 		addrs = append(addrs, n.Addr())
+	}
+	unadmitted, err := env.Redis(ctx, 3, compose.RedisOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for _, n := range unadmitted {
+		newAddrs = append(newAddrs, n.Addr())
 	}
 	// The nodes are new: admit them to the quorum now rather than after
 	// one max TTL. They have just started, so Bootstrap must be forced.

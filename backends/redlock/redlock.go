@@ -66,19 +66,21 @@ const failoverAddr = "FailoverClient"
 
 // New returns a Redlock over the given nodes, one go-redis client per
 // independent master (5 is the usual number; any N ≥ 1 works, with a
-// quorum of N/2+1). Redlock uses only each client's options (address,
-// dialer, TLS, credentials, database, DialTimeout) to dial connections of
-// its own: one pipelined connection per node for every request, one more
-// per node for grants that WAIT (WithWait), and, once an Acquire has had
-// to wait, one blocking connection to each of the first two nodes for
-// hand-off notices. Every client must
-// name a different master: the nodes are ordered by address, the same way
-// in every process. A Sentinel failover client is accepted, but only one
-// (go-redis gives every one the same address; backends/sentinel is the
+// quorum of N/2+1). Redlock uses only each client's options (see the
+// package documentation for which, and how) to dial connections of its
+// own: one pipelined connection per node for every request, one more per
+// node for grants that WAIT (WithWait), and, once an Acquire has had to
+// wait, one blocking connection to each node for hand-off notices. Every
+// client must name a different master: the nodes are ordered by address,
+// the same way in every process, and two databases of one server, or two
+// addresses of one server (found by its run_id once connected), are
+// refused (ErrConfig). A Sentinel failover client is accepted, but only
+// one (go-redis gives every one the same address; backends/sentinel is the
 // lock on one Sentinel-managed master); its connections move to a new
 // master when they break. New dials the nodes in the background and
-// returns at once. Redlock does not close the clients; keep them open
-// while it runs (a failover client's dialer needs its client).
+// returns at once; new nodes need Bootstrap, once. Redlock does not close
+// the clients; keep them open while it runs (a failover client's dialer
+// needs its client).
 func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 	if len(clients) == 0 {
 		return nil, locker.Invalidf("redlock needs at least one Redis client, got none")
@@ -144,7 +146,7 @@ func (r *Redlock) Info() locker.Info {
 	}
 	g := fmt.Sprintf("a majority (%d of %d) of independent Redis masters hold the key; ", r.quorum, len(r.nodes))
 	if r.c.quarantine {
-		g += fmt.Sprintf("a node that lost its data is kept out of the quorum for the largest max TTL of its clients (this one's: %v) after the loss is detected; ", r.c.maxTTL)
+		g += fmt.Sprintf("a node that lost its data (restart, flush, eviction) is kept out of the quorum for the largest max TTL of its clients (this one's: %v) after the loss is detected; ", r.c.maxTTL)
 	} else {
 		g += "unsafe if a majority of the nodes restarts without its data; "
 	}
@@ -157,11 +159,13 @@ func (r *Redlock) Info() locker.Info {
 
 // Close releases the keys of the leases still held (on every node, as
 // etcd's Session.Close revokes its lease, rather than leave them taken for
-// a TTL), ends those leases with locker.ErrLost wrapping
-// locker.ErrClosed, ends the operations in flight with errors wrapping
-// locker.ErrClosed, and closes Redlock's own connections once every
-// goroutine it started has returned. It does not close the clients given
-// to New. Calls after the first return nil.
+// a TTL) and of the releases that no majority confirmed, all at once and
+// each within a second; ends those leases with locker.ErrLost wrapping
+// locker.ErrClosed; ends the operations in flight with errors wrapping
+// locker.ErrClosed; and closes Redlock's own connections once every
+// goroutine it started has returned, which it bounds even when the
+// servers behind them hang. It does not close the clients given to New.
+// Calls after the first return nil.
 func (r *Redlock) Close() error {
 	r.once.Do(func() {
 		r.mu.Lock()
