@@ -94,7 +94,9 @@ func TestMajorityDown(t *testing.T) {
 // once, while A still holds it; with it, B waits until the restarted
 // nodes have been up for one max TTL, by which time A's lease is over.
 func TestRestartQuarantine(t *testing.T) {
-	const maxTTL = 2 * time.Second
+	// Longer than three restarts take on a loaded machine, so that A's
+	// lease is still valid when B tries.
+	const maxTTL = 8 * time.Second
 	for _, quarantine := range []bool{false, true} {
 		name := map[bool]string{false: "without", true: "with"}[quarantine]
 		t.Run(name, func(t *testing.T) {
@@ -113,6 +115,9 @@ func TestRestartQuarantine(t *testing.T) {
 				}
 			}
 			restarted := time.Now()
+			if !restarted.Before(leaseA.ValidUntil()) {
+				t.Fatalf("the restarts outlasted A's lease of %v: nothing left to test", maxTTL)
+			}
 			leaseB, err := b.Acquire(ctx, "k", locker.WithTTL(maxTTL), locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
 			if err != nil {
 				t.Fatalf("B never acquired: %v", err)
