@@ -57,6 +57,17 @@ func TestEvictionSwitchedOnAtRuntime(t *testing.T) {
 	if !errors.Is(err, locker.ErrNotAcquired) || !strings.Contains(err.Error(), "volatile-ttl") {
 		t.Fatalf("a new client on three evicting nodes = %v, want ErrNotAcquired naming the policy", err)
 	}
+	// Eviction switched off again: the nodes evicted keys since they were
+	// admitted, so they serve a quarantine before they vote again.
+	for _, n := range canonical(nodes)[:3] {
+		if err := direct(t, n).ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = newRedlock(t, addrs).TryAcquire(ctx, "other", locker.WithTTL(ttl))
+	if !errors.Is(err, locker.ErrNotAcquired) || !strings.Contains(err.Error(), "quarantine") {
+		t.Fatalf("a new client on nodes that evicted keys since their admission = %v, want ErrNotAcquired naming the quarantine", err)
+	}
 }
 
 // evict switches eviction on at n (maxmemory 300 KB above what it uses,

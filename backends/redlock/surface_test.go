@@ -69,6 +69,26 @@ func TestReservedPrefixRefused(t *testing.T) {
 	}
 }
 
+// TestTTLAboveMaxTTL (issue 19, §5): a TTL above the max TTL, which the
+// restart quarantine covers, is refused, in Acquire and in Extend, with
+// an error that names the option that raises it.
+func TestTTLAboveMaxTTL(t *testing.T) {
+	rl := newRedlock(t, addrs, redlock.WithMaxTTL(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := rl.Acquire(ctx, "k", locker.WithTTL(2*time.Second)); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "WithMaxTTL") {
+		t.Errorf("Acquire with a TTL above the max TTL = %v, want ErrInvalid naming WithMaxTTL", err)
+	}
+	lease, err := rl.Acquire(ctx, "k", locker.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx)
+	if err := lease.Extend(ctx, 2*time.Second); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "WithMaxTTL") {
+		t.Errorf("Extend beyond the max TTL = %v, want ErrInvalid naming WithMaxTTL", err)
+	}
+}
+
 // TestOptionsInAnyOrder: the options that depend on each other give the
 // same Redlock, or the same refusal, whatever their order.
 func TestOptionsInAnyOrder(t *testing.T) {
