@@ -88,8 +88,10 @@ func Example_autoExtend() {
 // until Bootstrap admits them, once. Without Force it refuses nodes that
 // started less than the max TTL ago (they could be nodes that restarted
 // empty while a lock was held); whoever created them forces it. Run again,
-// it admits nothing. (newAddrs are three Redis servers just started.)
+// it admits nothing. (justStarted starts three Redis servers for the
+// example.)
 func ExampleRedlock_Bootstrap() {
+	newAddrs := justStarted(3)
 	clients := make([]*redis.Client, len(newAddrs))
 	for i, addr := range newAddrs {
 		clients[i] = redis.NewClient(&redis.Options{Addr: addr})

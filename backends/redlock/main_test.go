@@ -14,10 +14,29 @@ import (
 )
 
 // addrs are the five independent Redis masters the examples and the
-// conformance tests share; TestMain starts and bootstraps them. newAddrs
-// are three more that nobody has bootstrapped, for the example of the
-// first contact. Fault tests start their own.
-var addrs, newAddrs []string
+// conformance tests share; TestMain starts and bootstraps them. Fault
+// tests start their own; env is where (see justStarted).
+var (
+	addrs []string
+	env   *compose.Env
+)
+
+// justStarted starts n Redis servers that nobody has bootstrapped, for an
+// example of the first contact, and returns their addresses. They stop
+// with the test binary.
+func justStarted(n int) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := env.Redis(ctx, n, compose.RedisOptions{})
+	if err != nil {
+		panic(err)
+	}
+	addrs := make([]string, n)
+	for i, nd := range nodes {
+		addrs[i] = nd.Addr()
+	}
+	return addrs
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -30,7 +49,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	env, err := compose.New(dir)
+	env, err = compose.New(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -46,14 +65,7 @@ func run(m *testing.M) int {
 	for _, n := range nodes {
 		addrs = append(addrs, n.Addr())
 	}
-	unadmitted, err := env.Redis(ctx, 3, compose.RedisOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	for _, n := range unadmitted {
-		newAddrs = append(newAddrs, n.Addr())
-	}
+
 	// The nodes are new: admit them to the quorum now rather than after
 	// one max TTL. They have just started, so Bootstrap must be forced.
 	if err := bootstrap(ctx, addrs); err != nil {
