@@ -39,7 +39,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// orphanParent starts two Redis nodes (kind "") or a PostgreSQL server
+// orphanParent starts two Redis nodes (kind ""), two on lazy filesystems
+// (kind "lazyfs", printing their mount points) or a PostgreSQL server
 // with a session open (kind "postgres"), prints the pids of every server
 // process and waits to be killed.
 func orphanParent(dir, kind string) {
@@ -66,13 +67,18 @@ func orphanParent(dir, kind string) {
 		// Its dir may lie outside the run dir: the test removes it.
 		fmt.Println("dir", n.Dir)
 	default:
-		nodes, err := env.Redis(ctx, 2, compose.RedisOptions{})
+		// Kind "lazyfs": on lazy filesystems, under the clock preload.
+		lazy := kind == "lazyfs"
+		nodes, err := env.Redis(ctx, 2, compose.RedisOptions{LazyFS: lazy, FakeClock: lazy})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
 		}
 		for _, n := range nodes {
 			pids = append(pids, n.PID())
+			if lazy {
+				fmt.Println("mount", n.Dir)
+			}
 		}
 	}
 	for _, pid := range pids {

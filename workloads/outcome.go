@@ -16,18 +16,18 @@ import (
 )
 
 // Outcome is what one case measured: the judge's result (safety of every
-// client, history, timeline, this host's metrics), the fault windows and
-// how the clients ran. Fill turns it into a results.Case.
+// client, history, timeline, this host's metrics), the nemesis's record
+// of its injections and how the clients ran. Cases turns it into the
+// case's results, one per guard.
 type Outcome struct {
-	// Spec is the spec that ran, with its defaults applied.
-	Spec Spec
 	// Info describes the backend.
 	Info locker.Info
 	// ClientsAs is results.ClientsProcesses or results.ClientsGoroutines.
 	ClientsAs string
 	// Result is the judge's.
 	Result *judge.Result
-	// Windows are the fault windows the nemesis recorded.
+	// Windows are the fault windows the nemesis recorded, from the case
+	// start.
 	Windows []results.Window
 	// Targets are what each injection hit (one per injection).
 	Targets []results.Target
@@ -36,12 +36,6 @@ type Outcome struct {
 	// Notes explain the numbers (results.Case.Notes), on top of those
 	// Fill derives.
 	Notes []string
-}
-
-// Faults takes the fault record of the case, closing the windows still
-// open at end.
-func (o *Outcome) Faults(f *Faults, end time.Time) {
-	o.Windows, o.Targets, o.FaultFailures = f.Finish(end), f.Targets(), f.Failures()
 }
 
 // Acquired is this host's grants, counted by the judge.
@@ -62,15 +56,50 @@ func (o *Outcome) Throughput() float64 {
 	return float64(o.Acquired()) / o.Result.Elapsed.Seconds()
 }
 
-// Fill writes the outcome, as the store of guard saw it, into c: the
-// settings of the spec, the backend's facts, the measurements, the safety
-// counts and verdicts, the timeline,
+// Describe writes the settings of the load s (as it ran: normalized)
+// into c, a case's record before it is measured — workload, clients,
+// keys, TTL, target rate — and the notes the load alone implies. A
+// runner describes its case this way whether it records the results
+// itself or a judge of its own records them (judge.CaseSpec.Record).
+func (s Spec) Describe(c *results.Case) {
+	c.Workload = string(s.Workload)
+	c.Clients = s.Clients
+	c.Keys = s.Keys
+	c.TTLMillis = s.TTL.Milliseconds()
+	c.TargetRate = s.Rate
+	if s.Hold.Max() >= s.TTL {
+		c.Notes = append(c.Notes, fmt.Sprintf("hold time %v can reach the TTL %v: holders may outlive their leases without any fault", s.Hold, s.TTL))
+	}
+}
+
+// Cases turns the outcome into the case's results, one per guard: each
+// starts from base, the record of what ran (Spec.Describe and the
+// runner's own fields: backend, fault, trial, host, durability, seed),
+// and is filled as that guard's store saw the case (Fill). It is the one
+// place a judged case becomes results, for a runner and for a judge of
+// its own alike.
+func (o *Outcome) Cases(base results.Case, guards []judge.Guard) ([]results.Case, error) {
+	cs := make([]results.Case, 0, len(guards))
+	for _, g := range guards {
+		c := base
+		c.Notes = slices.Clone(base.Notes)
+		if err := o.Fill(&c, g); err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// Fill writes the outcome, as the store of guard saw it, into c, which
+// already describes what ran (Spec.Describe): the guard, the backend's
+// facts, the measurements, the safety counts and verdicts, the timeline,
 // the fault windows, injections and their targets, the availability
 // under the faults, the rate bound on incidents per injection, the
 // encoded histograms and the notes (appended). A fault that failed to
 // inject makes the case invalid. It leaves the fields it cannot know —
-// Fault, Trial, Host, Durability — and Backend when already set (the
-// name the backend was opened by).
+// the load's settings, Fault, Trial, Host, Durability — and Backend when
+// already set (the name the backend was opened by).
 func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	r := o.Result
 	s, ok := r.Reports[guard]
@@ -80,19 +109,16 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	if c.Backend == "" {
 		c.Backend = o.Info.Name
 	}
-	c.Workload = string(o.Spec.Workload)
 	c.Guard = string(guard)
 	// The resource checked tokens only if the backend issued them.
 	c.Fencing = guard.Fenced() && o.Info.Fencing
-	c.Clients = o.Spec.Clients
 	c.ClientsAs = o.ClientsAs
-	c.Keys = o.Spec.Keys
-	c.TTLMillis = o.Spec.TTL.Milliseconds()
 	c.DurationS = r.Elapsed.Seconds()
-	c.TargetRate = o.Spec.Rate
 	c.Nodes = len(o.Info.Nodes)
 	c.Quorum = o.Info.Quorum
 	c.Guarantee = o.Info.Guarantee
+	ttl := time.Duration(c.TTLMillis) * time.Millisecond // as Describe recorded it
+	c.PromiseMS, c.MaxValidityMS = ms(o.Info.Promise(ttl)), ms(o.Info.MaxValidity(ttl))
 
 	m := r.Metrics
 	c.Acquired = o.Acquired()
@@ -113,8 +139,12 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 		*x.to = results.Summarise(h)
 	}
 
-	c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder = s.Overlaps, s.OverlapsLockBug, s.OverlapsExpiredHolder
-	c.Incidents, c.IncidentsLockBug, c.IncidentsExpiredHolder = s.Incidents, s.IncidentsLockBug, s.IncidentsExpiredHolder
+	c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder, c.OverlapsAmbiguous = s.Overlaps, s.OverlapsLockBug, s.OverlapsExpiredHolder, s.OverlapsAmbiguous
+	c.Incidents, c.IncidentsLockBug, c.IncidentsExpiredHolder, c.IncidentsAmbiguous = s.Incidents, s.IncidentsLockBug, s.IncidentsExpiredHolder, s.IncidentsAmbiguous
+	c.ContendedGrants = s.ContendedGrants
+	c.LeaseEnds, c.StaleTold, c.StaleSilent = s.LeaseEnds, s.StaleTold, s.StaleSilent
+	c.ValidityShort, c.ValidityLong = s.ValidityShort, s.ValidityLong
+	c.ValidityShortMaxMS, c.ValidityLongMaxMS = ms(time.Duration(s.ValidityShortMax)), ms(time.Duration(s.ValidityLongMax))
 	c.StaleAccepted, c.StaleRejected = s.StaleAccepted, s.StaleRejected
 	c.LostUpdates, c.TokenRegressions = s.LostUpdates, s.TokenRegressions
 	c.Linearizable, c.LinearizableReason = r.Linearizable.Result, r.Linearizable.Reason
@@ -127,41 +157,79 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	if len(o.Windows) > 0 {
 		c.Availability = availability(r.Ops, o.Windows, r.Timeline, r.TimelineStep, r.Elapsed)
 	}
-	c.Injections, c.Targets = len(o.Targets), append([]results.Target(nil), o.Targets...)
+	c.Injections, c.Targets = len(o.Targets), charge(o.Targets, o.Windows, s)
 	if len(o.FaultFailures) > 0 {
 		c.Invalid = true
 		c.InvalidReason = "the fault did not inject as planned: " + o.FaultFailures[0]
 	}
-	if c.Injections > 0 {
-		c.IncidentRateUpper95 = stats.Upper95(injectionsWithIncidents(o.Windows, s.IncidentStarts, c.Injections), c.Injections)
+	if slices.ContainsFunc(c.Targets, func(t results.Target) bool { return t.Tested != nil }) {
+		n := 0
+		for _, t := range c.Targets {
+			if t.Counted() {
+				n++
+			}
+		}
+		c.InjectionsTested = &n
+	}
+	if n, _ := c.Tested(); n > 0 {
+		hit := 0
+		for _, t := range c.Targets {
+			if t.Counted() && t.Incidents > 0 {
+				hit++
+			}
+		}
+		c.IncidentRateUpper95 = stats.Upper95(hit, n)
 	}
 	c.Notes = append(c.Notes, o.notes(guard)...)
 	return nil
 }
 
-// injectionsWithIncidents counts the injections followed by at least one
-// incident before the next began: an injection is a trial whose failure
-// is an incident. The windows are the injections', in order; incidents
-// before the first window are laid at the first.
-func injectionsWithIncidents(windows []results.Window, incidents []int64, injections int) int {
-	if len(incidents) == 0 {
-		return 0
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// charge returns the targets, one per injection, each with its strike
+// (the start of its window, in order) and what began from then until the
+// next strike: incidents by class and stale writes accepted, as the
+// store of the report's guard saw them. An injection is a trial whose
+// failure is what it is charged with. What began before the first strike
+// is charged to the first injection (no fault caused it, but no rate may
+// leave it out); without windows nothing can be placed, and every event
+// is charged to the first.
+func charge(targets []results.Target, windows []results.Window, r history.Report) []results.Target {
+	out := slices.Clone(targets)
+	if len(out) == 0 {
+		return out
 	}
-	if len(windows) == 0 {
-		return min(len(incidents), injections)
+	for i := range out {
+		if len(windows) > 0 {
+			out[i].AtS = windows[min(i, len(windows)-1)].StartS
+		}
+		out[i].Incidents, out[i].IncidentsLockBug, out[i].IncidentsAmbiguous, out[i].StaleAccepted = 0, 0, 0, 0
 	}
-	hit := map[int]bool{}
-	for _, at := range incidents {
-		s := float64(at) / 1e9
-		i := 0
-		for j, w := range windows {
-			if w.StartS <= s {
+	// at returns the injection charged with an event at ns.
+	at := func(ns int64) *results.Target {
+		s, i := float64(ns)/1e9, 0
+		for j := range out {
+			if len(windows) > 0 && out[j].AtS <= s {
 				i = j
 			}
 		}
-		hit[i] = true
+		return &out[i]
 	}
-	return min(len(hit), injections)
+	for _, e := range r.Episodes {
+		t := at(e.Start)
+		t.Incidents++
+		switch e.Class {
+		case history.LockBug:
+			t.IncidentsLockBug++
+		case history.Ambiguous:
+			t.IncidentsAmbiguous++
+		}
+	}
+	for _, ns := range r.StaleAcceptedAt {
+		at(ns).StaleAccepted++
+	}
+	return out
 }
 
 // availability measures the service inside the windows and after them,
@@ -276,10 +344,13 @@ func inWindow(windows []results.Window, at float64) bool {
 // notes explain what the counts alone do not say, under guard.
 func (o *Outcome) notes(guard judge.Guard) []string {
 	var n []string
-	s, r := o.Spec, o.Result
+	r := o.Result
 	rep := r.Reports[guard]
 	if r.Stopped != "" {
-		n = append(n, fmt.Sprintf("the case ran %.3fs of %v: %s; partial results", r.Elapsed.Seconds(), s.Duration, r.Stopped))
+		n = append(n, fmt.Sprintf("the case ran %.3fs of %v: %s; partial results", r.Elapsed.Seconds(), r.Duration, r.Stopped))
+	}
+	for _, u := range r.Unrecorded {
+		n = append(n, "the judge could not record all of the case: "+u)
 	}
 	for _, f := range o.FaultFailures {
 		n = append(n, "fault not injected as planned, "+f)
@@ -296,9 +367,6 @@ func (o *Outcome) notes(guard judge.Guard) []string {
 	}
 	if x := rep.RejectedCurrent; x > 0 {
 		n = append(n, fmt.Sprintf("%d writes of holders that had not been superseded were rejected (their token was below one the resource had seen): safe, but work lost", x))
-	}
-	if s.Hold.Max() >= s.TTL {
-		n = append(n, fmt.Sprintf("hold time %v can reach the TTL %v: holders may outlive their leases without any fault", s.Hold, s.TTL))
 	}
 	for _, v := range []struct {
 		what string

@@ -51,16 +51,65 @@ func newJudge(t *testing.T) *judge.Judge {
 	return j
 }
 
+// runCase runs spec over lockers as one case of goroutine clients on the
+// in-process judge j, with the resource under guards and section (when
+// not nil) as the judge's section hook — a case as the runner composes
+// it, without a nemesis. It returns the outcome, with the error when the
+// case ran but was cut short.
+func runCase(ctx context.Context, j *judge.Judge, spec Spec, guards []judge.Guard, lockers []locker.Locker, section judge.SectionHook) (*Outcome, error) {
+	s, err := spec.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	if len(lockers) != s.Clients {
+		return nil, specErrorf("%d lockers for %d clients", len(lockers), s.Clients)
+	}
+	const host, id = "local", "case"
+	info, err := j.Open(ctx, host, judge.CaseSpec{ID: id, Guards: guards, Processes: s.Clients, Duration: s.Duration, TimelineStep: s.TimelineStep})
+	if err != nil {
+		return nil, err
+	}
+	c := j.Case(id)
+	c.SetHooks(section, nil)
+	s.KeyPrefix = info.KeyPrefix
+	clients := make([]Client, len(lockers))
+	for i, l := range lockers {
+		p := info.FirstProcess + i
+		clients[i] = Client{Process: p, Locker: l, Judge: c.Local(host, p)}
+	}
+	runErr := Run(ctx, s, clients)
+	if ctx.Err() != nil {
+		c.Stop()
+	}
+	res, err := j.Finish(context.WithoutCancel(ctx), host, id)
+	if err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	return &Outcome{Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}, runErr
+}
+
+// everyNth returns a section hook that gives a every n-th section of the
+// case (section number divisible by n) and leaves the others alone.
+func everyNth(n int64, a judge.Action) judge.SectionHook {
+	return func(e judge.SectionEvent) judge.Action {
+		if e.Section%n != 0 {
+			return judge.Action{}
+		}
+		return a
+	}
+}
+
 // run runs spec over lockers as one case with the resource under guards
-// (GuardNone when none), and fails t on an error.
-func run(t *testing.T, spec Spec, lockers []locker.Locker, hooks Hooks, guards ...judge.Guard) *Outcome {
+// (GuardNone when none) and section as the judge's section hook, and
+// fails t on an error.
+func run(t *testing.T, spec Spec, lockers []locker.Locker, section judge.SectionHook, guards ...judge.Guard) *Outcome {
 	t.Helper()
 	if len(guards) == 0 {
 		guards = []judge.Guard{judge.GuardNone}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	o, err := RunCase(ctx, newJudge(t), "case", spec, guards, lockers, hooks)
+	o, err := runCase(ctx, newJudge(t), spec, guards, lockers, section)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +117,7 @@ func run(t *testing.T, spec Spec, lockers []locker.Locker, hooks Hooks, guards .
 	for _, g := range guards {
 		rep := r.Reports[g]
 		t.Logf("%s %s/%s guard %s: %d grants in %.2fs (%.0f/s), errors %v, overlaps %d (incidents %d), stale accepted %d rejected %d, lost updates %d, regressions %d, linearizable %s",
-			o.Info.Name, o.Spec.Workload, loopName(o.Spec), g, o.Acquired(), r.Elapsed.Seconds(), o.Throughput(), r.Metrics.Errors,
+			o.Info.Name, spec.Workload, loopName(spec), g, o.Acquired(), r.Elapsed.Seconds(), o.Throughput(), r.Metrics.Errors,
 			rep.Overlaps, rep.Incidents, rep.StaleAccepted, rep.StaleRejected, rep.LostUpdates, rep.TokenRegressions, r.Linearizable.Result)
 	}
 	return o
@@ -95,7 +144,7 @@ func loopName(s Spec) string {
 func TestNoopShowsViolations(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	// One case, every guard's store beside the others.
-	o := run(t, Spec{Workload: Hot, Clients: 8, Hold: dist(t, "500us-1ms"), TTL: time.Second, Duration: 400 * time.Millisecond}, noops(t, 8), Hooks{}, judge.Guards...)
+	o := run(t, Spec{Workload: Hot, Clients: 8, Hold: dist(t, "500us-1ms"), TTL: time.Second, Duration: 400 * time.Millisecond}, noops(t, 8), nil, judge.Guards...)
 	for _, g := range judge.Guards {
 		t.Run(string(g), func(t *testing.T) {
 			s := o.Result.Reports[g]
@@ -147,7 +196,7 @@ func TestRunStopsAtMaxOps(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, rate := range []float64{0, 5000} {
 		t.Run(loopName(Spec{Rate: rate}), func(t *testing.T) {
-			o := run(t, Spec{Workload: UniformKeys, Keys: 4, Clients: 4, Rate: rate, MaxOps: 300, Duration: time.Minute}, noops(t, 4), Hooks{})
+			o := run(t, Spec{Workload: UniformKeys, Keys: 4, Clients: 4, Rate: rate, MaxOps: 300, Duration: time.Minute}, noops(t, 4), nil)
 			if o.Acquired() != 300 || report(o).Sections != 300 {
 				t.Fatalf("%d grants, %d sections; want 300 each", o.Acquired(), report(o).Sections)
 			}
@@ -163,7 +212,7 @@ func TestRunStopsAtDuration(t *testing.T) {
 	for _, rate := range []float64{0, 200} {
 		t.Run(loopName(Spec{Rate: rate}), func(t *testing.T) {
 			began := time.Now()
-			o := run(t, Spec{Workload: Hot, Clients: 3, Rate: rate, Hold: dist(t, "1ms"), Think: dist(t, "1ms"), Duration: 300 * time.Millisecond}, noops(t, 3), Hooks{})
+			o := run(t, Spec{Workload: Hot, Clients: 3, Rate: rate, Hold: dist(t, "1ms"), Think: dist(t, "1ms"), Duration: 300 * time.Millisecond}, noops(t, 3), nil)
 			took := time.Since(began)
 			if e := o.Result.Elapsed; e < 300*time.Millisecond || e > time.Second || o.Result.Stopped != "" {
 				t.Fatalf("elapsed %v, stopped %q; want the 300ms duration", e, o.Result.Stopped)
@@ -182,9 +231,9 @@ func TestRunStopsOnContext(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	o, err := RunCase(ctx, newJudge(t), "c", Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), Duration: time.Minute}, []judge.Guard{judge.GuardNone}, noops(t, 2), Hooks{})
+	o, err := runCase(ctx, newJudge(t), Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), Duration: time.Minute}, []judge.Guard{judge.GuardNone}, noops(t, 2), nil)
 	if !errors.Is(err, context.DeadlineExceeded) || o == nil || o.Result.Stopped == "" {
-		t.Fatalf("RunCase = %+v, %v; want the partial outcome and the context's error", o, err)
+		t.Fatalf("case = %+v, %v; want the partial outcome and the context's error", o, err)
 	}
 	if o.Result.Elapsed > 5*time.Second || o.Acquired() == 0 || !hasNote(o, judge.GuardNone, "partial results") {
 		t.Fatalf("interrupted case: elapsed %v, %d grants, notes %q", o.Result.Elapsed, o.Acquired(), o.notes(judge.GuardNone))
@@ -196,21 +245,18 @@ func TestRunRejectsBadArguments(t *testing.T) {
 	spec := Spec{Workload: Hot, Clients: 2, Duration: time.Second}
 	for name, tc := range map[string]struct {
 		spec    Spec
-		lockers []locker.Locker
+		clients []Client
 		want    string
 	}{
-		"bad spec":        {Spec{Workload: "warm", Clients: 2}, noops(t, 2), `"warm"`},
-		"too few lockers": {spec, noops(t, 1), "1 lockers for 2 clients"},
+		"bad spec":        {Spec{Workload: "warm", Clients: 2}, make([]Client, 2), `"warm"`},
+		"too few clients": {spec, make([]Client, 1), "1 clients for a spec of 2"},
+		"no judge line":   {spec, []Client{{Locker: noop.New()}, {}}, "no Locker or no judge line"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			o, err := RunCase(ctx, newJudge(t), "c", tc.spec, []judge.Guard{judge.GuardNone}, tc.lockers, Hooks{})
-			if o != nil || !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("RunCase = %v, %v; want ErrInvalid naming %s", o, err, tc.want)
+			if err := Run(ctx, tc.spec, tc.clients); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v; want ErrSpec naming %s", err, tc.want)
 			}
 		})
-	}
-	if err := Run(ctx, spec, []Client{{Locker: noop.New()}, {}}); !errors.Is(err, locker.ErrInvalid) {
-		t.Fatalf("Run with a client missing its Locker and judge: %v", err)
 	}
 }
 
@@ -218,16 +264,16 @@ func TestRunStopsWhenTheBackendRefusesTheSpec(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ls := noops(t, 2)
 	ls[1].Close() // a closed Locker refuses everything
-	o, err := RunCase(context.Background(), newJudge(t), "c", Spec{Workload: Hot, Clients: 2, Duration: time.Minute}, []judge.Guard{judge.GuardNone}, ls, Hooks{})
+	o, err := runCase(context.Background(), newJudge(t), Spec{Workload: Hot, Clients: 2, Duration: time.Minute}, []judge.Guard{judge.GuardNone}, ls, nil)
 	if !errors.Is(err, locker.ErrClosed) || o == nil || o.Result.Elapsed > 10*time.Second {
-		t.Fatalf("RunCase over a closed Locker = %+v, %v; want an early stop wrapping ErrClosed", o, err)
+		t.Fatalf("case over a closed Locker = %+v, %v; want an early stop wrapping ErrClosed", o, err)
 	}
 }
 
 func TestOpenLoopKeepsItsRate(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const rate = 400
-	o := run(t, Spec{Workload: UniformKeys, Keys: 16, Clients: 4, Rate: rate, Hold: dist(t, "1ms"), Duration: 1500 * time.Millisecond}, noops(t, 4), Hooks{})
+	o := run(t, Spec{Workload: UniformKeys, Keys: 16, Clients: 4, Rate: rate, Hold: dist(t, "1ms"), Duration: 1500 * time.Millisecond}, noops(t, 4), nil)
 	if got := o.Throughput(); got < 0.6*rate || got > 1.4*rate {
 		t.Fatalf("open loop at %d/s granted %.0f/s", rate, got)
 	}
@@ -238,7 +284,7 @@ func TestOpenLoopKeepsItsRate(t *testing.T) {
 // 50 ms hold as its whole story; the open loop must show the queue.
 func TestOpenLoopCountsQueueing(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	o := run(t, Spec{Workload: Hot, Clients: 1, Rate: 100, Hold: dist(t, "50ms"), Duration: time.Second}, noops(t, 1), Hooks{})
+	o := run(t, Spec{Workload: Hot, Clients: 1, Rate: 100, Hold: dist(t, "50ms"), Duration: time.Second}, noops(t, 1), nil)
 	h, err := results.Decode(o.Result.Metrics.Histograms.Acquire)
 	if err != nil {
 		t.Fatal(err)
@@ -250,9 +296,10 @@ func TestOpenLoopCountsQueueing(t *testing.T) {
 
 func TestZipfConcentratesOnFewKeys(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	byRank := func(o *Outcome) []int64 {
+	byRank := func(o *Outcome, spec Spec) []int64 {
+		spec.KeyPrefix = o.Result.KeyPrefix // the keys as the case ran them
 		var g []int64
-		for _, k := range o.Spec.KeyNames() {
+		for _, k := range spec.KeyNames() {
 			g = append(g, report(o).Grants[k])
 		}
 		return g
@@ -268,9 +315,9 @@ func TestZipfConcentratesOnFewKeys(t *testing.T) {
 		return float64(g[0]+g[1]+g[2]) / float64(all)
 	}
 	spec := Spec{Workload: Zipf, Keys: 100, Clients: 2, MaxOps: 4000, Duration: time.Minute, Seed: 7}
-	z := byRank(run(t, spec, noops(t, 2), Hooks{}))
+	z := byRank(run(t, spec, noops(t, 2), nil), spec)
 	spec.Workload = UniformKeys
-	u := byRank(run(t, spec, noops(t, 2), Hooks{}))
+	u := byRank(run(t, spec, noops(t, 2), nil), spec)
 	// P(rank k) ∝ (1+k)^-1.1 over 100 keys puts 41% on the top 3.
 	if s := share(z); s < 0.3 || z[0] != slices.Max(z) {
 		t.Fatalf("zipf: top 3 of 100 keys got %.0f%% of the grants, rank 0 got %d of max %d", 100*s, z[0], slices.Max(z))
@@ -281,36 +328,21 @@ func TestZipfConcentratesOnFewKeys(t *testing.T) {
 	t.Logf("top 3 of 100 keys: zipf %.0f%%, uniform %.0f%%", 100*share(z), 100*share(u))
 }
 
-func TestHooks(t *testing.T) {
+// TestSectionHook: the judge asks the section hook about every grant, with
+// the grant's key, time and validity, and a longer hold it answers is
+// held.
+func TestSectionHook(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	var nemesisStart time.Time
 	var sections atomic.Int64
-	long := EveryNth(50, judge.Action{Hold: 300 * time.Millisecond})
-	hooks := Hooks{
-		Section: func(e judge.SectionEvent) judge.Action {
-			sections.Add(1)
-			if e.Key == "" || e.Granted < 0 || e.ValidFor <= 0 || e.ValidFor > locker.DefaultTTL {
-				t.Errorf("bad section event %+v", e)
-			}
-			return long(e)
-		},
-		Nemesis: func(ctx context.Context, f *Faults) {
-			nemesisStart = f.Start()
-			f.Begin("until the end") // never closed here: the case closes it
-			if err := f.Record("backwards", f.Start().Add(time.Second), f.Start()); !errors.Is(err, locker.ErrInvalid) {
-				t.Errorf("Record of a window ending before it starts: %v", err)
-			}
-			if f.At(ctx, 100*time.Millisecond) {
-				done := f.Begin("kill")
-				f.Fail(nil) // nothing to record
-				f.Fail(errors.New("node-3 would not die"))
-				done()
-				done() // a second call does nothing
-			}
-			<-ctx.Done()
-		},
+	long := everyNth(50, judge.Action{Hold: 300 * time.Millisecond})
+	section := func(e judge.SectionEvent) judge.Action {
+		sections.Add(1)
+		if e.Key == "" || e.Granted < 0 || e.ValidFor <= 0 || e.ValidFor > locker.DefaultTTL {
+			t.Errorf("bad section event %+v", e)
+		}
+		return long(e)
 	}
-	o := run(t, Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), MaxOps: 60, Duration: 5 * time.Second}, noops(t, 2), hooks)
+	o := run(t, Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), MaxOps: 60, Duration: 5 * time.Second}, noops(t, 2), section)
 	if o.Acquired() != 60 || o.Result.Elapsed < 300*time.Millisecond {
 		t.Fatalf("%d grants after %v: want 60, after the 300ms hold", o.Acquired(), o.Result.Elapsed)
 	}
@@ -321,39 +353,28 @@ func TestHooks(t *testing.T) {
 	if h.Max() < 300_000 {
 		t.Fatalf("longest hold %d µs: the hook's 300ms hold was not applied", h.Max())
 	}
-	if !nemesisStart.Equal(o.Result.Start) {
-		t.Fatalf("nemesis saw start %v, the judge %v", nemesisStart, o.Result.Start)
-	}
-	labels := map[string]results.Window{}
-	for _, w := range o.Windows {
-		labels[w.Label] = w
-		if w.EndS < w.StartS {
-			t.Fatalf("window %+v ends before it starts", w)
-		}
-	}
-	if len(o.Windows) != 2 {
-		t.Fatalf("windows %+v: want the kill and the open one", o.Windows)
-	}
-	if w, ok := labels["kill"]; !ok || w.StartS < 0.1 {
-		t.Fatalf("kill window %+v: want one starting at 100ms", w)
-	}
-	if w, ok := labels["until the end"]; !ok || w.StartS > 0.05 || w.EndS < 0.2 {
-		t.Fatalf("open window %+v not closed at the end", w)
-	}
-	if len(o.FaultFailures) != 1 || !slices.ContainsFunc(o.notes(judge.GuardNone), func(n string) bool {
-		return strings.HasPrefix(n, "fault not injected as planned, at 0.1") && strings.HasSuffix(n, "node-3 would not die")
-	}) {
-		t.Fatalf("fault failures %q, notes %q: want the one failure, timed, in a note", o.FaultFailures, o.notes(judge.GuardNone))
-	}
 }
 
-func TestFill(t *testing.T) {
+func TestCases(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	o := run(t, Spec{Workload: UniformKeys, Keys: 8, Clients: 2, Hold: dist(t, "1ms"), TTL: 2 * time.Second, MaxOps: 100, Duration: time.Minute}, noops(t, 2), Hooks{}, judge.GuardFence)
-	c := results.Case{Fault: "none", Trial: 3}
-	if err := o.Fill(&c, judge.GuardFence); err != nil {
+	spec := Spec{Workload: UniformKeys, Keys: 8, Clients: 2, Hold: dist(t, "1ms"), TTL: 2 * time.Second, MaxOps: 100, Duration: time.Minute}
+	o := run(t, spec, noops(t, 2), nil, judge.GuardFence, judge.GuardNone)
+	base := results.Case{Fault: "none", Trial: 3, Notes: make([]string, 0, 8)} // room to share, if Cases shared it
+	spec.Describe(&base)
+	cs, err := o.Cases(base, []judge.Guard{judge.GuardFence, judge.GuardNone})
+	if err != nil {
 		t.Fatal(err)
 	}
+	if len(cs) != 2 || cs[0].Guard != "fence" || cs[1].Guard != "none" || len(base.Notes) != 0 {
+		t.Fatalf("cases %+v from base %+v: want fence then none, the base untouched", cs, base)
+	}
+	if !slices.Equal(cs[0].Notes, o.notes(judge.GuardFence)) || !slices.Equal(cs[1].Notes, o.notes(judge.GuardNone)) {
+		t.Fatalf("notes %q and %q: want each guard's own", cs[0].Notes, cs[1].Notes)
+	}
+	if _, err := o.Cases(base, []judge.Guard{judge.GuardCAS}); err == nil {
+		t.Fatal("Cases of a guard the case did not run returned no error")
+	}
+	c := cs[0]
 	// noop issues no tokens: its fence-guarded case ran without a token check.
 	if c.Backend != "noop" || c.Workload != "uniform" || c.Guard != "fence" || c.Fencing || c.Clients != 2 || c.Keys != 8 ||
 		c.TTLMillis != 2000 || c.Fault != "none" || c.Trial != 3 || c.Acquired != 100 || c.Throughput <= 0 || c.DurationS <= 0 ||
@@ -377,25 +398,62 @@ func TestFill(t *testing.T) {
 	if err != nil || h.TotalCount() != 100 || c.HoldUS.P50 < 1000 {
 		t.Fatalf("hold histogram: %v, %v; p50 %d µs", h, err, c.HoldUS.P50)
 	}
-	if !hasNote(o, judge.GuardFence, "no fencing tokens") || len(c.Notes) != len(o.notes(judge.GuardFence)) {
+	if !hasNote(o, judge.GuardFence, "no fencing tokens") {
 		t.Fatalf("notes %q", c.Notes)
 	}
 }
 
-func TestInjectionsWithIncidents(t *testing.T) {
+// TestDescribe checks that a load is described by its settings, and that
+// a hold that can reach the TTL is said before the case runs.
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		spec Spec
+		note bool
+	}{
+		{Spec{Workload: Zipf, Keys: 100, Clients: 16, Rate: 500, Hold: dist(t, "1ms-5ms"), TTL: time.Second}, false},
+		{Spec{Workload: Hot, Clients: 2, Hold: dist(t, "exp:100ms"), TTL: time.Second}, true}, // capped at 50 means: 5s
+	} {
+		s, err := tc.spec.Normalize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c results.Case
+		s.Describe(&c)
+		if c.Workload != string(s.Workload) || c.Keys != s.Keys || c.Clients != s.Clients || c.TTLMillis != 1000 || c.TargetRate != s.Rate {
+			t.Errorf("%+v described as %+v", s, c)
+		}
+		if got := slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "can reach the TTL") }); got != tc.note {
+			t.Errorf("hold %v, TTL %v: notes %q, want the hold note: %v", s.Hold, s.TTL, c.Notes, tc.note)
+		}
+	}
+}
+
+func TestCharge(t *testing.T) {
 	w := []results.Window{{StartS: 1, EndS: 1.5}, {StartS: 2, EndS: 2.5}, {StartS: 3, EndS: 3.5}}
 	s := func(x float64) int64 { return int64(x * 1e9) }
+	targets := make([]results.Target, 3)
 	for _, tc := range []struct {
-		incidents []int64
-		want      int
+		name      string
+		incidents []history.Episode
+		stale     []int64
+		want      [3][4]int64 // per injection: incidents, lock bugs, ambiguous, stale accepted
 	}{
-		{nil, 0},
-		{[]int64{s(1.2), s(1.3), s(1.9)}, 1},       // three incidents after the first injection
-		{[]int64{s(0.5), s(2.1)}, 2},               // one before any injection counts with the first
-		{[]int64{s(1.1), s(2.2), s(3.3), s(4)}, 3}, // at most one per injection
+		{name: "nothing"},
+		{name: "three incidents after the first injection are its own",
+			incidents: []history.Episode{{Start: s(1.2), Class: history.LockBug}, {Start: s(1.3), Class: history.ExpiredHolder}, {Start: s(1.9), Class: history.Ambiguous}},
+			want:      [3][4]int64{{3, 1, 1, 0}}},
+		{name: "one before any injection is charged to the first",
+			incidents: []history.Episode{{Start: s(0.5), Class: history.ExpiredHolder}, {Start: s(2.1), Class: history.ExpiredHolder}},
+			stale:     []int64{s(2.2), s(3.9)},
+			want:      [3][4]int64{{1, 0, 0, 0}, {1, 0, 0, 1}, {0, 0, 0, 1}}},
 	} {
-		if got := injectionsWithIncidents(w, tc.incidents, 3); got != tc.want {
-			t.Errorf("incidents at %v: %d injections hit, want %d", tc.incidents, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got := charge(targets, w, history.Report{Episodes: tc.incidents, StaleAcceptedAt: tc.stale})
+			for i, g := range got {
+				if x := [4]int64{g.Incidents, g.IncidentsLockBug, g.IncidentsAmbiguous, g.StaleAccepted}; x != tc.want[i] || g.AtS != w[i].StartS {
+					t.Errorf("injection %d at %v s: %v, want %v at %v s", i+1, g.AtS, x, tc.want[i], w[i].StartS)
+				}
+			}
+		})
 	}
 }

@@ -10,10 +10,12 @@
 //	lockbench report --merge A B --out DIR           # merge runs from several load generators
 //	lockbench backends                               # what each backend guarantees
 //	lockbench cluster --backend redlock              # start servers and print their addresses
+//	lockbench hosts check --inventory hosts.yaml     # verify the hosts of a run over SSH
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -40,7 +42,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), judgeCmd(), checkCmd(), redlockCmd())
+	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), judgeCmd(), checkCmd(), hostsCmd(), redlockCmd())
 	return root
 }
 
@@ -57,6 +59,20 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockbench:", err)
-		os.Exit(1)
+		code := 1
+		if e, ok := errors.AsType[*exitError](err); ok {
+			code = e.code
+		}
+		os.Exit(code)
 	}
 }
+
+// exitError is an error with the exit status it calls for (lockbench
+// check's gates); any other error exits 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
