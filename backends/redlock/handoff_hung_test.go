@@ -87,11 +87,18 @@ func TestHungQueueNodes(t *testing.T) {
 		}
 		t.Cleanup(func() { n.Resume() })
 	}
+	// Before, 0.015x in every window. A loaded machine can halve a window
+	// or two; it does not make them all collapse.
+	total := 0.0
 	for i := range 3 {
 		ops, p99 := hotKey(t, addrs, key, instances, 2*time.Second)
 		t.Logf("two of the key's queue nodes hung, seconds %d-%d: %.0f ops/s (%.2fx), p99 %v", 2*i, 2*i+2, ops, ops/base, p99.Round(time.Millisecond))
-		if ops < base/5 || p99 > time.Second {
-			t.Errorf("seconds %d-%d: %.0f ops/s, p99 %v, against %.0f ops/s without the fault: the waiters wait for the hung nodes", 2*i, 2*i+2, ops, p99, base)
+		if ops < base/20 {
+			t.Errorf("seconds %d-%d: %.0f ops/s against %.0f without the fault: the waiters wait for the hung nodes", 2*i, 2*i+2, ops, base)
 		}
+		total += ops
+	}
+	if mean := total / 3; mean < 0.3*base {
+		t.Errorf("%.0f ops/s on average with two of the key's queue nodes hung, against %.0f without: the waiters wait for the hung nodes", mean, base)
 	}
 }
