@@ -42,7 +42,8 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), judgeCmd(), checkCmd(), hostsCmd(), redlockCmd())
+	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), judgeCmd(), checkCmd(), hostsCmd())
+	root.AddCommand(admitCmds()...)
 	return root
 }
 

@@ -9,10 +9,11 @@ import (
 	"github.com/lockbench/lockbench/compose"
 )
 
-// TestRedlockBootstrap: on nodes just started, lockbench redlock
-// bootstrap refuses without --force (they are younger than the max TTL)
-// and says what to do; with --force it admits them; run again, it refuses
-// nodes in use; and it refuses two addresses of one server.
+// TestRedlockBootstrap: the admit command that Redlock's descriptor
+// offers, `lockbench redlock bootstrap`: on nodes just started it refuses
+// without --force (they are younger than the max TTL) and says what to
+// do; with --force it admits them; run again, it refuses nodes in use;
+// and it refuses one server given twice and a bad --maxttl.
 func TestRedlockBootstrap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -32,10 +33,12 @@ func TestRedlockBootstrap(t *testing.T) {
 		ok   bool
 	}{
 		{"no addresses", nil, "--addrs is required", false},
+		{"bad max TTL", []string{"--addrs", list, "--maxttl", "soon"}, "soon", false},
 		{"one server twice", []string{"--addrs", addrs[0] + "," + addrs[0]}, "given twice", false},
 		{"young nodes", []string{"--addrs", list}, "--force", false},
 		{"forced", []string{"--addrs", list, "--force"}, "admitted 3 nodes", true},
 		{"in use", []string{"--addrs", list, "--force"}, "already in use", false},
+		{"in use, not forced", []string{"--addrs", list, "--maxttl", "1s"}, "already in use", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _, err := lockbench(t, append([]string{"redlock", "bootstrap"}, tc.args...)...)
