@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/nemesis"
@@ -29,7 +30,7 @@ func runMatrix(t *testing.T, m bench.Matrix) (*results.File, string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Dir: dir, Worker: testWorker(), Seed: 42,
+	r := &bench.Runner{Clusters: bench.NewClusters(composetest.ForTest(t), nil), Dir: dir, Worker: testWorker(), Seed: 42,
 		Progress: func(e bench.Event) {
 			if e.Skipped != nil {
 				t.Logf("skipped %s: %v", e.Case, e.Skipped)
@@ -156,7 +157,7 @@ func TestRunnerKeepsPartialResults(t *testing.T) {
 	c := bench.Case{Backend: b, Fault: none, Guards: []judge.Guard{judge.GuardNone}, ClientsAs: results.ClientsGoroutines, Spec: spec}
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Dir: dir, Worker: testWorker(), Progress: func(e bench.Event) {
+	r := &bench.Runner{Clusters: bench.NewClusters(composetest.ForTest(t), nil), Dir: dir, Worker: testWorker(), Progress: func(e bench.Event) {
 		if e.Results != nil {
 			cancel() // Ctrl-C after the first case
 		}
@@ -189,7 +190,7 @@ func TestParseBackend(t *testing.T) {
 // since the failover left that set changed; later cases share that one.
 // The durable profile has a set of its own.
 func TestClustersRenewSpentSentinel(t *testing.T) {
-	clusters := bench.NewClusters(compose.ForTest(t), nil)
+	clusters := bench.NewClusters(composetest.ForTest(t), nil)
 	b, err := bench.ParseBackend("sentinel")
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +236,7 @@ func TestRunnerNewBackends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Worker: testWorker()}
+	r := &bench.Runner{Clusters: bench.NewClusters(composetest.ForTest(t), nil), Worker: testWorker()}
 	f, err := r.Run(context.Background(), cases)
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +264,7 @@ func TestRunnerNewBackends(t *testing.T) {
 // quorum for a max TTL) gets new, admitted nodes; otherwise the nodes are
 // kept.
 func TestClustersRenewRestartedRedlockNodes(t *testing.T) {
-	clusters := bench.NewClusters(compose.ForTest(t), nil)
+	clusters := bench.NewClusters(composetest.ForTest(t), nil)
 	b, err := bench.ParseBackend("redlock")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // TestMain lets the test binary play a parent that starts servers and is
@@ -106,6 +107,7 @@ func TestNoOrphansAfterParentKilled(t *testing.T) {
 // each start a session of their own: the kernel kills the postmaster with
 // its parent, and they must follow it.
 func noOrphans(t *testing.T, kind string) {
+	composetest.StartsServers(t)
 	parent := exec.Command(os.Args[0], "-test.run=^$")
 	parent.Env = append(os.Environ(), "COMPOSE_ORPHAN_PARENT="+t.TempDir(), "COMPOSE_ORPHAN_KIND="+kind)
 	out, err := parent.StdoutPipe()

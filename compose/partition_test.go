@@ -13,12 +13,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
-// needPeerNetwork skips the test, saying why, where clusters cannot be
-// partitioned (not root, no netns, no ip command).
+// needPeerNetwork marks the test as one that starts servers, and skips it,
+// saying why, where clusters cannot be partitioned (not root, no netns, no
+// ip command).
 func needPeerNetwork(t *testing.T) {
 	t.Helper()
+	composetest.StartsServers(t)
 	if err := compose.PeerNetworkAvailable(); err != nil {
 		t.Skip(err)
 	}
@@ -361,7 +364,7 @@ func testPartitions(t *testing.T, q *quorum) {
 func TestEtcdPeerPartitions(t *testing.T) {
 	needPeerNetwork(t)
 	t.Parallel()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	// Proxied too: clients go through the proxies, members talk directly.
 	c, err := env.Etcd(context.Background(), 3, compose.EtcdOptions{PeerNetwork: true, Proxied: true})
 	if err != nil {
@@ -373,7 +376,7 @@ func TestEtcdPeerPartitions(t *testing.T) {
 func TestZooKeeperPeerPartitions(t *testing.T) {
 	needPeerNetwork(t)
 	t.Parallel()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	z, err := env.ZooKeeper(context.Background(), 3, compose.ZooKeeperOptions{PeerNetwork: true, Proxied: true})
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +388,7 @@ func TestZooKeeperPeerPartitions(t *testing.T) {
 // PeerNetwork refuses to be partitioned, saying why.
 func TestPartitionNeedsPeerNetwork(t *testing.T) {
 	t.Parallel()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	c, err := env.Etcd(context.Background(), 1, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -409,7 +412,7 @@ func TestEtcdPeerPartitionHalvesWithLeader(t *testing.T) {
 	needPeerNetwork(t)
 	t.Parallel()
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	c, err := env.Etcd(ctx, 5, compose.EtcdOptions{PeerNetwork: true})
 	if err != nil {
 		t.Fatal(err)

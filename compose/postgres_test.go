@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // pgConnect connects to a server compose started, through addr.
@@ -77,7 +78,7 @@ func procState(pid int) string {
 func TestPostgresKillRestartPause(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	n, err := env.Postgres(ctx, compose.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +166,7 @@ func TestPostgresKillRestartPause(t *testing.T) {
 func TestPostgresFastProfileProxied(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	n, err := env.Postgres(ctx, compose.PostgresOptions{NoFsync: true, Proxied: true, Config: [][2]string{{"application_name", "compose-test"}}})
 	if err != nil {
 		t.Fatal(err)

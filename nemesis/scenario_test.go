@@ -11,6 +11,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/nemesis"
@@ -73,7 +74,7 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 func redis5(t *testing.T) []*compose.Node {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 5, compose.RedisOptions{Proxied: true})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 5, compose.RedisOptions{Proxied: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	_ "github.com/lockbench/lockbench/backends/redis"
 	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
@@ -23,7 +24,7 @@ func redisAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, n, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, n, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

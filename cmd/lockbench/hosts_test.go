@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/results"
 )
@@ -36,7 +37,7 @@ func start(t *testing.T, args ...string) *exec.Cmd {
 func TestTwoHostsShareAJudge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
