@@ -17,6 +17,9 @@ import (
 // a 1280×900 window. Screenshots of that first screen and of the whole
 // page go to the test's artifact dir.
 func TestReportInABrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a headless Chromium: skipped under -short (make unit); make test runs it")
+	}
 	bin := chromiumPath()
 	if bin == "" {
 		t.Skip("chromium not found (Debian package chromium, which scripts/deps.sh installs; or set LOCKBENCH_CHROMIUM): the report was not rendered in a browser")
