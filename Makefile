@@ -1,6 +1,7 @@
 # lockbench: which distributed lock should this service use?
 #   make bench   run the comparison on this machine and write the report
-#   make test    vet and test everything against real servers (-race)
+#   make test    vet and test everything against real servers (-race): CI's suite
+#   make unit    the tests that need no server (go test -short), in about a minute
 
 GO ?= go
 BIN := $(CURDIR)/bin
@@ -10,7 +11,7 @@ export LOCKBENCH_ETCD_MEMBER := $(BIN)/etcd-member
 # Where make bench writes results.json and the report.
 OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: all deps build test bench bench-quick clean
+.PHONY: all deps build test unit bench bench-quick clean
 
 all: build
 
@@ -23,6 +24,11 @@ build:
 test: deps build
 	$(GO) vet ./...
 	$(GO) test -race ./...
+
+# Tests that start servers (composetest.StartsServers) or a browser skip
+# under -short: nothing to install but Go.
+unit:
+	$(GO) test -short ./...
 
 bench: deps build
 	$(BIN)/lockbench run --suite default --out $(OUT)
