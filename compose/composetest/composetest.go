@@ -6,42 +6,54 @@
 // something that starts them, such as a lockbench run — is marked by
 // StartsServers. Under -short (make unit) it is skipped, so that a
 // contributor without the servers installed can run every other test in
-// about a minute; make test runs it. Once started it has Deadline to
-// finish, its cleanups included: past that it fails with a dump of every
-// goroutine instead of hanging until go test's 10-minute package timeout.
+// about a minute; make test runs it. Once started it has a deadline of
+// its own (DefaultDeadline, one minute, unless it says otherwise), its
+// cleanups included: past that it fails with a dump of every goroutine
+// instead of hanging until go test's 10-minute package timeout.
 package composetest
 
 import (
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
 )
 
-// DeadlineEnv names the environment variable that sets Deadline for a run
-// (a Go duration such as "3m"), for a machine much slower than the ones
-// the default was measured on, or a test held in a debugger.
-const DeadlineEnv = "LOCKBENCH_TEST_DEADLINE"
-
 // DefaultDeadline is how long a test that starts servers may run, its
-// cleanups included, unless DeadlineEnv says otherwise. The slowest such
-// test took about 30 s on a loaded 2-core machine; a hung one is failed
-// within a minute of its start.
+// cleanups included: a hung test fails within a minute of its start. A
+// test that legitimately runs longer on a loaded machine (one that starts
+// every backend's servers, or runs whole lockbench runs) says so with
+// StartsServersWithin.
 const DefaultDeadline = time.Minute
 
+// ScaleEnv names the environment variable that multiplies every test's
+// deadline (a number such as "3"), for a machine much slower or busier
+// than the 2-core machine the deadlines were measured on, or a test held
+// in a debugger.
+const ScaleEnv = "LOCKBENCH_TEST_DEADLINE_SCALE"
+
 // StartsServers marks tb as a test that starts servers. Under -short it
-// skips tb; otherwise it arms tb's deadline (see Deadline): if tb has not
-// ended, cleanups included, by then, every goroutine's stack is written to
-// stderr, tb fails, the servers of its Envs are killed (which unblocks
-// most hangs), and if tb still has not ended ten seconds later the test
-// binary panics. Calling it again for the same tb does nothing more.
+// skips tb; otherwise it arms tb's deadline, DefaultDeadline from now: if
+// tb has not ended by then, cleanups included, every goroutine's stack is
+// written to stderr, tb fails, the servers of its Envs are killed (which
+// unblocks most hangs), and if tb still has not ended ten seconds later
+// the test binary panics.
 func StartsServers(tb testing.TB) {
+	tb.Helper()
+	StartsServersWithin(tb, DefaultDeadline)
+}
+
+// StartsServersWithin is StartsServers with a deadline of d from tb's
+// first call instead of DefaultDeadline. When it is called again for the
+// same tb, the longest deadline stands.
+func StartsServersWithin(tb testing.TB, d time.Duration) {
 	tb.Helper()
 	if testing.Short() {
 		tb.Skip("starts servers: skipped under -short (make unit); make test runs it")
 	}
-	arm(tb)
+	arm(tb, scaled(d))
 }
 
 // ForTest returns a compose.Env in a temporary directory, closed when tb
@@ -68,11 +80,11 @@ func ForTest(tb testing.TB) *compose.Env {
 	return e
 }
 
-// Deadline is how long a test that starts servers may run: DeadlineEnv's
-// value, or DefaultDeadline when it is unset or not a positive duration.
-func Deadline() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(DeadlineEnv)); err == nil && d > 0 {
-		return d
+// scaled returns d multiplied by ScaleEnv's value, when that is a
+// positive number.
+func scaled(d time.Duration) time.Duration {
+	if f, err := strconv.ParseFloat(os.Getenv(ScaleEnv), 64); err == nil && f > 0 {
+		return time.Duration(float64(d) * f)
 	}
-	return DefaultDeadline
+	return d
 }

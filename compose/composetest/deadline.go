@@ -12,34 +12,45 @@ import (
 )
 
 // grace is how long a test that ran past its deadline, and whose servers
-// were then killed, has to end before the test binary panics.
-const grace = 10 * time.Second
+// were then killed, has to end before the test binary panics. (A variable
+// for this package's tests.)
+var grace = 10 * time.Second
 
 // A watch is the deadline of one test that starts servers.
 type watch struct {
-	tb       testing.TB
-	deadline time.Duration
-	ended    chan struct{} // closed when tb's cleanups have run
+	tb    testing.TB
+	start time.Time
+	ended chan struct{} // closed when tb's cleanups have run
 
-	mu    sync.Mutex
-	timer *time.Timer
-	done  bool // tb ended in time
-	envs  []*compose.Env
+	mu       sync.Mutex
+	deadline time.Duration // from start
+	timer    *time.Timer
+	done     bool // tb ended in time
+	envs     []*compose.Env
 }
 
 // watches holds the watch of every test that started servers and has not
 // ended, by its testing.TB.
 var watches sync.Map
 
-// arm arms tb's deadline, once per tb. Its cleanup is registered first
-// of the Env's, so it runs after them: closing the servers counts.
-func arm(tb testing.TB) {
-	w := &watch{tb: tb, deadline: Deadline(), ended: make(chan struct{})}
-	if _, loaded := watches.LoadOrStore(tb, w); loaded {
+// arm arms tb's deadline d from now, or, if tb has one already, moves it
+// to d from the first call when that is later. The first call's cleanup
+// is registered before the Env's, so it runs after them: closing the
+// servers counts.
+func arm(tb testing.TB, d time.Duration) {
+	w := &watch{tb: tb, start: time.Now(), deadline: d, ended: make(chan struct{})}
+	if v, loaded := watches.LoadOrStore(tb, w); loaded {
+		w = v.(*watch)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if d > w.deadline && !w.done && w.timer.Stop() {
+			w.deadline = d
+			w.timer.Reset(time.Until(w.start.Add(d)))
+		}
 		return
 	}
 	w.mu.Lock()
-	w.timer = time.AfterFunc(w.deadline, w.expire)
+	w.timer = time.AfterFunc(d, w.expire)
 	w.mu.Unlock()
 	tb.Cleanup(w.stop)
 }
@@ -77,8 +88,8 @@ func (w *watch) expire() {
 		return
 	}
 	envs := w.envs
-	fmt.Fprintf(os.Stderr, "composetest: %s is still running %v after it started servers, its deadline (%s raises it); its servers are killed now. Every goroutine:\n%s\n",
-		w.tb.Name(), w.deadline, DeadlineEnv, stacks())
+	fmt.Fprintf(os.Stderr, "composetest: %s is still running %v after it started servers, its deadline (%s multiplies it); its servers are killed now. Every goroutine:\n%s\n",
+		w.tb.Name(), w.deadline, ScaleEnv, stacks())
 	w.tb.Errorf("ran past its deadline of %v: goroutines dumped to stderr, servers killed", w.deadline)
 	w.mu.Unlock()
 	for _, e := range envs {

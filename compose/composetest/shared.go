@@ -13,9 +13,6 @@ import (
 	"github.com/lockbench/lockbench/compose"
 )
 
-// SharedTimeout bounds how long a Shared's start may take.
-const SharedTimeout = 3 * time.Minute
-
 // Shared is a set of servers that many tests of a package share, such as
 // the one-member cluster a conformance suite and the benchmarks run on:
 // it starts, in an Env of its own, when a test first asks for it, and
@@ -40,14 +37,17 @@ func NewShared[T any](start func(ctx context.Context, e *compose.Env) (T, error)
 
 // Get starts the servers on first use and returns what start returned;
 // tb StartsServers (so under -short it is skipped before anything
-// starts). It fails tb when the servers could not be started (and every
-// later caller too), or after Close.
+// starts), and the test that starts them is not charged for their start,
+// which has a deadline of its own, DefaultDeadline. It fails tb when the
+// servers could not be started (and every later caller too), or after
+// Close.
 func (s *Shared[T]) Get(tb testing.TB) T {
 	tb.Helper()
 	StartsServers(tb)
 	if s.closed.Load() {
 		tb.Fatal("composetest: shared servers used after Close")
 	}
+	began := time.Now()
 	s.once.Do(func() {
 		if s.dir, s.err = os.MkdirTemp("", "lockbench-shared-"); s.err != nil {
 			return
@@ -55,12 +55,13 @@ func (s *Shared[T]) Get(tb testing.TB) T {
 		if s.env, s.err = compose.New(s.dir); s.err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), SharedTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), scaled(DefaultDeadline))
 		defer cancel()
 		if s.val, s.err = s.start(ctx, s.env); s.err != nil {
 			s.err = fmt.Errorf("composetest: starting shared servers: %w", s.err)
 		}
 	})
+	arm(tb, scaled(DefaultDeadline)+time.Since(began))
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
