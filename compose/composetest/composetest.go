@@ -45,9 +45,12 @@ func StartsServers(tb testing.TB) {
 	StartsServersWithin(tb, DefaultDeadline)
 }
 
-// StartsServersWithin is StartsServers with a deadline of d from tb's
-// first call instead of DefaultDeadline. When it is called again for the
-// same tb, the longest deadline stands.
+// StartsServersWithin is StartsServers with a deadline of d from now
+// instead of DefaultDeadline. A deadline only ever moves later: called
+// again for tb, or for a subtest of a test that has a deadline, it moves
+// that deadline to d from now if that is later. A subtest runs under its
+// parent's deadline when the parent has one, so a test whose subtests
+// start servers gives the whole test its budget.
 func StartsServersWithin(tb testing.TB, d time.Duration) {
 	tb.Helper()
 	if testing.Short() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 // for this package's tests.)
 var grace = 10 * time.Second
 
-// A watch is the deadline of one test that starts servers.
+// A watch is the deadline of one test that starts servers, which its
+// subtests share.
 type watch struct {
 	tb    testing.TB
 	start time.Time
@@ -30,38 +32,62 @@ type watch struct {
 }
 
 // watches holds the watch of every test that started servers and has not
-// ended, by its testing.TB.
-var watches sync.Map
+// ended, by the test's name.
+var (
+	watchesMu sync.Mutex
+	watches   = map[string]*watch{}
+)
 
-// arm arms tb's deadline d from now, or, if tb has one already, moves it
-// to d from the first call when that is later. The first call's cleanup
-// is registered before the Env's, so it runs after them: closing the
+// watchOf returns the watch of the test named name, or of its nearest
+// ancestor that has one, or nil. The caller holds watchesMu.
+func watchOf(name string) *watch {
+	for {
+		if w, ok := watches[name]; ok {
+			return w
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return nil
+		}
+		name = name[:i]
+	}
+}
+
+// arm gives tb until d from now to end. If tb, or a test it is a subtest
+// of, has a deadline already, that one is moved later when it falls
+// before: a subtest runs under its parent's deadline. The watch's cleanup
+// is registered before any Env's, so it runs after them: closing the
 // servers counts.
 func arm(tb testing.TB, d time.Duration) {
-	w := &watch{tb: tb, start: time.Now(), deadline: d, ended: make(chan struct{})}
-	if v, loaded := watches.LoadOrStore(tb, w); loaded {
-		w = v.(*watch)
+	watchesMu.Lock()
+	w := watchOf(tb.Name())
+	if w == nil {
+		w = &watch{tb: tb, start: time.Now(), deadline: d, ended: make(chan struct{})}
+		watches[tb.Name()] = w
+		watchesMu.Unlock()
 		w.mu.Lock()
-		defer w.mu.Unlock()
-		if d > w.deadline && !w.done && w.timer.Stop() {
-			w.deadline = d
-			w.timer.Reset(time.Until(w.start.Add(d)))
-		}
+		w.timer = time.AfterFunc(d, w.expire)
+		w.mu.Unlock()
+		tb.Cleanup(w.stop)
 		return
 	}
+	watchesMu.Unlock()
 	w.mu.Lock()
-	w.timer = time.AfterFunc(d, w.expire)
-	w.mu.Unlock()
-	tb.Cleanup(w.stop)
+	defer w.mu.Unlock()
+	if later := time.Since(w.start) + d; later > w.deadline && !w.done && w.timer.Stop() {
+		w.deadline = later
+		w.timer.Reset(d)
+	}
 }
 
 // watching adds e to the Envs whose servers tb's deadline kills.
 func watching(tb testing.TB, e *compose.Env) {
-	v, ok := watches.Load(tb)
-	if !ok {
+	watchesMu.Lock()
+	w := watchOf(tb.Name())
+	watchesMu.Unlock()
+	if w == nil {
 		return
 	}
-	w := v.(*watch)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.envs = append(w.envs, e)
@@ -74,7 +100,11 @@ func (w *watch) stop() {
 	w.timer.Stop()
 	w.mu.Unlock()
 	close(w.ended)
-	watches.Delete(w.tb)
+	watchesMu.Lock()
+	if watches[w.tb.Name()] == w {
+		delete(watches, w.tb.Name())
+	}
+	watchesMu.Unlock()
 }
 
 // expire runs when the deadline passes before the test has ended: it

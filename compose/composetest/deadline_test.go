@@ -121,3 +121,36 @@ func TestDeadlineEndsAHungBinary(t *testing.T) {
 		t.Fatalf("child: %v after %v, want a panic naming the test, with its stack, well before a minute:\n%s", err, took, out)
 	}
 }
+
+// TestSubtestsShareTheirParentsDeadline: a subtest of a test that has a
+// deadline runs under it, and a longer budget asked for by the subtest
+// moves it; a test without one gets its own.
+func TestSubtestsShareTheirParentsDeadline(t *testing.T) {
+	arm(t, time.Hour)
+	parent := func() *watch {
+		watchesMu.Lock()
+		defer watchesMu.Unlock()
+		return watches[t.Name()]
+	}()
+	t.Run("sub", func(t *testing.T) {
+		arm(t, 2*time.Hour)
+		watchesMu.Lock()
+		_, own := watches[t.Name()]
+		w := watchOf(t.Name())
+		watchesMu.Unlock()
+		if own || w != parent {
+			t.Fatalf("the subtest has a deadline of its own (%v), or another test's", own)
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.deadline < 2*time.Hour {
+			t.Fatalf("parent's deadline %v after the subtest asked for 2h from now", w.deadline)
+		}
+	})
+	arm(t, time.Minute) // never earlier
+	parent.mu.Lock()
+	if parent.deadline < 2*time.Hour {
+		t.Errorf("a shorter budget moved the deadline to %v", parent.deadline)
+	}
+	parent.mu.Unlock()
+}
