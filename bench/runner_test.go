@@ -67,6 +67,7 @@ func find(f *results.File, backend, fault, guard string) *results.Case {
 // processes on one hot key are, with no overlap. The history on disk is
 // the one judged.
 func TestClientsAsProcesses(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 27 s on a 2-core machine loaded about 10×
 	f, dir := runMatrix(t, bench.Matrix{
 		Backends: []string{"noop", "redis", "etcd"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"none"},
 		Guards: []judge.Guard{judge.GuardNone, judge.GuardFence}, Clients: []int{4}, ClientsAs: results.ClientsProcesses,
@@ -113,6 +114,7 @@ func TestClientsAsProcesses(t *testing.T) {
 // the stores without a token check take the stale write, fence-rw rejects
 // it. The overlaps are an expired holder's, never a lock bug.
 func TestClientPauseStopsTheProcess(t *testing.T) {
+	composetest.StartsServersWithin(t, 3*time.Minute) // 51 s on a 2-core machine loaded about 10×
 	f, _ := runMatrix(t, bench.Matrix{
 		Backends: []string{"redis"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"client-pause?x=3"},
 		Guards: []judge.Guard{judge.GuardNone, judge.GuardFenceRW}, Clients: []int{3}, Injections: 2,
@@ -190,6 +192,7 @@ func TestParseBackend(t *testing.T) {
 // since the failover left that set changed; later cases share that one.
 // The durable profile has a set of its own.
 func TestClustersRenewSpentSentinel(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 22 s on a 2-core machine loaded about 10×
 	clusters := bench.NewClusters(composetest.ForTest(t), nil)
 	b, err := bench.ParseBackend("sentinel")
 	if err != nil {
@@ -225,6 +228,7 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 // stopped) the lease mode's tokens let a resource that learns them from
 // every request (fence-rw) reject every stale write.
 func TestRunnerNewBackends(t *testing.T) {
+	composetest.StartsServersWithin(t, 5*time.Minute) // 79 s on a 2-core machine loaded about 10×
 	cases, err := bench.Cross(bench.Matrix{
 		Backends:  []string{"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"},
 		Workloads: []workloads.Workload{workloads.Hot},

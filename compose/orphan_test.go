@@ -115,6 +115,7 @@ func processAlive(pid int) bool {
 }
 
 func TestNoOrphansAfterParentKilled(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 38 s on a 2-core machine loaded about 10×
 	for _, kind := range []string{"redis", "postgres"} {
 		t.Run(kind, func(t *testing.T) { noOrphans(t, kind) })
 	}

@@ -16,9 +16,10 @@ import (
 	"github.com/lockbench/lockbench/compose/composetest"
 )
 
-// needPeerNetwork marks the test as one that starts servers, and skips it,
-// saying why, where clusters cannot be partitioned (not root, no netns, no
-// ip command).
+// needPeerNetwork marks the test as one that starts servers (so a
+// parallel test calls it after t.Parallel, which may wait for the other
+// tests), and skips it, saying why, where clusters cannot be partitioned
+// (not root, no netns, no ip command).
 func needPeerNetwork(t *testing.T) {
 	t.Helper()
 	composetest.StartsServers(t)
@@ -362,8 +363,9 @@ func testPartitions(t *testing.T, q *quorum) {
 }
 
 func TestEtcdPeerPartitions(t *testing.T) {
+	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
 	needPeerNetwork(t)
-	t.Parallel()
+	composetest.StartsServersWithin(t, 2*time.Minute) // 37 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
 	// Proxied too: clients go through the proxies, members talk directly.
 	c, err := env.Etcd(context.Background(), 3, compose.EtcdOptions{PeerNetwork: true, Proxied: true})
@@ -374,8 +376,9 @@ func TestEtcdPeerPartitions(t *testing.T) {
 }
 
 func TestZooKeeperPeerPartitions(t *testing.T) {
+	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
 	needPeerNetwork(t)
-	t.Parallel()
+	composetest.StartsServersWithin(t, 5*time.Minute) // 101 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
 	z, err := env.ZooKeeper(context.Background(), 3, compose.ZooKeeperOptions{PeerNetwork: true, Proxied: true})
 	if err != nil {
@@ -409,8 +412,8 @@ func TestPartitionNeedsPeerNetwork(t *testing.T) {
 // whose two members still talk to each other — serves none, and after
 // the heal all five follow one leader.
 func TestEtcdPeerPartitionHalvesWithLeader(t *testing.T) {
+	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
 	needPeerNetwork(t)
-	t.Parallel()
 	ctx := context.Background()
 	env := composetest.ForTest(t)
 	c, err := env.Etcd(ctx, 5, compose.EtcdOptions{PeerNetwork: true})

@@ -77,6 +77,7 @@ func procState(pid int) string {
 
 func TestPostgresKillRestartPause(t *testing.T) {
 	t.Parallel()
+	composetest.StartsServersWithin(t, 4*time.Minute) // 74 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
 	n, err := env.Postgres(ctx, compose.PostgresOptions{})
@@ -165,6 +166,7 @@ func TestPostgresKillRestartPause(t *testing.T) {
 
 func TestPostgresFastProfileProxied(t *testing.T) {
 	t.Parallel()
+	composetest.StartsServersWithin(t, 2*time.Minute) // 24 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
 	n, err := env.Postgres(ctx, compose.PostgresOptions{NoFsync: true, Proxied: true, Config: [][2]string{{"application_name", "compose-test"}}})

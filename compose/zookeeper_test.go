@@ -99,6 +99,7 @@ func TestZooKeeperBadSize(t *testing.T) {
 
 func TestZooKeeperLeaderKillRestart(t *testing.T) {
 	t.Parallel()
+	composetest.StartsServersWithin(t, 3*time.Minute) // 40 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
 	z, err := env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{})

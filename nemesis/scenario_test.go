@@ -86,6 +86,7 @@ func redis5(t *testing.T) []*compose.Node {
 // section lets another client in, unless the quarantine keeps the
 // restarted nodes out of the quorum.
 func TestRestart(t *testing.T) {
+	composetest.StartsServersWithin(t, 3*time.Minute) // 53 s on a 2-core machine loaded about 10×
 	nodes := redis5(t)
 	// A restart is a chance of a double grant, which a loaded machine can
 	// make the other clients miss: allow three cases of two restarts.
@@ -113,6 +114,7 @@ func TestRestart(t *testing.T) {
 // TestMinorityFaultsHeal runs the window faults that break a minority and
 // checks that grants go on during them and that everything is healed.
 func TestMinorityFaultsHeal(t *testing.T) {
+	composetest.StartsServersWithin(t, 4*time.Minute) // 67 s on a 2-core machine loaded about 10×
 	nodes := redis5(t)
 	for _, fault := range []string{"crash-minority", "partition", "latency", "server-pause"} {
 		t.Run(fault, func(t *testing.T) {

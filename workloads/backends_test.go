@@ -145,6 +145,7 @@ func TestRedlockIsSafeUnderContention(t *testing.T) {
 // fencing tokens and the CAS mark reject it. The overlaps are those of an
 // expired holder, not lock bugs.
 func TestLongHold(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 29 s on a 2-core machine loaded about 10×
 	addrs := redisAddrs(t, 1)
 	ls := open(t, "redis", 6, backends.Config{Addrs: addrs})
 	for _, tc := range []struct {

@@ -56,6 +56,7 @@ func steal(addrs []string) func(testing.TB, string) {
 }
 
 func TestConformance(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 25 s on a 2-core machine loaded about 10×
 	_, addrs := startNodes(t, 5)
 	for name, params := range map[string]map[string]string{
 		"defaults": nil,

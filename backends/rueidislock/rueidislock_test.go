@@ -64,6 +64,7 @@ func steal(tb testing.TB, addr, key string, majority int) {
 // so an Extend right after the theft may still succeed — TestStolen
 // checks the loss instead.
 func TestConformance(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 23 s on a 2-core machine loaded about 10×
 	addr := nodes.Get(t)[0]
 	for _, m := range []string{"1", "2"} {
 		t.Run("majority="+m, func(t *testing.T) {
