@@ -113,12 +113,16 @@ func TestRestart(t *testing.T) {
 
 // TestMinorityFaultsHeal runs the window faults that break a minority and
 // checks that grants go on during them and that everything is healed.
+// Grants need the majority's replies within the per-node timeout, which
+// scales from the TTL (20 ms here): a busy machine misses that for whole
+// windows. At 45 ms the healthy nodes have room, and the nodes slowed by
+// 50 ms still never answer in time.
 func TestMinorityFaultsHeal(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute) // 67 s on a 2-core machine loaded about 10×
 	nodes := redis5(t)
 	for _, fault := range []string{"crash-minority", "partition", "latency", "server-pause"} {
 		t.Run(fault, func(t *testing.T) {
-			out := run(t, nodes, fault, nil)
+			out := run(t, nodes, fault, map[string]string{"nodetimeout": "45ms"})
 			if len(out.Windows) != 2 || len(out.Targets) != 2 {
 				t.Fatalf("fault windows %+v, targets %+v: want two injections", out.Windows, out.Targets)
 			}
@@ -127,16 +131,28 @@ func TestMinorityFaultsHeal(t *testing.T) {
 					t.Fatalf("injection %+v: want a minority of 2", tg)
 				}
 			}
-			w := out.Windows[0]
+			// A window that hit Redlock's priority node (its fast path and
+			// hand-off queue) may pass without a grant: that costs a
+			// window, by design. Every other must have grants.
 			step := out.Result.TimelineStep.Seconds()
-			var during int64
-			for i, n := range out.Result.Timeline {
-				if at := float64(i) * step; at >= w.StartS && at < w.EndS {
-					during += n
+			checked := 0
+			for k, w := range out.Windows {
+				if out.Targets[k].Priority {
+					continue
+				}
+				checked++
+				var during int64
+				for i, n := range out.Result.Timeline {
+					if at := float64(i) * step; at >= w.StartS && at < w.EndS {
+						during += n
+					}
+				}
+				if during == 0 {
+					t.Fatalf("no grant during %s (%.1fs-%.1fs) on %v: a majority was up", fault, w.StartS, w.EndS, out.Targets[k].Nodes)
 				}
 			}
-			if during == 0 {
-				t.Fatalf("no grant during %s (%.1fs-%.1fs): a majority was up", fault, w.StartS, w.EndS)
+			if checked == 0 {
+				t.Fatalf("every injection of %s hit the priority node (%+v): the seed leaves nothing to check", fault, out.Targets)
 			}
 			if out.Result.Reports[judge.GuardNone].Overlaps != 0 {
 				t.Fatalf("%d overlaps under %s", out.Result.Reports[judge.GuardNone].Overlaps, fault)
