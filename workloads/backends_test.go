@@ -160,9 +160,12 @@ func TestLongHold(t *testing.T) {
 		{judge.GuardCAS, false},
 	} {
 		t.Run(string(tc.guard), func(t *testing.T) {
+			// 120 operations, so three slow holders whatever the
+			// machine's speed (1.5 s made 40 grants, one slow holder
+			// and no overlap, on a busy machine); 30 s at most.
 			spec := workloads.Spec{
 				Workload: workloads.Hot, Clients: 6, Hold: dist(t, "1ms"),
-				TTL: 100 * time.Millisecond, Duration: 1500 * time.Millisecond,
+				TTL: 100 * time.Millisecond, MaxOps: 120, Duration: 30 * time.Second,
 			}
 			hooks := workloads.Hooks{Section: workloads.EveryNth(40, judge.Action{Hold: 500 * time.Millisecond})}
 			c := runCase(t, spec, ls, tc.guard, hooks)
