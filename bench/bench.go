@@ -267,21 +267,14 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	if c.Fault.Note != "" {
 		out.Notes = append(out.Notes, c.Fault.Note)
 	}
-	var cs []results.Case
-	for _, g := range c.Guards {
-		rc := r.record(c, spec)
-		if target.Shape() == (nemesis.Shape{}) {
-			rc.Durability = "" // no servers: no profile
-		}
-		if err := out.Fill(&rc, g); err != nil {
-			return nil, err
-		}
-		if runErr != nil {
-			rc.Notes = append(rc.Notes, "run cut short: "+runErr.Error())
-		}
-		cs = append(cs, rc)
+	if runErr != nil {
+		out.Notes = append(out.Notes, "run cut short: "+runErr.Error())
 	}
-	return cs, nil
+	base := r.record(c, spec)
+	if target.Shape() == (nemesis.Shape{}) {
+		base.Durability = "" // no servers: no profile
+	}
+	return out.Cases(base, c.Guards)
 }
 
 // zkMinSession is the shortest ZooKeeper session the runner gives: longer
@@ -294,12 +287,15 @@ const zkMinSession = 2 * time.Second
 // their own rather than the TTL, that param.
 var sessionParam = map[string]string{"redlock": "maxttl", "zookeeper": "session"}
 
-// record is what a case's results say of it before it is measured.
+// record is what a case's results say of it before it is measured: the
+// case, and the load as it runs.
 func (r *Runner) record(c Case, spec workloads.Spec) results.Case {
-	return results.Case{
+	rc := results.Case{
 		Backend: c.Backend.Spec, Fault: c.Fault.Spec, FaultClass: c.Fault.Class(), Trial: c.Trial, Host: r.host,
 		Durability: c.Durability, Seed: spec.Seed,
 	}
+	spec.Describe(&rc)
+	return rc
 }
 
 // goroutines runs case c with a goroutine of this process per client, on

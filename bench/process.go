@@ -91,16 +91,9 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	if spec.Rate > 0 {
 		return nil, fmt.Errorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
 	}
-	load, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	record, err := json.Marshal(r.record(c, spec))
-	if err != nil {
-		return nil, err
-	}
+	record := r.record(c, spec)
 	info, err := r.Judge.Open(ctx, r.host, judge.CaseSpec{ID: id, Name: c.String(), Guards: c.Guards, Processes: spec.Clients,
-		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Load: load, Record: record})
+		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record})
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +159,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	if err != nil {
 		return nil, errors.Join(err, workersFailed(workers))
 	}
-	o := &workloads.Outcome{Spec: spec, ClientsAs: results.ClientsProcesses, Result: res}
+	o := &workloads.Outcome{ClientsAs: results.ClientsProcesses, Result: res}
 	if m := res.All.Info; m != nil {
 		o.Info = *m
 	}

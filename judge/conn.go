@@ -107,10 +107,12 @@ func awaitStart(ctx context.Context, c *Case, process int) (StartInfo, error) {
 	if err != nil {
 		return StartInfo{}, err
 	}
+	ctx, stop := c.j.bind(ctx)
+	defer stop()
 	select {
 	case <-started:
 	case <-ctx.Done():
-		return StartInfo{}, fmt.Errorf("case %s: waiting at the start barrier: %w", c.spec.ID, ctx.Err())
+		return StartInfo{}, fmt.Errorf("case %s: waiting at the start barrier: %w", c.spec.ID, ended(ctx))
 	}
 	si, err := c.startInfo()
 	if err == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockbench/lockbench/history"
-	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -329,25 +329,25 @@ func TestTwoHostsShareACase(t *testing.T) {
 
 func TestBadCallsAreRefused(t *testing.T) {
 	j := served(t, Options{})
-	if _, err := j.Open(context.Background(), "h", CaseSpec{ID: "x", Guards: []Guard{"fencing"}, Processes: 0}); !errors.Is(err, locker.ErrInvalid) {
+	if _, err := j.Open(context.Background(), "h", CaseSpec{ID: "x", Guards: []Guard{"fencing"}, Processes: 0}); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("bad spec: %v", err)
 	}
 	if _, err := j.Open(context.Background(), "h", spec("006", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Dial(context.Background(), j.Addr(), "006", "h", 7, 0); !errors.Is(err, locker.ErrInvalid) {
+	if _, err := Dial(context.Background(), j.Addr(), "006", "h", 7, 0); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("hello of a process the host does not have: %v", err)
 	}
-	if _, err := Dial(context.Background(), j.Addr(), "nope", "h", 0, 0); !errors.Is(err, locker.ErrInvalid) {
+	if _, err := Dial(context.Background(), j.Addr(), "nope", "h", 0, 0); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("hello to a case not open: %v", err)
 	}
 	a := dialClient(t, j, "006", "h", 0)
-	if _, err := a.conn.Grant(context.Background(), GrantReport{Key: "k"}); !errors.Is(err, locker.ErrInvalid) {
+	if _, err := a.conn.Grant(context.Background(), GrantReport{Key: "k"}); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("grant before the start: %v", err)
 	}
 	start(t, a)
 	g := a.grant("k", 0, time.Second)
-	if err := a.conn.Write(context.Background(), g.Section); !errors.Is(err, locker.ErrInvalid) {
+	if err := a.conn.Write(context.Background(), g.Section); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("write before read: %v", err)
 	}
 	a.finishSection("k", g.Section)
@@ -371,5 +371,44 @@ func TestAClientMissingAtTheStartCancelsTheCase(t *testing.T) {
 	}
 	if _, err := j.Finish(context.Background(), "h", "007"); err == nil {
 		t.Fatal("Finish of a cancelled case returned a result")
+	}
+}
+
+// TestWhatTheJudgeCannotRecordIsSaid runs a case whose history cannot be
+// written (its run dir is a file) on a judge whose Finished fails: the
+// verdicts stand, and every host's result says what is missing and why.
+func TestWhatTheJudgeCannotRecordIsSaid(t *testing.T) {
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []CaseSpec
+	j := served(t, Options{Out: notDir, Finished: func(s CaseSpec, r *Result) error {
+		got = append(got, s)
+		return errors.New("disk full")
+	}})
+	rec := &results.Case{Backend: "noop", Fault: "none"}
+	s := spec("008", 1)
+	s.Record = rec
+	info, err := j.Open(context.Background(), "h", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := dialClient(t, j, "008", "h", 0)
+	start(t, a)
+	g := a.grant(info.KeyPrefix+"hot", 1, time.Second)
+	a.finishSection(info.KeyPrefix+"hot", g.Section)
+	a.done(1)
+	r, err := j.Finish(context.Background(), "h", "008")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Record != rec {
+		t.Fatalf("Finished had %+v: want the case once, with the runner's record", got)
+	}
+	if r.Linearizable.Result != results.Linearizable || r.History != "" || len(r.Unrecorded) != 2 ||
+		!strings.HasPrefix(r.Unrecorded[0], "history not written") || !strings.HasSuffix(r.Unrecorded[1], "disk full") {
+		t.Fatalf("verdict %s, history %q, unrecorded %q: want the verdict, no history, and both failures said",
+			r.Linearizable.Result, r.History, r.Unrecorded)
 	}
 }

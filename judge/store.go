@@ -1,7 +1,5 @@
 package judge
 
-import "github.com/lockbench/lockbench/locker"
-
 // Guard is how the resource protects itself from a holder whose lease has
 // ended: the remedies of the Redlock debate, measured side by side. Each
 // models what a real store can do: it learns a token only from a request
@@ -43,7 +41,7 @@ func ParseGuard(s string) (Guard, error) {
 			return g, nil
 		}
 	}
-	return "", locker.Invalidf("guard %q: want %q, %q, %q or %q", s, GuardNone, GuardFence, GuardFenceRW, GuardCAS)
+	return "", configf("guard %q: want %q, %q, %q or %q", s, GuardNone, GuardFence, GuardFenceRW, GuardCAS)
 }
 
 // Fenced reports whether the guard checks fencing tokens.

@@ -78,6 +78,7 @@ func runCase(t *testing.T, spec workloads.Spec, lockers []locker.Locker, g judge
 		t.Fatal(err)
 	}
 	var c results.Case
+	spec.Describe(&c)
 	if err := o.Fill(&c, g); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func RunCase(ctx context.Context, j *judge.Judge, id string, spec Spec, guards [
 	if ferr != nil {
 		return nil, errors.Join(err, ferr)
 	}
-	o := &Outcome{Spec: s, Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}
+	o := &Outcome{Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}
 	if faults != nil {
 		o.Faults(faults, nemesisEnd)
 	}

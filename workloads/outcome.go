@@ -17,10 +17,9 @@ import (
 
 // Outcome is what one case measured: the judge's result (safety of every
 // client, history, timeline, this host's metrics), the fault windows and
-// how the clients ran. Fill turns it into a results.Case.
+// how the clients ran. Cases turns it into the case's results, one per
+// guard.
 type Outcome struct {
-	// Spec is the spec that ran, with its defaults applied.
-	Spec Spec
 	// Info describes the backend.
 	Info locker.Info
 	// ClientsAs is results.ClientsProcesses or results.ClientsGoroutines.
@@ -62,15 +61,50 @@ func (o *Outcome) Throughput() float64 {
 	return float64(o.Acquired()) / o.Result.Elapsed.Seconds()
 }
 
-// Fill writes the outcome, as the store of guard saw it, into c: the
-// settings of the spec, the backend's facts, the measurements, the safety
-// counts and verdicts, the timeline,
+// Describe writes the settings of the load s (as it ran: normalized)
+// into c, a case's record before it is measured — workload, clients,
+// keys, TTL, target rate — and the notes the load alone implies. A
+// runner describes its case this way whether it records the results
+// itself or a judge of its own records them (judge.CaseSpec.Record).
+func (s Spec) Describe(c *results.Case) {
+	c.Workload = string(s.Workload)
+	c.Clients = s.Clients
+	c.Keys = s.Keys
+	c.TTLMillis = s.TTL.Milliseconds()
+	c.TargetRate = s.Rate
+	if s.Hold.Max() >= s.TTL {
+		c.Notes = append(c.Notes, fmt.Sprintf("hold time %v can reach the TTL %v: holders may outlive their leases without any fault", s.Hold, s.TTL))
+	}
+}
+
+// Cases turns the outcome into the case's results, one per guard: each
+// starts from base, the record of what ran (Spec.Describe and the
+// runner's own fields: backend, fault, trial, host, durability, seed),
+// and is filled as that guard's store saw the case (Fill). It is the one
+// place a judged case becomes results, for a runner and for a judge of
+// its own alike.
+func (o *Outcome) Cases(base results.Case, guards []judge.Guard) ([]results.Case, error) {
+	cs := make([]results.Case, 0, len(guards))
+	for _, g := range guards {
+		c := base
+		c.Notes = slices.Clone(base.Notes)
+		if err := o.Fill(&c, g); err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// Fill writes the outcome, as the store of guard saw it, into c, which
+// already describes what ran (Spec.Describe): the guard, the backend's
+// facts, the measurements, the safety counts and verdicts, the timeline,
 // the fault windows, injections and their targets, the availability
 // under the faults, the rate bound on incidents per injection, the
 // encoded histograms and the notes (appended). A fault that failed to
 // inject makes the case invalid. It leaves the fields it cannot know —
-// Fault, Trial, Host, Durability — and Backend when already set (the
-// name the backend was opened by).
+// the load's settings, Fault, Trial, Host, Durability — and Backend when
+// already set (the name the backend was opened by).
 func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	r := o.Result
 	s, ok := r.Reports[guard]
@@ -80,16 +114,11 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	if c.Backend == "" {
 		c.Backend = o.Info.Name
 	}
-	c.Workload = string(o.Spec.Workload)
 	c.Guard = string(guard)
 	// The resource checked tokens only if the backend issued them.
 	c.Fencing = guard.Fenced() && o.Info.Fencing
-	c.Clients = o.Spec.Clients
 	c.ClientsAs = o.ClientsAs
-	c.Keys = o.Spec.Keys
-	c.TTLMillis = o.Spec.TTL.Milliseconds()
 	c.DurationS = r.Elapsed.Seconds()
-	c.TargetRate = o.Spec.Rate
 	c.Nodes = len(o.Info.Nodes)
 	c.Quorum = o.Info.Quorum
 	c.Guarantee = o.Info.Guarantee
@@ -276,10 +305,13 @@ func inWindow(windows []results.Window, at float64) bool {
 // notes explain what the counts alone do not say, under guard.
 func (o *Outcome) notes(guard judge.Guard) []string {
 	var n []string
-	s, r := o.Spec, o.Result
+	r := o.Result
 	rep := r.Reports[guard]
 	if r.Stopped != "" {
-		n = append(n, fmt.Sprintf("the case ran %.3fs of %v: %s; partial results", r.Elapsed.Seconds(), s.Duration, r.Stopped))
+		n = append(n, fmt.Sprintf("the case ran %.3fs of %v: %s; partial results", r.Elapsed.Seconds(), r.Duration, r.Stopped))
+	}
+	for _, u := range r.Unrecorded {
+		n = append(n, "the judge could not record all of the case: "+u)
 	}
 	for _, f := range o.FaultFailures {
 		n = append(n, "fault not injected as planned, "+f)
@@ -296,9 +328,6 @@ func (o *Outcome) notes(guard judge.Guard) []string {
 	}
 	if x := rep.RejectedCurrent; x > 0 {
 		n = append(n, fmt.Sprintf("%d writes of holders that had not been superseded were rejected (their token was below one the resource had seen): safe, but work lost", x))
-	}
-	if s.Hold.Max() >= s.TTL {
-		n = append(n, fmt.Sprintf("hold time %v can reach the TTL %v: holders may outlive their leases without any fault", s.Hold, s.TTL))
 	}
 	for _, v := range []struct {
 		what string

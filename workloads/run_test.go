@@ -69,7 +69,7 @@ func run(t *testing.T, spec Spec, lockers []locker.Locker, hooks Hooks, guards .
 	for _, g := range guards {
 		rep := r.Reports[g]
 		t.Logf("%s %s/%s guard %s: %d grants in %.2fs (%.0f/s), errors %v, overlaps %d (incidents %d), stale accepted %d rejected %d, lost updates %d, regressions %d, linearizable %s",
-			o.Info.Name, o.Spec.Workload, loopName(o.Spec), g, o.Acquired(), r.Elapsed.Seconds(), o.Throughput(), r.Metrics.Errors,
+			o.Info.Name, spec.Workload, loopName(spec), g, o.Acquired(), r.Elapsed.Seconds(), o.Throughput(), r.Metrics.Errors,
 			rep.Overlaps, rep.Incidents, rep.StaleAccepted, rep.StaleRejected, rep.LostUpdates, rep.TokenRegressions, r.Linearizable.Result)
 	}
 	return o
@@ -295,9 +295,10 @@ func TestOpenLoopCountsQueueing(t *testing.T) {
 
 func TestZipfConcentratesOnFewKeys(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	byRank := func(o *Outcome) []int64 {
+	byRank := func(o *Outcome, spec Spec) []int64 {
+		spec.KeyPrefix = o.Result.KeyPrefix // the keys as the case ran them
 		var g []int64
-		for _, k := range o.Spec.KeyNames() {
+		for _, k := range spec.KeyNames() {
 			g = append(g, report(o).Grants[k])
 		}
 		return g
@@ -313,9 +314,9 @@ func TestZipfConcentratesOnFewKeys(t *testing.T) {
 		return float64(g[0]+g[1]+g[2]) / float64(all)
 	}
 	spec := Spec{Workload: Zipf, Keys: 100, Clients: 2, MaxOps: 4000, Duration: time.Minute, Seed: 7}
-	z := byRank(run(t, spec, noops(t, 2), Hooks{}))
+	z := byRank(run(t, spec, noops(t, 2), Hooks{}), spec)
 	spec.Workload = UniformKeys
-	u := byRank(run(t, spec, noops(t, 2), Hooks{}))
+	u := byRank(run(t, spec, noops(t, 2), Hooks{}), spec)
 	// P(rank k) ∝ (1+k)^-1.1 over 100 keys puts 41% on the top 3.
 	if s := share(z); s < 0.3 || z[0] != slices.Max(z) {
 		t.Fatalf("zipf: top 3 of 100 keys got %.0f%% of the grants, rank 0 got %d of max %d", 100*s, z[0], slices.Max(z))
@@ -392,13 +393,26 @@ func TestHooks(t *testing.T) {
 	}
 }
 
-func TestFill(t *testing.T) {
+func TestCases(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	o := run(t, Spec{Workload: UniformKeys, Keys: 8, Clients: 2, Hold: dist(t, "1ms"), TTL: 2 * time.Second, MaxOps: 100, Duration: time.Minute}, noops(t, 2), Hooks{}, judge.GuardFence)
-	c := results.Case{Fault: "none", Trial: 3}
-	if err := o.Fill(&c, judge.GuardFence); err != nil {
+	spec := Spec{Workload: UniformKeys, Keys: 8, Clients: 2, Hold: dist(t, "1ms"), TTL: 2 * time.Second, MaxOps: 100, Duration: time.Minute}
+	o := run(t, spec, noops(t, 2), Hooks{}, judge.GuardFence, judge.GuardNone)
+	base := results.Case{Fault: "none", Trial: 3, Notes: make([]string, 0, 8)} // room to share, if Cases shared it
+	spec.Describe(&base)
+	cs, err := o.Cases(base, []judge.Guard{judge.GuardFence, judge.GuardNone})
+	if err != nil {
 		t.Fatal(err)
 	}
+	if len(cs) != 2 || cs[0].Guard != "fence" || cs[1].Guard != "none" || len(base.Notes) != 0 {
+		t.Fatalf("cases %+v from base %+v: want fence then none, the base untouched", cs, base)
+	}
+	if !slices.Equal(cs[0].Notes, o.notes(judge.GuardFence)) || !slices.Equal(cs[1].Notes, o.notes(judge.GuardNone)) {
+		t.Fatalf("notes %q and %q: want each guard's own", cs[0].Notes, cs[1].Notes)
+	}
+	if _, err := o.Cases(base, []judge.Guard{judge.GuardCAS}); err == nil {
+		t.Fatal("Cases of a guard the case did not run returned no error")
+	}
+	c := cs[0]
 	// noop issues no tokens: its fence-guarded case ran without a token check.
 	if c.Backend != "noop" || c.Workload != "uniform" || c.Guard != "fence" || c.Fencing || c.Clients != 2 || c.Keys != 8 ||
 		c.TTLMillis != 2000 || c.Fault != "none" || c.Trial != 3 || c.Acquired != 100 || c.Throughput <= 0 || c.DurationS <= 0 ||
@@ -422,8 +436,33 @@ func TestFill(t *testing.T) {
 	if err != nil || h.TotalCount() != 100 || c.HoldUS.P50 < 1000 {
 		t.Fatalf("hold histogram: %v, %v; p50 %d µs", h, err, c.HoldUS.P50)
 	}
-	if !hasNote(o, judge.GuardFence, "no fencing tokens") || len(c.Notes) != len(o.notes(judge.GuardFence)) {
+	if !hasNote(o, judge.GuardFence, "no fencing tokens") {
 		t.Fatalf("notes %q", c.Notes)
+	}
+}
+
+// TestDescribe checks that a load is described by its settings, and that
+// a hold that can reach the TTL is said before the case runs.
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		spec Spec
+		note bool
+	}{
+		{Spec{Workload: Zipf, Keys: 100, Clients: 16, Rate: 500, Hold: dist(t, "1ms-5ms"), TTL: time.Second}, false},
+		{Spec{Workload: Hot, Clients: 2, Hold: dist(t, "exp:100ms"), TTL: time.Second}, true}, // capped at 50 means: 5s
+	} {
+		s, err := tc.spec.Normalize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c results.Case
+		s.Describe(&c)
+		if c.Workload != string(s.Workload) || c.Keys != s.Keys || c.Clients != s.Clients || c.TTLMillis != 1000 || c.TargetRate != s.Rate {
+			t.Errorf("%+v described as %+v", s, c)
+		}
+		if got := slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "can reach the TTL") }); got != tc.note {
+			t.Errorf("hold %v, TTL %v: notes %q, want the hold note: %v", s.Hold, s.TTL, c.Notes, tc.note)
+		}
 	}
 }
 

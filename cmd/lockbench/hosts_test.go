@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -43,25 +42,7 @@ func TestTwoHostsShareAJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	jdir := t.TempDir()
-	judgeCmd := start(t, "judge", "--listen", "127.0.0.1:0", "--hosts", "2", "--out", jdir)
-	out, err := judgeCmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := judgeCmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = judgeCmd.Process.Kill(); _ = judgeCmd.Wait() })
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		t.Fatal("the judge printed nothing")
-	}
-	line := sc.Text()
-	_, rest, _ := strings.Cut(line, "listening on ")
-	addr, _, _ := strings.Cut(rest, " ")
-	if addr == "" {
-		t.Fatalf("no address in %q", line)
-	}
+	judgeCmd, addr := startJudge(t, "--hosts", "2", "--out", jdir)
 
 	var wg sync.WaitGroup
 	for _, host := range []string{"a", "b"} {

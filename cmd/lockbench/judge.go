@@ -1,8 +1,9 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,9 @@ checkers that every client of every host reports to. Start it, then on each of -
 run the same lockbench run with --judge ADDR (and a distinct --host): the hosts share the run's
 keys and start each case together, and the judge counts two holders of a key at once across all
 of them. After each case it writes DIR/results.json (the joined run: safety across every host,
-latency of every client) and the case's history under DIR/history. Ctrl-C stops it.`,
+latency of every client) and the case's history under DIR/history; a case it cannot record is
+said at once, reaches the hosts' results as a note, and makes the judge exit with an error.
+Ctrl-C stops it at once, whatever the hosts are doing: they hear that the judge is gone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -40,7 +43,7 @@ latency of every client) and the case's history under DIR/history. Ctrl-C stops 
 			rec := &joined{path: filepath.Join(out, "results.json")}
 			rec.file.Started = time.Now()
 			rec.file.Command = strings.Join(os.Args, " ")
-			j, err := judge.New(judge.Options{RunID: runID, Hosts: hosts, Out: out, Finished: rec.add})
+			j, err := judge.New(judge.Options{RunID: runID, Hosts: hosts, Out: out, Finished: rec.finished(cmd.ErrOrStderr())})
 			if err != nil {
 				return err
 			}
@@ -48,10 +51,12 @@ latency of every client) and the case's history under DIR/history. Ctrl-C stops 
 			if err := j.Listen(listen); err != nil {
 				return err
 			}
-			defer j.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "judge of run %s listening on %s for %d host(s); results: %s\n", j.RunID(), j.Addr(), hosts, rec.path)
 			<-cmd.Context().Done()
-			return rec.save()
+			// Close ends every wait of every host and client at once (they
+			// hear that the judge is gone), then the cases judged so far
+			// are saved.
+			return errors.Join(j.Close(), rec.save())
 		},
 	}
 	fl := cmd.Flags()
@@ -67,45 +72,72 @@ type joined struct {
 	path string
 	mu   sync.Mutex
 	file results.File
+	// unrecorded are the cases the judge could not record.
+	unrecorded []error
 }
 
-// add turns a judged case into its results (one per guard) and saves.
-func (j *joined) add(spec judge.CaseSpec, r *judge.Result) {
-	var load workloads.Spec
-	var rec results.Case
-	if json.Unmarshal(spec.Load, &load) != nil || json.Unmarshal(spec.Record, &rec) != nil {
-		return // a runner that sent no description: nothing to record
+// add turns a judged case into its results (one per guard) and saves
+// them; the error says why the case is not in the file (or not saved).
+func (j *joined) add(spec judge.CaseSpec, r *judge.Result) error {
+	if spec.Record == nil {
+		return fmt.Errorf("case %s (%s): its runner described no record of it", spec.ID, spec.Name)
 	}
-	load.Clients = r.Processes
-	o := &workloads.Outcome{Spec: load, ClientsAs: results.ClientsProcesses, Result: r}
+	base := *spec.Record
+	base.Host = ""             // every host's
+	base.Clients = r.Processes // of every host
+	o := &workloads.Outcome{ClientsAs: results.ClientsProcesses, Result: r}
 	if r.All.Info != nil {
 		o.Info = *r.All.Info
 	}
+	cs, err := o.Cases(base, spec.Guards)
+	if err != nil {
+		return fmt.Errorf("case %s (%s): %w", spec.ID, spec.Name, err)
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for _, g := range spec.Guards {
-		c := rec
-		c.Host = ""
-		if err := o.Fill(&c, g); err != nil {
-			continue
-		}
-		j.file.Cases = append(j.file.Cases, c)
-	}
+	j.file.Cases = append(j.file.Cases, cs...)
 	for _, o := range r.Ops {
 		if o.Host != "" && !slices.Contains(j.file.Hosts, o.Host) {
 			j.file.Hosts = append(j.file.Hosts, o.Host)
 		}
 	}
-	_ = j.saveLocked()
+	if err := j.saveLocked(); err != nil {
+		return fmt.Errorf("case %s (%s): %w", spec.ID, spec.Name, err)
+	}
+	return nil
 }
 
+// finished is the judge's Options.Finished: it adds the case, and says
+// on w, at once, when it cannot; the error then goes back to the hosts.
+func (j *joined) finished(w io.Writer) func(judge.CaseSpec, *judge.Result) error {
+	return func(spec judge.CaseSpec, r *judge.Result) error {
+		err := j.add(spec, r)
+		if err != nil {
+			fmt.Fprintf(w, "judge: not recorded: %v\n", err)
+			j.mu.Lock()
+			j.unrecorded = append(j.unrecorded, err)
+			j.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// save writes the file once more, and fails when a case could not be
+// recorded: the joined results are then incomplete.
 func (j *joined) save() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.saveLocked()
+	err := j.saveLocked()
+	if n := len(j.unrecorded); n > 0 {
+		err = errors.Join(err, fmt.Errorf("%d judged case(s) missing from %s: %w", n, j.path, errors.Join(j.unrecorded...)))
+	}
+	return err
 }
 
 func (j *joined) saveLocked() error {
 	j.file.Finished = time.Now()
-	return results.Write(j.path, &j.file)
+	if err := results.Write(j.path, &j.file); err != nil {
+		return fmt.Errorf("saving the joined results: %w", err)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@
 //	lockbench report --merge A B --out DIR           # merge runs from several load generators
 //	lockbench backends                               # what each backend guarantees
 //	lockbench cluster --backend redlock              # start servers and print their addresses
+//	lockbench hosts check --inventory hosts.yaml     # verify the hosts of a run over SSH
 package main
 
 import (
@@ -40,7 +41,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), judgeCmd(), checkCmd())
+	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), judgeCmd(), checkCmd(), hostsCmd())
 	return root
 }
 

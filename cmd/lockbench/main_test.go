@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
 )
@@ -143,7 +144,7 @@ func TestRunReportCompare(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
-		invalid bool   // the error wraps locker.ErrInvalid
+		invalid bool   // the error wraps locker.ErrInvalid (judge.ErrConfig for a guard)
 		want    string // the error names this
 	}{
 		{[]string{"run", "--backend", "nosuch"}, false, `"nosuch"`},
@@ -179,8 +180,8 @@ func TestBadInput(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %q does not name %s", name, err, tc.want)
 		}
-		if tc.invalid && !errors.Is(err, locker.ErrInvalid) {
-			t.Errorf("%s: error %q does not wrap locker.ErrInvalid", name, err)
+		if tc.invalid && !errors.Is(err, locker.ErrInvalid) && !errors.Is(err, judge.ErrConfig) {
+			t.Errorf("%s: error %q wraps neither locker.ErrInvalid nor judge.ErrConfig", name, err)
 		}
 		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: the output dir was created (%v): the run started", name, err)

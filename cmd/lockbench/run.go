@@ -130,14 +130,14 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	stderr := cmd.ErrOrStderr()
 	fmt.Fprintf(stderr, "lockbench: %d cases; servers under %s\n", len(cases), env.Dir)
 	bar := newBar(stderr, len(cases))
-	var invalid []error // cases skipped for bad settings (a backend's params)
+	var invalid []error // cases skipped for bad settings (a backend's params) or refused by the judge
 	runner := &bench.Runner{
 		Clusters: bench.NewClusters(env, external),
 		Dir:      f.out,
 		Seed:     f.seed,
 		Host:     f.host,
 		Progress: func(e bench.Event) {
-			if errors.Is(e.Skipped, locker.ErrInvalid) {
+			if errors.Is(e.Skipped, locker.ErrInvalid) || errors.Is(e.Skipped, judge.ErrProtocol) {
 				invalid = append(invalid, fmt.Errorf("%s: %w", e.Case, e.Skipped))
 			}
 			progress(stderr, bar, e)

@@ -1,0 +1,309 @@
+package judge
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lockbench/lockbench/history"
+)
+
+// SectionEvent describes a grant to a SectionHook.
+type SectionEvent struct {
+	Process int
+	Section int64
+	Key     string
+	// Granted is when the judge heard of the grant, since the case start.
+	Granted time.Duration
+	// ValidFor is how long the lease had left then, by the holder's
+	// account (0 when it promised no end).
+	ValidFor time.Duration
+}
+
+// Action is a SectionHook's answer: what happens to a section.
+type Action struct {
+	// Hold, when positive, replaces the section's hold time: a long
+	// critical section, during which the holder's process runs on.
+	Hold time.Duration
+	// Pause, when positive, stops the holder's whole process for that
+	// long (its timers, heartbeats and keep-alives freeze, as in a GC or
+	// VM pause), after its read or, with BeforeRead, right after the
+	// grant, before its first access. It needs a Pauser.
+	Pause      time.Duration
+	BeforeRead bool
+}
+
+// SectionHook decides, for every grant, whether the section holds long or
+// its holder pauses. It is called from the judge's connection goroutines,
+// concurrently; it must be cheap.
+type SectionHook func(SectionEvent) Action
+
+// Pauser stops a client process for d: it must have stopped the process
+// when Pause returns (SIGSTOP), and resume it d later (SIGCONT).
+type Pauser interface {
+	Pause(process int, d time.Duration) error
+}
+
+// sectionState is what the judge knows of one granted section.
+type sectionState struct {
+	key      string
+	process  int
+	token    uint64
+	hasToken bool
+	action   Action
+	read     bool
+	written  bool
+	ended    bool
+	values   map[Guard]int64 // what each store's counter read
+}
+
+// record appends an op, numbering it. The caller holds c.mu.
+func (c *Case) record(o history.Op) {
+	o.Index = len(c.ops)
+	if p := c.procs[o.Process]; p != nil {
+		o.Host = p.host
+	}
+	c.ops = append(c.ops, o)
+}
+
+// clamp maps a client's wall-clock time w to the case clock with the
+// offset bound theta (judge − client, ns), at least lo and at most hi.
+// The caller holds c.mu.
+func (c *Case) clamp(w, theta, lo, hi int64) int64 {
+	if w == 0 || theta == noBound {
+		return min(max(lo, 0), hi)
+	}
+	return min(max(w+theta-c.startWall(), lo), hi)
+}
+
+// noBound marks a clock-offset bound not known yet.
+const noBound = math.MinInt64
+
+// GrantReport is what a client tells the judge when Acquire returned a
+// lease. Times are on the client's wall clock (Unix ns).
+type GrantReport struct {
+	Key      string `json:"key"`
+	Token    uint64 `json:"token,omitempty"`
+	HasToken bool   `json:"has_token,omitempty"`
+	// ValidUntil is the lease's ValidUntil (0 when it promised no end).
+	ValidUntil int64 `json:"valid_until,omitempty"`
+	// Invoke and Complete bound the Acquire call.
+	Invoke   int64 `json:"invoke"`
+	Complete int64 `json:"complete"`
+	// ThetaLo and ThetaHi bound the judge's clock minus the client's (ns),
+	// from the round trips so far (see Client); noBound when unknown.
+	ThetaLo int64 `json:"theta_lo"`
+	ThetaHi int64 `json:"theta_hi"`
+}
+
+// Grant is the judge's answer to a grant.
+type Grant struct {
+	// Section numbers the section within the case.
+	Section int64 `json:"section"`
+	// Hold, when positive, replaces the section's hold time.
+	Hold time.Duration `json:"hold,omitempty"`
+}
+
+// grant records a grant and opens its section.
+func (c *Case) grant(process int, g GrantReport) (Grant, error) {
+	c.mu.Lock()
+	p, err := c.running(process)
+	if err != nil {
+		c.mu.Unlock()
+		return Grant{}, err
+	}
+	now := c.since()
+	id := int64(len(c.sections) + 1)
+	valid := int64(history.NoExpiry)
+	if g.ValidUntil != 0 && g.ThetaLo != noBound {
+		valid = g.ValidUntil + g.ThetaLo - c.startWall()
+	}
+	c.record(history.Op{
+		Process: process, F: history.Acquire, Type: history.OK, Key: g.Key, Section: id,
+		Invoke: c.clamp(g.Invoke, g.ThetaLo, p.lastReply, now), Complete: now,
+		WorkerInvoke: g.Invoke, WorkerComplete: g.Complete,
+		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid,
+	})
+	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken}
+	c.sections[id] = s
+	p.active = append(p.active, id)
+	hook, pauser := c.hook, c.pauser
+	c.mu.Unlock()
+
+	if hook != nil {
+		var validFor time.Duration
+		if valid != history.NoExpiry {
+			validFor = time.Duration(max(valid-now, 0))
+		}
+		s.action = hook(SectionEvent{Process: process, Section: id, Key: g.Key, Granted: time.Duration(now), ValidFor: validFor})
+	}
+	if s.action.Pause > 0 && s.action.BeforeRead {
+		if err := pause(pauser, process, s.action.Pause); err != nil {
+			return Grant{}, err
+		}
+	}
+	return Grant{Section: id, Hold: s.action.Hold}, nil
+}
+
+func pause(p Pauser, process int, d time.Duration) error {
+	if p == nil {
+		return fmt.Errorf("process %d: a pause needs client processes and a pauser", process)
+	}
+	return p.Pause(process, d)
+}
+
+// running returns the client, or why it may not act now. The caller
+// holds c.mu.
+func (c *Case) running(process int) (*proc, error) {
+	p := c.procs[process]
+	switch {
+	case p == nil:
+		return nil, protocolf("case %s: unknown process %d", c.spec.ID, process)
+	case c.start.IsZero():
+		return nil, protocolf("case %s: process %d acts before the start", c.spec.ID, process)
+	case p.finished:
+		return nil, protocolf("case %s: process %d acts after it finished", c.spec.ID, process)
+	}
+	return p, nil
+}
+
+// section returns process's open section id. The caller holds c.mu.
+func (c *Case) section(process int, id int64) (*sectionState, error) {
+	if _, err := c.running(process); err != nil {
+		return nil, err
+	}
+	s := c.sections[id]
+	if s == nil || s.process != process || s.ended {
+		return nil, protocolf("case %s: process %d has no open section %d", c.spec.ID, process, id)
+	}
+	return s, nil
+}
+
+// read is the section's first access: each store reads its counter (and
+// learns the token or marks the key, as its guard does). Later calls do
+// nothing.
+func (c *Case) read(process int, id int64) error {
+	c.mu.Lock()
+	s, err := c.section(process, id)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	if !s.read {
+		s.read = true
+		s.values = make(map[Guard]int64, len(c.stores))
+		now := c.since()
+		for _, g := range c.spec.Guards {
+			v := c.stores[g].read(s.key, id, s.token, s.hasToken)
+			s.values[g] = v
+			c.record(history.Op{Process: process, F: history.Read, Type: history.OK, Key: s.key, Section: id, Guard: string(g),
+				Invoke: now, Complete: now, Token: s.token, HasToken: s.hasToken, Value: v})
+		}
+	}
+	pauser := c.pauser
+	c.mu.Unlock()
+	if s.action.Pause > 0 && !s.action.BeforeRead {
+		return pause(pauser, process, s.action.Pause)
+	}
+	return nil
+}
+
+// write is the section's write: each store writes the counter it read
+// plus one, if its guard accepts the request.
+func (c *Case) write(process int, id int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, err := c.section(process, id)
+	if err != nil {
+		return err
+	}
+	if s.written {
+		return protocolf("case %s: section %d wrote twice", c.spec.ID, id)
+	}
+	if !s.read {
+		return protocolf("case %s: section %d writes before it read", c.spec.ID, id)
+	}
+	s.written = true
+	now := c.since()
+	for _, g := range c.spec.Guards {
+		v := s.values[g] + 1
+		typ := history.OK
+		if !c.stores[g].write(s.key, id, s.token, s.hasToken, v) {
+			typ = history.Fail
+		}
+		c.record(history.Op{Process: process, F: history.Write, Type: typ, Key: s.key, Section: id, Guard: string(g),
+			Invoke: now, Complete: now, Token: s.token, HasToken: s.hasToken, Value: v})
+	}
+	return nil
+}
+
+// end closes the section: the holder is done with the resource.
+func (c *Case) end(process int, id int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, err := c.section(process, id)
+	if err != nil {
+		return err
+	}
+	c.endSection(process, id, s, history.OK, "")
+	return nil
+}
+
+// endSection records the end of a section. The caller holds c.mu.
+func (c *Case) endSection(process int, id int64, s *sectionState, typ history.Type, why string) {
+	s.ended = true
+	now := c.since()
+	c.record(history.Op{Process: process, F: history.End, Type: typ, Key: s.key, Section: id,
+		Invoke: now, Complete: now, Token: s.token, HasToken: s.hasToken, Error: why})
+	if p := c.procs[process]; p != nil {
+		p.active = slices.DeleteFunc(p.active, func(x int64) bool { return x == id })
+	}
+}
+
+// OpReport is what a client tells the judge of an acquire that did not
+// grant, or of a release. Times are on its wall clock (Unix ns).
+type OpReport struct {
+	F       history.Func `json:"f"`
+	Type    history.Type `json:"type"`
+	Key     string       `json:"key"`
+	Section int64        `json:"section,omitempty"`
+	// Invoke and Complete bound the call on the client's clock.
+	Invoke   int64  `json:"invoke"`
+	Complete int64  `json:"complete"`
+	Error    string `json:"error,omitempty"`
+	// ThetaLo and ThetaHi bound the judge's clock minus the client's.
+	ThetaLo int64 `json:"theta_lo"`
+	ThetaHi int64 `json:"theta_hi"`
+}
+
+// report records an acquire that did not grant, or a release.
+func (c *Case) report(process int, r OpReport) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, err := c.running(process)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.F == history.Acquire && r.Type != history.OK:
+	case r.F == history.Release && r.Section > 0:
+		s := c.sections[r.Section]
+		if s == nil || s.process != process || !s.ended {
+			return protocolf("case %s: process %d releases section %d, which it has not ended", c.spec.ID, process, r.Section)
+		}
+	default:
+		return protocolf("case %s: process %d reports a %s %s: only failed acquires and releases are reported", c.spec.ID, process, r.F, r.Type)
+	}
+	now := c.since()
+	hi := now
+	if r.Type != history.Info && r.ThetaHi != noBound {
+		hi = min(now, max(r.Complete+r.ThetaHi-c.startWall(), p.lastReply))
+	}
+	c.record(history.Op{
+		Process: process, F: r.F, Type: r.Type, Key: r.Key, Section: r.Section,
+		Invoke: c.clamp(r.Invoke, r.ThetaLo, p.lastReply, now), Complete: hi,
+		WorkerInvoke: r.Invoke, WorkerComplete: r.Complete, Error: r.Error,
+	})
+	return nil
+}

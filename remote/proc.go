@@ -1,0 +1,279 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrGone is returned for a process that is not running: its pidfile is
+// missing, names no process, or names a process that reused the pid.
+var ErrGone = errors.New("process gone")
+
+// ErrRunning is returned by Start when the pidfile names a process that
+// still runs: starting a second one would lose track of the first.
+var ErrRunning = errors.New("pidfile's process still running")
+
+// State is what a process is doing, as a fault needs to know it.
+type State int
+
+const (
+	// Gone is a process that has exited (a zombie has), or whose pidfile
+	// is missing or names a process that reused the pid.
+	Gone State = iota
+	// Running is a process with at least one thread not stopped.
+	Running
+	// Stopped is a process whose every thread is stopped by a signal
+	// (state T), as a SIGSTOP leaves it once the kernel has reached each
+	// thread.
+	Stopped
+)
+
+// String is the state's name: gone, running or stopped.
+func (s State) String() string {
+	switch s {
+	case Gone:
+		return "gone"
+	case Running:
+		return "running"
+	case Stopped:
+		return "stopped"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+func parseState(s string) (State, error) {
+	switch s {
+	case "gone":
+		return Gone, nil
+	case "running":
+		return Running, nil
+	case "stopped":
+		return Stopped, nil
+	}
+	return Gone, fmt.Errorf("remote: unexpected process state %q", s)
+}
+
+// Proc is a process on a host, known by its pidfile only: a Proc can be
+// made again from the pidfile's path after the control node restarted.
+// Its signals go to the process's group (Start makes it the leader of a
+// session of its own), so children it forked get them too.
+type Proc struct {
+	Remote  Remote
+	Pidfile string
+}
+
+// String names the process by its host and pidfile.
+func (p Proc) String() string { return p.Remote.Name() + ":" + p.Pidfile }
+
+// Start starts d on r with Spawn, unless d.Pidfile names a process that
+// still runs (ErrRunning). It returns once the process runs and its
+// pidfile is written; it does not wait until the program is ready. The
+// program must stay in the foreground: a server that daemonizes itself
+// leaves a pidfile naming a process that has exited.
+func Start(ctx context.Context, r Remote, d Daemon) (Proc, error) {
+	p := Proc{Remote: r, Pidfile: d.Pidfile}
+	if d.Path == "" {
+		return p, fmt.Errorf("remote: start on %s: no program", r.Name())
+	}
+	if !path.IsAbs(d.Pidfile) {
+		return p, fmt.Errorf("remote: start %s on %s: pidfile %q is not an absolute path", d.Path, r.Name(), d.Pidfile)
+	}
+	if d.Log != "" && !path.IsAbs(d.Log) {
+		return p, fmt.Errorf("remote: start %s on %s: log %q is not an absolute path", d.Path, r.Name(), d.Log)
+	}
+	if err := checkEnv(d.Env); err != nil {
+		return p, err
+	}
+	s, err := p.State(ctx)
+	if err != nil {
+		return p, err
+	}
+	if s != Gone {
+		return p, fmt.Errorf("remote: start %s on %s: %s: %w", d.Path, r.Name(), d.Pidfile, ErrRunning)
+	}
+	if err := r.Spawn(ctx, d); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// procLib is the shell functions the process scripts share.
+//
+// lb_proc PIDFILE sets pid and start from the pidfile, and st (the state
+// letter) and t0 (the start time) of the process; it fails when the
+// process is gone: no pidfile, no such process, a zombie, or another
+// process that has reused the pid (its start time differs; a pidfile
+// without one is taken at its word). lb_state prints running, stopped
+// (every thread in state T or t) or gone. lb_wait STATE PIDFILE polls
+// until lb_state prints STATE.
+const procLib = `PATH=$PATH:/usr/sbin:/sbin
+lb_fields() { set -- $1; st=$1; t0=${20}; }
+lb_proc() {
+	pid= start= st= t0=
+	{ IFS= read -r pid; IFS= read -r start; } 2>/dev/null < "$1"
+	case $pid in ''|*[!0-9]*) return 1;; esac
+	IFS= read -r s 2>/dev/null < "/proc/$pid/stat" || return 1
+	lb_fields "${s##*) }"
+	case $st in Z|X|x) return 1;; esac
+	[ -z "$start" ] || [ "$start" = "$t0" ]
+}
+lb_state() {
+	lb_proc "$1" || { echo gone; return; }
+	for f in /proc/"$pid"/task/*/stat; do
+		IFS= read -r s 2>/dev/null < "$f" || continue
+		case ${s##*) } in T*|t*|Z*|X*|x*) ;; *) echo running; return;; esac
+	done
+	echo stopped
+}
+lb_nap() { sleep 0.01 2>/dev/null || sleep 1; }
+lb_now() { IFS=' ' read -r now _ < /proc/uptime; now=${now%.*}${now#*.}; now=${now#0}; }
+lb_wait() { while [ "$(lb_state "$2")" != "$1" ]; do lb_nap; done; }
+`
+
+// exitGone is the status the process scripts exit with when the process
+// is gone.
+const exitGone = 3
+
+// State reads the process's state on its host.
+func (p Proc) State(ctx context.Context) (State, error) {
+	out, err := scriptOutput(ctx, p.Remote, "state", procLib+`lb_state "$1"`, p.Pidfile)
+	if err != nil {
+		return Gone, fmt.Errorf("remote: state of %s: %w", p, err)
+	}
+	return parseState(out)
+}
+
+// Pid returns the process's pid on its host (in the host's pid
+// namespace), or ErrGone.
+func (p Proc) Pid(ctx context.Context) (int, error) {
+	out, err := scriptOutput(ctx, p.Remote, "pid", procLib+`lb_proc "$1" || exit 3; echo "$pid"`, p.Pidfile)
+	if err != nil {
+		return 0, p.goneOr("pid", err)
+	}
+	pid, err := strconv.Atoi(out)
+	if err != nil {
+		return 0, fmt.Errorf("remote: pid of %s: %q", p, out)
+	}
+	return pid, nil
+}
+
+// Signal sends sig to the process's group: ErrGone if it is not running.
+func (p Proc) Signal(ctx context.Context, sig syscall.Signal) error {
+	name, err := signalName(sig)
+	if err != nil {
+		return err
+	}
+	return p.signal(ctx, name, "")
+}
+
+// signal sends the signal named name and then, when until is a state,
+// waits until the process is in it.
+func (p Proc) signal(ctx context.Context, name, until string) error {
+	body := procLib + `lb_proc "$1" || exit 3
+kill -s "$2" -- "-$pid" 2>/dev/null || kill -s "$2" "$pid" || exit 1
+[ -z "$3" ] || lb_wait "$3" "$1"`
+	if err := script(ctx, p.Remote, "signal", body, nil, p.Pidfile, name, until); err != nil {
+		return p.goneOr("SIG"+name, err)
+	}
+	return nil
+}
+
+// Pause stops the process with SIGSTOP, as a long GC pause would, and
+// returns once every thread of it is stopped: the kernel stops a thread
+// only when it next runs, and on a loaded host the others go on serving
+// meanwhile, for a second or more.
+func (p Proc) Pause(ctx context.Context) error { return p.signal(ctx, "STOP", "stopped") }
+
+// Resume continues a paused process (SIGCONT) and returns once no thread
+// of it is stopped.
+func (p Proc) Resume(ctx context.Context) error { return p.signal(ctx, "CONT", "running") }
+
+// Wait returns once the process is in state s, or ctx ends.
+func (p Proc) Wait(ctx context.Context, s State) error {
+	if err := script(ctx, p.Remote, "wait", procLib+`lb_wait "$2" "$1"`, nil, p.Pidfile, s.String()); err != nil {
+		return fmt.Errorf("remote: wait until %s is %s: %w", p, s, err)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the process's group (a crash: no chance to save
+// anything) and returns once every process of the group has gone. Killing
+// a process that is gone does nothing; what is left of a group whose
+// leader died is killed too.
+func (p Proc) Kill(ctx context.Context) error { return p.stop(ctx, "KILL", 0) }
+
+// Stop asks the process to shut down with SIGTERM (and SIGCONT, since a
+// paused process cannot), and kills its group if it has not gone after
+// grace. It returns once every process of the group has gone.
+func (p Proc) Stop(ctx context.Context, grace time.Duration) error {
+	return p.stop(ctx, "TERM", grace)
+}
+
+func (p Proc) stop(ctx context.Context, name string, grace time.Duration) error {
+	// The group lives on as long as a process is in it, and its id cannot
+	// be reused meanwhile: remnants of a group whose leader has died are
+	// ours to kill, unless another process has taken the leader's pid.
+	body := procLib + `g=
+if lb_proc "$1"; then
+	if kill -s "$2" -- "-$pid" 2>/dev/null; then g=1; else kill -s "$2" "$pid" 2>/dev/null; fi
+	[ "$2" = KILL ] || kill -s CONT -- "-$pid" 2>/dev/null || kill -s CONT "$pid" 2>/dev/null
+elif [ -n "$pid" ] && [ ! -e "/proc/$pid" ] && kill -s 0 -- "-$pid" 2>/dev/null; then
+	kill -s KILL -- "-$pid" 2>/dev/null; g=1
+else
+	exit 0
+fi
+# A group whose members are all zombies has gone: their parent (the
+# host's init, for an orphan) may take its time to reap them.
+alive() {
+	[ -n "$g" ] || { lb_proc "$1"; return; }
+	kill -s 0 -- "-$pid" 2>/dev/null || return 1
+	for f in /proc/[0-9]*/stat; do
+		IFS= read -r s 2>/dev/null < "$f" || continue
+		set -- ${s##*) }
+		[ "$3" = "$pid" ] && [ "$1" != Z ] && [ "$1" != X ] && return 0
+	done
+	return 1
+}
+lb_now; end=$((now+$3))
+while alive "$1"; do
+	lb_now
+	if [ "$2" != KILL ] && [ "$now" -ge "$end" ]; then
+		kill -s KILL -- "-$pid" 2>/dev/null || kill -s KILL "$pid" 2>/dev/null
+	fi
+	lb_nap
+done`
+	// The host's clock since boot, in hundredths of a second, times the
+	// grace: /proc/uptime is read without a process per look.
+	cs := strconv.FormatInt(int64(grace/(10*time.Millisecond)), 10)
+	if err := script(ctx, p.Remote, "stop", body, nil, p.Pidfile, name, cs); err != nil {
+		return fmt.Errorf("remote: SIG%s %s: %w", name, p, err)
+	}
+	return nil
+}
+
+// goneOr maps a script's exitGone to ErrGone.
+func (p Proc) goneOr(what string, err error) error {
+	if e, ok := IsExit(err); ok && e.Code == exitGone {
+		return fmt.Errorf("remote: %s %s: %w", what, p, ErrGone)
+	}
+	return fmt.Errorf("remote: %s %s: %w", what, p, err)
+}
+
+// signalName is sig's name as kill -s takes it (without SIG).
+func signalName(sig syscall.Signal) (string, error) {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGQUIT: "QUIT", syscall.SIGKILL: "KILL",
+		syscall.SIGUSR1: "USR1", syscall.SIGUSR2: "USR2", syscall.SIGTERM: "TERM",
+		syscall.SIGCONT: "CONT", syscall.SIGSTOP: "STOP",
+	}
+	if n, ok := names[sig]; ok {
+		return n, nil
+	}
+	return "", fmt.Errorf("remote: signal %d (%v) is not one lockbench sends", int(sig), strings.ToUpper(sig.String()))
+}

@@ -1,0 +1,434 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io/fs"
+	"os/exec"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockbench/lockbench/remote"
+	"github.com/lockbench/lockbench/remote/remotetest"
+)
+
+// transport is one way of reaching a host, with a dir of its own there.
+type transport struct {
+	name string
+	r    remote.Remote
+	dir  string
+}
+
+// transports are this machine (Local) and, unless -short, a simulated
+// host over SSH as root and as a user who goes through sudo.
+func transports(t *testing.T) []transport {
+	t.Helper()
+	ts := []transport{{name: "local", r: remote.Local{}, dir: t.TempDir()}}
+	if testing.Short() || remotetest.Available() != nil {
+		t.Log("simulated hosts unavailable (-short, or not root): this machine only")
+		return ts
+	}
+	lab := remotetest.New(t, 1)
+	ts = append(ts, transport{name: "ssh-root", r: lab.Dial(t, 0, "root"), dir: "/tmp/ssh-root"})
+	if remotetest.SudoAvailable() {
+		ts = append(ts, transport{name: "ssh-sudo", r: lab.Dial(t, 0, remotetest.Sudoer), dir: "/tmp/ssh-sudo"})
+	} else {
+		t.Log("sudo is not installed: no test through sudo")
+	}
+	return ts
+}
+
+// noLeaks checks, when t ends, that t's goroutines have ended.
+func noLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestRun(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			secret := `s3cr'et "value" $HOME; rm -rf /`
+			var out, errOut bytes.Buffer
+			err := tr.r.Run(ctx, remote.Cmd{
+				Path:   "sh",
+				Args:   []string{"-c", `mkdir -p "$1" && cd "$1" && pwd && printf '%s\n' "$SECRET" && cat && echo oops >&2`, "sh", tr.dir},
+				Env:    []string{"SECRET=" + secret},
+				Stdin:  strings.NewReader("from stdin\n"),
+				Stdout: &out, Stderr: &errOut,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tr.dir + "\n" + secret + "\nfrom stdin\n"; out.String() != want {
+				t.Errorf("stdout %q, want %q", out.String(), want)
+			}
+			if errOut.String() != "oops\n" {
+				t.Errorf("stderr %q, want oops", errOut.String())
+			}
+
+			// Dir, and a program found with /usr/sbin added to PATH.
+			out.Reset()
+			if err := tr.r.Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", "pwd; command -v ip"}, Dir: tr.dir, Stdout: &out}); err != nil {
+				t.Fatal(err)
+			}
+			if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 2 || lines[0] != tr.dir || !strings.HasSuffix(lines[1], "/ip") {
+				t.Errorf("pwd and ip: %q", out.String())
+			}
+
+			// A failure: exit status, stderr, never the environment.
+			err = tr.r.Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", "echo broken >&2; exit 7"}, Env: []string{"SECRET=" + secret}})
+			var exit *remote.ExitError
+			if !errors.As(err, &exit) || exit.Code != 7 || !strings.Contains(exit.Stderr, "broken") {
+				t.Fatalf("exit 7: %#v (%v)", exit, err)
+			}
+			if strings.Contains(err.Error(), "s3cr") || !strings.Contains(err.Error(), tr.r.Name()) {
+				t.Errorf("the error shows the secret or not the host: %v", err)
+			}
+			if err := tr.r.Run(ctx, remote.Cmd{Path: "no-such-program-lockbench"}); err == nil {
+				t.Error("a missing program ran")
+			}
+			if err := tr.r.Run(ctx, remote.Cmd{Path: "true", Env: []string{"1BAD=x"}}); err == nil || strings.Contains(err.Error(), "1BAD=x") {
+				t.Errorf("bad env entry: %v", err)
+			}
+
+			// ctx's end ends the command.
+			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			err = tr.r.Run(short, remote.Cmd{Path: "sleep", Args: []string{"60"}})
+			if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 30*time.Second {
+				t.Errorf("sleep 60 under a 300 ms deadline: %v after %v", err, time.Since(start))
+			}
+		})
+	}
+}
+
+func TestUploadDownload(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	data := make([]byte, 1<<20+3)
+	rand.Read(data)
+	for i := range 256 {
+		data[i] = byte(i)
+	}
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			dst := path.Join(tr.dir, "sub", "dir", "blob")
+			if err := remote.Upload(ctx, tr.r, bytes.NewReader(data), dst, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := remote.Download(ctx, tr.r, dst, &got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), data) {
+				t.Fatalf("downloaded %d bytes, differing from the %d uploaded", got.Len(), len(data))
+			}
+			mode, err := remote.Output(ctx, tr.r, "stat", "-c", "%a", dst, path.Dir(dst))
+			if err != nil || strings.Join(strings.Fields(string(mode)), " ") != "640 755" {
+				t.Errorf("modes of the file and its new dir %q (%v), want 640 755", mode, err)
+			}
+			// Over an existing file, whole.
+			if err := remote.Upload(ctx, tr.r, strings.NewReader("small"), dst, fs.FileMode(0o755)); err != nil {
+				t.Fatal(err)
+			}
+			got.Reset()
+			if err := remote.Download(ctx, tr.r, dst, &got); err != nil || got.String() != "small" {
+				t.Errorf("after the second upload: %q, %v", got.String(), err)
+			}
+			if err := remote.Download(ctx, tr.r, path.Join(tr.dir, "missing"), &got); err == nil || !strings.Contains(err.Error(), "missing") {
+				t.Errorf("download of a missing file: %v", err)
+			}
+			if err := remote.Upload(ctx, tr.r, strings.NewReader("x"), "relative/path", 0o644); err == nil {
+				t.Error("upload to a relative path worked")
+			}
+		})
+	}
+}
+
+// redis starts a redis-server on tr's host that listens on a unix socket
+// only (no port to collide with), with several threads.
+func redis(t *testing.T, ctx context.Context, tr transport, name string) (remote.Proc, string) {
+	t.Helper()
+	dir := path.Join(tr.dir, name)
+	sock := path.Join(dir, "redis.sock")
+	p, err := remote.Start(ctx, tr.r, remote.Daemon{
+		Path: "redis-server", Args: []string{"--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir},
+		Pidfile: path.Join(dir, "redis.pid"), Log: path.Join(dir, "redis.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Kill(context.Background()) })
+	// Ready once it answers; by then its background threads run.
+	for {
+		out, err := remote.Output(ctx, tr.r, "redis-cli", "-s", sock, "ping")
+		if err == nil && strings.TrimSpace(string(out)) == "PONG" {
+			return p, sock
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("redis on %s not ready: %v", tr.name, err)
+		}
+	}
+}
+
+// living reports whether process pid on r's host runs: it exists and is
+// no zombie (an orphan's zombie waits for the host's init to reap it).
+func living(t *testing.T, ctx context.Context, r remote.Remote, pid string) bool {
+	t.Helper()
+	_, err := remote.Output(ctx, r, "sh", "-c", `IFS= read -r s < "/proc/$1/stat" && set -- ${s##*) } && [ "$1" != Z ]`, "sh", pid)
+	return err == nil
+}
+
+func wantState(t *testing.T, ctx context.Context, p remote.Proc, want remote.State) {
+	t.Helper()
+	got, err := p.State(ctx)
+	if err != nil || got != want {
+		t.Fatalf("%s: state %v (%v), want %v", p, got, err, want)
+	}
+}
+
+func TestProcLifecycle(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			p, _ := redis(t, ctx, tr, "lifecycle")
+			wantState(t, ctx, p, remote.Running)
+			var pidfile bytes.Buffer
+			if err := remote.Download(ctx, tr.r, p.Pidfile, &pidfile); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(pidfile.String()), "\n")
+			pid, err := p.Pid(ctx)
+			if err != nil || len(lines) != 2 || lines[0] != strconv.Itoa(pid) {
+				t.Fatalf("pidfile %q, pid %d (%v)", pidfile.String(), pid, err)
+			}
+			if _, err := remote.Start(ctx, tr.r, remote.Daemon{Path: "sleep", Args: []string{"60"}, Pidfile: p.Pidfile}); !errors.Is(err, remote.ErrRunning) {
+				t.Errorf("a second start on a live pidfile: %v, want ErrRunning", err)
+			}
+			threads, err := remote.Output(ctx, tr.r, "sh", "-c", `ls /proc/"$1"/task | wc -l`, "sh", strconv.Itoa(pid))
+			if n, _ := strconv.Atoi(strings.TrimSpace(string(threads))); err != nil || n < 2 {
+				t.Errorf("redis-server runs %q threads (%v): the pause test wants several", threads, err)
+			}
+
+			if err := p.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wantState(t, ctx, p, remote.Stopped)
+			if err := p.Resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wantState(t, ctx, p, remote.Running)
+
+			// A pause, then a kill: the group dies stopped.
+			if err := p.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Kill(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wantState(t, ctx, p, remote.Gone)
+			if living(t, ctx, tr.r, strconv.Itoa(pid)) {
+				t.Errorf("pid %d still runs after Kill", pid)
+			}
+			if err := p.Kill(ctx); err != nil {
+				t.Errorf("killing a gone process: %v", err)
+			}
+			if err := p.Signal(ctx, syscall.SIGSTOP); !errors.Is(err, remote.ErrGone) {
+				t.Errorf("signal to a gone process: %v, want ErrGone", err)
+			}
+			if _, err := p.Pid(ctx); !errors.Is(err, remote.ErrGone) {
+				t.Errorf("pid of a gone process: %v, want ErrGone", err)
+			}
+
+			// The pidfile's process restarts on the same pidfile.
+			p2, _ := redis(t, ctx, tr, "lifecycle")
+			wantState(t, ctx, p2, remote.Running)
+			if err := p2.Stop(ctx, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			wantState(t, ctx, p2, remote.Gone)
+		})
+	}
+}
+
+// TestStopKillsWhatIgnoresTerm: a process that ignores SIGTERM, and its
+// child, are gone after Stop's grace.
+func TestStopKillsWhatIgnoresTerm(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			p, err := remote.Start(ctx, tr.r, remote.Daemon{
+				Path: "sh", Args: []string{"-c", `trap '' TERM; sleep 600 & echo $! > "$1"; wait`, "sh", path.Join(tr.dir, "child")},
+				Pidfile: path.Join(tr.dir, "stubborn.pid"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var child string
+			for child == "" { // the script writes it once it runs
+				b, _ := remote.Output(ctx, tr.r, "sh", "-c", `cat "$1" 2>/dev/null || true`, "sh", path.Join(tr.dir, "child"))
+				child = strings.TrimSpace(string(b))
+				if ctx.Err() != nil {
+					t.Fatal(ctx.Err())
+				}
+			}
+			start := time.Now()
+			if err := p.Stop(ctx, 200*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			// It ignores SIGTERM: only the SIGKILL after the grace ends it.
+			if took := time.Since(start); took < 200*time.Millisecond {
+				t.Errorf("stopped after %v, within the grace", took)
+			}
+			wantState(t, ctx, p, remote.Gone)
+			if living(t, ctx, tr.r, child) {
+				t.Errorf("its child %s outlived Stop", child)
+			}
+		})
+	}
+}
+
+// TestPidReuse: a pidfile whose pid now names another process (its start
+// time differs) reads as gone, and neither signal nor kill reaches that
+// process.
+func TestPidReuse(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			other, err := remote.Start(ctx, tr.r, remote.Daemon{Path: "sleep", Args: []string{"600"}, Pidfile: path.Join(tr.dir, "other.pid")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = other.Kill(context.Background()) })
+			pid, err := other.Pid(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stale := remote.Proc{Remote: tr.r, Pidfile: path.Join(tr.dir, "stale.pid")}
+			if err := remote.Upload(ctx, tr.r, strings.NewReader(strconv.Itoa(pid)+"\n1\n"), stale.Pidfile, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			wantState(t, ctx, stale, remote.Gone)
+			if err := stale.Signal(ctx, syscall.SIGSTOP); !errors.Is(err, remote.ErrGone) {
+				t.Errorf("signal through a stale pidfile: %v, want ErrGone", err)
+			}
+			if err := stale.Kill(ctx); err != nil {
+				t.Errorf("kill through a stale pidfile: %v", err)
+			}
+			wantState(t, ctx, other, remote.Running)
+			// A missing or garbled pidfile is gone too.
+			for _, body := range []string{"", "not a pid\n", "-1\n"} {
+				if err := remote.Upload(ctx, tr.r, strings.NewReader(body), stale.Pidfile, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				wantState(t, ctx, stale, remote.Gone)
+			}
+			wantState(t, ctx, remote.Proc{Remote: tr.r, Pidfile: path.Join(tr.dir, "never.pid")}, remote.Gone)
+		})
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			pf := path.Join(tr.dir, "bad.pid")
+			for _, d := range []remote.Daemon{
+				{Path: "no-such-program-lockbench", Pidfile: pf},
+				{Path: "sleep", Args: []string{"1"}, Pidfile: "relative.pid"},
+				{Path: "", Pidfile: pf},
+				{Path: "sleep", Pidfile: pf, Env: []string{"NOVALUE"}},
+			} {
+				if p, err := remote.Start(ctx, tr.r, d); err == nil {
+					_ = p.Kill(ctx)
+					t.Errorf("start of %+v worked", d)
+				}
+			}
+			// The environment reaches the daemon, the output its log.
+			p, err := remote.Start(ctx, tr.r, remote.Daemon{
+				Path: "sh", Args: []string{"-c", `echo "$LB_TEST_VALUE"; exec sleep 600`},
+				Env: []string{"LB_TEST_VALUE=it's here"}, Pidfile: path.Join(tr.dir, "env.pid"), Log: path.Join(tr.dir, "env.log"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Kill(context.Background()) })
+			var log bytes.Buffer
+			for !strings.Contains(log.String(), "\n") && ctx.Err() == nil {
+				log.Reset()
+				_ = remote.Download(ctx, tr.r, path.Join(tr.dir, "env.log"), &log)
+			}
+			if log.String() != "it's here\n" {
+				t.Errorf("log %q", log.String())
+			}
+		})
+	}
+}
+
+// TestDetached: a daemon started over SSH outlives the connection that
+// started it, and the pidfile finds it from a new one.
+func TestDetached(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	lab := remotetest.New(t, 1)
+	s, err := remote.DialSSH(ctx, lab.SSHConfig(0, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := remote.Start(ctx, s, remote.Daemon{Path: "sleep", Args: []string{"600"}, Pidfile: "/tmp/detached/sleep.pid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := lab.Dial(t, 0, "root")
+	p = remote.Proc{Remote: s2, Pidfile: p.Pidfile}
+	wantState(t, ctx, p, remote.Running)
+	if err := p.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, ctx, p, remote.Gone)
+}
+
+// TestLocalDaemonSession: a daemon Local starts leads a session (and a
+// process group) of its own, which its signals reach as a whole.
+func TestLocalDaemonSession(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	p, err := remote.Start(ctx, remote.Local{}, remote.Daemon{Path: "sleep", Args: []string{"600"}, Pidfile: path.Join(dir, "sleep.pid")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Kill(context.Background()) })
+	pid, err := p.Pid(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("ps", "-o", "sid=,pgid=", "-p", strconv.Itoa(pid)).Output()
+	if f := strings.Fields(string(out)); err != nil || len(f) != 2 || f[0] != strconv.Itoa(pid) || f[1] != strconv.Itoa(pid) {
+		t.Errorf("session and group of %d: %q (%v), want its own", pid, out, err)
+	}
+}
