@@ -131,28 +131,25 @@ func TestMinorityFaultsHeal(t *testing.T) {
 					t.Fatalf("injection %+v: want a minority of 2", tg)
 				}
 			}
-			// A window that hit Redlock's priority node (its fast path and
-			// hand-off queue) may pass without a grant: that costs a
-			// window, by design. Every other must have grants.
+			// The first window only: in a later one the nodes an earlier
+			// injection restarted may still sit out their quarantine, so
+			// that a majority is up but not a majority of voters. And
+			// only if it spared Redlock's priority node (its fast path
+			// and hand-off queue), whose loss costs a window by design;
+			// the seed is fixed, so that is known in advance.
+			if out.Targets[0].Priority {
+				t.Fatalf("the first injection of %s hit the priority node (%+v): choose a seed that leaves something to check", fault, out.Targets[0])
+			}
+			w := out.Windows[0]
 			step := out.Result.TimelineStep.Seconds()
-			checked := 0
-			for k, w := range out.Windows {
-				if out.Targets[k].Priority {
-					continue
-				}
-				checked++
-				var during int64
-				for i, n := range out.Result.Timeline {
-					if at := float64(i) * step; at >= w.StartS && at < w.EndS {
-						during += n
-					}
-				}
-				if during == 0 {
-					t.Fatalf("no grant during %s (%.1fs-%.1fs) on %v: a majority was up", fault, w.StartS, w.EndS, out.Targets[k].Nodes)
+			var during int64
+			for i, n := range out.Result.Timeline {
+				if at := float64(i) * step; at >= w.StartS && at < w.EndS {
+					during += n
 				}
 			}
-			if checked == 0 {
-				t.Fatalf("every injection of %s hit the priority node (%+v): the seed leaves nothing to check", fault, out.Targets)
+			if during == 0 {
+				t.Fatalf("no grant during %s (%.1fs-%.1fs) on %v: a majority was up", fault, w.StartS, w.EndS, out.Targets[0].Nodes)
 			}
 			if out.Result.Reports[judge.GuardNone].Overlaps != 0 {
 				t.Fatalf("%d overlaps under %s", out.Result.Reports[judge.GuardNone].Overlaps, fault)
