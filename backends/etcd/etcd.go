@@ -377,9 +377,8 @@ func (l *Locker) nodeErr(err error) error {
 }
 
 // outcome turns the error of a request made with op (caller's ctx bound
-// to the Locker's closing)
-// into what the caller sees: the caller's ctx error, ErrClosed, or the
-// cluster's error as a NodeError.
+// to the Locker's closing) into what the caller sees: the caller's ctx
+// error, ErrClosed, or the cluster's error as a NodeError.
 func (l *Locker) outcome(caller, op context.Context, err error) error {
 	if err == nil {
 		return nil
