@@ -21,7 +21,8 @@ deps:
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-test: deps build
+test: build
+	@scripts/deps.sh test
 	$(GO) vet ./...
 	$(GO) test -race ./...
 

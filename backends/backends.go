@@ -1,7 +1,11 @@
 // Package backends is the registry of lock backends: each backend package
-// registers a Factory under its name in an init function, and the CLI and
-// the workloads open them by name with a Config. Import
-// github.com/lockbench/lockbench/backends/all to register every backend.
+// registers, in an init function, one Descriptor — its factory and what
+// lockbench must know to run it (its servers, how its leases are sized,
+// its variants, the faults that cannot apply to it and why, its CLI
+// endpoints) — as go-ycsb's databases register their creators. The
+// runner, the nemesis and the CLI open backends by name with a Config and
+// read their descriptors. Import github.com/lockbench/lockbench/backends/all
+// to register every backend.
 package backends
 
 import (
@@ -43,29 +47,56 @@ type Factory func(Config) (locker.Locker, error)
 
 var (
 	mu       sync.RWMutex
-	registry = map[string]Factory{}
+	registry = map[string]Descriptor{}
 )
 
-// Register makes a backend available under name. It is meant to be called
-// from a backend's init function, and panics if name is empty, f is nil or
-// the name is taken, since those are programming errors.
-func Register(name string, f Factory) {
+// Register makes a backend available under d.Name. It is meant to be
+// called from the backend package's init function, and panics if the
+// name is empty or taken, the factory is nil, or d's credential family
+// differs from another backend's of the same flag, since those are
+// programming errors.
+func Register(d Descriptor) {
 	mu.Lock()
 	defer mu.Unlock()
-	if name == "" || f == nil {
+	if d.Name == "" || d.Open == nil {
 		panic("backends: Register needs a name and a factory")
 	}
-	if _, dup := registry[name]; dup {
-		panic("backends: Register called twice for " + name)
+	if _, dup := registry[d.Name]; dup {
+		panic("backends: Register called twice for " + d.Name)
 	}
-	registry[name] = f
+	if a := d.Endpoints.Auth; a.Flag != "" {
+		for _, o := range registry {
+			if o.Endpoints.Auth.Flag == a.Flag && o.Endpoints.Auth != a {
+				panic(fmt.Sprintf("backends: %s and %s declare different credential flags --%s-*", d.Name, o.Name, a.Flag))
+			}
+		}
+	}
+	registry[d.Name] = d
+}
+
+// Lookup returns the descriptor of the backend registered under name.
+func Lookup(name string) (Descriptor, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	d, ok := registry[name]
+	return d, ok
+}
+
+// Descriptors returns every registered backend's descriptor, by name.
+func Descriptors() []Descriptor {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]Descriptor, 0, len(registry))
+	for _, d := range registry {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Open opens the backend registered under name.
 func Open(name string, cfg Config) (locker.Locker, error) {
-	mu.RLock()
-	f, ok := registry[name]
-	mu.RUnlock()
+	d, ok := Lookup(name)
 	if !ok {
 		return nil, locker.Invalidf("unknown backend %q (registered: %s)", name, strings.Join(Names(), ", "))
 	}
@@ -76,7 +107,7 @@ func Open(name string, cfg Config) (locker.Locker, error) {
 		}
 		cfg.TLS = c
 	}
-	l, err := f(cfg)
+	l, err := d.Open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
@@ -85,13 +116,10 @@ func Open(name string, cfg Config) (locker.Locker, error) {
 
 // Names lists the registered backends in alphabetical order.
 func Names() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
+	var names []string
+	for _, d := range Descriptors() {
+		names = append(names, d.Name)
 	}
-	sort.Strings(names)
 	return names
 }
 

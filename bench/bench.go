@@ -148,7 +148,7 @@ func (r *Runner) init() error {
 		r.host, _ = os.Hostname()
 	}
 	if r.host == "" {
-		r.host = workloads.LocalHost
+		r.host = localHost
 	}
 	if r.Seed == 0 {
 		r.Seed = rand.Uint64() | 1
@@ -208,6 +208,9 @@ func (r *Runner) caseSeed(i int) uint64 {
 // one measures case c, one result per guard, or returns why it could
 // not.
 func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error) {
+	if reason := c.Backend.NotApplicable(c.Fault.Class()); reason != "" {
+		return nil, notApplicable{reason}
+	}
 	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault, c.Durability)
 	if err != nil {
 		return nil, fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)
@@ -230,23 +233,12 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	spec.Seed = r.caseSeed(i)
 	spec, err = spec.Normalize()
 	if err != nil {
-		return nil, err
+		return nil, asConfig(err)
 	}
-	switch _, set := cfg.Params[sessionParam[c.Backend.Name]]; {
-	case set:
-	case c.Backend.Name == "redlock":
-		// A node that lost its data sits out the largest max TTL its
-		// clients recorded: the case's TTL, unless an earlier case on
-		// these nodes took longer leases (nodes restarted by a fault are
-		// replaced before the next case; see Clusters.Setup).
-		cfg.Params["maxttl"] = spec.TTL.String()
-	case c.Backend.Name == "zookeeper":
-		// A ZooKeeper lease lives as long as its session: the case's TTL,
-		// but no shorter than an election takes here (1.3–1.8 s), or
-		// every session expires whenever the leader goes.
-		cfg.Params["session"] = max(spec.TTL, zkMinSession).String()
-	}
-	hooks := c.Fault.Hooks(nemesis.Env{
+	// The settings a lease length rests on besides the TTL (Redlock's max
+	// TTL, ZooKeeper's session), for this case's TTL.
+	cfg.Params = c.Backend.Descriptor.ParamsFor(spec.TTL, cfg.Params)
+	n := c.Fault.Nemesis(nemesis.Env{
 		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), KeyLife: KeyLife(c.Backend, spec.TTL), Durable: c.Durability == results.DurabilityDurable,
 		Injections: c.Injections, Rand: rand.New(rand.NewPCG(spec.Seed, 0xfa17)),
 	})
@@ -254,12 +246,12 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	var out *workloads.Outcome
 	var runErr error
 	if c.ClientsAs == results.ClientsGoroutines && r.local != nil {
-		out, runErr = r.goroutines(ctx, id, c, spec, cfg, hooks)
+		out, runErr = r.goroutines(ctx, id, c, spec, cfg, n)
 	} else {
 		if r.local == nil && c.Fault.Name != "none" {
-			return nil, fmt.Errorf("fault %s: faults need this host's own judge (run without --judge)", c.Fault.Spec)
+			return nil, configErrorf("fault %s: faults need this host's own judge (run without --judge)", c.Fault.Spec)
 		}
-		out, runErr = r.processes(ctx, id, c, spec, cfg, hooks)
+		out, runErr = r.processes(ctx, id, c, spec, cfg, n)
 	}
 	if out == nil {
 		return nil, runErr
@@ -277,39 +269,59 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	return out.Cases(base, c.Guards)
 }
 
-// zkMinSession is the shortest ZooKeeper session the runner gives: longer
-// than an election of the compose ensemble. With 1 s sessions a leader's
-// death expired every session, and the clients did not get the lock
-// again for the rest of the case.
-const zkMinSession = 2 * time.Second
-
-// sessionParam names, for the backends whose lease length is a param of
-// their own rather than the TTL, that param.
-var sessionParam = map[string]string{"redlock": "maxttl", "zookeeper": "session"}
-
 // record is what a case's results say of it before it is measured: the
 // case, and the load as it runs.
 func (r *Runner) record(c Case, spec workloads.Spec) results.Case {
 	rc := results.Case{
 		Backend: c.Backend.Spec, Fault: c.Fault.Spec, FaultClass: c.Fault.Class(), Trial: c.Trial, Host: r.host,
-		Durability: c.Durability, Seed: spec.Seed,
+		Durability: c.Durability, Seed: spec.Seed, Control: c.Backend.Descriptor.Control,
 	}
 	spec.Describe(&rc)
 	return rc
 }
 
+// localHost names this runner on its in-process judge when its clients
+// are goroutines.
+const localHost = "local"
+
 // goroutines runs case c with a goroutine of this process per client, on
-// the in-process judge.
-func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, hooks workloads.Hooks) (*workloads.Outcome, error) {
+// the in-process judge, with nemesis n beside them.
+func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, n *nemesis.Nemesis) (*workloads.Outcome, error) {
 	if c.Fault.Processes {
-		return nil, locker.Invalidf("fault %s stops client processes: run it with clients as processes", c.Fault.Spec)
+		return nil, configErrorf("fault %s stops client processes: run it with clients as processes", c.Fault.Spec)
 	}
 	lockers, err := open(c.Backend.Name, cfg, spec.Clients)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll(lockers)
-	return workloads.RunCase(ctx, r.local, id, spec, c.Guards, lockers, hooks)
+	info, err := r.local.Open(ctx, localHost, judge.CaseSpec{ID: id, Guards: c.Guards, Processes: spec.Clients, Duration: spec.Duration, TimelineStep: spec.TimelineStep})
+	if err != nil {
+		return nil, err
+	}
+	jc := r.local.Case(id)
+	n.Attach(ctx, jc, spec.Duration)
+	spec.KeyPrefix = info.KeyPrefix
+	clients := make([]workloads.Client, len(lockers))
+	for i, l := range lockers {
+		p := info.FirstProcess + i
+		clients[i] = workloads.Client{Process: p, Locker: l, Judge: jc.Local(localHost, p)}
+	}
+	runErr := workloads.Run(ctx, spec, clients)
+	rec := n.Stop()
+	if ctx.Err() != nil {
+		jc.Stop()
+	}
+	res, err := r.local.Finish(context.WithoutCancel(ctx), localHost, id)
+	if err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	o := &workloads.Outcome{Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}
+	o.Windows, o.Targets, o.FaultFailures = rec.Windows, rec.Targets, rec.Failures
+	if runErr != nil {
+		return o, fmt.Errorf("case %s: %w", id, runErr)
+	}
+	return o, nil
 }
 
 // open opens one Locker per client, as separate processes would have.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
 )
@@ -86,10 +86,11 @@ func Worker(ctx context.Context, in io.Reader) error {
 	return workloads.Run(ctx, a.Spec, []workloads.Client{{Process: a.Process, Locker: l, Judge: conn}})
 }
 
-// processes runs case c with a worker process per client.
-func (r *Runner) processes(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, hooks workloads.Hooks) (*workloads.Outcome, error) {
+// processes runs case c with a worker process per client, with nemesis
+// n beside them when the judge is this host's.
+func (r *Runner) processes(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, n *nemesis.Nemesis) (*workloads.Outcome, error) {
 	if spec.Rate > 0 {
-		return nil, fmt.Errorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
+		return nil, configErrorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
 	}
 	record := r.record(c, spec)
 	info, err := r.Judge.Open(ctx, r.host, judge.CaseSpec{ID: id, Name: c.String(), Guards: c.Guards, Processes: spec.Clients,
@@ -98,11 +99,8 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 		return nil, err
 	}
 	spec.KeyPrefix = info.KeyPrefix
-	p := &pauser{procs: map[int]*os.Process{}}
-	var jc *judge.Case
 	if r.local != nil {
-		jc = r.local.Case(id)
-		jc.SetHooks(hooks.Section, p)
+		n.Attach(ctx, r.local.Case(id), spec.Duration)
 	}
 	one := spec
 	one.Clients, one.MaxOps = 1, (spec.MaxOps+int64(spec.Clients)-1)/int64(spec.Clients)
@@ -116,7 +114,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 			continue
 		}
 		workers[i] = w
-		p.add(w.process, w.cmd.Process)
+		n.AddProcess(w.process, w.cmd.Process)
 		wg.Go(func() {
 			if err := w.wait(); err != nil {
 				r.Judge.Gone(id, w.process, err.Error())
@@ -126,17 +124,6 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	exited := make(chan struct{})
 	go func() { wg.Wait(); close(exited) }()
 
-	var faults *workloads.Faults
-	stopNemesis := func() {}
-	if jc != nil {
-		select {
-		case <-jc.Started():
-			faults = workloads.NewFaults(jc.Start())
-			p.start(faults)
-			stopNemesis = workloads.StartNemesis(ctx, faults, spec.Duration, hooks.Nemesis)
-		case <-exited:
-		}
-	}
 	// The workers stop by themselves at the end of the case; a paused one
 	// stops once it is resumed. Past that, something is stuck.
 	grace := spec.Duration + spec.AcquireTimeout + 2*time.Minute
@@ -152,9 +139,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 		<-exited
 	}
 	stopOnCancel()
-	stopNemesis()
-	nemesisEnd := time.Now()
-	p.wait()
+	rec := n.Stop()
 	res, err := r.Judge.Finish(context.WithoutCancel(ctx), r.host, id)
 	if err != nil {
 		return nil, errors.Join(err, workersFailed(workers))
@@ -163,9 +148,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	if m := res.All.Info; m != nil {
 		o.Info = *m
 	}
-	if faults != nil {
-		o.Faults(faults, nemesisEnd)
-	}
+	o.Windows, o.Targets, o.FaultFailures = rec.Windows, rec.Targets, rec.Failures
 	if err := workersFailed(workers); err != nil {
 		o.Notes = append(o.Notes, err.Error())
 	}
@@ -263,54 +246,3 @@ func (t *tail) String() string {
 	defer t.mu.Unlock()
 	return string(t.b)
 }
-
-// pauser stops worker processes for the judge (judge.Pauser): SIGSTOP,
-// wait until every thread has stopped, SIGCONT after the pause; each
-// pause is an injection of the fault, recorded with its process.
-type pauser struct {
-	mu      sync.Mutex
-	procs   map[int]*os.Process
-	faults  *workloads.Faults
-	pending sync.WaitGroup
-}
-
-func (p *pauser) add(process int, proc *os.Process) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.procs[process] = proc
-}
-
-func (p *pauser) start(f *workloads.Faults) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.faults = f
-}
-
-// Pause implements judge.Pauser.
-func (p *pauser) Pause(process int, d time.Duration) error {
-	p.mu.Lock()
-	proc, f := p.procs[process], p.faults
-	p.mu.Unlock()
-	if proc == nil || f == nil {
-		return fmt.Errorf("process %d: not a worker of this case, or the case has not started", process)
-	}
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("pause process %d: %w", process, err)
-	}
-	end := f.Inject(fmt.Sprintf("process %d stopped for %v", process, d), results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}})
-	p.pending.Add(1)
-	time.AfterFunc(d, func() {
-		defer p.pending.Done()
-		if err := proc.Signal(syscall.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			f.Fail(fmt.Errorf("resume process %d: %w", process, err))
-		}
-		end()
-	})
-	if err := compose.WaitStopped(proc.Pid, 10*time.Second); err != nil {
-		return fmt.Errorf("pause process %d: %w", process, err)
-	}
-	return nil
-}
-
-// wait waits for every pause to end.
-func (p *pauser) wait() { p.pending.Wait() }

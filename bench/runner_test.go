@@ -208,6 +208,9 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got, want := target.Shape(), bench.Shape(b); got != want {
+			t.Fatalf("the servers' shape %+v differs from the one the suites plan with, %+v", got, want)
+		}
 		sets = append(sets, target.Sentinel)
 	}
 	if sets[1] == sets[0] || sets[2] == sets[1] || sets[3] != sets[2] {
@@ -282,6 +285,9 @@ func TestClustersRenewRestartedRedlockNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got, want := target.Shape(), bench.Shape(b); got != want {
+			t.Fatalf("the servers' shape %+v differs from the one the suites plan with, %+v", got, want)
+		}
 		if _, set := cfg.Params["bootstrap"]; set {
 			t.Fatalf("the clients' config carries the bootstrap param: %v", cfg.Params)
 		}
@@ -297,7 +303,7 @@ func TestClustersRenewRestartedRedlockNodes(t *testing.T) {
 		if err := lease.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		return target.Redis
+		return target.Nodes
 	}
 	first := setup()
 	if again := setup(); again[0] != first[0] {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
@@ -61,15 +62,15 @@ type Suite struct {
 	Think workloads.Dist
 }
 
-// Default is `make bench`: every backend, a client sweep on a hot key and
-// on 100 keys, and the fault catalogue, within about 15 minutes on 2
-// cores.
+// Default is `make bench`: every backend (the variants its descriptor
+// runs in this suite), a client sweep on a hot key and on 100 keys, and
+// the fault catalogue, within about 15 minutes on 2 cores.
 func Default() Suite {
 	hold, _ := workloads.Constant(time.Millisecond)
+	bs, variants := suiteBackends(backends.DefaultSuite)
 	return Suite{
-		Name: "default",
-		Backends: []string{"noop", "redis", "sentinel", "sentinel?wait=1", "redlock", "redlock?quarantine=false", "redlock?clockfloor=false", "redsync", "zookeeper", "etcd",
-			"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"},
+		Name:      "default",
+		Backends:  bs,
 		Workloads: []workloads.Workload{workloads.Hot, workloads.UniformKeys},
 		// One client, and 16 on one key (which already queue, each waiting
 		// for the other 15); 16 and 64 on 100 keys, where the locks' own
@@ -92,18 +93,10 @@ func Default() Suite {
 		Guards:       []judge.Guard{judge.GuardNone, judge.GuardFence},
 		PauseGuards:  []judge.Guard{judge.GuardCAS},
 		Durable:      []string{"restart", "crash-minority"},
-		// The variants are there for the restart case: without the
-		// quarantine (double grants), and with plain counters for tokens
-		// (which nodes restarted empty forget); and WAIT is there for the
-		// failover: what it buys.
-		Variants: map[string][]string{
-			"sentinel?wait=1":          {"failover"},
-			"redlock?quarantine=false": {"restart"},
-			"redlock?clockfloor=false": {"restart"},
-		},
-		TTL:  time.Second,
-		Keys: 100,
-		Hold: hold,
+		Variants:     variants,
+		TTL:          time.Second,
+		Keys:         100,
+		Hold:         hold,
 	}
 }
 
@@ -112,8 +105,7 @@ func Default() Suite {
 func Quick() Suite {
 	s := Default()
 	s.Name = "quick"
-	s.Backends = []string{"noop", "redis", "sentinel", "redlock", "redlock?quarantine=false", "redsync", "zookeeper", "etcd",
-		"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"}
+	s.Backends, s.Variants = suiteBackends(backends.QuickSuite)
 	s.Workloads = []workloads.Workload{workloads.Hot}
 	s.Clients = []int{1, 16}
 	s.ManyKeysClients = nil
@@ -124,12 +116,35 @@ func Quick() Suite {
 	s.FaultSeconds = 4
 	s.Injections = 2
 	s.Durable = nil
-	s.Variants = map[string][]string{"redlock?quarantine=false": {"restart"}}
 	return s
 }
 
-// Cases expands the suite, leaving out the faults a backend's cluster
-// cannot have (partitioning a single Redis, a failover without Sentinel).
+// suiteBackends returns the backend specs a predefined suite runs, in the
+// order of the backends' names, each backend's in the order of its
+// descriptor's variants, and the fault classes of the variants that run
+// under some only.
+func suiteBackends(suite backends.Suites) ([]string, map[string][]string) {
+	var specs []string
+	only := map[string][]string{}
+	for _, d := range backends.Descriptors() {
+		for _, v := range d.AllVariants() {
+			if v.Suites&suite == 0 {
+				continue
+			}
+			spec := v.Spec(d.Name)
+			specs = append(specs, spec)
+			if len(v.Faults) > 0 {
+				only[spec] = v.Faults
+			}
+		}
+	}
+	return specs, only
+}
+
+// Cases expands the suite, leaving out the faults that cannot apply to a
+// backend (its descriptor says why: partitioning a single Redis, a
+// failover without Sentinel) or to its servers here (a fault between
+// quorum members, without network namespaces to cut them apart).
 func (s Suite) Cases() ([]Case, error) {
 	var bs []Backend
 	for _, spec := range s.Backends {
@@ -141,7 +156,7 @@ func (s Suite) Cases() ([]Case, error) {
 	}
 	none, err := nemesis.Parse("none")
 	if err != nil {
-		return nil, err
+		return nil, asConfig(err)
 	}
 	base := workloads.Spec{TTL: s.TTL, Hold: s.Hold, Think: s.Think}
 	var cases []Case
@@ -170,7 +185,7 @@ func (s Suite) Cases() ([]Case, error) {
 	for _, name := range s.Faults {
 		f, err := nemesis.Parse(name)
 		if err != nil {
-			return nil, err
+			return nil, asConfig(err)
 		}
 		guards := s.Guards
 		if f.Class() == "client-pause" {
@@ -189,10 +204,10 @@ func (s Suite) Cases() ([]Case, error) {
 					if _, variant := s.Variants[b.Spec]; variant && durability != results.DurabilityFast {
 						continue
 					}
-					if sh, ok := Shape(b); ok && f.Fits(sh) != nil {
+					if b.NotApplicable(f.Class()) != "" || f.Fits(Shape(b)) != nil {
 						continue
 					}
-					if durability == results.DurabilityDurable && topologies[b.Name] == noServers {
+					if durability == results.DurabilityDurable && b.Descriptor.Servers.Kind == backends.NoServers {
 						continue
 					}
 					spec := base
@@ -207,7 +222,7 @@ func (s Suite) Cases() ([]Case, error) {
 		}
 	}
 	if len(cases) == 0 {
-		return nil, fmt.Errorf("the suite has no case: give at least one backend, and clients or faults")
+		return nil, configErrorf("the suite has no case: give at least one backend, and clients or faults")
 	}
 	if err := validate(cases); err != nil {
 		return nil, err
@@ -216,10 +231,11 @@ func (s Suite) Cases() ([]Case, error) {
 }
 
 // Skipped lists the fault classes of the suite that a backend is not put
-// through, each with why (the fault cannot apply to its cluster, or the
-// suite runs a variant under some faults only), for results.File.Skipped:
-// the report then says "not judged" with the reason. It assumes the
-// suite's backends parse (Cases checks them).
+// through, each with why (the suite runs a variant under some faults
+// only, the backend's descriptor says the class cannot apply, or its
+// servers here cannot have the fault), for results.File.Skipped: the
+// report then says "not judged" with the reason. It assumes the suite's
+// backends parse (Cases checks them).
 func (s Suite) Skipped() []results.Skip {
 	var out []results.Skip
 	seen := map[[2]string]bool{}
@@ -234,12 +250,13 @@ func (s Suite) Skipped() []results.Skip {
 				continue
 			}
 			reason := ""
-			if !s.runs(f.Class(), b) {
+			switch {
+			case !s.runs(f.Class(), b):
 				reason = fmt.Sprintf("the suite runs the variant %s under %v only", spec, s.Variants[spec])
-			} else if sh, ok := Shape(b); ok {
-				if err := f.Fits(sh); err != nil {
-					reason = err.Error()
-				}
+			case b.NotApplicable(f.Class()) != "":
+				reason = b.NotApplicable(f.Class())
+			case f.Fits(Shape(b)) != nil:
+				reason = f.Fits(Shape(b)).Error()
 			}
 			if reason != "" {
 				seen[[2]string{spec, f.Class()}] = true
@@ -258,7 +275,7 @@ func validate(cases []Case) error {
 	for _, c := range cases {
 		err := c.Spec.Validate()
 		if err == nil && c.Fault.Processes && c.ClientsAs != results.ClientsProcesses {
-			err = fmt.Errorf("fault %s stops client processes: run it with clients as processes", c.Fault.Spec)
+			err = configErrorf("fault %s stops client processes: run it with clients as processes", c.Fault.Spec)
 		}
 		if err == nil {
 			continue
@@ -274,7 +291,7 @@ func validate(cases []Case) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return asConfig(errors.Join(errs...))
 }
 
 // runs reports whether fault class f runs on backend b (see Variants).
@@ -312,7 +329,7 @@ func Cross(m Matrix) ([]Case, error) {
 	switch m.ClientsAs {
 	case "", results.ClientsProcesses, results.ClientsGoroutines:
 	default:
-		return nil, fmt.Errorf("clients as %q: want %s or %s", m.ClientsAs, results.ClientsProcesses, results.ClientsGoroutines)
+		return nil, configErrorf("clients as %q: want %s or %s", m.ClientsAs, results.ClientsProcesses, results.ClientsGoroutines)
 	}
 	durability := m.Durability
 	switch durability {
@@ -320,10 +337,10 @@ func Cross(m Matrix) ([]Case, error) {
 		durability = results.DurabilityFast
 	case results.DurabilityFast, results.DurabilityDurable:
 	default:
-		return nil, fmt.Errorf("durability %q: want %s or %s", m.Durability, results.DurabilityFast, results.DurabilityDurable)
+		return nil, configErrorf("durability %q: want %s or %s", m.Durability, results.DurabilityFast, results.DurabilityDurable)
 	}
 	if len(m.Guards) == 0 {
-		return nil, fmt.Errorf("no guard: give at least one of %v", judge.Guards)
+		return nil, configErrorf("no guard: give at least one of %v", judge.Guards)
 	}
 	var cases []Case
 	for _, spec := range m.Backends {
@@ -334,7 +351,7 @@ func Cross(m Matrix) ([]Case, error) {
 		for _, name := range m.Faults {
 			f, err := nemesis.Parse(name)
 			if err != nil {
-				return nil, err
+				return nil, asConfig(err)
 			}
 			as := m.ClientsAs
 			if as == "" {
@@ -359,7 +376,7 @@ func Cross(m Matrix) ([]Case, error) {
 		}
 	}
 	if len(cases) == 0 {
-		return nil, fmt.Errorf("no case: give at least one backend, workload, fault and client count")
+		return nil, configErrorf("no case: give at least one backend, workload, fault and client count")
 	}
 	if err := validate(cases); err != nil {
 		return nil, err

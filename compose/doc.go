@@ -20,10 +20,28 @@
 // waits for a new one.
 //
 // Node controls are the fault catalogue's primitives: Kill, Stop, Start,
-// Restart (with or without its data), Pause and Resume (SIGSTOP/SIGCONT),
-// and, for a node started behind a proxy, Partition, Heal and Delay through
-// an in-process Toxiproxy. Redis nodes can also ShiftClock: move every key's
-// expiry, which is what a wall-clock jump does to a Redis server.
+// Restart (with or without its data), Wipe, Pause and Resume
+// (SIGSTOP/SIGCONT), and, for a node started behind a proxy, Partition,
+// Heal and Delay through an in-process Toxiproxy (latency; a proxy keeps
+// every TCP connection open). KillAll, PowerLossAll and StartAll act on
+// several nodes at once (a majority of a quorum, which cannot come back
+// one member at a time).
+//
+// Three facilities make the faults real, each only for the servers that
+// ask for it in their options:
+//
+//   - LazyFS puts a node's dir on a lazy FUSE filesystem (Jepsen's LazyFS
+//     idea) that keeps every write in memory until the file is fsynced;
+//     Node.PowerLoss kills the server and drops what it had not synced.
+//     Every server kind takes a Durability (fast, periodic, durable) that
+//     says when it fsyncs.
+//   - FakeClock runs a server under a preload (built from preload/clock.c
+//     with the C compiler) that moves its wall clock: Node.JumpClock and
+//     Node.SetClockRate. Go servers (etcd members) cannot be reached by a
+//     preload.
+//   - Netns (and PeerNetwork) run servers in network namespaces of their
+//     own, reachable from this host by routes, so that Node.CutClients
+//     cuts their clients off silently, as a partition does.
 //
 // Partitions between the members of a quorum (etcd, ZooKeeper) need more
 // than a proxy, since members dial each other both ways: a cluster started

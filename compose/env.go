@@ -102,6 +102,14 @@ func (e *Env) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	for _, n := range nodes {
+		if n.lazy != nil {
+			errs = append(errs, n.lazy.close())
+		}
+		if n.clock != nil {
+			errs = append(errs, n.clock.close())
+		}
+	}
 	if px != nil {
 		px.close()
 	}
@@ -112,9 +120,7 @@ func (e *Env) Close() error {
 	}
 	for _, n := range nodes {
 		if n.spec.dir != "" { // a node dir outside the run dir goes with the Env
-			if err := os.RemoveAll(n.spec.dir); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, removeDirs(n))
 		}
 	}
 	return errors.Join(errs...)
@@ -137,11 +143,19 @@ func (e *Env) Prune() ([]string, error) {
 			kept = append(kept, n.Name)
 			continue
 		}
-		if err := os.RemoveAll(n.Dir); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, removeDirs(n))
 	}
 	return kept, errors.Join(errs...)
+}
+
+// removeDirs removes a stopped node's dir and, if it has a lazy
+// filesystem (unmounted by then), its disk.
+func removeDirs(n *Node) error {
+	err := os.RemoveAll(n.Dir)
+	if n.lazy != nil {
+		err = errors.Join(err, os.RemoveAll(n.lazy.backing))
+	}
+	return err
 }
 
 // peerNet builds a network for a PeerNetwork cluster of n members, which

@@ -38,8 +38,26 @@ type EtcdOptions struct {
 	// needs root and the ip command: see PeerNetworkAvailable.
 	PeerNetwork bool
 	// NoFsync skips fsync (etcd's --unsafe-no-fsync): a killed process
-	// loses nothing, only a machine crash would.
+	// loses nothing, only a machine crash would. It is Durability:
+	// DurabilityFast, which replaces it.
 	NoFsync bool
+	// Durability is when the members fsync: never (fast,
+	// --unsafe-no-fsync: neither the WAL nor bbolt) or at every raft
+	// write (durable, the zero value's unless NoFsync is set: the WAL is
+	// fdatasynced before a write is acknowledged; bbolt commits, with an
+	// fdatasync, every 100 ms). etcd has no periodic mode: asking for one
+	// is an error wrapping ErrNoDurability.
+	Durability Durability
+	// LazyFS puts each member's dir on a lazy filesystem, so that
+	// Node.PowerLoss drops what it did not fsync. It needs root and
+	// /dev/fuse (LazyFSAvailable).
+	//
+	// There is no FakeClock: a member is a Go program, which reads the
+	// clock from the vDSO without going through libc, so no preload
+	// reaches it (Chaos Mesh's TimeChaos patches the vDSO instead). Its
+	// leases count down on the leader's monotonic clock anyway, which a
+	// wall-clock jump does not move.
+	LazyFS bool
 	// LogLevel is the members' log level (debug, info, warn, error); ""
 	// means warn.
 	LogLevel string
@@ -51,7 +69,8 @@ type EtcdCluster struct {
 	// Nodes are the members, in --initial-cluster order.
 	Nodes []*Node
 
-	net *peerNet // nil unless started with PeerNetwork
+	net      *peerNet // nil unless started with PeerNetwork
+	dataDirs []string // each member's data dir
 }
 
 // Etcd starts a cluster of n members (n odd) and waits until each reports
@@ -80,6 +99,13 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	el := orDefault(o.ElectionTimeout, 300*time.Millisecond)
 	if hb < time.Millisecond || el < 5*hb {
 		return nil, fmt.Errorf("compose: etcd heartbeat %v, election timeout %v: want a heartbeat of 1ms or more and an election timeout of at least 5 heartbeats", hb, el)
+	}
+	d, err := durability("etcd", o.Durability, o.NoFsync, "NoFsync", DurabilityFast, DurabilityDurable)
+	if err != nil {
+		return nil, err
+	}
+	if d == DurabilityPeriodic {
+		return nil, fmt.Errorf("compose: etcd has no periodic durability: a member fdatasyncs its WAL at every raft write or never (--unsafe-no-fsync): %w", ErrNoDurability)
 	}
 	level := orDefault(o.LogLevel, "warn")
 	switch level {
@@ -126,9 +152,10 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	for i, name := range names {
 		client, peer := ports[2*i], "http://"+hostAddr(hosts[i], ports[2*i+1])
 		dataDir := filepath.Join(e.Dir, name, "data")
+		c.dataDirs = append(c.dataDirs, dataDir)
 		initial, state, started := strings.Join(cluster, ","), "new", false
 		specs[i] = spec{
-			name: name, port: client, host: hosts[i], bin: bin,
+			name: name, port: client, host: hosts[i], bin: bin, lazyFS: o.LazyFS,
 			// A member restarted without its data cannot rejoin as
 			// itself ("already bootstrapped"): as an operator would, it
 			// is replaced by a new member at the same address.
@@ -136,6 +163,9 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 				if _, err := os.Stat(dataDir); err == nil || !started {
 					started = true
 					return nil
+				}
+				if err := c.othersHaveQuorum(i); err != nil {
+					return fmt.Errorf("compose: etcd member %s lost its data and cannot be replaced: %w", name, err)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
@@ -158,13 +188,13 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 					"--heartbeat-interval", fmt.Sprint(hb.Milliseconds()),
 					"--election-timeout", fmt.Sprint(el.Milliseconds()),
 					"--log-level", level,
-					fmt.Sprintf("--unsafe-no-fsync=%v", o.NoFsync),
+					fmt.Sprintf("--unsafe-no-fsync=%v", d == DurabilityFast),
 				}
 			},
 			ready: func(ctx context.Context) error { return etcdHealthy(ctx, hostAddr(hosts[i], client)) },
 		}
 		if c.net != nil {
-			specs[i].netns = c.net.members[i]
+			specs[i].net, specs[i].member = c.net, i
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
@@ -173,6 +203,27 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	}
 	c.Nodes = nodes
 	return c, nil
+}
+
+// othersHaveQuorum answers nil when a quorum of the cluster's members
+// other than Nodes[self] have their data, which replacing it needs (they
+// must run too: replaceMember waits for them). Members that lost
+// their data are no longer members: a majority of them has lost the
+// cluster, which only an operator's disaster recovery brings back (a
+// snapshot restored with etcdutl, or --force-new-cluster on a survivor,
+// which keeps what the survivor had).
+func (c *EtcdCluster) othersHaveQuorum(self int) error {
+	kept := 0
+	for i, dir := range c.dataDirs {
+		if _, err := os.Stat(dir); i != self && err == nil {
+			kept++
+		}
+	}
+	if quorum := len(c.dataDirs)/2 + 1; kept < quorum {
+		return fmt.Errorf("%d of the other %d members have their data, and the cluster's quorum is %d: a majority that lost its data has lost the cluster (restore a snapshot, or --force-new-cluster on a survivor)",
+			kept, len(c.dataDirs)-1, quorum)
+	}
+	return nil
 }
 
 // replaceMember removes the member at peer URL peer from the cluster and

@@ -1,7 +1,6 @@
 package compose
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -25,12 +24,14 @@ type spec struct {
 	port int
 	// host is the address the server listens on; "" means 127.0.0.1.
 	host string
-	// netns, when set, is the network namespace the server runs in (a
-	// member of a PeerNetwork cluster); nil is this process's.
-	netns *netns
-	bin   string
-	args  []string
-	env   []string
+	// net, when set, is the network whose member-th namespace the server
+	// runs in (a PeerNetwork cluster's member, a server started with
+	// Netns); nil is this process's namespace.
+	net    *peerNet
+	member int
+	bin    string
+	args   []string
+	env    []string
 	// prepare writes the node's configuration into its dir before each
 	// start (the dir may just have been wiped).
 	prepare func(dir string) error
@@ -54,6 +55,13 @@ type spec struct {
 	// group, which Kill, Pause and Resume must reach too: each child of
 	// a PostgreSQL server starts a session of its own.
 	procs func() []int
+	// lazyFS puts the node's dir on a lazy filesystem (PowerLoss).
+	lazyFS bool
+	// fakeClock runs the server under the clock preload (JumpClock).
+	fakeClock bool
+	// clock, when set, reads the server's wall clock at addr
+	// (ServerTime).
+	clock func(ctx context.Context, addr string) (time.Time, error)
 }
 
 // Node is one server process. Its controls are safe for concurrent use.
@@ -67,7 +75,9 @@ type Node struct {
 
 	env   *Env
 	spec  spec
-	proxy *Proxy // nil unless the node is proxied
+	proxy *Proxy     // nil unless the node is proxied
+	lazy  *lazyFS    // nil unless its dir is on a lazy filesystem
+	clock *nodeClock // nil unless it runs on a fake clock
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -166,18 +176,9 @@ func (e *Env) startNodes(ctx context.Context, specs []spec, proxied bool) ([]*No
 		if err != nil {
 			return nil, err
 		}
-		if err := n.spawn(); err != nil {
-			return nil, err
-		}
 		nodes[i] = n
 	}
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { errs[i] = n.waitReady(ctx) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := StartAll(ctx, nodes...); err != nil {
 		return nil, err
 	}
 	return nodes, nil
@@ -193,6 +194,23 @@ func (e *Env) newNode(s spec, proxied bool) (*Node, error) {
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("compose: %s: %w", s.name, err)
 	}
+	if err := e.add(n); err != nil {
+		return nil, err
+	}
+	if s.lazyFS {
+		lazy, err := newLazyFS(diskOf(n.Dir), n.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
+		}
+		n.lazy = lazy
+	}
+	if s.fakeClock {
+		c, err := newNodeClock()
+		if err != nil {
+			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
+		}
+		n.clock = c
+	}
 	if proxied {
 		p, err := e.Proxy(s.name+"-proxy", n.ServerAddr())
 		if err != nil {
@@ -200,19 +218,34 @@ func (e *Env) newNode(s spec, proxied bool) (*Node, error) {
 		}
 		n.proxy = p
 	}
-	if err := e.add(n); err != nil {
-		return nil, err
-	}
 	return n, nil
 }
 
 // Start starts the server if it is not running and waits until it is
 // ready, ctx ends or ReadyTimeout passes.
+//
+// A node on a lazy filesystem then has its disk written back: a power
+// loss drops only what the server wrote since it was ready and did not
+// sync, as on a machine that has been up for a while.
 func (n *Node) Start(ctx context.Context) error {
 	if err := n.spawn(); err != nil {
 		return err
 	}
-	return n.waitReady(ctx)
+	if err := n.waitReady(ctx); err != nil {
+		return err
+	}
+	return n.settle()
+}
+
+// settle writes the node's lazy filesystem back, if it has one.
+func (n *Node) settle() error {
+	if n.lazy == nil {
+		return nil
+	}
+	if err := n.lazy.writebackAll(); err != nil {
+		return fmt.Errorf("compose: write back the disk of %s: %w", n.Name, err)
+	}
+	return nil
 }
 
 func (n *Node) spawn() error {
@@ -238,16 +271,28 @@ func (n *Node) spawn() error {
 	fmt.Fprintf(log, "=== %s start: %s %v\n", time.Now().Format(time.RFC3339Nano), n.spec.bin, args)
 	cmd := exec.Command(n.spec.bin, args...)
 	cmd.Dir = n.Dir
+	if n.lazy != nil {
+		// Not on the lazy filesystem: between fork and exec the child
+		// shares our memory (Go forks with vfork), and a garbage
+		// collection then waits for the thread that forked while the
+		// child's chdir waits for us to answer its FUSE request.
+		cmd.Dir = filepath.Dir(n.Dir)
+	}
 	cmd.Env = append(os.Environ(), n.spec.env...)
+	if n.clock != nil {
+		if err := n.clock.prepare(cmd); err != nil {
+			return fmt.Errorf("compose: clock of %s: %w", n.Name, err)
+		}
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so Kill reaches any child it forks; and a
 	// parent-death signal, so it dies with us even if we are SIGKILLed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.spec.cred}
 	start := cmd.Start
-	if n.spec.netns != nil {
+	if n.spec.net != nil {
 		// Forked from a thread inside the namespace, the server is born
 		// in it; the parent-death signal and the group stay as above.
-		start = func() error { return n.spec.netns.do(cmd.Start) }
+		start = func() error { return n.spec.net.members[n.spec.member].do(cmd.Start) }
 	}
 	if err := start(); err != nil {
 		return fmt.Errorf("compose: start %s (%s): %w", n.Name, n.spec.bin, err)
@@ -326,99 +371,6 @@ func (n *Node) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// signalProcs sends sig to the server's processes outside its group
-// (spec.procs) and returns their pids.
-func (n *Node) signalProcs(sig syscall.Signal) []int {
-	if n.spec.procs == nil {
-		return nil
-	}
-	pids := n.spec.procs()
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, sig)
-	}
-	return pids
-}
-
-// killProcs kills what is left of the server outside its group and waits
-// until it has gone, so that a restart does not meet the old server's
-// children (a PostgreSQL server refuses to start while they live).
-func (n *Node) killProcs(children []int) error {
-	if n.spec.procs == nil {
-		return nil
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	seen := map[int]bool{}
-	for _, pid := range children {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		seen[pid] = true
-	}
-	for {
-		// A dying process leaves the list before it is dead: wait for
-		// every one seen.
-		for _, pid := range n.signalProcs(syscall.SIGKILL) {
-			seen[pid] = true
-		}
-		var left []int
-		for pid := range seen {
-			if alive(pid) {
-				left = append(left, pid)
-			}
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("compose: %s: processes %v still alive 10s after SIGKILL", n.Name, left)
-		}
-		<-tick.C
-	}
-}
-
-// childrenOf lists the processes whose parent is pid.
-func childrenOf(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	parent := []byte(" " + strconv.Itoa(pid) + " ")
-	var out []int
-	for _, d := range entries {
-		p, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// After the command name: " state ppid ".
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+3 < len(b) && bytes.HasPrefix(b[i+3:], parent) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// alive reports whether process pid exists and has not exited (a zombie
-// has).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	switch b[i+2] {
-	case 'Z', 'X', 'x':
-		return false
-	}
-	return true
-}
-
 // Kill sends SIGKILL to the node's process group and waits for the server
 // to exit: a crash, with no chance to save anything. Killing a node that
 // is not running does nothing.
@@ -478,111 +430,27 @@ func (n *Node) Restart(ctx context.Context, keepData bool) error {
 		return err
 	}
 	if !keepData {
-		if err := os.RemoveAll(n.Dir); err != nil {
-			return fmt.Errorf("compose: wipe %s: %w", n.Name, err)
-		}
-		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
-			return fmt.Errorf("compose: wipe %s: %w", n.Name, err)
+		if err := n.Wipe(); err != nil {
+			return err
 		}
 	}
 	return n.Start(ctx)
 }
 
-// Pause stops the server with SIGSTOP: it keeps its connections and its
-// state but answers nothing, like a process stuck in a long GC pause.
-//
-// It returns once every thread of the server has stopped. The kernel stops
-// a process only when one of its threads, woken by the signal, runs; on a
-// loaded machine the others meanwhile go on serving, for a second or more.
-func (n *Node) Pause() error {
-	if err := n.signal(syscall.SIGSTOP); err != nil {
-		return err
+// Wipe removes the data of a stopped node: its next start finds an empty
+// dir, as a server given a new disk does.
+func (n *Node) Wipe() error {
+	if n.Running() {
+		return fmt.Errorf("compose: wipe %s: it is running", n.Name)
 	}
-	n.mu.Lock()
-	n.paused = true
-	pid := 0
-	if n.cmd != nil {
-		pid = n.cmd.Process.Pid
+	if n.lazy != nil {
+		return n.lazy.wipe()
 	}
-	n.mu.Unlock()
-	if err := WaitStopped(pid, 10*time.Second); err != nil {
-		return fmt.Errorf("compose: pause %s: %w", n.Name, err)
+	if err := os.RemoveAll(n.Dir); err != nil {
+		return fmt.Errorf("compose: wipe %s: %w", n.Name, err)
 	}
-	// The processes outside the group, once the server can fork no more.
-	for _, p := range n.signalProcs(syscall.SIGSTOP) {
-		if err := WaitStopped(p, 10*time.Second); err != nil {
-			return fmt.Errorf("compose: pause %s: %w", n.Name, err)
-		}
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return fmt.Errorf("compose: wipe %s: %w", n.Name, err)
 	}
 	return nil
-}
-
-// WaitStopped waits up to d until no thread of process pid runs: each is
-// stopped by a signal (SIGSTOP), or has exited. Whoever stops a process
-// to pause it needs this before counting it paused.
-func WaitStopped(pid int, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		running, err := runningThreads(pid)
-		if err != nil || running == 0 {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("process %d: %d threads still running %v after SIGSTOP", pid, running, d)
-		}
-		<-tick.C
-	}
-}
-
-// runningThreads counts the threads of process pid that are not stopped
-// (state T) or dead (Z, X). A process that has gone has none.
-func runningThreads(pid int) (int, error) {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	tasks, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	running := 0
-	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
-		if err != nil {
-			continue // the thread has exited
-		}
-		// The state follows the command name, which is in parentheses
-		// and may itself contain them.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) {
-			return 0, fmt.Errorf("%s/%s/stat: cannot parse %q", dir, t.Name(), b)
-		}
-		switch b[i+2] {
-		case 'T', 'Z', 'X', 'x':
-		default:
-			running++
-		}
-	}
-	return running, nil
-}
-
-// Resume continues a paused server with SIGCONT.
-func (n *Node) Resume() error {
-	n.signalProcs(syscall.SIGCONT)
-	if err := n.signal(syscall.SIGCONT); err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.paused = false
-	n.mu.Unlock()
-	return nil
-}
-
-// Paused reports whether the node is stopped by Pause.
-func (n *Node) Paused() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.paused
 }

@@ -40,7 +40,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// orphanParent starts two Redis nodes (kind "") or a PostgreSQL server
+// orphanParent starts two Redis nodes (kind ""), two on lazy filesystems
+// (kind "lazyfs", printing their mount points) or a PostgreSQL server
 // with a session open (kind "postgres"), prints the pids of the server
 // processes that must be running ("live": the Redis servers, the
 // postmaster and the session's backend) and of every other child of the
@@ -82,13 +83,18 @@ func orphanParent(dir, kind string) {
 		// Its dir may lie outside the run dir: the test removes it.
 		fmt.Println("dir", n.Dir)
 	default:
-		nodes, err := env.Redis(ctx, 2, compose.RedisOptions{})
+		// Kind "lazyfs": on lazy filesystems, under the clock preload.
+		lazy := kind == "lazyfs"
+		nodes, err := env.Redis(ctx, 2, compose.RedisOptions{LazyFS: lazy, FakeClock: lazy})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
 		}
 		for _, n := range nodes {
 			live = append(live, n.PID())
+			if lazy {
+				fmt.Println("mount", n.Dir)
+			}
 		}
 	}
 	for _, pid := range live {

@@ -39,6 +39,7 @@ type peerNet struct {
 
 	mu     sync.Mutex
 	closed bool
+	cut    []int // members cut off from the host (CutClients)
 }
 
 const (

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -25,11 +26,35 @@ type PostgresOptions struct {
 	// loses the transactions of its last moments — the lease rows it had
 	// just granted. Without it (the durable profile) a commit returns
 	// once its WAL is fsynced, and a killed server recovers every
-	// transaction it acknowledged.
+	// transaction it acknowledged. It is Durability: DurabilityFast,
+	// which replaces it.
 	NoFsync bool
+	// Durability is when the server fsyncs (see Durability): fast is
+	// NoFsync; periodic keeps fsync=on with synchronous_commit=off, so a
+	// commit returns before its WAL is flushed, which the WAL writer does
+	// every wal_writer_delay (200 ms; up to three of them pass before a
+	// commit is on disk); durable (the zero value's, unless NoFsync is
+	// set) is fsync=on and synchronous_commit=on.
+	Durability Durability
+	// LazyFS puts the server's dir on a lazy filesystem, so that
+	// Node.PowerLoss drops what it did not fsync. It needs root and
+	// /dev/fuse (LazyFSAvailable).
+	LazyFS bool
+	// FakeClock runs the server under compose's clock preload, so that
+	// Node.JumpClock and Node.SetClockRate move its wall clock (now() reads it). It
+	// needs a C compiler (CC).
+	FakeClock bool
 	// Proxied starts the server behind a Proxy, so that it can be
 	// partitioned from, or slowed for, its clients.
 	Proxied bool
+	// Netns starts the server in a network namespace of its own, at an
+	// address of its own (port 5432), reachable from this host by routes,
+	// so that Node.CutClients cuts its clients off for real: an advisory
+	// lock is then freed only when the server's TCP keepalives give up on
+	// its holder's session (tcp_keepalives_idle, _interval and _count in
+	// Config; the system's defaults take over two hours). It needs root
+	// and the ip command: see PeerNetworkAvailable.
+	Netns bool
 	// Config holds extra server settings (postgres -c name=value), e.g.
 	// {"max_connections", "500"}.
 	Config [][2]string
@@ -76,6 +101,10 @@ const PostgresMaxConnections = 300
 // server that lost its disk, or a fresh server put at its address, looks
 // like — every table is gone with its rows, and their counters start over.
 func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
+	d, err := durability("PostgreSQL", o.Durability, o.NoFsync, "NoFsync", DurabilityFast, DurabilityDurable)
+	if err != nil {
+		return nil, err
+	}
 	bin, err := postgresBinDir()
 	if err != nil {
 		return nil, err
@@ -84,18 +113,30 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
-	if err != nil {
-		return nil, err
+	host, port := "127.0.0.1", 5432
+	var net *peerNet
+	if o.Netns {
+		if net, err = e.peerNet(1); err != nil {
+			return nil, err
+		}
+		host = net.addr(0).String()
+	} else {
+		ports, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		port = ports[0]
 	}
-	port := ports[0]
 	name := e.newNames("postgres", 1)[0]
 	s := spec{
-		name: name, port: port, bin: filepath.Join(bin, "postgres"),
-		cred: cred,
+		name: name, port: port, host: host, bin: filepath.Join(bin, "postgres"),
+		cred: cred, net: net,
 		// A fast shutdown: SIGTERM would wait for every client to leave.
-		term:  syscall.SIGINT,
-		ready: postgresReady(addr(port)),
+		term:      syscall.SIGINT,
+		ready:     postgresReady(hostAddr(host, port)),
+		clock:     postgresTime,
+		lazyFS:    o.LazyFS,
+		fakeClock: o.FakeClock,
 	}
 	// The real path: the server's processes are found by it.
 	dir, err := filepath.EvalSymlinks(e.Dir)
@@ -113,8 +154,18 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 		s.dir = dir
 	}
 	data := filepath.Join(dir, "data")
-	s.args = postgresArgs(data, port, o)
-	s.prepare = func(dir string) error { return initdb(e, name, bin, dir, cred) }
+	s.args = postgresArgs(data, host, port, d, o.Config)
+	s.prepare = func(dir string) error {
+		if o.LazyFS {
+			// Straight to the disk: what initdb writes is on it before
+			// the server first starts anyway (see Node.Start), and
+			// through FUSE its thousand files take twice as long. Nothing
+			// on the filesystem has been looked at yet, so the kernel has
+			// nothing cached to contradict.
+			dir = diskOf(dir)
+		}
+		return initdb(e, name, bin, dir, cred)
+	}
 	s.procs = func() []int { return processesIn(data) }
 	node, err := e.startNode(ctx, s, o.Proxied)
 	if err != nil {
@@ -127,17 +178,24 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	return node, nil
 }
 
-// postgresArgs is the command line of a server with its data in data.
-func postgresArgs(data string, port int, o PostgresOptions) []string {
+// postgresArgs is the command line of a server with its data in data,
+// listening on host:port,
+// syncing as d says, with extra settings.
+func postgresArgs(data, host string, port int, d Durability, extra [][2]string) []string {
 	settings := [][2]string{
-		{"listen_addresses", "127.0.0.1"},
+		{"listen_addresses", host},
 		{"unix_socket_directories", ""},
 		{"max_connections", strconv.Itoa(PostgresMaxConnections)},
 	}
-	if o.NoFsync {
+	switch d {
+	case DurabilityFast:
 		settings = append(settings, [2]string{"fsync", "off"}, [2]string{"synchronous_commit", "off"}, [2]string{"full_page_writes", "off"})
+	case DurabilityPeriodic:
+		settings = append(settings, [2]string{"fsync", "on"}, [2]string{"synchronous_commit", "off"})
+	default:
+		settings = append(settings, [2]string{"fsync", "on"}, [2]string{"synchronous_commit", "on"})
 	}
-	settings = append(settings, o.Config...)
+	settings = append(settings, extra...)
 	args := []string{"-D", data, "-p", strconv.Itoa(port)}
 	for _, kv := range settings {
 		args = append(args, "-c", kv[0]+"="+kv[1])
@@ -218,13 +276,21 @@ func initdb(e *Env, name, bin, dir string, cred *syscall.Credential) error {
 	defer log.Close()
 	cmd := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", PostgresUser, "--auth=trust",
 		"--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
-	cmd.Dir = dir
+	cmd.Dir = filepath.Dir(dir) // not on a lazy filesystem: see spawn
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("initdb %s: %w", data, err)
 	}
-	return nil
+	// initdb trusts 127.0.0.1; a server started with Netns is reached
+	// from this host's address in 198.18.0.0/15 (see peerNet), a range no
+	// real network uses.
+	hba, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = hba.WriteString("host all all 198.18.0.0/15 trust\n")
+	return errors.Join(err, hba.Close())
 }
 
 // postgresReady answers nil once the server at addr accepts a connection,
@@ -237,6 +303,29 @@ func postgresReady(addr string) func(context.Context) error {
 		}
 		return c.Close(ctx)
 	}
+}
+
+// postgresTime reads the wall clock of the server at addr:
+// clock_timestamp(), which moves within a transaction (now() is the
+// transaction's start, read from the same clock).
+func postgresTime(ctx context.Context, addr string) (time.Time, error) {
+	c, err := pgconn.Connect(ctx, PostgresURL(addr))
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer c.Close(context.Background())
+	res := c.ExecParams(ctx, "select (extract(epoch from clock_timestamp()) * 1e6)::bigint::text", nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		return time.Time{}, res.Err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return time.Time{}, fmt.Errorf("clock_timestamp(): %d rows", len(res.Rows))
+	}
+	us, err := strconv.ParseInt(string(res.Rows[0][0]), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("clock_timestamp(): %w", err)
+	}
+	return time.UnixMicro(us), nil
 }
 
 // PostgresURL is the connection URL of a server compose started, at addr

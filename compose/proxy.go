@@ -124,8 +124,10 @@ func (x *Proxy) add(name, typ, stream, attrs string) error {
 // started without one.
 func (n *Node) Proxy() *Proxy { return n.proxy }
 
-// Partition cuts clients off from the node (see Proxy.Partition). The node
-// must have been started behind a proxy.
+// Partition cuts clients off from the node through its proxy (see
+// Proxy.Partition): the proxy keeps every client's TCP connection open,
+// so no session, keepalive or pool notices; CutClients cuts for real. The
+// node must have been started behind a proxy.
 func (n *Node) Partition() error {
 	if n.proxy == nil {
 		return fmt.Errorf("compose: %s has no proxy to partition", n.Name)

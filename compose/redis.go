@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,11 +16,29 @@ import (
 type RedisOptions struct {
 	// AOF turns the append-only file on with appendfsync always, so that a
 	// node killed and restarted with its data has every write it
-	// acknowledged. Without it a node keeps nothing across a crash.
+	// acknowledged. Without it a node keeps nothing across a crash. It is
+	// Durability: DurabilityDurable, which replaces it.
 	AOF bool
+	// Durability is when each node fsyncs (see Durability): without
+	// persistence (fast, what the zero value gives unless AOF is set),
+	// appendfsync everysec (periodic) or always (durable).
+	Durability Durability
+	// LazyFS puts each node's dir on a lazy filesystem, so that
+	// Node.PowerLoss drops what the node did not fsync. It needs root and
+	// /dev/fuse (LazyFSAvailable).
+	LazyFS bool
+	// FakeClock runs the server under compose's clock preload, so that
+	// Node.JumpClock and Node.SetClockRate move its wall clock (Redis expires keys by it). It
+	// needs a C compiler (CC).
+	FakeClock bool
 	// Proxied starts each node behind a Proxy, so that it can be
 	// partitioned from, or slowed for, its clients.
 	Proxied bool
+	// Netns starts each node in a network namespace of its own, at an
+	// address of its own (port 6379), reachable from this host by routes,
+	// so that Node.CutClients cuts its clients off for real. It needs root
+	// and the ip command: see PeerNetworkAvailable.
+	Netns bool
 	// Config holds extra redis.conf directives, each as a name and its
 	// arguments, e.g. {"maxmemory", "100mb"}.
 	Config [][]string
@@ -37,17 +57,39 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	if err != nil {
 		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
 	}
-	ports, err := freePorts(n)
+	d, err := durability("Redis", o.Durability, o.AOF, "AOF", DurabilityDurable, DurabilityFast)
 	if err != nil {
+		return nil, err
+	}
+	var (
+		net   *peerNet
+		ports []int
+	)
+	if o.Netns {
+		if net, err = e.peerNet(n); err != nil {
+			return nil, err
+		}
+		ports = slices.Repeat([]int{6379}, n) // each node has its own address
+	} else if ports, err = freePorts(n); err != nil {
 		return nil, err
 	}
 	nodes := make([]*Node, n)
 	for i, name := range e.newNames("redis", n) {
-		args := redisArgs(ports[i], o.AOF)
+		host := "127.0.0.1"
+		if net != nil {
+			host = net.addr(i).String()
+		}
+		args := redisArgs(host, ports[i], filepath.Join(e.Dir, name), d)
 		for _, c := range o.Config {
 			args = append(args, append([]string{"--" + c[0]}, c[1:]...)...)
 		}
-		node, err := e.startNode(ctx, spec{name: name, kind: kindRedis, port: ports[i], bin: bin, args: args, ready: redisReady(ports[i])}, o.Proxied)
+		s := spec{
+			name: name, kind: kindRedis, port: ports[i], host: host, bin: bin, args: args,
+			ready:  redisReady(hostAddr(host, ports[i])),
+			clock:  redisTime,
+			lazyFS: o.LazyFS, fakeClock: o.FakeClock, net: net, member: i,
+		}
+		node, err := e.startNode(ctx, s, o.Proxied)
 		if err != nil {
 			return nil, err
 		}
@@ -56,33 +98,43 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	return nodes, nil
 }
 
-// redisArgs is the command line of a redis-server that keeps its files in
-// its working directory (the node's dir).
-func redisArgs(port int, aof bool) []string {
+// redisArgs is the command line of a redis-server listening on host:port
+// that keeps its files in dir and fsyncs as d says.
+func redisArgs(host string, port int, dir string, d Durability) []string {
 	args := []string{
 		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
-		"--dir", ".",
+		"--bind", host,
+		"--dir", dir,
 		"--daemonize", "no",
 		"--protected-mode", "no",
 		"--save", "",
 		"--logfile", "",
 		"--maxclients", "10000",
 	}
-	if aof {
+	switch d {
+	case DurabilityDurable:
 		return append(args, "--appendonly", "yes", "--appendfsync", "always")
+	case DurabilityPeriodic:
+		return append(args, "--appendonly", "yes", "--appendfsync", "everysec")
 	}
 	return append(args, "--appendonly", "no")
 }
 
-// redisReady answers nil once the server at port replies to PING (and has
+// redisReady answers nil once the server at addr replies to PING (and has
 // finished loading its data).
-func redisReady(port int) func(context.Context) error {
+func redisReady(addr string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		c := redis.NewClient(&redis.Options{Addr: addr(port), MaxRetries: -1, DialTimeout: time.Second, PoolSize: 1})
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, PoolSize: 1})
 		defer c.Close()
 		return c.Ping(ctx).Err()
 	}
+}
+
+// redisTime reads the wall clock of the server at addr: TIME.
+func redisTime(ctx context.Context, addr string) (time.Time, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 1})
+	defer c.Close()
+	return c.Time(ctx).Result()
 }
 
 // client returns a go-redis client to the node's own address, for
@@ -109,12 +161,12 @@ repeat
 until cursor == "0"
 return moved`
 
-// ShiftClock does to a Redis node what a jump of its wall clock by d does:
-// every key's expiry comes d sooner (d > 0, a jump forward) or later
-// (d < 0), and keys whose expiry is now past are gone. It returns how many
-// keys it moved. (A real clock faker such as libfaketime crashes Debian's
-// jemalloc-built redis-server, and the expiry is all a clock jump changes
-// for a lock.)
+// ShiftClock emulates on a Redis node what a jump of its wall clock by d
+// does to its keys: every key's expiry comes d sooner (d > 0, a jump
+// forward) or later (d < 0), and keys whose expiry is now past are gone.
+// It returns how many keys it moved. It is the emulation that JumpClock
+// (a real jump, under FakeClock) replaces; it stays until the nemesis
+// moves to JumpClock.
 func (n *Node) ShiftClock(ctx context.Context, d time.Duration) (int, error) {
 	if n.spec.kind != kindRedis {
 		return 0, fmt.Errorf("compose: %s is not a Redis node: cannot shift its clock", n.Name)

@@ -37,6 +37,8 @@ type SentinelOptions struct {
 	// AOF turns the append-only file on (appendfsync always) on every
 	// Redis node, as in RedisOptions.
 	AOF bool
+	// Durability is when every Redis node fsyncs, as in RedisOptions.
+	Durability Durability
 	// ProxiedReplication makes each replica replicate from the master
 	// through its own Proxy (SentinelSet.ReplicationLinks), so that a
 	// fault can hold replication back while clients keep writing to the
@@ -119,6 +121,10 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			failoverTimeout = 10 * time.Minute
 		}
 	}
+	d, err := durability("Sentinel", o.Durability, o.AOF, "AOF", DurabilityDurable, DurabilityFast)
+	if err != nil {
+		return nil, err
+	}
 	redisBin, err := exec.LookPath(RedisServer)
 	if err != nil {
 		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
@@ -155,7 +161,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 				}
 			}
 			started = true
-			args := append(redisArgs(port, o.AOF),
+			args := append(redisArgs("127.0.0.1", port, ".", d),
 				"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
 				"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(port))
 			if upstream != "" && upstream != self {
@@ -164,7 +170,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			}
 			return os.WriteFile(conf, []byte(redisConf(args)), 0o644)
 		}
-		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: prepare, ready: redisReady(port)}
+		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: prepare, ready: redisReady(addr(port))}
 	}
 	s.Master, err = e.startNode(ctx, redisSpec(e.newNames("redis-master", 1)[0], ports[0], ""), o.Proxied)
 	if err != nil {
@@ -366,6 +372,19 @@ func (s *SentinelSet) Dial(ctx context.Context, network, addr string) (net.Conn,
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)
+}
+
+// Leader returns the node the sentinels currently report as master: the
+// set's leader, as Ensemble.Leader and EtcdCluster.Leader return theirs.
+func (s *SentinelSet) Leader(ctx context.Context) (*Node, error) {
+	addr, err := s.CurrentMaster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n := s.Node(addr); n != nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("compose: the master %s is none of the set's nodes", addr)
 }
 
 // CurrentMaster asks the sentinels, in order, for the master's address

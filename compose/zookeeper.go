@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // ZooKeeperOptions configures a ZooKeeper ensemble.
@@ -33,8 +36,22 @@ type ZooKeeperOptions struct {
 	PeerNetwork bool
 	// NoFsync sets forceSync=no: a server does not wait for its
 	// transaction log to reach the disk. A killed process loses nothing
-	// (the kernel keeps the data), only a machine crash would.
+	// (the kernel keeps the data), only a machine crash would. It is
+	// Durability: DurabilityFast, which replaces it.
 	NoFsync bool
+	// Durability is when the servers fsync their transaction log: never
+	// (fast, forceSync=no) or at every commit (durable, forceSync=yes,
+	// the zero value's unless NoFsync is set). ZooKeeper has no periodic
+	// mode: asking for one is an error wrapping ErrNoDurability.
+	Durability Durability
+	// LazyFS puts each server's dir on a lazy filesystem, so that
+	// Node.PowerLoss drops what it did not fsync. It needs root and
+	// /dev/fuse (LazyFSAvailable).
+	LazyFS bool
+	// FakeClock runs the server under compose's clock preload, so that
+	// Node.JumpClock and Node.SetClockRate move its wall clock (it stamps znodes with it; sessions are timed on the monotonic clock). It
+	// needs a C compiler (CC).
+	FakeClock bool
 	// LogLevel is the log4j level of the servers' logs; "" means WARN.
 	LogLevel string
 	// JVMFlags replace the default JVM flags, which favour a fast start
@@ -79,6 +96,13 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	tick := orDefault(o.TickTime, 200*time.Millisecond)
 	if tick < time.Millisecond {
 		return nil, fmt.Errorf("compose: ZooKeeper tick time %v: want at least 1ms", o.TickTime)
+	}
+	d, err := durability("ZooKeeper", o.Durability, o.NoFsync, "NoFsync", DurabilityFast, DurabilityDurable)
+	if err != nil {
+		return nil, err
+	}
+	if d == DurabilityPeriodic {
+		return nil, fmt.Errorf("compose: ZooKeeper has no periodic durability: a server fsyncs its transaction log at every commit (forceSync=yes) or never (forceSync=no): %w", ErrNoDurability)
 	}
 	level := orDefault(o.LogLevel, "WARN")
 	switch strings.ToUpper(level) {
@@ -141,7 +165,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			"-cp", strings.Join(ZooKeeperClasspath, string(os.PathListSeparator)),
 			"org.apache.zookeeper.server.quorum.QuorumPeerMain",
 			filepath.Join(dir, "zoo.cfg"))
-		cfg := zkConfig(dir, hosts[i], client, tick, o.NoFsync) + servers.String()
+		cfg := zkConfig(dir, hosts[i], client, tick, d) + servers.String()
 		log4j := "log4j.rootLogger=" + strings.ToUpper(level) + ", CONSOLE\n" +
 			"log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n" +
 			"log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n" +
@@ -149,6 +173,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		myid := strconv.Itoa(i + 1)
 		specs[i] = spec{
 			name: name, port: client, host: hosts[i], bin: java, args: args,
+			lazyFS: o.LazyFS, fakeClock: o.FakeClock, clock: zkTime,
 			// Written before every start, so that a server restarted
 			// without its data still knows who it is.
 			prepare: func(dir string) error {
@@ -165,7 +190,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			},
 		}
 		if z.net != nil {
-			specs[i].netns = z.net.members[i]
+			specs[i].net, specs[i].member = z.net, i
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
@@ -177,7 +202,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 }
 
 // zkConfig is a server's zoo.cfg without its server.N lines.
-func zkConfig(dir, host string, client int, tick time.Duration, noFsync bool) string {
+func zkConfig(dir, host string, client int, tick time.Duration, d Durability) string {
 	ms := tick.Milliseconds()
 	cfg := fmt.Sprintf(`tickTime=%d
 initLimit=10
@@ -191,8 +216,10 @@ admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,mntr,stat
 autopurge.purgeInterval=0
 `, ms, dir, client, host, 2*ms)
-	if noFsync {
+	if d == DurabilityFast {
 		cfg += "forceSync=no\n"
+	} else {
+		cfg += "forceSync=yes\n"
 	}
 	return cfg
 }
@@ -241,6 +268,42 @@ func (z *Ensemble) Leader(ctx context.Context) (*Node, error) {
 func (z *Ensemble) AwaitLeader(ctx context.Context, old *Node) (*Node, error) {
 	return awaitNewLeader(ctx, "ZooKeeper", z.Leader, old)
 }
+
+// zkTime writes /lockbench-clock through the server at addr and returns
+// the znode's mtime: the wall clock of the leader, which stamps every
+// transaction.
+func zkTime(ctx context.Context, addr string) (time.Time, error) {
+	c, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer c.Close()
+	for connected := false; !connected; {
+		select {
+		case ev := <-events:
+			connected = ev.State == zk.StateHasSession
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+	const path = "/lockbench-clock"
+	st, err := c.Set(path, nil, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		if _, err = c.Create(path, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return time.Time{}, err
+		}
+		st, err = c.Set(path, nil, -1)
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(st.Mtime), nil
+}
+
+// zkQuiet drops the ZooKeeper client's log.
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
 
 // zkMode sends srvr to the server at addr and returns the mode it reports.
 func zkMode(ctx context.Context, addr string) (string, error) {

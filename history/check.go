@@ -3,6 +3,7 @@ package history
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -14,18 +15,21 @@ import (
 //     was active (granted, not yet ended). Each section counts at most
 //     once, when it is granted; three sections of a key active at once
 //     count 2.
-//   - OverlapsLockBug: overlaps where some active section's lease was
-//     still valid at the new grant by the lock's own promise (its
-//     ValidUntil, a lower bound, had not passed): the lock granted a key
-//     it had promised to someone else. OverlapsExpiredHolder: the others,
-//     where every active holder had outlived its lease — what fencing is
-//     for.
+//   - Each overlap is judged against the lock's contract (see Class):
+//     OverlapsLockBug when the new grant certainly came before some
+//     active section's contract line (the earlier grant's call plus the
+//     Promise its backend declares: the lock granted a key it had
+//     promised to someone else), OverlapsExpiredHolder when it certainly
+//     came after every active section's line (what fencing is for),
+//     OverlapsAmbiguous when the clock bounds do not tell. They add up
+//     to Overlaps. What the leases themselves reported does not move the
+//     line.
 //   - Incidents: episodes of two holders at once: an incident begins with
 //     an overlap and lasts until none of the sections active in it is
 //     active any more, taking in every section granted meanwhile (a paused
-//     holder overtaken by a hundred grants is one incident); it is a lock
-//     bug when any of its overlaps is. Overlaps grow with throughput;
-//     incidents grow with failures.
+//     holder overtaken by a hundred grants is one incident); its class is
+//     its worst overlap's. Overlaps grow with throughput; incidents grow
+//     with failures. Episodes lists them.
 //   - StaleAccepted / StaleRejected: writes made by a superseded holder —
 //     after a later section of the key was granted — that the resource
 //     accepted / rejected.
@@ -38,20 +42,51 @@ import (
 //     but work lost.
 //   - Unfenced: writes without a token under a fencing guard, which the
 //     resource could not check.
+//   - LeaseEnds: sections whose lease told its holder it had ended
+//     (a LeaseEnd op) before the holder ended the section.
+//     StaleTold / StaleSilent split the stale writes (accepted or
+//     rejected): made after the holder's lease had told it so — a careful
+//     client would have held back — or with its lease saying nothing,
+//     which only a fencing resource can stop.
+//   - ContendedGrants: grants made while another client's acquire of the
+//     same key was in progress (invoked, not yet returned): the grants at
+//     which a double grant could show.
+//   - ValidityShort / ValidityLong: grants whose lease reported a
+//     ValidUntil before the call plus its Promise (less than its lock
+//     promised) / after the return plus its MaxValidity (more than its
+//     lock can give), on the client's own clock; ValidityShortMax and
+//     ValidityLongMax are the largest departures (ns).
 type Report struct {
 	Sections, Writes, Accepted                                  int64
 	Overlaps, OverlapsLockBug, OverlapsExpiredHolder            int64
+	OverlapsAmbiguous                                           int64
 	Incidents, IncidentsLockBug, IncidentsExpiredHolder         int64
+	IncidentsAmbiguous                                          int64
 	StaleAccepted, StaleRejected, LostUpdates, TokenRegressions int64
 	RejectedCurrent, Unfenced                                   int64
-	// IncidentStarts are the times the incidents began (judge ns since
-	// the case start), in order, for attributing them to fault
+	LeaseEnds, StaleTold, StaleSilent                           int64
+	ContendedGrants                                             int64
+	ValidityShort, ValidityLong                                 int64
+	ValidityShortMax, ValidityLongMax                           int64
+	// Episodes are the incidents in the order they began, with their
+	// class, for attributing them to fault injections.
+	Episodes []Episode `json:",omitempty"`
+	// StaleAcceptedAt are the times of the stale writes accepted (judge
+	// ns since the case start), in order, for attributing them to fault
 	// injections.
-	IncidentStarts []int64 `json:",omitempty"`
+	StaleAcceptedAt []int64 `json:",omitempty"`
 	// Grants counts the sections of each key.
 	Grants map[string]int64
 	// Examples describe the first violations of each kind in words.
 	Examples []string
+}
+
+// Episode is one incident: when it began (judge ns since the case
+// start), on which key, and its class.
+type Episode struct {
+	Key   string `json:"key"`
+	Start int64  `json:"start"`
+	Class Class  `json:"class"`
 }
 
 // Violations is the sum of the counts that mean a lock or resource
@@ -66,13 +101,14 @@ const maxExamples = 2
 
 // section is what the counter tracks of one grant.
 type section struct {
-	id         int64
-	seq        int64 // position among the key's grants, from 1
-	process    int
-	granted    int64
-	validUntil int64
-	token      uint64
-	hasToken   bool
+	id       int64
+	seq      int64 // position among the key's grants, from 1
+	process  int
+	granted  int64
+	grant    Op // the acquire that opened it
+	token    uint64
+	hasToken bool
+	told     bool // its lease told the holder it had ended
 }
 
 // keyState is the counter's view of one key.
@@ -83,9 +119,9 @@ type keyState struct {
 	counter   int64
 	accepted  int64
 	active    []*section
-	// incident is open while two or more sections are active; lockBug
-	// says whether one of its overlaps was a lock bug.
-	incident, lockBug bool
+	// incident is open while two or more sections are active: the
+	// index of its Episode in the report; -1 when none is open.
+	incident int
 }
 
 // Check counts the violations of a history, in the judge's order (by
@@ -103,7 +139,7 @@ func Check(ops []Op, guard string, fenced bool) Report {
 			c.apply(o)
 		}
 	}
-	return c.report()
+	return c.report(contendedGrants(ops))
 }
 
 type counter struct {
@@ -125,7 +161,7 @@ const (
 func (c *counter) key(name string) *keyState {
 	k := c.keys[name]
 	if k == nil {
-		k = &keyState{}
+		k = &keyState{incident: -1}
 		c.keys[name] = k
 	}
 	return k
@@ -145,6 +181,11 @@ func (c *counter) apply(o Op) {
 		if s := c.sections[o.Section]; s != nil {
 			c.end(o.Key, s)
 		}
+	case LeaseEnd:
+		if s := c.sections[o.Section]; s != nil && !s.told {
+			s.told = true
+			c.r.LeaseEnds++
+		}
 	}
 }
 
@@ -152,35 +193,19 @@ func (c *counter) grant(o Op) {
 	k := c.key(o.Key)
 	k.grants++
 	s := &section{id: o.Section, seq: k.grants, process: o.Process, granted: o.Complete,
-		validUntil: o.ValidUntil, token: o.Token, hasToken: o.HasToken}
+		grant: o, token: o.Token, hasToken: o.HasToken}
 	c.sections[o.Section] = s
 	c.r.Sections++
+	switch d := departure(o); {
+	case d < 0:
+		c.r.ValidityShort++
+		c.r.ValidityShortMax = max(c.r.ValidityShortMax, -d)
+	case d > 0:
+		c.r.ValidityLong++
+		c.r.ValidityLongMax = max(c.r.ValidityLongMax, d)
+	}
 	if len(k.active) > 0 {
-		c.r.Overlaps++
-		bug := false
-		for _, a := range k.active {
-			bug = bug || a.validUntil > s.granted
-		}
-		if bug {
-			c.r.OverlapsLockBug++
-		} else {
-			c.r.OverlapsExpiredHolder++
-		}
-		if !k.incident {
-			k.incident, k.lockBug = true, false
-			c.r.IncidentStarts = append(c.r.IncidentStarts, s.granted)
-		}
-		k.lockBug = k.lockBug || bug
-		if c.want(exOverlap) {
-			a := k.active[len(k.active)-1]
-			class := "its holder's lease had expired (expired holder)"
-			if bug {
-				class = "its holder's lease was still valid (lock bug)"
-			}
-			c.example("overlap: key %q section %d (process %d%s) granted at %s while section %d (process %d%s, granted at %s) was active and %s",
-				o.Key, s.id, s.process, tokenText(s.token, s.hasToken), seconds(s.granted),
-				a.id, a.process, tokenText(a.token, a.hasToken), seconds(a.granted), class)
-		}
+		c.overlap(o, k, s)
 	}
 	if s.hasToken {
 		if k.haveLast && s.token <= k.lastToken {
@@ -194,6 +219,50 @@ func (c *counter) grant(o Op) {
 	k.active = append(k.active, s)
 }
 
+// overlap counts and classifies the grant of s while k had active
+// sections: against each one's contract, the worst class wins.
+func (c *counter) overlap(o Op, k *keyState, s *section) {
+	c.r.Overlaps++
+	var class Class
+	var against *section
+	for _, a := range k.active {
+		if x := classify(a.grant, o); worse(class, x) != class || against == nil {
+			class, against = worse(class, x), a
+		}
+	}
+	switch class {
+	case LockBug:
+		c.r.OverlapsLockBug++
+	case Ambiguous:
+		c.r.OverlapsAmbiguous++
+	default:
+		c.r.OverlapsExpiredHolder++
+	}
+	if k.incident < 0 {
+		k.incident = len(c.r.Episodes)
+		c.r.Episodes = append(c.r.Episodes, Episode{Key: o.Key, Start: s.granted, Class: class})
+	}
+	e := &c.r.Episodes[k.incident]
+	e.Class = worse(e.Class, class)
+	if c.want(exOverlap) {
+		line := contractLine(against.grant)
+		c.example("overlap (%s): key %q section %d (process %d%s) granted at %s while section %d (process %d%s, granted at %s) was active; its contract kept the key until %s",
+			class, o.Key, s.id, s.process, tokenText(s.token, s.hasToken), spanText(returned(o)),
+			against.id, against.process, tokenText(against.token, against.hasToken), seconds(against.granted), spanText(line))
+	}
+}
+
+// spanText formats a moment known within bounds.
+func spanText(s span) string {
+	switch {
+	case s.lo == NoExpiry:
+		return "its release"
+	case s.lo == s.hi:
+		return seconds(s.lo)
+	}
+	return seconds(s.lo) + "–" + seconds(s.hi)
+}
+
 func (c *counter) write(o Op, s *section) {
 	k := c.key(o.Key)
 	c.r.Writes++
@@ -203,8 +272,15 @@ func (c *counter) write(o Op, s *section) {
 	stale := k.grants > s.seq
 	ok := o.Type == OK
 	switch {
+	case stale && s.told:
+		c.r.StaleTold++
+	case stale:
+		c.r.StaleSilent++
+	}
+	switch {
 	case ok && stale:
 		c.r.StaleAccepted++
+		c.r.StaleAcceptedAt = append(c.r.StaleAcceptedAt, o.Complete)
 		if c.want(exStale) {
 			c.example("stale write accepted: key %q section %d (process %d%s) wrote %d at %s after section #%d of the key was granted",
 				o.Key, s.id, s.process, tokenText(s.token, s.hasToken), o.Value, seconds(o.Complete), k.grants)
@@ -231,35 +307,18 @@ func (c *counter) end(key string, s *section) {
 		return
 	}
 	k.active = slices.Delete(k.active, i, i+1)
-	if k.incident && len(k.active) == 0 {
-		c.closeIncident(k)
+	if len(k.active) == 0 {
+		k.incident = -1 // the episode ends with the last of its sections
 	}
 }
 
-func (c *counter) closeIncident(k *keyState) {
-	c.r.Incidents++
-	if k.lockBug {
-		c.r.IncidentsLockBug++
-	} else {
-		c.r.IncidentsExpiredHolder++
-	}
-	k.incident, k.lockBug = false, false
-}
-
-func (c *counter) report() Report {
+func (c *counter) report(contended int64) Report {
 	r := c.r
+	r.ContendedGrants = contended
 	r.Grants = make(map[string]int64, len(c.keys))
-	names := make([]string, 0, len(c.keys))
-	for name := range c.keys {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(c.keys)) {
 		k := c.keys[name]
 		r.Grants[name] = k.grants
-		if k.incident { // still open when the history ends
-			c.closeIncident(k)
-		}
 		if lost := k.accepted - k.counter; lost > 0 {
 			r.LostUpdates += lost
 			if c.want(exLost) {
@@ -267,9 +326,19 @@ func (c *counter) report() Report {
 			}
 		}
 	}
-	r.Incidents, r.IncidentsLockBug, r.IncidentsExpiredHolder = c.r.Incidents, c.r.IncidentsLockBug, c.r.IncidentsExpiredHolder
+	slices.SortStableFunc(r.Episodes, func(a, b Episode) int { return cmp.Compare(a.Start, b.Start) })
+	for _, e := range r.Episodes {
+		r.Incidents++
+		switch e.Class {
+		case LockBug:
+			r.IncidentsLockBug++
+		case Ambiguous:
+			r.IncidentsAmbiguous++
+		default:
+			r.IncidentsExpiredHolder++
+		}
+	}
 	r.Examples = c.r.Examples
-	slices.Sort(r.IncidentStarts)
 	return r
 }
 

@@ -23,22 +23,49 @@ func (b *builder) add(o Op) {
 	b.ops = append(b.ops, o)
 }
 
+// base is the clients' wall clock at the case start (Unix ns): the
+// constructed clients' clocks agree with the judge's.
+const base = int64(1_700_000_000) * int64(time.Second)
+
 // grant records an acquire by process p of key granted between inv and
-// cmp (ms) with token tok (0: none), valid until valid (ms; -1: no
-// expiry), and returns the section.
+// cmp (ms) with token tok (0: none), whose backend promised the key until
+// valid (ms; -1: until its release) and whose lease reported as much, and
+// returns the section. The call took as long on the client as on the
+// judge's bounds; within sets a shorter call (see took).
 func (b *builder) grant(p int, key string, inv, cmp int64, tok uint64, valid int64) int64 {
 	b.next++
-	v := valid * ms
+	v, promise := valid*ms, (valid-inv)*ms
 	if valid < 0 {
-		v = NoExpiry
+		v, promise = NoExpiry, NoExpiry
 	}
-	b.add(Op{Process: p, F: Acquire, Type: OK, Key: key, Section: b.next, Invoke: inv * ms, Complete: cmp * ms,
-		Token: tok, HasToken: tok > 0, ValidUntil: v})
+	o := Op{Process: p, F: Acquire, Type: OK, Key: key, Section: b.next, Invoke: inv * ms, Complete: cmp * ms,
+		WorkerInvoke: base + inv*ms, WorkerComplete: base + cmp*ms,
+		Token: tok, HasToken: tok > 0, ValidUntil: v, Promise: promise, MaxValidity: promise}
+	if valid >= 0 {
+		o.WorkerValidUntil = base + v
+	}
+	b.add(o)
 	return b.next
 }
 
+// took makes the last op's call last d ms on its client's clock, inside
+// its bounds on the judge's (the rest is the round trips to the judge),
+// starting at the earliest.
+func (b *builder) took(d int64) {
+	o := &b.ops[len(b.ops)-1]
+	o.WorkerComplete = o.WorkerInvoke + d*ms
+}
+
+// reported sets what the last grant's lease reported as its ValidUntil
+// (ms), whatever its contract.
+func (b *builder) reported(valid int64) {
+	o := &b.ops[len(b.ops)-1]
+	o.ValidUntil, o.WorkerValidUntil = valid*ms, base+valid*ms
+}
+
 func (b *builder) acquireFailed(p int, key string, inv, cmp int64, t Type) {
-	b.add(Op{Process: p, F: Acquire, Type: t, Key: key, Invoke: inv * ms, Complete: cmp * ms})
+	b.add(Op{Process: p, F: Acquire, Type: t, Key: key, Invoke: inv * ms, Complete: cmp * ms,
+		WorkerInvoke: base + inv*ms, WorkerComplete: base + cmp*ms})
 }
 
 func (b *builder) section(op Func, t Type, p int, key string, s, at, value int64) {
@@ -76,13 +103,14 @@ func (b *builder) cycle(p int, key string, from int64, tok uint64, v int64) {
 
 // counts are the numbers a constructed history must produce.
 type counts struct {
-	Overlaps, LockBug, Expired, Incidents, IncidentsLockBug int64
-	StaleAccepted, StaleRejected, Lost, Regressions         int64
+	Overlaps, LockBug, Expired, Ambiguous, Incidents, IncidentsLockBug, IncidentsAmbiguous int64
+	StaleAccepted, StaleRejected, Lost, Regressions                                        int64
+	Contended, ValidityShort, ValidityLong                                                 int64
 }
 
 func countsOf(r Report) counts {
-	return counts{r.Overlaps, r.OverlapsLockBug, r.OverlapsExpiredHolder, r.Incidents, r.IncidentsLockBug,
-		r.StaleAccepted, r.StaleRejected, r.LostUpdates, r.TokenRegressions}
+	return counts{r.Overlaps, r.OverlapsLockBug, r.OverlapsExpiredHolder, r.OverlapsAmbiguous, r.Incidents, r.IncidentsLockBug, r.IncidentsAmbiguous,
+		r.StaleAccepted, r.StaleRejected, r.LostUpdates, r.TokenRegressions, r.ContendedGrants, r.ValidityShort, r.ValidityLong}
 }
 
 func TestConstructedHistories(t *testing.T) {
@@ -115,7 +143,7 @@ func TestConstructedHistories(t *testing.T) {
 			b.end(2, "k", c, 10)
 			b.release(2, "k", c, 11, 12, OK)
 		},
-		want:   counts{Overlaps: 1, LockBug: 1, Incidents: 1, IncidentsLockBug: 1, StaleAccepted: 1, Lost: 1},
+		want:   counts{Overlaps: 1, LockBug: 1, Incidents: 1, IncidentsLockBug: 1, StaleAccepted: 1, Lost: 1, Contended: 1},
 		linear: results.NotLinearizable, fenced: results.Unknown, fencedReason: "the backend issues no fencing tokens",
 	}, {
 		name: "a paused holder outlives its lease and the next one is fenced off: an expired holder, no stale write lands",
@@ -158,7 +186,7 @@ func TestConstructedHistories(t *testing.T) {
 				b.end(p, "k", s[p], 10+int64(p))
 			}
 		},
-		want:   counts{Overlaps: 2, LockBug: 2, Incidents: 1, IncidentsLockBug: 1},
+		want:   counts{Overlaps: 2, LockBug: 2, Incidents: 1, IncidentsLockBug: 1, Contended: 2},
 		linear: results.NotLinearizable, fenced: results.Unknown, fencedReason: "the backend issues no fencing tokens",
 	}, {
 		name: "an acquire of unknown outcome, then someone else is granted: linearizable (it may not have taken effect)",
@@ -205,7 +233,7 @@ func TestConstructedHistories(t *testing.T) {
 			b.end(2, "k", c, 21)
 			b.release(2, "k", c, 22, 23, Fail)
 		},
-		want:   counts{Regressions: 1},
+		want:   counts{Regressions: 1, Contended: 1},
 		linear: results.Linearizable, fenced: results.Linearizable,
 	}, {
 		name: "a first token of 0 is a token (ZooKeeper's first sequence number): fenced-linearizable, not unknown",
@@ -226,6 +254,75 @@ func TestConstructedHistories(t *testing.T) {
 		},
 		want:   counts{Regressions: 1},
 		linear: results.Linearizable, fenced: results.NotLinearizable,
+	}, {
+		name: "a lease that reports less than its contract does not excuse the lock: the line is the contract's",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 1, 1000) // promised until 1 s...
+			b.reported(50)                      // ...but its lease said 50 ms
+			b.read(1, "k", a, 2, 0)
+			c := b.grant(2, "k", 100, 101, 2, 1100)
+			b.end(2, "k", c, 102)
+			b.release(2, "k", c, 103, 104, OK)
+			b.end(1, "k", a, 200)
+		},
+		want:   counts{Overlaps: 1, LockBug: 1, Incidents: 1, IncidentsLockBug: 1, ValidityShort: 1},
+		linear: results.NotLinearizable, fenced: results.Linearizable,
+	}, {
+		name: "a lease that reports more than its contract is a departure; the grant after the contract's line is an expired holder",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 1, 100)
+			b.reported(5000)
+			b.read(1, "k", a, 2, 0)
+			c := b.grant(2, "k", 200, 201, 2, 300)
+			b.end(2, "k", c, 202)
+			b.release(2, "k", c, 203, 204, OK)
+			b.end(1, "k", a, 400)
+		},
+		want:   counts{Overlaps: 1, Expired: 1, Incidents: 1, ValidityLong: 1},
+		linear: results.NotLinearizable, fenced: results.Linearizable,
+	}, {
+		name: "a grant inside the clock uncertainty of the contract line is ambiguous, neither lock bug nor expired holder",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 10, 1, 100) // called within [0, 8]: line within [100, 108]
+			b.took(2)
+			b.read(1, "k", a, 11, 0)
+			c := b.grant(2, "k", 90, 105, 2, 1090) // returned within [100, 105]
+			b.took(10)
+			b.end(2, "k", c, 106)
+			b.release(2, "k", c, 107, 108, OK)
+			b.end(1, "k", a, 300)
+		},
+		want:   counts{Overlaps: 1, Ambiguous: 1, Incidents: 1, IncidentsAmbiguous: 1},
+		linear: results.NotLinearizable, fenced: results.Linearizable,
+	}, {
+		name: "an incident is as bad as its worst overlap",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 1, 100)
+			b.read(1, "k", a, 2, 0)
+			c := b.grant(2, "k", 150, 151, 2, 1150) // after a's line: expired holder
+			d := b.grant(3, "k", 152, 153, 3, 1152) // before c's: lock bug
+			b.end(2, "k", c, 154)
+			b.end(3, "k", d, 155)
+			b.end(1, "k", a, 156)
+		},
+		want:   counts{Overlaps: 2, Expired: 1, LockBug: 1, Incidents: 1, IncidentsLockBug: 1},
+		linear: results.NotLinearizable, fenced: results.Linearizable,
+	}, {
+		name: "a grant is contended while another client's acquire of its key is in progress",
+		build: func(b *builder) {
+			b.acquireFailed(3, "k", 0, 2, Fail) // refused before the first grant: not waiting at it
+			a := b.grant(1, "k", 1, 3, 1, 1000)
+			b.end(1, "k", a, 4)
+			b.release(1, "k", a, 5, 6, OK)
+			c := b.grant(2, "k", 2, 7, 2, 1000) // waited across a's grant
+			b.end(2, "k", c, 8)
+			b.release(2, "k", c, 9, 10, OK)
+			d := b.grant(1, "other", 11, 12, 1, 1000) // another key's waiters do not count
+			b.end(1, "other", d, 13)
+			b.acquireFailed(2, "other", 11, 14, Fail)
+		},
+		want:   counts{Contended: 2},
+		linear: results.Linearizable, fenced: results.Linearizable,
 	}, {
 		name: "keys are judged apart",
 		build: func(b *builder) {
@@ -301,5 +398,39 @@ func TestFileRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, b.ops) {
 		t.Fatalf("read back %d ops, different from the %d written", len(got), len(b.ops))
+	}
+}
+
+// TestLeaseEndsTellWarnedFromSilent: a paused holder whose lease told it
+// that it had ended before it wrote is a warned stale writer (a careful
+// client would have held back); a holder whose key a restart lost, its
+// lease still valid as far as it knew, writes silently.
+func TestLeaseEndsTellWarnedFromSilent(t *testing.T) {
+	b := &builder{}
+	// Warned: a's lease expires during its pause; it learns it at 300 ms
+	// and writes all the same, fenced off.
+	a := b.grant(1, "k", 0, 1, 1, 100)
+	b.read(1, "k", a, 2, 0)
+	c := b.grant(2, "k", 150, 151, 2, 1150)
+	b.end(2, "k", c, 152)
+	b.release(2, "k", c, 153, 154, OK)
+	b.section(LeaseEnd, OK, 1, "k", a, 300, 0)
+	b.section(LeaseEnd, OK, 1, "k", a, 301, 0) // told twice: one end
+	b.reject(1, "k", a, 302, 1)
+	b.end(1, "k", a, 303)
+	// Silent: d's key went with a restart while its lease was valid.
+	d := b.grant(1, "j", 400, 401, 1, 1400)
+	b.read(1, "j", d, 402, 0)
+	e := b.grant(2, "j", 410, 411, 2, 1410)
+	b.end(2, "j", e, 412)
+	b.write(1, "j", d, 420, 1)
+	b.end(1, "j", d, 421)
+	r := Check(b.ops, "", true)
+	if r.LeaseEnds != 1 || r.StaleTold != 1 || r.StaleSilent != 1 || r.OverlapsLockBug != 1 || r.OverlapsExpiredHolder != 1 {
+		t.Fatalf("lease ends %d, stale writes told %d silent %d, overlaps lock bug %d expired %d; want 1 each",
+			r.LeaseEnds, r.StaleTold, r.StaleSilent, r.OverlapsLockBug, r.OverlapsExpiredHolder)
+	}
+	if v := Linearizable(b.ops, 10*time.Second); v.Result != results.NotLinearizable {
+		t.Errorf("mutex verdict %s: lease ends must not hide the overlaps", v.Result)
 	}
 }

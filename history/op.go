@@ -1,8 +1,9 @@
 // Package history is what a case leaves for anyone to check again: every
 // operation its clients made, as the judge saw it, and the checkers that
 // judge it — the overlap counter (two holders of a key at once, each
-// overlap classified as a lock bug or an expired holder, chained into
-// incidents, with the stale writes and lost updates they caused) and
+// overlap judged against the lock's contract as a lock bug, an expired
+// holder or ambiguous, chained into incidents, with the stale writes and
+// lost updates they caused) and
 // porcupine's linearizability check against a mutex model and a
 // fenced-mutex model of each key.
 //
@@ -46,6 +47,15 @@ const (
 	// the key, fail when the lease had already ended (ErrNotHeld, ErrLost),
 	// info when the answer is unknown.
 	Release Func = "release"
+	// LeaseEnd is what the holder's lease told it inside its section: it
+	// ended other than by Release — Done closed with ErrExpired or
+	// ErrLost, or its ValidUntil passed — before the holder was done. The
+	// client checks its lease, as a careful client would, before it
+	// writes and before it ends the section, and reports what it found
+	// once (Error); the op's time is when the holder learned it. It tells
+	// a lock that revoked a lease and told its holder in time from one
+	// whose holder went on, its lease saying nothing.
+	LeaseEnd Func = "lease-end"
 )
 
 // Type is an operation's outcome, as in Jepsen.
@@ -108,8 +118,24 @@ type Op struct {
 	// ValidUntil is, for an acquire ok, the end of the lease's validity
 	// as its holder knew it (Lease.ValidUntil at the grant) on the judge's
 	// clock, at or before the real moment: ns since the case start, or
-	// NoExpiry.
+	// NoExpiry. It is what the lease reported, kept beside the contract;
+	// the checkers judge by Promise.
 	ValidUntil int64 `json:"valid_until,omitempty"`
+	// WorkerValidUntil is the same deadline on the client's own clock
+	// (Unix ns; 0 when the lease reported none), to be compared with the
+	// contract without mapping between clocks.
+	WorkerValidUntil int64 `json:"w_valid_until,omitempty"`
+	// Promise is, for an acquire ok, the lock's contract for the grant:
+	// how long after the call of Acquire nobody else may be granted the
+	// key (ns), as the backend declares it (locker.Info.Promise of the TTL
+	// asked), whatever the lease reported; NoExpiry for a grant promised
+	// until its release, 0 when none was declared.
+	Promise int64 `json:"promise,omitempty"`
+	// MaxValidity is, for an acquire ok, the longest its lock can keep the
+	// key from the grant (ns; locker.Info.MaxValidity of the TTL asked): a
+	// lease that reported a ValidUntil past the return plus this claimed
+	// more than its lock can give. 0 when none was declared.
+	MaxValidity int64 `json:"max_validity,omitempty"`
 	// Value is the counter a read returned, or the value a write wrote.
 	Value int64 `json:"value,omitempty"`
 	// Error is the failure, for fail and info ops.

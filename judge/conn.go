@@ -67,7 +67,8 @@ type Conn interface {
 	Write(ctx context.Context, section int64) error
 	// End closes the section; the client calls Release after it returns.
 	End(ctx context.Context, section int64) error
-	// Report records an acquire that did not grant, or a release.
+	// Report records an acquire that did not grant, a release, or what
+	// the lease told its holder inside an open section (history.LeaseEnd).
 	Report(ctx context.Context, r OpReport) error
 	// Done ends the client with its metrics.
 	Done(ctx context.Context, m Metrics) error

@@ -54,12 +54,14 @@ func dialClient(t *testing.T, j *Judge, id, host string, p int) *client {
 	return &client{t: t, conn: conn, p: p}
 }
 
-// grant reports a lease of key with token tok, valid for validFor.
+// grant reports a lease of key with token tok, valid for validFor, and
+// a contract that promised as much.
 func (c *client) grant(key string, tok uint64, validFor time.Duration) Grant {
 	c.t.Helper()
 	now := time.Now()
 	g, err := c.conn.Grant(context.Background(), GrantReport{Key: key, Token: tok, HasToken: tok > 0,
-		ValidUntil: now.Add(validFor).UnixNano(), Invoke: now.Add(-time.Millisecond).UnixNano(), Complete: now.UnixNano()})
+		ValidUntil: now.Add(validFor).UnixNano(), Invoke: now.Add(-time.Millisecond).UnixNano(), Complete: now.UnixNano(),
+		Promise: int64(validFor), MaxValidity: int64(validFor)})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -350,10 +352,22 @@ func TestBadCallsAreRefused(t *testing.T) {
 	if err := a.conn.Write(context.Background(), g.Section); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("write before read: %v", err)
 	}
+	now := time.Now().UnixNano()
+	leaseEnd := OpReport{F: history.LeaseEnd, Type: history.OK, Key: "k", Section: g.Section, Invoke: now, Complete: now, Error: "lock expired"}
+	if err := a.conn.Report(context.Background(), leaseEnd); err != nil {
+		t.Fatalf("the lease's end inside the section: %v", err)
+	}
 	a.finishSection("k", g.Section)
+	if err := a.conn.Report(context.Background(), leaseEnd); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("a lease end after the section ended: %v", err)
+	}
 	a.done(1)
-	if _, err := j.Finish(context.Background(), "h", "006"); err != nil {
+	r, err := j.Finish(context.Background(), "h", "006")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if n := r.Reports[GuardNone].LeaseEnds; n != 1 {
+		t.Fatalf("%d lease ends in the history, want 1", n)
 	}
 }
 

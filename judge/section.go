@@ -88,6 +88,12 @@ type GrantReport struct {
 	HasToken bool   `json:"has_token,omitempty"`
 	// ValidUntil is the lease's ValidUntil (0 when it promised no end).
 	ValidUntil int64 `json:"valid_until,omitempty"`
+	// Promise is the backend's contract for the grant (ns after the call
+	// of Acquire; locker.Info.Promise of the TTL asked): history.Op.Promise.
+	Promise int64 `json:"promise,omitempty"`
+	// MaxValidity is the longest the lock can keep the key from the grant
+	// (locker.Info.MaxValidity of the TTL asked): history.Op.MaxValidity.
+	MaxValidity int64 `json:"max_validity,omitempty"`
 	// Invoke and Complete bound the Acquire call.
 	Invoke   int64 `json:"invoke"`
 	Complete int64 `json:"complete"`
@@ -123,7 +129,7 @@ func (c *Case) grant(process int, g GrantReport) (Grant, error) {
 		Process: process, F: history.Acquire, Type: history.OK, Key: g.Key, Section: id,
 		Invoke: c.clamp(g.Invoke, g.ThetaLo, p.lastReply, now), Complete: now,
 		WorkerInvoke: g.Invoke, WorkerComplete: g.Complete,
-		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid,
+		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid, WorkerValidUntil: g.ValidUntil, Promise: g.Promise, MaxValidity: g.MaxValidity,
 	})
 	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken}
 	c.sections[id] = s
@@ -262,7 +268,8 @@ func (c *Case) endSection(process int, id int64, s *sectionState, typ history.Ty
 }
 
 // OpReport is what a client tells the judge of an acquire that did not
-// grant, or of a release. Times are on its wall clock (Unix ns).
+// grant, of a release, or of its lease ending inside an open section
+// (history.LeaseEnd). Times are on its wall clock (Unix ns).
 type OpReport struct {
 	F       history.Func `json:"f"`
 	Type    history.Type `json:"type"`
@@ -277,7 +284,8 @@ type OpReport struct {
 	ThetaHi int64 `json:"theta_hi"`
 }
 
-// report records an acquire that did not grant, or a release.
+// report records an acquire that did not grant, a release, or a lease
+// that ended inside its open section.
 func (c *Case) report(process int, r OpReport) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -292,8 +300,12 @@ func (c *Case) report(process int, r OpReport) error {
 		if s == nil || s.process != process || !s.ended {
 			return protocolf("case %s: process %d releases section %d, which it has not ended", c.spec.ID, process, r.Section)
 		}
+	case r.F == history.LeaseEnd && r.Section > 0:
+		if _, err := c.section(process, r.Section); err != nil {
+			return err
+		}
 	default:
-		return protocolf("case %s: process %d reports a %s %s: only failed acquires and releases are reported", c.spec.ID, process, r.F, r.Type)
+		return protocolf("case %s: process %d reports a %s %s: only failed acquires, releases and lease ends are reported", c.spec.ID, process, r.F, r.Type)
 	}
 	now := c.since()
 	hi := now

@@ -77,7 +77,72 @@ type Info struct {
 	// is rounded up to a multiple of it (etcd counts lease TTLs in seconds).
 	// Zero means the TTL is honoured to the millisecond.
 	TTLResolution time.Duration
+	// DriftRate and Drift are the allowance for clock drift, and for any
+	// other slack the backend knows of between the call of Acquire and
+	// the start of the grant's life on its servers, that it takes off a
+	// TTL: DriftRate of the TTL plus Drift (Redlock's TTL×0.01 + 2 ms).
+	// They are part of the contract a checker holds the backend to (see
+	// Promise), not a report of what one lease got.
+	DriftRate float64
+	Drift     time.Duration
+	// Session, when positive, caps what a grant promises whatever TTL was
+	// asked, already net of its own drift allowance: the key lives in a
+	// session the server ends on its own once the holder falls silent
+	// (ZooKeeper's session timeout, less the client's margin), or in keys
+	// the backend keeps alive only that far ahead (rueidislock's horizon).
+	Session time.Duration
 	// Guarantee says in a sentence what mutual exclusion rests on and how
 	// it can fail.
 	Guarantee string
+}
+
+// Promise is the backend's contract for a grant with the TTL asked: from
+// the moment Acquire was called, nobody else is granted the key for at
+// least this long, whatever happens to the holder (a pause, a cut
+// connection) and whatever its lease reports. It is the TTL rounded up to
+// TTLResolution, less the declared drift (DriftRate of it, plus Drift),
+// capped at Session when one is declared; never negative.
+//
+// A checker draws the line between a lock bug (the key granted to another
+// before that moment) and an expired holder (after it) with Promise, not
+// with Lease.ValidUntil: a backend that under-reported its own validity
+// would otherwise turn its double grants into expired holders. A lease
+// whose ValidUntil lies before the call plus Promise, or after the return
+// plus MaxValidity, departs from its contract, which is worth reporting
+// either way.
+func (i Info) Promise(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return 0
+	}
+	t := i.applied(ttl)
+	p := t - time.Duration(i.DriftRate*float64(t)) - i.Drift
+	if i.Session > 0 {
+		p = min(p, i.Session)
+	}
+	return max(p, 0)
+}
+
+// MaxValidity is the longest a grant with the TTL asked can keep its key
+// from the moment it was granted: the TTL as the backend applies it
+// (rounded up to TTLResolution), capped at Session when one is declared.
+// A lease reporting a ValidUntil later than its Acquire's return plus
+// MaxValidity claims more than its lock can give: a holder that trusts it
+// may write after the key went to someone else.
+func (i Info) MaxValidity(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return 0
+	}
+	t := i.applied(ttl)
+	if i.Session > 0 {
+		t = min(t, i.Session)
+	}
+	return t
+}
+
+// applied is ttl rounded up to TTLResolution.
+func (i Info) applied(ttl time.Duration) time.Duration {
+	if r := i.TTLResolution; r > 0 {
+		return (ttl + r - 1) / r * r
+	}
+	return ttl
 }

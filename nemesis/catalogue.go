@@ -26,7 +26,7 @@ func (e Env) window() time.Duration { return windowFor(e.Target.Shape(), e.Lease
 // windowFor is window on a cluster of shape sh, for a backend whose lease
 // is lease.
 func windowFor(sh Shape, lease time.Duration) time.Duration {
-	if sh.QuorumNodes > 0 {
+	if sh.Elects {
 		return max(lease, 2*time.Second)
 	}
 	return max(lease, time.Second)
@@ -82,7 +82,7 @@ var catalogue = []*Scenario{
 		span: func(p url.Values, _ Shape, lease time.Duration) time.Duration {
 			return clientPause(p, lease) + clientPauseGap(lease)
 		},
-		hooks: func(e Env) workloads.Hooks {
+		plan: func(e Env) plan {
 			d, gap := clientPause(e.Params, e.Lease), clientPauseGap(e.Lease)
 			at := e.slots(d, gap)
 			pause := judge.Action{Pause: d, BeforeRead: e.Params.Get("at") == "before-read"}
@@ -93,7 +93,7 @@ var catalogue = []*Scenario{
 			)
 			// The first grant at or after each slot's time is paused, unless
 			// the previous pause (begun late, at a late grant) is not over.
-			return workloads.Hooks{Section: func(ev judge.SectionEvent) judge.Action {
+			return plan{section: func(ev judge.SectionEvent) judge.Action {
 				mu.Lock()
 				defer mu.Unlock()
 				if next >= len(at) || ev.Granted < max(at[next], free) {
@@ -111,14 +111,14 @@ var catalogue = []*Scenario{
 		QuorumDuration: quorumCase,
 		Doc:            "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
 		fits: func(sh Shape) error {
-			if sh.servers() == 0 {
+			if sh.Nodes == 0 {
 				return errors.New("applies to backends with servers")
 			}
 			return nil
 		},
-		hooks: func(e Env) workloads.Hooks {
+		plan: func(e Env) plan {
 			return e.repeat(e.window(), e.gap(), "paused", func(ctx context.Context, i int) ([]*compose.Node, error) {
-				if i%2 == 0 || len(e.Target.nodes()) == 1 {
+				if i%2 == 0 || len(e.Target.Nodes) == 1 {
 					if l, err := e.Target.leader(ctx); l != nil || err != nil {
 						return []*compose.Node{l}, err
 					}
@@ -145,7 +145,7 @@ var catalogue = []*Scenario{
 			}
 			return nil
 		},
-		hooks: failover,
+		plan: failover,
 	},
 	{
 		Name:   "restart",
@@ -153,13 +153,13 @@ var catalogue = []*Scenario{
 		Doc:    "a random majority of the Redis nodes (the single server of redis, the PostgreSQL server) is killed and restarted while their keys are held: empty under the fast profile, with its data under the durable one",
 		MinTTL: 2 * time.Second,
 		fits: func(sh Shape) error {
-			if sh.RedisNodes == 0 && !sh.Postgres {
-				return errors.New("applies to standalone Redis nodes (redis, redlock, redsync, rueidislock) and PostgreSQL")
+			if sh.Nodes == 0 {
+				return errors.New("applies to backends with servers")
 			}
 			return nil
 		},
-		hooks: func(e Env) workloads.Hooks {
-			keep := e.Durable || e.Target.Postgres != nil // PostgreSQL restarts from its data
+		plan: func(e Env) plan {
+			keep := e.Durable || e.Target.KeepsData
 			label := "restart without data"
 			if keep {
 				label = "restart with data"
@@ -177,8 +177,8 @@ var catalogue = []*Scenario{
 		Note:   "clock-jump is an emulation: Redis has no clock to set (and libfaketime crashes Debian's redis-server), so a script brings every key's expiry forward on the chosen nodes, which is what a wall-clock jump does to Redis's expiries",
 		MinTTL: 2 * time.Second,
 		fits: func(sh Shape) error {
-			if sh.RedisNodes == 0 {
-				return errors.New("applies to standalone Redis nodes (redis, redlock, redsync, rueidislock); etcd and ZooKeeper leases run on the servers' monotonic clocks, PostgreSQL's on its transaction clock")
+			if !sh.ClockShift {
+				return errors.New("applies to servers whose key expiries can be moved (Redis)")
 			}
 			return nil
 		},
@@ -188,7 +188,7 @@ var catalogue = []*Scenario{
 			}
 			return checkFloat(v, "by")
 		},
-		hooks: func(e Env) workloads.Hooks {
+		plan: func(e Env) plan {
 			// The jump is sized from how long the keys live on the
 			// servers, not from the lease the holder is promised: a lock
 			// that keeps its keys longer than its leases (rueidislock)
@@ -209,7 +209,7 @@ var catalogue = []*Scenario{
 		span: lasting,
 		Doc:  "a random minority of the nodes (2 of 5 Redis nodes, 1 of 3 members: any of them, the leader or a priority node included) is killed for a lease (at least a second), then restarted with what it persisted",
 		fits: needMinority,
-		hooks: func(e Env) workloads.Hooks {
+		plan: func(e Env) plan {
 			return e.repeat(e.window(), e.gap(), "down", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
 				perNode(func(_ context.Context, n *compose.Node) error { return n.Kill() }), perNode(start))
 		},
@@ -220,7 +220,7 @@ var catalogue = []*Scenario{
 		Doc:     "the clients are cut off (their traffic blackholed) from a random minority of the nodes, or from the single server, for a lease (at least a second)",
 		Proxied: true,
 		fits:    needProxied,
-		hooks: func(e Env) workloads.Hooks {
+		plan: func(e Env) plan {
 			return e.repeat(e.window(), e.gap(), "partitioned from the clients", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
 				perNode(func(_ context.Context, n *compose.Node) error { return n.Partition() }), perNode(heal))
 		},
@@ -231,7 +231,7 @@ var catalogue = []*Scenario{
 		Doc:     "responses from a random minority of the nodes, or from the single server, are delayed by 50 ms for a lease (at least a second)",
 		Proxied: true,
 		fits:    needProxied,
-		hooks: func(e Env) workloads.Hooks {
+		plan: func(e Env) plan {
 			return e.repeat(e.window(), e.gap(), "+50ms", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
 				perNode(func(_ context.Context, n *compose.Node) error { return n.Delay(50 * time.Millisecond) }), perNode(heal))
 		},
@@ -241,7 +241,7 @@ var catalogue = []*Scenario{
 		span: lasting,
 		Doc:  "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every member) for 2 s, then healed",
 		fits: needPeers, QuorumDuration: quorumCase,
-		hooks: func(e Env) workloads.Hooks {
+		plan: func(e Env) plan {
 			return e.peerCut("cut off from the other members", func(ctx context.Context, _ int) ([]*compose.Node, error) {
 				l, err := e.Target.leader(ctx)
 				return []*compose.Node{l}, err
@@ -253,7 +253,7 @@ var catalogue = []*Scenario{
 		span: lasting,
 		Doc:  "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot reach each other, for 2 s, then healed",
 		fits: needPeers, QuorumDuration: quorumCase,
-		hooks: func(e Env) workloads.Hooks {
+		plan: func(e Env) plan {
 			return e.peerCut("split from the majority", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil })
 		},
 	},
@@ -263,12 +263,12 @@ var catalogue = []*Scenario{
 		QuorumDuration: quorumCase,
 		Doc:            "the ZooKeeper or etcd leader is killed for 2 s, then restarted with its data",
 		fits: func(sh Shape) error {
-			if sh.QuorumNodes == 0 {
-				return errors.New("applies to ZooKeeper and etcd")
+			if !sh.Elects {
+				return errors.New("applies to clusters whose members elect their leader (ZooKeeper, etcd)")
 			}
 			return nil
 		},
-		hooks: func(e Env) workloads.Hooks {
+		plan: func(e Env) plan {
 			return e.repeat(e.window(), e.gap(), "leader down", func(ctx context.Context, _ int) ([]*compose.Node, error) {
 				l, err := e.Target.leader(ctx)
 				return []*compose.Node{l}, err
@@ -279,26 +279,26 @@ var catalogue = []*Scenario{
 
 func needPeers(sh Shape) error {
 	switch {
-	case sh.QuorumNodes == 0:
-		return errors.New("applies to ZooKeeper and etcd, whose members talk among themselves")
-	case !sh.PeerNetwork:
+	case !sh.Elects:
+		return errors.New("applies to clusters whose members elect their leader among themselves (ZooKeeper, etcd)")
+	case !sh.Members:
 		return errors.New("needs the members in network namespaces of their own (compose's PeerNetwork: root and the ip command)")
 	}
 	return nil
 }
 
 func needMinority(sh Shape) error {
-	if sh.RedisNodes >= 3 || sh.QuorumNodes >= 3 {
+	if sh.Nodes >= 3 {
 		return nil
 	}
-	return errors.New("needs a cluster of at least 3 nodes (redlock, redsync, ZooKeeper or etcd)")
+	return errors.New("needs a cluster of at least 3 nodes")
 }
 
 func needProxied(sh Shape) error {
-	if sh.RedisNodes > 0 || sh.QuorumNodes > 0 || sh.Postgres {
+	if sh.Proxied {
 		return nil
 	}
-	return errors.New("needs servers the clients reach through proxies (not Sentinel, whose clients follow the master)")
+	return errors.New("needs servers the clients reach through proxies")
 }
 
 // start brings a killed node back with its data.
@@ -308,13 +308,13 @@ func start(ctx context.Context, n *compose.Node) error { return n.Start(ctx) }
 func heal(_ context.Context, n *compose.Node) error { return n.Heal() }
 
 // groupOp acts on the targets of an injection together, recording its
-// trouble with f.Fail.
-type groupOp func(ctx context.Context, f *workloads.Faults, nodes []*compose.Node)
+// trouble with nm.fail.
+type groupOp func(ctx context.Context, nm *Nemesis, nodes []*compose.Node)
 
 // perNode is a groupOp that applies op to every node at once.
 func perNode(op func(context.Context, *compose.Node) error) groupOp {
-	return func(ctx context.Context, f *workloads.Faults, nodes []*compose.Node) {
-		each(f, nodes, func(n *compose.Node) error { return op(ctx, n) })
+	return func(ctx context.Context, nm *Nemesis, nodes []*compose.Node) {
+		each(nm, nodes, func(n *compose.Node) error { return op(ctx, n) })
 	}
 }
 
@@ -323,11 +323,11 @@ func perNode(op func(context.Context, *compose.Node) error) groupOp {
 // all at once, wait length, undo it (even if the case's context has
 // ended: a nemesis heals what it broke) and close the window. Trouble
 // picking the targets, breaking or healing them is a failure of the fault.
-func (e Env) repeat(length, gap time.Duration, label string, pick func(context.Context, int) ([]*compose.Node, error), fault, undo groupOp) workloads.Hooks {
+func (e Env) repeat(length, gap time.Duration, label string, pick func(context.Context, int) ([]*compose.Node, error), fault, undo groupOp) plan {
 	at := e.slots(length, gap)
-	return workloads.Hooks{Nemesis: func(ctx context.Context, f *workloads.Faults) {
+	return plan{schedule: func(ctx context.Context, nm *Nemesis) {
 		for i, t := range at {
-			if !f.At(ctx, t) {
+			if !nm.at(ctx, t) {
 				return
 			}
 			nodes, err := pick(ctx, i)
@@ -336,15 +336,15 @@ func (e Env) repeat(length, gap time.Duration, label string, pick func(context.C
 			}
 			if err != nil {
 				if ctx.Err() == nil {
-					f.Fail(fmt.Errorf("%s: picking the targets: %w", label, err))
+					nm.fail(fmt.Errorf("%s: picking the targets: %w", label, err))
 				}
 				continue
 			}
-			end := f.Inject(fmt.Sprintf("%s %s", names(nodes), label), e.describe(ctx, nodes))
-			fault(ctx, f, nodes)
-			f.At(ctx, t+length)
+			end := nm.inject(fmt.Sprintf("%s %s", names(nodes), label), e.describe(ctx, nodes))
+			fault(ctx, nm, nodes)
+			nm.at(ctx, t+length)
 			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
-			undo(hctx, f, nodes)
+			undo(hctx, nm, nodes)
 			cancel()
 			end()
 		}
@@ -355,13 +355,13 @@ func (e Env) repeat(length, gap time.Duration, label string, pick func(context.C
 // heals after the window, and waits until every member serves again
 // before the next injection (a connection that lived through the cut
 // recovers only at its next retransmission).
-func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.Node, error)) workloads.Hooks {
-	p := e.Target.peers()
-	return e.repeat(e.window(), e.gap(), label, pick, func(_ context.Context, f *workloads.Faults, nodes []*compose.Node) {
-		f.Fail(p.Partition(nodes))
-	}, func(ctx context.Context, f *workloads.Faults, _ []*compose.Node) {
-		f.Fail(p.HealPartition())
-		f.Fail(p.AwaitServing(ctx))
+func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.Node, error)) plan {
+	p := e.Target.Members
+	return e.repeat(e.window(), e.gap(), label, pick, func(_ context.Context, nm *Nemesis, nodes []*compose.Node) {
+		nm.fail(p.Partition(nodes))
+	}, func(ctx context.Context, nm *Nemesis, _ []*compose.Node) {
+		nm.fail(p.HealPartition())
+		nm.fail(p.AwaitServing(ctx))
 	})
 }
 
@@ -369,7 +369,7 @@ func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.N
 // undoing (a restart, a clock jump): at each slot, the sections granted
 // around it hold across it, and op strikes the picked nodes. gap leaves
 // room after each for the backend to settle (a quarantine to end).
-func (e Env) instant(gap time.Duration, label string, pick func() []*compose.Node, op func(context.Context, *compose.Node) error) workloads.Hooks {
+func (e Env) instant(gap time.Duration, label string, pick func() []*compose.Node, op func(context.Context, *compose.Node) error) plan {
 	at := e.slots(0, gap)
 	// Whoever holds the key when the fault strikes is still inside its
 	// section for at least half a TTL, and within its lease, so that an
@@ -383,15 +383,15 @@ func (e Env) instant(gap time.Duration, label string, pick func() []*compose.Nod
 		}
 		return judge.Action{}
 	}
-	return workloads.Hooks{Section: hold, Nemesis: func(ctx context.Context, f *workloads.Faults) {
+	return plan{section: hold, schedule: func(ctx context.Context, nm *Nemesis) {
 		for _, t := range at {
-			if !f.At(ctx, t) {
+			if !nm.at(ctx, t) {
 				return
 			}
 			nodes := pick()
-			end := f.Inject(fmt.Sprintf("%s %s", names(nodes), label), e.describe(ctx, nodes))
+			end := nm.inject(fmt.Sprintf("%s %s", names(nodes), label), e.describe(ctx, nodes))
 			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
-			each(f, nodes, func(n *compose.Node) error { return op(hctx, n) })
+			each(nm, nodes, func(n *compose.Node) error { return op(hctx, n) })
 			cancel()
 			end()
 		}
@@ -400,7 +400,7 @@ func (e Env) instant(gap time.Duration, label string, pick func() []*compose.Nod
 
 // failover cuts replication, kills the master and waits for Sentinel to
 // promote a replica, once per case (the set is spent after it).
-func failover(e Env) workloads.Hooks {
+func failover(e Env) plan {
 	t := e.Target
 	// Replication is cut first, so that the holders granted next hold
 	// keys the replicas never see; they keep their sections for seconds
@@ -408,47 +408,58 @@ func failover(e Env) workloads.Hooks {
 	// and a replica takes over. Half the clients do that; the other half
 	// go on locking, and meet the lost keys on the new master.
 	cut := max(e.Spec.Duration/3-time.Second, 200*time.Millisecond)
-	long := workloads.Between(cut+200*time.Millisecond, cut+1500*time.Millisecond, judge.Action{Hold: e.Spec.TTL / 2})
+	long := between(cut+200*time.Millisecond, cut+1500*time.Millisecond, judge.Action{Hold: e.Spec.TTL / 2})
 	hold := func(ev judge.SectionEvent) judge.Action {
 		if ev.Process%2 == 1 {
 			return judge.Action{}
 		}
 		return long(ev)
 	}
-	return workloads.Hooks{Section: hold, Nemesis: func(ctx context.Context, f *workloads.Faults) {
-		if !f.At(ctx, cut) {
+	return plan{section: hold, schedule: func(ctx context.Context, nm *Nemesis) {
+		if !nm.at(ctx, cut) {
 			return
 		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
 		defer cancel()
 		old, err := t.Sentinel.CurrentMaster(fctx)
 		if err != nil {
-			f.Fail(err)
+			nm.fail(err)
 			return
 		}
 		n := t.Sentinel.Node(old)
 		if n == nil {
-			f.Fail(fmt.Errorf("the master %s is none of the set's nodes", old))
+			nm.fail(fmt.Errorf("the master %s is none of the set's nodes", old))
 			return
 		}
-		end := f.Inject("replication cut, master killed, replica promoted", e.describe(fctx, []*compose.Node{n}))
+		end := nm.inject("replication cut, master killed, replica promoted", e.describe(fctx, []*compose.Node{n}))
 		defer end()
 		for _, l := range t.Sentinel.ReplicationLinks {
-			f.Fail(l.Partition())
+			nm.fail(l.Partition())
 		}
 		defer func() {
 			for _, l := range t.Sentinel.ReplicationLinks {
-				f.Fail(l.Heal())
+				nm.fail(l.Heal())
 			}
 		}()
 		// Let locks be granted on the master alone, then lose it. (A
 		// forced SENTINEL FAILOVER refuses a replica whose link is held
 		// back; a dead master is what Sentinel is for.)
-		if !f.At(ctx, cut+time.Second) {
+		if !nm.at(ctx, cut+time.Second) {
 			return
 		}
-		f.Fail(n.Kill())
+		nm.fail(n.Kill())
 		_, err = t.Sentinel.AwaitNewMaster(fctx, old)
-		f.Fail(err)
+		nm.fail(err)
 	}}
+}
+
+// between returns a section hook that gives a every section granted in
+// [from, to) from the start of the case, and leaves the others alone.
+func between(from, to time.Duration, a judge.Action) judge.SectionHook {
+	return func(e judge.SectionEvent) judge.Action {
+		if e.Granted < from || e.Granted >= to {
+			return judge.Action{}
+		}
+		return a
+	}
 }

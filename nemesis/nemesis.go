@@ -2,11 +2,20 @@
 // break the servers behind a backend (or stop its clients' processes)
 // while a workload runs, again and again on a schedule, at targets drawn
 // from the case's seed, recording each injection and its window, and
-// healing before the case ends. A scenario acts through the hooks of a
-// case (workloads.Hooks): a Nemesis that kills, restarts, pauses,
-// partitions, delays or shifts the clock of nodes, and a Section hook that
-// stops a holder's process (a GC or VM pause) or makes a section hold
-// across a fault.
+// healing before the case ends. A Fault made into a Nemesis for one case
+// is a peer of the case's clients: attached to the case's judge, it
+// decides for every grant whether the section holds long or its holder's
+// process stops (a GC or VM pause), stops and resumes those processes
+// itself, and from the start barrier kills, restarts, pauses,
+// partitions, delays or shifts the clock of the servers on its schedule;
+// it records its own injections, their targets and windows, and its
+// failures to inject (Record), which the runner hands to the outcome.
+//
+// A scenario knows no backend: it acts on a Target, the servers behind a
+// backend with the controls their cluster has (a leader to find, member
+// traffic to cut, a Sentinel set to fail over), and asks of its shape
+// whether it can run at all. Which fault classes apply to a backend, and
+// why the others do not, the backend's descriptor says.
 //
 // Each scenario reproduces an argument of the Redlock debate or a fault a
 // consensus system exists for:
@@ -38,6 +47,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
@@ -48,133 +58,105 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
-	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
 )
 
-// Target is what a scenario can break: the servers behind one backend.
-// Only the fields of the backend's topology are set.
-type Target struct {
-	// Redis are standalone masters: one for redis and rueidislock, five
-	// for redlock and redsync.
-	Redis []*compose.Node
-	// Priority lists the indices in Redis of the nodes a Redlock prefers
-	// (where its fast path and hand-off live), so that an injection says
-	// when it hit one.
-	Priority []int
-	// Sentinel is the master–replica set of the sentinel backend.
-	Sentinel *compose.SentinelSet
-	// ZooKeeper and Etcd are the quorum clusters of those backends.
-	ZooKeeper *compose.Ensemble
-	Etcd      *compose.EtcdCluster
-	// Postgres is the PostgreSQL server of the postgres backend.
-	Postgres *compose.Node
-	// PeerNetwork is set when the ZooKeeper or etcd members run in
-	// network namespaces of their own (compose's PeerNetwork), so that
-	// their traffic between themselves can be cut.
-	PeerNetwork bool
+// ErrFault is what a fault spec that cannot work wraps: an unknown
+// scenario, a param it does not take, a bad value. The error names the
+// value.
+var ErrFault = errors.New("bad fault")
+
+// faultErrorf returns an error wrapping ErrFault with a message that
+// names the bad value.
+func faultErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrFault, fmt.Sprintf(format, args...))
 }
 
-// peers is a quorum cluster whose members can be partitioned from each
-// other.
-type peers interface {
+// Target is what a scenario can break: the servers behind one backend,
+// whatever their topology, and the controls their cluster has. Only Nodes
+// is needed; the rest is set where the cluster has it.
+type Target struct {
+	// Nodes are the servers a scenario may pick from: Redis masters,
+	// quorum members, a PostgreSQL server, a Sentinel set's master and
+	// replicas.
+	Nodes []*compose.Node
+	// Priority lists the indices in Nodes of the nodes the backend prefers
+	// (where Redlock's fast path and hand-off live), so that an injection
+	// says when it hit one.
+	Priority []int
+	// Leader, when set, finds the current leader or master among Nodes.
+	Leader Leader
+	// Elects is set when the nodes elect their leader among themselves
+	// (ZooKeeper, etcd): a fault's window then outlasts an election, and
+	// leader faults apply.
+	Elects bool
+	// Members, when set, cuts and heals the traffic between the members
+	// (ZooKeeper and etcd in network namespaces of their own, compose's
+	// PeerNetwork).
+	Members Members
+	// Sentinel, when set, is the Sentinel set whose master failover loses.
+	Sentinel *compose.SentinelSet
+	// ClockShift is set when the nodes' key expiries can be moved
+	// (compose.Node.ShiftClock: Redis), which clock-jump emulates a jump
+	// by.
+	ClockShift bool
+	// KeepsData is set when the servers restart from their data whatever
+	// the durability profile (PostgreSQL cannot start without its data
+	// dir).
+	KeepsData bool
+}
+
+// Leader finds the current leader (or master) of a cluster: compose's
+// Ensemble, EtcdCluster and SentinelSet.
+type Leader interface {
+	Leader(ctx context.Context) (*compose.Node, error)
+}
+
+// Members cuts a cluster's members apart from each other and heals them:
+// compose's Ensemble and EtcdCluster started with PeerNetwork.
+type Members interface {
 	Partition(groups ...[]*compose.Node) error
 	HealPartition() error
 	AwaitServing(ctx context.Context) error
 }
 
-// peers returns the cluster's member-to-member controls, or nil.
-func (t Target) peers() peers {
-	switch {
-	case !t.PeerNetwork:
-		return nil
-	case t.ZooKeeper != nil:
-		return t.ZooKeeper
-	case t.Etcd != nil:
-		return t.Etcd
-	}
-	return nil
-}
-
-// nodes returns the servers a scenario may pick from: the Redis nodes,
-// the quorum members, the PostgreSQL server, or the Sentinel set's data
-// nodes.
-func (t Target) nodes() []*compose.Node {
-	switch {
-	case len(t.Redis) > 0:
-		return t.Redis
-	case t.ZooKeeper != nil:
-		return t.ZooKeeper.Nodes
-	case t.Etcd != nil:
-		return t.Etcd.Nodes
-	case t.Postgres != nil:
-		return []*compose.Node{t.Postgres}
-	case t.Sentinel != nil:
-		return append([]*compose.Node{t.Sentinel.Master}, t.Sentinel.Replicas...)
-	}
-	return nil
-}
-
-// leader returns the leader of a ZooKeeper or etcd cluster, or the
-// Sentinel set's current master; nil without one.
+// leader returns the target's leader, or nil without one.
 func (t Target) leader(ctx context.Context) (*compose.Node, error) {
-	switch {
-	case t.ZooKeeper != nil:
-		return t.ZooKeeper.Leader(ctx)
-	case t.Etcd != nil:
-		return t.Etcd.Leader(ctx)
-	case t.Sentinel != nil:
-		addr, err := t.Sentinel.CurrentMaster(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if n := t.Sentinel.Node(addr); n != nil {
-			return n, nil
-		}
-		return nil, fmt.Errorf("the master %s is none of the set's nodes", addr)
+	if t.Leader == nil {
+		return nil, nil
 	}
-	return nil, nil
+	return t.Leader.Leader(ctx)
 }
 
-// Shape is what a scenario needs to know of a cluster to tell whether it
-// applies: known from a backend's topology before any server starts, so
-// a suite can leave out the cases that would only be skipped.
+// Shape is what a scenario needs to know of a target to tell whether it
+// applies: known from a backend's servers before any starts, so a suite
+// can leave out the cases that would only be skipped.
 type Shape struct {
-	// RedisNodes is the number of standalone Redis masters.
-	RedisNodes int
-	// Sentinel is set for a master–replica set whose replication can be
-	// held back (proxied replication links).
+	// Nodes is the number of servers a scenario may pick from.
+	Nodes int
+	// Elects, Leader, Members, Sentinel and ClockShift say that the
+	// target has what Target's fields of those names give.
+	Elects, Leader, Members, ClockShift bool
+	// Sentinel is set for a Sentinel set whose replication can be held
+	// back (proxied replication links).
 	Sentinel bool
-	// QuorumNodes is the number of ZooKeeper or etcd members.
-	QuorumNodes int
-	// Postgres is set for a PostgreSQL server.
-	Postgres bool
-	// PeerNetwork is set when the quorum members' traffic between
-	// themselves can be cut.
-	PeerNetwork bool
+	// Proxied is set when the clients reach every node through its proxy,
+	// which can cut them off or slow them down.
+	Proxied bool
 }
 
 // Shape returns t's shape.
 func (t Target) Shape() Shape {
-	sh := Shape{RedisNodes: len(t.Redis), Postgres: t.Postgres != nil}
-	sh.Sentinel = t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil
-	if t.ZooKeeper != nil || t.Etcd != nil {
-		sh.QuorumNodes = len(t.nodes())
-		sh.PeerNetwork = t.PeerNetwork
+	sh := Shape{
+		Nodes: len(t.Nodes), Elects: t.Elects, Leader: t.Leader != nil, Members: t.Members != nil, ClockShift: t.ClockShift,
+		Sentinel: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil,
+		Proxied:  len(t.Nodes) > 0,
+	}
+	for _, n := range t.Nodes {
+		sh.Proxied = sh.Proxied && n.Proxy() != nil
 	}
 	return sh
-}
-
-func (sh Shape) servers() int {
-	n := sh.RedisNodes + sh.QuorumNodes
-	if sh.Postgres {
-		n++
-	}
-	if sh.Sentinel {
-		n++
-	}
-	return n
 }
 
 // Env is what a scenario acts on in one case.
@@ -228,8 +210,8 @@ type Scenario struct {
 	// failover takes seconds; a lease that expires during it would
 	// overlap for the wrong reason). Cases raise their TTL to it.
 	MinTTL time.Duration
-	// QuorumDuration is the shortest case on a ZooKeeper or etcd cluster
-	// that fits the injections (an election, and the recovery after a
+	// QuorumDuration is the shortest case on a cluster whose members elect
+	// their leader (ZooKeeper, etcd) that fits the injections (an election, and the recovery after a
 	// partition, take seconds). Such cases raise their duration to it.
 	QuorumDuration time.Duration
 	// Workload is the workload the scenario needs, if any.
@@ -237,7 +219,7 @@ type Scenario struct {
 
 	fits  func(Shape) error
 	check func(url.Values) error
-	hooks func(Env) workloads.Hooks
+	plan  func(Env) plan
 	// span, when set, is how long one injection needs, its window and the
 	// gap after it, given the params and the backend's lease: cases
 	// stretch so that every injection fits without meeting the next.
@@ -267,16 +249,16 @@ func Parse(spec string) (Fault, error) {
 	}
 	v, err := url.ParseQuery(query)
 	if err != nil {
-		return Fault{}, locker.Invalidf("fault %q: params: %v", spec, err)
+		return Fault{}, faultErrorf("fault %q: params: %v", spec, err)
 	}
 	for k := range v {
 		if _, ok := s.Params[k]; !ok {
-			return Fault{}, locker.Invalidf("fault %q: unknown param %q (%s takes %s)", spec, k, name, paramNames(s))
+			return Fault{}, faultErrorf("fault %q: unknown param %q (%s takes %s)", spec, k, name, paramNames(s))
 		}
 	}
 	if s.check != nil {
 		if err := s.check(v); err != nil {
-			return Fault{}, locker.Invalidf("fault %q: %v", spec, err)
+			return Fault{}, faultErrorf("fault %q: %v", spec, err)
 		}
 	}
 	return Fault{Scenario: s, Spec: spec, Params: v}, nil
@@ -314,7 +296,7 @@ func (s *Scenario) Applies(t Target) error { return s.Fits(t.Shape()) }
 // that fits its injections, apart, for a backend whose lease is lease.
 func (f Fault) MinDuration(sh Shape, lease time.Duration, injections int) time.Duration {
 	var d time.Duration
-	if sh.QuorumNodes > 0 {
+	if sh.Elects {
 		d = f.QuorumDuration
 	}
 	if f.span != nil {
@@ -324,17 +306,22 @@ func (f Fault) MinDuration(sh Shape, lease time.Duration, injections int) time.D
 	return d
 }
 
-// Hooks returns the hooks that inject the fault into a case.
-func (f Fault) Hooks(e Env) workloads.Hooks {
-	if f.hooks == nil {
-		return workloads.Hooks{}
+// Nemesis returns the fault at work on one case, against e's target:
+// attach it to the case's judge before the clients start (Attach), give
+// it the case's client processes (AddProcess), and Stop it once the
+// clients are done, for its record.
+func (f Fault) Nemesis(e Env) *Nemesis {
+	n := newNemesis()
+	if f.plan == nil {
+		return n
 	}
 	e.Params = f.Params
 	e.Injections = max(e.Injections, 1)
 	if e.Rand == nil {
 		e.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	return f.hooks(e)
+	n.plan = f.plan(e)
+	return n
 }
 
 // Lookup returns the scenario called name.
@@ -344,7 +331,7 @@ func Lookup(name string) (*Scenario, error) {
 			return s, nil
 		}
 	}
-	return nil, locker.Invalidf("unknown fault %q (known: %s)", name, strings.Join(Names(), ", "))
+	return nil, faultErrorf("unknown fault %q (known: %s)", name, strings.Join(Names(), ", "))
 }
 
 // Names lists the scenarios in catalogue order.
@@ -412,13 +399,13 @@ func (e Env) pick(nodes []*compose.Node, k int) []*compose.Node {
 // minority draws a minority of the servers: (n−1)/2 of n, or the one
 // server of a single-node backend.
 func (e Env) minority() []*compose.Node {
-	nodes := e.Target.nodes()
+	nodes := e.Target.Nodes
 	return e.pick(nodes, max((len(nodes)-1)/2, 1))
 }
 
 // majority draws a majority of the servers: n/2+1 of n.
 func (e Env) majority() []*compose.Node {
-	nodes := e.Target.nodes()
+	nodes := e.Target.Nodes
 	return e.pick(nodes, len(nodes)/2+1)
 }
 
@@ -431,7 +418,7 @@ func (e Env) describe(ctx context.Context, nodes []*compose.Node) results.Target
 		t.Nodes = append(t.Nodes, n.Name)
 		t.Leader = t.Leader || (leader != nil && n == leader)
 		for _, i := range e.Target.Priority {
-			t.Priority = t.Priority || (i < len(e.Target.Redis) && e.Target.Redis[i] == n)
+			t.Priority = t.Priority || (i < len(e.Target.Nodes) && e.Target.Nodes[i] == n)
 		}
 	}
 	return t
@@ -448,10 +435,10 @@ func names(nodes []*compose.Node) string {
 
 // each applies op to every node at once and waits: faults on several
 // nodes strike together, as in a rack power loss.
-func each(f *workloads.Faults, nodes []*compose.Node, op func(*compose.Node) error) {
+func each(nm *Nemesis, nodes []*compose.Node, op func(*compose.Node) error) {
 	var wg sync.WaitGroup
 	for _, n := range nodes {
-		wg.Go(func() { f.Fail(op(n)) })
+		wg.Go(func() { nm.fail(op(n)) })
 	}
 	wg.Wait()
 }

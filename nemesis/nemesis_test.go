@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
@@ -26,8 +25,8 @@ func TestCatalogue(t *testing.T) {
 			t.Errorf("the catalogue lacks %q", want)
 		}
 	}
-	if _, err := nemesis.Lookup("meteor"); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "meteor") {
-		t.Fatalf("Lookup of an unknown fault = %v, want ErrInvalid naming it", err)
+	if _, err := nemesis.Lookup("meteor"); !errors.Is(err, nemesis.ErrFault) || !strings.Contains(err.Error(), "meteor") {
+		t.Fatalf("Lookup of an unknown fault = %v, want ErrFault naming it", err)
 	}
 }
 
@@ -37,32 +36,36 @@ func TestParse(t *testing.T) {
 		t.Fatalf("Parse = %+v, %v", f, err)
 	}
 	for _, bad := range []string{"clock-jump?by=-1", "clock-jump?nodes=all", "client-pause?y=2", "client-pause?at=never", "none?x=1", "meteor", "client-pause?x=%zz"} {
-		if _, err := nemesis.Parse(bad); !errors.Is(err, locker.ErrInvalid) {
-			t.Errorf("Parse(%q) = %v, want ErrInvalid", bad, err)
+		if _, err := nemesis.Parse(bad); !errors.Is(err, nemesis.ErrFault) {
+			t.Errorf("Parse(%q) = %v, want ErrFault", bad, err)
 		}
 	}
 }
 
 func TestFits(t *testing.T) {
+	// The shapes of the clusters the runner starts (with the members of a
+	// quorum cluster in network namespaces of their own).
 	shapes := map[string]nemesis.Shape{
-		"noop":      {},
-		"redis":     {RedisNodes: 1},
-		"redlock":   {RedisNodes: 5},
-		"sentinel":  {Sentinel: true},
-		"zookeeper": {QuorumNodes: 3},
-		"postgres":  {Postgres: true},
+		"none":      {},
+		"redis":     {Nodes: 1, Proxied: true, ClockShift: true},
+		"redis×5":   {Nodes: 5, Proxied: true, ClockShift: true},
+		"sentinel":  {Nodes: 2, Leader: true, Sentinel: true},
+		"zookeeper": {Nodes: 3, Elects: true, Leader: true, Members: true, Proxied: true},
+		"postgres":  {Nodes: 1, Proxied: true},
 	}
 	want := map[string][]string{ // scenario -> the shapes it fits
-		"none":           {"noop", "redis", "redlock", "sentinel", "zookeeper", "postgres"},
-		"client-pause":   {"noop", "redis", "redlock", "sentinel", "zookeeper", "postgres"},
-		"server-pause":   {"redis", "redlock", "sentinel", "zookeeper", "postgres"},
-		"failover":       {"sentinel"},
-		"restart":        {"redis", "redlock", "postgres"},
-		"clock-jump":     {"redis", "redlock"},
-		"crash-minority": {"redlock", "zookeeper"},
-		"partition":      {"redis", "redlock", "zookeeper", "postgres"},
-		"latency":        {"redis", "redlock", "zookeeper", "postgres"},
-		"leader-kill":    {"zookeeper"},
+		"none":             {"none", "redis", "redis×5", "sentinel", "zookeeper", "postgres"},
+		"client-pause":     {"none", "redis", "redis×5", "sentinel", "zookeeper", "postgres"},
+		"server-pause":     {"redis", "redis×5", "sentinel", "zookeeper", "postgres"},
+		"failover":         {"sentinel"},
+		"restart":          {"redis", "redis×5", "sentinel", "zookeeper", "postgres"},
+		"clock-jump":       {"redis", "redis×5"},
+		"crash-minority":   {"redis×5", "zookeeper"},
+		"partition":        {"redis", "redis×5", "zookeeper", "postgres"},
+		"latency":          {"redis", "redis×5", "zookeeper", "postgres"},
+		"partition-leader": {"zookeeper"},
+		"partition-halves": {"zookeeper"},
+		"leader-kill":      {"zookeeper"},
 	}
 	for name, fits := range want {
 		s, err := nemesis.Lookup(name)

@@ -26,7 +26,7 @@ func TestTargetsFollowTheSeed(t *testing.T) {
 	nodes := fiveNodes()
 	spec, _ := workloads.Spec{Workload: workloads.Hot, Clients: 1, Duration: 8 * time.Second}.Normalize()
 	draw := func(seed uint64) ([]time.Duration, [][]string, bool) {
-		e := Env{Target: Target{Redis: nodes, Priority: []int{0}}, Spec: spec, Lease: time.Second, Injections: 3, Rand: rand.New(rand.NewPCG(seed, 0))}
+		e := Env{Target: Target{Nodes: nodes, Priority: []int{0}}, Spec: spec, Lease: time.Second, Injections: 3, Rand: rand.New(rand.NewPCG(seed, 0))}
 		at := e.slots(e.window(), e.gap())
 		var picks [][]string
 		priority := false
@@ -92,11 +92,11 @@ func TestClientPausesNeverOverlap(t *testing.T) {
 		ws, _ := workloads.Spec{Workload: workloads.Hot, Clients: 1, Duration: d}.Normalize()
 		pause, gap := clientPause(f.Params, lease), clientPauseGap(lease)
 		for seed := range uint64(20) {
-			h := f.Hooks(Env{Spec: ws, Lease: lease, Injections: injections, Rand: rand.New(rand.NewPCG(seed, 0))})
+			section := f.Nemesis(Env{Spec: ws, Lease: lease, Injections: injections, Rand: rand.New(rand.NewPCG(seed, 0))}).plan.section
 			var at []time.Duration
 			// A grant every 7 ms, none while a paused holder holds the key.
 			for g := time.Duration(0); g < d; g += 7 * time.Millisecond {
-				if a := h.Section(judge.SectionEvent{Granted: g}); a.Pause > 0 {
+				if a := section(judge.SectionEvent{Granted: g}); a.Pause > 0 {
 					if a.Pause != pause {
 						t.Fatalf("%s: paused for %v, want %v", spec, a.Pause, pause)
 					}

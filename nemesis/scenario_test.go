@@ -2,6 +2,7 @@ package nemesis_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -13,21 +14,37 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
-	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/workloads"
 )
 
+// outcome is what a case of run measured: the judge's result and the
+// nemesis's record.
+type outcome struct {
+	*judge.Result
+	nemesis.Record
+}
+
+// acquired counts the case's grants.
+func (o outcome) acquired() int64 {
+	var n int64
+	for _, x := range o.Timeline {
+		n += x
+	}
+	return n
+}
+
 // run runs a short hot-key load of 4 goroutine clients on backend
 // redlock (with params) against nodes under the named fault, injected
-// twice, and returns the outcome.
-func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]string) *workloads.Outcome {
+// twice, and returns the outcome: the runner's composition of clients,
+// judge and nemesis, on goroutines.
+func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]string) outcome {
 	t.Helper()
 	f, err := nemesis.Parse(fault)
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := nemesis.Target{Redis: nodes, Priority: []int{0}}
+	target := nemesis.Target{Nodes: nodes, Priority: []int{0}, ClockShift: true}
 	cfg := backends.Config{Params: map[string]string{"bootstrap": "true", "maxttl": "2s"}}
 	for k, v := range params {
 		cfg.Params[k] = v
@@ -47,20 +64,34 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockers := make([]locker.Locker, spec.Clients)
-	for i := range lockers {
-		if lockers[i], err = backends.Open("redlock", cfg); err != nil {
-			t.Fatal(err)
-		}
-		defer lockers[i].Close()
-	}
 	j, err := judge.New(judge.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hooks := f.Hooks(nemesis.Env{Target: target, Spec: spec, Lease: spec.TTL, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))})
-	out, err := workloads.RunCase(context.Background(), j, "case", spec, []judge.Guard{judge.GuardNone}, lockers, hooks)
+	ctx := context.Background()
+	info, err := j.Open(ctx, "local", judge.CaseSpec{ID: "case", Guards: []judge.Guard{judge.GuardNone}, Processes: spec.Clients,
+		Duration: spec.Duration, TimelineStep: spec.TimelineStep})
 	if err != nil {
+		t.Fatal(err)
+	}
+	spec.KeyPrefix = info.KeyPrefix
+	c := j.Case("case")
+	clients := make([]workloads.Client, spec.Clients)
+	for i := range clients {
+		l, err := backends.Open("redlock", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		p := info.FirstProcess + i
+		clients[i] = workloads.Client{Process: p, Locker: l, Judge: c.Local("local", p)}
+	}
+	n := f.Nemesis(nemesis.Env{Target: target, Spec: spec, Lease: spec.TTL, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))})
+	n.Attach(ctx, c, spec.Duration)
+	runErr := workloads.Run(ctx, spec, clients)
+	rec := n.Stop()
+	res, err := j.Finish(ctx, "local", "case")
+	if err := errors.Join(runErr, err); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
@@ -68,7 +99,7 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 			t.Errorf("%s was left down by %s", n.Name, fault)
 		}
 	}
-	return out
+	return outcome{res, rec}
 }
 
 func redis5(t *testing.T) []*compose.Node {
@@ -90,25 +121,25 @@ func TestRestart(t *testing.T) {
 	nodes := redis5(t)
 	// A restart is a chance of a double grant, which a loaded machine can
 	// make the other clients miss: allow three cases of two restarts.
-	var plain *workloads.Outcome
+	var plain outcome
 	for range 3 {
-		if plain = run(t, nodes, "restart", map[string]string{"quarantine": "false"}); plain.Result.Reports[judge.GuardNone].OverlapsLockBug > 0 {
+		if plain = run(t, nodes, "restart", map[string]string{"quarantine": "false"}); plain.Reports[judge.GuardNone].OverlapsLockBug > 0 {
 			break
 		}
 	}
-	if plain.Result.Reports[judge.GuardNone].OverlapsLockBug == 0 {
-		t.Errorf("restart without quarantine: no lock-bug overlap in three cases (%d grants in the last)", plain.Acquired())
+	if plain.Reports[judge.GuardNone].OverlapsLockBug == 0 {
+		t.Errorf("restart without quarantine: no lock-bug overlap in three cases (%d grants in the last)", plain.acquired())
 	}
 	guarded := run(t, nodes, "restart", nil)
-	if guarded.Result.Reports[judge.GuardNone].Overlaps != 0 {
-		t.Errorf("restart with quarantine: %d overlaps", guarded.Result.Reports[judge.GuardNone].Overlaps)
+	if guarded.Reports[judge.GuardNone].Overlaps != 0 {
+		t.Errorf("restart with quarantine: %d overlaps", guarded.Reports[judge.GuardNone].Overlaps)
 	}
-	for _, o := range []*workloads.Outcome{plain, guarded} {
+	for _, o := range []outcome{plain, guarded} {
 		if len(o.Targets) == 0 || len(o.Windows) != len(o.Targets) || len(o.Targets[0].Nodes) != 3 {
 			t.Errorf("injections %+v, windows %+v: want restarts of 3 nodes, each with its window", o.Targets, o.Windows)
 		}
 	}
-	t.Logf("overlaps: %d without quarantine, %d with", plain.Result.Reports[judge.GuardNone].Overlaps, guarded.Result.Reports[judge.GuardNone].Overlaps)
+	t.Logf("overlaps: %d without quarantine, %d with", plain.Reports[judge.GuardNone].Overlaps, guarded.Reports[judge.GuardNone].Overlaps)
 }
 
 // TestMinorityFaultsHeal runs the window faults that break a minority and
@@ -141,9 +172,9 @@ func TestMinorityFaultsHeal(t *testing.T) {
 				t.Fatalf("the first injection of %s hit the priority node (%+v): choose a seed that leaves something to check", fault, out.Targets[0])
 			}
 			w := out.Windows[0]
-			step := out.Result.TimelineStep.Seconds()
+			step := out.TimelineStep.Seconds()
 			var during int64
-			for i, n := range out.Result.Timeline {
+			for i, n := range out.Timeline {
 				if at := float64(i) * step; at >= w.StartS && at < w.EndS {
 					during += n
 				}
@@ -151,8 +182,8 @@ func TestMinorityFaultsHeal(t *testing.T) {
 			if during == 0 {
 				t.Fatalf("no grant during %s (%.1fs-%.1fs) on %v: a majority was up", fault, w.StartS, w.EndS, out.Targets[0].Nodes)
 			}
-			if out.Result.Reports[judge.GuardNone].Overlaps != 0 {
-				t.Fatalf("%d overlaps under %s", out.Result.Reports[judge.GuardNone].Overlaps, fault)
+			if out.Reports[judge.GuardNone].Overlaps != 0 {
+				t.Fatalf("%d overlaps under %s", out.Reports[judge.GuardNone].Overlaps, fault)
 			}
 			// Healed: every node answers through its proxy again.
 			for _, n := range nodes {

@@ -47,14 +47,23 @@ type group struct {
 	Unfenced bool
 	Trials   int
 	Cases    int
+	// Independent is set when every case ran on servers started for its
+	// trial alone (results.Case.FreshServers): only then are its trials
+	// independent samples (see independentTrials).
+	Independent bool
 
 	Nodes, Quorum int
 	Guarantee     string
+	// TTLMillis, PromiseMS and MaxValidityMS are the TTL asked and the
+	// contract the cases were judged by (the first case's that declared
+	// one).
+	TTLMillis, PromiseMS, MaxValidityMS float64
 
 	Acquired int64
-	// Contended is the grants of cases run with at least 2 clients:
-	// the trials a fault-free double grant is counted in (a lone client
-	// cannot overlap itself, and its grants would flatter the bound).
+	// Contended is the grants made while another client of the key was
+	// waiting for it (results.Case.ContendedGrants): the trials a
+	// fault-free double grant is counted in (an uncontended grant cannot
+	// overlap, and would flatter the bound).
 	Contended int64
 	// Throughput is the median over trials of grants/s, ThroughputMin and
 	// ThroughputMax its range; Speed holds all three with the count.
@@ -115,7 +124,9 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 	trials := map[int]*trial{}
 	var trialOrder []int
 	dec := decoder()
+	g.Independent = true
 	for _, c := range cases {
+		g.Independent = g.Independent && c.FreshServers
 		g.Fencing = g.Fencing || c.Fencing
 		g.Unfenced = g.Unfenced || (c.Guard == guardFence && !c.Fencing)
 		g.Nodes = max(g.Nodes, c.Nodes)
@@ -123,13 +134,14 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 		if g.Guarantee == "" {
 			g.Guarantee = c.Guarantee
 		}
+		if g.PromiseMS == 0 && c.PromiseMS > 0 {
+			g.TTLMillis, g.PromiseMS, g.MaxValidityMS = float64(c.TTLMillis), c.PromiseMS, c.MaxValidityMS
+		}
 		if c.ClientsAs != "" {
 			g.ClientsAs = appendNew(g.ClientsAs, c.ClientsAs)
 		}
 		g.Acquired += c.Acquired
-		if c.Clients >= 2 {
-			g.Contended += c.Acquired
-		}
+		g.Contended += c.ContendedGrants
 		g.DurationS = max(g.DurationS, c.DurationS)
 		if g.runs == nil {
 			g.runs = map[string]*group{}
@@ -236,6 +248,16 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 	g.Release, _, _, p = pool(key, "release", cases, releaseOf, dec)
 	problems = append(problems, p...)
 	return g, problems
+}
+
+// independentTrials is how many independent trials the group's speed
+// rests on: its trials when each ran on fresh servers, else one — trials
+// that shared servers are one experiment repeated, not separate samples.
+func (g *group) independentTrials() int {
+	if g.Independent {
+		return g.Speed.N
+	}
+	return min(g.Speed.N, 1)
 }
 
 // decoder returns results.Decode memoised: a case's histograms serve the
@@ -367,6 +389,7 @@ func totals(gs []*group) (t group) {
 	for _, g := range gs {
 		t.StaleAccepted += g.StaleAccepted
 		t.StaleRejected += g.StaleRejected
+		t.Hit.Stale += g.Hit.Stale
 		t.LostUpdates += g.LostUpdates
 		t.Trials = max(t.Trials, g.Trials)
 		t.Cases += g.Cases

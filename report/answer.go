@@ -49,19 +49,28 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 	if len(costlier) > 0 {
 		answer += fmt.Sprintf(" %s: indistinguishable from %s here, but costlier (%s).", joinAnd(costlier), v.Backend, ds.costLine(v.Backend, costlier))
 	}
+	if tie := safetyTie(ch); len(tie) > 0 {
+		answer += fmt.Sprintf(" %s %s tied with it on safety and set apart in this run only by availability or speed, which move from run to run: the order among them is this run's, not a settled one.",
+			joinAnd(tie), isAre(len(tie)))
+	}
 	var ev []string
 	if q == forEfficiency {
 		t := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
 		ev = append(ev, fmt.Sprintf("Double grants without faults: %s.", perGrant(t.Incidents, t.Contended)))
 	} else {
-		all := ds.evidenceOn(v.Backend, v.Faced)
-		fenced := ds.evidenceUnder(v.Backend, v.Faced, guardFence)
 		ff := totals(ds.find(query{Backend: v.Backend, Guard: guardFence}))
+		every := totals(ds.find(query{Backend: v.Backend}))
 		free := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
-		ev = append(ev, fmt.Sprintf("Lock-bug incidents: %s over %s; without faults %s.",
-			perInjection(0, all.tally), plural(int64(len(v.Faced)), "fault class"), perGrant(free.lockBugs(), free.Contended)))
-		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted, lost updates and token regressions: each %s; %s stale writes rejected; porcupine's fenced-mutex check: %s.",
-			perInjection(fenced.StaleAccepted+fenced.LostUpdates+fenced.TokenRegressions, fenced.tally), fmtCount(ff.StaleRejected), ff.LinearizableFenced))
+		line := "Lock-bug incidents, per fault class and profile (" + ds.withOne() + "): " + boundsText(ds.classBounds(v.Backend, "", v.Faced, kindLockBug))
+		if free.Cases > 0 {
+			line += fmt.Sprintf("; without faults %s", perGrant(free.lockBugs(), free.Contended).cell())
+		}
+		ev = append(ev, line+".")
+		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted (%s): %s; lost updates and token regressions: 0; %s stale writes rejected; porcupine's fenced-mutex check: %s on every history.",
+			ds.withOne(), boundsText(ds.classBounds(v.Backend, guardFence, v.Faced, kindStale)), fmtCount(ff.StaleRejected), every.LinearizableFenced))
+		if amb := withEvents(ds.classBounds(v.Backend, "", v.Faced, kindAmbiguous)); len(amb) > 0 {
+			ev = append(ev, "Ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired holder): "+boundsText(amb)+".")
+		}
 		ev = append(ev, "Fencing "+v.Fencing+".")
 	}
 	ev = append(ev, ds.comparedLine(ch, q))
@@ -69,6 +78,9 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		ev = append(ev, line)
 	}
 	if line := rankingLine(ch); line != "" {
+		ev = append(ev, line)
+	}
+	if line := ds.tieLine(ch); line != "" {
 		ev = append(ev, line)
 	}
 	ev = append(ev, ds.speedLine(ch, v, workload))
@@ -118,8 +130,8 @@ func (ds *dataset) comparedLine(ch Choice, q question) string {
 	}
 	line := fmt.Sprintf("Compared with %s on the classes all of them faced: %s.", others, joinAnd(ch.Compared))
 	if q == forEfficiency {
-		t := ds.evidenceOn(ch.Backend, ch.Compared)
-		line += fmt.Sprintf(" Its double grants there, tolerated but counted: %s.", perInjection(t.Incidents, t.tally))
+		line += " Its double-grant incidents there, tolerated but counted (" + ds.withOne() + "): " +
+			boundsText(ds.classBounds(ch.Backend, "", ch.Compared, kindIncident)) + "."
 	}
 	return line
 }
@@ -176,8 +188,11 @@ func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
 	}
 	s := fmt.Sprintf("Speed: %s grants/s at %s, workload %s, %s profile; acquire p99 %s",
 		spreadRate(g.Speed), plural(int64(v.Clients), "client"), workload, v.Durability, fmtUS(float64(v.P99US)))
-	if g.Speed.N < minSpeedTrials {
+	switch {
+	case g.Speed.N < minSpeedTrials:
 		s += fmt.Sprintf("; from %s, too few to call any backend faster", plural(int64(g.Speed.N), "trial"))
+	case g.independentTrials() < minSpeedTrials:
+		s += fmt.Sprintf("; from %s on the same servers, which count as one: no backend is called faster", plural(int64(g.Speed.N), "trial"))
 	}
 	// The others that reached the speed step, by how they compare.
 	words := map[string][]string{}
@@ -191,7 +206,7 @@ func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
 			continue
 		}
 		word := "indistinguishable here from"
-		if og.Speed.N >= minSpeedTrials && g.Speed.N >= minSpeedTrials {
+		if og.independentTrials() >= minSpeedTrials && g.independentTrials() >= minSpeedTrials {
 			switch g.Speed.Compare(og.Speed) {
 			case 1:
 				word = "faster than"
@@ -218,6 +233,39 @@ func (ds *dataset) profilesOf(backend string) string {
 		}
 	}
 	return joinAnd(ps)
+}
+
+// safetyTie returns the qualifying backends the choice was put before
+// only by availability or speed: tied with it on safety, and ordered by
+// numbers that move from run to run.
+func safetyTie(ch Choice) []string {
+	var out []string
+	for _, o := range ch.Verdicts {
+		if o.Qualifies && o.Backend != ch.Backend &&
+			(strings.HasPrefix(o.Standing, "set apart on availability") || strings.HasPrefix(o.Standing, "set apart on speed")) {
+			out = append(out, o.Backend)
+		}
+	}
+	return out
+}
+
+// tieLine says, when the choice rests on availability or speed, what
+// would show whether the order holds: the evidence is a few fault windows
+// per class and trials that may share servers.
+func (ds *dataset) tieLine(ch Choice) string {
+	tie := safetyTie(ch)
+	if len(tie) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("What would settle the order between %s and %s: more injections per compared class (each is one availability sample), and trials on fresh servers (speed ranges from trials that share servers are not independent); two runs with different seeds that agree.",
+		ch.Backend, joinAnd(tie))
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 // without returns s without v.

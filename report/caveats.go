@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -29,8 +30,8 @@ func (ds *dataset) caveats() []string {
 	}
 	for _, b := range ds.Backends {
 		if bugs := ds.lockBugsByClass(b); len(bugs) > 0 {
-			what := "granted the key while the previous holder's lease was still valid by the lock's own promise"
-			if isControl(b) {
+			what := "granted the key before the previous grant's contract line: a key it had promised to its holder"
+			if ds.isControl(b) {
 				what = "the control excludes nobody: this is the checker seeing double grants, as it should"
 			}
 			out = append(out, fmt.Sprintf("%s: lock-bug incidents %s — %s.", b, strings.Join(bugs, "; "), what))
@@ -45,13 +46,15 @@ func (ds *dataset) caveats() []string {
 			}
 			ft := totals(ds.find(query{Backend: b, Class: cls, Guard: guardFence}))
 			nt := totals(ds.find(query{Backend: b, Class: cls, Guard: guardNone}))
-			parts = append(parts, fmt.Sprintf("%s under %s (with fencing %d stale writes rejected, %d accepted; without, %d accepted)",
-				perInjection(t.IncidentsExpired, t.tally), cls, ft.StaleRejected, ft.StaleAccepted, nt.StaleAccepted))
+			parts = append(parts, fmt.Sprintf("under %s %s, %s (with fencing %d stale writes rejected, %d accepted; without, %d accepted)",
+				cls, plural(t.IncidentsExpired, "incident"), rateOf(t, kindExpired, cls).hadOne(), ft.StaleRejected, ft.StaleAccepted, nt.StaleAccepted))
 		}
 		if len(parts) > 0 {
 			out = append(out, fmt.Sprintf("%s: expired-holder incidents %s — a holder went on after its lease had ended (a pause or partition longer than the lease) while another held the key; only a fencing resource makes those writes harmless.", b, strings.Join(parts, "; ")))
 		}
 	}
+	out = append(out, ds.contractCaveats()...)
+	out = append(out, ds.toldCaveats()...)
 	for _, cls := range ds.Classes {
 		for _, guard := range ds.Guards {
 			out = append(out, ds.staleLines(cls, guard)...)
@@ -104,7 +107,7 @@ func (ds *dataset) staleLines(class, guard string) []string {
 		}
 		text := countsText(group{tally: tally{StaleAccepted: t.StaleAccepted, LostUpdates: t.LostUpdates}}, false)
 		if class != faultNone {
-			text += fmt.Sprintf(" in %s", plural(t.Injections, "injection"))
+			text += fmt.Sprintf(" in %s", plural(t.Injections, "tested injection"))
 		}
 		hits = append(hits, b+" "+text)
 		lines = append(lines, fmt.Sprintf("%s %s: %s under %s.", b, with, text, class))
@@ -150,20 +153,26 @@ func (ds *dataset) limits() []string {
 	lo, hi := int64(-1), int64(0)
 	for _, b := range ds.realBackends() {
 		for _, cls := range ds.classesOf(b) {
-			n := totals(ds.find(query{Backend: b, Class: cls})).Injections
-			if lo < 0 || n < lo {
-				lo = n
+			for _, d := range ds.Durabilities {
+				gs := ds.find(query{Backend: b, Class: cls, Durability: d})
+				if len(gs) == 0 {
+					continue
+				}
+				n := totals(gs).Injections
+				if lo < 0 || n < lo {
+					lo = n
+				}
+				hi = max(hi, n)
 			}
-			hi = max(hi, n)
 		}
 	}
 	if hi > 0 {
-		out = append(out, fmt.Sprintf("The bounds this run reaches: a fault class a backend faced got between %s and %s (summed over trials, guards and variants of the class); with no incident that bounds the rate per injection at ≤ %s and ≤ %s respectively, at 95%%. More injections tighten them.",
-			plural(lo, "injection"), plural(hi, "injection"), fmtPct(perInjection(0, tally{Injections: max(lo, 1)}).Upper95()), fmtPct(perInjection(0, tally{Injections: hi}).Upper95())))
+		out = append(out, fmt.Sprintf("The bounds this run reaches: a fault class a backend faced under one profile got between %s and %s (summed over trials, guards and variants of the class, never over classes); with none followed by an incident that bounds the rate at ≤ %s and ≤ %s respectively, at 95%%. More injections tighten them.",
+			plural(lo, "tested injection"), plural(hi, "tested injection"), fmtPct(perInjection(0, tally{Injections: max(lo, 1)}).Upper95()), fmtPct(perInjection(0, tally{Injections: hi}).Upper95())))
 	}
 	fewest := 0
 	for _, g := range ds.find(query{Fault: faultNone}) {
-		if !isControl(g.Backend) && (fewest == 0 || g.Trials < fewest) {
+		if !ds.isControl(g.Backend) && (fewest == 0 || g.Trials < fewest) {
 			fewest = g.Trials
 		}
 	}
@@ -180,12 +189,84 @@ func (ds *dataset) limits() []string {
 	if len(goroutines) > 0 {
 		out = append(out, fmt.Sprintf("client-pause ran with goroutine clients for %s: a goroutine's sleep is not a process stop (its timers and keepalives ran on), so those pauses flatter or harm the lock in ways a real GC pause would not.", joinAnd(goroutines)))
 	}
-	inferred := false
+	inferred, unjudged, shared := false, false, false
+	var untested int64
+	var whyNot []string
 	for _, g := range ds.Groups {
 		inferred = inferred || g.InjectionsInferred
+		unjudged = unjudged || g.Unjudged
+		shared = shared || (g.Trials > 1 && !g.Independent)
+	}
+	all := totals(ds.Groups)
+	for _, id := range slices.Sorted(maps.Keys(all.runs)) {
+		r := all.runs[id]
+		untested += r.Untested
+		for _, w := range r.WhyNot {
+			whyNot = appendNew(whyNot, w)
+		}
 	}
 	if inferred {
 		out = append(out, "Some fault cases recorded no injection count (a file from before the field): one injection per recorded fault window was assumed.")
+	}
+	if unjudged {
+		out = append(out, "Some fault cases did not judge their injections (whether each met a held key and a granting lock, and had its effect read back): every one of their injections was counted as tested, which a skeptic would not grant; their rates read \"injections\", not \"tested injections\".")
+	}
+	if untested > 0 {
+		out = append(out, fmt.Sprintf("%s tested nothing and entered no rate: %s.", plural(untested, "injection"), brief(whyNot)))
+	}
+	if shared {
+		out = append(out, "Trials of a combination ran one after another on the same servers (fresh worker processes, servers kept for the run): they are not independent samples, so each combination counts as one trial where independence matters — no backend is called faster than another on their spread — and the ranges shown are run-to-run spread on one set of servers.")
+	}
+	return out
+}
+
+// toldCaveats say, per backend and class, how many of its stale writes
+// came after its lease had told the holder it had ended — the lock
+// revoked the lease in time — and how many were silent.
+func (ds *dataset) toldCaveats() []string {
+	var out []string
+	for _, b := range ds.realBackends() {
+		var parts []string
+		for _, cls := range ds.Classes {
+			t := totals(ds.find(query{Backend: b, Class: cls}))
+			if t.StaleTold+t.StaleSilent == 0 {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("under %s %d told, %d silent", cls, t.StaleTold, t.StaleSilent))
+		}
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("%s: stale writes made after its lease had told the holder it ended (the lock revoked it in time: a careful client holds back) against those made with the lease saying nothing (only fencing stops them): %s.",
+				b, strings.Join(parts, "; ")))
+		}
+	}
+	return out
+}
+
+// contractCaveats are the findings about leases against their contract
+// (a lease that reported less validity than its lock promises, or more
+// than it can give) and the ambiguous incidents, per backend.
+func (ds *dataset) contractCaveats() []string {
+	var out []string
+	for _, b := range ds.realBackends() {
+		t := totals(ds.find(query{Backend: b}))
+		if t.ValidityShort > 0 {
+			out = append(out, fmt.Sprintf("Finding, %s: %s of %s reported a ValidUntil earlier than its contract promises (by up to %s): a line drawn by the lease would have turned its double grants into expired holders; this report draws it by the contract.",
+				b, plural(t.ValidityShort, "lease"), plural(t.Acquired, "grant"), fmtMS(t.ValidityShortMaxMS)))
+		}
+		if t.ValidityLong > 0 {
+			out = append(out, fmt.Sprintf("Finding, %s: %s of %s reported a ValidUntil later than the lock can give (by up to %s): a holder that trusts it may write after the key went to someone else.",
+				b, plural(t.ValidityLong, "lease"), plural(t.Acquired, "grant"), fmtMS(t.ValidityLongMaxMS)))
+		}
+		var amb []string
+		for _, cls := range ds.Classes {
+			if bs := withEvents(ds.classBounds(b, "", []string{cls}, kindAmbiguous)); len(bs) > 0 {
+				amb = append(amb, boundsText(bs))
+			}
+		}
+		if len(amb) > 0 {
+			out = append(out, fmt.Sprintf("%s: ambiguous incidents %s — the later grant fell within the judge's clock bounds of the earlier grant's contract line, so neither a lock bug nor an expired holder can be claimed; they are counted apart.",
+				b, strings.Join(amb, "; ")))
+		}
 	}
 	return out
 }

@@ -264,7 +264,7 @@ func controlStyle() seriesStyle {
 // backendStyle returns the style of a backend by its place among the
 // run's real locks; the control has its own.
 func (ds *dataset) backendStyle(backend string) seriesStyle {
-	if isControl(backend) {
+	if ds.isControl(backend) {
 		return controlStyle()
 	}
 	real := ds.realBackends()

@@ -99,7 +99,7 @@ func (ds *dataset) costChart(dir string) (*chart, error) {
 		tail.Shape, tail.Radius = draw.PyramidGlyph{}, vg.Points(4)
 		p.Add(&glyphsAt{xs: []float64{x}, ys: []float64{math.Max(float64(g.Latency.P99+g.Release.P99), p.Y.Min)}, g: tail})
 		label := fmt.Sprintf("%s: %s", g.Backend, fmtUS(g.OwnCost.Median))
-		if isControl(g.Backend) {
+		if ds.isControl(g.Backend) {
 			label += " (control)"
 		}
 		lg.add(label, glyphThumb{dot})

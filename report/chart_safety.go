@@ -40,16 +40,14 @@ func (ds *dataset) safetyCell(backend, fault, guard string) gridCell {
 		return gridCell{fill: cellAbsent, lines: []cellLine{{text: "not judged"}}, dim: true}
 	}
 	t := totals(gs)
-	rate := func(k int64) string {
-		if gs[0].FaultClass == faultNone {
-			return perGrant(k, t.Contended).cell()
-		}
-		return perInjection(k, t.tally).cell()
-	}
+	rate := func(k kind) string { return rateOf(t, k, gs[0].FaultClass).cell() }
 	lines := []cellLine{
-		{"bug " + rate(t.lockBugs()), t.lockBugs() > 0},
-		{"exp " + rate(t.IncidentsExpired), false},
+		{"bug " + rate(kindLockBug), t.lockBugs() > 0},
+		{"exp " + rate(kindExpired), false},
 		{fmt.Sprintf("stale %d acc, %d rej", t.StaleAccepted, t.StaleRejected), t.StaleAccepted > 0},
+	}
+	if t.IncidentsAmbiguous > 0 {
+		lines = append(lines, cellLine{"amb " + rate(kindAmbiguous), false})
 	}
 	if t.LostUpdates > 0 {
 		lines = append(lines, cellLine{fmt.Sprintf("lost upd %d", t.LostUpdates), true})
@@ -87,9 +85,9 @@ func (ds *dataset) safetyChart(dir string) (*chart, error) {
 	}
 	ch := &chart{
 		Name:  "safety",
-		Title: "Safety per fault × backend: incidents per injection with their 95% upper bounds",
-		Read: "One panel per resource guard. In each cell (a fault, a backend), \"bug k/n ≤u\" counts lock-bug incidents — two holders while the first lease was still valid — " +
-			"in n injections with the 95% upper bound u on their rate (without a fault, per grant of the cases with 2+ clients); \"exp\" counts expired-holder incidents, what fencing is for; " +
+		Title: "Safety per fault × backend: tested injections with an incident, with their 95% upper bounds",
+		Read: "One panel per resource guard. In each cell (a fault, a backend), \"bug k/n ≤u\" says that k of the n tested injections were followed by a lock-bug incident — the key granted before the earlier grant's contract line — " +
+			"with the 95% upper bound u on that rate (without a fault, k incidents in n contended grants); \"exp\" the same for expired-holder incidents, what fencing is for, and \"amb\" for ambiguous ones, inside the clock bounds of the line; " +
 			"\"stale\" the stale writes the resource accepted and rejected. Dark red: a lock bug; light red: another violation; blue: holders outlived their lease but nothing stale got through; " +
 			"green: nothing; yellow: fenced, but the backend issues no tokens; grey: not judged (see the coverage table for why). A cell that pools durability profiles names them; the safety table splits them.",
 	}
@@ -121,7 +119,8 @@ func (ds *dataset) safetyChart(dir string) (*chart, error) {
 	lg.add("")
 	lg.add("bug: lock-bug incidents")
 	lg.add("exp: expired-holder incidents")
-	lg.add("k/n ≤u: k in n injections,")
+	lg.add("amb: ambiguous incidents")
+	lg.add("k/n ≤u: k of n tested injections,")
 	lg.add("   rate ≤ u at 95%")
 	lg.add("stale acc/rej: stale writes")
 	lg.add("   accepted / rejected")

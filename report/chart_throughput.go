@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -98,13 +99,31 @@ func (ds *dataset) throughputPlots(workload string) *tpPlots {
 	for _, o := range others {
 		ch.Notes = append(ch.Notes, fmt.Sprintf("Fault-free cases under the %s profile are in the speed table, not drawn here.", o))
 	}
+	// One way of measuring per chart: goroutine clients of one process and
+	// worker processes reporting to a judge over TCP are different
+	// experiments, and a line joining them would show the difference as a
+	// property of the locks.
+	candidates := ds.find(query{Workload: workload, Fault: faultNone, Guard: guard, Durability: profile, EveryProfile: true})
+	way := dominantWay(candidates)
+	if way != "" {
+		ch.Title += ", clients as " + way
+	}
+	var apart []string
+	for _, g := range candidates {
+		if w := wayOf(g); w != way {
+			apart = appendNew(apart, fmt.Sprintf("%s at %d clients (%s)", g.Backend, g.Clients, w))
+		}
+	}
+	if len(apart) > 0 {
+		ch.Notes = append(ch.Notes, fmt.Sprintf("Measured another way, so not drawn on these lines (they are in the speed table): %s.", joinAnd(apart)))
+	}
 	var real, ctrl []tpSeries
 	var values, ctrlValues, clients []float64
 	var notFree []string
 	for _, b := range ds.Backends {
-		s := tpSeries{backend: b, nodes: ds.nodes(b), ctrl: isControl(b)}
+		s := tpSeries{backend: b, nodes: ds.nodes(b), ctrl: ds.isControl(b)}
 		for _, g := range ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Durability: profile, EveryProfile: true}) {
-			if g.Clients <= 0 {
+			if g.Clients <= 0 || wayOf(g) != way {
 				continue
 			}
 			s.clients = append(s.clients, float64(g.Clients))
@@ -157,6 +176,31 @@ func (ds *dataset) throughputPlots(workload string) *tpPlots {
 		lg.add("min–max over trials", &segments{style: spreadStyle})
 	}
 	return &tpPlots{ch: ch, main: main, below: below, lg: lg}
+}
+
+// wayOf names how a group's clients ran: "goroutines", "processes", both
+// joined when its cases differ, or "" when not recorded.
+func wayOf(g *group) string { return strings.Join(g.ClientsAs, " and ") }
+
+// dominantWay is the way of measuring most of the groups used (the first
+// in order on a tie).
+func dominantWay(gs []*group) string {
+	count := map[string]int{}
+	var order []string
+	for _, g := range gs {
+		w := wayOf(g)
+		if count[w] == 0 {
+			order = append(order, w)
+		}
+		count[w]++
+	}
+	best, most := "", 0
+	for _, w := range order {
+		if count[w] > most {
+			best, most = w, count[w]
+		}
+	}
+	return best
 }
 
 var spreadStyle = draw.LineStyle{Color: color.RGBA{90, 90, 90, 255}, Width: vg.Points(1)}

@@ -79,14 +79,26 @@ func csvColumns() []csvColumn {
 		csvColumn{"stale_rejected", "writes with a stale lease the resource rejected", func(c *results.Case) string { return itoa(c.StaleRejected) }},
 		csvColumn{"lost_updates", "lost increments of the read-modify-write counter", func(c *results.Case) string { return itoa(c.LostUpdates) }},
 		csvColumn{"token_regressions", "grants whose token was not above an earlier grant's", func(c *results.Case) string { return itoa(c.TokenRegressions) }},
-		csvColumn{"overlaps_lock_bug", "overlaps granted while the previous lease was still valid", func(c *results.Case) string { return itoa(c.OverlapsLockBug) }},
+		csvColumn{"overlaps_lock_bug", "overlaps granted before the previous grant's contract line", func(c *results.Case) string { return itoa(c.OverlapsLockBug) }},
 		csvColumn{"overlaps_expired_holder", "overlaps after the previous holder's lease had ended", func(c *results.Case) string { return itoa(c.OverlapsExpiredHolder) }},
+		csvColumn{"overlaps_ambiguous", "overlaps within the clock bounds of the previous grant's contract line", func(c *results.Case) string { return itoa(c.OverlapsAmbiguous) }},
 		csvColumn{"incidents", "distinct episodes of two holders", func(c *results.Case) string { return itoa(c.Incidents) }},
 		csvColumn{"incidents_lock_bug", "incidents with a lock-bug overlap", func(c *results.Case) string { return itoa(c.IncidentsLockBug) }},
 		csvColumn{"incidents_expired_holder", "incidents of expired holders only", func(c *results.Case) string { return itoa(c.IncidentsExpiredHolder) }},
+		csvColumn{"incidents_ambiguous", "incidents with an ambiguous overlap and no lock-bug one", func(c *results.Case) string { return itoa(c.IncidentsAmbiguous) }},
+		csvColumn{"contended_grants", "grants made while another client of the key waited", func(c *results.Case) string { return itoa(c.ContendedGrants) }},
+		csvColumn{"promise_ms", "the contract: ms after the call of Acquire nobody else may get the key", func(c *results.Case) string { return fmtFloat(c.PromiseMS) }},
+		csvColumn{"validity_short", "grants whose lease reported less validity than its contract", func(c *results.Case) string { return itoa(c.ValidityShort) }},
+		csvColumn{"validity_long", "grants whose lease reported more validity than its lock can give", func(c *results.Case) string { return itoa(c.ValidityLong) }},
 		csvColumn{"injections", "times the fault was injected", func(c *results.Case) string { return strconv.Itoa(c.Injections) }},
-		csvColumn{"incident_rate_upper95", "one-sided 95% upper bound on incidents per injection", func(c *results.Case) string { return fmtFloat(c.IncidentRateUpper95) }},
-		csvColumn{"targets", "what each injection hit: n:node+node[leader][priority];…", func(c *results.Case) string {
+		csvColumn{"injections_tested", "injections that tested what their class tests; empty when not judged", func(c *results.Case) string {
+			if c.InjectionsTested == nil {
+				return ""
+			}
+			return strconv.Itoa(*c.InjectionsTested)
+		}},
+		csvColumn{"incident_rate_upper95", "one-sided 95% upper bound on the tested injections followed by an incident", func(c *results.Case) string { return fmtFloat(c.IncidentRateUpper95) }},
+		csvColumn{"targets", "what each injection hit: n:node+node[leader][priority][untested];…", func(c *results.Case) string {
 			var parts []string
 			for _, t := range c.Targets {
 				s := fmt.Sprintf("%d:%s", t.Injection, strings.Join(t.Nodes, "+"))
@@ -95,6 +107,9 @@ func csvColumns() []csvColumn {
 				}
 				if t.Priority {
 					s += "[priority]"
+				}
+				if !t.Counted() {
+					s += "[untested]"
 				}
 				parts = append(parts, s)
 			}

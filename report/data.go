@@ -21,9 +21,6 @@ const (
 	faultPause  = "client-pause"
 	unsetLabel  = "(unset)"
 	unnamedCase = "(unnamed)"
-	// controlBackend is the backend that excludes nobody: it shows that
-	// the checker sees double grants, and is never a candidate.
-	controlBackend = "noop"
 )
 
 // baseName is a backend or fault name without its params: "redlock" for
@@ -33,10 +30,11 @@ func baseName(s string) string {
 	return b
 }
 
-// isControl reports whether a backend is the noop control (or a variant
-// of it), which no recommendation may pick and no throughput chart may
-// scale to.
-func isControl(backend string) bool { return baseName(backend) == controlBackend }
+// isControl reports whether a backend is a control, one that excludes
+// nobody (the results say so of its cases): it shows that the checker
+// sees double grants, and no recommendation may pick it nor throughput
+// chart scale to it.
+func (ds *dataset) isControl(backend string) bool { return ds.controls[backend] }
 
 // classOf returns a case's fault class: the recorded one, or the fault
 // name without its params for files from before the field.
@@ -66,6 +64,8 @@ type dataset struct {
 	Durabilities []string
 	// Problems name input the report could not use as it is.
 	Problems []string
+	// controls are the backends whose cases say they are a control.
+	controls map[string]bool
 }
 
 // guardOf returns the case's guard mode; an empty Guard is derived from
@@ -102,7 +102,7 @@ func normalised(c results.Case) results.Case {
 // invalid ones apart. It never fails: input it cannot use is skipped and
 // named in Problems.
 func analyse(f *results.File) *dataset {
-	ds := &dataset{File: f}
+	ds := &dataset{File: f, controls: map[string]bool{}}
 	if f == nil {
 		ds.File = &results.File{}
 		ds.Problems = append(ds.Problems, "no results file was given")
@@ -118,6 +118,11 @@ func analyse(f *results.File) *dataset {
 			invalidRuns[runOf(&raw)] = orUnset(raw.InvalidReason, "no reason recorded")
 		}
 	}
+	for _, raw := range f.Cases {
+		if raw.Control {
+			ds.controls[orUnset(raw.Backend, unnamedCase)] = true
+		}
+	}
 	for i, raw := range f.Cases {
 		c := normalised(raw)
 		if why, ok := invalidRuns[runOf(&raw)]; ok && !c.Invalid {
@@ -130,11 +135,10 @@ func analyse(f *results.File) *dataset {
 		if c.Clients <= 0 {
 			ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s): clients %d is not positive; it is kept in the tables but left out of per-client charts", i, c.Key(), c.Clients))
 		}
-		if c.Injections > 0 && c.IncidentRateUpper95 > 0 && !plausibleUpper95(c) {
-			if own := (stats.Rate{K: c.Incidents, N: int64(c.Injections)}).Upper95(); math.Abs(own-c.IncidentRateUpper95) > 0.005 {
-				ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s trial %d): incident_rate_upper95 %.4f in the file, %.4f from its %d incidents in %d injections; the report uses its own",
-					i, c.Key(), c.Trial, c.IncidentRateUpper95, own, c.Incidents, c.Injections))
-			}
+		if n, _ := c.Tested(); n > 0 && c.IncidentRateUpper95 > 0 && !plausibleUpper95(c) {
+			own := (stats.Rate{K: tallyOf(&c).Hit.Incident, N: int64(n)}).Upper95()
+			ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s trial %d): incident_rate_upper95 %.4f in the file, %.4f from its %d incidents in %d tested injections; the report uses its own",
+				i, c.Key(), c.Trial, c.IncidentRateUpper95, own, c.Incidents, n))
 		}
 		k := c.Key()
 		if _, ok := byKey[k]; !ok {
@@ -167,7 +171,7 @@ func analyse(f *results.File) *dataset {
 	for _, c := range ds.Invalid { // an invalid case still names what was attempted
 		ds.Backends = appendNew(ds.Backends, c.Backend)
 	}
-	slices.SortFunc(ds.Backends, compareBackends)
+	slices.SortFunc(ds.Backends, ds.compareBackends)
 	slices.Sort(ds.Workloads)
 	slices.SortFunc(ds.Faults, compareFaults)
 	slices.SortFunc(ds.Classes, compareFaults)
@@ -209,8 +213,8 @@ func appendNew[T comparable](s []T, v T) []T {
 
 // compareBackends orders real locks by name and the control last, so
 // that the control never takes a real lock's colour or place.
-func compareBackends(a, b string) int {
-	return cmp.Or(cmp.Compare(btoi(isControl(a)), btoi(isControl(b))), cmp.Compare(a, b))
+func (ds *dataset) compareBackends(a, b string) int {
+	return cmp.Or(cmp.Compare(btoi(ds.isControl(a)), btoi(ds.isControl(b))), cmp.Compare(a, b))
 }
 
 func btoi(b bool) int {
@@ -306,7 +310,7 @@ func (ds *dataset) workloadsUnder(fault string) []string {
 func (ds *dataset) realBackends() []string {
 	var out []string
 	for _, b := range ds.Backends {
-		if !isControl(b) {
+		if !ds.isControl(b) {
 			out = append(out, b)
 		}
 	}
@@ -326,13 +330,14 @@ func (ds *dataset) classesOf(backend string) []string {
 }
 
 // plausibleUpper95 reports whether a case's incident_rate_upper95 is the
-// bound of some count of injections with an incident that its incidents
-// allow: a run counts the injections an incident began in, which can be
-// fewer than its incidents (two in one window; the control's, which
-// need no fault).
+// bound of some count of tested injections with an incident that its
+// incidents allow: a run counts the injections an incident began after,
+// which can be fewer than its incidents (two after one strike; the
+// control's, which need no fault).
 func plausibleUpper95(c results.Case) bool {
-	for k := range min(c.Incidents, int64(c.Injections)) + 1 {
-		if math.Abs((stats.Rate{K: k, N: int64(c.Injections)}).Upper95()-c.IncidentRateUpper95) <= 0.005 {
+	n, _ := c.Tested()
+	for k := range min(c.Incidents, int64(n)) + 1 {
+		if math.Abs((stats.Rate{K: k, N: int64(n)}).Upper95()-c.IncidentRateUpper95) <= 0.005 {
 			return true
 		}
 	}

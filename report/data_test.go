@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/lockbench/lockbench/results"
@@ -72,7 +73,7 @@ func TestSeriesKeepApart(t *testing.T) {
 			tp, nodes = 200000, 0
 		}
 		f.Cases = append(f.Cases, results.Case{Backend: b, Workload: "hot", Fault: "none", Guard: "none", Clients: 16, Trial: 1,
-			Throughput: tp, Acquired: int64(tp), DurationS: 1, Nodes: nodes, Durability: map[bool]string{true: "", false: "fast"}[nodes == 0]})
+			Throughput: tp, Acquired: int64(tp), DurationS: 1, Nodes: nodes, Durability: map[bool]string{true: "", false: "fast"}[nodes == 0], Control: b == "noop"})
 	}
 	ds := analyse(f)
 	seen := map[string]string{}
@@ -104,15 +105,52 @@ func TestFormats(t *testing.T) {
 	}{
 		{fmtRate3(1215), "1.22k"}, {fmtRate3(12345), "12.3k"}, {fmtRate3(885), "885"}, {fmtRate3(999.7), "1k"}, {fmtRate3(2_345_678), "2.35M"},
 		{fmtPct(0.527), "53%"}, {fmtPct(0.0722), "7.2%"}, {fmtPct(0.0099), "0.99%"}, {fmtPct(0.0000241), "0.0024%"}, {fmtPct(0), "0%"},
-		{perInjection(0, tally{Injections: 40}).String(), "0 in 40 injections (rate ≤ 7.2% at 95%)"},
-		{perInjection(3, tally{Injections: 40}).String(), "3 in 40 injections (7.5%; ≤ 18% at 95%)"},
-		{perInjection(0, tally{}).String(), "0, in no injection: not judged"},
-		{perInjection(9, tally{Injections: 4}).String(), "9 in 4 injections (more than one per injection)"},
+		{perInjection(0, tally{Injections: 40}).String(), "0 in 40 tested injections (rate ≤ 7.2% at 95%)"},
+		{perInjection(3, tally{Injections: 40}).String(), "3 in 40 tested injections (7.5%; ≤ 18% at 95%)"},
+		{perInjection(3, tally{Injections: 40}).hadOne(), "3 in 40 tested injections had one (7.5%; ≤ 18% at 95%)"},
+		{perInjection(0, tally{Injections: 40, Unjudged: true}).String(), "0 in 40 injections (rate ≤ 7.2% at 95%)"},
+		{perInjection(0, tally{}).String(), "0, in no tested injection: not judged"},
+		{perGrant(2, 300).hadOne(), "2 in 300 contended grants (0.67%; ≤ 2.1% at 95%)"},
 		{perGrant(0, 300).cell(), "0/300 ≤0.99%"},
 		{plural(2, "class"), "2 classes"}, {plural(3, "history"), "3 histories"}, {plural(1, "trial"), "1 trial"}, {plural(2, "key"), "2 keys"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
+	}
+}
+
+// TestThroughputChartComparesLikeWithLike: goroutine clients at 1 and 16
+// and the fault suite's six worker processes at 6 are two ways of
+// measuring; one line may not join them.
+func TestThroughputChartComparesLikeWithLike(t *testing.T) {
+	f := &results.File{}
+	for _, b := range []string{"etcd", "redis"} {
+		for _, x := range []struct {
+			clients int
+			as      string
+			tp      float64
+		}{{1, results.ClientsGoroutines, 500}, {16, results.ClientsGoroutines, 2000}, {6, results.ClientsProcesses, 300}} {
+			f.Cases = append(f.Cases, results.Case{Backend: b, Workload: "hot", Fault: "none", Guard: "none", Clients: x.clients, ClientsAs: x.as, Trial: 1,
+				Throughput: x.tp, Acquired: int64(x.tp), DurationS: 1, Nodes: 3, Durability: "fast"})
+		}
+	}
+	tp := analyse(f).throughputPlots("hot")
+	if tp == nil {
+		t.Fatal("no chart")
+	}
+	if want := ", clients as goroutines"; !strings.HasSuffix(tp.ch.Title, want) {
+		t.Errorf("title %q does not say how the clients ran", tp.ch.Title)
+	}
+	var ticks []string
+	for _, tk := range tp.main.X.Tick.Marker.Ticks(tp.main.X.Min, tp.main.X.Max) {
+		ticks = append(ticks, tk.Label)
+	}
+	if strings.Join(ticks, ",") != "1,16" {
+		t.Errorf("client counts on the axis %v, want 1 and 16 only", ticks)
+	}
+	notes := strings.Join(tp.ch.Notes, " ")
+	if !strings.Contains(notes, "etcd at 6 clients (processes)") || !strings.Contains(notes, "redis at 6 clients (processes)") {
+		t.Errorf("the process cases at 6 are not set apart: %q", notes)
 	}
 }

@@ -4,29 +4,81 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/lockbench/lockbench/stats"
 )
 
-// bound is a count of events with the trials they happened in — per
-// injection under a fault, per contended grant without one — and the exact
-// one-sided 95% upper bound on their rate. It is the only form in which
-// the report states a safety number, so that a zero never reads as
-// "none" or "safe" without how little or much it proves beside it.
+// bound is a count of events with the trials they happened in — tested
+// injections charged with at least one under a fault, contended grants
+// without one — and the exact one-sided 95% upper bound on their rate. It
+// is the only form in which the report states a safety number, so that a
+// zero never reads as "none" or "safe" without how little or much it
+// proves beside it.
 type bound struct {
 	stats.Rate
 	unit string
 }
 
-// perInjection is k events over the injections of t.
+// perInjection is k of the injections of t that enter rates: the tested
+// ones ("injections" when the run did not judge them). k must count
+// injections charged with an event (tally.Hit), not events: a trial
+// fails once however many incidents follow it.
 func perInjection(k int64, t tally) bound {
-	return bound{Rate: stats.Rate{K: k, N: t.Injections}, unit: "injection"}
+	unit := "tested injection"
+	if t.Unjudged {
+		unit = "injection"
+	}
+	return bound{Rate: stats.Rate{K: k, N: t.Injections}, unit: unit}
 }
 
-// perGrant is k events over the grants of cases without a fault run
-// with at least 2 clients (group.Contended).
+// perGrant is k events over contended grants (group.Contended): grants
+// made while another client of the key waited, where a double grant can
+// show.
 func perGrant(k, grants int64) bound {
 	return bound{Rate: stats.Rate{K: k, N: grants}, unit: "contended grant"}
+}
+
+// kind is a kind of safety event, as the tables and the answer name it.
+type kind int
+
+const (
+	kindLockBug kind = iota
+	kindAmbiguous
+	kindExpired
+	kindIncident
+	kindStale
+)
+
+// words names a kind as the tables do.
+func (k kind) words() string {
+	return [...]string{"lock-bug incidents", "ambiguous incidents", "expired-holder incidents", "double-grant incidents", "stale writes accepted"}[k]
+}
+
+// events returns t's events of kind k and the injections charged with one.
+func (t tally) events(k kind) (n, hit int64) {
+	switch k {
+	case kindLockBug:
+		return t.lockBugs(), t.Hit.LockBug
+	case kindAmbiguous:
+		return t.IncidentsAmbiguous, t.Hit.Ambiguous
+	case kindExpired:
+		return t.IncidentsExpired, t.Hit.Expired
+	case kindIncident:
+		return t.Incidents, t.Hit.Incident
+	}
+	return t.StaleAccepted, t.Hit.Stale
+}
+
+// rateOf is the bound of kind k in g under a fault class: per contended
+// grant without a fault (k events in them), per tested injection under
+// one (the injections charged with one).
+func rateOf(g group, k kind, class string) bound {
+	n, hit := g.events(k)
+	if class == faultNone {
+		return perGrant(n, g.Contended)
+	}
+	return perInjection(hit, g.tally)
 }
 
 // String words the bound: "0 in 40 injections (rate ≤ 7.2% at 95%)",
@@ -47,6 +99,18 @@ func (b bound) String() string {
 		return fmt.Sprintf("%s in %s (more than one per %s)", fmtCount(b.K), n, b.unit)
 	}
 	return fmt.Sprintf("%s in %s (%s; ≤ %s at 95%%)", fmtCount(b.K), n, fmtPct(b.Observed()), fmtPct(b.Upper95()))
+}
+
+// hadOne words a bound per injection as the trials that had an event:
+// "2 in 3 tested injections had one (67%; ≤ 98% at 95%)"; a bound per
+// grant counts events and reads as String.
+func (b bound) hadOne() string {
+	s := b.String()
+	if !b.Known() || strings.HasSuffix(b.unit, "grant") {
+		return s
+	}
+	head, tail, _ := strings.Cut(s, " (")
+	return head + " had one (" + tail
 }
 
 // cell is the bound for a table cell: "0/40 ≤7.2%", "3/40 ≤18%", "—"

@@ -183,10 +183,10 @@ func (fx *fixture) add(b backendSpec, workload, fault string, guards []string, c
 		Clients: clients, Trial: trial, Host: "bench-1", Keys: 1, TTLMillis: 1000, DurationS: duration,
 		Nodes: b.nodes, Quorum: b.quorum, Guarantee: b.guarantee, Errors: map[string]int64{},
 		TimelineStepS: step, Durability: durability, ClientsAs: results.ClientsGoroutines, Seed: uint64(fx.rng.Int64()),
-		Linearizable: results.Linearizable, LinearizableFenced: results.Linearizable,
+		Linearizable: results.Linearizable, LinearizableFenced: results.Linearizable, FreshServers: true,
 	}
 	if b.name == "noop" {
-		c.Durability = ""
+		c.Durability, c.Control = "", true
 	}
 	if !b.tokens {
 		c.LinearizableFenced, c.LinearizableFencedReason = results.Unknown, "the backend issues no tokens"
@@ -235,6 +235,13 @@ func (fx *fixture) add(b backendSpec, workload, fault string, guards []string, c
 		c.Acquired += int64(v)
 	}
 	c.Throughput = float64(c.Acquired) / duration
+	switch {
+	case clients < 2:
+	case workload == "uniform": // 1000 keys: a waiter on the same key is rare
+		c.ContendedGrants = c.Acquired / 20
+	default:
+		c.ContendedGrants = c.Acquired
+	}
 	if fault != "none" {
 		av := &results.Availability{BaselineThroughput: base / float64(max(nb, 1)), InFaultThroughput: inFault / float64(max(nf, 1)), InFaultP99US: int64(wait * 8 / math.Max(svc.share, 0.05))}
 		for range injections {

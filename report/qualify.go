@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// controlVerdict is why the control never qualifies, with what it showed.
-func (ds *dataset) controlVerdict() string {
-	t := totals(ds.find(query{Backend: controlBackend, Fault: faultNone}))
+// controlVerdict is why control b never qualifies, with what it showed.
+func (ds *dataset) controlVerdict(b string) string {
+	t := totals(ds.find(query{Backend: b, Fault: faultNone}))
 	s := "the control: it excludes nobody, so it never qualifies; it is there to show the checker sees double grants"
 	if t.Acquired > 0 {
 		s += fmt.Sprintf(" (double-grant incidents without faults: %s)", perGrant(t.Incidents, t.Contended))
@@ -33,8 +33,8 @@ func (ds *dataset) efficiency() Choice {
 		}
 		clean := perGrant(t.Incidents, t.Contended)
 		switch {
-		case isControl(b):
-			v.Reason = ds.controlVerdict()
+		case ds.isControl(b):
+			v.Reason = ds.controlVerdict(b)
 		case len(gs) == 0:
 			v.Reason = "not judged: not run without faults"
 			if ds.variantOnly(b) {
@@ -51,8 +51,8 @@ func (ds *dataset) efficiency() Choice {
 			v.Reason = fmt.Sprintf("double-grant incidents without faults: %s, up to %d clients", clean, maxClients)
 		}
 		if v.Qualifies {
-			if ft := ds.evidenceOn(b, ds.classesOf(b)); ft.Injections > 0 {
-				v.Reason += fmt.Sprintf("; under faults (tolerated, counted): %s", perInjection(ft.Incidents, ft.tally))
+			if bs := ds.classBounds(b, "", ds.classesOf(b), kindIncident); len(bs) > 0 {
+				v.Reason += "; under faults (tolerated, counted), double-grant incidents, " + ds.withOne() + ": " + boundsText(bs)
 			}
 		}
 		ch.Verdicts = append(ch.Verdicts, v)
@@ -72,6 +72,7 @@ func countsText(t group, fenced bool) string {
 	}
 	add(t.IncidentsLockBug, "lock-bug incident")
 	add(t.IncidentsUnclassified, "unclassified incident")
+	add(t.IncidentsAmbiguous, "ambiguous incident")
 	add(t.IncidentsExpired, "expired-holder incident")
 	add(t.StaleAccepted, "stale write accepted")
 	add(t.LostUpdates, "lost update")
@@ -109,14 +110,16 @@ func (ds *dataset) correctness() Choice {
 		tf := totals(fs)
 		var fencedClasses []string
 		for _, g := range fs {
-			fencedClasses = appendNew(fencedClasses, g.FaultClass)
+			if g.FaultClass == faultNone || g.Injections > 0 {
+				fencedClasses = appendNew(fencedClasses, g.FaultClass)
+			}
 		}
 		faced := ds.classesOf(b)
-		onFaults := ds.evidenceOn(b, faced)
+		every := totals(ds.find(query{Backend: b}))
 		lockBugs := ds.lockBugsByClass(b)
 		switch {
-		case isControl(b):
-			v.Reason = ds.controlVerdict()
+		case ds.isControl(b):
+			v.Reason = ds.controlVerdict(b)
 		case len(ds.find(query{Backend: b})) == 0:
 			v.Reason = "not judged: every case it ran was invalid"
 		case len(lockBugs) > 0:
@@ -131,31 +134,47 @@ func (ds *dataset) correctness() Choice {
 			v.Reason = "issues no fencing tokens: its fenced cases ran without token checks"
 		case tf.StaleAccepted+tf.LostUpdates+tf.TokenRegressions > 0:
 			v.Reason = "with fencing: " + ds.fencedFailures(b)
-		case tf.LinearizableFenced.False > 0:
-			v.Reason = fmt.Sprintf("porcupine's fenced-mutex check failed %s: its tokens did not order its grants", plural(int64(tf.LinearizableFenced.False), "history"))
+		case every.LinearizableFenced.False > 0:
+			v.Reason = fmt.Sprintf("porcupine's fenced-mutex check failed %s: its tokens did not order its grants", plural(int64(every.LinearizableFenced.False), "history"))
+		case every.LinearizableFenced.Unknown+every.LinearizableFenced.Unchecked > 0:
+			v.Reason = fmt.Sprintf("not judged: porcupine's fenced-mutex check is not true on %s (%s) — unknown is not a pass",
+				plural(int64(every.LinearizableFenced.Unknown+every.LinearizableFenced.Unchecked), "history"), every.LinearizableFenced.withReasons())
 		case !slices.Contains(fencedClasses, faultPause):
-			v.Reason = "not judged: not run with fencing under client-pause"
+			v.Reason = "not judged: not run with fencing under client-pause, or none of those injections tested anything"
 		case !slices.ContainsFunc(fencedClasses, isServerFault):
-			v.Reason = "not judged: not run with fencing under any server-side fault"
-		case onFaults.Injections == 0:
-			v.Reason = "not judged: its fault cases recorded no injection, so they bound nothing"
+			v.Reason = "not judged: not run with fencing under any server-side fault, or none of those injections tested anything"
 		default:
 			v.Qualifies = true
-			fencedFaults := ds.evidenceUnder(b, faced, guardFence)
-			v.Reason = fmt.Sprintf("lock-bug incidents: %s over %s; stale writes accepted with fencing: %s (%s rejected); lost updates and token regressions with fencing: 0",
-				perInjection(0, onFaults.tally), plural(int64(len(faced)), "fault class"),
-				perInjection(fencedFaults.StaleAccepted, fencedFaults.tally), fmtCount(tf.StaleRejected))
-			if onFaults.IncidentsExpired > 0 {
-				v.Reason += fmt.Sprintf("; expired-holder incidents: %s (holders that outlived their lease: what fencing is for)", perInjection(onFaults.IncidentsExpired, onFaults.tally))
-			}
-			if tf.Unfenced {
-				v.Reason += "; some fenced cases ran without token checks"
-			}
+			v.Reason = ds.correctnessEvidence(b, faced, every)
 		}
 		v.Fencing = ds.fencingNeed(b)
 		ch.Verdicts = append(ch.Verdicts, v)
 	}
 	return ch
+}
+
+// correctnessEvidence words why a backend qualifies for correctness, per
+// fault class and profile in the words of the safety table: no lock bug,
+// no stale write through fencing, its fenced-mutex verdicts, and the
+// ambiguous and expired-holder incidents it had.
+func (ds *dataset) correctnessEvidence(b string, faced []string, every group) string {
+	free := totals(ds.find(query{Backend: b, Fault: faultNone}))
+	s := "no lock-bug incident; " + ds.withOne() + ": " + boundsText(ds.classBounds(b, "", faced, kindLockBug))
+	if free.Cases > 0 {
+		s += "; without faults " + perGrant(free.lockBugs(), free.Contended).cell()
+	}
+	s += "; stale writes accepted with fencing, " + ds.withOne() + ": " + boundsText(ds.classBounds(b, guardFence, faced, kindStale))
+	s += fmt.Sprintf("; lost updates and token regressions with fencing: 0; porcupine's fenced-mutex check true on every history (%s)", every.LinearizableFenced)
+	if amb := withEvents(ds.classBounds(b, "", faced, kindAmbiguous)); len(amb) > 0 {
+		s += "; ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired holder): " + boundsText(amb)
+	}
+	if exp := withEvents(ds.classBounds(b, "", faced, kindExpired)); len(exp) > 0 {
+		s += "; expired-holder incidents (holders that outlived their lease: what fencing is for): " + boundsText(exp)
+	}
+	if every.Unfenced {
+		s += "; some fenced cases ran without token checks"
+	}
+	return s
 }
 
 // lockBugsByClass returns, per class (fault none included) and profile,
@@ -168,11 +187,7 @@ func (ds *dataset) lockBugsByClass(backend string) []string {
 			if t.lockBugs() == 0 {
 				continue
 			}
-			b := perInjection(t.lockBugs(), t.tally)
-			if cls == faultNone {
-				b = perGrant(t.lockBugs(), t.Contended)
-			}
-			s := fmt.Sprintf("%s under %s (%s profile)", b, cls, d)
+			s := fmt.Sprintf("under %s (%s profile): %s; %s", cls, d, plural(t.lockBugs(), "incident"), rateOf(t, kindLockBug, cls).hadOne())
 			if t.IncidentsUnclassified > 0 {
 				s += fmt.Sprintf(", %d of them not classified by the judge", t.IncidentsUnclassified)
 			}
@@ -192,7 +207,7 @@ func (ds *dataset) fencedFailures(backend string) string {
 		}
 		var parts []string
 		if t.StaleAccepted > 0 {
-			parts = append(parts, perInjection(t.StaleAccepted, t.tally).String()+" stale writes accepted")
+			parts = append(parts, fmt.Sprintf("%s stale writes accepted (%s had one)", fmtCount(t.StaleAccepted), rateOf(t, kindStale, cls)))
 		}
 		if t.LostUpdates > 0 {
 			parts = append(parts, plural(t.LostUpdates, "lost update"))

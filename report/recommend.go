@@ -34,11 +34,11 @@ const minAvailabilitySamples = 3
 // report prints them under the recommendation, and the tests hold the
 // code to them.
 var Rules = []string{
-	"Rule 1, evidence. Only valid cases count: a case whose fault failed to inject as planned is invalid, excluded from every table, chart and conclusion, and listed with its reason. Every safety number is a count in a number of trials — per injection under a fault; without one, per grant of the cases run with at least 2 clients, where a double grant could happen — with its exact one-sided 95% upper bound (Clopper–Pearson; zero events in n give 1 − 0.05^(1/n)). A zero is never written without its bound, and a count in no trial is \"not judged\".",
+	"Rule 1, evidence. Only valid cases count: a case whose fault failed to inject as planned is invalid, excluded from every table, chart and conclusion, and listed with its reason. Only tested injections count: an injection that met nothing it could test (no held key at the strike, a lock that was not granting) or whose effect could not be read back enters no rate, and is counted apart with why. Every safety number is a count in a number of trials with its exact one-sided 95% upper bound (Clopper–Pearson; zero in n gives 1 − 0.05^(1/n)): under a fault, the tested injections followed by at least one such event (an injection is a trial, however many incidents follow it); without one, the events per contended grant (a grant made while another client of the key waited, where a double grant could happen). Bounds are per backend, fault class and durability profile, never pooled across classes. A zero is never written without its bound, and a count in no trial is \"not judged\".",
 	"Rule 2, scope. A backend faced a fault class when it has a valid case under it. A class a backend was not put through is \"not judged\" for it, with the reason (the run's record, the report's table of classes that cannot apply, or that the results do not say) — never a pass, and the recommendation names the classes it does not cover. Qualifying backends are ranked only on the fault classes every one of them faced: what one showed under a class another did not face decides nothing between them. The noop control excludes nobody and never qualifies.",
-	"Rule 3, correctness locks (a double grant corrupts data). A backend qualifies when it issues fencing tokens (its fenced cases ran with tokens checked); it faced client-pause and at least one server-side fault class with the resource fencing (guard fence), and its fault cases recorded injections; it had zero lock-bug incidents — two holders while the earlier lease was still valid by the lock's own promise; incidents the judge did not classify count as lock bugs — in every valid case of every class, guard and durability profile, stated with its bound; and with fencing it let through zero stale writes, lost zero updates, saw zero token regressions, and no history failed porcupine's fenced-mutex check. Expired-holder incidents (a holder that outlived its lease) do not disqualify — they are what fencing is for — but they are counted, explained, and make fencing \"required\", as does any stale write accepted or update lost without fencing.",
-	"Rule 4, efficiency locks (an occasional double grant is tolerable). A backend qualifies when it ran without faults with at least 2 clients, acquired locks, and without faults had zero incidents of any kind, zero stale writes accepted and zero lost updates, stated per contended grant with its bound. Under faults its double grants are tolerated but counted, and they rank it (rule 5).",
-	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. (1) Safety, for efficiency: a backend whose double-grant incidents per injection lie clearly above another's (its 95% lower bound above the other's 95% upper bound) drops out; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the range over its fault windows of the in-fault grant rate (a share of its own baseline) lies wholly below another's by more than 10 points, or the range of its recovery times wholly above another's by more than 1 s, each side with at least 3 samples (fault windows) — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, many keys rather than the hot key on a tie — on one hot key the 1 ms hold caps every lock near 1,000 grants/s and measures the hold, not the lock — under the guard most ran there), the median over trials with its min–max; a backend drops out only when its range lies wholly below the fastest's and both come from at least 3 trials — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes; backends that still tie are recommended alike (the evidence shown is the first's by name), and those that need more nodes are named as tied but costlier.",
+	"Rule 3, correctness locks (a double grant corrupts data). Incidents are judged against each lock's declared contract — the earlier grant keeps the key until its Acquire was called plus the TTL less the drift the backend declares (or its session timeout) — not against the validity its leases report: a lock bug when the later grant came, for certain, before that line; an expired holder when, for certain, after it; ambiguous when the judge's clock bounds cannot tell. A backend qualifies when it issues fencing tokens (its fenced cases ran with tokens checked); it faced client-pause and at least one server-side fault class with the resource fencing (guard fence), with tested injections in each; it had zero lock-bug incidents — incidents the judge did not classify count as lock bugs — in every valid case of every class, guard and durability profile, stated per class with its bound; with fencing it let through zero stale writes, lost zero updates and saw zero token regressions; and porcupine's fenced-mutex check is true on every one of its histories (unknown is not a pass). Expired-holder incidents do not disqualify — they are what fencing is for — but they are counted, explained, and make fencing \"required\", as does any stale write accepted or update lost without fencing. Ambiguous incidents do not disqualify either, since nothing shows they were lock bugs; they are counted and shown beside the verdict.",
+	"Rule 4, efficiency locks (an occasional double grant is tolerable). A backend qualifies when it ran without faults with at least 2 clients, acquired locks, and without faults had zero incidents of any kind, zero stale writes accepted and zero lost updates, stated per contended grant with its bound. Under faults its double grants are tolerated but counted, per class, and they rank it (rule 5).",
+	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. (1) Safety, for efficiency: a backend drops out when, under some compared class and profile, its tested injections followed by a double-grant incident lie clearly above another's (its 95% lower bound above the other's 95% upper bound) and under none the reverse; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the range over its fault windows of the in-fault grant rate (a share of its own baseline) lies wholly below another's by more than 10 points, or the range of its recovery times wholly above another's by more than 1 s, each side with at least 3 samples (fault windows) — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, many keys rather than the hot key on a tie — on one hot key the 1 ms hold caps every lock near 1,000 grants/s and measures the hold, not the lock — under the guard most ran there), the median over trials with its min–max; a backend drops out only when its range lies wholly below the fastest's and both come from at least 3 independent trials (on fresh servers: trials that share servers count as one) — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes; backends that still tie are recommended alike (the evidence shown is the first's by name), and those that need more nodes are named as tied but costlier. Availability and speed move from run to run: when they alone put the choice before a backend tied with it on safety, the answer names that tie and what would settle it, so that two runs with different seeds either agree or name the same tie.",
 	"Rule 6, durability. Every case carries its profile (fast: no fsync; durable: every write synced; the control has no servers), and so do the header, every table row and the answer. A lock bug under any profile disqualifies, and the reason names the profile. Speed is compared within one profile.",
 }
 
@@ -244,7 +244,7 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 		ch.Verdicts[i].brief = brief[ch.Verdicts[i].Backend]
 	}
 	slices.SortStableFunc(ch.Verdicts, func(a, b Verdict) int {
-		return cmp.Or(cmp.Compare(order(a), order(b)), cmp.Compare(b.Throughput, a.Throughput), compareBackends(a.Backend, b.Backend))
+		return cmp.Or(cmp.Compare(order(a), order(b)), cmp.Compare(b.Throughput, a.Throughput), ds.compareBackends(a.Backend, b.Backend))
 	})
 }
 
@@ -289,33 +289,61 @@ func (ds *dataset) evidenceUnder(backend string, classes []string, guard string)
 	return totals(gs)
 }
 
-// bySafety drops the backends whose incidents per injection on the
-// compared classes lie clearly above another's (rule 5 (1), efficiency).
+// bySafety drops the backends whose double-grant incidents per tested
+// injection lie clearly above another's (its 95% lower bound above the
+// other's upper bound) under some compared class and profile, and below
+// it under none (rule 5 (1), efficiency). Classes are compared one by
+// one, never pooled: a class that defeats every lock says nothing about
+// one that defeats none.
 func (ds *dataset) bySafety(tier, classes []string, standing, brief map[string]string) []string {
 	if len(classes) == 0 {
 		return tier
 	}
-	rates := map[string]bound{}
-	for _, b := range tier {
-		t := ds.evidenceOn(b, classes)
-		rates[b] = perInjection(t.Incidents, t.tally)
+	rate := func(b, cls, d string) bound {
+		return rateOf(totals(ds.find(query{Backend: b, Class: cls, Durability: d})), kindIncident, cls)
+	}
+	// above returns the class and profile under which a's rate lies
+	// clearly above b's.
+	above := func(a, b string) (string, string) {
+		for _, cls := range classes {
+			for _, d := range ds.Durabilities {
+				if x, y := rate(a, cls, d), rate(b, cls, d); x.Known() && y.Known() && x.Above(y.Rate) {
+					return cls, d
+				}
+			}
+		}
+		return "", ""
 	}
 	var keep []string
+	why, short := map[string]string{}, map[string]string{}
 	for _, b := range tier {
 		worse := ""
+		var cls, d string
 		for _, a := range tier {
-			if a != b && rates[b].Above(rates[a].Rate) {
-				worse = a
-				break
+			if a == b {
+				continue
+			}
+			if c, p := above(b, a); c != "" {
+				if back, _ := above(a, b); back == "" {
+					worse, cls, d = a, c, p
+					break
+				}
 			}
 		}
 		if worse == "" {
 			keep = append(keep, b)
 			continue
 		}
-		standing[b] = fmt.Sprintf("set apart on safety: under %s its double-grant incidents, %s, lie clearly above %s's, %s",
-			joinAnd(classes), rates[b], worse, rates[worse])
-		brief[b] = fmt.Sprintf("safety: incidents %s vs %s's %s", rates[b].cell(), worse, rates[worse].cell())
+		x, y := rate(b, cls, d), rate(worse, cls, d)
+		why[b] = fmt.Sprintf("set apart on safety: under %s (%s profile) the tested injections with a double-grant incident, %s, lie clearly above %s's, %s",
+			cls, d, x, worse, y)
+		short[b] = fmt.Sprintf("safety under %s: double-grant incidents %s vs %s's %s", cls, x.cell(), worse, y.cell())
+	}
+	if len(keep) == 0 {
+		return tier
+	}
+	for b, w := range why {
+		standing[b], brief[b] = w, short[b]
 	}
 	return keep
 }
@@ -387,8 +415,8 @@ func (ds *dataset) byAvailability(tier, classes []string, standing, brief map[st
 // bySpeed keeps the backends whose peak throughput the evidence cannot
 // separate from the fastest's (rule 5 (3)): a backend drops out only
 // when its range lies wholly below the fastest's, both from at least
-// minSpeedTrials trials. A backend without a fault-free speed cannot be
-// called slower, and stays.
+// minSpeedTrials independent trials (on fresh servers each). A backend
+// without a fault-free speed cannot be called slower, and stays.
 func bySpeed(tier []string, peaks map[string]*group, standing, brief map[string]string) []string {
 	var fastest *group
 	for _, b := range tier {
@@ -402,7 +430,7 @@ func bySpeed(tier []string, peaks map[string]*group, standing, brief map[string]
 	var keep []string
 	for _, b := range tier {
 		g := peaks[b]
-		if g == nil || g == fastest || g.Speed.N < minSpeedTrials || fastest.Speed.N < minSpeedTrials || g.Speed.Compare(fastest.Speed) >= 0 {
+		if g == nil || g == fastest || g.independentTrials() < minSpeedTrials || fastest.independentTrials() < minSpeedTrials || g.Speed.Compare(fastest.Speed) >= 0 {
 			keep = append(keep, b)
 			continue
 		}

@@ -192,7 +192,7 @@ func TestRecommendationFollowsTheData(t *testing.T) {
 		{rec.Correctness, "redsync", []string{"lock bugs", "restart"}, false},
 		{rec.Correctness, "redlock", []string{"lock bugs", "clock-jump (fast profile)"}, false},
 		{rec.Correctness, "redis", []string{"restart (fast profile)"}, false},
-		{rec.Correctness, "etcd", []string{"lock-bug incidents: 0 in 60 injections"}, true},
+		{rec.Correctness, "etcd", []string{"no lock-bug incident; injections with one, not judged tested: client-pause (fast) 0/24 ≤12%; crash-minority (fast) 0/12 ≤22%"}, true},
 		{rec.Correctness, "redlock?quarantine=false", []string{"lock bugs", "restart"}, false},
 		{rec.Efficiency, "noop", []string{"control"}, false},
 		{rec.Efficiency, "redlock?quarantine=false", []string{"not judged: not run without faults"}, false},
@@ -223,8 +223,9 @@ func TestRecommendationFollowsTheData(t *testing.T) {
 	caveats := strings.Join(rec.Caveats, "\n")
 	for _, want := range []string{
 		"Every backend without fencing accepted stale writes under client-pause",
-		"6 in 12 injections (50%; ≤ 75% at 95%) under failover (fast profile)",
-		"zookeeper: expired-holder incidents 12 in 24 injections",
+		"under failover (fast profile): 6 incidents; 6 in 12 injections had one (50%; ≤ 75% at 95%)",
+		"zookeeper: expired-holder incidents under client-pause 12 incidents, 12 in 24 injections had one",
+		"did not judge their injections",
 		"token regression",
 		"2 cases were excluded as invalid",
 		"The bounds this run reaches",
@@ -389,7 +390,7 @@ func TestBadInputIsReportedNotFatal(t *testing.T) {
 	}
 	md := string(read(t, filepath.Join(dir, "report.md")))
 	for _, want := range []string{"histogram does not decode", "throughput NaN", "clients -3 is not positive", "timeline step 0 s", "not a valid span",
-		"incident\\_rate\\_upper95 0.5000 in the file, 0.2589 from its 0 incidents in 10 injections"} {
+		"incident\\_rate\\_upper95 0.5000 in the file, 0.2589 from its 0 incidents in 10 tested injections"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md does not name the problem %q", want)
 		}
@@ -426,7 +427,7 @@ func TestSummaryTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"workload hot", "workload uniform", "grants/s @64", "p99 @16", "own cost @1", "redlock", "zookeeper", "seed 20260314",
-		"Efficiency locks: Use redlock", "Correctness locks: Use zookeeper", "Lock-bug incidents: 0 in 56 injections (rate ≤ 5.2% at 95%)", "2 invalid cases excluded"} {
+		"Efficiency locks: Use redlock", "Correctness locks: Use zookeeper", "Lock-bug incidents, per fault class and profile (injections with one, not judged tested): client-pause (fast) 0/24 ≤12%", "2 invalid cases excluded"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}

@@ -35,7 +35,7 @@ func (ds *dataset) speedSection(d *document, latencyClients int) {
 			guard := ds.primaryGuard(w, faultNone)
 			clients := ds.latencyClients(w, guard, latencyClients)
 			d.h(3, fmt.Sprintf("Workload %s, %s profile", w, dur))
-			d.p(fmt.Sprintf("Fault none, guard %s. Each cell is the median over trials with the slowest–fastest trial in brackets: throughput in grants/s at each client count, acquire latency percentiles at %d clients. Own cost is acquire p50 + release p50 at 1 client, where nobody waits. A difference counts only where the ranges do not overlap, with at least %d trials each. Fault-free incidents are per contended grant (of the cases with at least 2 clients: a lone client cannot overlap itself), with their 95%% bound.", guard, clients, minSpeedTrials))
+			d.p(fmt.Sprintf("Fault none, guard %s. Each cell is the median over trials with the slowest–fastest trial in brackets: throughput in grants/s at each client count, acquire latency percentiles at %d clients. Own cost is acquire p50 + release p50 at 1 client, where nobody waits. A difference counts only where the ranges do not overlap, with at least %d independent trials each (on fresh servers: trials that share servers count as one). Fault-free incidents are per contended grant (a grant made while another client of the key waited: an uncontended one cannot overlap), with their 95%% bound.", guard, clients, minSpeedTrials))
 			d.table(ds.summaryTable(w, guard, dur, clients))
 		}
 	}
@@ -46,15 +46,25 @@ func (ds *dataset) speedSection(d *document, latencyClients int) {
 // trials and fault-free incidents.
 func (ds *dataset) summaryTable(workload, guard, durability string, latClients int) table {
 	var clients []int
-	for _, g := range ds.find(query{Workload: workload, Fault: faultNone, Guard: guard, Durability: durability, EveryProfile: true}) {
+	all := ds.find(query{Workload: workload, Fault: faultNone, Guard: guard, Durability: durability, EveryProfile: true})
+	way := dominantWay(all)
+	ways := map[int]string{}
+	for _, g := range all {
 		if g.Clients > 0 {
 			clients = appendNew(clients, g.Clients)
+			if w := wayOf(g); w != way {
+				ways[g.Clients] = w
+			}
 		}
 	}
 	slices.Sort(clients)
 	t := table{header: []string{"backend", "nodes"}}
 	for _, c := range clients {
-		t.header = append(t.header, fmt.Sprintf("grants/s @%d", c))
+		h := fmt.Sprintf("grants/s @%d", c)
+		if w := ways[c]; w != "" {
+			h += " (" + w + ")" // measured another way than the other columns
+		}
+		t.header = append(t.header, h)
 	}
 	t.header = append(t.header, fmt.Sprintf("p50 @%d", latClients), fmt.Sprintf("p99 @%d", latClients), "own cost @1", "trials", "incidents, no fault")
 	for i := range t.header {
@@ -66,7 +76,7 @@ func (ds *dataset) summaryTable(workload, guard, durability string, latClients i
 			continue
 		}
 		name := b
-		if isControl(b) {
+		if ds.isControl(b) {
 			name += " (control)"
 		}
 		row := []string{name, strconv.Itoa(ds.nodes(b))}
@@ -91,7 +101,7 @@ func (ds *dataset) summaryTable(workload, guard, durability string, latClients i
 		tt := totals(gs)
 		row = append(row, cost, strconv.Itoa(trials), perGrant(tt.Incidents, tt.Contended).cell())
 		t.rows = append(t.rows, row)
-		t.flag = append(t.flag, tt.Incidents > 0 && !isControl(b))
+		t.flag = append(t.flag, tt.Incidents > 0 && !ds.isControl(b))
 	}
 	return t
 }
@@ -105,10 +115,11 @@ func (ds *dataset) safetySection(d *document) {
 		d.p("No valid cases, so no safety measurements.")
 		return
 	}
-	d.p("Each count is given as k/n ≤u: k events in n injections of the fault (without a fault, in n contended grants: those of the cases with at least 2 clients), with u the one-sided 95% upper bound on the rate per injection (exact binomial; zero events in n give 1 − 0.05^(1/n)). An incident is an episode of two holders of one key: a lock bug when the later grant came while the earlier lease was still valid by the lock's own promise (incidents the judge did not classify count as lock bugs); expired holder when the earlier holder went on after its lease had ended — what fencing is for. Stale writes are writes by a holder whose lease had ended, which the resource accepted or rejected.")
+	d.p("Under a fault each count is k/n ≤u: k of the n tested injections of the class were followed by at least one such event (an injection is a trial: three incidents after one are one failure), with u the one-sided 95% upper bound on that rate (exact binomial; zero in n gives 1 − 0.05^(1/n)). An injection is tested when it met what its class is meant to test (a held key at the strike, a lock that was granting) and its effect was read back; the others are counted apart and enter no rate. Without a fault, k events in n contended grants: grants made while another client of the key was waiting. Classes are never pooled: each row is one backend under one fault class and durability profile.")
+	d.p("A stale write is told when the holder's lease had told it, before it wrote, that it had ended (expired, lost, or past its ValidUntil: the lock revoked it in time, and a careful client that checks its lease holds back), silent when the lease said nothing (only a fencing resource stops it). An incident is an episode of two holders of one key, judged against the lock's contract, not against what its leases reported: the earlier grant keeps the key until its Acquire was called plus the Promise its backend declares (the TTL less the declared drift, or its session timeout). A lock bug when the later grant returned, for certain, before that line (incidents the judge did not classify count as lock bugs); an expired holder when, for certain, after it — the earlier holder went on after its lease had ended, what fencing is for; ambiguous when the judge's clock bounds (its round trips to the clients) cannot place it on either side: counted and shown, never folded into either. Stale writes are writes by a holder whose lease had ended, which the resource accepted or rejected.")
 	d.h(3, "Per backend and fault class")
-	t := table{header: []string{"backend", "fault class", "profile", "cases", "injections", "lock-bug incidents", "expired-holder incidents", "stale accepted, fenced", "stale accepted, unfenced", "stale rejected"},
-		numeric: []bool{false, false, false, true, true, true, true, true, true, true}}
+	t := table{header: []string{"backend", "fault class", "profile", "cases", "tested injections", "lock-bug incidents", "ambiguous incidents", "expired-holder incidents", "stale accepted, fenced", "stale accepted, unfenced", "stale rejected"},
+		numeric: []bool{false, false, false, true, true, true, true, true, true, true, true}}
 	for _, b := range ds.Backends {
 		for _, cls := range ds.Classes {
 			for _, dur := range ds.Durabilities {
@@ -118,24 +129,19 @@ func (ds *dataset) safetySection(d *document) {
 				}
 				s := totals(gs)
 				fs, ns := totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardFence})), totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardNone}))
-				rate := func(k int64, x group) string {
-					if cls == faultNone {
-						return perGrant(k, x.Contended).cell()
-					}
-					return perInjection(k, x.tally).cell()
-				}
+				rate := func(x group, k kind) string { return rateOf(x, k, cls).cell() }
 				fenced, unfenced := "not run", "not run"
 				switch {
 				case fs.Cases > 0 && !fs.Fencing:
 					fenced = "no tokens to check"
 				case fs.Cases > 0:
-					fenced = rate(fs.StaleAccepted, fs)
+					fenced = rate(fs, kindStale)
 				}
 				if ns.Cases > 0 {
-					unfenced = rate(ns.StaleAccepted, ns)
+					unfenced = rate(ns, kindStale)
 				}
-				t.rows = append(t.rows, []string{b, cls, dur, strconv.Itoa(s.Cases), injectionsText(s), rate(s.lockBugs(), s), rate(s.IncidentsExpired, s), fenced, unfenced, itoa(s.StaleRejected)})
-				t.flag = append(t.flag, (s.lockBugs() > 0 || (fs.Fencing && fs.StaleAccepted > 0)) && !isControl(b))
+				t.rows = append(t.rows, []string{b, cls, dur, strconv.Itoa(s.Cases), injectionsText(s), rate(s, kindLockBug), rate(s, kindAmbiguous), rate(s, kindExpired), fenced, unfenced, itoa(s.StaleRejected)})
+				t.flag = append(t.flag, (s.lockBugs() > 0 || (fs.Fencing && fs.StaleAccepted > 0)) && !ds.isControl(b))
 			}
 		}
 	}
@@ -144,8 +150,8 @@ func (ds *dataset) safetySection(d *document) {
 
 	d.h(3, "Per fault, guard and profile")
 	full := table{
-		header:  []string{"fault", "backend", "guard", "profile", "tokens checked", "injections", "lock-bug incidents", "expired-holder incidents", "stale accepted", "stale rejected", "lost updates", "token regressions", "porcupine: mutex", "porcupine: fenced", "trials", "notes"},
-		numeric: []bool{false, false, false, false, false, true, true, true, true, true, true, true, false, false, true, false},
+		header:  []string{"fault", "backend", "guard", "profile", "tokens checked", "tested injections", "lock-bug incidents", "ambiguous incidents", "expired-holder incidents", "stale accepted", "stale rejected", "stale: told / silent", "lost updates", "token regressions", "porcupine: mutex", "porcupine: fenced", "trials", "notes"},
+		numeric: []bool{false, false, false, false, false, true, true, true, true, true, true, true, true, true, false, false, true, false},
 		folded:  "Every fault (with its params) × backend × guard × durability profile",
 	}
 	for _, f := range ds.Faults {
@@ -164,14 +170,19 @@ func (ds *dataset) safetySection(d *document) {
 					case s.Fencing:
 						tokens = "yes"
 					}
-					rate := func(k int64) string {
-						if gs[0].FaultClass == faultNone {
+					cls := gs[0].FaultClass
+					rate := func(k kind) string { return rateOf(s, k, cls).cell() }
+					// Lost updates and token regressions are not charged to
+					// injections: they are counts, per contended grant
+					// without a fault.
+					count := func(k int64) string {
+						if cls == faultNone {
 							return perGrant(k, s.Contended).cell()
 						}
-						return perInjection(k, s.tally).cell()
+						return itoa(k)
 					}
-					full.rows = append(full.rows, []string{f, b, guard, dur, tokens, injectionsText(s), rate(s.lockBugs()), rate(s.IncidentsExpired),
-						rate(s.StaleAccepted), itoa(s.StaleRejected), rate(s.LostUpdates), rate(s.TokenRegressions),
+					full.rows = append(full.rows, []string{f, b, guard, dur, tokens, injectionsText(s), rate(kindLockBug), rate(kindAmbiguous), rate(kindExpired),
+						rate(kindStale), itoa(s.StaleRejected), fmt.Sprintf("%d / %d", s.StaleTold, s.StaleSilent), count(s.LostUpdates), count(s.TokenRegressions),
 						s.Linearizable.String(), s.LinearizableFenced.String(), strconv.Itoa(s.Trials), brief(s.Notes)})
 					full.flag = append(full.flag, s.violations() > 0)
 				}
@@ -179,17 +190,74 @@ func (ds *dataset) safetySection(d *document) {
 		}
 	}
 	d.table(full)
+	ds.contractSection(d)
 }
 
-// injectionsText is the injection count, marked when it was inferred
-// from fault windows; "—" without a fault.
+// contractSection tabulates, per backend, the contract its checks were
+// drawn by and how its leases' own ValidUntil compared with it.
+func (ds *dataset) contractSection(d *document) {
+	t := table{header: []string{"backend", "TTL", "promise (contract line)", "longest validity", "grants", "reported less than the contract", "reported more than the lock can give"},
+		numeric: []bool{false, true, true, true, true, true, true}}
+	for _, b := range ds.Backends {
+		type contract struct{ ttl, promise, most float64 }
+		seen := map[contract]bool{}
+		var cs []contract
+		for _, g := range ds.find(query{Backend: b}) {
+			if c := (contract{g.TTLMillis, g.PromiseMS, g.MaxValidityMS}); !seen[c] && c.promise > 0 {
+				seen[c] = true
+				cs = append(cs, c)
+			}
+		}
+		if len(cs) == 0 {
+			continue
+		}
+		s := totals(ds.find(query{Backend: b}))
+		ttls, promises, most := make([]string, len(cs)), make([]string, len(cs)), make([]string, len(cs))
+		for i, c := range cs {
+			ttls[i], promises[i], most[i] = fmtMS(c.ttl), fmtMS(c.promise), fmtMS(c.most)
+		}
+		departure := func(n int64, maxMS float64) string {
+			if n == 0 {
+				return "0"
+			}
+			return fmt.Sprintf("%s (by up to %s)", itoa(n), fmtMS(maxMS))
+		}
+		t.rows = append(t.rows, []string{b, strings.Join(ttls, ", "), strings.Join(promises, ", "), strings.Join(most, ", "), itoa(s.Acquired),
+			departure(s.ValidityShort, s.ValidityShortMaxMS), departure(s.ValidityLong, s.ValidityLongMaxMS)})
+		t.flag = append(t.flag, s.ValidityShort+s.ValidityLong > 0 && !ds.isControl(b))
+	}
+	if len(t.rows) == 0 {
+		return
+	}
+	d.h(3, "Leases against their contract")
+	d.p("The line between a lock bug and an expired holder is each backend's declared contract, not what its leases report: nobody else is granted the key until the Acquire call plus the promise (the TTL less the drift the backend declares, or its session timeout), and no grant keeps it longer than the longest validity (the TTL as the backend applies it, capped at the session). Each grant's own ValidUntil is recorded beside it; a lease that reported less than the promise would, if it drew the line, turn the lock's double grants into expired holders, and one that reported more than the lock can give lets a holder that trusts it write after the key went to someone else. Rows in bold departed in either direction: a finding about the backend, whatever its incidents.")
+	d.table(t)
+}
+
+// fmtMS formats milliseconds: "988 ms", "3.8 s".
+func fmtMS(ms float64) string {
+	if ms >= 1000 {
+		return trimZero(fmt.Sprintf("%.3f", ms/1000)) + " s"
+	}
+	return trimZero(fmt.Sprintf("%.1f", ms)) + " ms"
+}
+
+// injectionsText is the count of injections that enter rates, with the
+// untested ones beside it, marked when they were inferred from fault
+// windows or not judged; "—" without a fault.
 func injectionsText(t group) string {
-	if t.Injections == 0 {
+	if t.Injections == 0 && t.Untested == 0 {
 		return "—"
 	}
 	s := itoa(t.Injections)
-	if t.InjectionsInferred {
+	if t.Untested > 0 {
+		s += fmt.Sprintf(" (+%d untested)", t.Untested)
+	}
+	switch {
+	case t.InjectionsInferred:
 		s += " (from windows)"
+	case t.Unjudged:
+		s += " (not judged)"
 	}
 	return s
 }
@@ -265,7 +333,7 @@ func (ds *dataset) casesSection(d *document) {
 	}
 	d.p("Per combination of backend, workload, fault, guard, clients and profile (trials pooled): how its clients ran (worker processes, which a pause freezes whole, or goroutines), what the nemesis hit, the incidents by class, and porcupine's verdicts against a mutex model and a fenced-mutex model (tokens strictly increasing in real-time order). A false mutex verdict is expected wherever incidents were counted.")
 	t := table{
-		header:  []string{"backend", "workload", "fault", "guard", "profile", "clients", "clients as", "trials", "injections", "targets", "incidents: lock bug / expired / unclassified", "porcupine: mutex", "porcupine: fenced", "histories"},
+		header:  []string{"backend", "workload", "fault", "guard", "profile", "clients", "clients as", "trials", "tested injections", "targets", "incidents: lock bug / ambiguous / expired / unclassified", "porcupine: mutex", "porcupine: fenced", "histories"},
 		numeric: []bool{false, false, false, false, false, true, false, true, true, false, false, false, false, false},
 		folded:  fmt.Sprintf("%d combinations", len(ds.Groups)),
 	}
@@ -280,8 +348,8 @@ func (ds *dataset) casesSection(d *document) {
 		lin, fen := g.Linearizable.withReasons(), g.LinearizableFenced.withReasons()
 		t.rows = append(t.rows, []string{g.Backend, g.Workload, g.Fault, g.Guard, orUnset(g.Durability, durabilityUnset), strconv.Itoa(g.Clients),
 			orUnset(strings.Join(g.ClientsAs, ", "), "not recorded"), strconv.Itoa(g.Trials), injectionsText(totals([]*group{g})), targetsText(g.Targets),
-			fmt.Sprintf("%d / %d / %d", g.IncidentsLockBug, g.IncidentsExpired, g.IncidentsUnclassified), lin, fen, hist})
-		t.flag = append(t.flag, g.violations() > 0 && !isControl(g.Backend))
+			fmt.Sprintf("%d / %d / %d / %d", g.IncidentsLockBug, g.IncidentsAmbiguous, g.IncidentsExpired, g.IncidentsUnclassified), lin, fen, hist})
+		t.flag = append(t.flag, g.violations() > 0 && !ds.isControl(g.Backend))
 	}
 	d.table(t)
 }
@@ -306,6 +374,15 @@ func targetsText(ts []results.Target) string {
 		}
 	}
 	var parts []string
+	untested := map[string]int{}
+	for _, t := range ts {
+		if !t.Counted() {
+			untested[orUnset(t.WhyNot, "no reason recorded")]++
+		}
+	}
+	for _, why := range slices.Sorted(maps.Keys(untested)) {
+		parts = append(parts, fmt.Sprintf("untested ×%d: %s", untested[why], why))
+	}
 	if leader > 0 {
 		parts = append(parts, fmt.Sprintf("leader in %d of %d", leader, len(ts)))
 	}

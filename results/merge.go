@@ -191,6 +191,14 @@ func mergeSafety(m *Case, a, b Case, joint bool) {
 		{"incidents", &m.Incidents, a.Incidents, b.Incidents},
 		{"incidents_lock_bug", &m.IncidentsLockBug, a.IncidentsLockBug, b.IncidentsLockBug},
 		{"incidents_expired_holder", &m.IncidentsExpiredHolder, a.IncidentsExpiredHolder, b.IncidentsExpiredHolder},
+		{"overlaps_ambiguous", &m.OverlapsAmbiguous, a.OverlapsAmbiguous, b.OverlapsAmbiguous},
+		{"incidents_ambiguous", &m.IncidentsAmbiguous, a.IncidentsAmbiguous, b.IncidentsAmbiguous},
+		{"contended_grants", &m.ContendedGrants, a.ContendedGrants, b.ContendedGrants},
+		{"validity_short", &m.ValidityShort, a.ValidityShort, b.ValidityShort},
+		{"validity_long", &m.ValidityLong, a.ValidityLong, b.ValidityLong},
+		{"lease_ends", &m.LeaseEnds, a.LeaseEnds, b.LeaseEnds},
+		{"stale_told", &m.StaleTold, a.StaleTold, b.StaleTold},
+		{"stale_silent", &m.StaleSilent, a.StaleSilent, b.StaleSilent},
 	}
 	var differ []string
 	for _, c := range counts {
@@ -211,6 +219,18 @@ func mergeSafety(m *Case, a, b Case, joint bool) {
 	}
 	if len(b.Targets) > len(a.Targets) {
 		m.Targets = b.Targets
+	}
+	m.ValidityShortMaxMS = max(a.ValidityShortMaxMS, b.ValidityShortMaxMS)
+	m.ValidityLongMaxMS = max(a.ValidityLongMaxMS, b.ValidityLongMaxMS)
+	switch x, y := a.InjectionsTested, b.InjectionsTested; {
+	case x == nil:
+		m.InjectionsTested = y
+	case y != nil && *y != *x:
+		n := max(*x, *y)
+		m.InjectionsTested = &n
+		if joint {
+			differ = append(differ, fmt.Sprintf("injections tested %d vs %d", *x, *y))
+		}
 	}
 	m.IncidentRateUpper95 = max(a.IncidentRateUpper95, b.IncidentRateUpper95)
 	m.Linearizable, m.LinearizableReason = worse(a.Linearizable, a.LinearizableReason, b.Linearizable, b.LinearizableReason)

@@ -96,6 +96,12 @@ type Case struct {
 	Durability string `json:"durability,omitempty"`
 	// Seed is the case's own seed, derived from the run's.
 	Seed uint64 `json:"seed,omitempty"`
+	// FreshServers is set when the case's servers were started for this
+	// trial alone, so that its trials are independent samples; without
+	// it the trials of a combination ran one after another on the same
+	// servers, and the report treats them as one trial where
+	// independence matters (the spread that calls one backend faster).
+	FreshServers bool `json:"fresh_servers,omitempty"`
 
 	// Settings.
 	Keys       int     `json:"keys"`
@@ -107,6 +113,21 @@ type Case struct {
 	Nodes     int    `json:"nodes"`
 	Quorum    int    `json:"quorum"`
 	Guarantee string `json:"guarantee,omitempty"`
+	// Control is set for a backend that excludes nobody (its descriptor
+	// says so): it runs to prove that the checkers see violations, and no
+	// recommendation picks it.
+	Control bool `json:"control,omitempty"`
+	// PromiseMS is the lock's contract for the case's grants: how long
+	// after the call of Acquire nobody else may be granted the key (ms),
+	// as the backend declares it (locker.Info.Promise of the TTL: the TTL
+	// less the declared drift, or the session timeout); the checkers draw
+	// the line between a lock bug and an expired holder there, not at the
+	// ValidUntil a lease reported. 0 when the backend declared none.
+	// MaxValidityMS is the longest the lock can keep a key from a grant
+	// (locker.Info.MaxValidity): a lease reporting more departs from its
+	// contract.
+	PromiseMS     float64 `json:"promise_ms,omitempty"`
+	MaxValidityMS float64 `json:"max_validity_ms,omitempty"`
 
 	// Measurements.
 	Acquired   int64            `json:"acquired"`
@@ -122,19 +143,50 @@ type Case struct {
 	StaleRejected    int64 `json:"stale_rejected"`
 	LostUpdates      int64 `json:"lost_updates"`
 	TokenRegressions int64 `json:"token_regressions"`
-	// OverlapsLockBug counts overlapping sections granted while the
-	// previous holder's lease was still valid by the lock's own promise;
-	// OverlapsExpiredHolder those where the previous holder went on after
-	// its lease had ended (what fencing is for). They add up to Overlaps.
+	// OverlapsLockBug counts overlapping sections granted, for certain,
+	// before the previous grant's contract line (its call plus PromiseMS):
+	// the lock granted a key it had promised; OverlapsExpiredHolder those
+	// granted, for certain, after it (the previous holder went on after
+	// its lease had ended: what fencing is for); OverlapsAmbiguous those
+	// the clock bounds of the judge cannot place on either side. They add
+	// up to Overlaps.
 	OverlapsLockBug       int64 `json:"overlaps_lock_bug"`
 	OverlapsExpiredHolder int64 `json:"overlaps_expired_holder"`
+	OverlapsAmbiguous     int64 `json:"overlaps_ambiguous"`
 	// Incidents counts distinct episodes of two or more holders of a key
 	// (overlapping sections chained into one episode), classified like the
-	// overlaps: an incident is a lock bug when any of its overlaps is.
-	// Sections grow with throughput; incidents grow with failures.
+	// overlaps by their worst overlap: a lock bug when any is, else
+	// ambiguous when any is, else an expired holder. Sections grow with
+	// throughput; incidents grow with failures.
 	Incidents              int64 `json:"incidents"`
 	IncidentsLockBug       int64 `json:"incidents_lock_bug"`
 	IncidentsExpiredHolder int64 `json:"incidents_expired_holder"`
+	IncidentsAmbiguous     int64 `json:"incidents_ambiguous"`
+	// LeaseEnds counts the sections whose lease told its holder it had
+	// ended (expired, lost, or past its ValidUntil) before the holder was
+	// done. StaleTold and StaleSilent split the stale writes, accepted
+	// and rejected: made after the holder's lease had told it so (the
+	// lock revoked the lease and told its holder in time: a careful
+	// client holds back), or with its lease saying nothing (silent: only
+	// a fencing resource stops them).
+	LeaseEnds   int64 `json:"lease_ends"`
+	StaleTold   int64 `json:"stale_told"`
+	StaleSilent int64 `json:"stale_silent"`
+	// ContendedGrants counts the grants made while another client's
+	// acquire of the same key was in progress: the grants at which a
+	// double grant could show, and the trials of a fault-free rate.
+	ContendedGrants int64 `json:"contended_grants"`
+	// ValidityShort and ValidityLong count the grants whose lease
+	// reported a ValidUntil outside its contract: before the call plus
+	// PromiseMS (the lease claimed less than the lock promised, which a
+	// line drawn by the lease would turn into expired holders), or after
+	// the return plus MaxValidityMS (it claimed more than the lock can
+	// give: a holder trusting it writes past the line). ValidityShortMaxMS and
+	// ValidityLongMaxMS are the largest departures.
+	ValidityShort      int64   `json:"validity_short"`
+	ValidityLong       int64   `json:"validity_long"`
+	ValidityShortMaxMS float64 `json:"validity_short_max_ms,omitempty"`
+	ValidityLongMaxMS  float64 `json:"validity_long_max_ms,omitempty"`
 	// Linearizable is porcupine's verdict on the history against a mutex
 	// model per key; LinearizableFenced against a fenced-mutex model
 	// (grants' tokens strictly increase in real-time order, overlaps
@@ -149,12 +201,19 @@ type Case struct {
 	History string `json:"history,omitempty"`
 
 	// Faults. Injections counts the times the fault was injected (0 for
-	// fault "none"); Targets says what each injection hit.
+	// fault "none"); Targets says what each injection hit, whether it
+	// tested anything, and what followed it.
 	Injections int      `json:"injections"`
 	Targets    []Target `json:"targets,omitempty"`
-	// IncidentRateUpper95 is the one-sided 95% upper bound on incidents
-	// per injection (exact binomial, Clopper–Pearson); 0 without
-	// injections.
+	// InjectionsTested counts the injections that tested what their
+	// class is meant to test (Target.Tested): only they enter a rate or a
+	// bound. Nil when the run did not judge its injections (results from
+	// before the field): every injection then counts, and the report
+	// says so.
+	InjectionsTested *int `json:"injections_tested,omitempty"`
+	// IncidentRateUpper95 is the one-sided 95% upper bound on the rate
+	// of tested injections followed by at least one incident (exact
+	// binomial, Clopper–Pearson); 0 without injections.
 	IncidentRateUpper95 float64 `json:"incident_rate_upper95"`
 	// Invalid is set when the fault failed to inject as planned: the case
 	// did not measure what its name promises and no conclusion uses it.
@@ -207,6 +266,35 @@ type Target struct {
 	// priority node was.
 	Leader   bool `json:"leader,omitempty"`
 	Priority bool `json:"priority,omitempty"`
+	// Tested says whether the injection met what its class is meant to
+	// test (a section of the faulted keys active at the strike, the lock
+	// granting just before it) and had its effect read back from the
+	// servers; WhyNot says why not. Nil when the run did not judge its
+	// injections: it then counts as tested, and the report says so.
+	Tested *bool  `json:"tested,omitempty"`
+	WhyNot string `json:"why_not,omitempty"`
+	// AtS is when the injection struck, in seconds from the start of the
+	// case. Incidents, IncidentsLockBug, IncidentsAmbiguous and
+	// StaleAccepted count what began from then until the next injection
+	// (or the end of the case): what the injection is charged with.
+	AtS                float64 `json:"at_s"`
+	Incidents          int64   `json:"incidents"`
+	IncidentsLockBug   int64   `json:"incidents_lock_bug"`
+	IncidentsAmbiguous int64   `json:"incidents_ambiguous"`
+	StaleAccepted      int64   `json:"stale_accepted"`
+}
+
+// Counted reports whether the injection enters rates and bounds: it was
+// tested, or the run did not judge its injections.
+func (t Target) Counted() bool { return t.Tested == nil || *t.Tested }
+
+// Tested returns the case's tested injections and whether the run judged
+// them: InjectionsTested when recorded, else every injection (unjudged).
+func (c *Case) Tested() (n int, judged bool) {
+	if c.InjectionsTested != nil {
+		return *c.InjectionsTested, true
+	}
+	return c.Injections, false
 }
 
 // Availability is how a backend served while faults were in effect.

@@ -65,7 +65,7 @@ func dist(t *testing.T, s string) workloads.Dist {
 
 // runCase runs spec as one case of goroutine clients and returns the
 // results.Case it fills for guard g.
-func runCase(t *testing.T, spec workloads.Spec, lockers []locker.Locker, g judge.Guard, hooks workloads.Hooks) results.Case {
+func runCase(t *testing.T, spec workloads.Spec, lockers []locker.Locker, g judge.Guard, section judge.SectionHook) results.Case {
 	t.Helper()
 	j, err := judge.New(judge.Options{})
 	if err != nil {
@@ -73,7 +73,7 @@ func runCase(t *testing.T, spec workloads.Spec, lockers []locker.Locker, g judge
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	o, err := workloads.RunCase(ctx, j, "case", spec, []judge.Guard{g}, lockers, hooks)
+	o, err := workloads.RunCase(ctx, j, spec, []judge.Guard{g}, lockers, section)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func checkSafe(t *testing.T, c results.Case) {
 func TestRedisIsSafeUnderContention(t *testing.T) {
 	addrs := redisAddrs(t, 1)
 	ls := open(t, "redis", 8, backends.Config{Addrs: addrs})
-	c := runCase(t, contention(t), ls, judge.GuardFence, workloads.Hooks{})
+	c := runCase(t, contention(t), ls, judge.GuardFence, nil)
 	checkSafe(t, c)
 	if !c.Fencing || c.Nodes != 1 || c.Quorum != 1 {
 		t.Fatalf("case %+v does not describe a fenced single Redis", c)
@@ -133,7 +133,7 @@ func TestRedlockIsSafeUnderContention(t *testing.T) {
 	// A node timeout above the default (TTL/100, at most 50 ms) keeps the
 	// bootstrap dial from timing out on a loaded machine.
 	ls := open(t, "redlock", 8, backends.Config{Addrs: addrs, Params: map[string]string{"bootstrap": "true", "nodetimeout": "250ms"}})
-	c := runCase(t, contention(t), ls, judge.GuardFence, workloads.Hooks{})
+	c := runCase(t, contention(t), ls, judge.GuardFence, nil)
 	checkSafe(t, c)
 	if c.Nodes != 5 || c.Quorum != 3 {
 		t.Fatalf("case %+v does not describe a 5-node Redlock", c)
@@ -168,8 +168,7 @@ func TestLongHold(t *testing.T) {
 				Workload: workloads.Hot, Clients: 6, Hold: dist(t, "1ms"),
 				TTL: 100 * time.Millisecond, MaxOps: 120, Duration: 30 * time.Second,
 			}
-			hooks := workloads.Hooks{Section: workloads.EveryNth(40, judge.Action{Hold: 500 * time.Millisecond})}
-			c := runCase(t, spec, ls, tc.guard, hooks)
+			c := runCase(t, spec, ls, tc.guard, workloads.EveryNth(40, judge.Action{Hold: 500 * time.Millisecond}))
 			// Whatever the guard, the lock itself let two holders in and
 			// the slow holders found their leases gone.
 			if c.Overlaps == 0 || c.OverlapsExpiredHolder != c.Overlaps || c.Errors[results.ErrLost] == 0 {

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
-
-	"github.com/lockbench/lockbench/locker"
 )
 
 // distKind is the shape of a Dist.
@@ -36,7 +34,7 @@ type Dist struct {
 // Constant returns the distribution that is always d.
 func Constant(d time.Duration) (Dist, error) {
 	if d < 0 {
-		return Dist{}, locker.Invalidf("constant duration %v: must not be negative", d)
+		return Dist{}, specErrorf("constant duration %v: must not be negative", d)
 	}
 	return Dist{kind: distConstant, a: d}, nil
 }
@@ -44,7 +42,7 @@ func Constant(d time.Duration) (Dist, error) {
 // Uniform returns the uniform distribution on [lo, hi].
 func Uniform(lo, hi time.Duration) (Dist, error) {
 	if lo < 0 || hi < lo {
-		return Dist{}, locker.Invalidf("uniform %v-%v: need 0 ≤ low ≤ high", lo, hi)
+		return Dist{}, specErrorf("uniform %v-%v: need 0 ≤ low ≤ high", lo, hi)
 	}
 	return Dist{kind: distUniform, a: lo, b: hi}, nil
 }
@@ -53,7 +51,7 @@ func Uniform(lo, hi time.Duration) (Dist, error) {
 // the memoryless spread of service times (samples are capped at 50 means).
 func Exponential(mean time.Duration) (Dist, error) {
 	if mean <= 0 {
-		return Dist{}, locker.Invalidf("exponential mean %v: must be positive", mean)
+		return Dist{}, specErrorf("exponential mean %v: must be positive", mean)
 	}
 	return Dist{kind: distExponential, a: mean}, nil
 }
@@ -65,7 +63,7 @@ func Exponential(mean time.Duration) (Dist, error) {
 func ParseDist(s string) (Dist, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
-		return Dist{}, locker.Invalidf("duration distribution %q: empty (want e.g. 2ms, 1ms-5ms or exp:2ms)", s)
+		return Dist{}, specErrorf("duration distribution %q: empty (want e.g. 2ms, 1ms-5ms or exp:2ms)", s)
 	}
 	if mean, ok := strings.CutPrefix(in, "exp:"); ok {
 		m, err := parseDuration(s, mean)
@@ -74,7 +72,7 @@ func ParseDist(s string) (Dist, error) {
 		}
 		d, err := Exponential(m)
 		if err != nil {
-			return Dist{}, locker.Invalidf("duration distribution %q: exponential mean must be positive", s)
+			return Dist{}, specErrorf("duration distribution %q: exponential mean must be positive", s)
 		}
 		return d, nil
 	}
@@ -91,7 +89,7 @@ func ParseDist(s string) (Dist, error) {
 		}
 		d, err := Uniform(lo, hi)
 		if err != nil {
-			return Dist{}, locker.Invalidf("duration distribution %q: uniform bounds must satisfy 0 ≤ low ≤ high", s)
+			return Dist{}, specErrorf("duration distribution %q: uniform bounds must satisfy 0 ≤ low ≤ high", s)
 		}
 		return d, nil
 	}
@@ -106,10 +104,10 @@ func ParseDist(s string) (Dist, error) {
 func parseDuration(whole, part string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(part))
 	if err != nil {
-		return 0, locker.Invalidf("duration distribution %q: %q is not a duration (want e.g. 2ms, 1ms-5ms or exp:2ms)", whole, part)
+		return 0, specErrorf("duration distribution %q: %q is not a duration (want e.g. 2ms, 1ms-5ms or exp:2ms)", whole, part)
 	}
 	if d < 0 {
-		return 0, locker.Invalidf("duration distribution %q: %v is negative", whole, d)
+		return 0, specErrorf("duration distribution %q: %v is negative", whole, d)
 	}
 	return d, nil
 }

@@ -16,9 +16,9 @@ import (
 )
 
 // Outcome is what one case measured: the judge's result (safety of every
-// client, history, timeline, this host's metrics), the fault windows and
-// how the clients ran. Cases turns it into the case's results, one per
-// guard.
+// client, history, timeline, this host's metrics), the nemesis's record
+// of its injections and how the clients ran. Cases turns it into the
+// case's results, one per guard.
 type Outcome struct {
 	// Info describes the backend.
 	Info locker.Info
@@ -26,7 +26,8 @@ type Outcome struct {
 	ClientsAs string
 	// Result is the judge's.
 	Result *judge.Result
-	// Windows are the fault windows the nemesis recorded.
+	// Windows are the fault windows the nemesis recorded, from the case
+	// start.
 	Windows []results.Window
 	// Targets are what each injection hit (one per injection).
 	Targets []results.Target
@@ -35,12 +36,6 @@ type Outcome struct {
 	// Notes explain the numbers (results.Case.Notes), on top of those
 	// Fill derives.
 	Notes []string
-}
-
-// Faults takes the fault record of the case, closing the windows still
-// open at end.
-func (o *Outcome) Faults(f *Faults, end time.Time) {
-	o.Windows, o.Targets, o.FaultFailures = f.Finish(end), f.Targets(), f.Failures()
 }
 
 // Acquired is this host's grants, counted by the judge.
@@ -122,6 +117,8 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	c.Nodes = len(o.Info.Nodes)
 	c.Quorum = o.Info.Quorum
 	c.Guarantee = o.Info.Guarantee
+	ttl := time.Duration(c.TTLMillis) * time.Millisecond // as Describe recorded it
+	c.PromiseMS, c.MaxValidityMS = ms(o.Info.Promise(ttl)), ms(o.Info.MaxValidity(ttl))
 
 	m := r.Metrics
 	c.Acquired = o.Acquired()
@@ -142,8 +139,12 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 		*x.to = results.Summarise(h)
 	}
 
-	c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder = s.Overlaps, s.OverlapsLockBug, s.OverlapsExpiredHolder
-	c.Incidents, c.IncidentsLockBug, c.IncidentsExpiredHolder = s.Incidents, s.IncidentsLockBug, s.IncidentsExpiredHolder
+	c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder, c.OverlapsAmbiguous = s.Overlaps, s.OverlapsLockBug, s.OverlapsExpiredHolder, s.OverlapsAmbiguous
+	c.Incidents, c.IncidentsLockBug, c.IncidentsExpiredHolder, c.IncidentsAmbiguous = s.Incidents, s.IncidentsLockBug, s.IncidentsExpiredHolder, s.IncidentsAmbiguous
+	c.ContendedGrants = s.ContendedGrants
+	c.LeaseEnds, c.StaleTold, c.StaleSilent = s.LeaseEnds, s.StaleTold, s.StaleSilent
+	c.ValidityShort, c.ValidityLong = s.ValidityShort, s.ValidityLong
+	c.ValidityShortMaxMS, c.ValidityLongMaxMS = ms(time.Duration(s.ValidityShortMax)), ms(time.Duration(s.ValidityLongMax))
 	c.StaleAccepted, c.StaleRejected = s.StaleAccepted, s.StaleRejected
 	c.LostUpdates, c.TokenRegressions = s.LostUpdates, s.TokenRegressions
 	c.Linearizable, c.LinearizableReason = r.Linearizable.Result, r.Linearizable.Reason
@@ -156,41 +157,79 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	if len(o.Windows) > 0 {
 		c.Availability = availability(r.Ops, o.Windows, r.Timeline, r.TimelineStep, r.Elapsed)
 	}
-	c.Injections, c.Targets = len(o.Targets), append([]results.Target(nil), o.Targets...)
+	c.Injections, c.Targets = len(o.Targets), charge(o.Targets, o.Windows, s)
 	if len(o.FaultFailures) > 0 {
 		c.Invalid = true
 		c.InvalidReason = "the fault did not inject as planned: " + o.FaultFailures[0]
 	}
-	if c.Injections > 0 {
-		c.IncidentRateUpper95 = stats.Upper95(injectionsWithIncidents(o.Windows, s.IncidentStarts, c.Injections), c.Injections)
+	if slices.ContainsFunc(c.Targets, func(t results.Target) bool { return t.Tested != nil }) {
+		n := 0
+		for _, t := range c.Targets {
+			if t.Counted() {
+				n++
+			}
+		}
+		c.InjectionsTested = &n
+	}
+	if n, _ := c.Tested(); n > 0 {
+		hit := 0
+		for _, t := range c.Targets {
+			if t.Counted() && t.Incidents > 0 {
+				hit++
+			}
+		}
+		c.IncidentRateUpper95 = stats.Upper95(hit, n)
 	}
 	c.Notes = append(c.Notes, o.notes(guard)...)
 	return nil
 }
 
-// injectionsWithIncidents counts the injections followed by at least one
-// incident before the next began: an injection is a trial whose failure
-// is an incident. The windows are the injections', in order; incidents
-// before the first window are laid at the first.
-func injectionsWithIncidents(windows []results.Window, incidents []int64, injections int) int {
-	if len(incidents) == 0 {
-		return 0
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// charge returns the targets, one per injection, each with its strike
+// (the start of its window, in order) and what began from then until the
+// next strike: incidents by class and stale writes accepted, as the
+// store of the report's guard saw them. An injection is a trial whose
+// failure is what it is charged with. What began before the first strike
+// is charged to the first injection (no fault caused it, but no rate may
+// leave it out); without windows nothing can be placed, and every event
+// is charged to the first.
+func charge(targets []results.Target, windows []results.Window, r history.Report) []results.Target {
+	out := slices.Clone(targets)
+	if len(out) == 0 {
+		return out
 	}
-	if len(windows) == 0 {
-		return min(len(incidents), injections)
+	for i := range out {
+		if len(windows) > 0 {
+			out[i].AtS = windows[min(i, len(windows)-1)].StartS
+		}
+		out[i].Incidents, out[i].IncidentsLockBug, out[i].IncidentsAmbiguous, out[i].StaleAccepted = 0, 0, 0, 0
 	}
-	hit := map[int]bool{}
-	for _, at := range incidents {
-		s := float64(at) / 1e9
-		i := 0
-		for j, w := range windows {
-			if w.StartS <= s {
+	// at returns the injection charged with an event at ns.
+	at := func(ns int64) *results.Target {
+		s, i := float64(ns)/1e9, 0
+		for j := range out {
+			if len(windows) > 0 && out[j].AtS <= s {
 				i = j
 			}
 		}
-		hit[i] = true
+		return &out[i]
 	}
-	return min(len(hit), injections)
+	for _, e := range r.Episodes {
+		t := at(e.Start)
+		t.Incidents++
+		switch e.Class {
+		case history.LockBug:
+			t.IncidentsLockBug++
+		case history.Ambiguous:
+			t.IncidentsAmbiguous++
+		}
+	}
+	for _, ns := range r.StaleAcceptedAt {
+		at(ns).StaleAccepted++
+	}
+	return out
 }
 
 // availability measures the service inside the windows and after them,

@@ -58,15 +58,19 @@ func Run(ctx context.Context, spec Spec, clients []Client) error {
 		return err
 	}
 	if len(clients) != s.Clients {
-		return locker.Invalidf("%d clients for a spec of %d: need one Client per client", len(clients), s.Clients)
+		return specErrorf("%d clients for a spec of %d: need one Client per client", len(clients), s.Clients)
 	}
 	for i, c := range clients {
 		if c.Locker == nil || c.Judge == nil {
-			return locker.Invalidf("client %d of %d has no Locker or no judge line", i, len(clients))
+			return specErrorf("client %d of %d has no Locker or no judge line", i, len(clients))
 		}
 	}
 	e := &engine{spec: s, keys: s.KeyNames()}
 	e.opts = append([]locker.Option{locker.WithTTL(s.TTL)}, s.AcquireOptions...)
+	asked, err := locker.Resolve("k", e.opts...)
+	if err != nil {
+		return err
+	}
 
 	// Every client waits at the barrier; the load runs from the moment the
 	// last one here is let through.
@@ -100,6 +104,8 @@ func Run(ctx context.Context, spec Spec, clients []Client) error {
 		c := &client{Client: cl, rec: NewRecorder(), r: rand.New(rand.NewPCG(s.Seed, uint64(cl.Process)+1)), timer: time.NewTimer(time.Hour)}
 		c.timer.Stop()
 		c.m = Measure(cl.Locker, c.rec)
+		info := cl.Locker.Info()
+		c.promise, c.maxValidity = info.Promise(asked.TTL), info.MaxValidity(asked.TTL)
 		c.keys = newChooser(s, e.keys, c.r)
 		wg.Go(func() { errs[i] = e.runClient(c) })
 	}
@@ -136,6 +142,9 @@ type client struct {
 	keys  *chooser
 	timer *time.Timer
 	fatal error
+	// promise and maxValidity are the backend's contract for each grant
+	// (Info.Promise and MaxValidity of the TTL asked), reported with it.
+	promise, maxValidity time.Duration
 }
 
 // runClient runs one client's loop, then sends the judge its metrics.
@@ -283,7 +292,8 @@ func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Ti
 		}
 	}()
 	tok, hasTok := lease.Token()
-	g := judge.GrantReport{Key: lease.Key(), Token: tok, HasToken: hasTok, Invoke: invoke.UnixNano(), Complete: complete.UnixNano()}
+	g := judge.GrantReport{Key: lease.Key(), Token: tok, HasToken: hasTok, Invoke: invoke.UnixNano(), Complete: complete.UnixNano(),
+		Promise: int64(c.promise), MaxValidity: int64(c.maxValidity)}
 	if v := lease.ValidUntil(); !v.IsZero() {
 		g.ValidUntil = v.UnixNano()
 	}
@@ -299,8 +309,29 @@ func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Ti
 		hold = e.spec.Hold.Sample(c.r)
 	}
 	c.sleep(e.load, hold)
+	// A careful client checks its lease before it writes, and the history
+	// keeps what the lease told it; this one writes all the same, so that
+	// the resource's guard is what stops a stale write, and the report can
+	// tell a holder that was warned from one that was not.
+	told := false
+	check := func() error {
+		why := ended(lease)
+		if told || why == "" {
+			return nil
+		}
+		told = true
+		now := time.Now().UnixNano()
+		return e.report(c, judge.OpReport{F: history.LeaseEnd, Type: history.OK, Key: lease.Key(), Section: grant.Section,
+			Invoke: now, Complete: now, Error: why})
+	}
+	if err := check(); err != nil {
+		return err
+	}
 	if err := c.Judge.Write(ctx, grant.Section); err != nil {
 		return fmt.Errorf("client %d: write: %w", c.Process, err)
+	}
+	if err := check(); err != nil {
+		return err
 	}
 	if err := c.Judge.End(ctx, grant.Section); err != nil {
 		return fmt.Errorf("client %d: end: %w", c.Process, err)
@@ -321,6 +352,20 @@ func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Ti
 		r.Type, r.Error = history.Info, rerr.Error()
 	}
 	return e.report(c, r)
+}
+
+// ended says what a lease tells its holder once it has ended other than
+// by Release: its Err (ErrExpired, ErrLost with the cause), or that its
+// ValidUntil has passed though its timer has not fired yet (a process
+// just resumed from a pause runs before its timers); "" while it holds.
+func ended(l locker.Lease) string {
+	if err := l.Err(); err != nil {
+		return err.Error()
+	}
+	if v := l.ValidUntil(); !v.IsZero() && !time.Now().Before(v) {
+		return fmt.Sprintf("its ValidUntil %s has passed", v.Format(time.StampMicro))
+	}
+	return ""
 }
 
 // schedule is the open loop's Poisson arrival process, shared by the

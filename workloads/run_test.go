@@ -52,16 +52,65 @@ func newJudge(t *testing.T) *judge.Judge {
 	return j
 }
 
+// runCase runs spec over lockers as one case of goroutine clients on the
+// in-process judge j, with the resource under guards and section (when
+// not nil) as the judge's section hook — a case as the runner composes
+// it, without a nemesis. It returns the outcome, with the error when the
+// case ran but was cut short.
+func runCase(ctx context.Context, j *judge.Judge, spec Spec, guards []judge.Guard, lockers []locker.Locker, section judge.SectionHook) (*Outcome, error) {
+	s, err := spec.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	if len(lockers) != s.Clients {
+		return nil, specErrorf("%d lockers for %d clients", len(lockers), s.Clients)
+	}
+	const host, id = "local", "case"
+	info, err := j.Open(ctx, host, judge.CaseSpec{ID: id, Guards: guards, Processes: s.Clients, Duration: s.Duration, TimelineStep: s.TimelineStep})
+	if err != nil {
+		return nil, err
+	}
+	c := j.Case(id)
+	c.SetHooks(section, nil)
+	s.KeyPrefix = info.KeyPrefix
+	clients := make([]Client, len(lockers))
+	for i, l := range lockers {
+		p := info.FirstProcess + i
+		clients[i] = Client{Process: p, Locker: l, Judge: c.Local(host, p)}
+	}
+	runErr := Run(ctx, s, clients)
+	if ctx.Err() != nil {
+		c.Stop()
+	}
+	res, err := j.Finish(context.WithoutCancel(ctx), host, id)
+	if err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	return &Outcome{Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}, runErr
+}
+
+// everyNth returns a section hook that gives a every n-th section of the
+// case (section number divisible by n) and leaves the others alone.
+func everyNth(n int64, a judge.Action) judge.SectionHook {
+	return func(e judge.SectionEvent) judge.Action {
+		if e.Section%n != 0 {
+			return judge.Action{}
+		}
+		return a
+	}
+}
+
 // run runs spec over lockers as one case with the resource under guards
-// (GuardNone when none), and fails t on an error.
-func run(t *testing.T, spec Spec, lockers []locker.Locker, hooks Hooks, guards ...judge.Guard) *Outcome {
+// (GuardNone when none) and section as the judge's section hook, and
+// fails t on an error.
+func run(t *testing.T, spec Spec, lockers []locker.Locker, section judge.SectionHook, guards ...judge.Guard) *Outcome {
 	t.Helper()
 	if len(guards) == 0 {
 		guards = []judge.Guard{judge.GuardNone}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	o, err := RunCase(ctx, newJudge(t), "case", spec, guards, lockers, hooks)
+	o, err := runCase(ctx, newJudge(t), spec, guards, lockers, section)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +145,7 @@ func loopName(s Spec) string {
 func TestNoopShowsViolations(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	// One case, every guard's store beside the others.
-	o := run(t, Spec{Workload: Hot, Clients: 8, Hold: dist(t, "500us-1ms"), TTL: time.Second, Duration: 400 * time.Millisecond}, noops(t, 8), Hooks{}, judge.Guards...)
+	o := run(t, Spec{Workload: Hot, Clients: 8, Hold: dist(t, "500us-1ms"), TTL: time.Second, Duration: 400 * time.Millisecond}, noops(t, 8), nil, judge.Guards...)
 	for _, g := range judge.Guards {
 		t.Run(string(g), func(t *testing.T) {
 			s := o.Result.Reports[g]
@@ -148,7 +197,7 @@ func TestRunStopsAtMaxOps(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, rate := range []float64{0, 5000} {
 		t.Run(loopName(Spec{Rate: rate}), func(t *testing.T) {
-			o := run(t, Spec{Workload: UniformKeys, Keys: 4, Clients: 4, Rate: rate, MaxOps: 300, Duration: time.Minute}, noops(t, 4), Hooks{})
+			o := run(t, Spec{Workload: UniformKeys, Keys: 4, Clients: 4, Rate: rate, MaxOps: 300, Duration: time.Minute}, noops(t, 4), nil)
 			if o.Acquired() != 300 || report(o).Sections != 300 {
 				t.Fatalf("%d grants, %d sections; want 300 each", o.Acquired(), report(o).Sections)
 			}
@@ -164,7 +213,7 @@ func TestRunStopsAtDuration(t *testing.T) {
 	for _, rate := range []float64{0, 200} {
 		t.Run(loopName(Spec{Rate: rate}), func(t *testing.T) {
 			began := time.Now()
-			o := run(t, Spec{Workload: Hot, Clients: 3, Rate: rate, Hold: dist(t, "1ms"), Think: dist(t, "1ms"), Duration: 300 * time.Millisecond}, noops(t, 3), Hooks{})
+			o := run(t, Spec{Workload: Hot, Clients: 3, Rate: rate, Hold: dist(t, "1ms"), Think: dist(t, "1ms"), Duration: 300 * time.Millisecond}, noops(t, 3), nil)
 			took := time.Since(began)
 			// How long past its duration the last section takes to end
 			// depends on the machine: only a run that went on for ever
@@ -186,9 +235,9 @@ func TestRunStopsOnContext(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	o, err := RunCase(ctx, newJudge(t), "c", Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), Duration: time.Minute}, []judge.Guard{judge.GuardNone}, noops(t, 2), Hooks{})
+	o, err := runCase(ctx, newJudge(t), Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), Duration: time.Minute}, []judge.Guard{judge.GuardNone}, noops(t, 2), nil)
 	if !errors.Is(err, context.DeadlineExceeded) || o == nil || o.Result.Stopped == "" {
-		t.Fatalf("RunCase = %+v, %v; want the partial outcome and the context's error", o, err)
+		t.Fatalf("case = %+v, %v; want the partial outcome and the context's error", o, err)
 	}
 	if o.Result.Elapsed > 5*time.Second || o.Acquired() == 0 || !hasNote(o, judge.GuardNone, "partial results") {
 		t.Fatalf("interrupted case: elapsed %v, %d grants, notes %q", o.Result.Elapsed, o.Acquired(), o.notes(judge.GuardNone))
@@ -200,21 +249,18 @@ func TestRunRejectsBadArguments(t *testing.T) {
 	spec := Spec{Workload: Hot, Clients: 2, Duration: time.Second}
 	for name, tc := range map[string]struct {
 		spec    Spec
-		lockers []locker.Locker
+		clients []Client
 		want    string
 	}{
-		"bad spec":        {Spec{Workload: "warm", Clients: 2}, noops(t, 2), `"warm"`},
-		"too few lockers": {spec, noops(t, 1), "1 lockers for 2 clients"},
+		"bad spec":        {Spec{Workload: "warm", Clients: 2}, make([]Client, 2), `"warm"`},
+		"too few clients": {spec, make([]Client, 1), "1 clients for a spec of 2"},
+		"no judge line":   {spec, []Client{{Locker: noop.New()}, {}}, "no Locker or no judge line"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			o, err := RunCase(ctx, newJudge(t), "c", tc.spec, []judge.Guard{judge.GuardNone}, tc.lockers, Hooks{})
-			if o != nil || !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("RunCase = %v, %v; want ErrInvalid naming %s", o, err, tc.want)
+			if err := Run(ctx, tc.spec, tc.clients); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v; want ErrSpec naming %s", err, tc.want)
 			}
 		})
-	}
-	if err := Run(ctx, spec, []Client{{Locker: noop.New()}, {}}); !errors.Is(err, locker.ErrInvalid) {
-		t.Fatalf("Run with a client missing its Locker and judge: %v", err)
 	}
 }
 
@@ -222,9 +268,9 @@ func TestRunStopsWhenTheBackendRefusesTheSpec(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ls := noops(t, 2)
 	ls[1].Close() // a closed Locker refuses everything
-	o, err := RunCase(context.Background(), newJudge(t), "c", Spec{Workload: Hot, Clients: 2, Duration: time.Minute}, []judge.Guard{judge.GuardNone}, ls, Hooks{})
+	o, err := runCase(context.Background(), newJudge(t), Spec{Workload: Hot, Clients: 2, Duration: time.Minute}, []judge.Guard{judge.GuardNone}, ls, nil)
 	if !errors.Is(err, locker.ErrClosed) || o == nil || o.Result.Elapsed > 10*time.Second {
-		t.Fatalf("RunCase over a closed Locker = %+v, %v; want an early stop wrapping ErrClosed", o, err)
+		t.Fatalf("case over a closed Locker = %+v, %v; want an early stop wrapping ErrClosed", o, err)
 	}
 }
 
@@ -272,7 +318,7 @@ func TestScheduleKeepsItsRate(t *testing.T) {
 func TestOpenLoopKeepsItsRate(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const rate = 400
-	o := run(t, Spec{Workload: UniformKeys, Keys: 16, Clients: 4, Rate: rate, Hold: dist(t, "1ms"), Duration: 1500 * time.Millisecond}, noops(t, 4), Hooks{})
+	o := run(t, Spec{Workload: UniformKeys, Keys: 16, Clients: 4, Rate: rate, Hold: dist(t, "1ms"), Duration: 1500 * time.Millisecond}, noops(t, 4), nil)
 	if n := o.Acquired(); n == 0 || n > 600+5*25 {
 		t.Fatalf("open loop at %d/s for 1.5s granted %d sections, want some and at most 725", rate, n)
 	}
@@ -283,7 +329,7 @@ func TestOpenLoopKeepsItsRate(t *testing.T) {
 // 50 ms hold as its whole story; the open loop must show the queue.
 func TestOpenLoopCountsQueueing(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	o := run(t, Spec{Workload: Hot, Clients: 1, Rate: 100, Hold: dist(t, "50ms"), Duration: time.Second}, noops(t, 1), Hooks{})
+	o := run(t, Spec{Workload: Hot, Clients: 1, Rate: 100, Hold: dist(t, "50ms"), Duration: time.Second}, noops(t, 1), nil)
 	h, err := results.Decode(o.Result.Metrics.Histograms.Acquire)
 	if err != nil {
 		t.Fatal(err)
@@ -314,9 +360,9 @@ func TestZipfConcentratesOnFewKeys(t *testing.T) {
 		return float64(g[0]+g[1]+g[2]) / float64(all)
 	}
 	spec := Spec{Workload: Zipf, Keys: 100, Clients: 2, MaxOps: 4000, Duration: time.Minute, Seed: 7}
-	z := byRank(run(t, spec, noops(t, 2), Hooks{}), spec)
+	z := byRank(run(t, spec, noops(t, 2), nil), spec)
 	spec.Workload = UniformKeys
-	u := byRank(run(t, spec, noops(t, 2), Hooks{}), spec)
+	u := byRank(run(t, spec, noops(t, 2), nil), spec)
 	// P(rank k) ∝ (1+k)^-1.1 over 100 keys puts 41% on the top 3.
 	if s := share(z); s < 0.3 || z[0] != slices.Max(z) {
 		t.Fatalf("zipf: top 3 of 100 keys got %.0f%% of the grants, rank 0 got %d of max %d", 100*s, z[0], slices.Max(z))
@@ -327,36 +373,21 @@ func TestZipfConcentratesOnFewKeys(t *testing.T) {
 	t.Logf("top 3 of 100 keys: zipf %.0f%%, uniform %.0f%%", 100*share(z), 100*share(u))
 }
 
-func TestHooks(t *testing.T) {
+// TestSectionHook: the judge asks the section hook about every grant, with
+// the grant's key, time and validity, and a longer hold it answers is
+// held.
+func TestSectionHook(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	var nemesisStart time.Time
 	var sections atomic.Int64
-	long := EveryNth(50, judge.Action{Hold: 300 * time.Millisecond})
-	hooks := Hooks{
-		Section: func(e judge.SectionEvent) judge.Action {
-			sections.Add(1)
-			if e.Key == "" || e.Granted < 0 || e.ValidFor <= 0 || e.ValidFor > locker.DefaultTTL {
-				t.Errorf("bad section event %+v", e)
-			}
-			return long(e)
-		},
-		Nemesis: func(ctx context.Context, f *Faults) {
-			nemesisStart = f.Start()
-			f.Begin("until the end") // never closed here: the case closes it
-			if err := f.Record("backwards", f.Start().Add(time.Second), f.Start()); !errors.Is(err, locker.ErrInvalid) {
-				t.Errorf("Record of a window ending before it starts: %v", err)
-			}
-			if f.At(ctx, 100*time.Millisecond) {
-				done := f.Begin("kill")
-				f.Fail(nil) // nothing to record
-				f.Fail(errors.New("node-3 would not die"))
-				done()
-				done() // a second call does nothing
-			}
-			<-ctx.Done()
-		},
+	long := everyNth(50, judge.Action{Hold: 300 * time.Millisecond})
+	section := func(e judge.SectionEvent) judge.Action {
+		sections.Add(1)
+		if e.Key == "" || e.Granted < 0 || e.ValidFor <= 0 || e.ValidFor > locker.DefaultTTL {
+			t.Errorf("bad section event %+v", e)
+		}
+		return long(e)
 	}
-	o := run(t, Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), MaxOps: 60, Duration: 5 * time.Second}, noops(t, 2), hooks)
+	o := run(t, Spec{Workload: Hot, Clients: 2, Hold: dist(t, "1ms"), MaxOps: 60, Duration: 5 * time.Second}, noops(t, 2), section)
 	if o.Acquired() != 60 || o.Result.Elapsed < 300*time.Millisecond {
 		t.Fatalf("%d grants after %v: want 60, after the 300ms hold", o.Acquired(), o.Result.Elapsed)
 	}
@@ -367,36 +398,12 @@ func TestHooks(t *testing.T) {
 	if h.Max() < 300_000 {
 		t.Fatalf("longest hold %d µs: the hook's 300ms hold was not applied", h.Max())
 	}
-	if !nemesisStart.Equal(o.Result.Start) {
-		t.Fatalf("nemesis saw start %v, the judge %v", nemesisStart, o.Result.Start)
-	}
-	labels := map[string]results.Window{}
-	for _, w := range o.Windows {
-		labels[w.Label] = w
-		if w.EndS < w.StartS {
-			t.Fatalf("window %+v ends before it starts", w)
-		}
-	}
-	if len(o.Windows) != 2 {
-		t.Fatalf("windows %+v: want the kill and the open one", o.Windows)
-	}
-	if w, ok := labels["kill"]; !ok || w.StartS < 0.1 {
-		t.Fatalf("kill window %+v: want one starting at 100ms", w)
-	}
-	if w, ok := labels["until the end"]; !ok || w.StartS > 0.05 || w.EndS < 0.2 {
-		t.Fatalf("open window %+v not closed at the end", w)
-	}
-	if len(o.FaultFailures) != 1 || !slices.ContainsFunc(o.notes(judge.GuardNone), func(n string) bool {
-		return strings.HasPrefix(n, "fault not injected as planned, at 0.1") && strings.HasSuffix(n, "node-3 would not die")
-	}) {
-		t.Fatalf("fault failures %q, notes %q: want the one failure, timed, in a note", o.FaultFailures, o.notes(judge.GuardNone))
-	}
 }
 
 func TestCases(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	spec := Spec{Workload: UniformKeys, Keys: 8, Clients: 2, Hold: dist(t, "1ms"), TTL: 2 * time.Second, MaxOps: 100, Duration: time.Minute}
-	o := run(t, spec, noops(t, 2), Hooks{}, judge.GuardFence, judge.GuardNone)
+	o := run(t, spec, noops(t, 2), nil, judge.GuardFence, judge.GuardNone)
 	base := results.Case{Fault: "none", Trial: 3, Notes: make([]string, 0, 8)} // room to share, if Cases shared it
 	spec.Describe(&base)
 	cs, err := o.Cases(base, []judge.Guard{judge.GuardFence, judge.GuardNone})
@@ -466,20 +473,32 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-func TestInjectionsWithIncidents(t *testing.T) {
+func TestCharge(t *testing.T) {
 	w := []results.Window{{StartS: 1, EndS: 1.5}, {StartS: 2, EndS: 2.5}, {StartS: 3, EndS: 3.5}}
 	s := func(x float64) int64 { return int64(x * 1e9) }
+	targets := make([]results.Target, 3)
 	for _, tc := range []struct {
-		incidents []int64
-		want      int
+		name      string
+		incidents []history.Episode
+		stale     []int64
+		want      [3][4]int64 // per injection: incidents, lock bugs, ambiguous, stale accepted
 	}{
-		{nil, 0},
-		{[]int64{s(1.2), s(1.3), s(1.9)}, 1},       // three incidents after the first injection
-		{[]int64{s(0.5), s(2.1)}, 2},               // one before any injection counts with the first
-		{[]int64{s(1.1), s(2.2), s(3.3), s(4)}, 3}, // at most one per injection
+		{name: "nothing"},
+		{name: "three incidents after the first injection are its own",
+			incidents: []history.Episode{{Start: s(1.2), Class: history.LockBug}, {Start: s(1.3), Class: history.ExpiredHolder}, {Start: s(1.9), Class: history.Ambiguous}},
+			want:      [3][4]int64{{3, 1, 1, 0}}},
+		{name: "one before any injection is charged to the first",
+			incidents: []history.Episode{{Start: s(0.5), Class: history.ExpiredHolder}, {Start: s(2.1), Class: history.ExpiredHolder}},
+			stale:     []int64{s(2.2), s(3.9)},
+			want:      [3][4]int64{{1, 0, 0, 0}, {1, 0, 0, 1}, {0, 0, 0, 1}}},
 	} {
-		if got := injectionsWithIncidents(w, tc.incidents, 3); got != tc.want {
-			t.Errorf("incidents at %v: %d injections hit, want %d", tc.incidents, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got := charge(targets, w, history.Report{Episodes: tc.incidents, StaleAcceptedAt: tc.stale})
+			for i, g := range got {
+				if x := [4]int64{g.Incidents, g.IncidentsLockBug, g.IncidentsAmbiguous, g.StaleAccepted}; x != tc.want[i] || g.AtS != w[i].StartS {
+					t.Errorf("injection %d at %v s: %v, want %v at %v s", i+1, g.AtS, x, tc.want[i], w[i].StartS)
+				}
+			}
+		})
 	}
 }

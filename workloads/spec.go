@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -9,6 +10,17 @@ import (
 
 	"github.com/lockbench/lockbench/locker"
 )
+
+// ErrSpec is what a load that cannot run wraps: a bad field of a Spec, a
+// duration distribution that does not parse, clients that do not match
+// their spec. The error names the value.
+var ErrSpec = errors.New("bad load spec")
+
+// specErrorf returns an error wrapping ErrSpec with a message that names
+// the bad value.
+func specErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrSpec, fmt.Sprintf(format, args...))
+}
 
 // Workload names how clients choose the key of each critical section. The
 // choice sets the contention: one hot key serialises every client, many
@@ -104,8 +116,8 @@ type Spec struct {
 	AcquireOptions []locker.Option `json:"-"`
 }
 
-// Validate reports every bad field of s, each error wrapping
-// locker.ErrInvalid and naming the value.
+// Validate reports every bad field of s, each error wrapping ErrSpec and
+// naming the value.
 func (s Spec) Validate() error {
 	_, err := s.Normalize()
 	return err
@@ -116,7 +128,7 @@ func (s Spec) Validate() error {
 // will have.
 func (s Spec) Normalize() (Spec, error) {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, locker.Invalidf(format, args...)) }
+	bad := func(format string, args ...any) { errs = append(errs, specErrorf(format, args...)) }
 	switch s.Workload {
 	case Hot:
 		if s.Keys == 0 {

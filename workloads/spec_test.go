@@ -60,8 +60,8 @@ func TestParseDistNamesBadInput(t *testing.T) {
 			if err == nil {
 				t.Fatalf("ParseDist(%q) = %v, want an error", in, d)
 			}
-			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), `"`+in+`"`) {
-				t.Fatalf("ParseDist(%q) error %q does not wrap ErrInvalid and name the input", in, err)
+			if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), `"`+in+`"`) {
+				t.Fatalf("ParseDist(%q) error %q does not wrap ErrSpec and name the input", in, err)
 			}
 		})
 	}
@@ -106,8 +106,8 @@ func TestSpecValidateNamesEveryBadValue(t *testing.T) {
 			s := good
 			tc.mutate(&s)
 			err := s.Validate()
-			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Validate() = %v, want ErrInvalid naming %s", err, tc.want)
+			if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want ErrSpec naming %s", err, tc.want)
 			}
 		})
 	}

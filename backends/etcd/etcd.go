@@ -132,8 +132,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("etcd", Open) }
-
 // Defaults of the params.
 const (
 	// DefaultDialTimeout bounds connecting when the dialtimeout param is
@@ -286,7 +284,12 @@ func (l *Locker) Info() locker.Info {
 		Nodes:         append([]string(nil), l.endpoints...),
 		Quorum:        len(l.endpoints)/2 + 1,
 		Fencing:       true,
-		TTLResolution: time.Second,
+		TTLResolution: TTLResolution,
+		// A lease reused from the pool was renewed up to a tenth of its
+		// TTL before Acquire was called; the server expires it no earlier
+		// than that renewal plus the TTL, less 1% + 2 ms for clock rates.
+		DriftRate: 0.11,
+		Drift:     2 * time.Millisecond,
 		Guarantee: "the cluster's raft majority orders a queue of keys per lock (the lowest create revision holds), each attached to a lease of its own, " +
 			"so a grant is safe while a majority runs; the server frees the lock when the lease expires (its TTL in whole seconds), " +
 			"so a holder that stalls past its TTL keeps writing - fence with the token (the lock key's create revision)",

@@ -14,11 +14,25 @@ import (
 )
 
 func init() {
-	backends.Register("noop", func(cfg backends.Config) (locker.Locker, error) {
-		if err := cfg.Check(); err != nil {
-			return nil, err
-		}
-		return New(), nil
+	// The control runs on no server, so no server fault applies to it:
+	// it faces the baseline and client pauses, where it must show
+	// violations.
+	na := map[string]string{}
+	for _, class := range []string{"server-pause", "failover", "restart", "clock-jump", "crash-minority", "partition", "latency",
+		"partition-leader", "partition-halves", "leader-kill"} {
+		na[class] = "the noop control has no servers to fault"
+	}
+	backends.Register(backends.Descriptor{
+		Name:    "noop",
+		Doc:     "no mutual exclusion at all: the control that proves the checkers catch violations",
+		Control: true,
+		Open: func(cfg backends.Config) (locker.Locker, error) {
+			if err := cfg.Check(); err != nil {
+				return nil, err
+			}
+			return New(), nil
+		},
+		NotApplicable: na,
 	})
 }
 

@@ -50,8 +50,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("postgres", Open) }
-
 // Mode is the kind of lock: Advisory or Lease.
 type Mode string
 
@@ -227,6 +225,7 @@ func (l *Locker) Info() locker.Info {
 			"and a cut connection frees it once the server notices, possibly before the holder does; no fencing token"
 	default:
 		info.Fencing = true
+		info.DriftRate, info.Drift = 0.01, 2*time.Millisecond // drift(ttl), the server's clock
 		info.Guarantee = "mode=lease: a lease row per key in table " + l.table + " on one PostgreSQL server (single node, no failover), expiring by the server's clock, " +
 			"granted in one statement with a fencing token incremented on every grant: safe while the server keeps its committed rows (under fsync/synchronous_commit off a crash forgets the last grants); " +
 			"a holder that pauses past its TTL overlaps the next, and the tokens let the resource reject it"

@@ -23,8 +23,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("redis", Open) }
-
 // Locker is a lock on one Redis server. It implements locker.Locker.
 type Locker struct {
 	*redlock.Redlock

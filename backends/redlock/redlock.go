@@ -146,7 +146,11 @@ func (r *Redlock) Info() locker.Info {
 	if r.c.fencing {
 		g += " (fencing tokens let the resource reject a paused holder)"
 	}
-	return locker.Info{Name: "redlock", Nodes: addrs, Quorum: r.quorum, Fencing: r.c.fencing, Guarantee: g}
+	// The contract: validity is TTL − elapsed − (TTL×drift + 2 ms) from
+	// the start of the attempt that won, which began after Acquire was
+	// called.
+	return locker.Info{Name: "redlock", Nodes: addrs, Quorum: r.quorum, Fencing: r.c.fencing,
+		DriftRate: r.c.drift, Drift: 2 * time.Millisecond, Guarantee: g}
 }
 
 // Close releases the keys of the leases still held (on every node, as

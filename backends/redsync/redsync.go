@@ -34,8 +34,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("redsync", Open) }
-
 // Locker is a redsync lock over N independent Redis masters. It implements
 // locker.Locker and is safe for concurrent use.
 type Locker struct {
@@ -44,6 +42,10 @@ type Locker struct {
 	quorum int
 	opts   []rs.Option // applied to every mutex, before the TTL
 	owned  []goredis.UniversalClient
+	// drift is the drift factor Info declares: redsync's default, or the
+	// drift param of Open (an rs.WithDriftFactor given to New cannot be
+	// read back).
+	drift float64
 
 	// closing's context is the parent of every lease; it counts the
 	// LockContext calls in progress, which Close ends and waits for
@@ -57,7 +59,9 @@ var _ locker.Locker = (*Locker)(nil)
 // master, with redsync's defaults changed by opts (redsync.WithTries,
 // WithRetryDelay, WithDriftFactor, WithTimeoutFactor, ...). The expiry of
 // each mutex is the lease's TTL, whatever opts say. New does not close the
-// clients. Per-node errors name the node at redsync's index in clients,
+// clients. Info declares redsync's default drift factor whatever opts
+// say (a redsync option cannot be read back); Open declares its drift
+// param. Per-node errors name the node at redsync's index in clients,
 // which is not the node that failed if opts shuffle the pools.
 func New(clients []goredis.UniversalClient, opts ...rs.Option) (*Locker, error) {
 	if len(clients) == 0 {
@@ -75,8 +79,11 @@ func New(clients []goredis.UniversalClient, opts ...rs.Option) (*Locker, error) 
 			addrs[i] = pc.Options().Addr
 		}
 	}
-	return &Locker{rs: rs.New(pools...), addrs: addrs, quorum: len(clients)/2 + 1, opts: opts}, nil
+	return &Locker{rs: rs.New(pools...), addrs: addrs, quorum: len(clients)/2 + 1, opts: opts, drift: defaultDrift}, nil
 }
+
+// defaultDrift is redsync's default drift factor (rs.WithDriftFactor).
+const defaultDrift = 0.01
 
 // Open is the registry's factory: a Locker over cfg.Addrs with go-redis
 // clients of its own (cfg's credentials and TLS), which Close closes.
@@ -93,6 +100,7 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 		return nil, err
 	}
 	var opts []rs.Option
+	drift := defaultDrift
 	if _, ok := cfg.Params["tries"]; ok {
 		tries, err := cfg.Int("tries", 0)
 		if err != nil {
@@ -134,6 +142,9 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 			return nil, locker.Invalidf("param %s=%v: must be %s", p.name, f, p.want)
 		}
 		opts = append(opts, p.set(f))
+		if p.name == "drift" {
+			drift = f
+		}
 	}
 	clients := make([]goredis.UniversalClient, len(cfg.Addrs))
 	for i, addr := range cfg.Addrs {
@@ -148,7 +159,7 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 		}
 		return nil, err
 	}
-	l.owned = clients
+	l.owned, l.drift = clients, drift
 	return l, nil
 }
 
@@ -159,6 +170,9 @@ func (l *Locker) Info() locker.Info {
 		Nodes:   append([]string(nil), l.addrs...),
 		Quorum:  l.quorum,
 		Fencing: false,
+		// redsync's validity is the expiry less the attempt's time less
+		// expiry×drift, from the start of the attempt that won.
+		DriftRate: l.drift,
 		Guarantee: fmt.Sprintf("redsync (the reference Go Redlock) holds the key on a majority (%d of %d) of independent Redis masters; "+
 			"redsync issues no fencing token, so a holder that pauses past its validity overlaps the next and its writes are not rejected; "+
 			"unsafe if a majority node restarts without its data (no delayed restart) or a node's clock jumps", l.quorum, len(l.addrs)),

@@ -79,8 +79,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("rueidislock", Open) }
-
 // The defaults of Open: rueidislock's own, except KeyMajority (1 key on
 // one server rather than 2 of 3).
 const (
@@ -234,6 +232,9 @@ func (l *Locker) Info() locker.Info {
 		Nodes:   []string{l.addr},
 		Quorum:  1,
 		Fencing: false,
+		// The keys outlast the horizon even when the holder stops right
+		// after the grant; the adapter ends every lease by then.
+		Session: l.horizon,
 		Guarantee: fmt.Sprintf("rueidislock (the Redis maintainers' Go lock) holds %d of %d keys on one Redis server, extended in the background and watched with client-side caching: "+
 			"safe while that server runs and keeps its data; no fencing token, so a holder that pauses past its keys' validity overlaps the next; "+
 			"a lease's validity is capped at %v (the keys' validity less the extension interval, less a margin)", l.majority, 2*l.majority-1, l.horizon),

@@ -42,8 +42,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("sentinel", Open) }
-
 // DefaultMasterName is the name the sentinels monitor the set by when the
 // master param is not given: the name compose gives its Sentinel sets.
 const DefaultMasterName = "lockbench"

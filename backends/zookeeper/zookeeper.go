@@ -108,8 +108,6 @@ import (
 	"github.com/lockbench/lockbench/locker"
 )
 
-func init() { backends.Register("zookeeper", Open) }
-
 // Defaults of the params.
 const (
 	// DefaultSession is the session timeout asked for when the session
@@ -224,11 +222,16 @@ func (quiet) Printf(string, ...any) {}
 
 // Info implements locker.Locker.
 func (l *Locker) Info() locker.Info {
+	_, timeout := l.sess.current()
 	return locker.Info{
 		Name:    "zookeeper",
 		Nodes:   append([]string(nil), l.addrs...),
 		Quorum:  len(l.addrs)/2 + 1,
 		Fencing: true,
+		// A holder that stops keeps its znode until the server expires its
+		// session: no earlier than the session timeout after the create,
+		// less the client's own margin for clock rates.
+		Session: timeout - margin(timeout),
 		Guarantee: "the ensemble's majority orders a queue of ephemeral sequential znodes per key, so a grant is safe while a majority runs; " +
 			"a lease lives as long as its session: the client ends it with ErrLost before the server can expire a silent session " +
 			"(clock rates permitting), but a holder that stalls past that keeps writing - fence with the token (the znode's sequence number)",

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,7 +43,7 @@ func backendsCmd() *cobra.Command {
 			none, _ := nemesis.Parse("none")
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "BACKEND\tNODES\tQUORUM\tFENCING\tGUARANTEE")
-			for _, name := range bench.Listed(backends.Names()) {
+			for _, name := range bench.Listed() {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 				b, _ := bench.ParseBackend(name)
 				_, cfg, err := clusters.Setup(ctx, b, none, results.DurabilityFast)
@@ -91,10 +90,10 @@ func clusterCmd() *cobra.Command {
 			clusters := bench.NewClusters(env, nil)
 			none, _ := nemesis.Parse("none")
 			for _, name := range names {
-				if !slices.Contains(backends.Names(), name) {
-					return fmt.Errorf("backend %q: unknown (registered: %s)", name, strings.Join(backends.Names(), ", "))
+				b, err := bench.ParseBackend(name)
+				if err != nil {
+					return err
 				}
-				b, _ := bench.ParseBackend(name)
 				_, cfg, err := clusters.Setup(cmd.Context(), b, none, results.DurabilityFast)
 				if err != nil {
 					return err
@@ -106,7 +105,8 @@ func clusterCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVar(&names, "backend", []string{"redlock"}, "backends whose servers to start")
+	cmd.Flags().StringSliceVar(&names, "backend", nil, "backends whose servers to start (required)")
 	cmd.Flags().StringVar(&dir, "dir", "", "run dir for data and logs (default: a temporary dir)")
+	_ = cmd.MarkFlagRequired("backend")
 	return cmd
 }

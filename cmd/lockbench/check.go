@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,17 +14,37 @@ import (
 	"github.com/lockbench/lockbench/results"
 )
 
+// The exit codes of lockbench check.
+const (
+	// exitBroken: the records hold, and a real lock broke — a lock bug,
+	// or a false fenced verdict where tokens were checked.
+	exitBroken = 1
+	// exitUntrusted: the records cannot be trusted — results.json differs
+	// from the re-check, a verdict is unknown, a history is missing, or
+	// the control showed no violation (the checker is blind).
+	exitUntrusted = 2
+)
+
 func checkCmd() *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "check DIR",
-		Short: "Re-check every history of a saved run; exit 1 when one is not linearizable",
+		Short: "Re-check every history of a saved run: exit 0 if it holds and no real lock broke, 1 if one broke, 2 if the records cannot be trusted",
 		Long: `check reads DIR/results.json and, for every case, its history (DIR/history/*.jsonl.gz): it
-counts the overlaps again (each classified lock bug or expired holder), the incidents, stale
-writes, lost updates and token regressions under the case's guard, and runs porcupine on the
-history with a mutex model and a fenced-mutex model. It prints what it found, says where a
-count differs from results.json, and exits 1 when a history is not linearizable as a mutex —
-which the noop control, and any lock that let two holders in, is not.`,
+counts the overlaps again, each judged against the lock's contract (lock bug, ambiguous, expired
+holder), the incidents, contended grants, validity departures, stale writes, lost updates and
+token regressions under the case's guard, and runs porcupine on the history with a mutex model
+and a fenced-mutex model. It prints a line per case with what it found and its verdict.
+
+Exit status:
+  0  every history re-checks to what results.json says, and no real backend has a lock bug;
+  1  a real backend has a lock bug, or a false fenced verdict where tokens were checked;
+  2  results.json differs from the re-check, a verdict is unknown (porcupine ran out of time, or
+     some grants of a fencing backend carried no token), a history is missing, or a control case
+     (noop, with at least 2 clients) shows no violation: the checker is blind.
+Exit 2 outranks exit 1: a lock bug in records that do not hold is reported, but the records come
+first. Expired holders and ambiguous overlaps are not failures (a paused holder under guard none
+is what the run means to show), and neither is a false mutex verdict, which every overlap makes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, f, err := readRun(args[0])
@@ -40,49 +61,142 @@ which the noop control, and any lock that let two holders in, is not.`,
 // verdicts are a history's linearizability verdicts.
 type verdicts struct{ mutex, fenced history.Verdict }
 
-// check re-checks the histories of f, writing a line per case to w.
+// findings is what the re-check of one case turned up against the gates.
+type findings struct {
+	broken, untrusted []string
+}
+
+// check re-checks the histories of f, writing a line per case to w, and
+// returns an exitError with the gate's status unless everything holds.
 func check(w io.Writer, dir string, f *results.File, timeout time.Duration) error {
 	checked := map[string]verdicts{}
 	histories := map[string][]history.Op{}
-	var bad, differ, missing int
+	var broken, untrusted int
 	for _, c := range f.Cases {
-		name := fmt.Sprintf("%s %s/%s guard=%s trial=%d", c.Backend, c.Workload, c.Fault, c.Guard, c.Trial)
+		name := fmt.Sprintf("%s %s/%s guard=%s clients=%d trial=%d", c.Backend, c.Workload, c.Fault, c.Guard, c.Clients, c.Trial)
+		if c.Durability != "" {
+			name += " " + c.Durability
+		}
+		var fd findings
 		if c.History == "" {
-			fmt.Fprintf(w, "%s: no history recorded\n", name)
-			missing++
-			continue
-		}
-		ops, ok := histories[c.History]
-		if !ok {
-			var err error
-			if ops, err = history.ReadFile(filepath.Join(dir, c.History)); err != nil {
-				return err
+			fd.untrusted = append(fd.untrusted, "no history recorded, nothing to re-check")
+		} else {
+			ops, ok := histories[c.History]
+			if !ok {
+				var err error
+				if ops, err = history.ReadFile(filepath.Join(dir, c.History)); err != nil {
+					return &exitError{code: exitUntrusted, err: fmt.Errorf("%s: %w", name, err)}
+				}
+				histories[c.History] = ops
+				checked[c.History] = verdicts{history.Linearizable(ops, timeout), history.LinearizableFenced(ops, timeout)}
 			}
-			histories[c.History] = ops
-			checked[c.History] = verdicts{history.Linearizable(ops, timeout), history.LinearizableFenced(ops, timeout)}
+			v := checked[c.History]
+			r := history.Check(ops, c.Guard, judge.Guard(c.Guard).Fenced())
+			fmt.Fprintf(w, "%s: %d sections (%d contended), %d overlaps (%d lock bug, %d ambiguous, %d expired holder) in %d incidents (%d lock bug, %d ambiguous, %d expired holder), stale writes %d accepted %d rejected (%d after the lease told its holder, %d silent), %d lost updates, %d token regressions, leases outside their contract %d short %d long; linearizable: %s; fenced: %s\n",
+				name, r.Sections, r.ContendedGrants, r.Overlaps, r.OverlapsLockBug, r.OverlapsAmbiguous, r.OverlapsExpiredHolder,
+				r.Incidents, r.IncidentsLockBug, r.IncidentsAmbiguous, r.IncidentsExpiredHolder, r.StaleAccepted, r.StaleRejected, r.StaleTold, r.StaleSilent,
+				r.LostUpdates, r.TokenRegressions, r.ValidityShort, r.ValidityLong, verdictText(v.mutex), verdictText(v.fenced))
+			fd = gates(&c, r, v)
 		}
-		v := checked[c.History]
-		r := history.Check(ops, c.Guard, judge.Guard(c.Guard).Fenced())
-		fmt.Fprintf(w, "%s: %d sections, %d overlaps (%d lock bug, %d expired holder) in %d incidents, stale writes %d accepted %d rejected, %d lost updates, %d token regressions; linearizable: %s; fenced: %s\n",
-			name, r.Sections, r.Overlaps, r.OverlapsLockBug, r.OverlapsExpiredHolder, r.Incidents, r.StaleAccepted, r.StaleRejected,
-			r.LostUpdates, r.TokenRegressions, verdictText(v.mutex), verdictText(v.fenced))
-		if v.mutex.Result == results.NotLinearizable {
-			bad++
+		switch {
+		case len(fd.untrusted) > 0:
+			untrusted++
+		case len(fd.broken) > 0:
+			broken++
 		}
-		recorded := [...]int64{c.Overlaps, c.OverlapsLockBug, c.Incidents, c.StaleAccepted, c.LostUpdates, c.TokenRegressions}
-		found := [...]int64{r.Overlaps, r.OverlapsLockBug, r.Incidents, r.StaleAccepted, r.LostUpdates, r.TokenRegressions}
-		if recorded != found || (c.Linearizable.Known() && v.mutex.Result.Known() && c.Linearizable != v.mutex.Result) {
-			fmt.Fprintf(w, "  differs from results.json: overlaps, lock bugs, incidents, stale accepted, lost, regressions %v recorded, %v found; linearizable %s recorded\n",
-				recorded, found, c.Linearizable)
-			differ++
+		for _, s := range fd.untrusted {
+			fmt.Fprintf(w, "  UNTRUSTED %s: %s\n", name, s)
+		}
+		for _, s := range fd.broken {
+			fmt.Fprintf(w, "  BROKEN %s: %s\n", name, s)
 		}
 	}
-	fmt.Fprintf(w, "%d cases, %d histories: %d cases not linearizable, %d differing from results.json, %d without a history\n",
-		len(f.Cases), len(histories), bad, differ, missing)
-	if bad > 0 {
-		return fmt.Errorf("%d of %d cases have a history that is not linearizable as a mutex", bad, len(f.Cases))
+	fmt.Fprintf(w, "%d cases, %d histories: %d with a lock broken, %d whose records cannot be trusted\n", len(f.Cases), len(histories), broken, untrusted)
+	switch {
+	case untrusted > 0:
+		return &exitError{code: exitUntrusted, err: fmt.Errorf("%d of %d cases cannot be trusted (see UNTRUSTED above)", untrusted, len(f.Cases))}
+	case broken > 0:
+		return &exitError{code: exitBroken, err: fmt.Errorf("%d of %d cases show a real lock broken (see BROKEN above)", broken, len(f.Cases))}
 	}
 	return nil
+}
+
+// gates judges one case's re-check against its record.
+func gates(c *results.Case, r history.Report, v verdicts) findings {
+	var fd findings
+	if d := differences(c, r, v); len(d) > 0 {
+		fd.untrusted = append(fd.untrusted, "results.json differs from the re-check: "+strings.Join(d, ", "))
+	}
+	if v.mutex.Result != results.Linearizable && v.mutex.Result != results.NotLinearizable {
+		fd.untrusted = append(fd.untrusted, "mutex verdict "+verdictText(v.mutex))
+	}
+	if c.Fencing && !v.fenced.Result.Known() {
+		fd.untrusted = append(fd.untrusted, "tokens were checked, but the fenced verdict is "+verdictText(v.fenced))
+	}
+	if c.Control {
+		if c.Clients >= 2 && r.Overlaps == 0 && v.mutex.Result != results.NotLinearizable {
+			fd.untrusted = append(fd.untrusted, "the control excludes nobody, yet no violation was seen: the checker is blind here")
+		}
+		return fd
+	}
+	if r.IncidentsLockBug > 0 {
+		ex := ""
+		for _, e := range r.Examples {
+			if strings.Contains(e, "(lock bug)") {
+				ex = "; the first: " + e
+				break
+			}
+		}
+		fd.broken = append(fd.broken, fmt.Sprintf("%d lock-bug incidents (%d overlaps): the key was granted before the earlier grant's contract line%s",
+			r.IncidentsLockBug, r.OverlapsLockBug, ex))
+	}
+	if c.Fencing && v.fenced.Result == results.NotLinearizable {
+		fd.broken = append(fd.broken, "tokens were checked and the fenced verdict is "+verdictText(v.fenced))
+	}
+	return fd
+}
+
+// differences names every count and verdict of c that the re-check does
+// not reproduce, as "name recorded→found".
+func differences(c *results.Case, r history.Report, v verdicts) []string {
+	var out []string
+	for _, x := range []struct {
+		name            string
+		recorded, found int64
+	}{
+		{"overlaps", c.Overlaps, r.Overlaps},
+		{"overlaps_lock_bug", c.OverlapsLockBug, r.OverlapsLockBug},
+		{"overlaps_ambiguous", c.OverlapsAmbiguous, r.OverlapsAmbiguous},
+		{"overlaps_expired_holder", c.OverlapsExpiredHolder, r.OverlapsExpiredHolder},
+		{"incidents", c.Incidents, r.Incidents},
+		{"incidents_lock_bug", c.IncidentsLockBug, r.IncidentsLockBug},
+		{"incidents_ambiguous", c.IncidentsAmbiguous, r.IncidentsAmbiguous},
+		{"incidents_expired_holder", c.IncidentsExpiredHolder, r.IncidentsExpiredHolder},
+		{"stale_accepted", c.StaleAccepted, r.StaleAccepted},
+		{"stale_rejected", c.StaleRejected, r.StaleRejected},
+		{"lost_updates", c.LostUpdates, r.LostUpdates},
+		{"token_regressions", c.TokenRegressions, r.TokenRegressions},
+		{"contended_grants", c.ContendedGrants, r.ContendedGrants},
+		{"validity_short", c.ValidityShort, r.ValidityShort},
+		{"validity_long", c.ValidityLong, r.ValidityLong},
+		{"lease_ends", c.LeaseEnds, r.LeaseEnds},
+		{"stale_told", c.StaleTold, r.StaleTold},
+		{"stale_silent", c.StaleSilent, r.StaleSilent},
+	} {
+		if x.recorded != x.found {
+			out = append(out, fmt.Sprintf("%s %d→%d", x.name, x.recorded, x.found))
+		}
+	}
+	for _, x := range []struct {
+		name     string
+		recorded results.Verdict
+		found    history.Verdict
+	}{{"linearizable", c.Linearizable, v.mutex}, {"linearizable_fenced", c.LinearizableFenced, v.fenced}} {
+		if x.recorded != x.found.Result {
+			out = append(out, fmt.Sprintf("%s %s→%s", x.name, x.recorded, x.found.Result))
+		}
+	}
+	return out
 }
 
 func verdictText(v history.Verdict) string {

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -13,16 +14,20 @@ import (
 // endpointFlags point backends at servers lockbench does not start: your
 // own cluster, with its credentials and TLS. A backend given endpoints
 // runs against them; faults that need to break servers are then skipped
-// for it.
+// for it. The flags are the backends' own (backends.Endpoints):
+// --<backend>-addrs for each, the credential flags of each family of
+// servers once, and the flags that set a backend's params.
 type endpointFlags struct {
-	redis, redlock, redsync, sentinel, zookeeper, etcd []string
-	rueidislock, postgres                              []string
-	sentinelMaster                                     string
-	redisTLS, etcdTLS, pgTLS                           tlsFlags
-	redisUser, redisPassword                           string
-	etcdUser, etcdPassword                             string
-	zkUser, zkPassword                                 string
-	pgUser, pgPassword                                 string
+	addrs  map[string]*[]string          // by backend
+	params map[string]map[string]*string // by backend, then param
+	auth   map[string]*authFlags         // by family (Auth.Flag)
+}
+
+// authFlags are the credentials of one family of servers.
+type authFlags struct {
+	backends.Auth
+	user, password string
+	tls            tlsFlags
 }
 
 type tlsFlags struct {
@@ -39,76 +44,106 @@ func (t *tlsFlags) register(fl *pflag.FlagSet, prefix, name, servers string) {
 	fl.BoolVar(&t.insecure, prefix+"-tls-insecure", false, "use TLS to "+name+" without verifying the server")
 }
 
+// register adds the endpoint flags of every registered backend to fl.
 func (e *endpointFlags) register(fl *pflag.FlagSet) {
-	fl.StringSliceVar(&e.redis, "redis-addrs", nil, "the single Redis server of the redis backend (host:port)")
-	fl.StringSliceVar(&e.redlock, "redlock-addrs", nil, "the independent Redis masters of redlock (and of redsync, unless --redsync-addrs)")
-	fl.StringSliceVar(&e.redsync, "redsync-addrs", nil, "the Redis masters of redsync")
-	fl.StringSliceVar(&e.rueidislock, "rueidislock-addrs", nil, "the single Redis server of rueidislock (default: --redis-addrs)")
-	fl.StringSliceVar(&e.sentinel, "sentinel-addrs", nil, "the sentinels of the sentinel backend")
-	fl.StringVar(&e.sentinelMaster, "sentinel-master", "", "the master name the sentinels monitor")
-	fl.StringSliceVar(&e.zookeeper, "zookeeper-addrs", nil, "the ZooKeeper ensemble (host:port of each server)")
-	fl.StringSliceVar(&e.etcd, "etcd-addrs", nil, "the etcd endpoints")
-	fl.StringVar(&e.redisUser, "redis-username", "", "Redis ACL user (redis, redlock, redsync, sentinel)")
-	fl.StringVar(&e.redisPassword, "redis-password", os.Getenv("LOCKBENCH_REDIS_PASSWORD"), "Redis password (default $LOCKBENCH_REDIS_PASSWORD)")
-	e.redisTLS.register(fl, "redis", "Redis", "Redis servers")
-	fl.StringVar(&e.etcdUser, "etcd-username", "", "etcd user")
-	fl.StringVar(&e.etcdPassword, "etcd-password", os.Getenv("LOCKBENCH_ETCD_PASSWORD"), "etcd password (default $LOCKBENCH_ETCD_PASSWORD)")
-	e.etcdTLS.register(fl, "etcd", "etcd", "etcd")
-	fl.StringVar(&e.zkUser, "zookeeper-username", "", "ZooKeeper digest auth user")
-	fl.StringVar(&e.zkPassword, "zookeeper-password", os.Getenv("LOCKBENCH_ZOOKEEPER_PASSWORD"), "ZooKeeper digest auth password (default $LOCKBENCH_ZOOKEEPER_PASSWORD)")
-	fl.StringSliceVar(&e.postgres, "postgres-addrs", nil, "the PostgreSQL server of the postgres backend (host:port, or a postgres:// URL)")
-	fl.StringVar(&e.pgUser, "postgres-username", "", "PostgreSQL user (default postgres)")
-	fl.StringVar(&e.pgPassword, "postgres-password", os.Getenv("LOCKBENCH_POSTGRES_PASSWORD"), "PostgreSQL password (default $LOCKBENCH_POSTGRES_PASSWORD)")
-	e.pgTLS.register(fl, "postgres", "PostgreSQL", "the PostgreSQL server")
+	e.addrs, e.params, e.auth = map[string]*[]string{}, map[string]map[string]*string{}, map[string]*authFlags{}
+	ds := backends.Descriptors()
+	var families []*authFlags
+	users := map[string][]string{} // family → its backends
+	for _, d := range ds {
+		ep := d.Endpoints
+		if ep.Flag == "" {
+			continue
+		}
+		e.addrs[d.Name] = fl.StringSlice(ep.Flag+"-addrs", nil, ep.Usage+addrsNote(d, ds))
+		for _, p := range ep.Params {
+			if e.params[d.Name] == nil {
+				e.params[d.Name] = map[string]*string{}
+			}
+			e.params[d.Name][p.Param] = fl.String(p.Flag, "", p.Usage)
+		}
+		if a := ep.Auth; a.Flag != "" {
+			if e.auth[a.Flag] == nil {
+				e.auth[a.Flag] = &authFlags{Auth: a}
+				families = append(families, e.auth[a.Flag])
+			}
+			users[a.Flag] = append(users[a.Flag], d.Name)
+		}
+	}
+	for _, a := range families {
+		user := a.User
+		if bs := users[a.Flag]; len(bs) > 1 {
+			user += " (" + strings.Join(bs, ", ") + ")"
+		}
+		env := "LOCKBENCH_" + strings.ToUpper(a.Flag) + "_PASSWORD"
+		fl.StringVar(&a.user, a.Flag+"-username", "", user)
+		fl.StringVar(&a.password, a.Flag+"-password", os.Getenv(env), a.Name+" password (default $"+env+")")
+		if a.TLS != "" {
+			a.tls.register(fl, a.Flag, a.Name, a.TLS)
+		}
+	}
+}
+
+// addrsNote says, for the help of d's --<flag>-addrs, which backend's
+// addresses d uses when its own are not given, and which backends use
+// d's.
+func addrsNote(d backends.Descriptor, ds []backends.Descriptor) string {
+	var note []string
+	for _, o := range ds {
+		if o.Name == d.Endpoints.Or && o.Endpoints.Flag != "" {
+			note = append(note, "default: --"+o.Endpoints.Flag+"-addrs")
+		}
+		if o.Endpoints.Or == d.Name && o.Endpoints.Flag != "" {
+			note = append(note, fmt.Sprintf("and of %s, unless --%s-addrs", o.Name, o.Endpoints.Flag))
+		}
+	}
+	if len(note) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(note, "; ") + ")"
 }
 
 // configs returns the external endpoints by backend name.
 func (e *endpointFlags) configs() (map[string]backends.Config, error) {
-	redisFiles, redisTLS, err := e.redisTLS.files()
-	if err != nil {
-		return nil, fmt.Errorf("redis TLS: %w", err)
+	type creds struct {
+		files *backends.TLSFiles
+		tls   *tls.Config
 	}
-	etcdFiles, etcdTLS, err := e.etcdTLS.files()
-	if err != nil {
-		return nil, fmt.Errorf("etcd TLS: %w", err)
-	}
-	pgFiles, pgTLS, err := e.pgTLS.files()
-	if err != nil {
-		return nil, fmt.Errorf("postgres TLS: %w", err)
-	}
-	redis := func(addrs []string) backends.Config {
-		return backends.Config{Addrs: addrs, Username: e.redisUser, Password: e.redisPassword, TLS: redisTLS, TLSFiles: redisFiles}
+	loaded := map[string]creds{}
+	for flag, a := range e.auth {
+		files, c, err := a.tls.files()
+		if err != nil {
+			return nil, fmt.Errorf("%s TLS: %w", flag, err)
+		}
+		loaded[flag] = creds{files, c}
 	}
 	out := map[string]backends.Config{}
-	if len(e.redis) > 0 {
-		out["redis"] = redis(e.redis)
-		out["rueidislock"] = redis(e.redis)
-	}
-	if len(e.rueidislock) > 0 {
-		out["rueidislock"] = redis(e.rueidislock)
-	}
-	if len(e.redlock) > 0 {
-		out["redlock"] = redis(e.redlock)
-		out["redsync"] = redis(e.redlock)
-	}
-	if len(e.redsync) > 0 {
-		out["redsync"] = redis(e.redsync)
-	}
-	if len(e.sentinel) > 0 {
-		c := redis(e.sentinel)
-		if e.sentinelMaster != "" {
-			c.Params = map[string]string{"master": e.sentinelMaster}
+	for _, d := range backends.Descriptors() {
+		ep := d.Endpoints
+		if e.addrs[d.Name] == nil {
+			continue
 		}
-		out["sentinel"] = c
-	}
-	if len(e.zookeeper) > 0 {
-		out["zookeeper"] = backends.Config{Addrs: e.zookeeper, Username: e.zkUser, Password: e.zkPassword}
-	}
-	if len(e.etcd) > 0 {
-		out["etcd"] = backends.Config{Addrs: e.etcd, Username: e.etcdUser, Password: e.etcdPassword, TLS: etcdTLS, TLSFiles: etcdFiles}
-	}
-	if len(e.postgres) > 0 {
-		out["postgres"] = backends.Config{Addrs: e.postgres, Username: e.pgUser, Password: e.pgPassword, TLS: pgTLS, TLSFiles: pgFiles}
+		addrs := *e.addrs[d.Name]
+		if or := e.addrs[ep.Or]; len(addrs) == 0 && or != nil {
+			addrs = *or
+		}
+		if len(addrs) == 0 {
+			continue
+		}
+		c := backends.Config{Addrs: addrs}
+		if a := e.auth[ep.Auth.Flag]; a != nil {
+			l := loaded[ep.Auth.Flag]
+			c.Username, c.Password, c.TLS, c.TLSFiles = a.user, a.password, l.tls, l.files
+		}
+		for param, v := range e.params[d.Name] {
+			if *v != "" {
+				if c.Params == nil {
+					c.Params = map[string]string{}
+				}
+				c.Params[param] = *v
+			}
+		}
+		out[d.Name] = c
 	}
 	return out, nil
 }

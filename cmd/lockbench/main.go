@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -58,6 +59,20 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockbench:", err)
-		os.Exit(1)
+		code := 1
+		if e, ok := errors.AsType[*exitError](err); ok {
+			code = e.code
+		}
+		os.Exit(code)
 	}
 }
+
+// exitError is an error with the exit status it calls for (lockbench
+// check's gates); any other error exits 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }

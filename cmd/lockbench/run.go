@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -72,7 +73,10 @@ clock-jump?by=0.5&nodes=minority.
 
 With --judge ADDR the run joins a judge started by lockbench judge, with other hosts running
 the same cases at the same time: they share the run's keys, start together, and the judge
-counts two holders at once across all of them.`,
+counts two holders at once across all of them.
+
+Backends:
+` + backendDocs(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
@@ -251,23 +255,23 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 	// run something else than asked.
 	switch {
 	case f.duration <= 0:
-		return nil, nil, locker.Invalidf("--duration %v: must be positive", f.duration)
+		return nil, nil, fmt.Errorf("%w: --duration %v: must be positive", bench.ErrConfig, f.duration)
 	case f.ttl <= 0:
-		return nil, nil, locker.Invalidf("--ttl %v: must be positive", f.ttl)
+		return nil, nil, fmt.Errorf("%w: --ttl %v: must be positive", bench.ErrConfig, f.ttl)
 	case f.trials < 1:
-		return nil, nil, locker.Invalidf("--trials %d: need at least 1", f.trials)
+		return nil, nil, fmt.Errorf("%w: --trials %d: need at least 1", bench.ErrConfig, f.trials)
 	}
 	hold, err := workloads.ParseDist(f.hold)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, bench.ConfigError(err)
 	}
 	think, err := workloads.ParseDist(f.think)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, bench.ConfigError(err)
 	}
 	guards, err := f.guardList()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, bench.ConfigError(err)
 	}
 	ws := make([]workloads.Workload, len(f.workloads))
 	for i, w := range f.workloads {
@@ -281,7 +285,7 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 		case "quick":
 			s = bench.Quick()
 		default:
-			return nil, nil, fmt.Errorf("suite %q: want default or quick", f.suite)
+			return nil, nil, fmt.Errorf("%w: suite %q: want default or quick", bench.ErrConfig, f.suite)
 		}
 		if changed("backend") {
 			s.Backends = f.backends
@@ -353,4 +357,16 @@ func (f *runFlags) guardList() ([]judge.Guard, error) {
 		}
 	}
 	return gs, nil
+}
+
+// backendDocs lists the registered backends, each with what its
+// descriptor says it is, for the help.
+func backendDocs() string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, d := range backends.Descriptors() {
+		fmt.Fprintf(w, "  %s\t%s\n", d.Name, d.Doc)
+	}
+	_ = w.Flush()
+	return strings.TrimRight(b.String(), "\n")
 }

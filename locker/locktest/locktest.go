@@ -162,6 +162,11 @@ func (s *suite) testInfo(t *testing.T, info locker.Info) {
 	if info.Name == "" || info.Guarantee == "" {
 		t.Fatalf("Info %+v: Name and Guarantee must say what the backend is", info)
 	}
+	// The contract a checker holds the backend to: a grant promises the
+	// key for some time, and no longer than its lock can give.
+	if p, most := info.Promise(s.ttl), info.MaxValidity(s.ttl); p <= 0 || p > most {
+		t.Fatalf("Info %+v: for a TTL of %v it promises %v and gives at most %v: want 0 < promise ≤ most", info, s.ttl, p, most)
+	}
 }
 
 func (s *suite) testBadInput(t *testing.T) {

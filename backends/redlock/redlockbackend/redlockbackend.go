@@ -1,7 +1,9 @@
 // Package redlockbackend registers backends/redlock with lockbench's
 // backend registry under the name "redlock". It is the adapter between
-// the library, which knows nothing of lockbench, and the registry's
-// Config: import it for its side effect (backends/all does).
+// the library, which knows nothing of lockbench, and the registry: its
+// Config, and its descriptor (five independent masters, the first of
+// them preferred, a case's max TTL, the admission of new nodes). Import
+// it for its side effect (backends/all does).
 package redlockbackend
 
 import (
@@ -17,8 +19,6 @@ import (
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/locker"
 )
-
-func init() { backends.Register("redlock", Open) }
 
 // bootstrapTimeout bounds the Bootstrap that the bootstrap param asks for.
 const bootstrapTimeout = 10 * time.Second

@@ -1,0 +1,247 @@
+package backends
+
+import (
+	"fmt"
+	"time"
+)
+
+// Descriptor is everything lockbench needs to know of a backend, declared
+// once by the backend's own package when it registers: how to open it,
+// the servers it runs on, how long its leases and keys outlive a silent
+// holder, the params a case of a given TTL sets for it, the variants worth
+// listing and running, the fault classes that cannot apply to it and why,
+// and how a user points it at servers of their own. The runner and the
+// CLI read it, the nemesis through the runner (the target it is given)
+// and the report through the results, so that no package outside the
+// backend branches on its name: adding a backend is a package that
+// registers a Descriptor, and a line in backends/all.
+//
+// Fault classes are the nemesis's scenario names, written here as
+// strings: the registry knows no fault, and the nemesis no backend.
+type Descriptor struct {
+	// Name is the name the backend registers under, and the name of every
+	// spec of it (name or name?param=value).
+	Name string
+	// Doc says in a sentence what the lock is.
+	Doc string
+	// Open opens a Locker from a Config.
+	Open Factory
+	// Servers are the servers the runner starts for the backend (the zero
+	// value: none).
+	Servers Servers
+	// Priority lists the indices among Servers' nodes of those the backend
+	// prefers (Redlock's first node holds its fast path and hand-off), so
+	// that an injection records when it hit one.
+	Priority []int
+	// Control marks a backend that excludes nobody: it runs beside the
+	// locks to prove that the checkers see double grants, and no
+	// recommendation may pick it. The results say so of its cases.
+	Control bool
+	// Lease is how long the backend keeps the key of a holder that went
+	// silent, for a lease of ttl under params (the case's): the TTL as the
+	// backend rounds it, or a session timeout when that is longer. Client
+	// pauses and fault windows are sized from it. Nil means the TTL.
+	Lease func(ttl time.Duration, params map[string]string) time.Duration
+	// KeyLife is how long the backend's keys live on its servers after the
+	// holder's last request, for a lease of ttl under params: longer than
+	// the lease for a lock that keeps its keys ahead of the leases it
+	// promises. Clock jumps are sized from it. Nil means Lease.
+	KeyLife func(ttl time.Duration, params map[string]string) time.Duration
+	// CaseParams returns the params a case whose TTL is ttl sets, each
+	// unless the backend's spec already does: the settings a lease length
+	// depends on that are not the TTL (Redlock's max TTL, ZooKeeper's
+	// session). Nil sets none.
+	CaseParams func(ttl time.Duration) map[string]string
+	// Admit, when set, runs once on servers the runner has just created for
+	// the backend (or on the user's servers, before their first case), with
+	// their addresses and credentials (and, on the user's servers, the
+	// spec's params): what must happen once where nodes are created
+	// (Redlock admits brand-new nodes at once instead of quarantining
+	// them). The runner replaces servers a fault restarted before the next
+	// case of such a backend.
+	Admit func(Config) error
+	// Variants are the specs of the backend that the predefined suites run
+	// and that `lockbench backends` lists. Nil means the plain backend
+	// alone, in every suite, under every fault.
+	Variants []Variant
+	// NotApplicable maps a fault class that cannot apply to the backend to
+	// the reason, in a sentence a reader of the report understands. The
+	// runner records it in the results for every class it skips; the
+	// report prints it, never a pass.
+	NotApplicable map[string]string
+	// Endpoints is how `lockbench run` points the backend at the user's
+	// servers instead of starting its own.
+	Endpoints Endpoints
+}
+
+// Kind is the server software a backend's servers run, as the runner
+// starts them (compose): the registry names it so that backends declare
+// their servers as data, without importing compose.
+type Kind string
+
+// The kinds of servers lockbench starts.
+const (
+	// NoServers: the backend talks to no server (the control).
+	NoServers Kind = ""
+	// Redis are standalone redis-server masters, independent of each
+	// other.
+	Redis Kind = "redis"
+	// Sentinel is a Redis master with replicas, watched by redis-sentinel
+	// processes that promote a replica when the master fails.
+	Sentinel Kind = "sentinel"
+	// ZooKeeper is an ensemble of ZooKeeper servers.
+	ZooKeeper Kind = "zookeeper"
+	// Etcd is a cluster of etcd members.
+	Etcd Kind = "etcd"
+	// Postgres is one PostgreSQL server.
+	Postgres Kind = "postgres"
+)
+
+// Servers are the servers a backend needs. Backends with equal Servers
+// share them in a run (rueidislock runs on the redis backend's server, so
+// both are measured on the same node).
+type Servers struct {
+	Kind Kind
+	// Count is how many servers hold data: Redis masters, ZooKeeper or
+	// etcd members, a Sentinel set's master and replicas, 1 for
+	// PostgreSQL.
+	Count int
+	// MasterParam names the param that tells the backend the master name a
+	// Sentinel set's sentinels monitor it by.
+	MasterParam string
+}
+
+// String names the servers as progress lines and errors do: "redis×5".
+func (s Servers) String() string {
+	if s.Kind == NoServers {
+		return "no servers"
+	}
+	return fmt.Sprintf("%s×%d", s.Kind, s.Count)
+}
+
+// Suites is a set of lockbench's predefined suites: those that run a
+// variant.
+type Suites uint8
+
+// The predefined suites.
+const (
+	// DefaultSuite is `make bench` (lockbench run --suite default).
+	DefaultSuite Suites = 1 << iota
+	// QuickSuite is `make bench-quick`, a smoke run of a few minutes.
+	QuickSuite
+	// AllSuites is every predefined suite.
+	AllSuites = DefaultSuite | QuickSuite
+)
+
+// Variant is one spec of a backend worth running or listing: the backend
+// with params.
+type Variant struct {
+	// Params are the variant's params as written after the "?" of its spec
+	// ("quarantine=false"); empty for the plain backend.
+	Params string
+	// Listed means `lockbench backends` describes it beside the plain
+	// backend: its guarantee differs from the plain one's.
+	Listed bool
+	// Suites are the predefined suites that run it (none: listed only).
+	Suites Suites
+	// Faults, when set, are the only fault classes the suites run it under
+	// ("none" for the fault-free sweep), and under the fast durability
+	// profile only: a variant that exists for one argument (Redlock
+	// without its quarantine, for restarts). Empty means every fault that
+	// applies to the backend.
+	Faults []string
+}
+
+// Spec is the variant's spec for backend name: name, or name?params.
+func (v Variant) Spec(name string) string {
+	if v.Params == "" {
+		return name
+	}
+	return name + "?" + v.Params
+}
+
+// Endpoints is how the CLI points a backend at the user's servers: the
+// flag --<Flag>-addrs, the credential flags of its Auth family, and flags
+// that set its params.
+type Endpoints struct {
+	// Flag names the --<Flag>-addrs flag; empty means the backend takes no
+	// endpoints.
+	Flag string
+	// Usage says which servers the addresses are, in which form.
+	Usage string
+	// Or names a backend whose addresses this one uses when its own flag is
+	// not given (rueidislock runs on the redis backend's server).
+	Or string
+	// Auth is the family of credential flags the backend reads.
+	Auth Auth
+	// Params are flags that set a param of the backend.
+	Params []ParamFlag
+}
+
+// Auth is a family of credential flags, shared by the backends that talk
+// to one server software: --<Flag>-username, --<Flag>-password (default
+// $LOCKBENCH_<FLAG>_PASSWORD) and, when the servers take TLS,
+// --<Flag>-tls-ca, -cert, -key and -insecure. Backends of one family
+// declare the same Auth (Register refuses two that differ).
+type Auth struct {
+	// Flag is the flags' prefix ("redis"); empty means no credentials.
+	Flag string
+	// Name is what the help calls the servers' software ("Redis").
+	Name string
+	// User describes the username ("Redis ACL user").
+	User string
+	// TLS, when set, describes the servers the CA verifies ("Redis
+	// servers"), and turns the TLS flags on.
+	TLS string
+}
+
+// ParamFlag is a CLI flag that sets a param of a backend run on the
+// user's servers (--sentinel-master sets the sentinel backend's master).
+type ParamFlag struct {
+	Flag, Param, Usage string
+}
+
+// LeaseOf is how long backend d keeps the key of a silent holder, for a
+// lease of ttl under params (see Descriptor.Lease).
+func (d Descriptor) LeaseOf(ttl time.Duration, params map[string]string) time.Duration {
+	if d.Lease == nil {
+		return ttl
+	}
+	return d.Lease(ttl, params)
+}
+
+// KeyLifeOf is how long backend d's keys live after the holder's last
+// request, for a lease of ttl under params (see Descriptor.KeyLife).
+func (d Descriptor) KeyLifeOf(ttl time.Duration, params map[string]string) time.Duration {
+	if d.KeyLife == nil {
+		return d.LeaseOf(ttl, params)
+	}
+	return d.KeyLife(ttl, params)
+}
+
+// ParamsFor returns the params of a case of backend d whose TTL is ttl:
+// the spec's params, and those CaseParams adds where the spec sets none.
+// It does not change spec.
+func (d Descriptor) ParamsFor(ttl time.Duration, spec map[string]string) map[string]string {
+	out := make(map[string]string, len(spec))
+	for k, v := range spec {
+		out[k] = v
+	}
+	if d.CaseParams != nil {
+		for k, v := range d.CaseParams(ttl) {
+			if _, set := out[k]; !set {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// AllVariants returns d's variants: Variants, or the plain backend in
+// every suite when d declares none.
+func (d Descriptor) AllVariants() []Variant {
+	if d.Variants == nil {
+		return []Variant{{Suites: AllSuites}}
+	}
+	return d.Variants
+}

@@ -1,0 +1,108 @@
+package compose_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
+)
+
+// TestCutClients cuts a Redis node in a network namespace off from this
+// host and heals it: during the cut new connections time out (no
+// refusal) and a request on an open connection goes unanswered (no reset,
+// no close); after the heal the same connection delivers the reply to the
+// request sent during the cut, and the server still lists that client —
+// neither side saw a clean close. The proxy in front of the node is cut
+// too.
+func TestCutClients(t *testing.T) {
+	needPeerNetwork(t)
+	ctx := context.Background()
+	nodes, err := composetest.ForTest(t).Redis(ctx, 2, compose.RedisOptions{Netns: true, Proxied: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, other := nodes[0], nodes[1]
+	conn, err := net.DialTimeout("tcp", n.ServerAddr(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	r := bufio.NewReader(conn)
+	request := func(cmd string, d time.Duration) (string, error) {
+		if err := conn.SetDeadline(time.Now().Add(d)); err != nil {
+			return "", err
+		}
+		if cmd != "" {
+			if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
+				return "", err
+			}
+		}
+		return r.ReadString('\n')
+	}
+	if _, err := request("CLIENT SETNAME held-through-the-cut", time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := n.CutClients(); err != nil {
+		t.Fatal(err)
+	}
+	if !n.ClientsCut() {
+		t.Fatal("ClientsCut = false after CutClients")
+	}
+	if err := n.Unreachable(ctx, time.Second); err != nil {
+		t.Fatalf("during the cut: %v", err)
+	}
+	if reply, err := request("PING", time.Second); !isTimeout(err) {
+		t.Fatalf("PING on an open connection during the cut: %q, %v; want a timeout", reply, err)
+	}
+	if err := client(t, n.Addr()).Ping(ctx).Err(); !isTimeout(err) {
+		t.Fatalf("PING through the node's proxy during the cut: %v; want a timeout", err)
+	}
+	if err := client(t, other.ServerAddr()).Ping(ctx).Err(); err != nil {
+		t.Fatalf("the other node during the cut: %v", err)
+	}
+
+	if err := n.HealClients(); err != nil {
+		t.Fatal(err)
+	}
+	if n.ClientsCut() {
+		t.Fatal("ClientsCut = true after HealClients")
+	}
+	// The PING sent during the cut arrives at TCP's next retransmission.
+	if reply, err := request("", 30*time.Second); err != nil || reply != "+PONG\r\n" {
+		t.Fatalf("the reply to the PING sent during the cut, after the heal: %q, %v", reply, err)
+	}
+	list, err := client(t, n.ServerAddr()).ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(list, "name=held-through-the-cut") {
+		t.Fatalf("the server lost the connection that lived through the cut: %s", list)
+	}
+	if err := n.Unreachable(ctx, time.Second); err == nil {
+		t.Fatal("Unreachable after the heal: nil")
+	}
+}
+
+// TestCutClientsNeedsANamespace checks that a node on this host's network
+// cannot be cut, and says how.
+func TestCutClientsNeedsANamespace(t *testing.T) {
+	nodes, err := composetest.ForTest(t).Redis(context.Background(), 1, compose.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[0].CutClients(); err == nil || !strings.Contains(err.Error(), "Netns") {
+		t.Fatalf("CutClients of a node without Netns: %v; want an error naming Netns", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,110 @@
+package history
+
+import "time"
+
+// Class is how an overlap, or an incident, is judged against the lock's
+// contract: the earlier grant's contract line is the moment its Acquire
+// was called plus the Promise its backend declares (locker.Info.Promise
+// of the TTL asked), and the later grant is the moment its Acquire
+// returned — when its holder could act on it. Both moments are known on
+// the judge's clock only within bounds (the round trips to the judge);
+// the class says which side of the line the later grant certainly fell
+// on, or that the bounds do not tell.
+type Class string
+
+// The classes, from the worst.
+const (
+	// LockBug: the later grant returned, at the latest, before the
+	// earliest the earlier grant's contract line could be: the lock
+	// granted a key it had promised to someone else.
+	LockBug Class = "lock bug"
+	// Ambiguous: the later grant and the contract line lie within each
+	// other's clock uncertainty; no count can honestly call it a lock bug
+	// or an expired holder, so it is neither.
+	Ambiguous Class = "ambiguous"
+	// ExpiredHolder: the later grant returned, at the earliest, after the
+	// latest the line could be: the earlier holder outlived its lease —
+	// what fencing is for.
+	ExpiredHolder Class = "expired holder"
+)
+
+// worse returns the worse of two classes; "" is no class.
+func worse(a, b Class) Class {
+	rank := map[Class]int{"": 0, ExpiredHolder: 1, Ambiguous: 2, LockBug: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// span is a moment known on the judge's clock only within [lo, hi].
+type span struct{ lo, hi int64 }
+
+// took is how long an op's call took on its client's clock; 0 when the
+// client did not say.
+func took(o Op) int64 {
+	if o.WorkerInvoke == 0 || o.WorkerComplete < o.WorkerInvoke {
+		return 0
+	}
+	return o.WorkerComplete - o.WorkerInvoke
+}
+
+// called is when an acquire was called: no earlier than Invoke, no later
+// than the judge's receipt less the call's own duration.
+func called(o Op) span { return span{o.Invoke, max(o.Complete-took(o), o.Invoke)} }
+
+// returned is when an acquire returned to its client: no earlier than
+// Invoke plus the call's own duration, no later than the judge's receipt.
+func returned(o Op) span { return span{min(o.Invoke+took(o), o.Complete), o.Complete} }
+
+// contractLine is the earliest moment, by the contract, at which a
+// grant's key may go to someone else: the call plus the Promise. A grant
+// without a declared promise promised nothing beyond its call; one with
+// NoExpiry promised the key until its release.
+func contractLine(o Op) span {
+	c := called(o)
+	if o.Promise >= NoExpiry-max(c.hi, 0) {
+		return span{NoExpiry, NoExpiry}
+	}
+	return span{c.lo + o.Promise, c.hi + o.Promise}
+}
+
+// classify judges the grant later against the contract of earlier, a
+// grant whose section was still active when later was granted.
+func classify(earlier, later Op) Class {
+	line, at := contractLine(earlier), returned(later)
+	switch {
+	case at.hi < line.lo:
+		return LockBug
+	case at.lo >= line.hi:
+		return ExpiredHolder
+	}
+	return Ambiguous
+}
+
+// validityTolerance absorbs the clock reads a backend makes inside the
+// call it computes ValidUntil from (they lie between the client's own
+// reads only up to the timer's granularity).
+const validityTolerance = int64(time.Millisecond)
+
+// departure is how far a grant's own ValidUntil lies outside what its
+// contract allows, on its client's clock (no mapping between clocks
+// needed): negative when the lease reported less than the contract
+// promises from the call (ValidUntil before the call plus the Promise),
+// positive when it reported more than its lock can give from any moment
+// of the call (after the return plus the MaxValidity); 0 inside, or when
+// the op lacks the lease's ValidUntil, the call's times or a declared
+// contract.
+func departure(o Op) int64 {
+	if o.WorkerValidUntil == 0 || o.WorkerInvoke == 0 || o.WorkerComplete < o.WorkerInvoke ||
+		o.Promise <= 0 || o.Promise == NoExpiry || o.MaxValidity < o.Promise {
+		return 0
+	}
+	switch lo, hi := o.WorkerInvoke+o.Promise, o.WorkerComplete+o.MaxValidity; {
+	case o.WorkerValidUntil < lo-validityTolerance:
+		return o.WorkerValidUntil - lo
+	case o.WorkerValidUntil > hi+validityTolerance:
+		return o.WorkerValidUntil - hi
+	}
+	return 0
+}

@@ -1,0 +1,271 @@
+package nemesis
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/results"
+)
+
+// plan is what a scenario does to one case: a section hook the judge
+// calls for every grant (a section that holds long, a holder whose
+// process stops), and a schedule that breaks servers from the start of
+// the case. Either may be nil.
+type plan struct {
+	section judge.SectionHook
+	// schedule runs from the start barrier with a context that ends when
+	// the load stops. It reads the start from n (n.at), records each
+	// injection and its window (n.inject) and its trouble (n.fail), and
+	// returns soon after ctx ends, having healed what it broke.
+	schedule func(ctx context.Context, n *Nemesis)
+}
+
+// Nemesis is one case's fault at work: a peer of the case's clients,
+// made by Fault.Nemesis. Attached to the case's judge, it answers the
+// judge's section hook and stops and resumes the client processes the
+// hook pauses (a judge.Pauser); from the start barrier it runs the fault's
+// schedule against the servers. It records every injection, its targets
+// and window, and every failure to inject, and returns them from Stop. It
+// is safe for concurrent use.
+type Nemesis struct {
+	plan plan
+
+	mu      sync.Mutex
+	c       *judge.Case
+	start   time.Time // zero until the start barrier
+	cancel  func()
+	procs   map[int]*os.Process
+	windows []results.Window
+	open    map[int]openWindow
+	nextID  int
+	failed  []string
+	targets []results.Target
+
+	running sync.WaitGroup // the schedule
+	pauses  sync.WaitGroup // client pauses not yet resumed
+}
+
+type openWindow struct {
+	label string
+	from  time.Time
+}
+
+func newNemesis() *Nemesis {
+	return &Nemesis{procs: map[int]*os.Process{}, open: map[int]openWindow{}}
+}
+
+// Record is what a nemesis did in one case.
+type Record struct {
+	// Windows are the fault windows, in the order they began, from the
+	// case start (results.Case.FaultWindows).
+	Windows []results.Window
+	// Targets are what each injection hit, one per injection, numbered
+	// from 1.
+	Targets []results.Target
+	// Failures say, with their time, where the fault did not inject as
+	// planned (a node that would not die or come back, a proxy that would
+	// not cut): the case then did not measure what its name promises.
+	Failures []string
+}
+
+// Attach puts n on judge case c before its clients start: the judge asks
+// n's section hook about every grant, and n carries out the pauses it
+// asks for. From the moment c's clients pass the start barrier, n's
+// schedule runs until duration has passed, ctx ends or Stop is called,
+// whichever comes first. Call Attach once.
+func (n *Nemesis) Attach(ctx context.Context, c *judge.Case, duration time.Duration) {
+	c.SetHooks(n.plan.section, n)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopOnCancel := context.AfterFunc(ctx, cancel)
+	n.mu.Lock()
+	n.c = c
+	n.cancel = func() {
+		cancel()
+		stopOnCancel()
+	}
+	n.mu.Unlock()
+	n.running.Go(func() {
+		select {
+		case <-c.Started():
+		case <-sctx.Done():
+			return
+		}
+		if c.Start().IsZero() || n.plan.schedule == nil {
+			return // the case was cancelled before its start, or there is nothing to run
+		}
+		start := n.begin(c.Start())
+		dctx, cancel := context.WithDeadline(sctx, start.Add(duration))
+		defer cancel()
+		n.plan.schedule(dctx, n)
+	})
+}
+
+// AddProcess gives n a client process of the case, by its number on the
+// judge: the processes a client pause may stop.
+func (n *Nemesis) AddProcess(process int, p *os.Process) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.procs[process] = p
+}
+
+// Stop ends n: its schedule's context ends, and Stop waits until the
+// schedule has healed what it broke and returned and every paused client
+// has been resumed; it closes the windows still open and returns the
+// record. A nemesis whose case never started records nothing.
+func (n *Nemesis) Stop() Record {
+	n.mu.Lock()
+	cancel := n.cancel
+	n.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	n.running.Wait()
+	end := time.Now()
+	n.pauses.Wait()
+	return n.record(end)
+}
+
+// begin sets the start of the case, once, and returns it.
+func (n *Nemesis) begin(start time.Time) time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.start.IsZero() {
+		n.start = start
+	}
+	return n.start
+}
+
+// started returns the start of the case, or false before the start
+// barrier.
+func (n *Nemesis) started() (time.Time, bool) {
+	n.mu.Lock()
+	start, c := n.start, n.c
+	n.mu.Unlock()
+	if !start.IsZero() || c == nil {
+		return start, !start.IsZero()
+	}
+	select {
+	case <-c.Started(): // a grant can come before the schedule's goroutine saw the barrier
+		if s := c.Start(); !s.IsZero() { // zero: cancelled before its start
+			return n.begin(s), true
+		}
+	default:
+	}
+	return time.Time{}, false
+}
+
+// Pause stops client process for d (judge.Pauser): SIGSTOP, then it waits
+// until every thread has stopped; SIGCONT after d. Each pause is an
+// injection of the fault, recorded with its process.
+func (n *Nemesis) Pause(process int, d time.Duration) error {
+	n.mu.Lock()
+	proc := n.procs[process]
+	n.mu.Unlock()
+	if _, ok := n.started(); proc == nil || !ok {
+		return fmt.Errorf("process %d: not a client process of this case, or the case has not started", process)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause process %d: %w", process, err)
+	}
+	end := n.inject(fmt.Sprintf("process %d stopped for %v", process, d), results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}})
+	n.pauses.Add(1)
+	time.AfterFunc(d, func() {
+		defer n.pauses.Done()
+		if err := proc.Signal(syscall.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			n.fail(fmt.Errorf("resume process %d: %w", process, err))
+		}
+		end()
+	})
+	if err := compose.WaitStopped(proc.Pid, 10*time.Second); err != nil {
+		return fmt.Errorf("pause process %d: %w", process, err)
+	}
+	return nil
+}
+
+// at waits until d after the start, and reports false if ctx ended first,
+// so a schedule can write "at 2s kill a node" as
+// if !n.at(ctx, 2*time.Second) { return }.
+func (n *Nemesis) at(ctx context.Context, d time.Duration) bool {
+	start, _ := n.started()
+	t := time.NewTimer(time.Until(start.Add(d)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// fail records that the fault did not go as planned; a nil err records
+// nothing.
+func (n *Nemesis) fail(err error) {
+	if err == nil {
+		return
+	}
+	start, _ := n.started()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.failed = append(n.failed, fmt.Sprintf("at %.3fs: %v", time.Since(start).Seconds(), err))
+}
+
+// inject records one injection of the fault, on target, and opens its
+// window (labelled label); the returned function closes the window, and
+// does nothing when called again. Injections are numbered from 1 in the
+// order they are recorded.
+func (n *Nemesis) inject(label string, target results.Target) (end func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	target.Injection = len(n.targets) + 1
+	n.targets = append(n.targets, target)
+	id := n.nextID
+	n.nextID++
+	n.open[id] = openWindow{label: label, from: time.Now()}
+	return func() { n.close(id, time.Now()) }
+}
+
+// close closes window id at at, if it is open.
+func (n *Nemesis) close(id int, at time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w, ok := n.open[id]
+	if !ok {
+		return
+	}
+	delete(n.open, id)
+	n.windows = append(n.windows, results.Window{
+		Label:  w.label,
+		StartS: w.from.Sub(n.start).Seconds(),
+		EndS:   at.Sub(n.start).Seconds(),
+	})
+}
+
+// record closes every open window at end and returns the record.
+func (n *Nemesis) record(end time.Time) Record {
+	if _, ok := n.started(); !ok {
+		return Record{}
+	}
+	n.mu.Lock()
+	ids := make([]int, 0, len(n.open))
+	for id := range n.open {
+		ids = append(ids, id)
+	}
+	n.mu.Unlock()
+	for _, id := range ids {
+		n.close(id, end)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w := append([]results.Window{}, n.windows...)
+	slices.SortStableFunc(w, func(a, b results.Window) int { return cmp.Compare(a.StartS, b.StartS) })
+	return Record{Windows: w, Targets: append([]results.Target(nil), n.targets...), Failures: append([]string(nil), n.failed...)}
+}
