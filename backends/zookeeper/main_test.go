@@ -105,6 +105,12 @@ func rawConn(t testing.TB, addrs []string) *zk.Conn {
 func steal(t testing.TB, c *zk.Conn, root, key string) {
 	t.Helper()
 	parent := root + "/" + escape(key)
+	// The thief's server may be a follower that has not applied the
+	// holder's create yet (ZooKeeper reads are not linearizable; a busy
+	// machine shows it): sync brings it up to the leader first.
+	if _, err := c.Sync(parent); err != nil {
+		t.Fatalf("steal %q: sync: %v", key, err)
+	}
 	children, _, err := c.Children(parent)
 	if err != nil {
 		t.Fatalf("steal %q: %v", key, err)

@@ -147,14 +147,28 @@ func WaitDone(t testing.TB, lease locker.Lease, within time.Duration) error {
 	}
 }
 
-// mustBeHeld checks that nobody else can take key right now.
+// mustBeHeld checks that nobody else can take key right now: TryAcquire
+// answers ErrNotAcquired. An answer that a node was unavailable (a busy
+// machine's ensemble re-electing, a connection being made) says nothing
+// either way, and is asked again, for up to 10 s.
 func mustBeHeld(t *testing.T, l locker.Locker, key string, why string) {
 	t.Helper()
-	if other, err := l.TryAcquire(ctxFor(t, 10*time.Second), key, locker.WithTTL(time.Minute)); !errors.Is(err, locker.ErrNotAcquired) {
+	ctx := ctxFor(t, 10*time.Second)
+	for {
+		other, err := l.TryAcquire(ctx, key, locker.WithTTL(time.Minute))
+		if errors.Is(err, locker.ErrNotAcquired) {
+			return
+		}
 		if other != nil {
 			_ = other.Release(context.Background())
 		}
-		t.Fatalf("%s: TryAcquire(%q) = %v, want ErrNotAcquired", why, key, err)
+		if !errors.Is(err, locker.ErrUnavailable) || ctx.Err() != nil {
+			t.Fatalf("%s: TryAcquire(%q) = %v, want ErrNotAcquired", why, key, err)
+		}
+		select { // the node is not back yet: ask again
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
