@@ -122,6 +122,7 @@ func TestPowerLoss(t *testing.T) {
 	for _, s := range durableServers {
 		for _, d := range compose.Durabilities() {
 			t.Run(s.name+"/"+string(d), func(t *testing.T) {
+				composetest.StartsServersWithin(t, 3*time.Minute) // up to 63 s on a 2-core machine loaded about 10×
 				ctx := context.Background()
 				env := composetest.ForTest(t)
 				n, err := s.start(ctx, env, d)
