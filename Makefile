@@ -21,6 +21,11 @@ deps:
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+# Every test that starts servers has a deadline of its own (one minute
+# unless it says otherwise: composetest.StartsServers), which fails a hung
+# one with its goroutines; the package timeout is only a backstop, raised
+# because compose's tests together take more than go test's 10 minutes on
+# a loaded machine.
 test: build
 	@scripts/deps.sh test
 	$(GO) vet ./...
