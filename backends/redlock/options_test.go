@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -208,7 +209,7 @@ func TestTLSApplied(t *testing.T) {
 	var tlsAddrs []string
 	for range 3 {
 		port := freeTLSPort(t)
-		_, err := compose.ForTest(t).Redis(ctx, 1, compose.RedisOptions{Config: [][]string{
+		_, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{Config: [][]string{
 			{"tls-port", strconv.Itoa(port)}, {"tls-cert-file", certFile}, {"tls-key-file", keyFile},
 			{"tls-ca-cert-file", caFile}, {"tls-auth-clients", "no"},
 		}})
