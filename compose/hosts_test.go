@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
@@ -40,6 +41,7 @@ func hostProcesses(t *testing.T, ctx context.Context, r remote.Remote) []string 
 // (read back from the server); Close leaves no process and no cut on any
 // host.
 func TestPlaced(t *testing.T) {
+	composetest.StartsServersWithin(t, 4*time.Minute)
 	lab := remotetest.New(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -48,7 +50,7 @@ func TestPlaced(t *testing.T) {
 		hosts[1] = lab.Dial(t, 1, remotetest.Sudoer) // PostgreSQL's host through sudo
 	}
 	clients := []compose.Peer{{Host: hosts[2], Addr: lab.Hosts[2].Addr}}
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	redisNodes, err := env.Redis(ctx, 1, compose.RedisOptions{FakeClock: true, Durability: compose.DurabilityDurable, On: []compose.Placement{{
 		Host: hosts[0], Addr: lab.Hosts[0].Addr, Port: 6379, Dir: "/tmp/lockbench/redis", Clients: clients,
 	}}})
