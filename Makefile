@@ -7,6 +7,8 @@ GO ?= go
 BIN := $(CURDIR)/bin
 # compose runs etcd members from this binary instead of building its own.
 export LOCKBENCH_ETCD_MEMBER := $(BIN)/etcd-member
+# The run over simulated hosts uploads this binary to them.
+export LOCKBENCH_BINARY := $(BIN)/lockbench
 
 # Where make bench writes results.json and the report.
 OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
@@ -18,8 +20,10 @@ all: build
 deps:
 	@scripts/deps.sh
 
+# Static (CGO_ENABLED=0): lockbench run --inventory uploads this binary to
+# the client hosts, whose C library may differ from this machine's.
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/...
 
 # Every test that starts servers has a deadline of its own (one minute
 # unless it says otherwise: composetest.StartsServers), which fails a hung

@@ -9,8 +9,11 @@ package bench
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -77,6 +80,14 @@ type Runner struct {
 	// (judge.DialRemote) joins this host to a run of several hosts: every
 	// case then runs its clients as processes, and without faults.
 	Judge judge.Referee
+	// Hosts, when set, runs the clients on the client hosts of an
+	// inventory, as worker processes started there over SSH, against
+	// this runner's judge, which then listens beyond loopback with a run
+	// token of its own (the servers go where Clusters.OnHosts puts them).
+	Hosts *Hosts
+	// Log, when set, is told what the judge refuses (a stranger without
+	// the run token).
+	Log io.Writer
 	// JudgeToken is the run's judge token (judge.Options.Token) when the
 	// judge asks for one: the worker processes get it in their
 	// environment.
@@ -167,11 +178,20 @@ func (r *Runner) init() error {
 	if r.Judge != nil {
 		return nil
 	}
-	j, err := judge.New(judge.Options{Out: r.Dir})
+	listen := "127.0.0.1:0"
+	if r.Hosts != nil {
+		// The client hosts reach it at this machine's address: beyond
+		// loopback, only with the run's token, which the runner makes
+		// and hands its workers in their environment.
+		tok := make([]byte, 32)
+		_, _ = crand.Read(tok)
+		r.JudgeToken, listen = hex.EncodeToString(tok), ":0"
+	}
+	j, err := judge.New(judge.Options{Out: r.Dir, Token: r.JudgeToken, Log: r.Log})
 	if err != nil {
 		return err
 	}
-	if err := j.Listen("127.0.0.1:0"); err != nil {
+	if err := j.Listen(listen); err != nil {
 		return err
 	}
 	r.Judge, r.local = j, j
@@ -249,9 +269,15 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	id := fmt.Sprintf("%03d", i)
 	var out *workloads.Outcome
 	var runErr error
-	if c.ClientsAs == results.ClientsGoroutines && r.local != nil {
+	switch {
+	case r.Hosts != nil:
+		if r.local == nil {
+			return nil, configErrorf("a run over an inventory's hosts refers its clients to its own judge")
+		}
+		out, runErr = r.hostProcesses(ctx, id, c, spec, cfg, n)
+	case c.ClientsAs == results.ClientsGoroutines && r.local != nil:
 		out, runErr = r.goroutines(ctx, id, c, spec, cfg, n)
-	} else {
+	default:
 		if r.local == nil && c.Fault.Name != "none" {
 			return nil, configErrorf("fault %s: faults need this host's own judge (run without --judge)", c.Fault.Spec)
 		}

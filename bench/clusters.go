@@ -104,6 +104,10 @@ func Shape(b Backend) nemesis.Shape {
 type Clusters struct {
 	env      *compose.Env
 	external map[string]backends.Config
+	// hosts, when set, places the servers of the backends its inventory
+	// lists on their hosts (see OnHosts).
+	hosts  *Hosts
+	placed map[string]*cluster
 
 	mu  sync.Mutex
 	set map[profile]*cluster
@@ -130,6 +134,8 @@ type cluster struct {
 	spent bool
 	zk    *compose.Ensemble
 	etcd  *compose.EtcdCluster
+	// durable is the profile of servers placed on hosts.
+	durable bool
 }
 
 // NewClusters returns clusters that start their servers in env. external
@@ -176,6 +182,13 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 		return nemesis.Target{}, cfg, nil
 	}
 	durable := durability == results.DurabilityDurable
+	if c.hosts != nil {
+		t, err := c.onHosts(ctx, b, durable)
+		for _, n := range t.Nodes {
+			cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
+		}
+		return t, cfg, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := profile{d.Servers, durable}
@@ -314,6 +327,11 @@ func Repair(ctx context.Context, t nemesis.Target) error {
 	for _, n := range t.Nodes {
 		if n.Paused() {
 			if err := n.Resume(); err != nil {
+				return err
+			}
+		}
+		if n.ClientsCut() {
+			if err := n.HealClients(); err != nil {
 				return err
 			}
 		}

@@ -172,6 +172,10 @@ func (e *Env) Prune() ([]string, error) {
 // a lazy filesystem (unmounted by then), its disk, on its host.
 func removeDirs(n *Node) error {
 	dirs := []string{n.Dir, clockDir(n)}
+	if n.spec.place != nil {
+		// Its files beside its dir, on its host: the run has its log.
+		dirs = append(dirs, n.proc.Pidfile, n.log)
+	}
 	if n.lazy != nil {
 		dirs = append(dirs, n.lazy.backing)
 	}

@@ -5,6 +5,7 @@
 // named by their files or left to the agent, host keys are public.
 //
 //	defaults:                         # for every host that does not say
+//	  work_dir: /var/lib/lockbench    # the run's files there (binary, workers)
 //	  user: root
 //	  identity_file: ~/.ssh/id_ed25519
 //	  known_hosts: ~/.ssh/known_hosts
@@ -66,6 +67,10 @@ type Host struct {
 	// ClockPreload is a prebuilt clock preload library on the host; when
 	// empty, clock faults build it there (gcc).
 	ClockPreload string
+	// WorkDir is where a run keeps its files on the host: the lockbench
+	// binary it uploads, its workers' assignments, pidfiles and logs.
+	// DefaultWorkDir unless set.
+	WorkDir string
 	// Servers are the lock servers it runs.
 	Servers []Server
 	// Clients says whether client workers run on it.
@@ -111,6 +116,7 @@ type (
 		Agent        *bool   `yaml:"agent"`
 		KnownHosts   *string `yaml:"known_hosts"`
 		ClockPreload *string `yaml:"clock_preload"`
+		WorkDir      *string `yaml:"work_dir"`
 	}
 	rawHost struct {
 		access  `yaml:",inline"`
@@ -174,6 +180,9 @@ func child(n *yaml.Node, key string) *yaml.Node {
 
 // DefaultJudgePort is where a judge listens unless the inventory says.
 const DefaultJudgePort = 7070
+
+// DefaultWorkDir is a host's WorkDir unless the inventory says.
+const DefaultWorkDir = "/var/lib/lockbench"
 
 // Load reads and checks the inventory at path.
 func Load(path string) (*Inventory, error) {
@@ -327,6 +336,13 @@ func (p *parser) host(rh rawHost, d access) Host {
 	h.ClockPreload, _ = pick(rh.ClockPreload, d.ClockPreload)
 	if h.ClockPreload != "" && !filepath.IsAbs(h.ClockPreload) {
 		p.errorf(rh.line, "host %s: clock_preload %q: want an absolute path on the host", name, h.ClockPreload)
+	}
+	h.WorkDir, _ = pick(rh.WorkDir, d.WorkDir)
+	if h.WorkDir == "" {
+		h.WorkDir = DefaultWorkDir
+	}
+	if !filepath.IsAbs(h.WorkDir) || filepath.Clean(h.WorkDir) == "/" {
+		p.errorf(rh.line, "host %s: work_dir %q: want an absolute path on the host, below /", name, h.WorkDir)
 	}
 	for _, rs := range rh.Roles.Servers {
 		h.Servers = append(h.Servers, p.server(name, rs))

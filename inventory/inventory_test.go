@@ -42,6 +42,7 @@ hosts:
     identity_file: ""
     host_key: ` + hostKey + `
     clock_preload: /opt/lockbench/clock.so
+    work_dir: /srv/lockbench
     roles: {clients: true, judge: {}}
 `
 	inv, err := inventory.Parse([]byte(doc), "/etc/lockbench/hosts.yaml")
@@ -51,6 +52,7 @@ hosts:
 	want := []inventory.Host{{
 		Name: "redis-1", Address: "10.0.0.11:22", User: "root",
 		IdentityFiles: []string{filepath.Join(home, ".ssh/lab_key")}, KnownHosts: []string{"/etc/lockbench/keys/known_hosts"},
+		WorkDir: inventory.DefaultWorkDir,
 		Servers: []inventory.Server{
 			{Backend: "redlock", Binary: "/usr/bin/redis-server", Data: "/var/lib/lockbench/redlock", Port: 6379, Line: 11},
 			{Backend: "etcd", Binary: "/opt/etcd/etcd", Data: "/var/lib/lockbench/etcd", Port: 2379, PeerPort: 2380, Line: 15},
@@ -59,7 +61,7 @@ hosts:
 	}, {
 		Name: "fd00::21", Address: "[fd00::21]:2222", User: "admin", Agent: true,
 		HostKey: hostKey, KnownHosts: []string{"/etc/lockbench/keys/known_hosts"}, ClockPreload: "/opt/lockbench/clock.so",
-		Clients: true, Judge: &inventory.Judge{Port: inventory.DefaultJudgePort},
+		WorkDir: "/srv/lockbench", Clients: true, Judge: &inventory.Judge{Port: inventory.DefaultJudgePort},
 		Line: 20,
 	}}
 	if !reflect.DeepEqual(inv.Hosts, want) {
@@ -101,6 +103,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad host key", "hosts:\n  - address: h\n    host_key: ssh-ed25519 nope\n" + ok, []string{"host h: host_key"}},
 		{"no role", "hosts:\n  - address: h\n    user: root\n    agent: true\n", []string{"host h has no role"}},
 		{"relative preload", "hosts:\n  - address: h\n    clock_preload: lib.so\n" + ok, []string{`clock_preload "lib.so"`}},
+		{"relative work dir", "hosts:\n  - address: h\n    work_dir: run\n" + ok, []string{`work_dir "run"`}},
 		{"server", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {backend: redis, data: rel, port: 70000, peer_port: -1}\n",
 			[]string{"hosts.yaml:7: host h: server redis: no binary", `data "rel"`, "port 70000", "peer_port -1"}},
 		{"server without backend", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {binary: /b, data: /d, port: 1}\n",

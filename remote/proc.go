@@ -370,3 +370,25 @@ func signalName(sig syscall.Signal) (string, error) {
 	}
 	return "", fmt.Errorf("remote: signal %d (%v) is not one lockbench sends", int(sig), strings.ToUpper(sig.String()))
 }
+
+// Alive reports, for each pidfile on r's host, whether its process runs
+// (a paused one does; a zombie does not), with one command for them all:
+// a runner watches its workers on a host this way.
+func Alive(ctx context.Context, r Remote, pidfiles ...string) ([]bool, error) {
+	if len(pidfiles) == 0 {
+		return nil, nil
+	}
+	out, err := scriptOutput(ctx, r, "alive", procLib+`for pf; do if lb_proc "$pf"; then echo 1; else echo 0; fi; done`, pidfiles...)
+	if err != nil {
+		return nil, fmt.Errorf("remote: processes on %s: %w", r.Name(), err)
+	}
+	lines := strings.Fields(out)
+	if len(lines) != len(pidfiles) {
+		return nil, fmt.Errorf("remote: processes on %s: %d answers for %d pidfiles", r.Name(), len(lines), len(pidfiles))
+	}
+	alive := make([]bool, len(lines))
+	for i, l := range lines {
+		alive[i] = l == "1"
+	}
+	return alive, nil
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +21,7 @@ import (
 )
 
 func judgeCmd() *cobra.Command {
-	var listen, out, runID string
+	var listen, out, runID, tokenFile string
 	var hosts int
 	cmd := &cobra.Command{
 		Use:   "judge --listen ADDR --out DIR",
@@ -31,7 +33,12 @@ keys and start each case together, and the judge counts two holders of a key at 
 of them. After each case it writes DIR/results.json (the joined run: safety across every host,
 latency of every client) and the case's history under DIR/history; a case it cannot record is
 said at once, reaches the hosts' results as a note, and makes the judge exit with an error.
-Ctrl-C stops it at once, whatever the hosts are doing: they hear that the judge is gone.`,
+Ctrl-C stops it at once, whatever the hosts are doing: they hear that the judge is gone.
+
+Beyond loopback the judge takes reports only from the run's own hosts: --token-file names the
+run's token, read from the file or, when it does not exist, made and written there (mode 0600);
+give that file to each host's lockbench run --judge ADDR --judge-token-file FILE. A connection
+without it is refused and named on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -43,7 +50,12 @@ Ctrl-C stops it at once, whatever the hosts are doing: they hear that the judge 
 			rec := &joined{path: filepath.Join(out, "results.json")}
 			rec.file.Started = time.Now()
 			rec.file.Command = strings.Join(os.Args, " ")
-			j, err := judge.New(judge.Options{RunID: runID, Hosts: hosts, Out: out, Finished: rec.finished(cmd.ErrOrStderr())})
+			token, err := judgeToken(tokenFile)
+			if err != nil {
+				return err
+			}
+			j, err := judge.New(judge.Options{RunID: runID, Hosts: hosts, Out: out, Finished: rec.finished(cmd.ErrOrStderr()),
+				Token: token, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -64,7 +76,33 @@ Ctrl-C stops it at once, whatever the hosts are doing: they hear that the judge 
 	fl.StringVar(&out, "out", "", "dir for the joined results.json and the histories (required)")
 	fl.IntVar(&hosts, "hosts", 1, "hosts that join each case")
 	fl.StringVar(&runID, "run-id", "", "the run's id (default random)")
+	fl.StringVar(&tokenFile, "token-file", "", "the run's token, read from this file, or made and written there (needed to listen beyond loopback)")
 	return cmd
+}
+
+// judgeToken returns the run token in path, making one there (mode 0600)
+// when the file does not exist; "" without a path.
+func judgeToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	if _, err := os.Stat(path); err == nil {
+		return readToken(path)
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("the run token: %w", err)
+	}
+	_, err = fmt.Fprintln(f, tok)
+	if err := errors.Join(err, f.Close()); err != nil {
+		return "", fmt.Errorf("the run token: %w", err)
+	}
+	return tok, nil
 }
 
 // joined records the cases of a run refereed here, every host together.

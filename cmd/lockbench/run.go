@@ -47,7 +47,9 @@ type runFlags struct {
 	think      string
 	seed       uint64
 	judge      string
+	judgeToken string
 	host       string
+	hosts      hostsFlags
 	out        string
 	noReport   bool
 	endpoints  endpointFlags
@@ -75,6 +77,16 @@ With --judge ADDR the run joins a judge started by lockbench judge, with other h
 the same cases at the same time: they share the run's keys, start together, and the judge
 counts two holders at once across all of them.
 
+With --inventory hosts.yaml the run spans the inventory's hosts, reached over SSH from this
+machine (the control node): each backend's servers start where the inventory puts them (with
+pidfiles, as the account they need), the clients run as worker processes on the client hosts
+(this static lockbench binary, uploaded there), and the judge stays here, taking reports only
+from the run's own workers (a run token). Every fault the hosts support is injected there —
+server pauses, restarts, crashes, clients cut off by rules on the hosts, clock jumps, client
+pauses — and each injection names the nodes it hit (results.json says where each node runs).
+Ctrl-C, or a broken link to a host, ends the run and takes everything down on every host it
+still reaches; for a host it lost it says what is left there, which the next run clears.
+
 Backends:
 ` + backendDocs(),
 		Args: cobra.NoArgs,
@@ -93,6 +105,8 @@ Backends:
 	fl.IntVar(&f.injections, "injections", 3, "times each fault case injects its fault")
 	fl.Uint64Var(&f.seed, "seed", 0, "the run's seed: keys, hold times, fault targets and times (default random; results.json records it)")
 	fl.StringVar(&f.judge, "judge", "", "join the judge at this address (lockbench judge) instead of running one")
+	fl.StringVar(&f.judgeToken, "judge-token-file", "", "the run token of the judge at --judge (the file lockbench judge --token-file wrote)")
+	f.hosts.register(fl)
 	fl.StringVar(&f.host, "host", "", "this host's name on the judge (default the hostname)")
 	fl.DurationVar(&f.duration, "duration", 5*time.Second, "how long each case runs")
 	fl.IntVar(&f.trials, "trials", 1, "repetitions of each case")
@@ -116,6 +130,14 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	external, err := f.endpoints.configs()
 	if err != nil {
 		return err
+	}
+	if f.hosts.inventory != "" {
+		if f.judge != "" || len(external) > 0 {
+			return fmt.Errorf("%w: --inventory runs servers and clients on its hosts and the judge here: not with --judge or a backend's endpoints", bench.ErrConfig)
+		}
+		for i := range cases {
+			cases[i].ClientsAs = results.ClientsProcesses // on the client hosts
+		}
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
@@ -148,12 +170,39 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 		},
 	}
 	if f.judge != "" {
-		remote, err := judge.DialRemote(ctx, f.judge)
+		var opts []judge.DialOption
+		if f.judgeToken != "" {
+			tok, err := readToken(f.judgeToken)
+			if err != nil {
+				return err
+			}
+			opts, runner.JudgeToken = append(opts, judge.Token(tok)), tok
+		}
+		remote, err := judge.DialRemote(ctx, f.judge, opts...)
 		if err != nil {
 			return err
 		}
 		defer remote.Close()
 		runner.Judge = remote
+	}
+	if f.hosts.inventory != "" {
+		hosts, err := f.hosts.dial(ctx, stderr)
+		if err != nil {
+			return err
+		}
+		// Servers first (env.Close, deferred later, runs earlier), then
+		// the workers and cuts, and the links.
+		defer func() {
+			if err := hosts.Close(); err != nil {
+				fmt.Fprintln(stderr, "lockbench: hosts:", err)
+			}
+		}()
+		defer env.Close()
+		runner.Hosts, runner.Log = hosts, stderr
+		runner.Clusters.OnHosts(hosts)
+		var stop context.CancelFunc
+		ctx, stop = hosts.Watch(ctx)
+		defer stop()
 	}
 	runner.File.Command = strings.Join(os.Args, " ")
 	runner.File.Suite = f.suite
@@ -169,18 +218,27 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if err := env.Close(); err != nil {
 		fmt.Fprintln(stderr, "lockbench: stopping servers:", err)
 	}
+	keepHostLogs(env, stderr)
 	if kept, err := env.Prune(); err != nil {
 		fmt.Fprintln(stderr, "lockbench: removing the servers' data:", err)
 	} else if len(kept) > 0 {
 		fmt.Fprintf(stderr, "lockbench: kept the data of the servers that failed, under %s: %s\n", env.Dir, strings.Join(kept, ", "))
 	}
+	var lost error // a host's link that broke
 	if errors.Is(runErr, context.Canceled) {
-		fmt.Fprintf(stderr, "lockbench: interrupted after %d of %d cases; partial results kept\n", len(file.Cases), len(cases))
+		why := "interrupted"
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			why, lost = cause.Error(), cause
+		}
+		fmt.Fprintf(stderr, "lockbench: %s, after %d of %d cases; partial results kept\n", why, len(file.Cases), len(cases))
 	} else if runErr != nil {
 		return runErr
 	}
 	if err := finish(cmd.OutOrStdout(), f.out, file, f.noReport); err != nil {
 		return err
+	}
+	if lost != nil {
+		return lost
 	}
 	if len(invalid) > 0 {
 		return fmt.Errorf("%d of %d cases not run: %w", len(invalid), len(cases), errors.Join(invalid...))

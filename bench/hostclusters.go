@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"context"
+	"errors"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/nemesis"
+)
+
+// OnHosts makes c start the servers of every backend that hs's inventory
+// lists on their hosts; a backend it lists none for is refused (its
+// servers would run here, where the client hosts may not reach them).
+func (c *Clusters) OnHosts(hs *Hosts) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hosts, c.placed = hs, map[string]*cluster{}
+}
+
+// onHosts returns backend b's servers placed on the hosts, started under
+// the durability profile asked for: a set that ran under the other one,
+// or whose nodes restarted under a backend that admits its nodes, is
+// stopped and wiped first (its dirs and ports are the inventory's, and
+// there is one of each).
+func (c *Clusters) onHosts(ctx context.Context, b Backend, durable bool) (nemesis.Target, error) {
+	d := b.Descriptor
+	s := d.Servers
+	if !c.hosts.Serves(b.Name) {
+		return nemesis.Target{}, configErrorf("backend %s: the inventory %s places no server for it", b.Name, c.hosts.inv.Path)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl := c.placed[b.Name]
+	if cl != nil && (cl.durable != durable || d.Admit != nil && restarted(cl.nodes, cl.admitted)) {
+		for _, n := range cl.nodes {
+			if err := errors.Join(n.Kill(), n.Wipe()); err != nil {
+				return nemesis.Target{}, err
+			}
+		}
+		cl = nil
+	}
+	if cl == nil {
+		pl, err := c.hosts.Placements(b.Name, s.Count)
+		if err != nil {
+			return nemesis.Target{}, err
+		}
+		profile := compose.DurabilityFast
+		if durable {
+			profile = compose.DurabilityDurable
+		}
+		cl = &cluster{durable: durable}
+		switch s.Kind {
+		case backends.Redis:
+			cl.nodes, err = c.env.Redis(ctx, s.Count, compose.RedisOptions{Durability: profile, On: pl})
+		case backends.Postgres:
+			var n *compose.Node
+			if s.Count != 1 {
+				return nemesis.Target{}, configErrorf("backend %s: %d PostgreSQL servers: lockbench starts one", d.Name, s.Count)
+			}
+			if n, err = c.env.Postgres(ctx, compose.PostgresOptions{Durability: profile, On: &pl[0]}); err == nil {
+				cl.nodes = []*compose.Node{n}
+			}
+		default:
+			return nemesis.Target{}, configErrorf("backend %s: lockbench places only Redis and PostgreSQL servers on hosts (not %s)", d.Name, s.Kind)
+		}
+		c.hosts.started(cl.nodes)
+		if err != nil {
+			return nemesis.Target{}, err
+		}
+		if err := cl.admit(s, cl.nodes); err != nil {
+			return nemesis.Target{}, err
+		}
+		c.placed[b.Name] = cl
+	}
+	t := nemesis.Target{Nodes: cl.nodes, Priority: d.Priority, ClientCuts: true}
+	switch s.Kind {
+	case backends.Redis:
+		t.ClockShift = true
+	case backends.Postgres:
+		t.KeepsData = true
+	}
+	return t, nil
+}
