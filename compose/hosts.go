@@ -9,6 +9,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/remote"
@@ -140,19 +141,11 @@ func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 	}
 	secs := strconv.FormatFloat(max(d.Seconds(), 0.1), 'f', 1, 64)
 	errs := make([]error, len(p.Clients))
+	var wg sync.WaitGroup
 	for i, c := range p.Clients {
-		err := c.Host.Run(ctx, remote.Cmd{Path: "timeout", Args: []string{secs, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", p.Addr.String(), strconv.Itoa(p.Port)}})
-		switch e, ok := remote.IsExit(err); {
-		case err == nil:
-			errs[i] = fmt.Errorf("compose: %s is reachable from %s", n.Name, c.Host.Name())
-		case ok && e.Code == 124: // timed out: the server's answers are dropped
-		case ok && strings.Contains(e.Stderr, "Invalid argument"): // the client host's own rule
-		case ok:
-			errs[i] = fmt.Errorf("compose: %s from %s: the connection failed at once (%v): a cut drops packets silently", n.Name, c.Host.Name(), err)
-		default:
-			errs[i] = fmt.Errorf("compose: %s from %s: %w", n.Name, c.Host.Name(), err)
-		}
+		wg.Go(func() { errs[i] = n.triedFrom(ctx, c, secs) })
 	}
+	wg.Wait()
 	var dialer net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, max(d, 5*time.Second))
 	defer cancel()
@@ -162,4 +155,22 @@ func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 		c.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// triedFrom tries a placed node from client host c, for unreachablePlaced:
+// nil when the connection timed out or the host's own rule refused it.
+func (n *Node) triedFrom(ctx context.Context, c Peer, secs string) error {
+	p := n.spec.place
+	err := c.Host.Run(ctx, remote.Cmd{Path: "timeout", Args: []string{secs, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", p.Addr.String(), strconv.Itoa(p.Port)}})
+	switch e, ok := remote.IsExit(err); {
+	case err == nil:
+		return fmt.Errorf("compose: %s is reachable from %s", n.Name, c.Host.Name())
+	case ok && e.Code == 124: // timed out: the server's answers are dropped
+	case ok && strings.Contains(e.Stderr, "Invalid argument"): // the client host's own rule
+	case ok:
+		return fmt.Errorf("compose: %s from %s: the connection failed at once (%v): a cut drops packets silently", n.Name, c.Host.Name(), err)
+	default:
+		return fmt.Errorf("compose: %s from %s: %w", n.Name, c.Host.Name(), err)
+	}
+	return nil
 }

@@ -17,17 +17,9 @@ import (
 // PID namespace), but for its sshd and what runs this command.
 func hostProcesses(t *testing.T, ctx context.Context, r remote.Remote) []string {
 	t.Helper()
-	out, err := remote.Output(ctx, r, "sh", "-c", `for f in /proc/[0-9]*/comm; do IFS= read -r c < "$f" 2>/dev/null && echo "$c"; done; true`)
+	left, err := remotetest.Processes(ctx, r)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var left []string
-	for _, c := range strings.Fields(string(out)) {
-		switch c {
-		case "sshd", "sh", "sudo", "cat", "bash":
-		default:
-			left = append(left, c)
-		}
 	}
 	return left
 }

@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
 )
@@ -423,6 +424,9 @@ func (e Env) describe(ctx context.Context, nodes []*compose.Node) results.Target
 	leader, _ := e.Target.leader(ctx)
 	for _, n := range nodes {
 		t.Nodes = append(t.Nodes, n.Name)
+		if h, ok := n.Host().(*remote.SSH); ok {
+			t.Hosts = append(t.Hosts, h.Name())
+		}
 		t.Leader = t.Leader || (leader != nil && n == leader)
 		for _, i := range e.Target.Priority {
 			t.Priority = t.Priority || (i < len(e.Target.Nodes) && e.Target.Nodes[i] == n)

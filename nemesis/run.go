@@ -215,7 +215,13 @@ func (n *Nemesis) Pause(process int, d time.Duration) error {
 	err := proc.Pause(ctx)
 	if err == nil || !errors.Is(err, remote.ErrGone) {
 		// Stopped, or stopped in part: resumed after d all the same.
-		end := n.inject(fmt.Sprintf("process %d stopped for %v", process, d), results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}})
+		target := results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}}
+		if p, ok := proc.(remote.Proc); ok {
+			if h, ok := p.Remote.(*remote.SSH); ok {
+				target.Hosts = []string{h.Name()}
+			}
+		}
+		end := n.inject(fmt.Sprintf("process %d stopped for %v", process, d), target)
 		n.pauses.Add(1)
 		time.AfterFunc(d, func() {
 			defer n.pauses.Done()

@@ -261,6 +261,10 @@ type Target struct {
 	Injection int `json:"injection"`
 	// Nodes names the servers (or client processes) hit.
 	Nodes []string `json:"nodes"`
+	// Hosts names the host each of Nodes runs on, in the same order, when
+	// the run spans several hosts (lockbench run --inventory); nil when
+	// everything ran on this machine.
+	Hosts []string `json:"hosts,omitempty"`
 	// Leader is set when the leader of a ZooKeeper or etcd cluster (or the
 	// master of a Sentinel set) was among them; Priority when a Redlock
 	// priority node was.

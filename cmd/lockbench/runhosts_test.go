@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/remote"
+	"github.com/lockbench/lockbench/remote/remotetest"
+	"github.com/lockbench/lockbench/results"
+)
+
+// staticLockbench returns a static lockbench binary for the hosts: the one
+// make build made ($LOCKBENCH_BINARY), else one built here (this test
+// binary is linked dynamically under -race).
+func staticLockbench(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("LOCKBENCH_BINARY"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	p := filepath.Join(t.TempDir(), "lockbench")
+	cmd := exec.Command("go", "build", "-o", p, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building a static lockbench: %v\n%s", err, out)
+	}
+	return p
+}
+
+// labInventory writes an inventory of lab's four hosts: a Redis server on
+// host1, a PostgreSQL server on host2, clients on host3 and host4.
+func labInventory(t *testing.T, lab *remotetest.Lab, pgBin string) string {
+	t.Helper()
+	doc := fmt.Sprintf(`defaults:
+  user: root
+  identity_file: %s
+  known_hosts: %s
+  work_dir: /tmp/lockbench-work
+hosts:
+  - name: %s
+    address: %s
+    roles:
+      servers:
+        - {backend: redis, binary: /usr/bin/redis-server, data: /tmp/lockbench-data/redis, port: 6379}
+  - name: %s
+    address: %s
+    roles:
+      servers:
+        - {backend: postgres, binary: %s, data: /tmp/lockbench-data/postgres, port: 5432}
+  - {name: %s, address: %s, roles: {clients: true}}
+  - {name: %s, address: %s, roles: {clients: true}}
+`, lab.KeyFile, lab.KnownHosts, lab.Hosts[0].Name, lab.Hosts[0].Addr, lab.Hosts[1].Name, lab.Hosts[1].Addr, pgBin,
+		lab.Hosts[2].Name, lab.Hosts[2].Addr, lab.Hosts[3].Name, lab.Hosts[3].Addr)
+	p := filepath.Join(t.TempDir(), "hosts.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// nothingLeft fails t for whatever a run left on the lab's hosts: a
+// process, a cut, its workers' or servers' files.
+func nothingLeft(t *testing.T, ctx context.Context, lab *remotetest.Lab, when string) {
+	t.Helper()
+	for i, h := range lab.Hosts {
+		r := lab.Dial(t, i, "root")
+		if left, err := remotetest.Processes(ctx, r); err != nil || len(left) > 0 {
+			t.Errorf("%s: %s still runs %v (%v)", when, h.Name, left, err)
+		}
+		if cuts, err := remote.CutsInForce(ctx, r); err != nil || len(cuts) > 0 {
+			t.Errorf("%s: %s still has cuts %v (%v)", when, h.Name, cuts, err)
+		}
+		out, err := remote.Output(ctx, r, "sh", "-c", "ls -A /tmp/lockbench-work/workers /tmp/lockbench-data/* 2>/dev/null; true")
+		if err != nil || strings.TrimSpace(string(out)) != "" {
+			t.Errorf("%s: %s still has files: %q (%v)", when, h.Name, out, err)
+		}
+		r.Close()
+	}
+}
+
+// TestRunOnHosts runs lockbench run --inventory over four simulated hosts
+// (Redis on host1, PostgreSQL on host2, clients on host3 and host4, the
+// judge here) with a server pause, a partition and a restart: every case
+// runs its clients on both client hosts, every injection names the host
+// it hit, the histories come back here, no key material reaches the
+// outputs, and nothing is left on any host. A second run, interrupted
+// (SIGINT) while its workers run, leaves nothing either.
+func TestRunOnHosts(t *testing.T) {
+	composetest.StartsServersWithin(t, 4*time.Minute) // about a minute on a 2-core machine loaded about 6×
+	lab := remotetest.New(t, 4)
+	pgBin, err := compose.PostgresBinary()
+	if err != nil {
+		t.Skip(err)
+	}
+	binary := staticLockbench(t)
+	inv := labInventory(t, lab, pgBin)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	dir := t.TempDir()
+	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis,postgres",
+		"--fault", "server-pause,partition,restart", "--injections", "1", "--clients", "4", "--duration", "3s",
+		"--seed", "22", "--out", dir, "--no-report")
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run --inventory: %v\n%s", err, out)
+	}
+	f, err := results.Read(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != 6 {
+		t.Fatalf("%d cases, want 6 (2 backends × 3 faults)\n%s", len(f.Cases), out)
+	}
+	serverHost := map[string]string{"redis": lab.Hosts[0].Name, "postgres": lab.Hosts[1].Name}
+	for _, c := range f.Cases {
+		name := c.Backend + "/" + c.Fault
+		t.Logf("%s: %d grants, %d injections, targets %+v", name, c.Acquired, c.Injections, c.Targets)
+		if c.Invalid || c.Injections < 1 || c.Acquired == 0 || c.Clients != 4 {
+			t.Errorf("%s: invalid %v (%s), %d injections, %d grants, %d clients: want a valid case that injected and granted with 4 clients",
+				name, c.Invalid, c.InvalidReason, c.Injections, c.Acquired, c.Clients)
+		}
+		for _, tg := range c.Targets {
+			if !slices.Equal(tg.Hosts, []string{serverHost[c.Backend]}) {
+				t.Errorf("%s: injection %d hit %v on hosts %v, want %s", name, tg.Injection, tg.Nodes, tg.Hosts, serverHost[c.Backend])
+			}
+		}
+		both := slices.ContainsFunc(c.Notes, func(n string) bool {
+			return strings.Contains(n, lab.Hosts[2].Name+" ran processes") && strings.Contains(n, lab.Hosts[3].Name+" ran processes")
+		})
+		if !both {
+			t.Errorf("%s: the clients did not run on both client hosts: notes %q", name, c.Notes)
+		}
+		if _, err := os.Stat(filepath.Join(dir, c.History)); err != nil {
+			t.Errorf("%s: its history is not here: %v", name, err)
+		}
+	}
+	// No secret in what the run wrote: the client key, the run token.
+	key, err := os.ReadFile(lab.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{bench.TokenEnv + "="}
+	for _, l := range strings.Split(string(key), "\n") {
+		if len(l) > 40 && !strings.HasPrefix(l, "-----") {
+			secrets = append(secrets, l)
+		}
+	}
+	written := []string{string(out)}
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".gz") {
+			b, _ := os.ReadFile(p)
+			written = append(written, string(b))
+		}
+		return nil
+	})
+	for _, s := range secrets {
+		for _, w := range written {
+			if strings.Contains(w, s) {
+				t.Errorf("a secret (%.12s…) is in the run's output", s)
+			}
+		}
+	}
+	nothingLeft(t, ctx, lab, "after the run")
+
+	// Ctrl-C while the workers run.
+	dir2 := t.TempDir()
+	run = start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis", "--fault", "server-pause",
+		"--clients", "2", "--duration", "30s", "--out", dir2, "--no-report")
+	pipe, err := run.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Stderr = run.Stdout
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = run.Process.Kill(); _ = run.Wait() })
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		for sc := bufio.NewScanner(pipe); sc.Scan(); {
+			lines <- sc.Text()
+		}
+	}()
+	client := lab.Dial(t, 2, "root")
+	for {
+		left, err := remotetest.Processes(ctx, client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) > 0 {
+			break // a worker runs on host3
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no worker started on the client host")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if err := run.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for l := range lines {
+		seen = append(seen, l)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatalf("run after SIGINT: %v\n%s", err, strings.Join(seen, "\n"))
+	}
+	if !slices.ContainsFunc(seen, func(l string) bool { return strings.Contains(l, "interrupted") }) {
+		t.Errorf("the run did not say it was interrupted:\n%s", strings.Join(seen, "\n"))
+	}
+	nothingLeft(t, ctx, lab, "after SIGINT")
+}
