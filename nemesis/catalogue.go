@@ -313,7 +313,12 @@ func cutClients(ctx context.Context, n *compose.Node) error {
 	if err := n.CutClients(); err != nil {
 		return err
 	}
-	return n.Unreachable(ctx, 2*time.Second)
+	// The proof belongs to the injection, not to the case: a cut that
+	// struck near the case's end (commands over SSH take seconds on a busy
+	// machine) is proven all the same, not failed by the case's deadline.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return n.Unreachable(pctx, 2*time.Second)
 }
 
 // healClients lifts cutClients.
