@@ -111,10 +111,16 @@ func Start(ctx context.Context, r Remote, d Daemon) (Proc, error) {
 // process that has reused the pid (its start time differs; a pidfile
 // without one is taken at its word).
 //
-// lb_tree PID prints, sorted, the living processes that belong to PID:
+// lb_scan PID prints, sorted, the living processes that belong to PID:
 // itself, the members of its process group, and every descendant of
 // those, whatever session or group it moved to (a PostgreSQL server's
-// children each start a session of their own). lb_anyrun PIDS succeeds
+// children each start a session of their own); it reads every process's
+// stat, which takes tens of milliseconds on a busy host. lb_tree PID is
+// quicker, with no process started: PID and its living descendants, read
+// from the kernel's lists of children (/proc/PID/task/TID/children, where
+// the kernel has them; lb_scan where not). Every caller signals PID's
+// group as a whole as well, so a member of the group that is no
+// descendant (an orphan) is reached all the same. lb_anyrun PIDS succeeds
 // when a thread of one of PIDS is not stopped. lb_freeze PID [all] sends
 // SIGSTOP to PID's processes until two looks find the same ones (and,
 // with all, until every thread of them is stopped), and sets tree to
@@ -137,6 +143,24 @@ lb_proc() {
 }
 lb_stat='function lb_after(l) { while ((k = index(l, ") ")) > 0) l = substr(l, k + 2); return l }'
 lb_tree() {
+	[ -e "/proc/$1/task/$1/children" ] || { lb_scan "$1"; return; }
+	lb_q=$1
+	while [ -n "$lb_q" ]; do
+		set -- $lb_q
+		lb_q=
+		for p; do
+			IFS= read -r s 2>/dev/null < "/proc/$p/stat" || continue
+			case ${s##*) } in Z*|X*|x*) continue;; esac
+			echo "$p"
+			for f in /proc/"$p"/task/*/children; do
+				c=
+				IFS= read -r c 2>/dev/null < "$f" # no newline at its end: read fails, c is set
+				lb_q="$lb_q $c"
+			done
+		done
+	done
+}
+lb_scan() {
 	awk -v root="$1" "$lb_stat"'
 	BEGIN {
 		for (i = 1; i < ARGC; i++) {
@@ -318,7 +342,7 @@ fi
 # an orphan) may take its time to reap it.
 alive() {
 	lb_proc "$1" && return 0
-	if [ -n "$pid" ] && [ ! -e "/proc/$pid" ] && [ -n "$(lb_tree "$pid")" ]; then
+	if [ -n "$pid" ] && [ ! -e "/proc/$pid" ] && [ -n "$(lb_scan "$pid")" ]; then
 		return 0 # what is left of its group
 	fi
 	for p in $tree; do
