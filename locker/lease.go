@@ -122,14 +122,31 @@ func (l *Handle) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl <= 0 {
 		return Invalidf("extend TTL %v for key %q: must be positive", ttl, l.grant.Key)
 	}
-	return l.extend(ctx, ttl)
+	return l.extend(ctx, ttl, false)
 }
 
-func (l *Handle) extend(ctx context.Context, ttl time.Duration) error {
+// extend extends the lease by ttl; auto says the watchdog asked. A Trace
+// hears of every call that reached the backend.
+func (l *Handle) extend(ctx context.Context, ttl time.Duration, auto bool) error {
 	if err := l.held(); err != nil {
 		return err
 	}
+	start := time.Now()
 	until, err := l.holder.Extend(ctx, ttl)
+	end := time.Now()
+	err = l.extended(ctx, until, err)
+	if t := l.opts.Trace; t != nil && t.Extended != nil {
+		x := Extension{Key: l.grant.Key, TTL: ttl, Auto: auto, Start: start, End: end, Err: err}
+		if err == nil {
+			x.ValidUntil = until
+		}
+		t.Extended(x)
+	}
+	return err
+}
+
+// extended takes in what the backend answered to an extension.
+func (l *Handle) extended(ctx context.Context, until time.Time, err error) error {
 	l.mu.Lock()
 	if l.err != nil || l.releasing {
 		ended, releasing := l.err, l.releasing
@@ -287,7 +304,7 @@ func (l *Handle) watchdog() {
 			return
 		}
 		ctx, cancel := context.WithDeadline(l.life, l.ValidUntil())
-		err := l.extend(ctx, l.opts.TTL)
+		err := l.extend(ctx, l.opts.TTL, true)
 		cancel()
 		if err != nil {
 			t.Reset(again)
