@@ -1,0 +1,189 @@
+package history
+
+import (
+	"reflect"
+	"testing"
+)
+
+// extend records an extension by process p of section s called at inv
+// and returned at cmp (ms), promising the key promise ms from its call,
+// reported with the lease's new ValidUntil at inv+promise.
+func (b *builder) extend(p int, key string, s, inv, cmp int64, t Type, promise int64) {
+	o := Op{Process: p, F: Extend, Type: t, Key: key, Section: s, Invoke: inv * ms, Complete: cmp * ms,
+		WorkerInvoke: base + inv*ms, WorkerComplete: base + cmp*ms, Promise: promise * ms, MaxValidity: promise * ms}
+	if t == OK {
+		o.ValidUntil, o.WorkerValidUntil = (inv+promise)*ms, base+(inv+promise)*ms
+	}
+	b.add(o)
+}
+
+// pause records a pause of process p asked at at (ms), seen stopped 1 ms
+// later, for length ms, aimed at point; section is set when the judge
+// made it in its answer to that section's step.
+func (b *builder) pause(p int, at, length int64, point Point, section int64) {
+	b.add(Op{Process: p, F: Pause, Type: OK, Invoke: at * ms, Complete: (at + 1) * ms, Length: length * ms, Point: point, Section: section})
+}
+
+func TestExtensionsDrawContractLines(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(b *builder)
+		want  counts
+		// extends and failed are the extensions counted.
+		extends, failed int64
+	}{{
+		name: "no extension: a grant past the first line is an expired holder",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 0, 100)
+			b.read(1, "k", a, 2, 0)
+			c := b.grant(2, "k", 50, 130, 0, 230)
+			b.end(2, "k", c, 140)
+			b.end(1, "k", a, 150)
+		},
+		want: counts{Overlaps: 1, Expired: 1, Incidents: 1},
+	}, {
+		name: "an extension reported after the later grant moves the line past it: a lock bug",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 0, 100)
+			b.read(1, "k", a, 2, 0)
+			c := b.grant(2, "k", 50, 130, 0, 230)
+			b.end(2, "k", c, 140)
+			b.extend(1, "k", a, 60, 61, OK, 100) // line at 160: c came before it
+			b.end(1, "k", a, 150)
+		},
+		want:    counts{Overlaps: 1, LockBug: 1, Incidents: 1, IncidentsLockBug: 1},
+		extends: 1,
+	}, {
+		name: "an extension granted while the later holder holds is a lock bug",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 0, 100)
+			b.read(1, "k", a, 2, 0)
+			c := b.grant(2, "k", 50, 130, 0, 230)
+			b.extend(1, "k", a, 135, 136, OK, 100)
+			b.end(2, "k", c, 140)
+			b.end(1, "k", a, 150)
+		},
+		want:    counts{Overlaps: 1, LockBug: 1, Incidents: 1, IncidentsLockBug: 1},
+		extends: 1,
+	}, {
+		name: "an extension refused moves nothing",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 0, 100)
+			b.read(1, "k", a, 2, 0)
+			c := b.grant(2, "k", 50, 130, 0, 230)
+			b.extend(1, "k", a, 60, 61, Fail, 100)
+			b.end(2, "k", c, 140)
+			b.end(1, "k", a, 150)
+		},
+		want:    counts{Overlaps: 1, Expired: 1, Incidents: 1},
+		extends: 1, failed: 1,
+	}, {
+		name: "an extension after the later section ended is not in its way",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 0, 100)
+			b.read(1, "k", a, 2, 0)
+			c := b.grant(2, "k", 50, 130, 0, 230)
+			b.end(2, "k", c, 140)
+			b.extend(1, "k", a, 145, 146, OK, 100)
+			b.end(1, "k", a, 150)
+		},
+		want:    counts{Overlaps: 1, Expired: 1, Incidents: 1},
+		extends: 1,
+	}, {
+		name: "an extension whose lease claims more than its lock gives departs from its contract",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 0, 100)
+			b.extend(1, "k", a, 60, 61, OK, 100)
+			o := &b.ops[len(b.ops)-1]
+			o.WorkerValidUntil += 50 * ms // 50 ms past the call plus its TTL
+			b.end(1, "k", a, 150)
+		},
+		want:    counts{ValidityLong: 1},
+		extends: 1,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &builder{}
+			tc.build(b)
+			r := Check(b.ops, "", false)
+			got := countsOf(r)
+			got.Contended = tc.want.Contended // not what this test is about
+			if got != tc.want {
+				t.Errorf("counts = %+v, want %+v; examples %q", got, tc.want, r.Examples)
+			}
+			if r.Extends != tc.extends || r.ExtendsFailed != tc.failed {
+				t.Errorf("extends %d (failed %d), want %d (%d)", r.Extends, r.ExtendsFailed, tc.extends, tc.failed)
+			}
+		})
+	}
+}
+
+func TestLandings(t *testing.T) {
+	// Process 1's cycle: idle until 10, Acquire 10–20 (returned at 20 on
+	// its clock, the grant reaching the judge at 21), read at 30, write at
+	// 40, end at 50, Release 55–60, idle until its next Acquire at 70–80,
+	// which does not grant; an extension of section 1 runs 32–36.
+	cycle := func(b *builder) {
+		s := b.grant(1, "k", 10, 21, 0, 1000)
+		b.took(10)
+		b.read(1, "k", s, 30, 0)
+		b.write(1, "k", s, 40, 1)
+		b.end(1, "k", s, 50)
+		b.release(1, "k", s, 55, 60, OK)
+		r := &b.ops[len(b.ops)-1]
+		r.WorkerInvoke, r.WorkerComplete = base+55*ms, base+60*ms
+		b.acquireFailed(1, "k", 70, 80, Fail)
+		b.extend(1, "k", s, 32, 36, OK, 1000)
+	}
+	for _, tc := range []struct {
+		name    string
+		at      int64
+		aimed   Point
+		section int64
+		want    Landing
+	}{
+		{"before the first acquire", 2, PointAcquire, 0, Landing{Landed: PointIdle}},
+		{"inside Acquire", 12, PointAcquire, 0, Landing{Landed: PointAcquire, Section: 1}},
+		{"granted, before the read", 24, PointAcquire, 0, Landing{Landed: PointBeforeRead, Section: 1}},
+		{"in the hold", 27 + 10, PointExtend, 0, Landing{Landed: PointAfterRead, Section: 1}},
+		{"inside the extension, in the hold", 33, PointExtend, 0, Landing{Landed: PointAfterRead, Section: 1, InExtend: true}},
+		{"after the write", 44, PointAcquire, 0, Landing{Landed: PointAfterWrite, Section: 1}},
+		{"ended, about to release", 52, PointAcquire, 0, Landing{Landed: PointRelease, Section: 1}},
+		{"inside Release", 57, PointAcquire, 0, Landing{Landed: PointRelease, Section: 1}},
+		{"thinking", 64, PointAcquire, 0, Landing{Landed: PointIdle}},
+		{"inside an acquire that failed", 74, PointAcquire, 0, Landing{Landed: PointAcquire}},
+		{"after the last acquire", 90, PointAcquire, 0, Landing{Landed: PointIdle}},
+		{"the stop overlaps the read: the bounds do not tell", 29, PointAcquire, 0, Landing{Landed: PointUnknown}},
+		{"made by the judge at its answer", 30, PointAfterRead, 1, Landing{Landed: PointAfterRead, Section: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &builder{}
+			cycle(b)
+			b.pause(1, tc.at, 500, tc.aimed, tc.section)
+			got := Landings(b.ops)
+			want := tc.want
+			want.Index, want.Process, want.At, want.Length, want.Aimed = len(b.ops)-1, 1, tc.at*ms, 500*ms, tc.aimed
+			if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+				t.Fatalf("Landings = %+v, want [%+v]", got, want)
+			}
+			if r := Check(b.ops, "", false); !reflect.DeepEqual(r.Pauses, got) {
+				t.Fatalf("Check's Pauses = %+v, want %+v", r.Pauses, got)
+			}
+		})
+	}
+}
+
+func TestLandingHit(t *testing.T) {
+	for _, tc := range []struct {
+		l    Landing
+		want bool
+	}{
+		{Landing{Aimed: PointAcquire, Landed: PointAcquire}, true},
+		{Landing{Aimed: PointAcquire, Landed: PointIdle}, false},
+		{Landing{Aimed: PointExtend, Landed: PointAfterRead, InExtend: true}, true},
+		{Landing{Aimed: PointExtend, Landed: PointAfterRead}, false},
+	} {
+		if got := tc.l.Hit(); got != tc.want {
+			t.Errorf("%+v.Hit() = %v, want %v", tc.l, got, tc.want)
+		}
+	}
+}
