@@ -92,6 +92,10 @@ type proc struct {
 	lastReply int64
 	active    []int64 // its open sections
 	finished  bool    // done or dead
+	// acquiring is when the client went into Acquire, by the judge's
+	// account (ns since the start; 0 from the start barrier), or
+	// notAcquiring while it holds (live.go).
+	acquiring int64
 }
 
 // Case is one case of the run on the judge.
@@ -119,6 +123,9 @@ type Case struct {
 	stores    map[Guard]*store
 	sections  map[int64]*sectionState
 	ops       []history.Op
+	// extensions counts the extensions reported and adds up how long
+	// they took on their clients' clocks (live.go).
+	extensions, extensionNS int64
 
 	checkOnce sync.Once
 	result    *Result
