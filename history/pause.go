@@ -71,11 +71,15 @@ func (l Landing) Hit() bool {
 // Landings locates every pause of a history in its client's cycle. A
 // pause the judge made in its answer to a grant, read or write (its op
 // names the section) landed at that point exactly; any other landed
-// where its client certainly was from the moment the stop was asked to
-// the moment the process was seen stopped, by the bounds of its own
-// operations: inside an acquire, an extension or a release whose call
-// certainly spans it, or between two of its section's events at the
-// judge; PointUnknown when the bounds overlap the stop.
+// where its client certainly was at the stop, which came between the
+// moment it was asked and the moment the process was seen stopped, by
+// the bounds of its own operations: inside an acquire, an extension or a
+// release whose call certainly spans it, or between two of its section's
+// events at the judge; PointUnknown when the bounds do not tell. A
+// stopped process does nothing: an operation of its that returned after
+// it was seen stopped returned after it was resumed, no earlier than the
+// pause's Length after the ask, so one that began before that moment
+// began before the stop.
 func Landings(ops []Op) []Landing {
 	byProc := map[int][]Op{}
 	var pauses []Op
@@ -92,9 +96,9 @@ func Landings(ops []Op) []Landing {
 	for _, p := range pauses {
 		own := byProc[p.Process]
 		l := Landing{Index: p.Index, Process: p.Process, At: p.Invoke, Length: p.Length, Aimed: p.Point, Landed: PointUnknown}
-		stop := span{p.Invoke, p.Complete}
+		stop := pauseSpan{span{p.Invoke, p.Complete}, p.Length}
 		for _, o := range own {
-			if o.F == Extend && spans(o, stop) {
+			if o.F == Extend && stop.spannedBy(o) {
 				l.InExtend = true
 			}
 		}
@@ -108,14 +112,31 @@ func Landings(ops []Op) []Landing {
 	return out
 }
 
-// spans reports whether o's call certainly began before stop and
+// pauseSpan is a stop: known to lie between the ask and the moment the
+// process was seen stopped, and followed by the resume no earlier than
+// length after the ask.
+type pauseSpan struct {
+	span
+	length int64
+}
+
+// ranBefore reports whether a moment t of the client's own (a call or a
+// return) certainly came before the stop: before the resume, which no
+// moment of the client's lies between the stop and.
+func (p pauseSpan) ranBefore(t int64) bool { return t < p.lo+p.length }
+
+// ranAfter reports whether a moment t of the client's own certainly came
+// after the stop.
+func (p pauseSpan) ranAfter(t int64) bool { return t > p.hi }
+
+// spannedBy reports whether o's call certainly began before the stop and
 // returned after it.
-func spans(o Op, stop span) bool { return called(o).hi < stop.lo && returned(o).lo > stop.hi }
+func (p pauseSpan) spannedBy(o Op) bool { return p.ranBefore(called(o).hi) && p.ranAfter(returned(o).lo) }
 
 // cyclePoint returns the point of its cycle at which a client with ops
 // own (in the history's order, which is its own order for everything but
 // its extensions) certainly was throughout stop, and the section.
-func cyclePoint(own []Op, stop span) (Point, int64) {
+func cyclePoint(own []Op, stop pauseSpan) (Point, int64) {
 	const never = int64(1) << 62
 	type section struct{ read, write, end, released int64 }
 	sections := map[int64]*section{}
@@ -140,14 +161,20 @@ func cyclePoint(own []Op, stop span) (Point, int64) {
 		case End:
 			s.end = min(s.end, o.Complete)
 		case Release:
-			if spans(o, stop) {
+			if stop.spannedBy(o) {
 				return PointRelease, o.Section
 			}
 			s.released = returned(o).lo
 		}
 	}
-	// within reports whether stop lies certainly after from and before to.
-	within := func(from, to int64) bool { return from < stop.lo && stop.hi < to }
+	// within reports whether the stop lies certainly after from and
+	// before to: judge events, or the client's own moments (mine).
+	within := func(from, to int64, mine bool) bool {
+		if mine {
+			return stop.ranBefore(from) && stop.ranAfter(to)
+		}
+		return from < stop.lo && stop.hi < to
+	}
 	idleFrom := -never // the client is idle from here until its next Acquire
 	for i, q := range acquires {
 		next := never
@@ -155,9 +182,9 @@ func cyclePoint(own []Op, stop span) (Point, int64) {
 			next = called(acquires[i+1]).lo
 		}
 		switch {
-		case within(idleFrom, called(q).lo):
+		case within(idleFrom, called(q).lo, true):
 			return PointIdle, 0
-		case spans(q, stop):
+		case stop.spannedBy(q):
 			return PointAcquire, q.Section
 		}
 		idleFrom = returned(q).hi
@@ -168,18 +195,15 @@ func cyclePoint(own []Op, stop span) (Point, int64) {
 			continue
 		}
 		s := sections[q.Section]
-		for _, ph := range []struct {
-			p        Point
-			from, to int64
-		}{
-			{PointBeforeRead, returned(q).hi, s.read},
-			{PointAfterRead, s.read, s.write},
-			{PointAfterWrite, s.write, s.end},
-			{PointRelease, s.end, min(s.released, next)},
-		} {
-			if within(ph.from, ph.to) {
-				return ph.p, q.Section
-			}
+		switch {
+		case stop.ranBefore(returned(q).hi) && stop.hi < s.read:
+			return PointBeforeRead, q.Section
+		case within(s.read, s.write, false):
+			return PointAfterRead, q.Section
+		case within(s.write, s.end, false):
+			return PointAfterWrite, q.Section
+		case s.end < stop.lo && stop.ranAfter(min(s.released, next)):
+			return PointRelease, q.Section
 		}
 		idleFrom = never
 		if s.released != never {
@@ -192,7 +216,7 @@ func cyclePoint(own []Op, stop span) (Point, int64) {
 			}
 		}
 	}
-	if within(idleFrom, never) {
+	if within(idleFrom, never, true) {
 		return PointIdle, 0
 	}
 	return PointUnknown, 0

@@ -18,10 +18,10 @@ func (b *builder) extend(p int, key string, s, inv, cmp int64, t Type, promise i
 }
 
 // pause records a pause of process p asked at at (ms), seen stopped 1 ms
-// later, for length ms, aimed at point; section is set when the judge
+// later, for length (ns), aimed at point; section is set when the judge
 // made it in its answer to that section's step.
 func (b *builder) pause(p int, at, length int64, point Point, section int64) {
-	b.add(Op{Process: p, F: Pause, Type: OK, Invoke: at * ms, Complete: (at + 1) * ms, Length: length * ms, Point: point, Section: section})
+	b.add(Op{Process: p, F: Pause, Type: OK, Invoke: at * ms, Complete: (at + 1) * ms, Length: length, Point: point, Section: section})
 }
 
 func TestExtensionsDrawContractLines(t *testing.T) {
@@ -121,7 +121,9 @@ func TestLandings(t *testing.T) {
 	// Process 1's cycle: idle until 10, Acquire 10–20 (returned at 20 on
 	// its clock, the grant reaching the judge at 21), read at 30, write at
 	// 40, end at 50, Release 55–60, idle until its next Acquire at 70–80,
-	// which does not grant; an extension of section 1 runs 32–36.
+	// which does not grant; an extension of section 1 runs 32–36. The
+	// pauses are short (half a millisecond), as they must be for the
+	// cycle to go on as it does; see the case of a long one below.
 	cycle := func(b *builder) {
 		s := b.grant(1, "k", 10, 21, 0, 1000)
 		b.took(10)
@@ -134,6 +136,7 @@ func TestLandings(t *testing.T) {
 		b.acquireFailed(1, "k", 70, 80, Fail)
 		b.extend(1, "k", s, 32, 36, OK, 1000)
 	}
+	const short = ms / 2
 	for _, tc := range []struct {
 		name    string
 		at      int64
@@ -158,10 +161,10 @@ func TestLandings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &builder{}
 			cycle(b)
-			b.pause(1, tc.at, 500, tc.aimed, tc.section)
+			b.pause(1, tc.at, short, tc.aimed, tc.section)
 			got := Landings(b.ops)
 			want := tc.want
-			want.Index, want.Process, want.At, want.Length, want.Aimed = len(b.ops)-1, 1, tc.at*ms, 500*ms, tc.aimed
+			want.Index, want.Process, want.At, want.Length, want.Aimed = len(b.ops)-1, 1, tc.at*ms, short, tc.aimed
 			if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 				t.Fatalf("Landings = %+v, want [%+v]", got, want)
 			}
@@ -169,6 +172,32 @@ func TestLandings(t *testing.T) {
 				t.Fatalf("Check's Pauses = %+v, want %+v", r.Pauses, got)
 			}
 		})
+	}
+}
+
+// TestALongPauseTellsMore: a stopped process does nothing, so a call
+// that returned after the process was seen stopped began before the
+// stop if it began before the resume — though its start alone is known
+// only to have come after the stop was asked.
+func TestALongPauseTellsMore(t *testing.T) {
+	b := &builder{}
+	s := b.grant(1, "k", 0, 1, 0, 1000)
+	b.read(1, "k", s, 2, 0)
+	// The extension began between 10 and 14 on the judge's clock, and
+	// returned between 516 and 520: it took 506 ms on its client's.
+	b.add(Op{Process: 1, F: Extend, Type: OK, Key: "k", Section: s, Invoke: 10 * ms, Complete: 520 * ms,
+		WorkerInvoke: base + 14*ms, WorkerComplete: base + 520*ms, Promise: 1000 * ms, MaxValidity: 1000 * ms})
+	b.pause(1, 12, 500*ms, PointExtend, 0) // asked at 12: the extension may have begun after
+	b.write(1, "k", s, 530, 1)
+	b.end(1, "k", s, 531)
+	got := Landings(b.ops)
+	if len(got) != 1 || !got[0].InExtend || got[0].Landed != PointAfterRead {
+		t.Fatalf("Landings = %+v, want the pause inside the extension, in the hold", got)
+	}
+	// Had the pause been short, the extension could have begun after it.
+	b.ops[3].Length = ms
+	if got := Landings(b.ops); len(got) != 1 || got[0].InExtend {
+		t.Fatalf("Landings of a short pause = %+v, want it not known to be inside the extension", got)
 	}
 }
 

@@ -126,6 +126,10 @@ type Case struct {
 	// extensions counts the extensions reported and adds up how long
 	// they took on their clients' clocks (live.go).
 	extensions, extensionNS int64
+	// extendingNow is closed, and replaced, when a holder says an
+	// extension has begun: lastExtending is its section (live.go).
+	extendingNow  chan struct{}
+	lastExtending Held
 
 	checkOnce sync.Once
 	result    *Result

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -22,9 +23,11 @@ type Held struct {
 	Process int
 	Section int64
 	Key     string
-	// Granted is when the judge heard of the grant, since the case start:
-	// the holder's Acquire had returned just before.
-	Granted time.Duration
+	// Granted is when the judge heard of the grant, since the case start;
+	// Returned the earliest the holder's Acquire returned, Extended the
+	// earliest its last extension reported returned (0: none yet), and
+	// Extending when the holder last said one began (0: none yet).
+	Granted, Returned, Extended, Extending time.Duration
 }
 
 // Acquiring returns the clients that are in Acquire by the judge's
@@ -54,11 +57,59 @@ func (c *Case) Holding() []Held {
 	var out []Held
 	for id, s := range c.sections {
 		if !s.ended {
-			out = append(out, Held{Process: s.process, Section: id, Key: s.key, Granted: time.Duration(s.granted)})
+			out = append(out, s.held(id))
 		}
 	}
 	slices.SortFunc(out, func(a, b Held) int { return int(a.Section - b.Section) })
 	return out
+}
+
+// held is s as a Held.
+func (s *sectionState) held(id int64) Held {
+	return Held{Process: s.process, Section: id, Key: s.key, Granted: time.Duration(s.granted), Returned: time.Duration(s.returned),
+		Extended: time.Duration(s.extended), Extending: time.Duration(s.extending)}
+}
+
+// extending notes that an extension of section's lease has begun, and
+// wakes whoever awaits one.
+func (c *Case) extending(process int, section int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.running(process); err != nil {
+		return err
+	}
+	s := c.sections[section]
+	if s == nil || s.process != process {
+		return protocolf("case %s: process %d extends section %d, which is not its own", c.spec.ID, process, section)
+	}
+	s.extending = c.since()
+	c.lastExtending = s.held(section)
+	if c.extendingNow != nil {
+		close(c.extendingNow)
+		c.extendingNow = nil
+	}
+	return nil
+}
+
+// AwaitExtending waits until a holder says an extension of its lease has
+// begun, and returns its section; ctx bounds the wait. The extension may
+// have returned already: where a pause aimed at it lands, the history
+// says.
+func (c *Case) AwaitExtending(ctx context.Context) (Held, error) {
+	c.mu.Lock()
+	if c.extendingNow == nil {
+		c.extendingNow = make(chan struct{})
+	}
+	ch := c.extendingNow
+	c.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return Held{}, ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastExtending, nil
 }
 
 // Extensions returns how many extensions of the case's leases their

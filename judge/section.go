@@ -68,10 +68,14 @@ type sectionState struct {
 	// granted is when the judge heard of the grant, invoke the earliest
 	// its Acquire was called (ns since the start).
 	granted, invoke int64
-	read            bool
-	written         bool
-	ended           bool
-	values          map[Guard]int64 // what each store's counter read
+	// returned is the earliest its Acquire, extended the earliest its
+	// last extension reported returned, extending when the holder last
+	// said one began (ns since the start; 0: none).
+	returned, extended, extending int64
+	read                          bool
+	written                       bool
+	ended                         bool
+	values                        map[Guard]int64 // what each store's counter read
 }
 
 // record appends an op, numbering it. The caller holds c.mu.
@@ -147,7 +151,9 @@ func (c *Case) grant(process int, g GrantReport) (Grant, error) {
 		WorkerInvoke: g.Invoke, WorkerComplete: g.Complete,
 		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid, WorkerValidUntil: g.ValidUntil, Promise: g.Promise, MaxValidity: g.MaxValidity,
 	})
-	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken, granted: now, invoke: c.ops[len(c.ops)-1].Invoke}
+	op := c.ops[len(c.ops)-1]
+	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken, granted: now, invoke: op.Invoke,
+		returned: min(op.Invoke+max(g.Complete-g.Invoke, 0), now)}
 	c.sections[id] = s
 	p.active = append(p.active, id)
 	p.acquiring = notAcquiring
@@ -353,6 +359,7 @@ func (c *Case) report(process int, r OpReport) error {
 	// calls are sequential; an extension runs beside them (the lease's
 	// watchdog), after its grant's Acquire was called.
 	lo := p.lastReply
+	var ext *sectionState // the section an extension is of
 	switch {
 	case r.F == history.Acquire && r.Type != history.OK:
 	case r.F == history.Release && r.Section > 0:
@@ -365,11 +372,11 @@ func (c *Case) report(process int, r OpReport) error {
 			return err
 		}
 	case r.F == history.Extend && r.Section > 0:
-		s := c.sections[r.Section]
-		if s == nil || s.process != process {
+		ext = c.sections[r.Section]
+		if ext == nil || ext.process != process {
 			return protocolf("case %s: process %d reports an extension of section %d, which is not its own", c.spec.ID, process, r.Section)
 		}
-		lo = s.invoke
+		lo = ext.invoke
 	default:
 		return protocolf("case %s: process %d reports a %s %s: only failed acquires, releases, lease ends and extensions are reported", c.spec.ID, process, r.F, r.Type)
 	}
@@ -391,6 +398,11 @@ func (c *Case) report(process int, r OpReport) error {
 		c.extensionTook(r)
 	}
 	c.record(o)
+	if ext != nil && r.Type == history.OK {
+		// It returned no earlier than its call's least start plus its
+		// length on its client's clock.
+		ext.extended = max(ext.extended, o.Invoke+max(r.Complete-r.Invoke, 0))
+	}
 	if r.F == history.Release || r.F == history.Acquire {
 		p.acquiring = now // it calls Acquire next
 	}

@@ -131,12 +131,16 @@ func (l *Handle) extend(ctx context.Context, ttl time.Duration, auto bool) error
 	if err := l.held(); err != nil {
 		return err
 	}
-	start := time.Now()
+	t := l.opts.Trace
+	x := Extension{Key: l.grant.Key, TTL: ttl, Auto: auto, Start: time.Now()}
+	if t != nil && t.Extending != nil {
+		t.Extending(x)
+	}
 	until, err := l.holder.Extend(ctx, ttl)
-	end := time.Now()
+	x.End = time.Now()
 	err = l.extended(ctx, until, err)
-	if t := l.opts.Trace; t != nil && t.Extended != nil {
-		x := Extension{Key: l.grant.Key, TTL: ttl, Auto: auto, Start: start, End: end, Err: err}
+	if t != nil && t.Extended != nil {
+		x.Err = err
 		if err == nil {
 			x.ValidUntil = until
 		}

@@ -345,7 +345,24 @@ func TestLeaseGivesBackAKeyExtendedAfterItEnded(t *testing.T) {
 func TestLeaseTraceSeesExtensions(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	seen := make(chan locker.Extension, 100)
-	trace := &locker.Trace{Extended: func(x locker.Extension) { seen <- x }}
+	var mu sync.Mutex
+	started := map[time.Time]bool{}
+	trace := &locker.Trace{
+		Extending: func(x locker.Extension) {
+			mu.Lock()
+			defer mu.Unlock()
+			started[x.Start] = x.End.IsZero() && x.Err == nil
+		},
+		Extended: func(x locker.Extension) {
+			mu.Lock()
+			ok := started[x.Start]
+			mu.Unlock()
+			if !ok {
+				t.Errorf("extension %+v returned without its start reported first", x)
+			}
+			seen <- x
+		},
+	}
 	ttl := 60 * time.Millisecond
 	l, h := newLease(t, ttl, locker.WithAutoExtend(true), locker.WithTrace(trace))
 	next := func() locker.Extension {

@@ -39,6 +39,10 @@ type Options struct {
 // auto-extension), after the lease has taken the outcome in: they must be
 // quick, and must not call the lease.
 type Trace struct {
+	// Extending is called when an extension begins, by Extend or by the
+	// watchdog, just before the backend is asked: Key, TTL, Auto and
+	// Start are set.
+	Extending func(Extension)
 	// Extended is called when an extension returns, by Extend or by the
 	// watchdog, whatever its outcome.
 	Extended func(Extension)

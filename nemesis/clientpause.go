@@ -23,9 +23,9 @@ import (
 //     release answered, no grant since) is stopped at that moment, a
 //     random one of its wait;
 //   - extend: a holder whose lease extends itself (the load's
-//     auto-extend) is stopped when its watchdog's next extension is due,
-//     by its grant's time, the TTL/3 period and the extensions' mean
-//     duration so far, at a random moment within that duration.
+//     auto-extend) is stopped as soon as it says its watchdog has begun
+//     an extension: the signal's own latency puts the stop at a random
+//     moment of the extension, or past it.
 //
 // Where each pause really landed, the history says (history.Landings):
 // one that missed its point is recorded so and not tested.
@@ -83,7 +83,7 @@ func clientPausePlan(e Env) plan {
 				if point == history.PointAcquire {
 					p, ok = aimAcquire(ctx, nm, c, e, t+d)
 				} else {
-					p, ok = aimExtend(ctx, nm, c, e, t+d)
+					p, ok = aimExtend(ctx, nm, c, t+d)
 				}
 				if !ok {
 					continue // no client there in this slot: the case says how many pauses it made
@@ -150,47 +150,18 @@ func aimAcquire(ctx context.Context, nm *Nemesis, c *judge.Case, e Env, until ti
 	}
 }
 
-// aimExtend waits until a holder's auto-extend watchdog is due to extend
-// its lease, at a random moment of the extension, and returns the
-// holder; false when no holder's extension falls before until (from the
-// case start) or ctx ended. The watchdog extends every TTL/3 from the
-// grant, each period starting when the last extension returned.
-func aimExtend(ctx context.Context, nm *Nemesis, c *judge.Case, e Env, until time.Duration) (int, bool) {
+// aimExtend waits until a holder says its lease's watchdog has begun an
+// extension and returns it, to be stopped at once: wherever the signal
+// catches the extension (before its request left, while it is in
+// flight, or after it returned, which is a miss); false when none began
+// before until (from the case start) or ctx ended.
+func aimExtend(ctx context.Context, nm *Nemesis, c *judge.Case, until time.Duration) (int, bool) {
 	start, _ := nm.started()
-	period := e.Spec.TTL / 3
-	for {
-		n, took := c.Extensions()
-		if n == 0 {
-			took = time.Millisecond // none measured yet: a round trip of a loaded machine
-		}
-		now := time.Since(start)
-		margin := now + aimPoll
-		best, when := judge.Held{}, time.Duration(-1)
-		for _, h := range c.Holding() {
-			// The k-th extension starts k periods and k-1 extensions after
-			// the grant: the first such start after margin.
-			k := time.Duration(1)
-			due := h.Granted + period
-			for due < margin {
-				k++
-				due = h.Granted + k*period + (k-1)*took
-			}
-			if when < 0 || due < when {
-				best, when = h, due
-			}
-		}
-		if when >= 0 && when < until {
-			aim := when + time.Duration(e.Rand.Int64N(int64(took)+1))
-			if !nm.at(ctx, aim) {
-				return 0, false
-			}
-			if slices.ContainsFunc(c.Holding(), func(h judge.Held) bool { return h.Section == best.Section }) {
-				return best.Process, true
-			}
-			continue // it ended meanwhile: aim again
-		}
-		if now >= until || !nm.at(ctx, now+10*aimPoll) {
-			return 0, false
-		}
+	wctx, cancel := context.WithDeadline(ctx, start.Add(until))
+	defer cancel()
+	h, err := c.AwaitExtending(wctx)
+	if err != nil {
+		return 0, false
 	}
+	return h.Process, true
 }

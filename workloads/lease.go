@@ -1,7 +1,9 @@
 package workloads
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,12 +19,33 @@ import (
 type extensions struct {
 	mu  sync.Mutex
 	got []locker.Extension
+	// began and ended wake the holder (one pending signal each) when an
+	// extension begins and when one returns.
+	began, ended chan struct{}
+}
+
+func newExtensions() *extensions {
+	return &extensions{began: make(chan struct{}, 1), ended: make(chan struct{}, 1)}
+}
+
+// trace is the lease trace that feeds x.
+func (x *extensions) trace() *locker.Trace {
+	return &locker.Trace{Extending: func(locker.Extension) { signal(x.began) }, Extended: x.add}
 }
 
 func (x *extensions) add(e locker.Extension) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	x.got = append(x.got, e)
+	x.mu.Unlock()
+	signal(x.ended)
+}
+
+// signal leaves a signal on ch unless one is pending.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // take returns the extensions reported since the last call.
@@ -61,6 +84,44 @@ func (e *engine) reportExtensions(c *client, x *extensions, key string, section 
 		}
 	}
 	return nil
+}
+
+// hold holds the section of lease for d, or until the load ends. With
+// an auto-extending lease (x not nil) it stops when the lease ends — a
+// holder of a long job watches its lease — and tells the judge as each
+// extension begins (the moment a pause inside an extension is aimed at)
+// and reports each as it returns: the holder's loop is idle meanwhile,
+// and the watchdog's own calls wait for none of this.
+func (e *engine) hold(c *client, lease locker.Lease, x *extensions, section int64, d time.Duration) error {
+	if x == nil {
+		c.sleep(e.load, d)
+		return nil
+	}
+	if d <= 0 {
+		return nil
+	}
+	c.timer.Reset(d)
+	defer c.timer.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), judgeTimeout)
+	defer cancel()
+	for {
+		select {
+		case <-e.load.Done():
+			return nil
+		case <-lease.Done():
+			return nil
+		case <-c.timer.C:
+			return nil
+		case <-x.began:
+			if err := c.Judge.Extending(ctx, section); err != nil {
+				return fmt.Errorf("client %d: extending: %w", c.Process, err)
+			}
+		case <-x.ended:
+			if err := e.reportExtensions(c, x, lease.Key(), section); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // holdFor draws how long the holder of lease holds after its first

@@ -255,8 +255,8 @@ func (e *engine) operate(c *client, start time.Time) (bool, error) {
 	if e.spec.AutoExtend {
 		// The lease's watchdog extends it in a goroutine of its own: its
 		// trace collects the extensions for the judge.
-		x = &extensions{}
-		opts = append(slices.Clip(e.opts), locker.WithTrace(&locker.Trace{Extended: x.add}))
+		x = newExtensions()
+		opts = append(slices.Clip(e.opts), locker.WithTrace(x.trace()))
 	}
 	actx, cancel := context.WithTimeout(e.load, e.spec.AcquireTimeout)
 	invoke := time.Now()
@@ -323,7 +323,9 @@ func (e *engine) section(c *client, lease locker.Lease, x *extensions, invoke, c
 	if hold <= 0 {
 		hold = e.holdFor(c, lease)
 	}
-	c.sleep(e.load, hold)
+	if err := e.hold(c, lease, x, grant.Section, hold); err != nil {
+		return err
+	}
 	if err := e.reportExtensions(c, x, lease.Key(), grant.Section); err != nil {
 		return err
 	}
