@@ -131,7 +131,9 @@ func (p pauseSpan) ranAfter(t int64) bool { return t > p.hi }
 
 // spannedBy reports whether o's call certainly began before the stop and
 // returned after it.
-func (p pauseSpan) spannedBy(o Op) bool { return p.ranBefore(called(o).hi) && p.ranAfter(returned(o).lo) }
+func (p pauseSpan) spannedBy(o Op) bool {
+	return p.ranBefore(called(o).hi) && p.ranAfter(returned(o).lo)
+}
 
 // cyclePoint returns the point of its cycle at which a client with ops
 // own (in the history's order, which is its own order for everything but
