@@ -29,9 +29,11 @@ import (
 //     grant returned is a lock bug by that rule — the lock promised the
 //     key to two holders at once.
 //   - Incidents: episodes of two holders at once: an incident begins with
-//     an overlap and lasts until none of the sections active in it is
-//     active any more, taking in every section granted meanwhile (a paused
-//     holder overtaken by a hundred grants is one incident); its class is
+//     an overlap and lasts until no section of the key is active but its
+//     newest grant (every holder a later grant overtook is gone), taking
+//     in every section granted meanwhile (a paused holder overtaken by a
+//     hundred grants is one incident, and a holder that outlives the
+//     paused one and is paused in its turn starts another); its class is
 //     its worst overlap's. Overlaps grow with throughput; incidents grow
 //     with failures. Episodes lists them.
 //   - StaleAccepted / StaleRejected: writes made by a superseded holder —
@@ -365,8 +367,10 @@ func (c *counter) end(key string, s *section) {
 		return
 	}
 	k.active = slices.Delete(k.active, i, i+1)
-	if len(k.active) == 0 {
-		k.incident = -1 // the episode ends with the last of its sections
+	if len(k.active) == 0 || (len(k.active) == 1 && k.active[0].seq == k.grants) {
+		// The episode ends when no holder is left but the key's newest:
+		// every older one, whom a later grant overtook, is gone.
+		k.incident = -1
 	}
 }
 

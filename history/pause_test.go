@@ -216,3 +216,23 @@ func TestLandingHit(t *testing.T) {
 		}
 	}
 }
+
+// TestIncidentsOfLongHoldsDoNotChain: on a key that is never free (long
+// holds, a waiter always ready), a holder paused past its lease, then
+// another after it, are two incidents: the first ends when only the
+// newest holder is left.
+func TestIncidentsOfLongHoldsDoNotChain(t *testing.T) {
+	b := &builder{}
+	a := b.grant(1, "k", 0, 1, 0, 100)
+	b.read(1, "k", a, 2, 0)
+	c := b.grant(2, "k", 50, 130, 0, 230) // a paused past its lease
+	b.read(2, "k", c, 131, 0)
+	b.end(1, "k", a, 140)                  // a wakes and goes: c alone, the newest
+	d := b.grant(3, "k", 100, 260, 0, 360) // c paused past its lease in turn
+	b.end(2, "k", c, 270)
+	b.end(3, "k", d, 280)
+	r := Check(b.ops, "", false)
+	if r.Overlaps != 2 || r.Incidents != 2 || r.IncidentsExpiredHolder != 2 {
+		t.Fatalf("%d overlaps in %d incidents (%d expired holders), want 2 in 2", r.Overlaps, r.Incidents, r.IncidentsExpiredHolder)
+	}
+}
