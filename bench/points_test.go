@@ -83,4 +83,3 @@ func TestClientPausePoints(t *testing.T) {
 		})
 	}
 }
-
