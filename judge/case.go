@@ -123,9 +123,6 @@ type Case struct {
 	stores    map[Guard]*store
 	sections  map[int64]*sectionState
 	ops       []history.Op
-	// extensions counts the extensions reported and adds up how long
-	// they took on their clients' clocks (live.go).
-	extensions, extensionNS int64
 	// extendingNow is closed, and replaced, when a holder says an
 	// extension has begun: lastExtending is its section (live.go).
 	extendingNow  chan struct{}

@@ -112,26 +112,6 @@ func (c *Case) AwaitExtending(ctx context.Context) (Held, error) {
 	return c.lastExtending, nil
 }
 
-// Extensions returns how many extensions of the case's leases their
-// holders have reported, and how long they took on average on their
-// clients' clocks (0 without any).
-func (c *Case) Extensions() (int, time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.extensions == 0 {
-		return 0, 0
-	}
-	return int(c.extensions), time.Duration(c.extensionNS / c.extensions)
-}
-
-// extensionTook counts an extension reported. The caller holds c.mu.
-func (c *Case) extensionTook(r OpReport) {
-	if d := r.Complete - r.Invoke; r.Invoke != 0 && d >= 0 {
-		c.extensions++
-		c.extensionNS += d
-	}
-}
-
 // Pause stops client process for d now, through the case's pauser,
 // aimed at point at of its cycle — one the judge does not answer in,
 // inside Acquire or inside an Extend, which a nemesis aims at with the

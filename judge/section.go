@@ -395,7 +395,6 @@ func (c *Case) report(process int, r OpReport) error {
 		if r.ValidUntil != 0 && r.ThetaLo != noBound {
 			o.ValidUntil = r.ValidUntil + r.ThetaLo - c.startWall()
 		}
-		c.extensionTook(r)
 	}
 	c.record(o)
 	if ext != nil && r.Type == history.OK {
