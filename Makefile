@@ -1,5 +1,6 @@
 # lockbench: which distributed lock should this service use?
 #   make bench   run the comparison on this machine and write the report
+#   make bench-full  the same with every client-pause point and the lease loads under more faults
 #   make test    vet and test everything against real servers (-race)
 
 GO ?= go
@@ -10,7 +11,7 @@ export LOCKBENCH_ETCD_MEMBER := $(BIN)/etcd-member
 # Where make bench writes results.json and the report.
 OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: all deps build test bench bench-quick clean
+.PHONY: all deps build test bench bench-quick bench-full clean
 
 all: build
 
@@ -31,6 +32,10 @@ bench: deps build
 
 bench-quick: deps build
 	$(BIN)/lockbench run --suite quick --out $(OUT)
+	@ln -sfn $(notdir $(OUT)) results/latest
+
+bench-full: deps build
+	$(BIN)/lockbench run --suite full --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest
 
 clean:

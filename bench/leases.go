@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/lockbench/lockbench/nemesis"
@@ -24,9 +25,11 @@ type LeaseLoad struct {
 	// AcquireTimeout bounds each acquire (the default when 0): on holds
 	// of several TTLs, waiters wait longer.
 	AcquireTimeout time.Duration
-	// Clients and Seconds size each case.
-	Clients int
-	Seconds float64
+	// Clients, Seconds and Injections (the suite's when 0) size each
+	// case.
+	Clients    int
+	Seconds    float64
+	Injections int
 	// Faults are the faults the load runs under, as on the command line
 	// ("none" for none).
 	Faults []string
@@ -54,7 +57,7 @@ func (s Suite) leaseCases(bs []Backend, base workloads.Spec) ([]Case, error) {
 						spec.Hold = l.Hold
 					}
 					cases = append(cases, Case{Backend: b, Fault: f, Guards: s.guards(f), Trial: trial, ClientsAs: results.ClientsProcesses,
-						Durability: results.DurabilityFast, Injections: s.Injections, Spec: spec})
+						Durability: results.DurabilityFast, Injections: cmp.Or(l.Injections, s.Injections), Spec: spec})
 				}
 			}
 		}

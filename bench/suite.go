@@ -84,10 +84,11 @@ func Default() Suite {
 		ManyKeysClients: []int{16, 64},
 		PerfSeconds:     0.5,
 		PerfTrials:      3,
-		// A pause of half a lease, which every lease-based lock should
-		// survive, and one of 1.5 leases, which none without fencing
-		// should: where each lock's safety ends.
-		Faults: []string{"none", "client-pause?x=0.5", "client-pause", "server-pause", "failover", "restart",
+		// A pause of 1.5 leases after the read, which no lock without
+		// fencing should survive (Full adds one of half a lease, which
+		// every lease-based lock should, and pauses at every other point
+		// of the client's cycle).
+		Faults: []string{"none", "client-pause", "server-pause", "failover", "restart",
 			"clock-jump?by=0.5&nodes=minority", "clock-jump", "crash-minority", "partition", "latency",
 			"partition-leader", "partition-halves", "leader-kill"},
 		FaultClients: 6,
@@ -98,7 +99,15 @@ func Default() Suite {
 		PauseGuards:  []judge.Guard{judge.GuardCAS},
 		Durable:      []string{"restart", "crash-minority"},
 		Variants:     variants,
-		TTL:          time.Second,
+		// Lease accounting, which millisecond holds never provoke: leases
+		// that extend themselves while their holders hold several TTLs,
+		// and a pause that strikes inside an extension (Full adds holders
+		// that hold up to all the validity their lease has left, and more
+		// faults).
+		Leases: []LeaseLoad{
+			autoExtendLoad(time.Second, 5, 2, "client-pause?at=extend"),
+		},
+		TTL: time.Second,
 		Keys:         100,
 		Hold:         hold,
 	}
@@ -120,6 +129,7 @@ func Quick() Suite {
 	s.FaultSeconds = 4
 	s.Injections = 2
 	s.Durable = nil
+	s.Leases = nil
 	return s
 }
 
@@ -129,27 +139,29 @@ func Quick() Suite {
 func Full() Suite {
 	s := Default()
 	s.Name = "full"
-	s.Faults = append(slices.Clone(s.Faults), "client-pause?at=before-read", "client-pause?at=after-write", "client-pause?at=acquire")
+	s.Faults = append(slices.Clone(s.Faults), "client-pause?x=0.5", "client-pause?at=before-read", "client-pause?at=after-write", "client-pause?at=acquire")
 	s.Leases = []LeaseLoad{
-		validityLoad("none", "client-pause?at=acquire", "client-pause?at=after-write"),
-		autoExtendLoad(s.TTL, "none", "client-pause?at=extend", "client-pause?at=extend&x=0.5", "server-pause", "partition"),
+		validityLoad(4, "none", "client-pause?at=acquire", "client-pause?at=after-write"),
+		autoExtendLoad(s.TTL, 8, 0, "none", "client-pause?at=extend", "client-pause?at=extend&x=0.5", "server-pause", "partition"),
 	}
 	return s
 }
 
 // validityLoad is the lease matrix's load whose holders hold a random
-// fraction, up to all, of the validity their lease has left, under
-// faults.
-func validityLoad(faults ...string) LeaseLoad {
-	return LeaseLoad{HoldLeft: 1, Clients: 4, Seconds: 4, Faults: faults}
+// fraction, up to all, of the validity their lease has left, for seconds
+// under each of faults.
+func validityLoad(seconds float64, faults ...string) LeaseLoad {
+	return LeaseLoad{HoldLeft: 1, Clients: 4, Seconds: seconds, Faults: faults}
 }
 
-// autoExtendLoad is the lease matrix's load whose leases extend
-// themselves while their holders hold two to three TTLs, under faults:
-// three clients on one key, so that one is waiting when a lease lapses.
-func autoExtendLoad(ttl time.Duration, faults ...string) LeaseLoad {
+// autoExtendLoad is the lease matrix's load whose leases (of TTL ttl)
+// extend themselves while their holders hold two to three TTLs, for
+// seconds under each of faults, injected injections times (the suite's
+// when 0): three clients on one key, so that one is waiting when a lease
+// lapses.
+func autoExtendLoad(ttl time.Duration, seconds float64, injections int, faults ...string) LeaseLoad {
 	hold, _ := workloads.Uniform(2*ttl, 3*ttl)
-	return LeaseLoad{AutoExtend: true, Hold: hold, AcquireTimeout: 10 * ttl, Clients: 3, Seconds: 8, Faults: faults}
+	return LeaseLoad{AutoExtend: true, Hold: hold, AcquireTimeout: 10 * ttl, Clients: 3, Seconds: seconds, Injections: injections, Faults: faults}
 }
 
 // suiteBackends returns the backend specs a predefined suite runs, in the
