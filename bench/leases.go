@@ -2,8 +2,10 @@ package bench
 
 import (
 	"cmp"
+	"slices"
 	"time"
 
+	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
@@ -13,7 +15,9 @@ import (
 // lease's accounting, which the fault matrix's millisecond holds against
 // second-long TTLs never do — with the faults it runs under: each on the
 // hot key, on every backend the fault applies to, with clients as
-// processes, judged under the suite's guards, under the fast profile.
+// processes, under the fast profile, judged under the suite's guards and
+// fence-rw: a successor that holds seconds before its first write leaves
+// a fence on writes alone open to the late write it is meant to stop.
 type LeaseLoad struct {
 	// HoldLeft, AutoExtend and Hold are the load's (workloads.Spec):
 	// holders hold a fraction, up to HoldLeft, of the validity their
@@ -56,7 +60,11 @@ func (s Suite) leaseCases(bs []Backend, base workloads.Spec) ([]Case, error) {
 					if l.Hold != (workloads.Dist{}) {
 						spec.Hold = l.Hold
 					}
-					cases = append(cases, Case{Backend: b, Fault: f, Guards: s.guards(f), Trial: trial, ClientsAs: results.ClientsProcesses,
+					guards := s.guards(f)
+					if !slices.Contains(guards, judge.GuardFenceRW) {
+						guards = append(slices.Clone(guards), judge.GuardFenceRW)
+					}
+					cases = append(cases, Case{Backend: b, Fault: f, Guards: guards, Trial: trial, ClientsAs: results.ClientsProcesses,
 						Durability: results.DurabilityFast, Injections: cmp.Or(l.Injections, s.Injections), Spec: spec})
 				}
 			}

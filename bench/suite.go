@@ -107,9 +107,9 @@ func Default() Suite {
 		Leases: []LeaseLoad{
 			autoExtendLoad(time.Second, 5, 2, "client-pause?at=extend"),
 		},
-		TTL: time.Second,
-		Keys:         100,
-		Hold:         hold,
+		TTL:  time.Second,
+		Keys: 100,
+		Hold: hold,
 	}
 }
 
