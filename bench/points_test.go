@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/workloads"
@@ -21,6 +22,7 @@ import (
 // it in depends on whether another section marked the key between its
 // late read and its write: measured, not asserted).
 func TestClientPausePoints(t *testing.T) {
+	composetest.StartsServersWithin(t, 4*time.Minute) // four matrices of two 8 s cases with worker processes
 	hold, _ := workloads.Constant(time.Millisecond)
 	long, _ := workloads.Constant(2 * time.Second)
 	for _, tc := range []struct {

@@ -65,7 +65,8 @@ import (
 //     (ns).
 //   - Extends / ExtendsFailed: extensions of the sections' leases
 //     reported, and those the lock refused (the key was no longer the
-//     lease's) or whose outcome is unknown.
+//     lease's) or whose outcome is unknown, but for those that returned
+//     after their holder began to release: they raced the release.
 //   - Pauses: where each pause of a client's process landed (Landings).
 type Report struct {
 	Sections, Writes, Accepted                                  int64
@@ -152,15 +153,25 @@ func Check(ops []Op, guard string, fenced bool) Report {
 		extends: map[int64][]Op{}, ends: map[int64]int64{}}
 	// Extensions are reported after they returned, often after later
 	// grants of their key: take them, and the ends of the sections they
-	// are weighed against, before the grants.
+	// are weighed against, before the grants; and the releases, which an
+	// extension that returned after its holder's began raced.
+	releases := map[int64]int64{}
 	for _, o := range ops {
 		switch {
-		case o.F == Extend && o.Section > 0:
-			c.extended(o)
+		case o.F == Release && o.Section > 0:
+			if _, ok := releases[o.Section]; !ok {
+				releases[o.Section] = o.Invoke
+			}
 		case o.F == End && o.Section > 0:
 			if _, ok := c.ends[o.Section]; !ok {
 				c.ends[o.Section] = o.Complete
 			}
+		}
+	}
+	for _, o := range ops {
+		if o.F == Extend && o.Section > 0 {
+			r, released := releases[o.Section]
+			c.extended(o, released && o.Complete >= r)
 		}
 	}
 	for _, o := range ops {
@@ -185,11 +196,15 @@ type counter struct {
 }
 
 // extended counts an extension, its departure from its contract, and
-// keeps it, if ok, for the overlaps of its section.
-func (c *counter) extended(o Op) {
+// keeps it, if ok, for the overlaps of its section. One that failed
+// after its holder began to release (raced) counts as an extension but
+// not as failed: the release, not the lock, took the key from under it.
+func (c *counter) extended(o Op, raced bool) {
 	c.r.Extends++
 	if o.Type != OK {
-		c.r.ExtendsFailed++
+		if !raced {
+			c.r.ExtendsFailed++
+		}
 		return
 	}
 	c.extends[o.Section] = append(c.extends[o.Section], o)

@@ -78,6 +78,26 @@ func TestExtensionsDrawContractLines(t *testing.T) {
 		want:    counts{Overlaps: 1, Expired: 1, Incidents: 1},
 		extends: 1, failed: 1,
 	}, {
+		name: "an extension that failed after its holder began to release raced the release: not failed",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 0, 100)
+			b.read(1, "k", a, 2, 0)
+			b.end(1, "k", a, 40)
+			b.release(1, "k", a, 45, 47, OK)
+			b.extend(1, "k", a, 44, 48, Info, 100)
+		},
+		extends: 1,
+	}, {
+		name: "an extension that failed before its holder began to release failed",
+		build: func(b *builder) {
+			a := b.grant(1, "k", 0, 1, 0, 100)
+			b.read(1, "k", a, 2, 0)
+			b.end(1, "k", a, 40)
+			b.extend(1, "k", a, 42, 44, Fail, 100)
+			b.release(1, "k", a, 45, 47, OK)
+		},
+		extends: 1, failed: 1,
+	}, {
 		name: "an extension after the later section ended is not in its way",
 		build: func(b *builder) {
 			a := b.grant(1, "k", 0, 1, 0, 100)

@@ -200,7 +200,9 @@ type Case struct {
 	ValidityLongMaxMS  float64 `json:"validity_long_max_ms,omitempty"`
 	// Extends counts the extensions of the sections' leases (their
 	// auto-extend watchdog's), ExtendsFailed those the lock refused (the
-	// key was no longer the lease's) or whose outcome is unknown. An ok
+	// key was no longer the lease's) or whose outcome is unknown, but for
+	// those that returned after their holder began to release (a watchdog
+	// that raced its holder's release says nothing of the lock). An ok
 	// extension moves its section's contract line: a grant before the new
 	// line is a lock bug. The validity departures count extensions too.
 	Extends       int64 `json:"extends,omitempty"`

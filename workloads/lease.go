@@ -60,8 +60,11 @@ func (x *extensions) take() []locker.Extension {
 // reportExtensions tells the judge of the extensions of section's lease
 // that returned since the last call (none when x is nil): ok with the
 // lease's new ValidUntil and the contract of the TTL asked, fail when
-// the lock answered the key was no longer the lease's, info otherwise.
-func (e *engine) reportExtensions(c *client, x *extensions, key string, section int64) error {
+// the lock answered the key was no longer the lease's, info otherwise —
+// and info for one that failed after its holder began to release
+// (released, zero before): the lease refuses an extension that returns
+// while it is being released, whatever the lock answered.
+func (e *engine) reportExtensions(c *client, x *extensions, key string, section int64, released time.Time) error {
 	if x == nil {
 		return nil
 	}
@@ -74,6 +77,8 @@ func (e *engine) reportExtensions(c *client, x *extensions, key string, section 
 			if !ext.ValidUntil.IsZero() {
 				r.ValidUntil = ext.ValidUntil.UnixNano()
 			}
+		case !released.IsZero() && !ext.End.Before(released):
+			r.Type, r.Error = history.Info, "returned after its holder began to release: "+ext.Err.Error()
 		case errors.Is(ext.Err, locker.ErrNotHeld):
 			r.Type, r.Error = history.Fail, ext.Err.Error()
 		default:
@@ -117,7 +122,7 @@ func (e *engine) hold(c *client, lease locker.Lease, x *extensions, section int6
 				return fmt.Errorf("client %d: extending: %w", c.Process, err)
 			}
 		case <-x.ended:
-			if err := e.reportExtensions(c, x, lease.Key(), section); err != nil {
+			if err := e.reportExtensions(c, x, lease.Key(), section, time.Time{}); err != nil {
 				return err
 			}
 		}

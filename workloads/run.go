@@ -326,7 +326,7 @@ func (e *engine) section(c *client, lease locker.Lease, x *extensions, invoke, c
 	if err := e.hold(c, lease, x, grant.Section, hold); err != nil {
 		return err
 	}
-	if err := e.reportExtensions(c, x, lease.Key(), grant.Section); err != nil {
+	if err := e.reportExtensions(c, x, lease.Key(), grant.Section, time.Time{}); err != nil {
 		return err
 	}
 	// A careful client checks its lease before it writes, and the history
@@ -350,7 +350,7 @@ func (e *engine) section(c *client, lease locker.Lease, x *extensions, invoke, c
 	if err := c.Judge.Write(ctx, grant.Section); err != nil {
 		return fmt.Errorf("client %d: write: %w", c.Process, err)
 	}
-	if err := e.reportExtensions(c, x, lease.Key(), grant.Section); err != nil {
+	if err := e.reportExtensions(c, x, lease.Key(), grant.Section, time.Time{}); err != nil {
 		return err
 	}
 	if err := check(); err != nil {
@@ -377,7 +377,7 @@ func (e *engine) section(c *client, lease locker.Lease, x *extensions, invoke, c
 	if err := e.report(c, r); err != nil {
 		return err
 	}
-	return e.reportExtensions(c, x, lease.Key(), grant.Section)
+	return e.reportExtensions(c, x, lease.Key(), grant.Section, rinvoke)
 }
 
 // ended says what a lease tells its holder once it has ended other than
