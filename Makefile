@@ -1,5 +1,6 @@
 # lockbench: which distributed lock should this service use?
 #   make bench   run the comparison on this machine and write the report
+#   make bench-full  the same with every client-pause point and the lease loads under more faults
 #   make test    vet and test everything against real servers (-race): CI's suite
 #   make unit    the tests that need no server (go test -short), in about a minute
 
@@ -13,7 +14,7 @@ export LOCKBENCH_BINARY := $(BIN)/lockbench
 # Where make bench writes results.json and the report.
 OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: all deps build test unit bench bench-quick clean
+.PHONY: all deps build test unit bench bench-quick bench-full clean
 
 all: build
 
@@ -46,6 +47,10 @@ bench: deps build
 
 bench-quick: deps build
 	$(BIN)/lockbench run --suite quick --out $(OUT)
+	@ln -sfn $(notdir $(OUT)) results/latest
+
+bench-full: deps build
+	$(BIN)/lockbench run --suite full --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest
 
 clean:
