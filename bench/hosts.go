@@ -310,8 +310,8 @@ func (hs *Hosts) Watch(ctx context.Context) (context.Context, context.CancelFunc
 
 // Close takes down what the run left on the hosts — its workers, its
 // cuts — and closes the links. The servers are compose's (Env.Close kills
-// them first). For a host whose link broke it says, on the log and in the
-// error, what is left running there and how the next run clears it.
+// them first). For a host whose link broke its error says what is left
+// running there and how the next run clears it.
 func (hs *Hosts) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -353,7 +353,6 @@ func (hs *Hosts) leftOn(h *Host) error {
 	if len(servers) == 0 {
 		msg = strings.Replace(msg, "servers ; ", "", 1)
 	}
-	fmt.Fprintf(hs.log, "lockbench: %s\n", msg)
 	return errors.New(msg)
 }
 

@@ -123,7 +123,17 @@ func (t *tailBuffer) String() string { return string(t.b) }
 
 // commandLine is c's program and arguments as an error shows them.
 func commandLine(path string, args []string) string {
-	return strings.Join(append([]string{path}, args...), " ")
+	words := []string{path}
+	for _, a := range args {
+		if strings.Contains(a, "\n") {
+			// A script's body (sh -c BODY lockbench-NAME …): its name,
+			// the next word, says which; an error quoting the whole
+			// body was pages long.
+			a = "<script>"
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
 }
 
 // asUser is the command that runs the rest of a command line as user
