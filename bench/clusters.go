@@ -110,6 +110,9 @@ type Clusters struct {
 	// admittedExt holds the backends whose external servers were admitted
 	// (Descriptor.Admit).
 	admittedExt map[string]bool
+	// retired holds the nodes of the clusters Lost retired: nothing
+	// repairs them.
+	retired map[*compose.Node]bool
 }
 
 // profile names one cluster: servers under a durability profile.
@@ -135,7 +138,7 @@ type cluster struct {
 // NewClusters returns clusters that start their servers in env. external
 // maps a backend name to the endpoints to use instead.
 func NewClusters(env *compose.Env, external map[string]backends.Config) *Clusters {
-	return &Clusters{env: env, external: external, set: map[profile]*cluster{}, admittedExt: map[string]bool{}}
+	return &Clusters{env: env, external: external, set: map[profile]*cluster{}, admittedExt: map[string]bool{}, retired: map[*compose.Node]bool{}}
 }
 
 // External reports whether backend name runs on the user's endpoints.
@@ -189,6 +192,11 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 		return t, cfg, err
 	}
 	t.Priority = d.Priority
+	if d.Probe != nil {
+		t.Probe = func(ctx context.Context, n *compose.Node, substr string) (nemesis.Stored, error) {
+			return d.Probe(ctx, backends.Config{Addrs: []string{n.ServerAddr()}, Params: cfg.Params}, substr)
+		}
+	}
 	if d.Servers.Kind == backends.Sentinel {
 		// The clients ask the sentinels for the master, by its name.
 		cfg.Addrs = cl.sentinel.SentinelAddrs()
@@ -289,6 +297,37 @@ func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor
 	return nemesis.Target{}, fmt.Errorf("backend %s: lockbench does not start %q servers; give their addresses", d.Name, s.Kind)
 }
 
+// Lost retires the servers backend b ran on under the durability
+// profile: a fault left them lost (a consensus majority that lost its
+// data), so the next case that needs them gets new ones.
+func (c *Clusters) Lost(b Backend, durability string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := profile{b.Descriptor.Servers, durability == results.DurabilityDurable}
+	if cl := c.set[key]; cl != nil {
+		for _, n := range cl.all() {
+			c.retired[n] = true
+		}
+		stop(cl.all())
+		delete(c.set, key)
+	}
+}
+
+// all returns every node of cl.
+func (cl *cluster) all() []*compose.Node {
+	nodes := slices.Clone(cl.nodes)
+	if cl.sentinel != nil {
+		nodes = append(nodes, cl.sentinel.Nodes()...)
+	}
+	if cl.zk != nil {
+		nodes = append(nodes, cl.zk.Nodes...)
+	}
+	if cl.etcd != nil {
+		nodes = append(nodes, cl.etcd.Nodes...)
+	}
+	return nodes
+}
+
 // peerNetwork says whether quorum clusters can run with their members in
 // network namespaces of their own (compose.PeerNetworkAvailable), so that
 // faults can cut them apart; asked once per process.
@@ -309,9 +348,16 @@ func KeyLife(b Backend, ttl time.Duration) time.Duration {
 }
 
 // Repair brings every node of t back: started, resumed, reachable. A
-// nemesis heals what it broke; this is the safety net between cases.
-func Repair(ctx context.Context, t nemesis.Target) error {
+// nemesis heals what it broke; this is the safety net between cases. The
+// nodes of a cluster that Lost retired stay down.
+func (c *Clusters) Repair(ctx context.Context, t nemesis.Target) error {
 	for _, n := range t.Nodes {
+		c.mu.Lock()
+		retired := c.retired[n]
+		c.mu.Unlock()
+		if retired {
+			continue
+		}
 		if n.Paused() {
 			if err := n.Resume(); err != nil {
 				return err

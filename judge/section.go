@@ -48,6 +48,7 @@ type Pauser interface {
 // sectionState is what the judge knows of one granted section.
 type sectionState struct {
 	key      string
+	granted  int64 // ns since the start
 	process  int
 	token    uint64
 	hasToken bool
@@ -131,8 +132,9 @@ func (c *Case) grant(process int, g GrantReport) (Grant, error) {
 		WorkerInvoke: g.Invoke, WorkerComplete: g.Complete,
 		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid, WorkerValidUntil: g.ValidUntil, Promise: g.Promise, MaxValidity: g.MaxValidity,
 	})
-	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken}
+	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken, granted: now}
 	c.sections[id] = s
+	c.lastGrant = now
 	p.active = append(p.active, id)
 	hook, pauser := c.hook, c.pauser
 	c.mu.Unlock()

@@ -35,6 +35,15 @@
 //	partition-halves the ZooKeeper or etcd members are split into a minority and a majority, then healed
 //	leader-kill      the ZooKeeper or etcd leader dies, then restarts with its data
 //
+// Every injection proves it tested something (see prove.go): it waits
+// for the lock to grant, strikes while a section of the faulted key is
+// open, reads back from the servers (or the client process) what the
+// fault did, and records both (results.Target's Tested, WhyNot,
+// Precondition and Effect). An injection that met no granting lock or no
+// open section is not tested, and the schedule strikes again; a case may
+// run longer for that (Nemesis.Duration), and ends once it has its tested
+// injections. An effect that cannot be read back fails the case.
+//
 // Targets are drawn from the case's random source, which the run's seed
 // determines, so a run replays with --seed; every injection records the
 // nodes it hit and whether the leader or a Redlock priority node was among
@@ -57,6 +66,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
@@ -105,7 +115,15 @@ type Target struct {
 	// the durability profile (PostgreSQL cannot start without its data
 	// dir).
 	KeepsData bool
+	// Probe, when set, reads what node n holds of the keys whose names
+	// contain substr, as the backend stores them (its descriptor's
+	// Probe, on that node alone): what a fault that may lose or expire
+	// keys is read back from.
+	Probe func(ctx context.Context, n *compose.Node, substr string) (Stored, error)
 }
+
+// Stored is what one server holds of a case's keys (backends.Stored).
+type Stored = backends.Stored
 
 // Leader finds the current leader (or master) of a cluster: compose's
 // Ensemble, EtcdCluster and SentinelSet.
@@ -119,6 +137,9 @@ type Members interface {
 	Partition(groups ...[]*compose.Node) error
 	HealPartition() error
 	AwaitServing(ctx context.Context) error
+	// Isolated returns nil when member n says it lost its peers (no
+	// quorum, no leader), and why not otherwise: the proof of a cut.
+	Isolated(ctx context.Context, n *compose.Node) error
 }
 
 // leader returns the target's leader, or nil without one.
@@ -183,6 +204,9 @@ type Env struct {
 	Rand *rand.Rand
 	// Params are the fault's params (client-pause?x=1.5 gives x).
 	Params url.Values
+
+	// wait, when set, replaces grantWait (tests).
+	wait time.Duration
 }
 
 // Scenario is one named fault.
@@ -313,6 +337,7 @@ func (f Fault) MinDuration(sh Shape, lease time.Duration, injections int) time.D
 func (f Fault) Nemesis(e Env) *Nemesis {
 	n := newNemesis()
 	if f.plan == nil {
+		n.plan.planned = e.Spec.Duration
 		return n
 	}
 	e.Params = f.Params
@@ -321,6 +346,9 @@ func (f Fault) Nemesis(e Env) *Nemesis {
 		e.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	n.plan = f.plan(e)
+	if n.plan.planned == 0 {
+		n.plan.planned = e.Spec.Duration
+	}
 	return n
 }
 
@@ -433,12 +461,19 @@ func names(nodes []*compose.Node) string {
 	return strings.Join(s, ", ")
 }
 
-// each applies op to every node at once and waits: faults on several
-// nodes strike together, as in a rack power loss.
-func each(nm *Nemesis, nodes []*compose.Node, op func(*compose.Node) error) {
+// eachErr applies op to every node at once and waits: faults on several
+// nodes strike together, as in a rack power loss. It joins the errors.
+func eachErr(nodes []*compose.Node, op func(*compose.Node) error) error {
+	return eachIndexed(nodes, func(_ int, n *compose.Node) error { return op(n) })
+}
+
+// eachIndexed is eachErr with each node's index.
+func eachIndexed(nodes []*compose.Node, op func(int, *compose.Node) error) error {
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for _, n := range nodes {
-		wg.Go(func() { nm.fail(op(n)) })
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = op(i, n) })
 	}
 	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := nemesis.Target{Nodes: nodes, Priority: []int{0}, ClockShift: true}
+	target := nemesis.Target{Nodes: nodes, Priority: []int{0}, ClockShift: true, Probe: probe("redlock")}
 	cfg := backends.Config{Params: map[string]string{"bootstrap": "true", "maxttl": "2s"}}
 	for k, v := range params {
 		cfg.Params[k] = v
@@ -101,6 +102,15 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 	return outcome{res, rec}
 }
 
+// probe reads a node as backend name's descriptor does, as the runner
+// gives it to the nemesis.
+func probe(name string) func(context.Context, *compose.Node, string) (nemesis.Stored, error) {
+	d, _ := backends.Lookup(name)
+	return func(ctx context.Context, n *compose.Node, substr string) (nemesis.Stored, error) {
+		return d.Probe(ctx, backends.Config{Addrs: []string{n.ServerAddr()}}, substr)
+	}
+}
+
 func redis5(t *testing.T) []*compose.Node {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -138,6 +148,16 @@ func TestRestart(t *testing.T) {
 		}
 	}
 	t.Logf("overlaps: %d without quarantine, %d with", plain.Reports[judge.GuardNone].Overlaps, guarded.Reports[judge.GuardNone].Overlaps)
+	for _, o := range []outcome{plain, guarded} {
+		for _, tg := range o.Targets {
+			if tg.Tested == nil || !strings.Contains(tg.Effect, "kept as they were") {
+				t.Errorf("injection %+v: want the keys before and after read back", tg)
+			}
+			if *tg.Tested && !strings.Contains(tg.Precondition, "open when the fault struck") {
+				t.Errorf("injection %+v tested without a section open at its strike", tg)
+			}
+		}
+	}
 }
 
 // TestMinorityFaultsHeal runs the window faults that break a minority and
@@ -153,6 +173,9 @@ func TestMinorityFaultsHeal(t *testing.T) {
 			for _, tg := range out.Targets {
 				if len(tg.Nodes) != 2 && !(fault == "server-pause" && len(tg.Nodes) >= 1) {
 					t.Fatalf("injection %+v: want a minority of 2", tg)
+				}
+				if tg.Tested == nil || tg.Effect == "" || (*tg.Tested && tg.Precondition == "") {
+					t.Fatalf("injection %+v: want it proved, with its effect read back", tg)
 				}
 			}
 			w := out.Windows[0]

@@ -273,6 +273,14 @@ type Target struct {
 	// injections: it then counts as tested, and the report says so.
 	Tested *bool  `json:"tested,omitempty"`
 	WhyNot string `json:"why_not,omitempty"`
+	// Precondition says what the injection met at its strike, as the
+	// judge saw it: the section open on the faulted key, the last grant
+	// before it.
+	Precondition string `json:"precondition,omitempty"`
+	// Effect says what the fault did, as read back from the servers (or
+	// the client processes) after it struck: keys kept or lost, the clock
+	// moved, threads stopped, a member cut off from its peers.
+	Effect string `json:"effect,omitempty"`
 	// AtS is when the injection struck, in seconds from the start of the
 	// case. Incidents, IncidentsLockBug, IncidentsAmbiguous and
 	// StaleAccepted count what began from then until the next injection

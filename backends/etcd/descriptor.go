@@ -16,6 +16,7 @@ func init() {
 		Doc:     "etcd leases and revisions on a three-member cluster, the key's create revision as fencing token",
 		Open:    Open,
 		Servers: backends.Servers{Kind: backends.Etcd, Count: 3},
+		Probe:   Probe,
 		// The server keeps a silent holder's key for its lease: the TTL
 		// rounded up to whole seconds.
 		Lease: func(ttl time.Duration, _ map[string]string) time.Duration {

@@ -8,6 +8,7 @@ func init() {
 		Doc:     "PostgreSQL: session advisory locks (mode=advisory), or a fenced lease table (mode=lease, the default)",
 		Open:    Open,
 		Servers: backends.Servers{Kind: backends.Postgres, Count: 1},
+		Probe:   Probe,
 		// The two modes are two locks: the suites run both, and list the
 		// advisory one beside the plain backend (its guarantee differs: no
 		// TTL on the server, no fencing).

@@ -12,6 +12,7 @@ func init() {
 		Open: Open,
 		// A master and one replica, and the sentinels that watch them.
 		Servers: backends.Servers{Kind: backends.Sentinel, Count: 2, MasterParam: "master"},
+		Probe:   redis.Probe,
 		Variants: []backends.Variant{
 			{Suites: backends.AllSuites},
 			// WAIT is there for the failover: what it buys.

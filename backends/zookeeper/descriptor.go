@@ -25,6 +25,7 @@ func init() {
 			return map[string]string{"session": max(ttl, MinCaseSession).String()}
 		},
 		Lease: silentLease,
+		Probe: Probe,
 		NotApplicable: map[string]string{
 			"failover": "ZooKeeper has no Sentinel to fail over: a leader's loss is what leader-kill and partition-leader do",
 			"restart": "the restart fault restarts a majority of the servers, empty under the fast profile: an ensemble that loses a majority's data is gone, " +

@@ -37,6 +37,7 @@ func init() {
 			{Params: "clockfloor=false", Suites: backends.DefaultSuite, Faults: []string{"restart"}},
 		},
 		NotApplicable: redis.NotApplicable(5),
+		Probe:         redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  Name,
 			Usage: "the independent Redis masters of redlock",
