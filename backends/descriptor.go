@@ -1,7 +1,9 @@
 package backends
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -30,8 +32,7 @@ type Descriptor struct {
 	// value: none).
 	Servers Servers
 	// Priority lists the indices among Servers' nodes of those the backend
-	// prefers (Redlock's first node holds its fast path and hand-off), so
-	// that an injection records when it hit one.
+	// prefers, so that an injection records when it hit one.
 	Priority []int
 	// Control marks a backend that excludes nobody: it runs beside the
 	// locks to prove that the checkers see double grants, and no
@@ -53,13 +54,17 @@ type Descriptor struct {
 	// session). Nil sets none.
 	CaseParams func(ttl time.Duration) map[string]string
 	// Admit, when set, runs once on servers the runner has just created for
-	// the backend (or on the user's servers, before their first case), with
-	// their addresses and credentials (and, on the user's servers, the
-	// spec's params): what must happen once where nodes are created
-	// (Redlock admits brand-new nodes at once instead of quarantining
-	// them). The runner replaces servers a fault restarted before the next
-	// case of such a backend.
-	Admit func(Config) error
+	// the backend (created is true), or on the user's servers before their
+	// first case (false), with their addresses and credentials (and, on the
+	// user's servers, the spec's params): what must happen once where nodes
+	// are created (Redlock admits brand-new nodes at once instead of
+	// quarantining them; only servers known to be new may be admitted
+	// although they have just started). The runner replaces servers a
+	// fault restarted before the next case of such a backend.
+	Admit func(cfg Config, created bool) error
+	// AdmitCommand is how the CLI offers Admit to operators, as
+	// `lockbench NAME COMMAND --addrs ...`; its zero value offers nothing.
+	AdmitCommand AdmitCommand
 	// Probe, when set, reads what one of the backend's servers holds of
 	// the keys of a case: the nemesis reads it before and after a fault
 	// that may lose or expire keys (a restart, a crash, a power loss, a
@@ -79,6 +84,24 @@ type Descriptor struct {
 	// Endpoints is how `lockbench run` points the backend at the user's
 	// servers instead of starting its own.
 	Endpoints Endpoints
+}
+
+// AdmitCommand is the operator's command that does what Admit does on
+// servers of their own (Redlock: `lockbench redlock bootstrap`): the CLI
+// gives it --addrs, the credentials and TLS flags, --force (the servers
+// are new, as Admit's created) and one flag per param, and Run says what
+// it did.
+type AdmitCommand struct {
+	// Name is the subcommand's name; "" offers no command.
+	Name string
+	// Short, Long and Example are its help: Long says what it checks and
+	// what it refuses.
+	Short, Long, Example string
+	// Params maps a param the command takes (a flag --param) to its usage.
+	Params map[string]string
+	// Run admits cfg's servers, writing what it did to out; an error says
+	// what it refused.
+	Run func(ctx context.Context, cfg Config, force bool, out io.Writer) error
 }
 
 // Kind is the server software a backend's servers run, as the runner

@@ -167,7 +167,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if !c.admittedExt[b.Name] {
-				if err := d.Admit(cfg); err != nil {
+				if err := d.Admit(cfg, false); err != nil {
 					return nemesis.Target{}, cfg, err
 				}
 				c.admittedExt[b.Name] = true
@@ -390,7 +390,7 @@ func (cl *cluster) admit(s backends.Servers, nodes []*compose.Node) error {
 		if d.Servers != s || d.Admit == nil {
 			continue
 		}
-		if err := d.Admit(cfg); err != nil {
+		if err := d.Admit(cfg, true); err != nil {
 			return err
 		}
 		admitted = true

@@ -173,10 +173,15 @@ func (l *Handle) Release(ctx context.Context) error {
 	l.mu.Unlock()
 
 	err := l.holder.Release(ctx)
-	if err != nil && errors.Is(err, ErrNotHeld) {
-		l.end(fmt.Errorf("%w: %w", ErrLost, err))
-	} else {
+	switch {
+	case err == nil:
 		l.end(ErrReleased)
+	case errors.Is(err, ErrNotHeld):
+		l.end(fmt.Errorf("%w: %w", ErrLost, err))
+	default:
+		// Released here (no more extensions), but the backend did not
+		// confirm it: say so rather than claim a clean release.
+		l.end(fmt.Errorf("%w here, but the backend did not confirm it: %w", ErrReleased, err))
 	}
 	if err != nil {
 		return fmt.Errorf("release %q: %w", l.grant.Key, err)

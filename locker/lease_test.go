@@ -16,12 +16,13 @@ import (
 // holder is an in-memory backend side of a lease, enough to drive the
 // lifecycle that NewLease runs.
 type holder struct {
-	mu        sync.Mutex
-	extendErr error // returned by Extend when set
-	extends   int
-	released  int
-	ended     []error
-	endedCh   chan struct{} // closed by the first Ended call
+	mu         sync.Mutex
+	extendErr  error // returned by Extend when set
+	releaseErr error // returned by Release when set
+	extends    int
+	released   int
+	ended      []error
+	endedCh    chan struct{} // closed by the first Ended call
 }
 
 func (h *holder) Extend(_ context.Context, ttl time.Duration) (time.Time, error) {
@@ -38,7 +39,7 @@ func (h *holder) Release(context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.released++
-	return nil
+	return h.releaseErr
 }
 
 func (h *holder) Ended(err error) {
@@ -91,6 +92,22 @@ func waitDone(t *testing.T, l locker.Lease, within time.Duration) {
 	case <-time.After(within):
 		t.Fatalf("lease still held after %v (valid until %v)", within, l.ValidUntil())
 	}
+}
+
+// TestUnconfirmedReleaseSaysSo: a release the backend could not confirm
+// (its context ended, the nodes were unreachable) ends the lease, but its
+// Err does not claim a clean release: it wraps the backend's error too.
+func TestUnconfirmedReleaseSaysSo(t *testing.T) {
+	h := &holder{endedCh: make(chan struct{}), releaseErr: fmt.Errorf("%w: the release reached 1 of 5 nodes", locker.ErrUnavailable)}
+	l := locker.NewLease(context.Background(), h, locker.Grant{Key: "k", ValidUntil: time.Now().Add(time.Minute)}, locker.Options{TTL: time.Minute})
+	if err := l.Release(context.Background()); !errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("Release = %v, want the backend's error", err)
+	}
+	<-l.Done()
+	if err := l.Err(); !errors.Is(err, locker.ErrReleased) || !errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("Err after an unconfirmed Release = %v, want ErrReleased wrapping the backend's error", err)
+	}
+	t.Log(l.Err())
 }
 
 func TestLeaseRelease(t *testing.T) {

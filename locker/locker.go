@@ -54,7 +54,8 @@ type Lease interface {
 	// Release gives the key up. The lease ends locally whatever the
 	// backend answers: Err becomes ErrReleased, or ErrLost when the backend
 	// reports that it no longer held the key. Any other error means the key
-	// may stay taken until its TTL runs out. Releasing an ended lease
+	// may stay taken until its TTL runs out; Err then wraps ErrReleased and
+	// that error, so that it does not claim a release nobody confirmed. Releasing an ended lease
 	// returns an error wrapping ErrNotHeld and leaves the backend alone, so
 	// a stale holder cannot free a key granted to someone else.
 	Release(ctx context.Context) error

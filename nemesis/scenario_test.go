@@ -45,7 +45,7 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 		t.Fatal(err)
 	}
 	target := nemesis.Target{Nodes: nodes, Priority: []int{0}, ClockShift: true, Probe: probe("redlock")}
-	cfg := backends.Config{Params: map[string]string{"bootstrap": "true", "maxttl": "2s"}}
+	cfg := backends.Config{Params: map[string]string{"bootstrap": "force", "maxttl": "2s"}}
 	for k, v := range params {
 		cfg.Params[k] = v
 	}

@@ -129,7 +129,7 @@ func TestRedlockIsSafeUnderContention(t *testing.T) {
 	addrs := redisAddrs(t, 5)
 	// A node timeout above the default (TTL/100, at most 50 ms) keeps the
 	// bootstrap dial from timing out on a loaded machine.
-	ls := open(t, "redlock", 8, backends.Config{Addrs: addrs, Params: map[string]string{"bootstrap": "true", "nodetimeout": "250ms"}})
+	ls := open(t, "redlock", 8, backends.Config{Addrs: addrs, Params: map[string]string{"bootstrap": "force", "nodetimeout": "250ms"}})
 	c := runCase(t, contention(t), ls, judge.GuardFence, nil)
 	checkSafe(t, c)
 	if c.Nodes != 5 || c.Quorum != 3 {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,8 +18,21 @@ import (
 // the servers; when the key is held elsewhere it queues on the nodes too
 // (see handoff.go), so a release hands the key to the waiter that began
 // waiting first, in any process, and wakes it at once rather than after
-// its backoff.
+// its backoff. It fails at once, with an error wrapping ErrConfig, when
+// too many nodes refuse Redlock's configuration for a quorum.
 func (r *Redlock) Acquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
+	return r.acquire(ctx, opAcquire, key, opts)
+}
+
+// TryAcquire implements locker.Locker: one attempt, and ErrNotAcquired
+// at once if another goroutine of this Redlock holds or awaits the key.
+// It does not queue on the nodes.
+func (r *Redlock) TryAcquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
+	return r.acquire(ctx, opTryAcquire, key, opts)
+}
+
+// acquire runs Acquire or TryAcquire (op), in a span, and measures it.
+func (r *Redlock) acquire(ctx context.Context, op int, key string, opts []locker.Option) (locker.Lease, error) {
 	o, err := r.resolve(key, opts)
 	if err != nil {
 		return nil, err
@@ -27,8 +41,24 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opts ...locker.Option
 		return nil, fmt.Errorf("acquire %q: %w", key, err)
 	}
 	defer r.ops.Done()
+	start := time.Now()
+	ctx, span := r.tel.start(ctx, opNames[op], key)
+	var lease locker.Lease
+	rounds := 0
+	if op == opAcquire {
+		lease, rounds, err = r.wait(ctx, key, o)
+	} else {
+		lease, rounds, err = r.try(ctx, key, o)
+	}
+	r.tel.acquired(ctx, span, op, start, rounds, lease, err)
+	return lease, err
+}
+
+// wait is Acquire: attempts paced by the retry strategy and woken by
+// hand-offs, until one is granted; and how many rounds it sent.
+func (r *Redlock) wait(ctx context.Context, key string, o locker.Options) (locker.Lease, int, error) {
 	if err := r.queue.enter(ctx, key, r.stopping); err != nil {
-		return nil, fmt.Errorf("acquire %q: %w", key, err)
+		return nil, 0, fmt.Errorf("acquire %q: %w", key, err)
 	}
 	r.ready(ctx, false)
 	a := r.newAttempt(key, o, true)
@@ -48,25 +78,15 @@ func (r *Redlock) Acquire(ctx context.Context, key string, opts ...locker.Option
 			// for it to expire.
 			r.background(func() { r.cede(key) })
 		}
-		return nil, err
+		return nil, a.rounds, err
 	}
-	return lease, nil
+	return lease, a.rounds, nil
 }
 
-// TryAcquire implements locker.Locker: one attempt, and ErrNotAcquired
-// at once if another goroutine of this Redlock holds or awaits the key.
-// It does not queue on the nodes.
-func (r *Redlock) TryAcquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
-	o, err := r.resolve(key, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.begin(); err != nil {
-		return nil, fmt.Errorf("acquire %q: %w", key, err)
-	}
-	defer r.ops.Done()
+// try is TryAcquire: one attempt; and how many rounds it sent.
+func (r *Redlock) try(ctx context.Context, key string, o locker.Options) (locker.Lease, int, error) {
 	if !r.queue.tryEnter(key) {
-		return nil, fmt.Errorf("%w: %q is held by this process", locker.ErrNotAcquired, key)
+		return nil, 0, fmt.Errorf("%w: %q is held by this process", locker.ErrNotAcquired, key)
 	}
 	r.ready(ctx, false)
 	a := r.newAttempt(key, o, false)
@@ -74,9 +94,9 @@ func (r *Redlock) TryAcquire(ctx context.Context, key string, opts ...locker.Opt
 	lease, err := a.run(ctx)
 	if err != nil {
 		r.queue.leave(key)
-		return nil, err
+		return nil, a.rounds, err
 	}
-	return lease, nil
+	return lease, a.rounds, nil
 }
 
 // resolve checks the key and options.
@@ -117,10 +137,11 @@ type attempt struct {
 	calls []call
 	state []uint8
 	runs  []string // the run_id each node's grant is for
-	plain []bool   // the node was sent plain commands, not the script
 	token []int64  // the node's token, or how long the key has left there when held
 	set   []bool   // we may have set the key there: release it on failure
 	cause []error  // why a node failed or was excluded
+	slow  []bool   // the node was not answering when the try began: not waited for
+	home  int      // the first of the key's queue nodes (see handoff.go)
 
 	// queue: the attempt queues on the nodes when the key is held
 	// (Acquire, not TryAcquire), as waiter r.id arrived at arrival (µs).
@@ -129,11 +150,10 @@ type attempt struct {
 	queued  bool          // some node queued it: give the place up on failure
 	pause   time.Duration // after a refusal: until the key expires on a majority, when queued
 
-	fast       bool // this try sends plain SET NX (see fastPath)
-	contending bool // a plain try of this run found the key held
-	tries      int
-	wake       chan struct{}
-	watching   bool
+	tries    int
+	rounds   int // sent to the nodes, for the redlock.acquire.rounds metric
+	wake     chan struct{}
+	watching bool
 }
 
 // newAttempt returns an attempt for key, recycled when possible: its
@@ -144,11 +164,12 @@ func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt 
 		n := len(r.nodes)
 		a = &attempt{
 			r: r, calls: r.newCalls(),
-			state: make([]uint8, n), runs: make([]string, n), plain: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
+			state: make([]uint8, n), runs: make([]string, n), slow: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
 			cause: make([]error, n), wake: make(chan struct{}, 1),
 		}
 	}
-	a.key, a.o, a.queue, a.queued, a.pause, a.tries, a.contending = key, o, queue, false, 0, 0, false
+	a.key, a.o, a.queue, a.queued, a.pause, a.tries, a.rounds = key, o, queue, false, 0, 0, 0
+	a.home = r.home(key)
 	if queue {
 		a.arrival = strconv.FormatInt(time.Now().UnixMicro(), 10)
 	}
@@ -187,19 +208,8 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 		return nil, err
 	}
 	a.tries++
-	a.begin(a.tries == 1 && a.r.fastPath())
+	a.begin()
 	a.ask(ctx, func(int) bool { return true })
-	if a.fast && a.count(held) > 0 && a.count(granted) < a.r.quorum {
-		// Contended after all: queue up (or claim a reservation) at once,
-		// through the script.
-		a.r.contended()
-		if a.queue {
-			_ = a.fail(ctx, "")
-			a.contending = true
-			a.begin(false)
-			a.ask(ctx, func(int) bool { return true })
-		}
-	}
 	if a.count(granted) < a.r.quorum {
 		return nil, a.fail(ctx, "")
 	}
@@ -211,7 +221,7 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	if !time.Now().Before(validUntil) {
 		return nil, a.fail(ctx, fmt.Sprintf("validity exhausted: the grant took %v of a %v TTL", time.Since(a.start).Round(time.Microsecond), a.o.TTL))
 	}
-	h := &hold{r: a.r, key: a.key, value: a.value, ttl: a.o.TTL}
+	h := &hold{r: a.r, key: a.key, value: a.value, ttl: a.o.TTL, on: slices.Clone(a.set)}
 	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.c.fencing, ValidUntil: validUntil}
 	h.lease = locker.NewLease(a.r.life, h, g, a.o)
 	a.r.holds.add(h)
@@ -219,10 +229,9 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 }
 
 // begin starts a try: a new value, its clock, and no outcome yet.
-func (a *attempt) begin(fast bool) {
+func (a *attempt) begin() {
 	a.value = newValue()
 	a.start = time.Now()
-	a.fast = fast
 	clear(a.state)
 	clear(a.set)
 	clear(a.cause)
@@ -257,28 +266,15 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 			continue
 		}
 		a.state[i], a.runs[i] = notAsked, run
-		a.plain[i] = a.fast && c.node.recorded(r.c.maxTTL)
+		a.slow[i] = !c.node.answering(now)
 		// The script may queue the attempt, even where it grants.
-		a.queued = a.queued || (a.queue && !a.plain[i] && r.queues(i))
+		a.queued = a.queued || (a.queue && r.queues(a.home, i))
 	}
+	a.rounds++
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), r.quorum, func(i int, c *call) {
 		c.run = a.runs[i]
-		if a.plain[i] {
-			c.buf = appendCommand(c.buf, "SET", a.key, a.value, "NX", "PX", strconv.FormatInt(a.o.TTL.Milliseconds(), 10))
-			c.p.want = 1
-			if r.c.quarantine {
-				c.buf = appendCommand(c.buf, "GET", markerKey)
-				c.p.want++
-			}
-			if r.c.waitReplicas > 0 {
-				c.buf = a.appendWait(c.buf)
-				c.p.want++
-			}
-			return
-		}
 		c.buf = a.appendAcquire(c.buf, i, c.run, floor)
 		c.p.want = 1
-		c.p.records = true
 		if r.c.waitReplicas > 0 {
 			c.p.want++
 		}
@@ -301,19 +297,24 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 // decided reports whether the round has its answer: a majority granted,
 // or too few nodes are left to make one. A waiter that queues on the
 // nodes waits for every node it asked (within the node timeout) before it
-// gives up: it is in no hurry to learn that it waits, and knowing every
-// node's answer spares releasing the nodes that had not answered.
+// gives up — it is in no hurry to learn that it waits, and knowing every
+// node's answer spares releasing the nodes that had not answered — but
+// not for the nodes that were not answering when the try began (hung, cut
+// off, or redialling): their replies, if they come, are read and dropped.
 func (a *attempt) decided() bool {
-	g, open := 0, 0
+	g, open, awaited := 0, 0, 0
 	for i, s := range a.state {
 		switch {
 		case s == granted:
 			g++
 		case s == notAsked && !a.calls[i].skip:
 			open++ // asked in this round, not answered yet
+			if !a.slow[i] {
+				awaited++
+			}
 		}
 	}
-	return g >= a.r.quorum || (g+open < a.r.quorum && (!a.queue || open == 0))
+	return g >= a.r.quorum || (g+open < a.r.quorum && (!a.queue || awaited == 0))
 }
 
 // appendAcquire appends the acquire script's EVALSHA for this try, for a
@@ -326,7 +327,7 @@ func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte
 	b = appendBulk(b, "5")
 	b = appendBulk(b, a.key)
 	b = appendBulkConcat(b, tokenPrefix, a.key)
-	b = appendBulk(b, markerKey)
+	b = appendBulk(b, nodeKey)
 	b = appendBulkConcat(b, waitersPrefix, a.key)
 	b = appendBulkConcat(b, deadlinesPrefix, a.key)
 	b = appendBulk(b, a.value)
@@ -336,7 +337,7 @@ func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte
 	b = appendBulk(b, flag(r.c.fencing))
 	b = appendBulkInt(b, floor)
 	b = appendBulkInt(b, r.counterLife().Milliseconds())
-	if a.queue && r.queues(i) {
+	if a.queue && r.queues(a.home, i) {
 		b = appendBulk(b, r.id)
 		b = appendBulk(b, a.arrival)
 	} else {
@@ -344,7 +345,7 @@ func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte
 		b = appendBulk(b, "0")
 	}
 	b = appendBulkInt(b, waitLease.Milliseconds())
-	b = appendBulk(b, flag(a.tries > 1 || a.contending))
+	b = appendBulk(b, flag(a.tries > 1))
 	if r.c.waitReplicas > 0 {
 		b = a.appendWait(b)
 	}
@@ -373,28 +374,21 @@ func (a *attempt) record(i int, c *call) {
 	a.set[i] = true // a request that timed out may still have set the key
 	if c.err != nil {
 		a.state[i], a.cause[i] = failed, c.nodeErr()
+		r.tel.nodeError(c.node.addr, errorKind(c.err))
 		return
 	}
 	rep := c.rep[0]
 	if err := rep.err(); err != nil {
-		a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: explain("the acquire script", err)}
+		err = explain("the acquire script", err)
+		a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
+		r.tel.nodeError(c.node.addr, errorKind(err))
 		return
-	}
-	if a.plain[i] {
-		a.set[i] = false // plainReply says where SET NX set it
-		rep = a.plainReply(i, c)
-		a.set[i] = a.set[i] || rep.n >= 0
 	}
 	switch {
 	case rep.n == -2:
 		c.node.suspect(time.Now())
-		a.state[i] = excluded
-		a.set[i] = a.plain[i] && a.set[i] // the script sets nothing then
-		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errors.New("lost its data or restarted (no marker for this process): quarantined")}
-		return
-	case rep.n == -3:
-		a.state[i] = excluded
-		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errors.New("does not record this client's max TTL yet")}
+		a.state[i], a.set[i] = excluded, false // the script sets nothing then
+		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errLost}
 		return
 	case rep.n == -1 || rep.n <= -10:
 		a.state[i], a.set[i] = held, false
@@ -451,10 +445,19 @@ func (a *attempt) fail(ctx context.Context, why string) error {
 		}
 	}
 	var causes []error
+	refused := 0
 	for _, c := range a.cause {
 		if c != nil {
 			causes = append(causes, c)
+			if errors.Is(c, ErrConfig) {
+				refused++
+			}
 		}
+	}
+	if refused > len(a.state)-a.r.quorum {
+		// No quorum without nodes that refuse the configuration: retrying
+		// cannot help.
+		return fmt.Errorf("acquire %q: %d of %d nodes refused Redlock's configuration, too many for a quorum of %d: %w", a.key, refused, len(a.state), a.r.quorum, errors.Join(causes...))
 	}
 	if len(causes) == 0 {
 		return fmt.Errorf("%w: %q: %s", locker.ErrNotAcquired, a.key, why)

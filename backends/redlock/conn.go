@@ -54,10 +54,6 @@ type pending struct {
 	done     atomic.Bool // rep (or err) is complete
 	deadline time.Time   // when the round stops waiting for it
 	round    *round      // the round it belongs to, told of its completion
-	// records: the request is the acquire script, which records the
-	// client's max TTL on the node's marker when it runs (see plain.go);
-	// the reader notes it, whether or not the round still waits.
-	records bool
 }
 
 // round is what the requests of one exchange share: a channel that wakes
@@ -101,7 +97,7 @@ var pendings = sync.Pool{New: func() any { return new(pending) }}
 // newPending returns a clear pending of round r.
 func newPending(r *round) *pending {
 	p := pendings.Get().(*pending)
-	p.want, p.got, p.err, p.round, p.records = 0, 0, nil, r, false
+	p.want, p.got, p.err, p.round = 0, 0, nil, r
 	p.done.Store(false)
 	return p
 }
@@ -119,13 +115,17 @@ func recycle(p *pending) {
 type handshake struct {
 	scripts bool   // load the scripts
 	probe   []byte // the quarantine probe to run, or nil
+	info    bool   // read the server's run_id (INFO server), if the ACL lets it
 }
 
 // dial opens a connection to the node that opt describes: it
-// authenticates, selects the database, loads the scripts and runs the
-// quarantine probe, all in one round trip, and returns the probe's answer.
-// It runs in the background, bounded by ctx (the client's DialTimeout),
-// never on a lock round's clock.
+// authenticates, selects the database, names the connection
+// (opt.ClientName), loads the scripts and runs the quarantine probe, all
+// in one round trip, and returns the probe's answer (or, with hs.info and
+// no probe, the server's run_id). It runs in the background, bounded by
+// ctx (the client's DialTimeout), never on a lock round's clock. A
+// refusal of the configuration (credentials, ACL, database, TLS) wraps
+// ErrConfig.
 func dial(ctx context.Context, opt *redis.Options, hs handshake) (*conn, string, error) {
 	network := opt.Network
 	if network == "" {
@@ -133,7 +133,7 @@ func dial(ctx context.Context, opt *redis.Options, hs handshake) (*conn, string,
 	}
 	nc, err := opt.Dialer(ctx, network, opt.Addr)
 	if err != nil {
-		return nil, "", err
+		return nil, "", asConfig(err)
 	}
 	user, pass, err := credentials(ctx, opt)
 	if err != nil {
@@ -154,15 +154,23 @@ func dial(ctx context.Context, opt *redis.Options, hs handshake) (*conn, string,
 		req = appendCommand(req, "SELECT", strconv.Itoa(opt.DB))
 		what = append(what, "SELECT")
 	}
+	if opt.ClientName != "" {
+		req = appendCommand(req, "CLIENT", "SETNAME", opt.ClientName)
+		what = append(what, "CLIENT SETNAME")
+	}
 	if hs.scripts {
 		for _, s := range allScripts {
 			req = appendCommand(req, "SCRIPT", "LOAD", s.src)
 			what = append(what, "SCRIPT LOAD")
 		}
 	}
-	if hs.probe != nil {
+	switch {
+	case hs.probe != nil:
 		req = append(req, hs.probe...)
-		what = append(what, "the quarantine probe (INFO server, INFO memory)")
+		what = append(what, "the quarantine probe (INFO server, INFO memory, INFO stats)")
+	case hs.info:
+		req = appendCommand(req, "INFO", "server")
+		what = append(what, "")
 	}
 	c := &conn{nc: nc, rd: bufio.NewReaderSize(nc, 16<<10)}
 	last, err := c.handshake(ctx, req, what)
@@ -170,14 +178,30 @@ func dial(ctx context.Context, opt *redis.Options, hs handshake) (*conn, string,
 		nc.Close()
 		return nil, "", fmt.Errorf("handshake: %w", err)
 	}
-	if hs.probe == nil {
+	switch {
+	case hs.probe != nil:
+	case hs.info:
+		last = infoField(last, "run_id")
+	default:
 		last = ""
 	}
 	return c, last, nil
 }
 
+// infoField returns a field of an INFO reply, "" if it has none.
+func infoField(info, name string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
 // handshake writes req and checks its replies, before anyone else uses
-// the connection; it returns the last reply's text.
+// the connection; it returns the last reply's text. A reply whose what is
+// "" may be an error (a command the ACL may refuse, which Redlock can do
+// without).
 func (c *conn) handshake(ctx context.Context, req []byte, what []string) (string, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -197,7 +221,7 @@ func (c *conn) handshake(ctx context.Context, req []byte, what []string) (string
 		if err != nil {
 			return "", err
 		}
-		if err := r.err(); err != nil {
+		if err := r.err(); err != nil && w != "" {
 			return "", explain(w, err)
 		}
 		last = r
@@ -206,16 +230,17 @@ func (c *conn) handshake(ctx context.Context, req []byte, what []string) (string
 }
 
 // explain adds to a node's refusal of command what Redlock needs from it,
-// for the refusals an operator must act on (ACL permissions).
+// for the refusals an operator must act on (ACL permissions), and wraps
+// the refusals of the configuration with ErrConfig.
 func explain(command string, err error) error {
 	var re redisError
 	// NOPERM, or inside a script (Redis 7.0) "The user executing the
 	// script can't run this command".
 	if errors.As(err, &re) && (strings.Contains(string(re), "NOPERM") || strings.Contains(string(re), "can't run this command")) {
-		return fmt.Errorf("%s refused by the node's ACL: %w (Redlock's user needs +evalsha, +script|load, +info with the restart quarantine, +blpop, and the keys of the locks and those starting with %q)",
-			command, err, reserved)
+		return fmt.Errorf("%w: %s refused by the node's ACL: %w (Redlock's user needs %s, and the keys of the locks and those starting with %q)",
+			ErrConfig, command, err, aclCommands, reserved)
 	}
-	return fmt.Errorf("%s: %w", command, err)
+	return asConfig(fmt.Errorf("%s: %w", command, err))
 }
 
 // call sends one request on a connection nobody else uses (a blocking

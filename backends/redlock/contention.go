@@ -32,9 +32,10 @@ func (p pacing) Backoff(n int) (time.Duration, bool) {
 
 // expiry returns, after a refusal by holders, how long until the key
 // expires on enough nodes to make a quorum, if nobody releases it; 0 when
-// the refusal was not (only) theirs, or the attempt does not queue.
+// the refusal was not (only) theirs, the attempt does not queue, or no
+// release can wake it (none of the key's queue nodes answered).
 func (a *attempt) expiry() time.Duration {
-	if !a.queue {
+	if !a.queue || !a.wakeable() {
 		return 0
 	}
 	var left []int64
@@ -50,4 +51,15 @@ func (a *attempt) expiry() time.Duration {
 	}
 	slices.Sort(left)
 	return time.Duration(left[k]) * time.Millisecond
+}
+
+// wakeable reports whether a release can wake the attempt: some queue
+// node of its key answered this try (it queued the attempt, or granted).
+func (a *attempt) wakeable() bool {
+	for i, s := range a.state {
+		if (s == held || s == granted) && a.r.queues(a.home, i) {
+			return true
+		}
+	}
+	return false
 }

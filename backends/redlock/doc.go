@@ -1,27 +1,58 @@
 // Package redlock is a Redlock distributed lock over N independent Redis
-// masters, usable on its own as a library: it depends only on go-redis and
-// lockbench's small locker package, and registers nothing anywhere
-// (backends/redlock/redlockbackend registers it with lockbench).
+// masters, usable on its own as a library: it depends only on go-redis,
+// the OpenTelemetry API and lockbench's small locker package, and
+// registers nothing anywhere (backends/redlock/redlockbackend registers it
+// with lockbench).
 //
 //	clients := []*redis.Client{redis.NewClient(&redis.Options{Addr: "10.0.0.1:6379"}), ...}
 //	rl, err := redlock.New(clients, redlock.WithFencing(true))
 //	defer rl.Close() // releases what it still holds
+//
+//	// Once, where the nodes are created (or: lockbench redlock bootstrap --addrs ... --force).
+//	err = rl.Bootstrap(ctx, redlock.Force())
+//
 //	lease, err := rl.Acquire(ctx, "invoice:42", locker.WithTTL(10*time.Second))
 //	tok, _ := lease.Token() // pass it to the resource, which rejects older tokens
 //	defer lease.Release(ctx)
 //
+// # First contact
+//
+// A node votes only once it has been admitted, and new nodes cannot be
+// told from nodes that lost their data. So a new cluster needs one
+// explicit step, taken once by whoever creates the nodes: Bootstrap
+// (Bootstrap(ctx, Force()) on nodes that have just started), or the
+// command `lockbench redlock bootstrap --addrs ...`. Until then, and on
+// nodes nobody bootstraps, a grant fails with an error that names that
+// step; left alone, nodes are admitted one max TTL after a client first
+// finds them. See Bootstrap for what it checks and refuses.
+//
+// # Versions and compatibility
+//
+// This package follows semantic versioning as the module
+// github.com/lockbench/lockbench is tagged; CHANGELOG.md at the root of
+// the repository lists every release. The promise covers its exported API
+// (and the locker types it uses) and what it keeps on the nodes — the key
+// layout, the scripts and the values they read — because clients of two
+// versions that read the nodes differently do not exclude each other. A
+// patch release changes neither. Below v1, a minor release may change
+// them; it says so under "Breaking" in the CHANGELOG, with what to do
+// (for a change on the nodes: stop every client of the old version, or
+// let one max TTL pass, before starting the new one). From v1 on, such a
+// change needs a new major version.
+//
 // # The algorithm
 //
-// An acquisition sends SET key value NX PX ttl (inside a Lua script, or
-// as a plain command when uncontended and without fencing) to all nodes at
-// once, with a per-node timeout far below the TTL, and holds the key if a
-// majority (N/2+1) granted it within its validity: TTL minus the time the
-// round took minus TTL×drift+2ms. On failure it releases the key on every
-// node it may have set it and tries again, bounded by the context. Extend
-// re-arms the TTL on a majority; release deletes the key where it still
-// holds our 128-bit random value. Per-node errors are joined
-// (locker.NodeError), so an error says which node said what; every error
-// wraps a locker sentinel (operations cut by Close: locker.ErrClosed).
+// An acquisition runs a Lua script on all nodes at once (SET key value NX
+// PX ttl, and what follows), with a per-node timeout far below the TTL,
+// and holds the key if a majority (N/2+1) granted it within its validity:
+// TTL minus the time the round took minus TTL×drift+2ms. On failure it
+// releases the key on every node it may have set it and tries again,
+// bounded by the context. Extend re-arms the TTL on a majority; release
+// deletes the key where it still holds our 128-bit random value. Per-node
+// errors are joined (locker.NodeError), so an error says which node said
+// what; every error wraps a locker sentinel (operations cut by Close:
+// locker.ErrClosed) or one of this package's (ErrConfig, ErrInUse,
+// ErrMaybeInUse).
 //
 // # Beyond the published algorithm
 //
@@ -32,81 +63,142 @@
 // began after it, as long as one node of the overlap of their majorities
 // kept its counter — or, with the clock floor (on by default with
 // fencing), as long as the clients' clocks disagree by less than the time
-// between the two grants: every token is also raised to the acquiring
+// between the two grants. The floor is why tokens look like microsecond
+// timestamps by default: every token is raised to at least the acquiring
 // client's clock in µs, which keeps tokens increasing across nodes that
-// lost their counters, and lets a counter expire ten max TTLs (at least
+// lost their counters (a majority that restarts empty would otherwise
+// count from 1 again) and lets a counter expire ten max TTLs (at least
 // ten seconds) after its key's last grant instead of staying on every
 // node for ever. Plain counters (WithClockFloor(false)) never expire, and
 // only persistence (appendfsync always) keeps them increasing across
 // restarts. Grants that overlap because mutual exclusion failed (a clock
 // jump, a paused holder) are not ordered by anything.
 //
-// Restart quarantine (on by default; antirez's "delayed restart", enforced
-// by the clients): a node votes only while its marker key holds the
-// run_id of the server process running now. Every new connection checks
-// that inside the server; a node found restarted (whatever data it
-// reloaded) or without its marker (restart without data, FLUSHALL,
-// eviction) is kept out of the quorum for one quarantine from the moment
-// a client first detects it, timed on the node's own clock; a client that
-// had the node admitted also counts none of its votes for one quarantine
-// from its own detection, whatever the marker says later. The quarantine
-// lasts the largest max TTL recorded on the nodes' markers by the clients
-// that took leases there (each records its own; see WithMaxTTL), so every
-// lock the node may have forgotten has expired by then. What it cannot
-// cover: a loss of every node's data at once (no marker is left to record
-// the max TTLs, nor to tell the nodes from new ones: that is a restart of
-// the whole lock, to do with the clients stopped or after one max TTL);
-// and a proxy that reconnects a client's connection to a restarted server
-// without closing it (identity is checked per connection).
-//
-// New nodes are admitted by Bootstrap, once, by whoever creates them;
-// Bootstrap admits nothing on nodes that were already in use (ErrInUse),
-// so it cannot readmit a node that lost its data, but it is not a
-// start-up routine for clients either. Nodes left alone are admitted one
-// max TTL after a client first finds them.
+// Restart quarantine (on by default; antirez's "delayed restart",
+// enforced by the clients): a node votes only while its marker holds the
+// run_id of the server process running now and that process has evicted
+// no key since it was admitted. Every new connection checks that inside
+// the server, after reading the memory policy (a node that may evict keys
+// is not admitted); every grant checks the marker again, and records, on
+// the node, the grant's expiry, so that a lock key found gone before it
+// on a node that evicted keys takes that node out of the quorum before
+// it grants the key to anyone else (eviction switched on at run time). A
+// node found restarted (whatever data it reloaded), without its marker
+// (restart without data, FLUSHALL, eviction) or evicting is kept out of
+// the quorum for one quarantine from the moment a client first detects
+// it, timed on the node's own clock; a client that had the node admitted
+// also counts none of its votes for one quarantine from its own
+// detection, whatever the marker says later. The quarantine lasts the
+// largest max TTL recorded by the clients that took leases on the nodes
+// (each grant records its client's; see WithMaxTTL), and a client admits
+// a node that served it only after reading those records on every node,
+// or on a quorum of admitted ones: two quorums share a node, so the max
+// TTL of a lease that may be alive is among them. What it cannot cover: a
+// loss of every node's data before any client probed them (no marker is
+// left to tell them from new nodes: Bootstrap refuses nodes that
+// restarted or were flushed within the max TTL, unless forced, but not
+// nodes emptied otherwise); a client whose grants reached only nodes that
+// all lost their data, while the others never saw it; and a proxy that
+// reconnects a client's connection to a restarted server without closing
+// it (identity is checked per connection).
 //
 // Hand-off: goroutines of one Redlock that want the same key queue for it
 // in FIFO order, and only the first talks to the nodes. When the key is
-// held, that goroutine queues on the nodes too (the first N/2+1 in address
-// order), ordered by when it began to try (its process's clock; for a
-// goroutine that queued behind others of its process, when its turn came);
-// a release hands the key to the first waiter there that is still trying
-// (it renews its place with every attempt, at least every 500 ms) by
-// reserving the key for it on those nodes — a majority, so newcomers are
-// refused — and wakes it at once (BLPOP on a list of its own). So across
-// processes the order is first come, first served, among waiters whose
-// registrations reached the nodes;
-// a waiter that stops trying (a paused process) delays the next one by
-// one reservation (4 node timeouts, at least 100 ms); a key whose holder
-// died expires and goes to whoever asks first; clocks that disagree by ε
-// may reorder waiters that began within ε of each other.
+// held, that goroutine queues on the nodes too — on the key's queue nodes:
+// N/2+1 nodes in address order from one the key's hash picks, so that the
+// queues of different keys spread over every node — ordered by when it
+// began to try (its process's clock; for a goroutine that queued behind
+// others of its process, when its turn came). A release hands the key to
+// the first waiter there that is still trying (it renews its place with
+// every attempt, at least every 500 ms) by reserving the key for it on
+// those nodes — a majority, so newcomers are refused — and every queue
+// node it reached wakes that waiter at once (BLPOP on a list of its own).
+// So across processes the order is first come, first served, among
+// waiters whose registrations reached the nodes; a waiter that stops
+// trying (a paused process) delays the next one by one reservation (4
+// node timeouts, at least 100 ms); a key whose holder died expires and
+// goes to whoever asks first; clocks that disagree by ε may reorder
+// waiters that began within ε of each other; a waiter none of whose key's
+// queue nodes answers paces its attempts by its retry strategy.
 //
 // Connections: each Redlock dials, with each client's options, one
 // pipelined connection per node that carries every request of every
 // goroutine (a round writes to every node before reading any reply, and
-// concurrent callers share writes); one more per node for grants that WAIT
-// (WithWait), which blocks its connection; and, once an Acquire has had to
-// wait, one blocking connection to each of the first two nodes for
-// hand-off notices. All are dialled once, in the background with the
-// client's DialTimeout, and again only when they break. A round never
-// dials and never waits for a node longer than the node timeout; it ends
-// as soon as a majority granted (a refusal that queues waits for every
-// node, within the timeout), and a node that hangs (paused, blackholed)
-// costs the other nodes' requests nothing: writes to it leave the
-// callers' goroutines and use the connection's own deadline, never a
-// caller's.
+// concurrent callers share writes); one more per node for grants that
+// WAIT (WithWait), which blocks its connection; and, once an Acquire has
+// had to wait, one blocking connection to each node for hand-off
+// notices. All are dialled once, in the background with the client's
+// DialTimeout, and again only when they break. A round never dials and
+// never waits for a node longer than the node timeout; it ends as soon as
+// a majority granted (a refusal that queues waits for the other nodes
+// that were answering, within the timeout), and a node that hangs
+// (paused, blackholed) costs the other nodes' requests nothing, from the
+// first Acquire on: the first rounds wait for the nodes' first dials for
+// 100 ms at most once a quorum is connected.
+//
+// # The go-redis options it honours
+//
+// Redlock reads each client's options and dials its own connections
+// with them: Addr and Network, the Dialer (which applies TLSConfig),
+// Username, Password and the credentials providers, DB, ClientName (set
+// on every connection), DialTimeout (for a dial and its handshake), and
+// ReadTimeout and WriteTimeout when they are shorter than its own second
+// (how long a connection may leave a request unanswered, or take to
+// write, before it is given up and dialled again; a lock round's own
+// timeout is the node timeout, far shorter). It ignores the pool options,
+// MaxRetries, the hooks (see Observability), OnConnect and Protocol (it
+// speaks RESP2). It does not close the clients.
+//
+// # Errors an operator must act on
+//
+// A node that refuses Redlock's configuration — credentials (WRONGPASS),
+// an ACL (NOPERM, naming what the user lacks), a database, a TLS
+// certificate it does not trust — or two addresses of one server (the
+// same run_id) fail with errors wrapping ErrConfig; when too few nodes are
+// left for a quorum, Acquire fails at once rather than retry until its
+// context ends. A Release that fewer than a majority of the nodes
+// confirmed (its context ended, the nodes were unreachable) returns an
+// error saying so, the lease's Err says so too (it wraps
+// locker.ErrReleased and the cause), and the release is retried at once
+// in the background, and again by Close.
+//
+// # Close
+//
+// Close releases the keys of the leases still held and of the releases
+// nobody confirmed (all at once, within a second), ends the leases, ends
+// the operations in flight, and returns once every goroutine the library
+// started has — within a bound even when the servers behind open
+// connections are gone (about two seconds measured, a dial in progress
+// included; a TLS dial, which go-redis does not let a context cut, may
+// take up to the client's DialTimeout).
 //
 // # What the nodes need
 //
 // Redis 6.2 or later (tested with 7.0). maxmemory-policy noeviction (or
-// no maxmemory): under any other policy a node may evict lock keys while
-// it keeps its marker, so nodes that may evict are never admitted. With
-// ACLs, Redlock's user needs EVALSHA, SCRIPT LOAD, BLPOP, INFO (with the
-// restart quarantine, from inside the scripts), and the lock keys and
-// those starting with "\x00redlock:" (its own: counters, queues, the
-// marker; lock names may not start with that prefix); a refusal names
-// them. A Sentinel-managed master works through a failover client (one per
+// no maxmemory): nodes that may evict keys are not admitted, and a node
+// found evicting after its admission is taken out. With ACLs, Redlock's
+// user needs +evalsha +script|load +blpop +hget, +info with the restart
+// quarantine, and, inside its scripts, +get +set +del +exists +pttl
+// +pexpire +incr +time +hget +hset +hdel +hmget +hrandfield +zadd +zrange
+// +zrem +zscore +rpush +ltrim (+client|setname with a ClientName, +select
+// with a DB, +wait with WithWait); and the lock keys and those starting
+// with "\x00redlock:" (its own: counters, queues, the node's state; lock
+// names may not start with that prefix). A refusal names what is missing.
+// A Sentinel-managed master works through a failover client (one per
 // Redlock; backends/sentinel is the lock on one such master).
+//
+// # Observability
+//
+// See telemetry.go's comment, summarised: spans redlock.Acquire,
+// redlock.TryAcquire, redlock.Extend, redlock.Release, redlock.Bootstrap
+// (WithTracerProvider); metrics redlock.acquire.duration,
+// redlock.acquire.rounds, redlock.release.duration,
+// redlock.extend.duration, redlock.node.errors, redlock.node.events and
+// redlock.handoffs (WithMeterProvider); log records of nodes quarantined,
+// admitted, evicting, misconfigured, lost and found, and of unconfirmed
+// releases (WithLogger). Without options it reports to the global
+// OpenTelemetry providers, which record nothing until the application
+// installs an SDK, and logs nothing.
 //
 // # When to use it, and when not
 //
@@ -127,34 +219,39 @@
 //
 // Against redsync (the reference Go Redlock) on the same 5 local Redis
 // nodes, in one process, on a 2-core machine shared with other engineers'
-// builds (load average 1.3 to 14 during the runs): interleaved in turns of
-// half a second, 15 s per contender and scenario (go test -run
-// InterleavedComparison -v ./backends/redlock -args -compare=15s), an
-// operation being Acquire + Release; medians of 3 runs, the range in
-// brackets. Read them as ratios.
+// work (load average 20-23 before we added anything), interleaved in
+// turns of half a second, 10 s per contender and scenario (go test -run
+// InterleavedComparison -v ./backends/redlock -args -compare=10s), an
+// operation being Acquire + Release; medians of 3 runs, the range of the
+// ratios in brackets; "loaded" is 3 more runs with two busy loops of our
+// own added (load 26-29). Read them as ratios: absolute rates on this
+// machine were a third to a half of what it gave when quiet.
 //
-//	scenario                     redlock                     redsync                     ratio
-//	1 client                     3686 ops/s, p99 0.74 ms     2304 ops/s, p99 1.15 ms     1.60x ops/s [1.60-1.68]
-//	  with fencing tokens        3190 ops/s                                              1.38x [1.34-1.47]
-//	16 goroutines, one key       3352 ops/s, p99 12.0 ms     1393 ops/s, p99 301 ms      2.41x [2.17-2.41], p99 0.040x [0.032-0.041]
-//	16 Redlocks, one key         1831 ops/s, p99 17.4 ms     1488 ops/s, p99 287 ms      1.21x [1.10-1.23], p99 0.061x [0.061-0.093]
-//	16 goroutines, own keys      14122 ops/s, p99 4.8 ms     3354 ops/s, p99 19.7 ms     4.48x [3.76-4.57]
+//	scenario                  redlock / redsync, as is                     loaded
+//	1 client                  1.69x ops/s [1.42-1.71]                      1.79x [1.43-1.92]
+//	  with fencing tokens     1.38x [1.35-1.45]                            1.62x [1.30-1.69]
+//	16 goroutines, one key    2.33x [2.29-2.68], p99 0.17x [0.14-0.17]     4.52x [3.95-4.68], p99 0.12x [0.10-0.22]
+//	16 Redlocks, one key      1.42x [1.27-1.56], p99 0.30x [0.23-0.30]     1.36x [1.20-1.46], p99 0.39x [0.30-0.89]
+//	16 goroutines, own keys   2.86x [2.47-3.27]                            3.80x [2.36-5.58]
+//
+// As is, redlock against redsync: 1 client 1247 against 783 ops/s (p99 4.0
+// against 7.6 ms); 16 goroutines on one key 1142 against 469 ops/s (p99
+// 87 against 524 ms); 16 Redlocks on one key 517 against 365 ops/s (p99
+// 189 against 639 ms); 16 goroutines on their own keys 3133 against 1154
+// ops/s (p99 42 against 95 ms). CPU per operation (TestCPUPerOperation,
+// client + 5 servers, three rounds, while loaded): 1 client 1010-1440 µs
+// against 1300-1750 for redsync; 16 Redlocks on one key 1650-1830 µs
+// against 1380-1770.
 //
 // "16 Redlocks" are separate instances, as 16 processes would have: every
 // hand-off goes through the nodes, and after warm-up they open no
-// connection at all (BenchmarkHotKeyProcesses reports 0 per 1000
-// operations), where the hand-off used to dial one per contended Acquire.
-// That scenario is the one that depends on the machine: its fair hand-off
-// (every release wakes the next waiter, who claims the key with a round
-// of its own; the releaser, if it wants the key again, queues with a
-// round of its own) costs 1.35-1.5x the CPU per operation of redsync,
-// whose holder simply takes the key again while the others sleep 50-250 ms
-// (hence its p99). Measured by TestCPUPerOperation (client + 5 servers,
-// µs per operation): 860-1020 against 640-680 with 16 Redlocks, 420-520
-// against 600-645 uncontended. So while the CPUs have room Redlock is the
-// faster (1.10-1.23x interleaved), and on a saturated machine it can fall
-// below redsync: run one after the other under load average 5-6, the
-// benchmarks gave 0.78-1.27x, p99 still 0.05-0.08x. redsync with a 1 ms
-// retry delay on a hot key collapses instead (480-560 ops/s, 111-121 of
-// 4000 operations failing with "lock already taken").
+// connection at all. Its fair hand-off (a release reserves the key for
+// the waiter that came first and wakes it; the waiter claims it with a
+// round of its own; the releaser, if it wants the key again, queues with
+// a round of its own) makes the p99 of N contenders about N−1 hand-offs,
+// each of which needs three processes scheduled in turn: on a saturated
+// machine that tail grows, where redsync's is its 50-250 ms retry sleep.
+// redsync with a 1 ms retry delay on a hot key collapses instead (on an
+// earlier run 480-560 ops/s, 111-121 of 4000 operations failing with
+// "lock already taken").
 package redlock

@@ -13,7 +13,8 @@ import (
 )
 
 // Take a lock on five independent Redis masters, use its fencing token,
-// and give it back. (addrs are the masters' addresses.)
+// and give it back. (addrs are the masters' addresses; they were admitted
+// by Bootstrap when they were created: see the Bootstrap example.)
 func Example() {
 	clients := make([]*redis.Client, len(addrs))
 	for i, addr := range addrs {
@@ -81,4 +82,44 @@ func Example_autoExtend() {
 	_ = lease.Release(ctx)
 	// Output:
 	// still held after three TTLs
+}
+
+// The first contact with a new cluster: nodes just created do not vote
+// until Bootstrap admits them, once. Without Force it refuses nodes that
+// started less than the max TTL ago (they could be nodes that restarted
+// empty while a lock was held); whoever created them forces it. Run again,
+// it admits nothing. (justStarted starts three Redis servers for the
+// example.)
+func ExampleRedlock_Bootstrap() {
+	newAddrs := justStarted(3)
+	clients := make([]*redis.Client, len(newAddrs))
+	for i, addr := range newAddrs {
+		clients[i] = redis.NewClient(&redis.Options{Addr: addr})
+		defer clients[i].Close()
+	}
+	rl, err := redlock.New(clients)
+	if err != nil {
+		panic(err)
+	}
+	defer rl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	_, err = rl.TryAcquire(ctx, "example:first")
+	fmt.Println("before Bootstrap, not acquired:", errors.Is(err, locker.ErrNotAcquired))
+	err = rl.Bootstrap(ctx)
+	fmt.Println("without Force, refused as maybe in use:", errors.Is(err, redlock.ErrMaybeInUse))
+	err = rl.Bootstrap(ctx, redlock.Force())
+	fmt.Println("forced:", err)
+	lease, err := rl.TryAcquire(ctx, "example:first")
+	fmt.Println("acquired:", err == nil)
+	lease.Release(ctx)
+	err = rl.Bootstrap(ctx, redlock.Force())
+	fmt.Println("again, refused as in use:", errors.Is(err, redlock.ErrInUse))
+	// Output:
+	// before Bootstrap, not acquired: true
+	// without Force, refused as maybe in use: true
+	// forced: <nil>
+	// acquired: true
+	// again, refused as in use: true
 }

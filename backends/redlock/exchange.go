@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/locker"
@@ -194,7 +195,7 @@ func (c *call) reload(ctx context.Context, deadline time.Time) error {
 
 func hasNoScript(reps []reply) bool {
 	for _, r := range reps {
-		if isNoScript(r.err()) {
+		if r.kind == '-' && strings.HasPrefix(r.s, "NOSCRIPT") {
 			return true
 		}
 	}

@@ -69,18 +69,24 @@ func TestMajorityDown(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("Acquire took %v with a 500ms ctx", took)
 	}
-	if !errors.Is(err, locker.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Acquire with 3 of 5 down = %v; want ErrNotAcquired and the ctx error", err)
+	// The contract: an error wrapping ctx.Err() when the context ends
+	// first. When an attempt had ended before, the error carries it too,
+	// naming the nodes that failed (issue 20, §4).
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire with 3 of 5 down = %v; want an error wrapping the context's", err)
 	}
-	for _, n := range nodes[:3] {
-		if !strings.Contains(err.Error(), n.Addr()) {
-			t.Errorf("error does not name dead node %s: %v", n.Addr(), err)
+	if errors.Is(err, locker.ErrNotAcquired) {
+		for _, n := range nodes[:3] {
+			if !strings.Contains(err.Error(), n.Addr()) {
+				t.Errorf("error does not name dead node %s: %v", n.Addr(), err)
+			}
+		}
+		var ne *locker.NodeError
+		if !errors.As(err, &ne) {
+			t.Errorf("error carries no locker.NodeError: %v", err)
 		}
 	}
-	var ne *locker.NodeError
-	if !errors.As(err, &ne) {
-		t.Errorf("error carries no locker.NodeError: %v", err)
-	}
+	t.Log(err)
 }
 
 // TestRestartQuarantine restarts a majority of nodes without their data
@@ -88,7 +94,9 @@ func TestMajorityDown(t *testing.T) {
 // once, while A still holds it; with it, B waits until the restarted
 // nodes have been up for one max TTL, by which time A's lease is over.
 func TestRestartQuarantine(t *testing.T) {
-	const maxTTL = 2 * time.Second
+	// Longer than three restarts take on a loaded machine, so that A's
+	// lease is still valid when B tries.
+	const maxTTL = 8 * time.Second
 	for _, quarantine := range []bool{false, true} {
 		name := map[bool]string{false: "without", true: "with"}[quarantine]
 		t.Run(name, func(t *testing.T) {
@@ -107,6 +115,9 @@ func TestRestartQuarantine(t *testing.T) {
 				}
 			}
 			restarted := time.Now()
+			if !restarted.Before(leaseA.ValidUntil()) {
+				t.Fatalf("the restarts outlasted A's lease of %v: nothing left to test", maxTTL)
+			}
 			leaseB, err := b.Acquire(ctx, "k", locker.WithTTL(maxTTL), locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
 			if err != nil {
 				t.Fatalf("B never acquired: %v", err)

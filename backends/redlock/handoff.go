@@ -9,33 +9,34 @@ import (
 )
 
 // Hand-off. A goroutine whose Acquire finds the key held queues for it on
-// the queue nodes — the first quorum nodes in canonical order: the acquire
-// script adds this Redlock's id to the key's waiters there, ordered by
-// when the Acquire began (the same order on every node). The release
-// script on a queue node, instead of deleting a key that has live
-// waiters, reserves it for the first of them, and on the first
-// handoffNodes nodes pushes the key's name on that waiter's wake-up list;
-// the waiter, woken at once, claims the key with its next attempt. Every
-// other client is refused meanwhile: the queue nodes are a majority, so a
-// newcomer can get the other nodes at most, too few. A Redlock blocks on
-// its own wake-up list (BLPOP) on each hand-off node (two, so that a
-// release that did not reach one still wakes it), with one connection to
-// each that it dials once and keeps: no connection per Acquire, and a
-// release wakes exactly the waiter it hands the key to, in whatever
-// process.
+// the key's queue nodes — quorum nodes, consecutive in canonical order
+// from one that the key's hash picks, so that hot keys spread their
+// queues over every node and a hung node holds up only the keys whose
+// queues it keeps: the acquire script adds this Redlock's id to the key's
+// waiters there, ordered by when the Acquire began (the same order on
+// every node). The release script on a queue node, instead of deleting a
+// key that has live waiters, reserves it for the first of them and pushes
+// the key's name on that waiter's wake-up list; the waiter, woken at
+// once, claims the key with its next attempt. Every other client is
+// refused meanwhile: the queue nodes are a majority, so a newcomer can get
+// the other nodes at most, too few. A Redlock blocks on its own wake-up
+// list (BLPOP) on every node, with one connection to each that it dials
+// once and keeps: no connection per Acquire, a release wakes exactly the
+// waiter it hands the key to, in whatever process, and any queue node
+// that the release reached wakes it, so that a hung minority of them
+// delays nobody.
 //
 // A waiter keeps its place while it keeps trying (every attempt renews
 // it; waits between attempts are capped at waitRefresh), and loses it
 // waitLease after its last attempt, or reserveFor after the key was
 // reserved for it if it does not claim it by then: a dead or paused
 // waiter delays the others once, by reserveFor at most. A key whose holder
-// dies is not released: it expires, and goes to whoever asks first.
+// dies is not released: it expires, and goes to whoever asks first. A
+// waiter none of whose key's queue nodes answers (they are hung or cut
+// off) expects no wake-up: it paces its attempts by its retry strategy.
 
 // Timing of the hand-off.
 const (
-	// handoffNodes is how many nodes, first in canonical order, push
-	// wake-ups; a Redlock blocks on each of them.
-	handoffNodes = 2
 	// waitRefresh caps the wait between two attempts of a waiter, so that
 	// it renews its place in the queue in time.
 	waitRefresh = 500 * time.Millisecond
@@ -47,13 +48,28 @@ const (
 	blockFor = 2 * time.Second
 )
 
-// queues reports whether node i (in canonical order) keeps the key
-// queues: the first quorum nodes do.
-func (r *Redlock) queues(i int) bool { return i < r.quorum }
+// home returns the index, in canonical order, of the first of key's queue
+// nodes: FNV-1a of the key, modulo the number of nodes, the same in
+// every client.
+func (r *Redlock) home(key string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return int(h % uint32(len(r.nodes)))
+}
 
-// queueID is id on a queue node, "" on the others.
-func (r *Redlock) queueID(i int, id string) string {
-	if r.queues(i) {
+// queues reports whether node i (in canonical order) keeps the queue of
+// the keys whose home is home: the quorum nodes from home on, wrapping
+// around.
+func (r *Redlock) queues(home, i int) bool {
+	return (i-home+len(r.nodes))%len(r.nodes) < r.quorum
+}
+
+// queueID is id on the key's queue nodes, "" on the others.
+func (r *Redlock) queueID(home, i int, id string) string {
+	if r.queues(home, i) {
 		return id
 	}
 	return ""
@@ -103,7 +119,7 @@ func (h *handoff) watch(key string, wake chan struct{}) {
 	}
 	if !h.started {
 		h.started = true
-		for _, n := range h.r.nodes[:min(handoffNodes, len(h.r.nodes))] {
+		for _, n := range h.r.nodes {
 			h.wg.Add(1)
 			go h.run(n)
 		}
@@ -184,7 +200,7 @@ func (h *handoff) run(n *node) {
 }
 
 // deliver wakes the attempt waiting for the key a wake-up names, once
-// per release (the hand-off nodes each send one). A goroutine of this
+// per release (each queue node it reached sends one). A goroutine of this
 // Redlock that holds or awaits the key, but does not watch it yet (its
 // first try is on its way), is woken when it does. A wake-up for a key
 // nobody here wants any more is a reservation nobody will claim (its
@@ -220,6 +236,7 @@ func (h *handoff) deliver(wakeup string) {
 	h.mu.Unlock()
 	switch {
 	case waiting:
+		h.r.event(eventHandoff, "", nil)
 		select {
 		case wake <- struct{}{}:
 		default:

@@ -140,3 +140,7 @@ func goroutines() string {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// hasGoroutine reports whether a goroutine is running a function whose
+// name contains fn.
+func hasGoroutine(fn string) bool { return strings.Contains(goroutines(), fn) }

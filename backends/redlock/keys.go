@@ -14,11 +14,18 @@ import (
 const reserved = "\x00redlock:"
 
 const (
-	// markerKey holds, on every node, the run_id of the server process
-	// the clients have admitted to the quorum and, after a space, the
-	// largest max TTL in ms of the clients that took leases there (see
-	// quarantine.go).
-	markerKey = reserved + "node"
+	// nodeKey is, on every node, the node's state: a hash whose field
+	// markerField is the marker — the run_id of the server process the
+	// clients have admitted to the quorum, the largest max TTL in ms of
+	// the clients that took leases there, and how many keys that process
+	// had evicted when it was admitted (see quarantine.go) — and, with the
+	// restart quarantine, one field per lock key granted there: when the
+	// grant expires (node time, ms) and its value, so that a lock key that
+	// vanished before then is known to be lost.
+	nodeKey = reserved + "node"
+	// markerField is the marker's field in nodeKey: the prefix itself, a
+	// name no lock key may have.
+	markerField = reserved
 	// lostKey records when a client first found the node not admitted,
 	// which starts its quarantine.
 	lostKey = reserved + "lost"

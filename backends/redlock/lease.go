@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -17,10 +18,16 @@ type hold struct {
 	r          *Redlock
 	key, value string
 	ttl        time.Duration
+	on         []bool      // the nodes that may hold the key for us: Extend and Release ask them
 	left       atomic.Bool // the key's turn has been handed on
 	ended      atomic.Bool // the lease ended other than by Release
 	lease      *locker.Handle
 }
+
+// unconfirmed is the error of a release that fewer than a majority of the
+// nodes confirmed: the key may stay taken until its TTL, unless a retry
+// (in the background at once, and by Close) reaches them.
+var errUnconfirmed = errors.New("the release did not reach a majority of the nodes: the key may stay taken until its TTL; it is retried in the background and by Close")
 
 var (
 	_ locker.Holder = (*hold)(nil)
@@ -33,17 +40,32 @@ var (
 // nodes that extended it hold the key for nobody: it is given back.
 func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	r := h.r
-	if ttl < time.Millisecond || (r.c.quarantine && ttl > r.c.maxTTL) {
-		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: must be between 1ms and the max TTL %v", ttl, h.key, r.c.maxTTL)
+	if ttl < time.Millisecond {
+		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: Redis expires in whole milliseconds", ttl, h.key)
+	}
+	if r.c.quarantine && ttl > r.c.maxTTL {
+		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: above the max TTL %v that the restart quarantine covers (raise it with WithMaxTTL)", ttl, h.key, r.c.maxTTL)
 	}
 	if err := r.begin(); err != nil {
 		return time.Time{}, fmt.Errorf("extend %q: %w", h.key, err)
 	}
 	defer r.ops.Done()
 	start := time.Now()
+	ctx, span := r.tel.start(ctx, "redlock.Extend", h.key)
+	until, err := h.extend(ctx, ttl, start)
+	r.tel.measure(ctx, r.tel.extend, start, err)
+	r.tel.end(span, err)
+	return until, err
+}
+
+func (h *hold) extend(ctx context.Context, ttl time.Duration, start time.Time) (time.Time, error) {
+	r := h.r
 	calls := r.getCalls()
 	defer r.putCalls(calls)
-	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "1", h.key, h.value, strconv.FormatInt(ttl.Milliseconds(), 10))
+	for i := range calls {
+		calls[i].skip = !h.on[i]
+	}
+	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "2", h.key, nodeKey, h.value, strconv.FormatInt(ttl.Milliseconds(), 10), flag(r.c.quarantine))
 	ok, notOurs := 0, 0
 	exchange(ctx, calls, r.timeout(ttl), r.quorum, func(_ int, c *call) {
 		c.req, c.p.want = cmd, 1
@@ -82,7 +104,12 @@ func withCauses(err error, causes []error) error {
 }
 
 // Release runs the release script on every node, then hands the key's
-// turn to the next goroutine of this process that waits for it.
+// turn to the next goroutine of this process that waits for it. A
+// release that fewer than a majority of the nodes confirmed (its context
+// ended first, the nodes were unreachable) returns an error that says so
+// and wraps the causes (ctx.Err(), locker.ErrUnavailable), the lease's
+// Err says so too, and the release is retried at once in the
+// background, and again by Close if that failed too.
 func (h *hold) Release(ctx context.Context) error {
 	defer h.leave()
 	r := h.r
@@ -90,19 +117,35 @@ func (h *hold) Release(ctx context.Context) error {
 		return fmt.Errorf("release %q: %w", h.key, err) // Close releases it
 	}
 	defer r.ops.Done()
-	calls := r.getCalls()
+	start := time.Now()
+	ctx, span := r.tel.start(ctx, "redlock.Release", h.key)
+	err := h.release(ctx)
+	r.tel.measure(ctx, r.tel.release, start, err)
+	r.tel.end(span, err)
+	return err
+}
+
+func (h *hold) release(ctx context.Context) error {
+	r := h.r
+	calls := h.calls()
 	defer r.putCalls(calls)
 	ok, notOurs, errs := r.release(ctx, calls, h.key, h.value, r.reserveFor(h.ttl), true)
-	r.holds.remove(h)
 	switch {
 	case ok == 0 && len(errs) == 0:
+		r.holds.remove(h)
 		return fmt.Errorf("%w: %q was not ours on any node", locker.ErrNotHeld, h.key)
-	case ok+notOurs < r.quorum && len(errs) > 0:
+	case !r.freed(calls, ok, notOurs) && len(errs) > 0:
 		// Fewer than a majority confirmed: the key may still be held.
-		return fmt.Errorf("%w: %q released on %d of %d nodes; it stays taken on the others until its TTL: %w", locker.ErrUnavailable, h.key, ok, len(calls), errors.Join(errs...))
+		// Retry now, within releaseTimeout, and leave the hold to Close
+		// if that fails too.
+		err := fmt.Errorf("%w: %q released on %d of %d nodes: %w: %w", locker.ErrUnavailable, h.key, ok, len(calls), errUnconfirmed, errors.Join(errs...))
+		r.event(eventUnconfirmed, "", err, slog.String("key", h.key))
+		r.background(func() { h.giveBack() })
+		return err
 	}
 	// A majority no longer holds it for us: the key is free (a minority
 	// that missed the release lets it expire).
+	r.holds.remove(h)
 	return nil
 }
 
@@ -120,14 +163,41 @@ func (h *hold) Ended(error) {
 }
 
 // giveBack releases the key on every node, within releaseTimeout, once
-// its lease has ended, and forgets the hold.
+// its lease has ended, and forgets the hold once a majority confirmed it
+// (or said the key was no longer ours); Close gives back the others again.
 func (h *hold) giveBack() {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	calls := h.r.getCalls()
+	calls := h.calls()
 	defer h.r.putCalls(calls)
-	h.r.release(ctx, calls, h.key, h.value, h.r.reserveFor(h.ttl), true)
-	h.r.holds.remove(h)
+	ok, notOurs, _ := h.r.release(ctx, calls, h.key, h.value, h.r.reserveFor(h.ttl), true)
+	if h.r.freed(calls, ok, notOurs) {
+		h.r.holds.remove(h)
+	}
+}
+
+// calls returns the calls of a release of h: to the nodes that may hold
+// the key for it, and to the key's queue nodes, where it may be queued.
+func (h *hold) calls() []call {
+	calls := h.r.getCalls()
+	home := h.r.home(h.key)
+	for i := range calls {
+		calls[i].skip = !h.on[i] && !h.r.queues(home, i)
+	}
+	return calls
+}
+
+// freed reports whether, after a release that ok nodes confirmed and
+// notOurs found not ours, too few nodes may still hold the key for a
+// quorum against anyone else: it is free.
+func (r *Redlock) freed(calls []call, ok, notOurs int) bool {
+	asked := 0
+	for i := range calls {
+		if !calls[i].skip {
+			asked++
+		}
+	}
+	return asked-ok-notOurs <= len(r.nodes)-r.quorum
 }
 
 // leave hands the key's turn on, once, however the lease ended.
@@ -140,8 +210,8 @@ func (h *hold) leave() {
 // release runs the release script on the calls that are not skipped, and
 // returns how many nodes released the key, how many did not hold it for
 // value, and the errors of the others. A node whose key has waiters
-// reserves it for the first of them for reserve, and the first
-// handoffNodes nodes wake that waiter. With dequeue, this Redlock also
+// reserves it for the first of them for reserve, and the key's queue
+// nodes wake that waiter. With dequeue, this Redlock also
 // leaves the key's queue (a holder's release: its place is stale); a
 // failed attempt that releases what it got keeps its place.
 func (r *Redlock) release(ctx context.Context, calls []call, key, value string, reserve time.Duration, dequeue bool) (ok, notOurs int, errs []error) {
@@ -155,21 +225,17 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 			asked++
 		}
 	}
-	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
-	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
+	rel := releaseRequest{r: r, key: key, value: value, id: id, reserve: reserve, home: r.home(key)}
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
-	exchange(ctx, calls, releaseTimeout, r.quorum, func(i int, c *call) {
-		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "3", key, waitersPrefix+key, deadlinesPrefix+key,
-			value, r.queueID(i, id), flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
-		c.p.want = 1
-	}, func(_ int, c *call) bool {
-		if answer(c) >= 0 {
+	exchange(ctx, calls, releaseTimeout, r.quorum, rel.build, func(_ int, c *call) bool {
+		switch answer(c) {
+		case 0, 1, 2: // not ours, released, released and reserved for a waiter
 			answered++
 		}
-		// Once a majority has freed the key (or said it was not ours)
+		// Once enough nodes have freed the key (or said it was not ours)
 		// others can take it; the rest answer in the background.
-		return answered >= r.quorum || answered == asked
+		return asked-answered <= len(r.nodes)-r.quorum
 	})
 	return tally(calls)
 }
@@ -177,13 +243,38 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 // send sends the release script to the calls that are not skipped, to
 // free what a failed try may have set, and does not wait for the answers.
 func (r *Redlock) send(ctx context.Context, calls []call, key, value string, reserve time.Duration) {
-	reserveMS := strconv.FormatInt(reserve.Milliseconds(), 10)
-	wakeMS := strconv.FormatInt(wakeLife.Milliseconds(), 10)
-	exchange(context.WithoutCancel(ctx), calls, 0, 0, func(i int, c *call) {
-		c.buf = appendCommand(c.buf, "EVALSHA", releaseScript.sha, "3", key, waitersPrefix+key, deadlinesPrefix+key,
-			value, "", flag(i < handoffNodes), reserveMS, wakePrefix, wakeMS)
-		c.p.want = 1
-	}, func(int, *call) bool { return true })
+	rel := releaseRequest{r: r, key: key, value: value, reserve: reserve, home: r.home(key)}
+	exchange(context.WithoutCancel(ctx), calls, 0, 0, rel.build, func(int, *call) bool { return true })
+}
+
+// releaseRequest builds the release script's request to each node.
+type releaseRequest struct {
+	r          *Redlock
+	key, value string
+	id         string // our waiter id, to leave the key's queue; "" to keep our place
+	reserve    time.Duration
+	home       int
+}
+
+func (q *releaseRequest) build(i int, c *call) {
+	r, key := q.r, q.key
+	b := appendArray(c.buf, 14)
+	b = appendBulk(b, "EVALSHA")
+	b = appendBulk(b, releaseScript.sha)
+	b = appendBulk(b, "4")
+	b = appendBulk(b, key)
+	b = appendBulkConcat(b, waitersPrefix, key)
+	b = appendBulkConcat(b, deadlinesPrefix, key)
+	b = appendBulk(b, nodeKey)
+	b = appendBulk(b, q.value)
+	b = appendBulk(b, r.queueID(q.home, i, q.id))
+	b = appendBulk(b, flag(r.queues(q.home, i)))
+	b = appendBulkInt(b, q.reserve.Milliseconds())
+	b = appendBulk(b, wakePrefix)
+	b = appendBulkInt(b, wakeLife.Milliseconds())
+	b = appendBulk(b, flag(r.c.quarantine))
+	c.buf = b
+	c.p.want = 1
 }
 
 // releaseTimeout is the least a release waits for each node.
@@ -213,7 +304,7 @@ func tally(calls []call) (ok, notOurs int, errs []error) {
 		switch {
 		case c.err != nil:
 			errs = append(errs, c.nodeErr())
-		case c.rep[0].n == 1:
+		case c.rep[0].n >= 1:
 			ok++
 		default:
 			notOurs++

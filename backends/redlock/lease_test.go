@@ -2,6 +2,8 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +108,86 @@ func TestFencingCountersExpire(t *testing.T) {
 			lease.Release(ctx)
 		}
 	}
+}
+
+// TestUnconfirmedRelease (issue 19, §3): a Release that never reached the
+// nodes must not leave the lease saying "released" as if it had, and the
+// key must not stay taken for its TTL: the release is retried at once in
+// the background (its context had ended) and by Close (the nodes were
+// unreachable until then).
+func TestUnconfirmedRelease(t *testing.T) {
+	const ttl = 30 * time.Second
+	t.Run("cancelled context", func(t *testing.T) {
+		_, addrs := fresh(t, 5, compose.RedisOptions{})
+		a, b := newRedlock(t, addrs), newRedlock(t, addrs)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		lease, err := a.Acquire(ctx, "k", locker.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone, stop := context.WithCancel(ctx)
+		stop()
+		if err := lease.Release(gone); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Release on an ended context = %v, want an error wrapping context.Canceled", err)
+		}
+		if err := lease.Err(); !errors.Is(err, locker.ErrReleased) || !strings.Contains(err.Error(), "did not confirm") {
+			t.Fatalf("Err after an unconfirmed Release = %v, want it to say the release was not confirmed", err)
+		}
+		t.Log(lease.Err())
+		got, err := b.Acquire(ctx, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
+		if err != nil {
+			t.Fatalf("the key stayed taken after an unconfirmed release: %v", err)
+		}
+		got.Release(ctx)
+	})
+	t.Run("nodes cut off until Close", func(t *testing.T) {
+		nodes, addrs := fresh(t, 5, compose.RedisOptions{Proxied: true})
+		a, b := newRedlock(t, addrs), newRedlock(t, addrs)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		lease, err := a.Acquire(ctx, "k", locker.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			if err := n.Partition(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := lease.Release(ctx); !errors.Is(err, locker.ErrUnavailable) {
+			t.Fatalf("Release with every node cut off = %v, want ErrUnavailable", err)
+		}
+		if err := lease.Err(); !errors.Is(err, locker.ErrReleased) || !strings.Contains(err.Error(), "did not confirm") {
+			t.Fatalf("Err after an unconfirmed Release = %v, want it to say the release was not confirmed", err)
+		}
+		// Let the background retry fail too, then heal: Close retries.
+		await(t, 10*time.Second, "the background retry to give up", func() bool { return !hasGoroutine("redlock.(*hold).giveBack") })
+		for _, n := range nodes {
+			if err := n.Heal(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The proxies dropped what the partition cut, dials included: wait
+		// until a's connections to the nodes have been given up and made
+		// again (a's own new locks are granted).
+		await(t, 20*time.Second, "a reaching the nodes again", func() bool {
+			l, err := a.TryAcquire(ctx, "probe")
+			if err == nil {
+				l.Release(ctx)
+			}
+			return err == nil
+		})
+		if _, err := b.TryAcquire(ctx, "k"); err == nil {
+			t.Fatal("the key was freed before Close")
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.Acquire(ctx, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
+		if err != nil {
+			t.Fatalf("the key stayed taken after Close: %v", err)
+		}
+		got.Release(ctx)
+	})
 }

@@ -14,9 +14,29 @@ import (
 )
 
 // addrs are the five independent Redis masters the examples and the
-// conformance tests share; TestMain starts them. Fault tests start their
-// own.
-var addrs []string
+// conformance tests share; TestMain starts and bootstraps them. Fault
+// tests start their own; env is where (see justStarted).
+var (
+	addrs []string
+	env   *compose.Env
+)
+
+// justStarted starts n Redis servers that nobody has bootstrapped, for an
+// example of the first contact, and returns their addresses. They stop
+// with the test binary.
+func justStarted(n int) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := env.Redis(ctx, n, compose.RedisOptions{})
+	if err != nil {
+		panic(err)
+	}
+	addrs := make([]string, n)
+	for i, nd := range nodes {
+		addrs[i] = nd.Addr()
+	}
+	return addrs
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -29,7 +49,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	env, err := compose.New(dir)
+	env, err = compose.New(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -45,8 +65,9 @@ func run(m *testing.M) int {
 	for _, n := range nodes {
 		addrs = append(addrs, n.Addr())
 	}
+
 	// The nodes are new: admit them to the quorum now rather than after
-	// one max TTL of uptime.
+	// one max TTL. They have just started, so Bootstrap must be forced.
 	if err := bootstrap(ctx, addrs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -68,6 +89,7 @@ func closeClients(clients []*redis.Client) {
 	}
 }
 
+// bootstrap admits new nodes, which the caller has just started.
 func bootstrap(ctx context.Context, addrs []string) error {
 	clients := newClients(addrs)
 	defer closeClients(clients)
@@ -76,5 +98,5 @@ func bootstrap(ctx context.Context, addrs []string) error {
 		return err
 	}
 	defer rl.Close()
-	return rl.Bootstrap(ctx)
+	return rl.Bootstrap(ctx, redlock.Force())
 }

@@ -23,11 +23,12 @@ const (
 	// lateFor is how long past its round's deadline a reply may still come
 	// before the connection is declared dead (a paused or hung server);
 	// until then late replies are read and dropped, and the connection
-	// lives on.
+	// lives on. The client's ReadTimeout replaces it when shorter.
 	lateFor = time.Second
 	// writeTimeout bounds one write of a connection's batch. It belongs to
 	// the connection, never to a caller: a caller whose context is about
 	// to end must not fail a batch that carries other callers' requests.
+	// The client's WriteTimeout replaces it when shorter.
 	writeTimeout = time.Second
 	// stallAfter is how long a connection may wait for replies before its
 	// writes are moved off the callers' goroutines (see conn.stalled).
@@ -52,6 +53,11 @@ var (
 	errNoReply = errors.New("no reply needed")
 	// errTimeout: the node did not answer within the per-node timeout.
 	errTimeout = errors.New("no reply within the per-node timeout")
+	// errLost: the acquire script found no marker admitting the server
+	// process (it restarted, lost its data, or evicted keys).
+	errLost = errors.New("lost its data, restarted or evicted keys (no marker for this process): quarantined")
+	// errNotAdmitted: no probe has admitted the node yet.
+	errNotAdmitted = errors.New("not admitted yet (its connection's quarantine probe has not answered)")
 )
 
 // node is one Redis master: its client options, Redlock's connections to
@@ -59,7 +65,10 @@ var (
 type node struct {
 	r    *Redlock
 	addr string
-	opt  *redis.Options // the caller's client's: address, dialer, auth, TLS
+	opt  *redis.Options // the caller's client's: address, dialer, auth, TLS, timeouts
+
+	late, writeTimeout time.Duration // lateFor and writeTimeout, or the client's
+	twin               twin          // set when the node is one server with another
 
 	ctx    context.Context // ends with close: stops dials and the prober
 	cancel context.CancelFunc
@@ -70,7 +79,9 @@ type node struct {
 	main   lane // every request but grants that WAIT
 	slow   lane // grants that WAIT (WithWait), which block their connection
 	closed bool
-	health health // restart quarantine; see quarantine.go
+	live   map[*conn]struct{} // every connection whose reader runs: close closes them all
+	health health             // restart quarantine; see quarantine.go
+	down   string             // the failure last reported (event), "" while it is up
 	bg     sync.WaitGroup
 }
 
@@ -97,7 +108,16 @@ type parked struct {
 const maxParked = 1024
 
 func newNode(r *Redlock, opt *redis.Options) *node {
-	n := &node{r: r, addr: opt.Addr, opt: opt, first: make(chan struct{}), dials: 1}
+	n := &node{r: r, addr: opt.Addr, opt: opt, first: make(chan struct{}), dials: 1, late: lateFor, writeTimeout: writeTimeout}
+	// The client's timeouts, when shorter: a lock must not wait on a
+	// socket longer than its owner asked, nor longer than Redlock's own
+	// bounds (go-redis's defaults are 3 s).
+	if opt.ReadTimeout > 0 {
+		n.late = min(n.late, opt.ReadTimeout)
+	}
+	if opt.WriteTimeout > 0 {
+		n.writeTimeout = min(n.writeTimeout, opt.WriteTimeout)
+	}
 	if r.c.waitReplicas > 0 {
 		n.dials++
 	}
@@ -114,6 +134,15 @@ func (n *node) start() {
 	if n.r.c.waitReplicas > 0 {
 		n.redialLocked(&n.slow)
 	}
+}
+
+// answering reports whether the node's main connection is up and has not
+// left requests unanswered for long (see conn.stalled): a node that is
+// hung, cut off or being redialled is not.
+func (n *node) answering(now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.main.c != nil && !n.main.c.stalled(now)
 }
 
 // connected reports whether the node's main connection is up.
@@ -165,7 +194,7 @@ func (n *node) send(p *pending, req []byte, slow bool, run string) error {
 	busy := len(c.queue) > 0 // other requests in flight: others are sending too
 	if !busy {
 		c.since = now
-		_ = c.nc.SetReadDeadline(p.deadline.Add(lateFor))
+		_ = c.nc.SetReadDeadline(p.deadline.Add(n.late))
 	}
 	c.queue = append(c.queue, p)
 	c.wbuf = append(c.wbuf, req...)
@@ -207,7 +236,7 @@ func (n *node) writeLocked(c *conn) {
 		buf := c.wbuf
 		c.wbuf = c.spare[:0]
 		n.mu.Unlock()
-		err := c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		err := c.nc.SetWriteDeadline(time.Now().Add(n.writeTimeout))
 		if err == nil {
 			_, err = c.nc.Write(buf)
 		}
@@ -249,11 +278,11 @@ func (n *node) dial(l *lane) {
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, timeout)
 	defer cancel()
-	hs := handshake{scripts: true}
+	hs := handshake{scripts: true, info: true}
 	if n.r.c.quarantine {
 		hs.probe = n.r.probeRequest("look")
 	}
-	c, probe, err := dial(ctx, n.opt, hs)
+	c, answer, err := dial(ctx, n.opt, hs)
 
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -262,6 +291,7 @@ func (n *node) dial(l *lane) {
 		l.dialled = true
 		if n.dials--; n.dials == 0 {
 			close(n.first)
+			n.r.dials.ended()
 		}
 	}
 	if err == nil && n.closed {
@@ -275,14 +305,21 @@ func (n *node) dial(l *lane) {
 		for _, w := range waiting {
 			w.p.finish(err)
 		}
+		n.reportLocked(err)
 		return
 	}
 	l.c, l.downErr = c, nil
+	n.reportLocked(nil)
 	if hs.probe != nil {
-		if f := strings.Fields(probe); len(f) > 1 {
+		if f := strings.Fields(answer); len(f) > 1 {
 			c.run = f[1]
 		}
-		n.observeLocked(probe, time.Now())
+		n.observeLocked(answer, time.Now())
+	} else {
+		c.run = answer
+	}
+	if other := n.r.runs.claim(n, c.run); other != nil {
+		n.sameServer(other, c.run)
 	}
 	for _, w := range waiting {
 		if w.run != "" && w.run != c.run {
@@ -291,7 +328,7 @@ func (n *node) dial(l *lane) {
 		}
 		if len(c.queue) == 0 {
 			c.since = time.Now()
-			_ = c.nc.SetReadDeadline(w.p.deadline.Add(lateFor))
+			_ = c.nc.SetReadDeadline(w.p.deadline.Add(n.late))
 		}
 		c.queue = append(c.queue, w.p)
 		c.wbuf = append(c.wbuf, w.req...)
@@ -300,8 +337,29 @@ func (n *node) dial(l *lane) {
 		c.writing = true
 		n.writeLocked(c)
 	}
+	if n.live == nil {
+		n.live = map[*conn]struct{}{}
+	}
+	n.live[c] = struct{}{}
 	n.bg.Add(1)
 	go n.read(c)
+}
+
+// reportLocked reports a dial's failure (err) or success (nil) when it
+// changes the node's standing: once per kind of failure, not per dial.
+func (n *node) reportLocked(err error) {
+	switch {
+	case err == nil && n.down != "":
+		n.down = ""
+		n.r.event(eventReachable, n.addr, nil)
+	case err != nil && n.down != err.Error():
+		n.down = err.Error()
+		if errors.Is(err, ErrConfig) {
+			n.r.event(eventConfig, n.addr, err)
+		} else if !errors.Is(err, locker.ErrClosed) {
+			n.r.event(eventUnreachable, n.addr, err)
+		}
+	}
 }
 
 // read hands each reply on c to the request it answers, in order, until
@@ -315,7 +373,12 @@ func (n *node) read(c *conn) {
 			err = errors.New("reply to no request")
 		}
 		if err != nil {
+			failed := !c.broken && !n.closed // not broken on purpose
 			n.breakLocked(c, err)
+			delete(n.live, c)
+			if failed {
+				n.reportLocked(err)
+			}
 			n.mu.Unlock()
 			return
 		}
@@ -324,13 +387,10 @@ func (n *node) read(c *conn) {
 		p.got++
 		c.since = time.Now()
 		if p.got == p.want {
-			if p.records && p.rep[0].kind == ':' && p.rep[0].n != -2 {
-				n.health.maxTTL = max(n.health.maxTTL, n.r.c.maxTTL)
-			}
 			c.queue[0] = nil
 			c.queue = c.queue[1:]
 			if len(c.queue) > 0 {
-				_ = c.nc.SetReadDeadline(c.queue[0].deadline.Add(lateFor))
+				_ = c.nc.SetReadDeadline(c.queue[0].deadline.Add(n.late))
 			} else {
 				_ = c.nc.SetReadDeadline(time.Time{})
 			}
@@ -360,7 +420,9 @@ func (n *node) breakLocked(c *conn, err error) {
 	c.queue, c.wbuf = nil, nil
 }
 
-// close closes the connections and waits for the node's goroutines.
+// close closes the connections and waits for the node's goroutines:
+// every connection whose reader runs, whether or not a lane still holds
+// it, so that no reader can stay blocked in a read that nothing breaks.
 func (n *node) close() {
 	n.cancel()
 	n.mu.Lock()
@@ -373,6 +435,9 @@ func (n *node) close() {
 			w.p.finish(errClosed)
 		}
 		l.parked = nil
+	}
+	for c := range n.live {
+		n.breakLocked(c, errClosed)
 	}
 	n.mu.Unlock()
 	n.bg.Wait()

@@ -1,7 +1,11 @@
 package redlock
 
 import (
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lockbench/lockbench/locker"
 )
@@ -46,6 +50,15 @@ type options struct {
 	nodeTimeout  time.Duration // 0: scaled from the TTL
 	waitReplicas int
 	waitTimeout  time.Duration
+	telemetryOptions
+}
+
+// telemetryOptions is where a Redlock reports what it does (see
+// telemetry.go); nil: the global OpenTelemetry providers, no logger.
+type telemetryOptions struct {
+	tracerProvider trace.TracerProvider
+	meterProvider  metric.MeterProvider
+	logger         *slog.Logger
 }
 
 // config is the options once resolved: what a Redlock runs with.
@@ -58,6 +71,7 @@ type config struct {
 	nodeTimeout  time.Duration
 	waitReplicas int
 	waitTimeout  time.Duration
+	telemetryOptions
 }
 
 // resolve applies opts and settles the options that depend on others.
@@ -75,13 +89,14 @@ func resolve(opts []Option) (config, error) {
 		return config{}, locker.Invalidf("WithClockFloor(true) with WithFencing(false): the clock floor raises fencing tokens, which are off")
 	}
 	c := config{
-		fencing:      o.fencing == on || o.clockFloor == on,
-		quarantine:   o.quarantine != off,
-		maxTTL:       o.maxTTL,
-		drift:        o.drift,
-		nodeTimeout:  o.nodeTimeout,
-		waitReplicas: o.waitReplicas,
-		waitTimeout:  o.waitTimeout,
+		fencing:          o.fencing == on || o.clockFloor == on,
+		quarantine:       o.quarantine != off,
+		maxTTL:           o.maxTTL,
+		drift:            o.drift,
+		nodeTimeout:      o.nodeTimeout,
+		waitReplicas:     o.waitReplicas,
+		waitTimeout:      o.waitTimeout,
+		telemetryOptions: o.telemetryOptions,
 	}
 	c.clockFloor = c.fencing && o.clockFloor != off
 	return c, nil
@@ -104,36 +119,42 @@ func WithFencing(enable bool) Option {
 // WithClockFloor, on by default with fencing, raises every token to at
 // least the acquiring client's clock in microseconds (the same floor for
 // every node of a grant, so they agree on the token and need no write
-// back), so that nodes that lost their counters still hand out tokens
-// above the ones issued before, as long as the clients' clocks do not
-// disagree by more than the time between two grants of a key (NTP keeps
-// them within milliseconds; a restart takes seconds). It also lets the
-// counters expire (ten max TTLs, at least ten seconds, after a key's last
-// grant), so that every lock name does not leave a key on every node for
-// ever. Tokens then look like timestamps. WithClockFloor(false) leaves
-// plain counters (1, 2, 3, ...), which never expire and which only
-// persistence (appendfsync always) keeps increasing across restarts.
-// WithClockFloor(true) implies WithFencing(true), and contradicts an
-// explicit WithFencing(false).
+// back). That is why tokens look like timestamps by default, and what it
+// buys: nodes that lost their counters (a majority restarted empty, or
+// flushed, counts from 1 again) still hand out tokens above the ones
+// issued before, as long as the clients' clocks do not disagree by more
+// than the time between two grants of a key (NTP keeps them within
+// milliseconds; a restart takes seconds); and the counters may expire
+// (ten max TTLs, at least ten seconds, after a key's last grant), so that
+// every lock name does not leave a key on every node for ever.
+// WithClockFloor(false) leaves plain counters (1, 2, 3, ...), which never
+// expire and which only persistence (appendfsync always) keeps
+// increasing across restarts. WithClockFloor(true) implies
+// WithFencing(true), and contradicts an explicit WithFencing(false).
 func WithClockFloor(enable bool) Option {
 	return func(o *options) error { o.clockFloor = settingOf(enable); return nil }
 }
 
 // WithQuarantine turns the restart quarantine on or off (on by default):
-// a node that lost its data (it restarted, was flushed, or lost its
-// admission marker) stays out of the quorum for one max TTL after the
-// loss is detected, so that it cannot grant a lock it forgot. It needs the
-// INFO command (ACL: +info) and maxmemory-policy noeviction on every node;
-// see Bootstrap for new nodes.
+// a node that lost its data (it restarted, was flushed, lost its
+// admission marker, or evicted keys) stays out of the quorum for one max
+// TTL after the loss is detected, so that it cannot grant a lock it
+// forgot. It needs the INFO command (ACL: +info) and maxmemory-policy
+// noeviction on every node, and new nodes need Bootstrap once. Without it,
+// a majority of nodes that lose their data can grant a held lock again.
 func WithQuarantine(enable bool) Option {
 	return func(o *options) error { o.quarantine = settingOf(enable); return nil }
 }
 
 // WithMaxTTL sets the longest TTL a lease may have (DefaultMaxTTL), which
 // is also how long a node that lost its data is kept out of the quorum.
-// Clients of the same nodes may use different values: each records its
-// own on the nodes and every quarantine lasts the largest recorded (see
-// the package documentation for the one case where that is not enough).
+// Clients of the same nodes may use different values: each grant records
+// its client's on the nodes, every quarantine lasts the largest recorded,
+// and a client admits a node that served its quarantine only once it has
+// read the records of every node, or of a quorum of admitted nodes (a
+// client with a short max TTL that cannot reach the records of a longer
+// one waits). See the package documentation for the cases it cannot
+// cover.
 func WithMaxTTL(d time.Duration) Option {
 	return func(o *options) error {
 		if d < time.Millisecond {
@@ -161,8 +182,9 @@ func WithDrift(f float64) Option {
 // node cannot eat the validity, and enough for a loaded machine. A grant
 // round ends as soon as a majority has granted, and connections are
 // dialled in the background with the client's DialTimeout, so a slow or
-// dead minority does not delay a grant; a refusal that queues waits for
-// every node up to this timeout.
+// dead minority does not delay a grant, from the first one on; a refusal
+// that queues waits up to this timeout for the other nodes that were
+// answering.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -195,4 +217,28 @@ func WithWait(replicas int, timeout time.Duration) Option {
 		o.waitReplicas, o.waitTimeout = replicas, timeout
 		return nil
 	}
+}
+
+// WithTracerProvider sets where Redlock's spans go (see the package
+// documentation, Observability). By default, or given nil, it uses the
+// global provider (otel.GetTracerProvider), which records nothing until
+// the application installs an SDK.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) error { o.tracerProvider = tp; return nil }
+}
+
+// WithMeterProvider sets where Redlock's metrics go (see the package
+// documentation, Observability). By default, or given nil, it uses the
+// global provider (otel.GetMeterProvider), which records nothing until the
+// application installs an SDK.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) error { o.meterProvider = mp; return nil }
+}
+
+// WithLogger sets the logger of the events an operator may need to see: a
+// node that lost its data, is admitted again, may evict keys, refuses
+// Redlock's credentials or commands, is unreachable; a release that did
+// not reach a majority. By default, or given nil, Redlock logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error { o.logger = l; return nil }
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lockbench/lockbench/locker"
 )
 
 // Restart quarantine, antirez's "delayed restart" enforced by the clients.
@@ -17,7 +16,8 @@ import (
 // snapshot; it was flushed; its keys were evicted) forgets the locks it
 // granted; if it voted at once, a second client could assemble a majority
 // for a key that is still held. So a node votes only while its marker
-// (markerKey) holds the run_id of the server process running now:
+// (markerField of nodeKey) holds the run_id of the server process
+// running now, and that process has evicted no key since it was admitted:
 //
 //   - every new connection runs the probe script (probe.lua), which reads
 //     the run_id inside the server and compares it with the marker, so a
@@ -35,8 +35,16 @@ import (
 //   - a client that had the node admitted and sees it lose its data counts
 //     none of its votes for one quarantine from then, whatever the marker
 //     says later (another client, Bootstrap);
-//   - a node whose maxmemory-policy may evict lock keys while the marker
-//     stays is never admitted.
+//   - a node whose maxmemory-policy may evict lock keys is not admitted
+//     (the probe reads the policy first); one that evicted keys after its
+//     admission (the policy changed at run time) loses its marker as soon
+//     as a client finds a lock key gone before the expiry recorded for it,
+//     or probes it, and serves a quarantine once the policy allows;
+//   - a node is admitted once it has served its quarantine only by a
+//     client that has read the max TTLs recorded on every node, or on a
+//     quorum of admitted nodes: a client that cannot read them (the nodes
+//     that kept them are out of reach) would time the quarantine by its
+//     own max TTL only.
 
 // probeEvery bounds the time between two probes of a quarantined node.
 const probeEvery = time.Second
@@ -48,40 +56,27 @@ const adminTimeout = 2 * time.Second
 // ErrInUse is returned (wrapped, with the nodes that are in use) by
 // Bootstrap on nodes that have already been admitted, or that a client
 // saw in use before they lost their data: Bootstrap then admits nothing,
-// and nodes that lost their data serve their quarantine. It wraps
-// locker.ErrInvalid.
-var ErrInUse = fmt.Errorf("%w: the nodes are already in use by Redlock", locker.ErrInvalid)
+// and nodes that lost their data serve their quarantine. It is a state of
+// the nodes, not a bad argument.
+var ErrInUse = errors.New("redlock: the nodes are already in use")
+
+// ErrMaybeInUse is returned (wrapped, with the nodes concerned) by
+// Bootstrap on nodes that carry no trace of use but may have held locks
+// all the same: their server has been up for less than the max TTL (it
+// may have restarted empty while a lock was held), or was flushed. Nodes
+// that lost their data that way look new, and only whoever created them
+// knows they are: Bootstrap(ctx, Force()) admits them.
+var ErrMaybeInUse = errors.New("redlock: the nodes may have held locks within the max TTL (young or flushed)")
 
 // health is a client's view of one node's admission.
 type health struct {
-	run       string        // the run_id of the server behind the connection
-	admitted  bool          // the node's marker admits that process
-	known     string        // the run_id this client last had admitted; cleared by a loss
-	notBefore time.Time     // this client counts no vote of the node before then
-	until     time.Time     // the end of the node's quarantine, as last probed
-	why       error         // why the node is not admitted
-	probing   bool          // a prober runs
-	maxTTL    time.Duration // the max TTL its marker records, as last seen
-}
-
-// recorded reports whether the node's marker is known to record a max
-// TTL of at least d (always, without the quarantine): a grant by plain
-// commands, which do not record it, may then count.
-func (n *node) recorded(d time.Duration) bool {
-	if !n.r.c.quarantine {
-		return true
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.health.maxTTL >= d
-}
-
-// unrecord notes that the node's marker records less than this client's
-// max TTL (it was admitted again since).
-func (n *node) unrecord() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.health.maxTTL = 0
+	run       string    // the run_id of the server behind the connection
+	admitted  bool      // the node's marker admits that process
+	known     string    // the run_id this client last had admitted; cleared by a loss
+	notBefore time.Time // this client counts no vote of the node before then
+	until     time.Time // the end of the node's quarantine, as last probed
+	why       error     // why the node is not admitted
+	probing   bool      // a prober runs
 }
 
 // votes reports whether the node's grants count toward the quorum now,
@@ -92,7 +87,14 @@ func (n *node) votes(now time.Time) (run string, ok bool, why error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	h := &n.health
+	if err := n.twin.get(); err != nil {
+		return h.run, false, err
+	}
 	if !n.r.c.quarantine {
+		if !n.main.dialled {
+			// Not before its first connection told which server it is.
+			return "", false, errConnecting
+		}
 		return "", true, nil
 	}
 	switch {
@@ -101,7 +103,7 @@ func (n *node) votes(now time.Time) (run string, ok bool, why error) {
 	case !h.admitted && n.main.downErr != nil:
 		return h.run, false, n.main.downErr
 	case !h.admitted:
-		return h.run, false, errors.New("not admitted yet (quarantine)")
+		return h.run, false, errNotAdmitted
 	case now.Before(h.notBefore):
 		return h.run, false, fmt.Errorf("lost its data: this client counts its vote again at %s", h.notBefore.Format(time.RFC3339Nano))
 	}
@@ -128,22 +130,31 @@ func (n *node) observeLocked(answer string, now time.Time) {
 			n.lostLocked(now)
 		}
 		h.run, h.admitted, h.known, h.why = run, true, run, nil
-		h.maxTTL = parseMS(arg)
-		n.r.sawAdmitted(h.maxTTL)
+		n.r.sawAdmitted(parseMS(arg))
 	case "quarantined":
 		if h.admitted || h.known != "" {
 			n.lostLocked(now)
+			n.r.event(eventQuarantined, n.addr, nil)
 		}
 		left := time.Duration(0)
 		if len(f) > 3 {
 			left = parseMS(f[3])
 		}
 		n.r.recordMaxTTL(parseMS(arg))
-		h.run, h.admitted, h.maxTTL = run, false, 0
+		h.run, h.admitted = run, false
 		h.until = now.Add(left)
-		h.why = fmt.Errorf("lost its data or restarted: quarantined until %s", h.until.Format(time.RFC3339Nano))
+		if len(f) > 4 && f[4] != "1" {
+			// No client that probed it had seen these nodes in use: new
+			// nodes, most likely, that nobody admitted.
+			h.why = fmt.Errorf("not admitted: new nodes are admitted once by Bootstrap (redlock.(*Redlock).Bootstrap, or lockbench redlock bootstrap --addrs ...) where they are created; left alone, or if it lost its data, it votes from %s", h.until.Format(time.RFC3339Nano))
+		} else {
+			h.why = fmt.Errorf("lost its data, restarted or evicted keys: quarantined until %s", h.until.Format(time.RFC3339Nano))
+		}
 		n.proberLocked()
 	case "evicts":
+		if h.admitted || h.why == nil || !strings.Contains(h.why.Error(), "maxmemory-policy") {
+			n.r.event(eventEvicts, n.addr, nil, slog.String("policy", arg))
+		}
 		h.run, h.admitted = run, false
 		h.why = fmt.Errorf("maxmemory-policy %s may evict lock keys while the node keeps voting: it must be noeviction (or maxmemory 0)", arg)
 		n.proberLocked()
@@ -171,9 +182,10 @@ func (n *node) suspect(now time.Time) {
 	h := &n.health
 	if h.admitted || h.known != "" {
 		n.lostLocked(now)
+		n.r.event(eventQuarantined, n.addr, nil)
 	}
-	h.admitted, h.maxTTL = false, 0
-	h.why = errors.New("lost its data or restarted (no marker for this process): quarantined")
+	h.admitted = false
+	h.why = errLost
 	n.proberLocked()
 }
 
@@ -192,7 +204,9 @@ func (n *node) proberLocked() {
 // probeEvery or when its quarantine ends, until the node is admitted.
 // Before each probe it reads the max TTLs recorded on every node, so that
 // the quarantine it asks for is the largest any client of the nodes
-// uses, even one that took its leases after this client last looked.
+// uses, even one that took its leases after this client last looked; and
+// it admits the node only if it could read them where they cannot all
+// have been lost (see readMaxTTLs).
 func (n *node) probe() {
 	defer n.bg.Done()
 	calls := []call{{node: n}}
@@ -204,8 +218,11 @@ func (n *node) probe() {
 			return
 		case <-timer.C:
 		}
-		n.r.readMaxTTLs(n.ctx)
-		req := n.r.probeRequest("admit")
+		mode, unread := "admit", n.r.readMaxTTLs(n.ctx)
+		if unread != nil {
+			mode = "look"
+		}
+		req := n.r.probeRequest(mode)
 		exchange(n.ctx, calls, adminTimeout, 0, func(_ int, c *call) {
 			c.req, c.p.want = req, 1
 		}, nil)
@@ -218,10 +235,13 @@ func (n *node) probe() {
 			if n.health.admitted {
 				n.health.probing = false
 				n.mu.Unlock()
+				n.r.event(eventAdmitted, n.addr, nil)
 				return
 			}
 			if left := n.health.until.Sub(now); left > 0 && left < next {
 				next = left
+			} else if left <= 0 && unread != nil {
+				n.health.why = fmt.Errorf("%w; it has served its quarantine, but %w", n.health.why, unread)
 			}
 		}
 		n.mu.Unlock()
@@ -236,23 +256,47 @@ func (r *Redlock) probeRequest(mode string) []byte {
 	if r.seenAdmitted.Load() {
 		prior = "1"
 	}
-	return appendCommand(nil, "EVALSHA", probeScript.sha, "2", markerKey, lostKey,
+	return appendCommand(nil, "EVALSHA", probeScript.sha, "2", nodeKey, lostKey,
 		strconv.FormatInt(r.quarantineFor().Milliseconds(), 10), prior, mode)
 }
 
 // readMaxTTLs raises the largest max TTL this client knows of to those
-// recorded on the nodes' markers.
-func (r *Redlock) readMaxTTLs(ctx context.Context) {
+// recorded on the nodes: on their markers, and on the records of the
+// losses clients detected (the quarantine each asked for). It returns nil
+// if what it read can be trusted to include the max TTL of every client
+// that may hold a lock on a node that lost its data — every node
+// answered, or a quorum of nodes whose marker admits their server process
+// did (every grant recorded its client's max TTL on a quorum, and two
+// quorums share a node) — and otherwise why not.
+func (r *Redlock) readMaxTTLs(ctx context.Context) error {
 	calls := r.newCalls()
-	req := appendCommand(nil, "GET", markerKey)
-	exchange(ctx, calls, adminTimeout, 0, func(_ int, c *call) { c.req, c.p.want = req, 1 }, nil)
+	var req []byte
+	req = appendCommand(req, "HGET", nodeKey, markerField)
+	req = appendCommand(req, "HGET", lostKey, "q")
+	exchange(ctx, calls, adminTimeout, 0, func(_ int, c *call) { c.req, c.p.want = req, 2 }, nil)
+	answered, intact := 0, 0
 	for i := range calls {
-		if c := &calls[i]; c.err == nil && c.rep[0].kind == '$' {
-			if _, ms, ok := strings.Cut(c.rep[0].s, " "); ok {
-				r.recordMaxTTL(parseMS(ms))
+		c := &calls[i]
+		if c.err != nil || c.rep[0].err() != nil || c.rep[1].err() != nil {
+			continue
+		}
+		answered++
+		if f := strings.Fields(c.rep[0].s); len(f) >= 2 {
+			r.recordMaxTTL(parseMS(f[1]))
+			c.node.mu.Lock()
+			if f[0] == c.node.health.run && c.node.health.admitted {
+				intact++
 			}
+			c.node.mu.Unlock()
+		}
+		if c.rep[1].kind == '$' {
+			r.recordMaxTTL(parseMS(c.rep[1].s))
 		}
 	}
+	if answered == len(r.nodes) || intact >= r.quorum {
+		return nil
+	}
+	return fmt.Errorf("this client read the max TTLs recorded on %d of %d nodes (%d of them admitted): too few to know how long the quarantine must be, so it admits nothing until more answer", answered, len(r.nodes), intact)
 }
 
 // quarantineFor is how long a node that lost its data stays out: the
@@ -284,88 +328,4 @@ func parseMS(s string) time.Duration {
 		return 0
 	}
 	return time.Duration(ms * float64(time.Millisecond))
-}
-
-// Bootstrap admits brand-new nodes into the quorum at once, instead of
-// letting each serve one max TTL of quarantine after a client first finds
-// it. It is for whoever creates the nodes, once, before any client takes
-// a lock: a node that may have held keys must not be admitted early, and
-// Bootstrap cannot tell a node that restarted empty from a new one. So it
-// admits nothing, and returns an error wrapping ErrInUse that names them,
-// when any reachable node already carries an admission marker, or a
-// record of a loss seen by a client that had used the nodes: calling it
-// at every start-up is then harmless, but never useful. (What it cannot
-// see: every node lost its data at once and no client has probed them
-// since. Then the nodes look new.) It returns the joined errors of the
-// nodes it could not reach or that may evict lock keys (maxmemory-policy).
-func (r *Redlock) Bootstrap(ctx context.Context) error {
-	if err := r.begin(); err != nil {
-		return err
-	}
-	defer r.ops.Done()
-	r.ready(ctx, true)
-	answers, errs := r.bootstrapRound(ctx, "check", nil)
-	var inUse []error
-	free := make([]bool, len(r.nodes))
-	for i, a := range answers {
-		switch {
-		case strings.HasPrefix(a, "in-use "):
-			inUse = append(inUse, &locker.NodeError{Node: r.nodes[i].addr, Err: fmt.Errorf("in use (%s)", a)})
-		case strings.HasPrefix(a, "free "):
-			free[i] = true
-		}
-	}
-	if len(inUse) > 0 {
-		return fmt.Errorf("bootstrap: %w: %w", ErrInUse, errors.Join(inUse...))
-	}
-	answers, more := r.bootstrapRound(ctx, "admit", free)
-	errs = append(errs, more...)
-	for i, a := range answers {
-		if strings.HasPrefix(a, "in-use ") {
-			errs = append(errs, &locker.NodeError{Node: r.nodes[i].addr, Err: fmt.Errorf("%w: %s", ErrInUse, a)})
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("bootstrap: %w", errors.Join(errs...))
-	}
-	return nil
-}
-
-// bootstrapRound runs the bootstrap script in mode on the nodes (those
-// marked in only, when only is not nil) and returns each one's answer,
-// and the errors of the nodes that did not give one.
-func (r *Redlock) bootstrapRound(ctx context.Context, mode string, only []bool) ([]string, []error) {
-	calls := r.newCalls()
-	for i := range calls {
-		calls[i].skip = only != nil && !only[i]
-	}
-	req := appendCommand(nil, "EVALSHA", bootstrapScript.sha, "2", markerKey, lostKey, mode)
-	exchange(ctx, calls, adminTimeout, 0, func(_ int, c *call) { c.req, c.p.want = req, 1 }, nil)
-	answers := make([]string, len(calls))
-	var errs []error
-	now := time.Now()
-	for i := range calls {
-		c := &calls[i]
-		if c.skip {
-			continue
-		}
-		if c.err == nil {
-			c.err = c.rep[0].err()
-		}
-		if c.err != nil {
-			errs = append(errs, c.nodeErr())
-			continue
-		}
-		answers[i] = c.rep[0].s
-		if strings.HasPrefix(answers[i], "evicts ") || strings.HasPrefix(answers[i], "admitted ") {
-			c.node.mu.Lock()
-			c.node.observeLocked(answers[i], now)
-			why := c.node.health.why
-			c.node.mu.Unlock()
-			if why != nil {
-				errs = append(errs, &locker.NodeError{Node: c.node.addr, Err: why})
-			}
-		}
-	}
-	return answers, errs
 }

@@ -24,6 +24,8 @@ type Redlock struct {
 	quorum int
 	c      config
 	id     string // this Redlock's name in the nodes' wait queues
+	tel    *telemetry
+	runs   servers
 
 	// Close's order: stopping ends (no new operation, waits wake up), the
 	// operations in flight end, the leases' keys are released, life ends
@@ -42,16 +44,13 @@ type Redlock struct {
 	queue   queue
 	handoff handoff
 	holds   holds
-	warm    atomic.Bool // every node's first dial has ended
+	warm    atomic.Bool // the first rounds no longer wait for dials
+	dials   dialProgress
 
 	// What the nodes told about the quarantine: the largest max TTL
 	// recorded on any of them, and whether any was ever seen admitted.
 	clusterMaxTTL atomic.Int64
 	seenAdmitted  atomic.Bool
-
-	// contendedUntil (unix ns): until then, tries use the acquire script
-	// (see fastPath).
-	contendedUntil atomic.Int64
 
 	// Recycled attempts and call slices: their buffers then need no
 	// allocation on the hot path.
@@ -67,19 +66,21 @@ const failoverAddr = "FailoverClient"
 
 // New returns a Redlock over the given nodes, one go-redis client per
 // independent master (5 is the usual number; any N ≥ 1 works, with a
-// quorum of N/2+1). Redlock uses only each client's options (address,
-// dialer, TLS, credentials, database, DialTimeout) to dial connections of
-// its own: one pipelined connection per node for every request, one more
-// per node for grants that WAIT (WithWait), and, once an Acquire has had
-// to wait, one blocking connection to each of the first two nodes for
-// hand-off notices. Every client must
-// name a different master: the nodes are ordered by address, the same way
-// in every process. A Sentinel failover client is accepted, but only one
-// (go-redis gives every one the same address; backends/sentinel is the
+// quorum of N/2+1). Redlock uses only each client's options (see the
+// package documentation for which, and how) to dial connections of its
+// own: one pipelined connection per node for every request, one more per
+// node for grants that WAIT (WithWait), and, once an Acquire has had to
+// wait, one blocking connection to each node for hand-off notices. Every
+// client must name a different master: the nodes are ordered by address,
+// the same way in every process, and two databases of one server, or two
+// addresses of one server (found by its run_id once connected), are
+// refused (ErrConfig). A Sentinel failover client is accepted, but only
+// one (go-redis gives every one the same address; backends/sentinel is the
 // lock on one Sentinel-managed master); its connections move to a new
 // master when they break. New dials the nodes in the background and
-// returns at once. Redlock does not close the clients; keep them open
-// while it runs (a failover client's dialer needs its client).
+// returns at once; new nodes need Bootstrap, once. Redlock does not close
+// the clients; keep them open while it runs (a failover client's dialer
+// needs its client).
 func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 	if len(clients) == 0 {
 		return nil, locker.Invalidf("redlock needs at least one Redis client, got none")
@@ -88,7 +89,11 @@ func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redlock{quorum: len(clients)/2 + 1, c: c, id: newID()}
+	tel, err := newTelemetry(c)
+	if err != nil {
+		return nil, err
+	}
+	r := &Redlock{quorum: len(clients)/2 + 1, c: c, id: newID(), tel: tel}
 	r.nodes = make([]*node, len(clients))
 	failover := -1
 	for i, cl := range clients {
@@ -106,8 +111,11 @@ func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 	}
 	slices.SortStableFunc(r.nodes, func(a, b *node) int { return strings.Compare(a.addr, b.addr) })
 	for i := 1; i < len(r.nodes); i++ {
-		if r.nodes[i].addr == r.nodes[i-1].addr && r.nodes[i].opt.DB == r.nodes[i-1].opt.DB {
-			return nil, locker.Invalidf("node %s (db %d) given twice: the masters must be independent", r.nodes[i].addr, r.nodes[i].opt.DB)
+		if a, b := r.nodes[i-1], r.nodes[i]; a.addr == b.addr {
+			if a.opt.DB == b.opt.DB {
+				return nil, locker.Invalidf("node %s (db %d) given twice: the masters must be independent", b.addr, b.opt.DB)
+			}
+			return nil, locker.Invalidf("node %s given twice (databases %d and %d): databases of one server are one master, which a restart or a failure takes down at once; the masters must be independent servers", b.addr, a.opt.DB, b.opt.DB)
 		}
 	}
 	r.stopping, r.stop = context.WithCancelCause(context.Background())
@@ -138,7 +146,7 @@ func (r *Redlock) Info() locker.Info {
 	}
 	g := fmt.Sprintf("a majority (%d of %d) of independent Redis masters hold the key; ", r.quorum, len(r.nodes))
 	if r.c.quarantine {
-		g += fmt.Sprintf("a node that lost its data is kept out of the quorum for the largest max TTL of its clients (this one's: %v) after the loss is detected; ", r.c.maxTTL)
+		g += fmt.Sprintf("a node that lost its data (restart, flush, eviction) is kept out of the quorum for the largest max TTL of its clients (this one's: %v) after the loss is detected; ", r.c.maxTTL)
 	} else {
 		g += "unsafe if a majority of the nodes restarts without its data; "
 	}
@@ -155,11 +163,13 @@ func (r *Redlock) Info() locker.Info {
 
 // Close releases the keys of the leases still held (on every node, as
 // etcd's Session.Close revokes its lease, rather than leave them taken for
-// a TTL), ends those leases with locker.ErrLost wrapping
-// locker.ErrClosed, ends the operations in flight with errors wrapping
-// locker.ErrClosed, and closes Redlock's own connections once every
-// goroutine it started has returned. It does not close the clients given
-// to New. Calls after the first return nil.
+// a TTL) and of the releases that no majority confirmed, all at once and
+// each within a second; ends those leases with locker.ErrLost wrapping
+// locker.ErrClosed; ends the operations in flight with errors wrapping
+// locker.ErrClosed; and closes Redlock's own connections once every
+// goroutine it started has returned, which it bounds even when the
+// servers behind them hang. It does not close the clients given to New.
+// Calls after the first return nil.
 func (r *Redlock) Close() error {
 	r.once.Do(func() {
 		r.mu.Lock()
@@ -214,18 +224,21 @@ func (r *Redlock) closed() error {
 }
 
 // ready waits, the first time, until the nodes' first dials have ended
-// (all: Bootstrap), or until a quorum is connected and the others had
-// firstGrace more, or ctx ends: so that the first round does not find
+// (all: Bootstrap), or until a quorum is connected and the others have
+// had firstGrace more, or ctx ends: so that the first round does not find
 // the connections still being dialled, and a node that does not answer
-// its dial costs the first round little.
+// its dial (a hung server accepts TCP connections and says nothing) costs
+// the first rounds firstGrace once, never its dial timeout.
 func (r *Redlock) ready(ctx context.Context, all bool) {
-	if r.warm.Load() {
-		return
-	}
-	var grace <-chan time.Time
-	for {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for all || !r.warm.Load() {
+		changed := r.dials.changed()
 		up, dialling := 0, 0
-		var wait <-chan struct{}
 		for _, n := range r.nodes {
 			select {
 			case <-n.first:
@@ -234,21 +247,30 @@ func (r *Redlock) ready(ctx context.Context, all bool) {
 				}
 			default:
 				dialling++
-				wait = n.first
 			}
 		}
 		if dialling == 0 {
 			r.warm.Store(true)
 			return
 		}
-		if up >= r.quorum && !all && grace == nil {
-			t := time.NewTimer(firstGrace)
-			defer t.Stop()
-			grace = t.C
+		var grace <-chan time.Time
+		if up >= r.quorum && !all {
+			left := r.dials.grace(time.Now())
+			if left <= 0 {
+				r.warm.Store(true)
+				return
+			}
+			if timer == nil {
+				timer = time.NewTimer(left)
+			} else {
+				timer.Reset(left)
+			}
+			grace = timer.C
 		}
 		select {
-		case <-wait:
+		case <-changed:
 		case <-grace:
+			r.warm.Store(true)
 			return
 		case <-ctx.Done():
 			return
@@ -256,6 +278,45 @@ func (r *Redlock) ready(ctx context.Context, all bool) {
 			return
 		}
 	}
+}
+
+// dialProgress tells ready when a node's first dial has ended, and keeps
+// the one deadline of the grace the last nodes get.
+type dialProgress struct {
+	mu       sync.Mutex
+	ch       chan struct{} // closed and replaced when a first dial ends
+	deadline time.Time     // the end of the grace, once a quorum is connected
+}
+
+// changed returns a channel that is closed when a first dial ends.
+func (d *dialProgress) changed() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ch == nil {
+		d.ch = make(chan struct{})
+	}
+	return d.ch
+}
+
+// ended wakes the callers of ready.
+func (d *dialProgress) ended() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ch != nil {
+		close(d.ch)
+		d.ch = nil
+	}
+}
+
+// grace returns how much of the grace is left, starting it at now the
+// first time.
+func (d *dialProgress) grace(now time.Time) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.deadline.IsZero() {
+		d.deadline = now.Add(firstGrace)
+	}
+	return d.deadline.Sub(now)
 }
 
 // firstGrace is how long the first round waits for the last nodes' dials
@@ -311,9 +372,10 @@ func (s *holds) remove(h *hold) {
 	s.mu.Unlock()
 }
 
-// closeAll releases the key of every lease still held, each within
-// releaseTimeout, and ends the lease with locker.ErrLost wrapping
-// locker.ErrClosed.
+// closeAll releases, all at once and each within releaseTimeout, the
+// key of every lease still held, and of every lease whose release did not
+// reach a majority, and ends the leases still held with locker.ErrLost
+// wrapping locker.ErrClosed.
 func (s *holds) closeAll() {
 	s.mu.Lock()
 	all := make([]*hold, 0, len(s.m))
@@ -321,8 +383,12 @@ func (s *holds) closeAll() {
 		all = append(all, h)
 	}
 	s.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, h := range all {
-		h.giveBack()
-		h.lease.Lose(locker.ErrClosed)
+		wg.Go(func() {
+			h.giveBack()
+			h.lease.Lose(locker.ErrClosed)
+		})
 	}
+	wg.Wait()
 }

@@ -37,7 +37,12 @@ func appendBulkConcat(b []byte, s, t string) []byte {
 
 func appendBulkInt(b []byte, i int64) []byte {
 	var digits [20]byte
-	return appendBulk(b, string(strconv.AppendInt(digits[:0], i, 10)))
+	d := strconv.AppendInt(digits[:0], i, 10)
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(d)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, d...)
+	return append(b, '\r', '\n')
 }
 
 // appendCommand appends one command made of string arguments.
@@ -71,12 +76,6 @@ func (r reply) err() error {
 type redisError string
 
 func (e redisError) Error() string { return string(e) }
-
-// isNoScript reports whether err is Redis's NOSCRIPT reply.
-func isNoScript(err error) bool {
-	var re redisError
-	return errors.As(err, &re) && len(re) >= 8 && re[:8] == "NOSCRIPT"
-}
 
 var errProtocol = errors.New("redis protocol error")
 

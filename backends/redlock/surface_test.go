@@ -69,6 +69,26 @@ func TestReservedPrefixRefused(t *testing.T) {
 	}
 }
 
+// TestTTLAboveMaxTTL (issue 19, §5): a TTL above the max TTL, which the
+// restart quarantine covers, is refused, in Acquire and in Extend, with
+// an error that names the option that raises it.
+func TestTTLAboveMaxTTL(t *testing.T) {
+	rl := newRedlock(t, addrs, redlock.WithMaxTTL(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := rl.Acquire(ctx, "k", locker.WithTTL(2*time.Second)); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "WithMaxTTL") {
+		t.Errorf("Acquire with a TTL above the max TTL = %v, want ErrInvalid naming WithMaxTTL", err)
+	}
+	lease, err := rl.Acquire(ctx, "k", locker.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx)
+	if err := lease.Extend(ctx, 2*time.Second); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "WithMaxTTL") {
+		t.Errorf("Extend beyond the max TTL = %v, want ErrInvalid naming WithMaxTTL", err)
+	}
+}
+
 // TestOptionsInAnyOrder: the options that depend on each other give the
 // same Redlock, or the same refusal, whatever their order.
 func TestOptionsInAnyOrder(t *testing.T) {
@@ -132,6 +152,7 @@ func TestNewRefuses(t *testing.T) {
 		{"none", nil, "at least one"},
 		{"nil", []*redis.Client{plain, nil}, "client 1 is nil"},
 		{"twice", []*redis.Client{plain, redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, "given twice"},
+		{"two databases of one server", []*redis.Client{plain, redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DB: 1})}, "databases 0 and 1"},
 		{"two failover clients", []*redis.Client{a, plain, b}, "both Sentinel failover clients"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +172,27 @@ func TestNewRefuses(t *testing.T) {
 		t.Fatalf("one failover client: %v", err)
 	}
 	rl.Close()
+}
+
+// TestOneServerUnderTwoAddresses (issue 19, §5): two addresses of one
+// server (here 127.0.0.1 and localhost) are one master, not two: their
+// connections find the same run_id, neither votes, and Acquire fails at
+// once naming both, rather than count one server twice toward a quorum.
+func TestOneServerUnderTwoAddresses(t *testing.T) {
+	for _, quarantine := range []bool{true, false} {
+		t.Run(fmt.Sprintf("quarantine=%v", quarantine), func(t *testing.T) {
+			_, addrs := fresh(t, 2, compose.RedisOptions{})
+			_, port, _ := strings.Cut(addrs[0], ":")
+			rl := newRedlock(t, []string{addrs[0], "localhost:" + port, addrs[1]}, redlock.WithQuarantine(quarantine))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := rl.Acquire(ctx, "k")
+			if !errors.Is(err, redlock.ErrConfig) || !strings.Contains(err.Error(), "one server") || !strings.Contains(err.Error(), "localhost:"+port) {
+				t.Fatalf("Acquire on one server under two addresses = %v, want ErrConfig naming both", err)
+			}
+			t.Log(err)
+		})
+	}
 }
 
 // TestErrorsWrapSentinels: a failed Extend (a majority down) and
@@ -189,29 +231,60 @@ func TestErrorsWrapSentinels(t *testing.T) {
 	}
 }
 
-// TestACLRefusalNamesINFO: with the restart quarantine on, Redlock needs
-// the INFO command; a node whose ACL refuses it fails every operation
-// with an error that says what the user lacks.
-func TestACLRefusalNamesINFO(t *testing.T) {
+// TestMisconfigurationFailsAtOnce (issue 19, §3): a refusal of
+// Redlock's configuration — a wrong password, an ACL that refuses INFO
+// (the restart quarantine needs it) or EVALSHA — cannot be cured by
+// retrying: Acquire, even on a context that never ends, fails at once with
+// an error wrapping ErrConfig that says what the user lacks.
+func TestMisconfigurationFailsAtOnce(t *testing.T) {
 	nodes, _ := fresh(t, 1, compose.RedisOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := direct(t, nodes[0]).Do(ctx, "ACL", "SETUSER", "locker", "on", ">secret", "~*", "&*", "+@all", "-info").Err(); err != nil {
-		t.Fatal(err)
+	for _, acl := range [][]string{
+		{"ACL", "SETUSER", "locker", "on", ">secret", "~*", "&*", "+@all"},
+		{"ACL", "SETUSER", "noinfo", "on", ">secret", "~*", "&*", "+@all", "-info"},
+		{"ACL", "SETUSER", "noeval", "on", ">secret", "~*", "&*", "+@all", "-evalsha"},
+	} {
+		if err := direct(t, nodes[0]).Do(ctx, toAny(acl)...).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: "locker", Password: "secret"})
-	defer client.Close()
-	rl, err := redlock.New([]*redis.Client{client})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name, user, pass string
+		want             []string
+	}{
+		{"wrong password", "locker", "wrong", []string{"WRONGPASS"}},
+		{"ACL without INFO", "noinfo", "secret", []string{"ACL", "+info"}},
+		{"ACL without EVALSHA", "noeval", "secret", []string{"ACL", "+evalsha"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: tc.user, Password: tc.pass})
+			defer client.Close()
+			rl, err := redlock.New([]*redis.Client{client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rl.Close()
+			start := time.Now()
+			_, err = rl.Acquire(context.Background(), "k")
+			took := time.Since(start)
+			if !errors.Is(err, redlock.ErrConfig) || errors.Is(err, locker.ErrNotAcquired) {
+				t.Fatalf("Acquire = %v, want an error wrapping ErrConfig (and not ErrNotAcquired, which is retried)", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Acquire = %v, want it to name %q", err, w)
+				}
+			}
+			if took > 5*time.Second {
+				t.Errorf("Acquire took %v to fail", took)
+			}
+			t.Logf("%v: %v", took.Round(time.Millisecond), err)
+		})
 	}
-	defer rl.Close()
-	_, err = rl.TryAcquire(ctx, "k")
-	if !errors.Is(err, locker.ErrNotAcquired) || !strings.Contains(err.Error(), "ACL") || !strings.Contains(err.Error(), "+info") {
-		t.Fatalf("TryAcquire without +info = %v, want a refusal naming the ACL and +info", err)
-	}
-	t.Log(err)
 	// Without the quarantine, INFO is not needed.
+	client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: "noinfo", Password: "secret"})
+	defer client.Close()
 	plain, err := redlock.New([]*redis.Client{client}, redlock.WithQuarantine(false))
 	if err != nil {
 		t.Fatal(err)
@@ -224,9 +297,18 @@ func TestACLRefusalNamesINFO(t *testing.T) {
 	lease.Release(ctx)
 }
 
+func toAny(s []string) []any {
+	a := make([]any, len(s))
+	for i, v := range s {
+		a[i] = v
+	}
+	return a
+}
+
 // TestNoRegistration: importing the library registers nothing with
 // lockbench's registry (backends/redlock/redlockbackend does), and it
-// depends on nothing of lockbench's but locker.
+// depends on nothing of lockbench's but locker, nor on an OpenTelemetry
+// SDK or exporter.
 func TestNoRegistration(t *testing.T) {
 	if slices.Contains(backends.Names(), "redlock") {
 		t.Errorf("importing backends/redlock registered %q: %v", "redlock", backends.Names())
@@ -237,6 +319,10 @@ func TestNoRegistration(t *testing.T) {
 	}
 	for dep := range strings.FieldsSeq(string(out)) {
 		if strings.HasPrefix(dep, "github.com/lockbench/lockbench/") && dep != "github.com/lockbench/lockbench/locker" && dep != "github.com/lockbench/lockbench/backends/redlock" {
+			t.Errorf("backends/redlock depends on %s", dep)
+		}
+		// The OpenTelemetry API, never its SDK: the application chooses one.
+		if strings.HasPrefix(dep, "go.opentelemetry.io/otel/sdk") || strings.HasPrefix(dep, "go.opentelemetry.io/otel/exporters") {
 			t.Errorf("backends/redlock depends on %s", dep)
 		}
 	}

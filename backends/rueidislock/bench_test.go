@@ -123,7 +123,7 @@ func adapterRewaits() int64 {
 
 var contenders = []contender{
 	registry("redis", 1, nil),
-	registry("redlock", 5, map[string]string{"bootstrap": "true"}),
+	registry("redlock", 5, map[string]string{"bootstrap": "force"}),
 	registry("rueidislock", 1, nil),
 	native,
 }

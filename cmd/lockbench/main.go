@@ -43,6 +43,7 @@ func rootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), judgeCmd(), checkCmd(), hostsCmd())
+	root.AddCommand(admitCmds()...)
 	return root
 }
 

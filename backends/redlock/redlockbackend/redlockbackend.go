@@ -1,9 +1,9 @@
 // Package redlockbackend registers backends/redlock with lockbench's
 // backend registry under the name "redlock". It is the adapter between
 // the library, which knows nothing of lockbench, and the registry: its
-// Config, and its descriptor (five independent masters, the first of
-// them preferred, a case's max TTL, the admission of new nodes). Import
-// it for its side effect (backends/all does).
+// Config, and its descriptor (five independent masters, a case's max
+// TTL, the admission of new nodes). Import it for its side effect
+// (backends/all does).
 package redlockbackend
 
 import (
@@ -28,10 +28,15 @@ const bootstrapTimeout = 10 * time.Second
 // credentials and TLS) that Close closes. Params: fencing (default true),
 // clockfloor (default true with fencing), quarantine (true), maxttl (1m),
 // drift (0.01), nodetimeout (scaled from the TTL), and bootstrap (false):
-// when true, Open first admits brand-new nodes at once (redlock.Bootstrap)
-// and, on nodes already in use, admits nothing and opens all the same —
-// nodes that lost their data serve their quarantine. Bootstrap belongs
-// where the nodes are created, once; lockbench's runner does it there.
+// true makes Open first admit brand-new nodes at once
+// (redlock.Bootstrap), and fail if they may have held locks recently
+// (up for less than the max TTL, or flushed: redlock.ErrMaybeInUse);
+// force admits those too (redlock.Force: for nodes just created — on
+// nodes that restarted empty while a lock was held it risks a double
+// grant). Either way, on nodes already in use it admits nothing and opens
+// all the same: nodes that lost their data serve their quarantine.
+// Bootstrap belongs where the nodes are created, once; lockbench's runner
+// does it there, forced, on the nodes it has just started.
 func Open(cfg backends.Config) (locker.Locker, error) {
 	if err := cfg.Check("fencing", "clockfloor", "quarantine", "bootstrap", "maxttl", "drift", "nodetimeout"); err != nil {
 		return nil, err
@@ -43,9 +48,15 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	bootstrap, err := cfg.Bool("bootstrap", false)
-	if err != nil {
-		return nil, err
+	var bootstrap []redlock.BootstrapOption
+	switch v := cfg.Params["bootstrap"]; v {
+	case "", "false":
+	case "true":
+		bootstrap = []redlock.BootstrapOption{}
+	case "force":
+		bootstrap = []redlock.BootstrapOption{redlock.Force()}
+	default:
+		return nil, locker.Invalidf("param bootstrap=%q: want false, true or force", v)
 	}
 	clients := Clients(cfg)
 	r, err := redlock.New(clients, opts...)
@@ -53,10 +64,10 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 		closeAll(clients)
 		return nil, err
 	}
-	if bootstrap {
+	if bootstrap != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
 		defer cancel()
-		if err := r.Bootstrap(ctx); err != nil && !errors.Is(err, redlock.ErrInUse) {
+		if err := r.Bootstrap(ctx, bootstrap...); err != nil && !errors.Is(err, redlock.ErrInUse) {
 			r.Close()
 			closeAll(clients)
 			return nil, err

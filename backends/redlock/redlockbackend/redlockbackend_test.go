@@ -2,11 +2,14 @@ package redlockbackend_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/backendstest"
+	"github.com/lockbench/lockbench/backends/redlock"
 	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
 )
@@ -20,6 +23,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		{Name: "no address", Config: backends.Config{}, Want: "need at least 1"},
 		{Name: "unknown param", Config: param("fencnig", "true"), Want: "fencnig"},
 		{Name: "bad boolean", Config: param("quarantine", "maybe"), Want: `"maybe"`},
+		{Name: "bad bootstrap", Config: param("bootstrap", "yes"), Want: `bootstrap="yes"`},
 		{Name: "bad drift", Config: param("drift", "0.7"), Want: "0.7"},
 		{Name: "bad max TTL", Config: param("maxttl", "0s"), Want: "0s"},
 		{Name: "clock floor without fencing", Config: backends.Config{Addrs: addrs, Params: map[string]string{"fencing": "false", "clockfloor": "true"}}, Want: "WithFencing(false)"},
@@ -27,9 +31,11 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 	})
 }
 
-// TestBootstrapParam: bootstrap=true admits new nodes for the Locker that
-// asks (and those opened after it, without the param), and on nodes in
-// use it admits nothing and opens all the same.
+// TestBootstrapParam: on new nodes, bootstrap=true refuses them (they
+// have just started: they may have restarted empty while a lock was
+// held) and names force; bootstrap=force admits them for the Locker that
+// asks and those opened after it, without the param; on nodes in use
+// either admits nothing and opens all the same.
 func TestBootstrapParam(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -41,11 +47,18 @@ func TestBootstrapParam(t *testing.T) {
 	for _, n := range nodes {
 		cfg.Addrs = append(cfg.Addrs, n.Addr())
 	}
-	for i := range 2 { // the second finds the nodes in use
+	if l, err := backends.Open("redlock", cfg); err == nil {
+		l.Close()
+		t.Fatal("bootstrap=true admitted nodes that have just started")
+	} else if !errors.Is(err, redlock.ErrMaybeInUse) || !strings.Contains(err.Error(), "force") {
+		t.Fatalf("bootstrap=true on new nodes = %v, want ErrMaybeInUse naming force", err)
+	}
+	for i, mode := range []string{"force", "force", "true"} { // the second and third find the nodes in use
+		cfg.Params["bootstrap"] = mode
 		l := backendstest.OpenClosed(t, "redlock", cfg)
 		lease, err := l.TryAcquire(ctx, "k")
 		if err != nil {
-			t.Fatalf("open %d with bootstrap: %v", i, err)
+			t.Fatalf("open %d with bootstrap=%s: %v", i, mode, err)
 		}
 		if err := lease.Release(ctx); err != nil {
 			t.Fatal(err)
