@@ -1,6 +1,7 @@
 # lockbench: which distributed lock should this service use?
 #   make bench   run the comparison on this machine and write the report
-#   make test    vet and test everything against real servers (-race)
+#   make test    vet and test everything against real servers (-race): CI's suite
+#   make unit    the tests that need no server (go test -short), in about a minute
 
 GO ?= go
 BIN := $(CURDIR)/bin
@@ -10,7 +11,7 @@ export LOCKBENCH_ETCD_MEMBER := $(BIN)/etcd-member
 # Where make bench writes results.json and the report.
 OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: all deps build test bench bench-quick clean
+.PHONY: all deps build test unit bench bench-quick clean
 
 all: build
 
@@ -20,10 +21,20 @@ deps:
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+# Every test that starts servers has a deadline of its own (one minute
+# unless it says otherwise: composetest.StartsServers), which fails a hung
+# one with its goroutines; the package timeout is only a backstop, raised
+# because compose's tests together take more than go test's 10 minutes on
+# a loaded machine.
 test: build
 	@scripts/deps.sh test
 	$(GO) vet ./...
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 30m ./...
+
+# Tests that start servers (composetest.StartsServers) or a browser skip
+# under -short: nothing to install but Go.
+unit:
+	$(GO) test -short ./...
 
 bench: deps build
 	$(BIN)/lockbench run --suite default --out $(OUT)

@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/nemesis"
@@ -29,7 +30,7 @@ func runMatrix(t *testing.T, m bench.Matrix) (*results.File, string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Dir: dir, Worker: testWorker(), Seed: 42,
+	r := &bench.Runner{Clusters: bench.NewClusters(composetest.ForTest(t), nil), Dir: dir, Worker: testWorker(), Seed: 42,
 		Progress: func(e bench.Event) {
 			if e.Skipped != nil {
 				t.Logf("skipped %s: %v", e.Case, e.Skipped)
@@ -66,6 +67,7 @@ func find(f *results.File, backend, fault, guard string) *results.Case {
 // processes on one hot key are, with no overlap. The history on disk is
 // the one judged.
 func TestClientsAsProcesses(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 27 s on a 2-core machine loaded about 10×
 	f, dir := runMatrix(t, bench.Matrix{
 		Backends: []string{"noop", "redis", "etcd"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"none"},
 		Guards: []judge.Guard{judge.GuardNone, judge.GuardFence}, Clients: []int{4}, ClientsAs: results.ClientsProcesses,
@@ -112,6 +114,7 @@ func TestClientsAsProcesses(t *testing.T) {
 // the stores without a token check take the stale write, fence-rw rejects
 // it. The overlaps are an expired holder's, never a lock bug.
 func TestClientPauseStopsTheProcess(t *testing.T) {
+	composetest.StartsServersWithin(t, 3*time.Minute) // 51 s on a 2-core machine loaded about 10×
 	f, _ := runMatrix(t, bench.Matrix{
 		Backends: []string{"redis"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"client-pause?x=3"},
 		Guards: []judge.Guard{judge.GuardNone, judge.GuardFenceRW}, Clients: []int{3}, Injections: 2,
@@ -156,7 +159,7 @@ func TestRunnerKeepsPartialResults(t *testing.T) {
 	c := bench.Case{Backend: b, Fault: none, Guards: []judge.Guard{judge.GuardNone}, ClientsAs: results.ClientsGoroutines, Spec: spec}
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Dir: dir, Worker: testWorker(), Progress: func(e bench.Event) {
+	r := &bench.Runner{Clusters: bench.NewClusters(composetest.ForTest(t), nil), Dir: dir, Worker: testWorker(), Progress: func(e bench.Event) {
 		if e.Results != nil {
 			cancel() // Ctrl-C after the first case
 		}
@@ -189,7 +192,8 @@ func TestParseBackend(t *testing.T) {
 // since the failover left that set changed; later cases share that one.
 // The durable profile has a set of its own.
 func TestClustersRenewSpentSentinel(t *testing.T) {
-	clusters := bench.NewClusters(compose.ForTest(t), nil)
+	composetest.StartsServersWithin(t, 2*time.Minute) // 22 s on a 2-core machine loaded about 10×
+	clusters := bench.NewClusters(composetest.ForTest(t), nil)
 	b, err := bench.ParseBackend("sentinel")
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +231,7 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 // stopped) the lease mode's tokens let a resource that learns them from
 // every request (fence-rw) reject every stale write.
 func TestRunnerNewBackends(t *testing.T) {
+	composetest.StartsServersWithin(t, 5*time.Minute) // 79 s on a 2-core machine loaded about 10×
 	cases, err := bench.Cross(bench.Matrix{
 		Backends:  []string{"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"},
 		Workloads: []workloads.Workload{workloads.Hot},
@@ -238,7 +243,7 @@ func TestRunnerNewBackends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil), Worker: testWorker()}
+	r := &bench.Runner{Clusters: bench.NewClusters(composetest.ForTest(t), nil), Worker: testWorker()}
 	f, err := r.Run(context.Background(), cases)
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +271,7 @@ func TestRunnerNewBackends(t *testing.T) {
 // quorum for a max TTL) gets new, admitted nodes; otherwise the nodes are
 // kept.
 func TestClustersRenewRestartedRedlockNodes(t *testing.T) {
-	clusters := bench.NewClusters(compose.ForTest(t), nil)
+	clusters := bench.NewClusters(composetest.ForTest(t), nil)
 	b, err := bench.ParseBackend("redlock")
 	if err != nil {
 		t.Fatal(err)

@@ -56,9 +56,7 @@ func sysctl(t *testing.T, n *Node, name string) string {
 // idle 1 s, interval 1 s, count 3 it goes after about 4 s. A client on the
 // server's side of the cut watches pg_locks.
 func TestPostgresAdvisoryLockUnderCut(t *testing.T) {
-	if err := PeerNetworkAvailable(); err != nil {
-		t.Skip(err)
-	}
+	needPeerNetwork(t) // and not under -short: it starts a server
 	for _, tc := range []struct {
 		name     string
 		settings [][2]string

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // TestCutClients cuts a Redis node in a network namespace off from this
@@ -22,7 +23,7 @@ import (
 func TestCutClients(t *testing.T) {
 	needPeerNetwork(t)
 	ctx := context.Background()
-	nodes, err := compose.ForTest(t).Redis(ctx, 2, compose.RedisOptions{Netns: true, Proxied: true})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 2, compose.RedisOptions{Netns: true, Proxied: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestCutClients(t *testing.T) {
 // TestCutClientsNeedsANamespace checks that a node on this host's network
 // cannot be cut, and says how.
 func TestCutClientsNeedsANamespace(t *testing.T) {
-	nodes, err := compose.ForTest(t).Redis(context.Background(), 1, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(context.Background(), 1, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

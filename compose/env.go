@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -49,28 +48,6 @@ func New(dir string) (*Env, error) {
 		return nil, fmt.Errorf("compose: run dir %q is not empty: give a new or empty one", dir)
 	}
 	return &Env{Dir: abs}, nil
-}
-
-// ForTest returns an Env in a temporary directory that is closed when tb
-// ends. On failure the last lines of every node's log are written to the
-// test log, which is usually where the reason is.
-func ForTest(tb testing.TB) *Env {
-	tb.Helper()
-	e, err := New(tb.TempDir())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			for _, n := range e.Nodes() {
-				tb.Logf("--- %s log (tail) ---\n%s", n.Name, n.LogTail(2048))
-			}
-		}
-		if err := e.Close(); err != nil {
-			tb.Error(err)
-		}
-	})
-	return e
 }
 
 // Nodes returns every node started in this Env, in start order.

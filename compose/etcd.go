@@ -398,22 +398,5 @@ func (c *EtcdCluster) Leader(ctx context.Context) (*Node, error) {
 // the cluster and returns it: what a leader-kill fault waits for. ctx
 // bounds the wait; without a deadline it is one minute.
 func (c *EtcdCluster) AwaitLeader(ctx context.Context, old *Node) (*Node, error) {
-	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
-	defer cancel()
-	var leader *Node
-	err := poll(ctx, time.Minute, func(ctx context.Context) error {
-		l, err := c.Leader(ctx)
-		if err != nil {
-			return err
-		}
-		if l == old {
-			return fmt.Errorf("%s still leads", l.Name)
-		}
-		leader = l
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("compose: no new etcd leader: %w", err)
-	}
-	return leader, nil
+	return awaitNewLeader(ctx, "etcd", c.Leader, old)
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 func etcdClient(t *testing.T, endpoints ...string) *clientv3.Client {
@@ -60,7 +61,7 @@ func etcdGet(t *testing.T, endpoint, key string) string {
 func TestEtcdSingle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	c, err := env.Etcd(ctx, 1, compose.EtcdOptions{Proxied: true})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestEtcdSingle(t *testing.T) {
 }
 
 func TestEtcdBadSize(t *testing.T) {
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	for _, n := range []int{0, 2, -3} {
 		if _, err := env.Etcd(context.Background(), n, compose.EtcdOptions{}); err == nil {
 			t.Errorf("Etcd(%d) succeeded", n)
@@ -93,7 +94,7 @@ func TestEtcdBadSize(t *testing.T) {
 func TestEtcdLeaderKillPauseRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	c, err := env.Etcd(ctx, 3, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)

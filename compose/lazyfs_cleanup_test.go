@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // mounted reports whether a lazy filesystem is mounted at dir.
@@ -35,6 +36,7 @@ func mounted(t *testing.T, dir string) bool {
 // unmounts them. Its servers do not hold the FUSE device, which would
 // keep a dead mount's connection open.
 func TestLazyFSAfterParentKilled(t *testing.T) {
+	composetest.StartsServers(t)
 	needLazyFS(t)
 	parent := exec.Command(os.Args[0], "-test.run=^$")
 	parent.Env = append(os.Environ(), "COMPOSE_ORPHAN_PARENT="+t.TempDir(), "COMPOSE_ORPHAN_KIND=lazyfs")
@@ -62,7 +64,7 @@ func TestLazyFSAfterParentKilled(t *testing.T) {
 			t.Fatalf("parent: %s", sc.Text())
 		case "mount":
 			mounts = append(mounts, f[1])
-		case "pid":
+		case "pid", "live":
 			pid, _ := strconv.Atoi(f[1])
 			pids = append(pids, pid)
 		}
@@ -103,7 +105,7 @@ func TestLazyFSAfterParentKilled(t *testing.T) {
 		}
 	}
 	// The next lazy filesystem sweeps the dead mounts.
-	if _, err := compose.ForTest(t).Redis(context.Background(), 1, compose.RedisOptions{LazyFS: true}); err != nil {
+	if _, err := composetest.ForTest(t).Redis(context.Background(), 1, compose.RedisOptions{LazyFS: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range mounts {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // A quorumSystem is a consensus cluster under faults of a majority.
@@ -88,6 +89,26 @@ var quorumSystems = []quorumSystem{
 	},
 }
 
+// writeAcked writes key until the cluster acknowledges it, at most 20
+// times 100 ms apart: a busy machine's ensemble drops a client's
+// connection now and then ("zk: connection closed" failed a healthy
+// cluster's write). A ZooKeeper create tried again that finds its node is
+// acknowledged: an earlier attempt was applied, its answer lost.
+func writeAcked(ctx context.Context, s quorumSystem, nodes []*compose.Node, key string) error {
+	var err error
+	for try := range 20 {
+		if err = s.write(ctx, nodes, key); err == nil || try > 0 && errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return err
+}
+
 func withZK(nodes []*compose.Node, f func(*zk.Conn) error) error {
 	var addrs []string
 	for _, n := range nodes {
@@ -140,15 +161,16 @@ func TestMajorityFaults(t *testing.T) {
 			{"restart-empty", compose.DurabilityFast},
 		} {
 			t.Run(fmt.Sprintf("%s/%s/%s", s.name, tc.fault, tc.d), func(t *testing.T) {
+				composetest.StartsServersWithin(t, 3*time.Minute) // up to 50 s on a 2-core machine loaded about 10×
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 				defer cancel()
-				env := compose.ForTest(t)
+				env := composetest.ForTest(t)
 				nodes, err := s.start(ctx, env, tc.d)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for i := range writes {
-					if err := s.write(ctx, nodes, fmt.Sprintf("k-%d", i)); err != nil {
+					if err := writeAcked(ctx, s, nodes, fmt.Sprintf("k-%d", i)); err != nil {
 						t.Fatalf("write %d: %v", i, err)
 					}
 				}

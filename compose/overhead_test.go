@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // BenchmarkLazyFS measures what a lazy filesystem costs a server: one
@@ -24,7 +25,7 @@ func BenchmarkLazyFS(b *testing.B) {
 	for _, d := range []compose.Durability{compose.DurabilityDurable, compose.DurabilityPeriodic} {
 		for _, lazy := range []bool{false, true} {
 			b.Run(fmt.Sprintf("redis/%s/lazyfs=%v", d, lazy), func(b *testing.B) {
-				ns, err := compose.ForTest(b).Redis(context.Background(), 1, compose.RedisOptions{Durability: d, LazyFS: lazy})
+				ns, err := composetest.ForTest(b).Redis(context.Background(), 1, compose.RedisOptions{Durability: d, LazyFS: lazy})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -35,7 +36,7 @@ func BenchmarkLazyFS(b *testing.B) {
 	for _, lazy := range []bool{false, true} {
 		b.Run(fmt.Sprintf("postgres/durable/lazyfs=%v", lazy), func(b *testing.B) {
 			ctx := context.Background()
-			n, err := compose.ForTest(b).Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityDurable, LazyFS: lazy})
+			n, err := composetest.ForTest(b).Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityDurable, LazyFS: lazy})
 			if err != nil {
 				b.Fatal(err)
 			}

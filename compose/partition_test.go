@@ -13,12 +13,16 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
-// needPeerNetwork skips the test, saying why, where clusters cannot be
-// partitioned (not root, no netns, no ip command).
+// needPeerNetwork marks the test as one that starts servers (so a
+// parallel test calls it after t.Parallel, which may wait for the other
+// tests), and skips it, saying why, where clusters cannot be partitioned
+// (not root, no netns, no ip command).
 func needPeerNetwork(t *testing.T) {
 	t.Helper()
+	composetest.StartsServers(t)
 	if err := compose.PeerNetworkAvailable(); err != nil {
 		t.Skip(err)
 	}
@@ -215,12 +219,14 @@ func except(nodes []*compose.Node, out ...*compose.Node) []*compose.Node {
 }
 
 // mustWrite writes through via, retrying while the cluster elects (up to
-// 20 s).
+// 20 s). A retried ZooKeeper create that finds its node is done: an
+// earlier attempt was applied, and its answer came too late (a busy
+// machine) or not at all.
 func (q *quorum) mustWrite(t *testing.T, via []*compose.Node, key string) {
 	t.Helper()
 	var err error
-	for start := time.Now(); time.Since(start) < 20*time.Second; {
-		if err = q.write(t, via, key, 2*time.Second); err == nil {
+	for start, retry := time.Now(), false; time.Since(start) < 20*time.Second; retry = true {
+		if err = q.write(t, via, key, 2*time.Second); err == nil || retry && errors.Is(err, zk.ErrNodeExists) {
 			return
 		}
 	}
@@ -359,9 +365,10 @@ func testPartitions(t *testing.T, q *quorum) {
 }
 
 func TestEtcdPeerPartitions(t *testing.T) {
+	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
 	needPeerNetwork(t)
-	t.Parallel()
-	env := compose.ForTest(t)
+	composetest.StartsServersWithin(t, 2*time.Minute) // 37 s on a 2-core machine loaded about 10×
+	env := composetest.ForTest(t)
 	// Proxied too: clients go through the proxies, members talk directly.
 	c, err := env.Etcd(context.Background(), 3, compose.EtcdOptions{PeerNetwork: true, Proxied: true})
 	if err != nil {
@@ -371,9 +378,10 @@ func TestEtcdPeerPartitions(t *testing.T) {
 }
 
 func TestZooKeeperPeerPartitions(t *testing.T) {
+	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
 	needPeerNetwork(t)
-	t.Parallel()
-	env := compose.ForTest(t)
+	composetest.StartsServersWithin(t, 5*time.Minute) // 101 s on a 2-core machine loaded about 10×
+	env := composetest.ForTest(t)
 	z, err := env.ZooKeeper(context.Background(), 3, compose.ZooKeeperOptions{PeerNetwork: true, Proxied: true})
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +393,7 @@ func TestZooKeeperPeerPartitions(t *testing.T) {
 // PeerNetwork refuses to be partitioned, saying why.
 func TestPartitionNeedsPeerNetwork(t *testing.T) {
 	t.Parallel()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	c, err := env.Etcd(context.Background(), 1, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -406,10 +414,10 @@ func TestPartitionNeedsPeerNetwork(t *testing.T) {
 // whose two members still talk to each other — serves none, and after
 // the heal all five follow one leader.
 func TestEtcdPeerPartitionHalvesWithLeader(t *testing.T) {
+	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
 	needPeerNetwork(t)
-	t.Parallel()
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	c, err := env.Etcd(ctx, 5, compose.EtcdOptions{PeerNetwork: true})
 	if err != nil {
 		t.Fatal(err)

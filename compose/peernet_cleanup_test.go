@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // peerMarks is what a PeerNetwork member leaves on the machine while it
@@ -172,7 +173,7 @@ func TestPeerNetworkCleanup(t *testing.T) {
 		}
 		_ = parent.Wait()
 		// The next cluster (any Env) removes what the dead one left.
-		env := compose.ForTest(t)
+		env := composetest.ForTest(t)
 		if _, err := env.Etcd(context.Background(), 1, compose.EtcdOptions{PeerNetwork: true}); err != nil {
 			t.Fatal(err)
 		}

@@ -18,10 +18,16 @@ import (
 	"go.uber.org/goleak"
 )
 
-// needPeerNetwork skips the test, saying why, where PeerNetwork cannot
-// work (not root, no netns, no ip command).
+// needPeerNetwork skips the test, saying why, under -short (it builds
+// network namespaces and servers in them; composetest.StartsServers
+// decides this for every other test, but compose's own tests cannot
+// import it) and where PeerNetwork cannot work (not root, no netns, no ip
+// command).
 func needPeerNetwork(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds network namespaces: skipped under -short (make unit); make test runs it")
+	}
 	if err := PeerNetworkAvailable(); err != nil {
 		t.Skip(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // pgConnect connects to a server compose started, through addr.
@@ -76,8 +77,9 @@ func procState(pid int) string {
 
 func TestPostgresKillRestartPause(t *testing.T) {
 	t.Parallel()
+	composetest.StartsServersWithin(t, 4*time.Minute) // 74 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	n, err := env.Postgres(ctx, compose.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +166,9 @@ func TestPostgresKillRestartPause(t *testing.T) {
 
 func TestPostgresFastProfileProxied(t *testing.T) {
 	t.Parallel()
+	composetest.StartsServersWithin(t, 2*time.Minute) // 24 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	n, err := env.Postgres(ctx, compose.PostgresOptions{NoFsync: true, Proxied: true, Config: [][2]string{{"application_name", "compose-test"}}})
 	if err != nil {
 		t.Fatal(err)

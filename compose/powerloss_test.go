@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 func needLazyFS(t *testing.T) {
@@ -121,8 +122,9 @@ func TestPowerLoss(t *testing.T) {
 	for _, s := range durableServers {
 		for _, d := range compose.Durabilities() {
 			t.Run(s.name+"/"+string(d), func(t *testing.T) {
+				composetest.StartsServersWithin(t, 3*time.Minute) // up to 63 s on a 2-core machine loaded about 10×
 				ctx := context.Background()
-				env := compose.ForTest(t)
+				env := composetest.ForTest(t)
 				n, err := s.start(ctx, env, d)
 				if d == compose.DurabilityPeriodic && s.noPeriodic {
 					if !errors.Is(err, compose.ErrNoDurability) {

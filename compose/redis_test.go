@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 func client(t *testing.T, addr string) *redis.Client {
@@ -24,7 +25,7 @@ func client(t *testing.T, addr string) *redis.Client {
 
 func TestRedisKillRestart(t *testing.T) {
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	nodes, err := env.Redis(ctx, 2, compose.RedisOptions{AOF: true})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestRedisKillRestart(t *testing.T) {
 
 func TestRedisPauseResume(t *testing.T) {
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestRedisPauseResume(t *testing.T) {
 
 func TestRedisShiftClock(t *testing.T) {
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +137,7 @@ func TestRedisShiftClock(t *testing.T) {
 
 func TestProxyPartitionDelayHeal(t *testing.T) {
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{Proxied: true})
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +190,7 @@ func TestProxyPartitionDelayHeal(t *testing.T) {
 // servers goes and their logs stay; a server that died when nobody
 // stopped it keeps its data, for diagnosis.
 func TestPruneKeepsOnlyLogsAndFailedData(t *testing.T) {
+	composetest.StartsServers(t)
 	e, err := compose.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -12,11 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 func startSentinel(t *testing.T, o compose.SentinelOptions) *compose.SentinelSet {
 	t.Helper()
-	s, err := compose.ForTest(t).Sentinel(context.Background(), o)
+	s, err := composetest.ForTest(t).Sentinel(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

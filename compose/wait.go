@@ -47,6 +47,30 @@ func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, 
 	return context.WithTimeout(ctx, d)
 }
 
+// awaitNewLeader polls leader until a node other than old (which may be
+// nil) leads, and returns it; what names the cluster's kind in the error.
+// ctx bounds the wait; without a deadline it is one minute.
+func awaitNewLeader(ctx context.Context, what string, leader func(context.Context) (*Node, error), old *Node) (*Node, error) {
+	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
+	defer cancel()
+	var found *Node
+	err := poll(ctx, time.Minute, func(ctx context.Context) error {
+		l, err := leader(ctx)
+		if err != nil {
+			return err
+		}
+		if l == old {
+			return fmt.Errorf("%s still leads", l.Name)
+		}
+		found = l
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compose: no new %s leader: %w", what, err)
+	}
+	return found, nil
+}
+
 // leaderOf asks every node at once, each within a second, whether it
 // leads (and in which term), and returns the leader of the highest term.
 // Nodes that do not answer — killed or paused — are skipped; the error

@@ -266,24 +266,7 @@ func (z *Ensemble) Leader(ctx context.Context) (*Node, error) {
 // leads the ensemble and returns it: what a leader-kill fault waits for.
 // ctx bounds the wait; without a deadline it is one minute.
 func (z *Ensemble) AwaitLeader(ctx context.Context, old *Node) (*Node, error) {
-	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
-	defer cancel()
-	var leader *Node
-	err := poll(ctx, time.Minute, func(ctx context.Context) error {
-		l, err := z.Leader(ctx)
-		if err != nil {
-			return err
-		}
-		if l == old {
-			return fmt.Errorf("%s still leads", l.Name)
-		}
-		leader = l
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("compose: no new ZooKeeper leader: %w", err)
-	}
-	return leader, nil
+	return awaitNewLeader(ctx, "ZooKeeper", z.Leader, old)
 }
 
 // zkTime writes /lockbench-clock through the server at addr and returns

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 type zkNoLog struct{}
@@ -69,7 +70,7 @@ func zkExists(t *testing.T, c *zk.Conn, path string) bool {
 func TestZooKeeperStandalone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	z, err := env.ZooKeeper(ctx, 1, compose.ZooKeeperOptions{Proxied: true})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestZooKeeperStandalone(t *testing.T) {
 }
 
 func TestZooKeeperBadSize(t *testing.T) {
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	for _, n := range []int{0, 2, -1} {
 		if _, err := env.ZooKeeper(context.Background(), n, compose.ZooKeeperOptions{}); err == nil {
 			t.Errorf("ZooKeeper(%d) succeeded", n)
@@ -98,8 +99,9 @@ func TestZooKeeperBadSize(t *testing.T) {
 
 func TestZooKeeperLeaderKillRestart(t *testing.T) {
 	t.Parallel()
+	composetest.StartsServersWithin(t, 3*time.Minute) // 40 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
-	env := compose.ForTest(t)
+	env := composetest.ForTest(t)
 	z, err := env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{})
 	if err != nil {
 		t.Fatal(err)

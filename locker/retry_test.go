@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/lockbench/lockbench/locker"
 )
@@ -57,49 +56,48 @@ func TestLimitRetry(t *testing.T) {
 
 var errBusy = fmt.Errorf("%w: busy", locker.ErrNotAcquired)
 
+// TestRetryStopsOnCtx: Retry makes no attempt, and waits no backoff,
+// once ctx has ended. (In a synctest bubble: the hour-long backoff would
+// pass at once on the bubble's clock if Retry waited it.)
 func TestRetryStopsOnCtx(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	attempts := 0
-	var cancelled time.Time
-	_, err := locker.Retry(ctx, locker.LinearBackoff(time.Hour), nil, func(context.Context) (locker.Lease, error) {
-		attempts++
-		cancelled = time.Now()
-		cancel()
-		return nil, errBusy
-	})
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, locker.ErrNotAcquired) {
-		t.Fatalf("Retry error = %v, want it to wrap context.Canceled and ErrNotAcquired", err)
-	}
-	if attempts != 1 {
-		t.Fatalf("Retry made %d attempts after ctx ended, want 1", attempts)
-	}
-	if waited := time.Since(cancelled); waited > time.Second {
-		t.Fatalf("Retry returned %v after ctx ended", waited)
-	}
-}
-
-func TestRetryCancelDuringBackoff(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan struct{})
-	done := make(chan error)
-	go func() {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		attempts := 0
+		start := time.Now()
 		_, err := locker.Retry(ctx, locker.LinearBackoff(time.Hour), nil, func(context.Context) (locker.Lease, error) {
-			close(started)
+			attempts++
+			cancel()
 			return nil, errBusy
 		})
-		done <- err
-	}()
-	<-started
-	cancel()
-	select {
-	case err := <-done:
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, locker.ErrNotAcquired) {
+			t.Fatalf("Retry error = %v, want it to wrap context.Canceled and ErrNotAcquired", err)
+		}
+		if attempts != 1 {
+			t.Fatalf("Retry made %d attempts after ctx ended, want 1", attempts)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("Retry returned %v after ctx ended, want at once", waited)
+		}
+	})
+}
+
+// TestRetryCancelDuringBackoff: a ctx that ends during a backoff ends
+// the wait then, not when the backoff would have.
+func TestRetryCancelDuringBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Minute, cancel)
+		start := time.Now()
+		_, err := locker.Retry(ctx, locker.LinearBackoff(time.Hour), nil, func(context.Context) (locker.Lease, error) {
+			return nil, errBusy
+		})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Retry error = %v, want context.Canceled", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Retry kept waiting its hour-long backoff after ctx was cancelled")
-	}
+		if waited := time.Since(start); waited != time.Minute {
+			t.Fatalf("Retry returned %v after it began, want when ctx was cancelled (1m), not after its hour-long backoff", waited)
+		}
+	})
 }
 
 func TestRetryWake(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/workloads"
@@ -114,7 +115,7 @@ func probe(name string) func(context.Context, *compose.Node, string) (nemesis.St
 func redis5(t *testing.T) []*compose.Node {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 5, compose.RedisOptions{Proxied: true})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 5, compose.RedisOptions{Proxied: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +127,7 @@ func redis5(t *testing.T) []*compose.Node {
 // section lets another client in, unless the quarantine keeps the
 // restarted nodes out of the quorum.
 func TestRestart(t *testing.T) {
+	composetest.StartsServersWithin(t, 3*time.Minute) // 53 s on a 2-core machine loaded about 10×
 	nodes := redis5(t)
 	// A restart is a chance of a double grant, which a loaded machine can
 	// make the other clients miss: allow three cases of two restarts.
@@ -162,11 +164,16 @@ func TestRestart(t *testing.T) {
 
 // TestMinorityFaultsHeal runs the window faults that break a minority and
 // checks that grants go on during them and that everything is healed.
+// Grants need the majority's replies within the per-node timeout, which
+// scales from the TTL (20 ms here): a busy machine misses that for whole
+// windows. At 45 ms the healthy nodes have room, and the nodes slowed by
+// 50 ms still never answer in time.
 func TestMinorityFaultsHeal(t *testing.T) {
+	composetest.StartsServersWithin(t, 4*time.Minute) // 67 s on a 2-core machine loaded about 10×
 	nodes := redis5(t)
 	for _, fault := range []string{"crash-minority", "partition", "latency", "server-pause"} {
 		t.Run(fault, func(t *testing.T) {
-			out := run(t, nodes, fault, nil)
+			out := run(t, nodes, fault, map[string]string{"nodetimeout": "45ms"})
 			if len(out.Windows) != 2 || len(out.Targets) != 2 {
 				t.Fatalf("fault windows %+v, targets %+v: want two injections", out.Windows, out.Targets)
 			}
@@ -178,6 +185,15 @@ func TestMinorityFaultsHeal(t *testing.T) {
 					t.Fatalf("injection %+v: want it proved, with its effect read back", tg)
 				}
 			}
+			// The first window only: in a later one the nodes an earlier
+			// injection restarted may still sit out their quarantine, so
+			// that a majority is up but not a majority of voters. And
+			// only if it spared Redlock's priority node (its fast path
+			// and hand-off queue), whose loss costs a window by design;
+			// the seed is fixed, so that is known in advance.
+			if out.Targets[0].Priority {
+				t.Fatalf("the first injection of %s hit the priority node (%+v): choose a seed that leaves something to check", fault, out.Targets[0])
+			}
 			w := out.Windows[0]
 			step := out.TimelineStep.Seconds()
 			var during int64
@@ -187,7 +203,7 @@ func TestMinorityFaultsHeal(t *testing.T) {
 				}
 			}
 			if during == 0 {
-				t.Fatalf("no grant during %s (%.1fs-%.1fs): a majority was up", fault, w.StartS, w.EndS)
+				t.Fatalf("no grant during %s (%.1fs-%.1fs) on %v: a majority was up", fault, w.StartS, w.EndS, out.Targets[0].Nodes)
 			}
 			if out.Reports[judge.GuardNone].Overlaps != 0 {
 				t.Fatalf("%d overlaps under %s", out.Reports[judge.GuardNone].Overlaps, fault)

@@ -11,6 +11,7 @@ import (
 	_ "github.com/lockbench/lockbench/backends/redis"
 	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
@@ -23,7 +24,7 @@ func redisAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, n, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, n, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,9 +92,11 @@ func runCase(t *testing.T, spec workloads.Spec, lockers []locker.Locker, g judge
 }
 
 // contention is the load under which a correct lock must show no
-// violation: every client on one key, a hold far inside the TTL.
+// violation: every client on one key, a hold far inside the TTL, for 500
+// operations — a count, not a duration, so that a busy machine makes the
+// case longer rather than its evidence thinner (at 30 s it stops anyway).
 func contention(t *testing.T) workloads.Spec {
-	return workloads.Spec{Workload: workloads.Hot, Clients: 8, Hold: dist(t, "200us-1ms"), TTL: 5 * time.Second, Duration: 1500 * time.Millisecond}
+	return workloads.Spec{Workload: workloads.Hot, Clients: 8, Hold: dist(t, "200us-1ms"), TTL: 5 * time.Second, MaxOps: 500, Duration: 30 * time.Second}
 }
 
 func checkSafe(t *testing.T, c results.Case) {
@@ -145,6 +148,7 @@ func TestRedlockIsSafeUnderContention(t *testing.T) {
 // fencing tokens and the CAS mark reject it. The overlaps are those of an
 // expired holder, not lock bugs.
 func TestLongHold(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 29 s on a 2-core machine loaded about 10×
 	addrs := redisAddrs(t, 1)
 	ls := open(t, "redis", 6, backends.Config{Addrs: addrs})
 	for _, tc := range []struct {
@@ -157,9 +161,12 @@ func TestLongHold(t *testing.T) {
 		{judge.GuardCAS, false},
 	} {
 		t.Run(string(tc.guard), func(t *testing.T) {
+			// 120 operations, so three slow holders whatever the
+			// machine's speed (1.5 s made 40 grants, one slow holder
+			// and no overlap, on a busy machine); 30 s at most.
 			spec := workloads.Spec{
 				Workload: workloads.Hot, Clients: 6, Hold: dist(t, "1ms"),
-				TTL: 100 * time.Millisecond, Duration: 1500 * time.Millisecond,
+				TTL: 100 * time.Millisecond, MaxOps: 120, Duration: 30 * time.Second,
 			}
 			c := runCase(t, spec, ls, tc.guard, workloads.EveryNth(40, judge.Action{Hold: 500 * time.Millisecond}))
 			// Whatever the guard, the lock itself let two holders in and

@@ -10,7 +10,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/redis"
 	"github.com/lockbench/lockbench/bench"
-	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
@@ -105,7 +105,7 @@ func TestAddingABackendIsOnePackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &bench.Runner{Clusters: bench.NewClusters(compose.ForTest(t), nil)}
+	r := &bench.Runner{Clusters: bench.NewClusters(composetest.ForTest(t), nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f, err := r.Run(ctx, m)

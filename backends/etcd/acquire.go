@@ -52,11 +52,12 @@ func (l *Locker) acquire(ctx context.Context, key string, wait bool, opts []lock
 	if err != nil {
 		return nil, err
 	}
-	if !l.enter() {
-		return nil, fmt.Errorf("acquire %q: %w", key, locker.ErrClosed)
+	if err := l.closing.Add(); err != nil {
+		return nil, fmt.Errorf("acquire %q: %w", key, err)
 	}
-	defer l.ops.Done()
-	op, stop := l.opCtx(ctx)
+	defer l.closing.Done()
+	// Close does not wait on a request made with a ctx that never ends.
+	op, stop := l.closing.Bind(ctx)
 	defer stop()
 	a := &acquisition{l: l, key: key, pfx: l.Prefix(key), o: o, secs: secs}
 	lease, err := a.run(op, wait)
@@ -252,7 +253,7 @@ func (a *acquisition) granted(ctx context.Context, rev int64) (locker.Lease, ahe
 	}
 	ls := &lease{l: l, key: a.key, path: a.myKey, rev: a.myRev, rec: a.rec}
 	g := locker.Grant{Key: a.key, Token: uint64(a.myRev), HasToken: true, ValidUntil: a.rec.deadline()}
-	if !l.register(ls, func() *locker.Handle { return locker.NewLease(l.ctx, ls, g, a.o) }) {
+	if !l.register(ls, func() *locker.Handle { return locker.NewLease(l.closing.Context(), ls, g, a.o) }) {
 		return nil, ahead{}, locker.ErrClosed
 	}
 	a.has, a.put = false, false // the lease owns them now
@@ -327,7 +328,7 @@ func (a *acquisition) abandon(caller context.Context) {
 		l.recycle(a.rec)
 		return
 	}
-	if caller.Err() == nil && !l.isClosed() && l.revoke(caller, a.rec.id) == nil {
+	if caller.Err() == nil && l.closing.Err() == nil && l.revoke(caller, a.rec.id) == nil {
 		return
 	}
 	l.revokeLater(a.rec.id)

@@ -3,7 +3,9 @@ package etcd
 import (
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -12,6 +14,7 @@ import (
 // a three-member cluster. Steal deletes the holder's key, which its
 // own-key watch must turn into ErrLost.
 func TestConformance(t *testing.T) {
+	composetest.StartsServersWithin(t, 3*time.Minute) // 52 s on a 2-core machine loaded about 10×
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("members=%d", n), func(t *testing.T) {
 			endpoints := single(t)

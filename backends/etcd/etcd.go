@@ -160,22 +160,18 @@ type Locker struct {
 	prefix    string
 	poolSize  int
 
-	// ctx is the parent of every lease, every background request and
-	// every acquisition; Close cancels it with ErrClosed.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	// closing's context is the parent of every lease, every background
+	// request and every acquisition; it counts the acquisitions in
+	// progress and the background goroutines, which Close waits for.
+	closing locker.Closing
 
-	mu     sync.Mutex
-	closed bool
-	held   map[*lease]struct{}
+	mu   sync.Mutex
+	held map[*lease]struct{}
 	// owned holds every lease the Locker granted and has not yet seen
 	// revoked: Close revokes them.
 	owned map[clientv3.LeaseID]struct{}
 	pool  map[int64][]leaseRec // released leases by TTL asked, in seconds
 	idle  int                  // leases in pool
-
-	ops sync.WaitGroup // acquisitions in progress
-	wg  sync.WaitGroup // background goroutines
 }
 
 var _ locker.Locker = (*Locker)(nil)
@@ -252,7 +248,6 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 		owned:     map[clientv3.LeaseID]struct{}{},
 		pool:      map[int64][]leaseRec{},
 	}
-	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	return l, nil
 }
 
@@ -321,12 +316,12 @@ func escape(key string) string {
 // the Locker's goroutines, revokes every lease the Locker has (within
 // CloseTimeout) and closes the client, waiting for its goroutines.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.closing.Begin() {
 		return nil
 	}
-	l.closed = true
+	// A lease registers under mu unless closing has begun: every lease
+	// is either refused or here.
+	l.mu.Lock()
 	held := make([]*lease, 0, len(l.held))
 	for ls := range l.held {
 		held = append(held, ls)
@@ -337,9 +332,7 @@ func (l *Locker) Close() error {
 	for _, ls := range held {
 		ls.h.Lose(locker.ErrClosed)
 	}
-	l.cancel(locker.ErrClosed)
-	l.ops.Wait()
-	l.wg.Wait()
+	l.closing.Wait()
 	l.sweep()
 	return l.cli.Close()
 }
@@ -364,48 +357,6 @@ func (l *Locker) sweep() {
 	wg.Wait()
 }
 
-// isClosed reports whether Close has begun.
-func (l *Locker) isClosed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
-}
-
-// spawn runs f on a goroutine that Close waits for. It returns false,
-// without running f, once Close has begun.
-func (l *Locker) spawn(f func()) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.wg.Go(f)
-	return true
-}
-
-// enter counts an acquisition in, unless Close has begun.
-func (l *Locker) enter() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.ops.Add(1)
-	return true
-}
-
-// opCtx returns a context that ends with ctx or when the Locker closes
-// (its cause then ErrClosed), so that Close does not wait on a request
-// made with a ctx that never ends.
-func (l *Locker) opCtx(ctx context.Context) (context.Context, func()) {
-	c, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(l.ctx, func() { cancel(locker.ErrClosed) })
-	return c, func() {
-		stop()
-		cancel(nil)
-	}
-}
-
 // sleep waits d, and returns false if ctx ends first.
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -428,9 +379,9 @@ func (l *Locker) nodeErr(err error) error {
 	return &locker.NodeError{Node: l.nodes, Err: err}
 }
 
-// outcome turns the error of a request made with op (an opCtx of caller)
-// into what the caller sees: the caller's ctx error, ErrClosed, or the
-// cluster's error as a NodeError.
+// outcome turns the error of a request made with op (caller's ctx bound
+// to the Locker's closing) into what the caller sees: the caller's ctx
+// error, ErrClosed, or the cluster's error as a NodeError.
 func (l *Locker) outcome(caller, op context.Context, err error) error {
 	if err == nil {
 		return nil

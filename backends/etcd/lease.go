@@ -225,7 +225,7 @@ func (ls *lease) lost(rev int64) {
 func (l *Locker) register(ls *lease, newHandle func() *locker.Handle) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closing.Err() != nil {
 		return false
 	}
 	ls.h = newHandle()

@@ -12,12 +12,13 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // shared is the one-member cluster the conformance suite, the small tests
 // and the benchmarks share, with fsync on, as a server is run; fault tests
 // start their own clusters.
-var shared = compose.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
+var shared = composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
 	c, err := e.Etcd(ctx, 1, compose.EtcdOptions{})
 	if err != nil {
 		return nil, err
@@ -25,7 +26,7 @@ var shared = compose.NewShared(func(ctx context.Context, e *compose.Env) ([]stri
 	return c.Endpoints(), nil
 })
 
-func TestMain(m *testing.M) { os.Exit(compose.RunTests(m, shared)) }
+func TestMain(m *testing.M) { os.Exit(composetest.RunTests(m, shared)) }
 
 // single returns the endpoints of the shared one-member cluster.
 func single(tb testing.TB) []string {
@@ -40,7 +41,7 @@ func cluster(t testing.TB, n int, proxied bool) *compose.EtcdCluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := compose.ForTest(t).Etcd(ctx, n, compose.EtcdOptions{Proxied: proxied, NoFsync: true})
+	c, err := composetest.ForTest(t).Etcd(ctx, n, compose.EtcdOptions{Proxied: proxied, NoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

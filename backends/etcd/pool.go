@@ -73,7 +73,7 @@ func (l *Locker) grant(ctx context.Context, secs int64) (leaseRec, error) {
 		return leaseRec{}, err
 	}
 	l.mu.Lock()
-	closed := l.closed
+	closed := l.closing.Err() != nil
 	if !closed {
 		l.owned[resp.ID] = struct{}{}
 	}
@@ -93,7 +93,7 @@ func (l *Locker) grant(ctx context.Context, secs int64) (leaseRec, error) {
 func (l *Locker) recycle(r leaseRec) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.closed && l.idle < l.poolSize && r.fresh() {
+	if l.closing.Err() == nil && l.idle < l.poolSize && r.fresh() {
 		l.pool[r.asked] = append(l.pool[r.asked], r)
 		l.idle++
 		return
@@ -111,13 +111,11 @@ func (l *Locker) revokeLater(id clientv3.LeaseID) {
 }
 
 func (l *Locker) spawnRevokeLocked(id clientv3.LeaseID) {
-	if l.closed {
-		return
-	}
-	l.wg.Go(func() {
+	l.closing.Go(func() {
+		ctx := l.closing.Context()
 		for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-			err := l.revoke(l.ctx, id)
-			if err == nil || !transient(err) || !sleep(l.ctx, wait) {
+			err := l.revoke(ctx, id)
+			if err == nil || !transient(err) || !sleep(ctx, wait) {
 				return
 			}
 		}

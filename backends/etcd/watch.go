@@ -85,14 +85,14 @@ func (ls *lease) follow(rev int64) {
 	if ls.done {
 		return
 	}
-	ls.watchTimer = time.AfterFunc(watchAfter, func() { ls.l.spawn(func() { ls.watch(rev) }) })
+	ls.watchTimer = time.AfterFunc(watchAfter, func() { ls.l.closing.Go(func() { ls.watch(rev) }) })
 }
 
 // watch follows the lease's own key, seen alive at revision rev: its
 // deletion means the lock is no longer ours. It returns when the lease
 // ends or the Locker closes, and starts again after a watch that failed.
 func (ls *lease) watch(rev int64) {
-	ctx, cancel := context.WithCancel(ls.l.ctx)
+	ctx, cancel := context.WithCancel(ls.l.closing.Context())
 	defer cancel()
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		at, err := ls.watchOnce(ctx, rev)

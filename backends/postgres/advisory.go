@@ -51,17 +51,11 @@ func (l *Locker) lockSession(ctx context.Context, key string, o locker.Options, 
 	// The server never expires the lock: the TTL counts from the grant.
 	g := locker.Grant{Key: key, ValidUntil: time.Now().Add(o.TTL)}
 	s := &session{l: l, key: key, id: id, conn: conn}
-	l.mu.Lock()
-	closing := l.closing
-	if !closing {
-		l.sessions.Add(1)
-	}
-	l.mu.Unlock()
-	if closing { // Close began as we were granted: give it back
+	if err := l.closing.Add(); err != nil { // Close began as we were granted: give it back
 		_ = l.giveBack(context.Background(), conn, key, id)
-		return nil, fmt.Errorf("acquire %q: %w", key, locker.ErrClosed)
+		return nil, fmt.Errorf("acquire %q: %w", key, err)
 	}
-	lease := locker.NewLease(l.life, s, g, o)
+	lease := locker.NewLease(l.closing.Context(), s, g, o)
 	s.start(lease)
 	return lease, nil
 }
@@ -191,7 +185,7 @@ func (s *session) Ended(error) {
 // finishLocked gives the session back (giveBack) and marks it ended.
 func (s *session) finishLocked(ctx context.Context) error {
 	s.ended = true
-	defer s.l.sessions.Done()
+	defer s.l.closing.Done()
 	return s.l.giveBack(ctx, s.conn, s.key, s.id)
 }
 

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"testing"
+	"time"
 
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -11,6 +13,7 @@ import (
 // Stealing an advisory lock terminates the session that holds it; stealing
 // a lease row gives it to another holder.
 func TestConformance(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 34 s on a 2-core machine loaded about 10×
 	addr := shared.Get(t)
 	steal := map[Mode]func(testing.TB, string){
 		Advisory: func(t testing.TB, key string) { terminate(t, admin(t, addr), key) },

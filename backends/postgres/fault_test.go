@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -19,6 +20,7 @@ import (
 // ends with ErrLost at once (the watcher reads the session's end), and the
 // key is free for the next client once the server serves again.
 func TestAdvisorySessionKilled(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 33 s on a 2-core machine loaded about 10×
 	for _, tc := range []struct {
 		name string
 		kill func(t *testing.T, n *compose.Node, key string)
@@ -125,6 +127,7 @@ func mustHold(t *testing.T, l *Locker, key string) {
 //     that went back — what a server that forgets its writes does to any
 //     lock.
 func TestServerRestart(t *testing.T) {
+	composetest.StartsServersWithin(t, 4*time.Minute) // 74 s on a 2-core machine loaded about 10×
 	t.Run("advisory", func(t *testing.T) {
 		n := server(t, compose.PostgresOptions{})
 		a, b := openClosed(t, n.Addr(), Advisory), openClosed(t, n.Addr(), Advisory)

@@ -68,7 +68,7 @@ func (l *Locker) grantRow(ctx context.Context, key string, o locker.Options) (lo
 		return nil, l.failed(ctx, key, err)
 	}
 	g := locker.Grant{Key: key, Token: uint64(token), HasToken: true, ValidUntil: start.Add(o.TTL - drift(o.TTL))}
-	return locker.NewLease(l.life, &row{l: l, key: key, holder: holder}, g, o), nil
+	return locker.NewLease(l.closing.Context(), &row{l: l, key: key, holder: holder}, g, o), nil
 }
 
 // withTable runs op, and once more after creating the table if the

@@ -11,13 +11,14 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 // shared is the server the conformance suite, the small tests and the
 // benchmarks share, under the fast profile, so that a loaded disk does not
 // stall the short TTLs of the tests; fault tests start their own.
-var shared = compose.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
+var shared = composetest.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
 	n, err := e.Postgres(ctx, compose.PostgresOptions{NoFsync: true})
 	if err != nil {
 		return "", err
@@ -25,14 +26,14 @@ var shared = compose.NewShared(func(ctx context.Context, e *compose.Env) (string
 	return n.Addr(), nil
 })
 
-func TestMain(m *testing.M) { os.Exit(compose.RunTests(m, shared)) }
+func TestMain(m *testing.M) { os.Exit(composetest.RunTests(m, shared)) }
 
 // server starts a server of the test's own.
 func server(t testing.TB, o compose.PostgresOptions) *compose.Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := compose.ForTest(t).Postgres(ctx, o)
+	n, err := composetest.ForTest(t).Postgres(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,15 +90,11 @@ type Locker struct {
 	sql   statements // the Lease mode's statements on its table
 	table string
 
-	life   context.Context // parent of every lease; cancelled by Close
-	cancel context.CancelCauseFunc
-	once   sync.Once
-	// sessions counts the advisory sessions not yet given back to the
-	// pool, which Close waits for; none is counted once closing is set.
-	mu       sync.Mutex
-	closing  bool
-	sessions sync.WaitGroup
-	schema   sync.Mutex // serialises the creation of the table
+	// closing's context is the parent of every lease; it counts the
+	// advisory sessions not yet given back to the pool, which Close waits
+	// for.
+	closing locker.Closing
+	schema  sync.Mutex // serialises the creation of the table
 }
 
 var _ locker.Locker = (*Locker)(nil)
@@ -125,11 +121,9 @@ func New(pool *pgxpool.Pool, o Options) (*Locker, error) {
 		return nil, locker.Invalidf("table %q: want a lower-case identifier (letters, digits, _), optionally schema.table", o.Table)
 	}
 	cc := pool.Config().ConnConfig
-	life, cancel := context.WithCancelCause(context.Background())
 	return &Locker{
 		pool: pool, mode: o.Mode, table: o.Table, sql: leaseStatements(o.Table),
 		addr: fmt.Sprintf("%s:%d", cc.Host, cc.Port),
-		life: life, cancel: cancel,
 	}, nil
 }
 
@@ -245,16 +239,13 @@ func (l *Locker) Info() locker.Info {
 // progress and closes the pool if Open made it. Calls after the first
 // return nil.
 func (l *Locker) Close() error {
-	l.once.Do(func() {
-		l.mu.Lock()
-		l.closing = true
-		l.mu.Unlock()
-		l.cancel(locker.ErrClosed)
-		l.sessions.Wait()
-		if l.owned {
-			l.pool.Close()
-		}
-	})
+	if !l.closing.Begin() {
+		return nil
+	}
+	l.closing.Wait()
+	if l.owned {
+		l.pool.Close()
+	}
 	return nil
 }
 
@@ -277,14 +268,12 @@ func (l *Locker) acquire(ctx context.Context, key string, opts []locker.Option, 
 	if err != nil {
 		return nil, err
 	}
-	if err := l.closed(); err != nil {
+	if err := l.closing.Err(); err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", key, err)
 	}
 	// Close interrupts an acquisition in progress.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(l.life, func() { cancel(locker.ErrClosed) })
-	defer stop()
+	ctx, cancel := l.closing.Bind(ctx)
+	defer cancel()
 	attempt := func(ctx context.Context) (locker.Lease, error) {
 		if l.mode == Advisory {
 			return l.lockSession(ctx, key, o, wait)
@@ -297,19 +286,12 @@ func (l *Locker) acquire(ctx context.Context, key string, opts []locker.Option, 
 	return locker.Retry(ctx, o.Retry, nil, attempt)
 }
 
-func (l *Locker) closed() error {
-	if l.life.Err() != nil {
-		return locker.ErrClosed
-	}
-	return nil
-}
-
 // failed turns the error of an attempt on key into what Acquire returns:
 // the Locker's closing, ctx's end, or a server error that wraps
 // locker.ErrNotAcquired (so that Acquire tries again) and a NodeError
 // naming the server.
 func (l *Locker) failed(ctx context.Context, key string, err error) error {
-	if cerr := l.closed(); cerr != nil {
+	if cerr := l.closing.Err(); cerr != nil {
 		return fmt.Errorf("acquire %q: %w (%w)", key, cerr, err)
 	}
 	if cerr := ctx.Err(); cerr != nil {

@@ -9,15 +9,17 @@ import (
 	"github.com/lockbench/lockbench/backends/backendstest"
 	_ "github.com/lockbench/lockbench/backends/redis"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 	goredis "github.com/redis/go-redis/v9"
 )
 
 func TestConformance(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 24 s on a 2-core machine loaded about 10×
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -175,7 +176,7 @@ func TestShortDeadlineCostsOthersNothing(t *testing.T) {
 func TestWaitHasItsOwnConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 2, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 2, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // fresh starts n new Redis masters for one test, admits them to the
@@ -23,7 +24,7 @@ func fresh(t *testing.T, n int, o compose.RedisOptions) ([]*compose.Node, []stri
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, n, o)
+	nodes, err := composetest.ForTest(t).Redis(ctx, n, o)
 	if err != nil {
 		t.Fatal(err)
 	}

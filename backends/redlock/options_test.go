@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -150,6 +151,16 @@ func TestTimeoutsApplied(t *testing.T) {
 	} else {
 		lease.Release(ctx)
 	}
+	// Release returns once a majority confirmed: the hung node's reply may
+	// still be on its way, and a request pending since the release (which
+	// may wait a second) would set the connection's read deadline, not the
+	// Acquire's below. Pause only once that node has done the release.
+	direct := redis.NewClient(&redis.Options{Addr: hung.Addr()})
+	defer direct.Close()
+	await(t, 10*time.Second, "the release done on the node about to hang", func() bool {
+		n, err := direct.Exists(ctx, "warm").Result()
+		return err == nil && n == 0
+	})
 	if err := hung.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +209,7 @@ func TestTLSApplied(t *testing.T) {
 	var tlsAddrs []string
 	for range 3 {
 		port := freeTLSPort(t)
-		_, err := compose.ForTest(t).Redis(ctx, 1, compose.RedisOptions{Config: [][]string{
+		_, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{Config: [][]string{
 			{"tls-port", strconv.Itoa(port)}, {"tls-cert-file", certFile}, {"tls-key-file", keyFile},
 			{"tls-ca-cert-file", caFile}, {"tls-auth-clients", "no"},
 		}})

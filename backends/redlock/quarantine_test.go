@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -154,7 +155,7 @@ func TestDataLossWithoutRestart(t *testing.T) {
 func TestEvictingNodeRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 3, compose.RedisOptions{Config: [][]string{{"maxmemory", "64mb"}, {"maxmemory-policy", "volatile-lru"}}})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 3, compose.RedisOptions{Config: [][]string{{"maxmemory", "64mb"}, {"maxmemory-policy", "volatile-lru"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

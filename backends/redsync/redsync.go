@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	rs "github.com/go-redsync/redsync/v4"
@@ -48,9 +47,10 @@ type Locker struct {
 	// read back).
 	drift float64
 
-	life   context.Context // parent of every lease; cancelled by Close
-	cancel context.CancelCauseFunc
-	once   sync.Once
+	// closing's context is the parent of every lease; it counts the
+	// LockContext calls in progress, which Close ends and waits for
+	// before it closes the clients.
+	closing locker.Closing
 }
 
 var _ locker.Locker = (*Locker)(nil)
@@ -79,11 +79,7 @@ func New(clients []goredis.UniversalClient, opts ...rs.Option) (*Locker, error) 
 			addrs[i] = pc.Options().Addr
 		}
 	}
-	life, cancel := context.WithCancelCause(context.Background())
-	return &Locker{
-		rs: rs.New(pools...), addrs: addrs, quorum: len(clients)/2 + 1, opts: opts,
-		life: life, cancel: cancel, drift: defaultDrift,
-	}, nil
+	return &Locker{rs: rs.New(pools...), addrs: addrs, quorum: len(clients)/2 + 1, opts: opts, drift: defaultDrift}, nil
 }
 
 // defaultDrift is redsync's default drift factor (rs.WithDriftFactor).
@@ -184,25 +180,19 @@ func (l *Locker) Info() locker.Info {
 }
 
 // Close ends every lease still held (with locker.ErrLost wrapping
-// locker.ErrClosed), stops Acquires in progress and closes the clients
-// Open made. Keys still held stay taken on the servers until their TTL.
-// Calls after the first return nil.
+// locker.ErrClosed), stops the Acquires in progress and waits for them,
+// and closes the clients Open made. Keys still held stay taken on the
+// servers until their TTL. Calls after the first return nil.
 func (l *Locker) Close() error {
-	var err error
-	l.once.Do(func() {
-		l.cancel(locker.ErrClosed)
-		for _, c := range l.owned {
-			err = errors.Join(err, c.Close())
-		}
-	})
-	return err
-}
-
-func (l *Locker) closed() error {
-	if l.life.Err() != nil {
-		return locker.ErrClosed
+	if !l.closing.Begin() {
+		return nil
 	}
-	return nil
+	l.closing.Wait()
+	var err error
+	for _, c := range l.owned {
+		err = errors.Join(err, c.Close())
+	}
+	return err
 }
 
 // Acquire implements locker.Locker: LockContext with redsync's tries and
@@ -236,19 +226,18 @@ func (l *Locker) resolve(key string, opts []locker.Option) (locker.Options, erro
 	if o.TTL < time.Millisecond {
 		return o, locker.Invalidf("TTL %v for key %q: Redis expires in whole milliseconds", o.TTL, key)
 	}
-	return o, l.closed()
+	return o, l.closing.Err()
 }
 
 // lock runs one LockContext (or one try) and turns its outcome into a
 // lease or an error wrapping locker.ErrNotAcquired. Close interrupts it.
 func (l *Locker) lock(ctx context.Context, key string, o locker.Options, once bool) (locker.Lease, error) {
-	if err := l.closed(); err != nil {
+	if err := l.closing.Add(); err != nil {
 		return nil, err
 	}
-	lctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(l.life, func() { cancel(locker.ErrClosed) })
-	defer stop()
+	defer l.closing.Done()
+	lctx, cancel := l.closing.Bind(ctx)
+	defer cancel()
 
 	m := l.rs.NewMutex(key, l.mutexOptions(o.TTL)...)
 	var err error
@@ -259,9 +248,9 @@ func (l *Locker) lock(ctx context.Context, key string, o locker.Options, once bo
 	}
 	if err == nil {
 		g := locker.Grant{Key: key, ValidUntil: m.Until()}
-		return locker.NewLease(l.life, &hold{l: l, key: key, value: m.Value()}, g, o), nil
+		return locker.NewLease(l.closing.Context(), &hold{l: l, key: key, value: m.Value()}, g, o), nil
 	}
-	if cerr := l.closed(); cerr != nil {
+	if cerr := l.closing.Err(); cerr != nil {
 		return nil, fmt.Errorf("acquire %q: %w (redsync: %w)", key, cerr, err)
 	}
 	return nil, withCtx(ctx, fmt.Errorf("%w: %q: %w", locker.ErrNotAcquired, key, l.nodeErrors(err)))

@@ -15,6 +15,7 @@ import (
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/backends/redsync"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -24,7 +25,7 @@ func startNodes(tb testing.TB, n int) ([]*compose.Node, []string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(tb).Redis(ctx, n, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(tb).Redis(ctx, n, compose.RedisOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -55,6 +56,7 @@ func steal(addrs []string) func(testing.TB, string) {
 }
 
 func TestConformance(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 25 s on a 2-core machine loaded about 10×
 	_, addrs := startNodes(t, 5)
 	for name, params := range map[string]map[string]string{
 		"defaults": nil,

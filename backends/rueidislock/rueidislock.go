@@ -101,13 +101,9 @@ type Locker struct {
 	rewait  time.Duration
 	rewaits atomic.Int64
 
-	life   context.Context // parent of every lock; cancelled by Close
-	cancel context.CancelCauseFunc
-	once   sync.Once
-
-	mu      sync.Mutex
-	closing bool           // Close has begun: no new lock is counted
-	held    sync.WaitGroup // locks not yet cancelled, which Close waits for
+	// closing's context is the parent of every lock; it counts the locks
+	// not yet cancelled, which Close waits for.
+	closing locker.Closing
 }
 
 var _ locker.Locker = (*Locker)(nil)
@@ -133,12 +129,10 @@ func New(addr string, o rl.LockerOption) (*Locker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rueidislock at %s: %w", addr, &locker.NodeError{Node: addr, Err: err})
 	}
-	life, cancel := context.WithCancelCause(context.Background())
 	return &Locker{
 		rl: r, addr: addr, majority: o.KeyMajority,
 		horizon: (o.KeyValidity - o.ExtendInterval) * 4 / 5,
 		rewait:  DefaultRewait,
-		life:    life, cancel: cancel,
 	}, nil
 }
 
@@ -255,14 +249,11 @@ func (l *Locker) Horizon() time.Duration { return l.horizon }
 // locker.ErrClosed), which deletes their keys, stops Acquires in progress
 // and closes rueidislock's client. Calls after the first return nil.
 func (l *Locker) Close() error {
-	l.once.Do(func() {
-		l.mu.Lock()
-		l.closing = true
-		l.mu.Unlock()
-		l.cancel(locker.ErrClosed)
-		l.held.Wait()
-		l.rl.Close()
-	})
+	if !l.closing.Begin() {
+		return nil
+	}
+	l.closing.Wait()
+	l.rl.Close()
 	return nil
 }
 
@@ -283,8 +274,8 @@ func (l *Locker) lock(ctx context.Context, key string, opts []locker.Option, wai
 	if err != nil {
 		return nil, err
 	}
-	if l.life.Err() != nil {
-		return nil, fmt.Errorf("acquire %q: %w", key, locker.ErrClosed)
+	if err := l.closing.Err(); err != nil {
+		return nil, fmt.Errorf("acquire %q: %w", key, err)
 	}
 	var (
 		lctx      context.Context
@@ -295,7 +286,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []locker.Option, wai
 		// The lock lives in a context of the Locker's; ctx only bounds
 		// the wait, and so does the rewait timer.
 		var src context.Context
-		src, cancelSrc = context.WithCancel(l.life)
+		src, cancelSrc = context.WithCancel(l.closing.Context())
 		stop := context.AfterFunc(ctx, cancelSrc)
 		if wait {
 			var rewait *time.Timer
@@ -303,7 +294,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []locker.Option, wai
 				rewait = time.AfterFunc(l.rewait, cancelSrc)
 			}
 			lctx, release, err = l.rl.WithContext(src, key)
-			if rewait != nil && !rewait.Stop() && ctx.Err() == nil && l.life.Err() == nil {
+			if rewait != nil && !rewait.Stop() && ctx.Err() == nil && l.closing.Err() == nil {
 				// The wait was cut: give back a grant that came as it
 				// was, and wait again.
 				if err == nil {
@@ -328,22 +319,16 @@ func (l *Locker) lock(ctx context.Context, key string, opts []locker.Option, wai
 		cancelSrc()
 		return nil, l.failed(ctx, key, err)
 	}
-	l.mu.Lock()
-	closing := l.closing
-	if !closing {
-		l.held.Add(1)
-	}
-	l.mu.Unlock()
-	if closing {
+	if err := l.closing.Add(); err != nil { // Close began as we were granted: give it back
 		release()
 		cancelSrc()
-		return nil, fmt.Errorf("acquire %q: %w", key, locker.ErrClosed)
+		return nil, fmt.Errorf("acquire %q: %w", key, err)
 	}
 	h := &hold{l: l, key: key, ctx: lctx, release: func() { release(); cancelSrc() }}
 	g := locker.Grant{Key: key, ValidUntil: granted.Add(min(o.TTL, l.horizon))}
-	lease := locker.NewLease(l.life, h, g, o)
+	lease := locker.NewLease(l.closing.Context(), h, g, o)
 	context.AfterFunc(lctx, func() {
-		if cause := context.Cause(l.life); cause != nil {
+		if cause := context.Cause(l.closing.Context()); cause != nil {
 			lease.Lose(cause) // Close ended the lock
 			return
 		}
@@ -355,7 +340,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []locker.Option, wai
 // failed turns rueidislock's refusal into what Acquire returns.
 func (l *Locker) failed(ctx context.Context, key string, err error) error {
 	switch {
-	case l.life.Err() != nil || errors.Is(err, rl.ErrLockerClosed):
+	case l.closing.Err() != nil || errors.Is(err, rl.ErrLockerClosed):
 		return fmt.Errorf("acquire %q: %w (rueidislock: %w)", key, locker.ErrClosed, err)
 	case ctx.Err() != nil:
 		if !errors.Is(err, ctx.Err()) {
@@ -409,7 +394,7 @@ func (h *hold) Ended(error) { h.end() }
 func (h *hold) end() {
 	h.once.Do(func() {
 		h.release()
-		h.l.held.Done()
+		h.l.closing.Done()
 	})
 }
 

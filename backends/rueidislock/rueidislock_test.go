@@ -16,6 +16,7 @@ import (
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/backends/rueidislock"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -23,7 +24,7 @@ import (
 // nodes are five independent Redis masters that the tests and the
 // benchmarks share: rueidislock and our redis backend use the first, our
 // Redlock all five.
-var nodes = compose.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
+var nodes = composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
 	ns, err := e.Redis(ctx, 5, compose.RedisOptions{})
 	if err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ var nodes = compose.NewShared(func(ctx context.Context, e *compose.Env) ([]strin
 	return addrs, nil
 })
 
-func TestMain(m *testing.M) { os.Exit(compose.RunTests(m, nodes)) }
+func TestMain(m *testing.M) { os.Exit(composetest.RunTests(m, nodes)) }
 
 func open(tb testing.TB, addr string, params map[string]string) locker.Locker {
 	tb.Helper()
@@ -63,6 +64,7 @@ func steal(tb testing.TB, addr, key string, majority int) {
 // so an Extend right after the theft may still succeed — TestStolen
 // checks the loss instead.
 func TestConformance(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 23 s on a 2-core machine loaded about 10×
 	addr := nodes.Get(t)[0]
 	for _, m := range []string{"1", "2"} {
 		t.Run("majority="+m, func(t *testing.T) {

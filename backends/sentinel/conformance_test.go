@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/backends/sentinel"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -22,7 +23,7 @@ func startSet(tb testing.TB, o compose.SentinelOptions) *compose.SentinelSet {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := compose.ForTest(tb).Sentinel(ctx, o)
+	s, err := composetest.ForTest(tb).Sentinel(ctx, o)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -123,6 +124,7 @@ func TestFailoverFollowsMaster(t *testing.T) {
 //     Sentinel promotes the one that never saw the lock, and the key is
 //     granted twice again.
 func TestLostWriteFailover(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 21 s on a 2-core machine loaded about 10×
 	t.Run("wait=0", func(t *testing.T) {
 		s := startSet(t, compose.SentinelOptions{ProxiedReplication: true})
 		a, b := openT(t, s, nil), openT(t, s, nil)

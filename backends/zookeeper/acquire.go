@@ -49,7 +49,7 @@ func (l *Locker) acquire(ctx context.Context, key string, wait bool, opts []lock
 	if err != nil {
 		return nil, err
 	}
-	if l.isClosing() {
+	if l.closing.Err() != nil {
 		return nil, fmt.Errorf("acquire %q: %w", key, locker.ErrClosed)
 	}
 	if err := l.ready(ctx); err != nil {
@@ -93,7 +93,7 @@ func (q *queue) run(ctx context.Context, o locker.Options, wait bool) (locker.Le
 			continue
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return nil, withLast(err, last)
-		case l.isClosing() || errors.Is(err, zk.ErrClosing):
+		case l.closing.Err() != nil || errors.Is(err, zk.ErrClosing):
 			return nil, locker.ErrClosed
 		case !transient(err) && !errors.Is(err, zk.ErrSessionExpired):
 			return nil, err
@@ -110,7 +110,7 @@ func (q *queue) run(ctx context.Context, o locker.Options, wait bool) (locker.Le
 		case <-ctx.Done():
 			t.Stop()
 			return nil, withLast(ctx.Err(), last)
-		case <-l.closing:
+		case <-l.closing.Context().Done():
 			t.Stop()
 			return nil, locker.ErrClosed
 		}
@@ -174,7 +174,7 @@ func (q *queue) attempt(ctx context.Context, o locker.Options, first time.Time) 
 	}
 	ls := &lease{l: l, key: q.key, path: q.node, session: q.session}
 	g := locker.Grant{Key: q.key, Token: uint64(q.seq), HasToken: true, ValidUntil: checked.Add(o.TTL)}
-	if err := l.sess.register(ls, func() *locker.Handle { return locker.NewLease(l.ctx, ls, g, o) }); err != nil {
+	if err := l.sess.register(ls, func() *locker.Handle { return locker.NewLease(l.closing.Context(), ls, g, o) }); err != nil {
 		return nil, "", err
 	}
 	q.node = "" // the lease owns the znode now
@@ -315,7 +315,7 @@ func (q *queue) await(ctx context.Context, pred string) (time.Time, error) {
 		return q.firstIf(ev.Type == zk.EventNodeDeleted), nil
 	case <-ctx.Done():
 		return time.Time{}, ctx.Err()
-	case <-l.closing:
+	case <-l.closing.Context().Done():
 		return time.Time{}, locker.ErrClosed
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -25,6 +26,7 @@ import (
 // the holder's Locker works again, on a new session.
 func TestSessionExpiryLosesLease(t *testing.T) {
 	t.Parallel()
+	composetest.StartsServersWithin(t, 2*time.Minute) // 20 s on a 2-core machine loaded about 10×
 	node := ensemble(t, 1, true).Nodes[0]
 	const session = 2 * time.Second
 	params := map[string]string{"session": session.String()}
@@ -85,6 +87,7 @@ func TestCloseWhileServerPaused(t *testing.T) {
 // reconnects within its session.
 func TestMemberDown(t *testing.T) {
 	t.Parallel()
+	composetest.StartsServersWithin(t, 2*time.Minute) // 38 s on a 2-core machine loaded about 10×
 	z := ensemble(t, 3, false)
 	l := openClosed(t, z.Addrs(), nil)
 	other := openClosed(t, z.Addrs(), nil)

@@ -121,14 +121,14 @@ func (ls *lease) release(ctx context.Context) error {
 func (ls *lease) Ended(error) {
 	l := ls.l
 	l.sess.remove(ls)
-	if ls.gone.Load() || l.isClosing() {
+	if ls.gone.Load() || l.closing.Err() != nil {
 		return
 	}
 	l.deleteLater(ls.path, ls.session)
 }
 
 // startWatch runs watch on a goroutine of the Locker.
-func (ls *lease) startWatch() { ls.l.spawn(ls.watch) }
+func (ls *lease) startWatch() { ls.l.closing.Go(ls.watch) }
 
 // watch sets a watch on the lease's own znode, so that its deletion ends
 // the lease at once (onEvent), and ends it now if the znode is already
@@ -163,7 +163,7 @@ func (ls *lease) watch() {
 // deleteLater deletes path in the background, retrying while its session
 // lasts and the Locker is open.
 func (l *Locker) deleteLater(path string, session int64) {
-	l.spawn(func() {
+	l.closing.Go(func() {
 		for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 			err := l.conn.Delete(path, -1)
 			if err == nil || !transient(err) {

@@ -16,6 +16,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // A shared standalone server runs the conformance suite and the small
@@ -25,11 +26,11 @@ var (
 	benchServer = sharedServer(compose.ZooKeeperOptions{})
 )
 
-func TestMain(m *testing.M) { os.Exit(compose.RunTests(m, testServer, benchServer)) }
+func TestMain(m *testing.M) { os.Exit(composetest.RunTests(m, testServer, benchServer)) }
 
 // sharedServer is a standalone server run with o, shared by the tests.
-func sharedServer(o compose.ZooKeeperOptions) *compose.Shared[[]string] {
-	return compose.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
+func sharedServer(o compose.ZooKeeperOptions) *composetest.Shared[[]string] {
+	return composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
 		z, err := e.ZooKeeper(ctx, 1, o)
 		if err != nil {
 			return nil, err
@@ -65,7 +66,7 @@ func ensemble(t testing.TB, n int, proxied bool) *compose.Ensemble {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	z, err := compose.ForTest(t).ZooKeeper(ctx, n, testOptions(proxied))
+	z, err := composetest.ForTest(t).ZooKeeper(ctx, n, testOptions(proxied))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +105,12 @@ func rawConn(t testing.TB, addrs []string) *zk.Conn {
 func steal(t testing.TB, c *zk.Conn, root, key string) {
 	t.Helper()
 	parent := root + "/" + escape(key)
+	// The thief's server may be a follower that has not applied the
+	// holder's create yet (ZooKeeper reads are not linearizable; a busy
+	// machine shows it): sync brings it up to the leader first.
+	if _, err := c.Sync(parent); err != nil {
+		t.Fatalf("steal %q: sync: %v", key, err)
+	}
 	children, _, err := c.Children(parent)
 	if err != nil {
 		t.Fatalf("steal %q: %v", key, err)

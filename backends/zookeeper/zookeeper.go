@@ -99,7 +99,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -134,16 +133,11 @@ type Locker struct {
 	sess   *session
 	authed chan struct{} // closed once the credentials are accepted
 
-	// ctx is the parent of every lease; Close cancels it with ErrClosed.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	// closing's context is the parent of every lease and ends when Close
+	// begins; it counts the Locker's goroutines, which Close waits for.
+	closing locker.Closing
 
 	pending atomic.Int64 // znodes of acquisitions not granted yet
-
-	mu      sync.Mutex
-	closed  bool
-	closing chan struct{} // closed when Close begins
-	wg      sync.WaitGroup
 }
 
 var _ locker.Locker = (*Locker)(nil)
@@ -177,13 +171,11 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 	}
 
 	l := &Locker{
-		addrs:   append([]string(nil), cfg.Addrs...),
-		root:    root,
-		acl:     zk.WorldACL(zk.PermAll),
-		authed:  make(chan struct{}),
-		closing: make(chan struct{}),
+		addrs:  append([]string(nil), cfg.Addrs...),
+		root:   root,
+		acl:    zk.WorldACL(zk.PermAll),
+		authed: make(chan struct{}),
 	}
-	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.sess = newSession(timeout)
 	l.dial = &dialer{tls: cfg.TLS, conns: map[*sniffConn]struct{}{}, onConnect: l.onConnect}
 	if cfg.Username != "" {
@@ -202,9 +194,9 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 	}
 	l.conn, l.events = conn, events
 	if l.creds != nil {
-		l.spawn(l.authenticate)
+		l.closing.Go(l.authenticate)
 	}
-	l.spawn(l.heartbeats)
+	l.closing.Go(l.heartbeats)
 	return l, nil
 }
 
@@ -250,19 +242,12 @@ func (l *Locker) Info() locker.Info {
 // closes the session (the server then deletes the Locker's znodes at once)
 // and waits for every goroutine of the Locker and of its zk.Conn.
 func (l *Locker) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.closing.Begin() {
 		return nil
 	}
-	l.closed = true
-	close(l.closing)
-	l.mu.Unlock()
-
 	for _, ls := range l.sess.close() {
 		ls.h.Lose(locker.ErrClosed)
 	}
-	l.cancel(locker.ErrClosed)
 	// Close sends closeSession and waits up to a second for the reply. A
 	// connection to a silent server is then cut, so that go-zookeeper's
 	// loop, which may be reading a connect reply with a long deadline,
@@ -272,30 +257,8 @@ func (l *Locker) Close() error {
 	for range l.events {
 		// The channel is closed when the zk.Conn's goroutines have ended.
 	}
-	l.wg.Wait()
+	l.closing.Wait()
 	return nil
-}
-
-// spawn runs f on a goroutine that Close waits for. It returns false,
-// without running f, once Close has begun.
-func (l *Locker) spawn(f func()) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.wg.Go(f)
-	return true
-}
-
-// isClosing reports whether Close has begun.
-func (l *Locker) isClosing() bool {
-	select {
-	case <-l.closing:
-		return true
-	default:
-		return false
-	}
 }
 
 // call runs op, a blocking request on the connection, until it returns or
@@ -313,7 +276,7 @@ func (l *Locker) call(ctx context.Context, op func() error, undo func()) error {
 	}
 	var state atomic.Int32 // 0 running, 1 answered, 2 abandoned
 	done := make(chan error, 1)
-	if !l.spawn(func() {
+	if !l.closing.Go(func() {
 		err := op()
 		if state.CompareAndSwap(0, 1) {
 			done <- err
@@ -362,7 +325,7 @@ func (l *Locker) sleep(d time.Duration) bool {
 	select {
 	case <-t.C:
 		return true
-	case <-l.closing:
+	case <-l.closing.Context().Done():
 		return false
 	}
 }
@@ -374,7 +337,7 @@ func (l *Locker) ready(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for digest authentication: %w", ctx.Err())
-	case <-l.closing:
+	case <-l.closing.Context().Done():
 		return locker.ErrClosed
 	}
 }

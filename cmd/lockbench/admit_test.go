@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // TestRedlockBootstrap: the admit command that Redlock's descriptor
@@ -17,7 +18,7 @@ import (
 func TestRedlockBootstrap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 3, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 3, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

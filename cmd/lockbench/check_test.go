@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -54,9 +56,7 @@ func sum(f *results.File, count func(*results.Case) int64) int64 {
 // under a held key — a lock bug (1), and the clean run's results.json
 // tampered with — overlaps and a fenced verdict it does not have (2).
 func TestCheckGates(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real servers and worker processes")
-	}
+	composetest.StartsServersWithin(t, 5*time.Minute) // four lockbench runs on real servers
 	t.Run("clean", func(t *testing.T) {
 		dir, f := runFor(t, "--backend", "redis,noop", "--clients", "2", "--fencing", "--duration", "400ms")
 		if sum(f, func(c *results.Case) int64 { return c.Overlaps }) == 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/results"
 )
@@ -33,9 +34,10 @@ func start(t *testing.T, args ...string) *exec.Cmd {
 // without an overlap, and the noop control's overlaps between them are
 // counted.
 func TestTwoHostsShareAJudge(t *testing.T) {
+	composetest.StartsServersWithin(t, 3*time.Minute) // 40 s on a 2-core machine loaded about 10×
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

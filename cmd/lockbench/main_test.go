@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
@@ -104,6 +105,7 @@ func TestRunWritesResults(t *testing.T) {
 // run starts and stops, renders the report, re-renders it with report DIR
 // and compares the run with itself.
 func TestRunReportCompare(t *testing.T) {
+	composetest.StartsServersWithin(t, 5*time.Minute) // 91 s on a 2-core machine loaded about 10×
 	dir := t.TempDir()
 	if _, stderr, err := lockbench(t, "run", "--backend", "redis", "--fencing", "--clients", "2",
 		"--duration", "300ms", "--out", dir); err != nil {
@@ -193,6 +195,7 @@ func TestBadInput(t *testing.T) {
 // case cannot run, and run says so with an error, after writing what it
 // has.
 func TestBadBackendParams(t *testing.T) {
+	composetest.StartsServers(t) // the run starts its Redis server before it opens the backend
 	dir := t.TempDir()
 	_, _, err := lockbench(t, "run", "--backend", "redis?bogus=1", "--duration", "200ms", "--out", dir, "--no-report")
 	if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "bogus") {
@@ -204,6 +207,7 @@ func TestBadBackendParams(t *testing.T) {
 // of what each guarantees: one row per registered backend, with its
 // nodes, quorum and fencing as its Info says.
 func TestBackendsCommand(t *testing.T) {
+	composetest.StartsServersWithin(t, 5*time.Minute) // 84 s on a 2-core machine loaded about 10×
 	stdout, _, err := lockbench(t, "backends")
 	if err != nil {
 		t.Fatal(err)
@@ -246,6 +250,7 @@ func TestMain(m *testing.M) {
 // once the first case is done: lockbench must stop, keep the measured case
 // in results.json marked partial, and leave no server running.
 func TestInterrupt(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute) // 26 s on a 2-core machine loaded about 10×
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "run", "--backend", "redis", "--clients", "2", "--duration", "1s",
 		"--trials", "20", "--out", dir, "--no-report")

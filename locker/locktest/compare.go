@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -33,12 +34,14 @@ func Clients(tb testing.TB, c Contender, key string, n int) []Op {
 }
 
 // Compare measures the contenders, n clients each on a key of its own, in
-// turns of slice, rotating their order, until each has run for total:
-// a machine whose load changes (other tests, other users) then weighs on
-// all of them alike, where benchmarks measure one after the other. It
-// logs each one's throughput, as a ratio to the first contender's too,
-// and its p50 and p99 latency, and returns the samples in the
-// contenders' order. An operation that fails fails the test.
+// turns of slice (a turn starts at least n operations, so that a busy
+// machine that starts the clients late still measures something),
+// rotating their order, until each has run for total: a machine whose
+// load changes (other tests, other users) then weighs on all of them
+// alike, where benchmarks measure one after the other. It logs each one's
+// throughput, as a ratio to the first contender's too, and its p50 and
+// p99 latency, and returns the samples in the contenders' order. An
+// operation that fails fails the test.
 func Compare(t *testing.T, contenders []Contender, n int, slice, total time.Duration) []Sample {
 	t.Helper()
 	clients := make([][]Op, len(contenders))
@@ -47,11 +50,15 @@ func Compare(t *testing.T, contenders []Contender, n int, slice, total time.Dura
 		clients[i] = Clients(t, c, key, n)
 	}
 	samples := make([]Sample, len(contenders))
-	for round := 0; samples[0].Elapsed < total; round++ {
+	short := func(s Sample) bool { return s.Elapsed < total }
+	for round := 0; slices.ContainsFunc(samples, short); round++ {
 		for k := range contenders {
 			i := (k + round) % len(contenders)
 			stop := time.Now().Add(slice)
-			s := Measure(context.Background(), clients[i], func() bool { return time.Now().Before(stop) })
+			var first atomic.Int64
+			s := Measure(context.Background(), clients[i], func() bool {
+				return first.Add(1) <= int64(n) || time.Now().Before(stop)
+			})
 			if s.Failures > 0 {
 				t.Fatalf("%s: %d ops failed, the first: %v", contenders[i].Name, s.Failures, s.FirstErr)
 			}

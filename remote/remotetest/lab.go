@@ -35,6 +35,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/remote"
 )
 
@@ -117,13 +118,12 @@ func SudoAvailable() bool {
 	return err == nil
 }
 
-// New starts a lab of n hosts for t, and closes it when t ends. It skips
-// t under -short, and when labs cannot run here.
+// New starts a lab of n hosts for t, and closes it when t ends. Its
+// sshds are servers: t StartsServers (composetest), so it is skipped
+// under -short and has a deadline. It skips t when labs cannot run here.
 func New(t testing.TB, n int, opts ...Option) *Lab {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("simulated hosts: skipped under -short")
-	}
+	composetest.StartsServers(t)
 	if err := Available(); err != nil {
 		t.Skip(err)
 	}

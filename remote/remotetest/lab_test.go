@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/remote"
 )
 
@@ -163,9 +164,7 @@ func (m marks) waitGone(t *testing.T, d time.Duration) {
 // TestCloseLeavesNothing: after Close no process, namespace, link or dir
 // of the lab is left, servers started on its hosts over SSH included.
 func TestCloseLeavesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated hosts: skipped under -short")
-	}
+	composetest.StartsServers(t)
 	if err := Available(); err != nil {
 		t.Skip(err)
 	}
@@ -216,9 +215,7 @@ func labParent() {
 // them, its namespaces and link go, a daemon remote.Local started dies
 // too, and the next lab removes its dir.
 func TestKilledLeavesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulated hosts: skipped under -short")
-	}
+	composetest.StartsServers(t)
 	if err := Available(); err != nil {
 		t.Skip(err)
 	}

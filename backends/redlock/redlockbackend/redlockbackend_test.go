@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/backends/redlock"
 	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 func TestOpenRejectsBadConfig(t *testing.T) {
@@ -39,7 +40,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 func TestBootstrapParam(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := compose.ForTest(t).Redis(ctx, 3, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, 3, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package compose
+package composetest
 
 import (
 	"context"
@@ -8,11 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
-)
 
-// SharedTimeout bounds how long a Shared's start may take.
-const SharedTimeout = 3 * time.Minute
+	"github.com/lockbench/lockbench/compose"
+)
 
 // Shared is a set of servers that many tests of a package share, such as
 // the one-member cluster a conformance suite and the benchmarks run on:
@@ -20,43 +18,52 @@ const SharedTimeout = 3 * time.Minute
 // stops when Close is called, from TestMain (see RunTests). A Shared is
 // safe for concurrent use.
 type Shared[T any] struct {
-	start func(ctx context.Context, e *Env) (T, error)
+	start func(ctx context.Context, e *compose.Env) (T, error)
 
 	once   sync.Once
 	closed atomic.Bool
 	dir    string
-	env    *Env
+	env    *compose.Env
 	val    T
 	err    error
 }
 
 // NewShared returns a Shared whose servers start calls start, which
 // returns what the tests need of them (addresses, a cluster handle).
-func NewShared[T any](start func(ctx context.Context, e *Env) (T, error)) *Shared[T] {
+func NewShared[T any](start func(ctx context.Context, e *compose.Env) (T, error)) *Shared[T] {
 	return &Shared[T]{start: start}
 }
 
-// Get starts the servers on first use and returns what start returned,
-// failing tb when they could not be started (and every later caller
-// too), or after Close.
+// Get starts the servers on first use and returns what start returned;
+// tb StartsServers (so under -short it is skipped before anything
+// starts), and the test that starts them is not charged for their start,
+// which has a deadline of its own, DefaultDeadline. It fails tb when the
+// servers could not be started (and every later caller too), or after
+// Close.
 func (s *Shared[T]) Get(tb testing.TB) T {
 	tb.Helper()
+	StartsServers(tb)
 	if s.closed.Load() {
-		tb.Fatal("compose: shared servers used after Close")
+		tb.Fatal("composetest: shared servers used after Close")
 	}
+	started := false
 	s.once.Do(func() {
+		started = true
 		if s.dir, s.err = os.MkdirTemp("", "lockbench-shared-"); s.err != nil {
 			return
 		}
-		if s.env, s.err = New(s.dir); s.err != nil {
+		if s.env, s.err = compose.New(s.dir); s.err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), SharedTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), scaled(DefaultDeadline))
 		defer cancel()
 		if s.val, s.err = s.start(ctx, s.env); s.err != nil {
-			s.err = fmt.Errorf("compose: starting shared servers: %w", s.err)
+			s.err = fmt.Errorf("composetest: starting shared servers: %w", s.err)
 		}
 	})
+	if started { // the start is not charged to tb
+		arm(tb, scaled(DefaultDeadline))
+	}
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
@@ -70,6 +77,9 @@ func (s *Shared[T]) Close() error {
 	s.closed.Store(true)
 	s.once.Do(func() {})
 	if s.env == nil {
+		if s.dir != "" {
+			return os.RemoveAll(s.dir)
+		}
 		return nil
 	}
 	if err := s.env.Close(); err != nil {
@@ -81,7 +91,7 @@ func (s *Shared[T]) Close() error {
 // RunTests runs m's tests, then closes shared, writing to stderr what
 // could not be closed, and returns the exit code for os.Exit:
 //
-//	func TestMain(m *testing.M) { os.Exit(compose.RunTests(m, cluster)) }
+//	func TestMain(m *testing.M) { os.Exit(composetest.RunTests(m, cluster)) }
 func RunTests(m *testing.M, shared ...io.Closer) int {
 	code := m.Run()
 	for _, s := range shared {

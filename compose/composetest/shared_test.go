@@ -1,13 +1,14 @@
-package compose_test
+package composetest_test
 
 import (
 	"context"
 	"errors"
 	"os"
+	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // TestShared starts a shared Redis node once for any number of Gets, stops
@@ -15,7 +16,7 @@ import (
 func TestShared(t *testing.T) {
 	starts := 0
 	var node *compose.Node
-	shared := compose.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
+	shared := composetest.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
 		starts++
 		nodes, err := e.Redis(ctx, 1, compose.RedisOptions{})
 		if err != nil {
@@ -32,8 +33,9 @@ func TestShared(t *testing.T) {
 	if err := shared.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !waitExit(t, pid, 10*time.Second) {
-		t.Fatalf("shared node's process %d still running after Close", pid)
+	// Close waits for the process to exit and reaps it: the pid is gone.
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("shared node's process %d after Close: kill 0 = %v, want ESRCH", pid, err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("shared run dir after Close: %v, want it removed", err)
