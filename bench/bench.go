@@ -38,8 +38,8 @@ type Case struct {
 	// client) or results.ClientsGoroutines; faults that stop clients need
 	// processes.
 	ClientsAs string
-	// Durability is the servers' profile, results.DurabilityFast or
-	// results.DurabilityDurable.
+	// Durability is the servers' profile: results.DurabilityFast,
+	// DurabilityPeriodic or DurabilityDurable.
 	Durability string
 	// Injections is how many times the fault strikes in the case.
 	Injections int
@@ -211,6 +211,9 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	if reason := c.Backend.NotApplicable(c.Fault.Class()); reason != "" {
 		return nil, notApplicable{reason}
 	}
+	if reason := profileFits(c.Backend, c.Durability); reason != "" {
+		return nil, notApplicable{reason}
+	}
 	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault, c.Durability)
 	if err != nil {
 		return nil, fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)
@@ -239,7 +242,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	// TTL, ZooKeeper's session), for this case's TTL.
 	cfg.Params = c.Backend.Descriptor.ParamsFor(spec.TTL, cfg.Params)
 	n := c.Fault.Nemesis(nemesis.Env{
-		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), KeyLife: KeyLife(c.Backend, spec.TTL), Durable: c.Durability == results.DurabilityDurable,
+		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), KeyLife: KeyLife(c.Backend, spec.TTL), Durability: c.Durability,
 		Injections: c.Injections, Rand: rand.New(rand.NewPCG(spec.Seed, 0xfa17)),
 	})
 	// A fault on a schedule may need longer than planned to get its tested
@@ -334,7 +337,7 @@ func (r *Runner) adopt(o *workloads.Outcome, c Case, rec nemesis.Record) {
 	o.Windows, o.Targets, o.FaultFailures = rec.Windows, rec.Targets, rec.Failures
 	o.Notes = append(o.Notes, rec.Notes...)
 	if rec.Lost != "" {
-		r.Clusters.Lost(c.Backend, c.Durability)
+		r.Clusters.Lost(c.Backend)
 	}
 }
 

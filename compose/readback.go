@@ -78,3 +78,23 @@ func (c *EtcdCluster) Isolated(ctx context.Context, n *Node) error {
 	}
 	return fmt.Errorf("compose: %s still follows leader %s (term %s)", n.Name, st.Leader, st.RaftTerm)
 }
+
+// FakeClockAvailable returns nil when servers can run under the clock
+// preload (FakeClock options): it builds the preload, once per process,
+// with the C compiler CC.
+func FakeClockAvailable() error {
+	_, err := clockPreload()
+	return err
+}
+
+// HasLazyFS reports whether the node's dir is on a lazy filesystem: a
+// power loss can drop what it did not sync.
+func (n *Node) HasLazyFS() bool { return n.lazy != nil }
+
+// HasFakeClock reports whether the server runs under the clock preload:
+// its wall clock can jump and change its rate.
+func (n *Node) HasFakeClock() bool { return n.clock != nil }
+
+// Cuttable reports whether the server runs in a network namespace of its
+// own, so that CutClients can cut its clients off.
+func (n *Node) Cuttable() bool { return n.spec.net != nil }

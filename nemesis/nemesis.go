@@ -6,10 +6,11 @@
 // is a peer of the case's clients: attached to the case's judge, it
 // decides for every grant whether the section holds long or its holder's
 // process stops (a GC or VM pause), stops and resumes those processes
-// itself, and from the start barrier kills, restarts, pauses,
-// partitions, delays or shifts the clock of the servers on its schedule;
-// it records its own injections, their targets and windows, and its
-// failures to inject (Record), which the runner hands to the outcome.
+// itself, and from the start barrier kills, restarts, pauses, powers
+// off, partitions, delays or moves the clock of the servers on its
+// schedule; it records its own injections, their targets and windows,
+// what each tested, and its failures to inject (Record), which the
+// runner hands to the outcome.
 //
 // A scenario knows no backend: it acts on a Target, the servers behind a
 // backend with the controls their cluster has (a leader to find, member
@@ -25,11 +26,14 @@
 //	                 params x (default 1.5) and at=before-read
 //	server-pause     a minority of the servers, or the leader (the master, the single server), is stopped (SIGSTOP) for a while, then resumed
 //	failover         Sentinel: the lock is written to the master but held back from the replica, then a failover promotes the replica
-//	restart          a majority of the Redis nodes (the PostgreSQL server) restart while their keys are held: empty under the fast profile, with their data under the durable one
-//	clock-jump       an emulated clock jump: the keys on a minority or majority of the Redis nodes expire by a fraction of the TTL at once (Redis has no clock to set);
-//	                 params by (in TTLs, default 1) and nodes=minority|majority (default majority)
+//	restart          a majority of the nodes (the single server) is shut down in order and started again while a holder is inside its section
+//	crash            a majority is killed (SIGKILL) and started again on the same disk: the kernel kept what it wrote, synced or not
+//	power-loss       a majority loses power: every write not synced is lost (a lazy filesystem), then it starts again; param delay (in key lifetimes)
+//	clock-jump       the wall clock of a minority or majority (the leader first) jumps forward, for real (a clock preload);
+//	                 params by (in key lifetimes, default 1) and nodes=minority|majority (default majority)
+//	clock-rate       the wall clock of a minority or majority runs fast for a while; params rate (default 2) and nodes
 //	crash-minority   a minority of the nodes (any of them: the leader, Redlock's priority node) dies for a while, then restarts with its data
-//	partition        the clients are cut off from a minority of the nodes (the single server)
+//	partition        the clients are cut off from a minority of the nodes (the single server): routes dropped, no clean close
 //	latency          responses from a minority of the nodes (the single server) are slowed by 50 ms
 //	partition-leader the ZooKeeper or etcd leader is cut off from the other members (clients still reach it), then healed
 //	partition-halves the ZooKeeper or etcd members are split into a minority and a majority, then healed
@@ -48,10 +52,10 @@
 // determines, so a run replays with --seed; every injection records the
 // nodes it hit and whether the leader or a Redlock priority node was among
 // them. Around node faults that could grant a key twice (failover,
-// restart, clock-jump) the sections granted hold for most of their TTL,
-// so that a holder is still inside its section, and within its lease,
-// when the fault strikes: an overlap is then the backend's doing, not an
-// expired lease's.
+// restart, crash, power-loss, clock faults) the section the strike waits
+// for holds for most of its TTL, so that its holder is still inside it,
+// and within its lease, when the fault strikes: an overlap is then the
+// backend's doing, not an expired lease's.
 package nemesis
 
 import (
@@ -107,14 +111,6 @@ type Target struct {
 	Members Members
 	// Sentinel, when set, is the Sentinel set whose master failover loses.
 	Sentinel *compose.SentinelSet
-	// ClockShift is set when the nodes' key expiries can be moved
-	// (compose.Node.ShiftClock: Redis), which clock-jump emulates a jump
-	// by.
-	ClockShift bool
-	// KeepsData is set when the servers restart from their data whatever
-	// the durability profile (PostgreSQL cannot start without its data
-	// dir).
-	KeepsData bool
 	// Probe, when set, reads what node n holds of the keys whose names
 	// contain substr, as the backend stores them (its descriptor's
 	// Probe, on that node alone): what a fault that may lose or expire
@@ -156,9 +152,16 @@ func (t Target) leader(ctx context.Context) (*compose.Node, error) {
 type Shape struct {
 	// Nodes is the number of servers a scenario may pick from.
 	Nodes int
-	// Elects, Leader, Members, Sentinel and ClockShift say that the
-	// target has what Target's fields of those names give.
-	Elects, Leader, Members, ClockShift bool
+	// Elects, Leader and Members say that the target has what Target's
+	// fields of those names give.
+	Elects, Leader, Members bool
+	// LazyFS, FakeClock and Netns say that every node has a lazy
+	// filesystem (a power loss can drop what it did not sync), runs under
+	// the clock preload (its wall clock can jump or run fast), or runs in
+	// a network namespace of its own (its clients can be cut off): what
+	// the Needs of a scenario ask. Before any server starts, a runner's
+	// shape says what the backend's servers can be started with here.
+	LazyFS, FakeClock, Netns bool
 	// Sentinel is set for a Sentinel set whose replication can be held
 	// back (proxied replication links).
 	Sentinel bool
@@ -170,12 +173,16 @@ type Shape struct {
 // Shape returns t's shape.
 func (t Target) Shape() Shape {
 	sh := Shape{
-		Nodes: len(t.Nodes), Elects: t.Elects, Leader: t.Leader != nil, Members: t.Members != nil, ClockShift: t.ClockShift,
+		Nodes: len(t.Nodes), Elects: t.Elects, Leader: t.Leader != nil, Members: t.Members != nil,
+		LazyFS: len(t.Nodes) > 0, FakeClock: len(t.Nodes) > 0, Netns: len(t.Nodes) > 0,
 		Sentinel: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil,
 		Proxied:  len(t.Nodes) > 0,
 	}
 	for _, n := range t.Nodes {
 		sh.Proxied = sh.Proxied && n.Proxy() != nil
+		sh.LazyFS = sh.LazyFS && n.HasLazyFS()
+		sh.FakeClock = sh.FakeClock && n.HasFakeClock()
+		sh.Netns = sh.Netns && n.Cuttable()
 	}
 	return sh
 }
@@ -194,9 +201,10 @@ type Env struct {
 	// keys ahead of the leases it promises (rueidislock). Clock jumps are
 	// sized from it; zero means the case's TTL.
 	KeyLife time.Duration
-	// Durable is set under the durable profile: a restarted Redis node
-	// keeps what it acknowledged.
-	Durable bool
+	// Durability is the servers' durability profile (results'
+	// DurabilityFast, DurabilityPeriodic or DurabilityDurable): what a
+	// restart, a crash or a power loss leaves them.
+	Durability string
 	// Injections is how many times the fault strikes in the case (at
 	// least 1; fewer when the windows do not fit in the case).
 	Injections int
@@ -226,6 +234,8 @@ type Scenario struct {
 	// Processes means the scenario stops clients' processes: the case
 	// must run its clients as processes.
 	Processes bool
+	// Needs is what the case's servers must be started with.
+	Needs Needs
 	// Fresh means the scenario leaves the cluster changed for good (a
 	// failover moves the master): run each case on a new cluster, and the
 	// next case of any scenario on a new one too.
@@ -248,6 +258,20 @@ type Scenario struct {
 	// gap after it, given the params and the backend's lease: cases
 	// stretch so that every injection fits without meeting the next.
 	span func(p url.Values, sh Shape, lease time.Duration) time.Duration
+}
+
+// Needs is what a scenario needs of the servers it breaks, beyond their
+// being there: a runner starts the servers of its cases so, and only
+// then (a lazy filesystem slows every write; the clock preload adds to
+// every clock read).
+type Needs struct {
+	// LazyFS puts the servers' data on a lazy filesystem (power loss).
+	LazyFS bool
+	// FakeClock runs the servers under the clock preload (clock faults).
+	FakeClock bool
+	// Netns runs the servers in network namespaces of their own, so that
+	// their clients can be cut off (partition).
+	Netns bool
 }
 
 // Fault is a scenario with its params, as a case names it:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -46,93 +45,6 @@ var serverPause = &Scenario{
 	},
 }
 
-var restart = &Scenario{
-	Name:   "restart",
-	span:   instantly,
-	Doc:    "a random majority of the nodes (the single server of redis, the PostgreSQL server) is killed and restarted while a holder is inside its section: empty under the fast profile, with its data under the durable one",
-	MinTTL: 2 * time.Second,
-	fits:   needServers,
-	plan: func(e Env) plan {
-		keep := e.Durable || e.Target.KeepsData
-		label := "restart without data"
-		if keep {
-			label = "restart with data"
-		}
-		return e.drive(strike{
-			label: label, hold: e.Spec.TTL * 3 / 4, exclusion: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
-			do: e.keysAcross(func(ctx context.Context, a attempt) error {
-				if err := compose.KillAll(a.nodes...); err != nil {
-					return err
-				}
-				a.struck()
-				if !keep {
-					if err := eachErr(a.nodes, (*compose.Node).Wipe); err != nil {
-						return err
-					}
-				}
-				return compose.StartAll(ctx, a.nodes...)
-			}),
-		})
-	},
-}
-
-var clockJump = &Scenario{
-	Name:   "clock-jump",
-	span:   instantly,
-	Doc:    "an emulated clock jump (Redis has no clock to set, and libfaketime crashes it): every key on a random minority or majority of the Redis nodes has its expiry brought forward by a fraction of the TTL at once",
-	Params: map[string]string{"by": "the jump in key lifetimes: the TTL, or longer where the backend keeps its keys longer (default 1)", "nodes": "minority or majority (default)"},
-	Note:   "clock-jump is an emulation: Redis has no clock to set (and libfaketime crashes Debian's redis-server), so a script brings every key's expiry forward on the chosen nodes, which is what a wall-clock jump does to Redis's expiries",
-	MinTTL: 2 * time.Second,
-	fits: func(sh Shape) error {
-		if !sh.ClockShift {
-			return errors.New("applies to servers whose key expiries can be moved (Redis)")
-		}
-		return nil
-	},
-	check: func(v url.Values) error {
-		if n := v.Get("nodes"); n != "" && n != "minority" && n != "majority" {
-			return fmt.Errorf("nodes=%q: want minority or majority", n)
-		}
-		return checkFloat(v, "by")
-	},
-	plan: func(e Env) plan {
-		// The jump is sized from how long the keys live on the servers,
-		// not from the lease the holder is promised: a lock that keeps
-		// its keys longer than its leases (rueidislock) must not be
-		// spared by a jump its keys outlive.
-		by := time.Duration(float(e.Params, "by", 1) * float64(max(e.KeyLife, e.Spec.TTL)))
-		pick, which := e.majority, "majority"
-		if e.Params.Get("nodes") == "minority" {
-			pick, which = e.minority, "minority"
-		}
-		return e.drive(strike{
-			label: fmt.Sprintf("emulated clock jump +%v on a %s", by, which), hold: e.Spec.TTL * 3 / 4, exclusion: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) { return pick(), nil },
-			do: e.keysAcross(func(ctx context.Context, a attempt) error {
-				moved := make([]int, len(a.nodes))
-				err := eachIndexed(a.nodes, func(i int, n *compose.Node) error {
-					var err error
-					moved[i], err = n.ShiftClock(ctx, by)
-					return err
-				})
-				a.struck()
-				if err != nil {
-					return err
-				}
-				total := 0
-				for _, m := range moved {
-					total += m
-				}
-				if total == 0 {
-					return untested{fmt.Sprintf("the jump moved no key on %s: the case had none there", names(a.nodes))}
-				}
-				return nil
-			}),
-		})
-	},
-}
-
 var crashMinority = &Scenario{
 	Name: "crash-minority",
 	span: lasting,
@@ -149,20 +61,48 @@ var crashMinority = &Scenario{
 }
 
 var partition = &Scenario{
-	Name:    "partition",
-	span:    lasting,
-	Doc:     "the clients are cut off (their traffic blackholed) from a random minority of the nodes, or from the single server, for a lease (at least a second)",
-	Proxied: true,
-	fits:    needProxied,
+	Name: "partition",
+	span: lasting,
+	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for a lease (at least a second): " +
+		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as in a real partition)",
+	Needs: Needs{Netns: true},
+	fits: func(sh Shape) error {
+		if err := needServers(sh); err != nil {
+			return err
+		}
+		if !sh.Netns {
+			return errors.New("needs servers in network namespaces of their own (compose's Netns or PeerNetwork: root and the ip command), so that their clients' traffic can be cut")
+		}
+		return nil
+	},
 	plan: func(e Env) plan {
 		return e.drive(strike{
-			label: "partitioned from the clients", lasts: e.window(), exclusion: true,
+			label: "cut off from the clients", lasts: e.window(), exclusion: true,
 			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
-			do:   proxied((*compose.Node).Partition, "partition"),
-			undo: func(_ context.Context, nodes []*compose.Node) error { return eachErr(nodes, (*compose.Node).Heal) },
+			do: func(ctx context.Context, a attempt) (string, error) {
+				a.struck()
+				if err := eachErr(a.nodes, (*compose.Node).CutClients); err != nil {
+					return "", err
+				}
+				// The proof: a connection from the clients' host times out.
+				err := eachErr(a.nodes, func(n *compose.Node) error { return n.Unreachable(ctx, cutProof) })
+				if err != nil {
+					return "", fmt.Errorf("a client could still reach its server: %w", err)
+				}
+				return perNodeEffect(a.nodes, func(n *compose.Node) string {
+					return fmt.Sprintf("%s unreachable from the clients (a connection timed out after %v)", n.Name, cutProof)
+				}), nil
+			},
+			undo: func(_ context.Context, nodes []*compose.Node) error {
+				return eachErr(nodes, (*compose.Node).HealClients)
+			},
 		})
 	},
 }
+
+// cutProof is how long a connection to a cut node is given to fail: a
+// cut drops packets, so it times out; a refused or accepted one is no cut.
+const cutProof = 200 * time.Millisecond
 
 var latency = &Scenario{
 	Name:    "latency",
@@ -353,62 +293,6 @@ func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.N
 			return errors.Join(p.HealPartition(), p.AwaitServing(ctx))
 		},
 	})
-}
-
-// keysAcross is the strike of a fault that may lose or expire keys (op),
-// read back from the servers: what each target held of the key the strike
-// met (of the case's keys when it met none) before op, and after it.
-func (e Env) keysAcross(op func(ctx context.Context, a attempt) error) func(context.Context, attempt) (string, error) {
-	return func(ctx context.Context, a attempt) (string, error) {
-		if e.Target.Probe == nil {
-			return "", errors.New("the backend has no probe: what the fault did to its keys cannot be read back")
-		}
-		before, err := e.stored(ctx, a.nodes, a.substr)
-		if err != nil {
-			return "", fmt.Errorf("reading the keys before the fault: %w", err)
-		}
-		pids := make([]int, len(a.nodes))
-		for i, n := range a.nodes {
-			pids[i] = n.PID()
-		}
-		opErr := op(ctx, a)
-		var u untested
-		if opErr != nil && !errors.As(opErr, &u) {
-			return "", opErr
-		}
-		after, err := e.stored(ctx, a.nodes, a.substr)
-		if err != nil {
-			return "", fmt.Errorf("reading the keys after the fault: %w", err)
-		}
-		what := "held key"
-		if a.key == "" {
-			what = "the case's keys"
-		}
-		var out []string
-		for i, n := range a.nodes {
-			proc := ""
-			if pid := n.PID(); pid != pids[i] {
-				proc = fmt.Sprintf(" (pid %d → %d)", pids[i], pid)
-			}
-			out = append(out, fmt.Sprintf("%s%s: %s %v before; %d of them kept as they were; %v after", n.Name, proc, what, before[i], after[i].Kept(before[i]), after[i]))
-		}
-		return strings.Join(out, "; "), opErr
-	}
-}
-
-// stored reads what each node holds of the keys containing substr, at
-// once.
-func (e Env) stored(ctx context.Context, nodes []*compose.Node, substr string) ([]Stored, error) {
-	out := make([]Stored, len(nodes))
-	err := eachIndexed(nodes, func(i int, n *compose.Node) error {
-		var err error
-		out[i], err = e.Target.Probe(ctx, n, substr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
-		}
-		return nil
-	})
-	return out, err
 }
 
 // perNodeEffect joins what each node says.

@@ -91,7 +91,8 @@ type Case struct {
 	// (goroutines of the runner, for throughput cases).
 	ClientsAs string `json:"clients_as,omitempty"`
 	// Durability is the servers' durability profile: DurabilityFast (no
-	// fsync) or DurabilityDurable (every write synced); empty for a
+	// fsync), DurabilityPeriodic (a sync in the background, about once a
+	// second) or DurabilityDurable (every write synced); empty for a
 	// backend without servers.
 	Durability string `json:"durability,omitempty"`
 	// Seed is the case's own seed, derived from the run's.
@@ -249,6 +250,10 @@ const (
 	// DurabilityFast: no fsync (Redis without persistence, etcd with
 	// --unsafe-no-fsync, ZooKeeper forceSync=no, PostgreSQL fsync=off).
 	DurabilityFast = "fast"
+	// DurabilityPeriodic: a sync in the background (Redis appendfsync
+	// everysec, PostgreSQL synchronous_commit=off with fsync on); ZooKeeper
+	// and etcd have no such mode.
+	DurabilityPeriodic = "periodic"
 	// DurabilityDurable: every write synced before it is acknowledged
 	// (Redis AOF appendfsync always, etcd and ZooKeeper with fsync,
 	// PostgreSQL fsync and synchronous_commit on).
