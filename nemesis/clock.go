@@ -61,7 +61,7 @@ var clockJump = &Scenario{
 					if d := moved - by; d < -250*time.Millisecond || d > 250*time.Millisecond {
 						return "", fmt.Errorf("%s's server clock moved %v, not the %v it was jumped", n.Name, moved.Round(time.Millisecond), by)
 					}
-					out = append(out, fmt.Sprintf("%s's server clock moved %+v", n.Name, moved.Round(time.Millisecond)))
+					out = append(out, fmt.Sprintf("%s's server clock moved %v forward", n.Name, moved.Round(time.Millisecond)))
 				}
 				return strings.Join(out, "; "), nil
 			}),

@@ -220,3 +220,68 @@ func TestMinorityFaultsHeal(t *testing.T) {
 		})
 	}
 }
+
+// TestRealFaults runs the faults that need servers started for them — a
+// power loss (a lazy filesystem), a clock jump (the clock preload), a
+// partition that cuts TCP (network namespaces) — against Redlock on five
+// nodes, and checks that each injection proved itself from the servers:
+// the unsynced bytes dropped and the held key read back on every target,
+// the servers' own clocks moved by the jump, a connection that times out.
+func TestRealFaults(t *testing.T) {
+	composetest.StartsServersWithin(t, 4*time.Minute)
+	for _, need := range []func() error{compose.LazyFSAvailable, compose.FakeClockAvailable, compose.PeerNetworkAvailable} {
+		if err := need(); err != nil {
+			t.Skip(err)
+		}
+	}
+	for _, tc := range []struct {
+		fault string
+		d     compose.Durability
+		opts  compose.RedisOptions
+		says  []string
+	}{
+		// Durable: every acknowledged write survives, so the quarantine
+		// aside no key is granted twice.
+		{"power-loss", compose.DurabilityDurable, compose.RedisOptions{LazyFS: true}, []string{"unsynced bytes", "kept as they were"}},
+		{"clock-jump?by=2", compose.DurabilityFast, compose.RedisOptions{FakeClock: true}, []string{"server clock moved 4", "kept as they were"}},
+		{"partition", compose.DurabilityFast, compose.RedisOptions{Netns: true}, []string{"unreachable from the clients"}},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			o := tc.opts
+			o.Proxied, o.Durability = true, tc.d
+			nodes, err := composetest.ForTest(t).Redis(ctx, 5, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := run(t, nodes, tc.fault, map[string]string{"nodetimeout": "45ms"})
+			if len(out.Targets) == 0 {
+				t.Fatalf("%s: no injection (failures %v)", tc.fault, out.Failures)
+			}
+			if len(out.Failures) > 0 {
+				t.Fatalf("%s failed: %v", tc.fault, out.Failures)
+			}
+			for _, tg := range out.Targets {
+				if tg.Tested == nil {
+					t.Fatalf("injection %+v: not judged", tg)
+				}
+				for _, s := range tc.says {
+					if !strings.Contains(tg.Effect, s) {
+						t.Errorf("injection %d's effect %q does not say %q", tg.Injection, tg.Effect, s)
+					}
+				}
+			}
+			if tc.d == compose.DurabilityDurable && out.Reports[judge.GuardNone].OverlapsLockBug != 0 {
+				t.Errorf("%s under the durable profile: %d lock-bug overlaps", tc.fault, out.Reports[judge.GuardNone].OverlapsLockBug)
+			}
+			// A jumped clock stays where it jumped (the runner's Repair
+			// sets it back between cases); a cut is healed.
+			for _, n := range nodes {
+				if n.ClientsCut() {
+					t.Errorf("%s left cut off from its clients", n.Name)
+				}
+			}
+		})
+	}
+}
