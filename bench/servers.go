@@ -105,6 +105,11 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	if err != nil {
 		return nemesis.Target{}, cfg, err
 	}
+	if k := d.Servers.Kind; k == backends.ZooKeeper || k == backends.Etcd {
+		// Their members always sit in network namespaces of their own
+		// (PeerNetwork) when the host allows it.
+		prof.needs.Netns = false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.set[d.Servers]
