@@ -38,8 +38,8 @@ type Case struct {
 	// client) or results.ClientsGoroutines; faults that stop clients need
 	// processes.
 	ClientsAs string
-	// Durability is the servers' profile: results.DurabilityFast,
-	// DurabilityPeriodic or DurabilityDurable.
+	// Durability is the servers' profile: results.DurabilityFast (also
+	// when empty), DurabilityPeriodic or DurabilityDurable.
 	Durability string
 	// Injections is how many times the fault strikes in the case.
 	Injections int
@@ -242,7 +242,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	// TTL, ZooKeeper's session), for this case's TTL.
 	cfg.Params = c.Backend.Descriptor.ParamsFor(spec.TTL, cfg.Params)
 	n := c.Fault.Nemesis(nemesis.Env{
-		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), KeyLife: KeyLife(c.Backend, spec.TTL), Durability: c.Durability,
+		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), KeyLife: KeyLife(c.Backend, spec.TTL),
 		Injections: c.Injections, Rand: rand.New(rand.NewPCG(spec.Seed, 0xfa17)),
 	})
 	// A fault on a schedule may need longer than planned to get its tested

@@ -149,8 +149,12 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	return t, cfg, nil
 }
 
-// profileOf is the profile of the servers of a case under fault f.
+// profileOf is the profile of the servers of a case under fault f (fast
+// when durability is empty).
 func profileOf(durability string, f nemesis.Fault) (profile, error) {
+	if durability == "" {
+		durability = results.DurabilityFast
+	}
 	d, err := compose.ParseDurability(durability)
 	if err != nil {
 		return profile{}, configErrorf("durability %q: want %s, %s or %s", durability, results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable)

@@ -201,10 +201,6 @@ type Env struct {
 	// keys ahead of the leases it promises (rueidislock). Clock jumps are
 	// sized from it; zero means the case's TTL.
 	KeyLife time.Duration
-	// Durability is the servers' durability profile (results'
-	// DurabilityFast, DurabilityPeriodic or DurabilityDurable): what a
-	// restart, a crash or a power loss leaves them.
-	Durability string
 	// Injections is how many times the fault strikes in the case (at
 	// least 1; fewer when the windows do not fit in the case).
 	Injections int

@@ -174,8 +174,17 @@ func TestMinorityFaultsHeal(t *testing.T) {
 	for _, fault := range []string{"crash-minority", "latency", "server-pause"} {
 		t.Run(fault, func(t *testing.T) {
 			out := run(t, nodes, fault, map[string]string{"nodetimeout": "45ms"})
-			if len(out.Windows) != 2 || len(out.Targets) != 2 {
-				t.Fatalf("fault windows %+v, targets %+v: want two injections", out.Windows, out.Targets)
+			// Two injections that tested something, and one more for each
+			// that struck between the 1 ms sections of the hot key (not
+			// tested: the schedule strikes again).
+			tested := 0
+			for _, tg := range out.Targets {
+				if tg.Tested != nil && *tg.Tested {
+					tested++
+				}
+			}
+			if len(out.Windows) != len(out.Targets) || len(out.Targets) < 2 || tested == 0 {
+				t.Fatalf("fault windows %+v, targets %+v: want at least two injections, each with its window, and a tested one", out.Windows, out.Targets)
 			}
 			for _, tg := range out.Targets {
 				if len(tg.Nodes) != 2 && !(fault == "server-pause" && len(tg.Nodes) >= 1) {
