@@ -54,6 +54,9 @@ func Probe(ctx context.Context, cfg backends.Config, substr string) (backends.St
 	}
 	rows, err := conn.Query(ctx, `SELECT key, holder::text, token::text, CASE WHEN expires_at > now() THEN extract(epoch FROM expires_at - now()) * 1000 ELSE -1 END
 FROM `+table+` WHERE strpos(key, $1) > 0`, substr)
+	if isUndefinedTable(err) {
+		return backends.Stored{}, nil
+	}
 	if err != nil {
 		return backends.Stored{}, fmt.Errorf("probe %s: %s: %w", cfg.Addrs[0], table, err)
 	}
