@@ -57,7 +57,7 @@ func (r *Redlock) acquire(ctx context.Context, op int, key string, opts []locker
 // wait is Acquire: attempts paced by the retry strategy and woken by
 // hand-offs, until one is granted; and how many rounds it sent.
 func (r *Redlock) wait(ctx context.Context, key string, o locker.Options) (locker.Lease, int, error) {
-	if err := r.queue.enter(ctx, key, r.stopping); err != nil {
+	if err := r.queue.enter(ctx, key, r.ops.Context()); err != nil {
 		return nil, 0, fmt.Errorf("acquire %q: %w", key, err)
 	}
 	r.ready(ctx, false)

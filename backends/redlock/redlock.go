@@ -27,19 +27,16 @@ type Redlock struct {
 	tel    *telemetry
 	runs   servers
 
-	// Close's order: stopping ends (no new operation, waits wake up), the
-	// operations in flight end, the leases' keys are released, life ends
-	// (the leases end), then the background work and the connections.
-	mu       sync.RWMutex
-	closing  bool // no new operation
-	bgClosed bool // no new background work
-	ops      sync.WaitGroup
-	bg       sync.WaitGroup
-	stopping context.Context
-	stop     context.CancelCauseFunc
-	life     context.Context // parent of every lease
-	cancel   context.CancelCauseFunc
-	once     sync.Once
+	// Close's order, in stages: ops begins closing (no new operation,
+	// waits wake up on its context) and the operations in flight end; the
+	// leases' keys are released; life ends (the leases end); then bg
+	// begins closing (no new background work), the background work ends,
+	// then the connections.
+	ops    locker.Closing
+	bg     locker.Closing
+	life   context.Context // parent of every lease
+	cancel context.CancelCauseFunc
+	once   sync.Once
 
 	queue   queue
 	handoff handoff
@@ -118,7 +115,6 @@ func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 			return nil, locker.Invalidf("node %s given twice (databases %d and %d): databases of one server are one master, which a restart or a failure takes down at once; the masters must be independent servers", b.addr, a.opt.DB, b.opt.DB)
 		}
 	}
-	r.stopping, r.stop = context.WithCancelCause(context.Background())
 	r.life, r.cancel = context.WithCancelCause(context.Background())
 	r.handoff.r = r
 	r.holds.m = map[*hold]struct{}{}
@@ -172,18 +168,13 @@ func (r *Redlock) Info() locker.Info {
 // Calls after the first return nil.
 func (r *Redlock) Close() error {
 	r.once.Do(func() {
-		r.mu.Lock()
-		r.closing = true
-		r.mu.Unlock()
-		r.stop(locker.ErrClosed) // local waits end
-		r.handoff.pokeAll()      // and waits between attempts
+		r.ops.Begin()       // local waits end
+		r.handoff.pokeAll() // and waits between attempts
 		r.ops.Wait()
 		r.holds.closeAll()
 		r.cancel(locker.ErrClosed)
 		r.handoff.close()
-		r.mu.Lock()
-		r.bgClosed = true
-		r.mu.Unlock()
+		r.bg.Begin()
 		r.bg.Wait()
 		for _, n := range r.nodes {
 			n.close()
@@ -194,34 +185,14 @@ func (r *Redlock) Close() error {
 
 // begin counts an operation in flight, or returns ErrClosed once Close
 // has begun. The caller calls r.ops.Done when it ends.
-func (r *Redlock) begin() error {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.closing {
-		return locker.ErrClosed
-	}
-	r.ops.Add(1)
-	return nil
-}
+func (r *Redlock) begin() error { return r.ops.Add() }
 
 // background runs f on a goroutine of its own that Close waits for,
 // unless Close has finished waiting.
-func (r *Redlock) background(f func()) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.bgClosed {
-		return
-	}
-	r.bg.Go(f)
-}
+func (r *Redlock) background(f func()) { r.bg.Go(f) }
 
 // closed returns ErrClosed once Close has begun.
-func (r *Redlock) closed() error {
-	if r.stopping.Err() != nil {
-		return locker.ErrClosed
-	}
-	return nil
-}
+func (r *Redlock) closed() error { return r.ops.Err() }
 
 // ready waits, the first time, until the nodes' first dials have ended
 // (all: Bootstrap), or until a quorum is connected and the others have
@@ -274,7 +245,7 @@ func (r *Redlock) ready(ctx context.Context, all bool) {
 			return
 		case <-ctx.Done():
 			return
-		case <-r.stopping.Done():
+		case <-r.ops.Context().Done():
 			return
 		}
 	}
