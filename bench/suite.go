@@ -110,7 +110,7 @@ func Default() Suite {
 		Guards:       []judge.Guard{judge.GuardNone, judge.GuardFence},
 		PauseGuards:  []judge.Guard{judge.GuardCAS},
 		Profiles:     map[string][]string{"power-loss": {results.DurabilityPeriodic, results.DurabilityDurable}},
-		Only:         map[string][]string{"power-loss": redisLocks(bs)},
+		Only:         map[string][]string{"power-loss": redisLocks(bs, variants, "power-loss")},
 		Variants:     variants,
 		TTL:          time.Second,
 		Keys:         100,
@@ -135,11 +135,17 @@ func Full() Suite {
 }
 
 // redisLocks returns the specs among specs whose servers are standalone
-// Redis masters (redis, redlock, redsync, rueidislock and their variants).
-func redisLocks(specs []string) []string {
+// Redis masters (redis, redlock, redsync, rueidislock and their variants)
+// and that run fault class f (a variant limited to other classes does
+// not, see Suite.Variants).
+func redisLocks(specs []string, variants map[string][]string, f string) []string {
 	var out []string
 	for _, spec := range specs {
-		if b, err := ParseBackend(spec); err == nil && b.Descriptor.Servers.Kind == backends.Redis {
+		b, err := ParseBackend(spec)
+		if err != nil || b.Descriptor.Servers.Kind != backends.Redis {
+			continue
+		}
+		if only, ok := variants[spec]; !ok || slices.Contains(only, f) {
 			out = append(out, spec)
 		}
 	}
@@ -163,7 +169,7 @@ func Quick() Suite {
 	s.Injections = 2
 	s.Profiles = nil
 	// A smoke run: a majority's restart on the Redis-based locks only.
-	s.Only = map[string][]string{"restart": redisLocks(s.Backends)}
+	s.Only = map[string][]string{"restart": redisLocks(s.Backends, s.Variants, "restart")}
 	return s
 }
 
