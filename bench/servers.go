@@ -262,13 +262,10 @@ func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor
 // them gets new ones.
 func (c *Clusters) Lost(b Backend) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl := c.set[b.Descriptor.Servers]; cl != nil {
-		for _, n := range cl.all() {
-			c.retired[n] = true
-		}
-		stop(cl.all())
-		delete(c.set, b.Descriptor.Servers)
+	cl := c.set[b.Descriptor.Servers]
+	c.mu.Unlock()
+	if cl != nil {
+		c.retire(cl.all())
 	}
 }
 
@@ -314,16 +311,46 @@ func (c *Clusters) Repair(ctx context.Context, t nemesis.Target) error {
 		}
 	}
 	var down []*compose.Node
+	c.mu.Lock()
 	for _, n := range t.Nodes {
 		if !n.Running() && !c.retired[n] {
 			down = append(down, n)
 		}
 	}
+	c.mu.Unlock()
 	if len(down) > 0 {
 		// Together: members of a quorum come back only with one another.
 		errs = append(errs, compose.StartAll(ctx, down...))
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err != nil {
+		// Servers that could not be brought back (an ensemble that did
+		// not elect again in time on a busy machine) are replaced before
+		// the next case rather than handed to it broken.
+		c.retire(t.Nodes)
+	}
+	return err
+}
+
+// retire stops the set of servers that nodes belong to and forgets it, so
+// that the next case that needs them gets new ones.
+func (c *Clusters) retire(nodes []*compose.Node) {
+	if len(nodes) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, cl := range c.set {
+		all := cl.all()
+		if !slices.Contains(all, nodes[0]) {
+			continue
+		}
+		for _, n := range all {
+			c.retired[n] = true
+		}
+		stop(all)
+		delete(c.set, key)
+	}
 }
 
 // admit runs, on nodes just created for servers s, the Admit of every

@@ -110,11 +110,18 @@ func Default() Suite {
 		Guards:       []judge.Guard{judge.GuardNone, judge.GuardFence},
 		PauseGuards:  []judge.Guard{judge.GuardCAS},
 		Profiles:     map[string][]string{"power-loss": {results.DurabilityPeriodic, results.DurabilityDurable}},
-		Only:         map[string][]string{"power-loss": redisLocks(bs, variants, "power-loss")},
-		Variants:     variants,
-		TTL:          time.Second,
-		Keys:         100,
-		Hold:         hold,
+		// A majority's restart where it can cost a lock its keys (Redis
+		// without persistence, the PostgreSQL server's advisory locks, a
+		// Sentinel set); ZooKeeper and etcd face it in the full suite
+		// (their minority's crash and leader's loss are here).
+		Only: map[string][]string{
+			"power-loss": ofKinds(bs, variants, "power-loss", backends.Redis),
+			"restart":    ofKinds(bs, variants, "restart", backends.Redis, backends.Sentinel, backends.Postgres),
+		},
+		Variants: variants,
+		TTL:      time.Second,
+		Keys:     100,
+		Hold:     hold,
 	}
 }
 
@@ -134,15 +141,15 @@ func Full() Suite {
 	return s
 }
 
-// redisLocks returns the specs among specs whose servers are standalone
-// Redis masters (redis, redlock, redsync, rueidislock and their variants)
-// and that run fault class f (a variant limited to other classes does
-// not, see Suite.Variants).
-func redisLocks(specs []string, variants map[string][]string, f string) []string {
+// ofKinds returns the specs among specs whose servers are of the kinds
+// given (backends.Redis: redis, redlock, redsync, rueidislock and their
+// variants) and that run fault class f (a variant limited to other
+// classes does not, see Suite.Variants).
+func ofKinds(specs []string, variants map[string][]string, f string, kinds ...backends.Kind) []string {
 	var out []string
 	for _, spec := range specs {
 		b, err := ParseBackend(spec)
-		if err != nil || b.Descriptor.Servers.Kind != backends.Redis {
+		if err != nil || !slices.Contains(kinds, b.Descriptor.Servers.Kind) {
 			continue
 		}
 		if only, ok := variants[spec]; !ok || slices.Contains(only, f) {
@@ -169,7 +176,7 @@ func Quick() Suite {
 	s.Injections = 2
 	s.Profiles = nil
 	// A smoke run: a majority's restart on the Redis-based locks only.
-	s.Only = map[string][]string{"restart": redisLocks(s.Backends, s.Variants, "restart")}
+	s.Only = map[string][]string{"restart": ofKinds(s.Backends, s.Variants, "restart", backends.Redis)}
 	return s
 }
 
