@@ -91,23 +91,29 @@ var clockRate = &Scenario{
 					return "", err
 				}
 				// The rate as the servers read it: their clocks over a
-				// stretch of the window.
-				t0, r0 := time.Now(), make([]time.Time, len(a.nodes))
-				if err := serverTimes(ctx, a.nodes, r0); err != nil {
+				// stretch of the window, each read bracketed by this
+				// host's clock, so that a slow round trip widens the
+				// interval the rate is known to lie in rather than skew it.
+				r0, err := serverTimes(ctx, a.nodes)
+				if err != nil {
 					return "", fmt.Errorf("reading the servers' clocks: %w", err)
 				}
-				sleepUntil(ctx, t0.Add(e.window()/2))
-				t1, r1 := time.Now(), make([]time.Time, len(a.nodes))
-				if err := serverTimes(context.WithoutCancel(ctx), a.nodes, r1); err != nil {
+				sleepUntil(ctx, time.Now().Add(e.window()/2))
+				r1, err := serverTimes(context.WithoutCancel(ctx), a.nodes)
+				if err != nil {
 					return "", fmt.Errorf("reading the servers' clocks: %w", err)
 				}
 				var out []string
 				for i, n := range a.nodes {
-					got := float64(r1[i].Sub(r0[i])) / float64(t1.Sub(t0))
-					if math.Abs(got-rate) > 0.15*rate {
-						return "", fmt.Errorf("%s's server clock ran at %.2f× real time, not %g×", n.Name, got, rate)
+					moved := float64(r1[i].server.Sub(r0[i].server))
+					lo, hi := moved/float64(r1[i].after.Sub(r0[i].before)), math.Inf(1)
+					if d := r1[i].before.Sub(r0[i].after); d > 0 {
+						hi = moved / float64(d)
 					}
-					out = append(out, fmt.Sprintf("%s's server clock ran at %.2f× real time", n.Name, got))
+					if hi < 0.85*rate || lo > 1.15*rate {
+						return "", fmt.Errorf("%s's server clock ran at %.2f–%.2f× real time, not %g×", n.Name, lo, hi, rate)
+					}
+					out = append(out, fmt.Sprintf("%s's server clock ran at %.2f–%.2f× real time", n.Name, lo, hi))
 				}
 				return strings.Join(out, "; "), nil
 			},
@@ -179,11 +185,20 @@ func offsets(ctx context.Context, nodes []*compose.Node) ([]time.Duration, error
 	return out, err
 }
 
-// serverTimes reads each server's clock into out.
-func serverTimes(ctx context.Context, nodes []*compose.Node, out []time.Time) error {
-	return eachIndexed(nodes, func(i int, n *compose.Node) error {
-		var err error
-		out[i], err = n.ServerTime(ctx)
+// serverRead is one read of a server's clock, between two readings of
+// this host's.
+type serverRead struct {
+	before, server, after time.Time
+}
+
+// serverTimes reads each server's clock, at once.
+func serverTimes(ctx context.Context, nodes []*compose.Node) ([]serverRead, error) {
+	out := make([]serverRead, len(nodes))
+	err := eachIndexed(nodes, func(i int, n *compose.Node) error {
+		out[i].before = time.Now()
+		t, err := n.ServerTime(ctx)
+		out[i].server, out[i].after = t, time.Now()
 		return err
 	})
+	return out, err
 }
