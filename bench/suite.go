@@ -64,6 +64,10 @@ type Suite struct {
 	// supports.
 	Variants map[string][]string
 
+	// Leases is the lease matrix: loads that provoke a lease's
+	// accounting, each under its faults on every backend (LeaseLoad).
+	Leases []LeaseLoad
+
 	// The load.
 	TTL   time.Duration
 	Keys  int
@@ -93,14 +97,15 @@ func Default() Suite {
 		ManyKeysClients: []int{16, 64},
 		PerfSeconds:     0.5,
 		PerfTrials:      3,
-		// A pause of half a lease, which every lease-based lock should
-		// survive, and one of 1.5 leases, which none without fencing
-		// should: where each lock's safety ends.
+		// A pause of 1.5 leases after the read, which no lock without
+		// fencing should survive (Full adds one of half a lease, which
+		// every lease-based lock should, and pauses at every other point
+		// of the client's cycle).
 		//
 		// The faults whose servers need something of their own (network
 		// namespaces, the clock preload, a lazy filesystem) come last,
 		// grouped, so that the servers are restarted for them once.
-		Faults: []string{"none", "client-pause?x=0.5", "client-pause", "server-pause", "failover", "restart",
+		Faults: []string{"none", "client-pause", "server-pause", "failover", "restart",
 			"crash-minority", "latency", "partition-leader", "partition-halves", "leader-kill",
 			"partition", "clock-jump", "power-loss"},
 		FaultClients: 6,
@@ -119,26 +124,18 @@ func Default() Suite {
 			"restart":    ofKinds(bs, variants, "restart", backends.Redis, backends.Sentinel, backends.Postgres),
 		},
 		Variants: variants,
-		TTL:      time.Second,
-		Keys:     100,
-		Hold:     hold,
+		// Lease accounting, which millisecond holds never provoke: leases
+		// that extend themselves while their holders hold several TTLs,
+		// and a pause that strikes inside an extension (Full adds holders
+		// that hold up to all the validity their lease has left, and more
+		// faults).
+		Leases: []LeaseLoad{
+			autoExtendLoad(time.Second, 5, 2, "client-pause?at=extend"),
+		},
+		TTL:  time.Second,
+		Keys: 100,
+		Hold: hold,
 	}
-}
-
-// Full is the default suite with every durability profile under every
-// fault that may cost servers their data (a restart, a crash, a power
-// loss, a minority's crash), on every backend, both sizes of clock jump
-// and a clock that runs fast: about twice as long as the default.
-func Full() Suite {
-	s := Default()
-	s.Name = "full"
-	s.Faults = []string{"none", "client-pause?x=0.5", "client-pause", "server-pause", "failover", "restart", "crash",
-		"crash-minority", "latency", "partition-leader", "partition-halves", "leader-kill",
-		"partition", "clock-jump?by=0.5&nodes=minority", "clock-jump", "clock-rate", "power-loss"}
-	all := []string{results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable}
-	s.Profiles = map[string][]string{"restart": all, "crash": all, "power-loss": all, "crash-minority": all}
-	s.Only = nil
-	return s
 }
 
 // powerLossLocks are the backends the default suite powers off: where
@@ -192,7 +189,47 @@ func Quick() Suite {
 	s.Profiles = nil
 	// A smoke run: a majority's restart on the Redis-based locks only.
 	s.Only = map[string][]string{"restart": ofKinds(s.Backends, s.Variants, "restart", backends.Redis)}
+	s.Leases = nil
 	return s
+}
+
+// Full is `make bench-full`: the default suite, with a client pause at
+// every point of the client's cycle in the fault matrix, every durability
+// profile under every fault that may cost servers their data (a restart,
+// a crash, a power loss, a minority's crash) on every backend, both sizes
+// of clock jump and a clock that runs fast, and the lease matrix under
+// more faults: about twice as long as the default.
+func Full() Suite {
+	s := Default()
+	s.Name = "full"
+	s.Faults = []string{"none", "client-pause", "client-pause?x=0.5", "client-pause?at=before-read", "client-pause?at=after-write", "client-pause?at=acquire",
+		"server-pause", "failover", "restart", "crash", "crash-minority", "latency", "partition-leader", "partition-halves", "leader-kill",
+		"partition", "clock-jump?by=0.5&nodes=minority", "clock-jump", "clock-rate", "power-loss"}
+	all := []string{results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable}
+	s.Profiles = map[string][]string{"restart": all, "crash": all, "power-loss": all, "crash-minority": all}
+	s.Only = nil
+	s.Leases = []LeaseLoad{
+		validityLoad(4, "none", "client-pause?at=acquire", "client-pause?at=after-write"),
+		autoExtendLoad(s.TTL, 8, 0, "none", "client-pause?at=extend", "client-pause?at=extend&x=0.5", "server-pause", "partition"),
+	}
+	return s
+}
+
+// validityLoad is the lease matrix's load whose holders hold a random
+// fraction, up to all, of the validity their lease has left, for seconds
+// under each of faults.
+func validityLoad(seconds float64, faults ...string) LeaseLoad {
+	return LeaseLoad{HoldLeft: 1, Clients: 4, Seconds: seconds, Faults: faults}
+}
+
+// autoExtendLoad is the lease matrix's load whose leases (of TTL ttl)
+// extend themselves while their holders hold two to three TTLs, for
+// seconds under each of faults, injected injections times (the suite's
+// when 0): three clients on one key, so that one is waiting when a lease
+// lapses.
+func autoExtendLoad(ttl time.Duration, seconds float64, injections int, faults ...string) LeaseLoad {
+	hold, _ := workloads.Uniform(2*ttl, 3*ttl)
+	return LeaseLoad{AutoExtend: true, Hold: hold, AcquireTimeout: 10 * ttl, Clients: 3, Seconds: seconds, Injections: injections, Faults: faults}
 }
 
 // suiteBackends returns the backend specs a predefined suite runs, in the
@@ -263,10 +300,7 @@ func (s Suite) Cases() ([]Case, error) {
 		if err != nil {
 			return nil, asConfig(err)
 		}
-		guards := s.Guards
-		if f.Class() == "client-pause" {
-			guards = append(slices.Clone(guards), s.PauseGuards...)
-		}
+		guards := s.guards(f)
 		profiles := s.Profiles[f.Class()]
 		if len(profiles) == 0 {
 			profiles = []string{results.DurabilityFast}
@@ -277,7 +311,7 @@ func (s Suite) Cases() ([]Case, error) {
 					if !s.runs(f.Class(), b) {
 						continue
 					}
-					if b.NotApplicable(f.Class()) != "" || f.Fits(Shape(b)) != nil || profileFits(b, durability) != "" {
+					if !s.applies(f, b) || profileFits(b, durability) != "" {
 						continue
 					}
 					spec := base
@@ -291,6 +325,11 @@ func (s Suite) Cases() ([]Case, error) {
 			}
 		}
 	}
+	leases, err := s.leaseCases(bs, base)
+	if err != nil {
+		return nil, err
+	}
+	cases = append(cases, leases...)
 	if len(cases) == 0 {
 		return nil, configErrorf("the suite has no case: give at least one backend, and clients or faults")
 	}
@@ -345,9 +384,13 @@ func validate(cases []Case) error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, c := range cases {
-		err := c.Spec.Validate()
+		spec, err := c.Spec.Normalize()
 		if err == nil && c.Fault.Processes && c.ClientsAs != results.ClientsProcesses {
 			err = configErrorf("fault %s stops client processes: run it with clients as processes", c.Fault.Spec)
+		}
+		if err == nil {
+			spec.TTL = max(spec.TTL, c.Fault.MinTTL)
+			err = c.Fault.CheckSpec(spec)
 		}
 		if err == nil {
 			continue
@@ -364,6 +407,21 @@ func validate(cases []Case) error {
 		}
 	}
 	return asConfig(errors.Join(errs...))
+}
+
+// guards are the guards the suite judges fault f under.
+func (s Suite) guards(f nemesis.Fault) []judge.Guard {
+	if f.Class() == "client-pause" {
+		return append(slices.Clone(s.Guards), s.PauseGuards...)
+	}
+	return s.Guards
+}
+
+// applies reports whether the suite puts backend b through fault f: the
+// suite runs the class on it (Variants), its descriptor does not say the
+// class cannot apply, and its servers here can have the fault.
+func (s Suite) applies(f nemesis.Fault, b Backend) bool {
+	return s.runs(f.Class(), b) && b.NotApplicable(f.Class()) == "" && f.Fits(Shape(b)) == nil
 }
 
 // runs reports whether fault class f runs on backend b (see Variants

@@ -23,11 +23,17 @@ import (
 //     came after every active section's line (what fencing is for),
 //     OverlapsAmbiguous when the clock bounds do not tell. They add up
 //     to Overlaps. What the leases themselves reported does not move the
-//     line.
+//     line; an extension the lock granted does: each ok Extend of an
+//     active section called before the new section ended draws a line of
+//     its own (its call plus its Promise), and one called after the new
+//     grant returned is a lock bug by that rule — the lock promised the
+//     key to two holders at once.
 //   - Incidents: episodes of two holders at once: an incident begins with
-//     an overlap and lasts until none of the sections active in it is
-//     active any more, taking in every section granted meanwhile (a paused
-//     holder overtaken by a hundred grants is one incident); its class is
+//     an overlap and lasts until no section of the key is active but its
+//     newest grant (every holder a later grant overtook is gone), taking
+//     in every section granted meanwhile (a paused holder overtaken by a
+//     hundred grants is one incident, and a holder that outlives the
+//     paused one and is paused in its turn starts another); its class is
 //     its worst overlap's. Overlaps grow with throughput; incidents grow
 //     with failures. Episodes lists them.
 //   - StaleAccepted / StaleRejected: writes made by a superseded holder —
@@ -51,11 +57,17 @@ import (
 //   - ContendedGrants: grants made while another client's acquire of the
 //     same key was in progress (invoked, not yet returned): the grants at
 //     which a double grant could show.
-//   - ValidityShort / ValidityLong: grants whose lease reported a
-//     ValidUntil before the call plus its Promise (less than its lock
-//     promised) / after the return plus its MaxValidity (more than its
-//     lock can give), on the client's own clock; ValidityShortMax and
-//     ValidityLongMax are the largest departures (ns).
+//   - ValidityShort / ValidityLong: grants and extensions whose lease
+//     reported a ValidUntil before the call plus its Promise (less than
+//     its lock promised) / after the return plus its MaxValidity (more
+//     than its lock can give), on the client's own clock;
+//     ValidityShortMax and ValidityLongMax are the largest departures
+//     (ns).
+//   - Extends / ExtendsFailed: extensions of the sections' leases
+//     reported, and those the lock refused (the key was no longer the
+//     lease's) or whose outcome is unknown, but for those that returned
+//     after their holder began to release: they raced the release.
+//   - Pauses: where each pause of a client's process landed (Landings).
 type Report struct {
 	Sections, Writes, Accepted                                  int64
 	Overlaps, OverlapsLockBug, OverlapsExpiredHolder            int64
@@ -68,6 +80,10 @@ type Report struct {
 	ContendedGrants                                             int64
 	ValidityShort, ValidityLong                                 int64
 	ValidityShortMax, ValidityLongMax                           int64
+	Extends, ExtendsFailed                                      int64
+	// Pauses are the landings of the pauses of client processes, in the
+	// order they were asked.
+	Pauses []Landing `json:",omitempty"`
 	// Episodes are the incidents in the order they began, with their
 	// class, for attributing them to fault injections.
 	Episodes []Episode `json:",omitempty"`
@@ -133,12 +149,37 @@ type keyState struct {
 func Check(ops []Op, guard string, fenced bool) Report {
 	ops = slices.Clone(ops)
 	slices.SortStableFunc(ops, func(a, b Op) int { return cmp.Compare(a.Index, b.Index) })
-	c := counter{fenced: fenced, keys: map[string]*keyState{}, sections: map[int64]*section{}}
+	c := counter{fenced: fenced, keys: map[string]*keyState{}, sections: map[int64]*section{},
+		extends: map[int64][]Op{}, ends: map[int64]int64{}}
+	// Extensions are reported after they returned, often after later
+	// grants of their key: take them, and the ends of the sections they
+	// are weighed against, before the grants; and the releases, which an
+	// extension that returned after its holder's began raced.
+	releases := map[int64]int64{}
+	for _, o := range ops {
+		switch {
+		case o.F == Release && o.Section > 0:
+			if _, ok := releases[o.Section]; !ok {
+				releases[o.Section] = o.Invoke
+			}
+		case o.F == End && o.Section > 0:
+			if _, ok := c.ends[o.Section]; !ok {
+				c.ends[o.Section] = o.Complete
+			}
+		}
+	}
+	for _, o := range ops {
+		if o.F == Extend && o.Section > 0 {
+			r, released := releases[o.Section]
+			c.extended(o, released && o.Complete >= r)
+		}
+	}
 	for _, o := range ops {
 		if o.Guard == "" || o.Guard == guard {
 			c.apply(o)
 		}
 	}
+	c.r.Pauses = Landings(ops)
 	return c.report(contendedGrants(ops))
 }
 
@@ -146,8 +187,41 @@ type counter struct {
 	fenced   bool
 	keys     map[string]*keyState
 	sections map[int64]*section
+	// extends are the ok extensions of each section; ends when each
+	// section ended (judge ns).
+	extends  map[int64][]Op
+	ends     map[int64]int64
 	r        Report
 	examples [5]int
+}
+
+// extended counts an extension, its departure from its contract, and
+// keeps it, if ok, for the overlaps of its section. One that failed
+// after its holder began to release (raced) counts as an extension but
+// not as failed: the release, not the lock, took the key from under it.
+func (c *counter) extended(o Op, raced bool) {
+	c.r.Extends++
+	if o.Type != OK {
+		if !raced {
+			c.r.ExtendsFailed++
+		}
+		return
+	}
+	c.extends[o.Section] = append(c.extends[o.Section], o)
+	c.departed(o)
+}
+
+// departed counts a grant's or an extension's departure from its
+// contract.
+func (c *counter) departed(o Op) {
+	switch d := departure(o); {
+	case d < 0:
+		c.r.ValidityShort++
+		c.r.ValidityShortMax = max(c.r.ValidityShortMax, -d)
+	case d > 0:
+		c.r.ValidityLong++
+		c.r.ValidityLongMax = max(c.r.ValidityLongMax, d)
+	}
 }
 
 const (
@@ -196,14 +270,7 @@ func (c *counter) grant(o Op) {
 		grant: o, token: o.Token, hasToken: o.HasToken}
 	c.sections[o.Section] = s
 	c.r.Sections++
-	switch d := departure(o); {
-	case d < 0:
-		c.r.ValidityShort++
-		c.r.ValidityShortMax = max(c.r.ValidityShortMax, -d)
-	case d > 0:
-		c.r.ValidityLong++
-		c.r.ValidityLongMax = max(c.r.ValidityLongMax, d)
-	}
+	c.departed(o)
 	if len(k.active) > 0 {
 		c.overlap(o, k, s)
 	}
@@ -220,14 +287,23 @@ func (c *counter) grant(o Op) {
 }
 
 // overlap counts and classifies the grant of s while k had active
-// sections: against each one's contract, the worst class wins.
+// sections: against each one's contract — its grant's line, and the line
+// of each extension the lock granted it before s ended — the worst class
+// wins.
 func (c *counter) overlap(o Op, k *keyState, s *section) {
 	c.r.Overlaps++
 	var class Class
 	var against *section
+	var line span
+	end, ended := c.ends[s.id]
 	for _, a := range k.active {
-		if x := classify(a.grant, o); worse(class, x) != class || against == nil {
-			class, against = worse(class, x), a
+		for _, promise := range append([]Op{a.grant}, c.extends[a.id]...) {
+			if promise.F == Extend && ended && called(promise).lo >= end {
+				continue // extended after s had ended: s was no longer in its way
+			}
+			if x := classify(promise, o); worse(class, x) != class || against == nil {
+				class, against, line = worse(class, x), a, contractLine(promise)
+			}
 		}
 	}
 	switch class {
@@ -245,7 +321,6 @@ func (c *counter) overlap(o Op, k *keyState, s *section) {
 	e := &c.r.Episodes[k.incident]
 	e.Class = worse(e.Class, class)
 	if c.want(exOverlap) {
-		line := contractLine(against.grant)
 		c.example("overlap (%s): key %q section %d (process %d%s) granted at %s while section %d (process %d%s, granted at %s) was active; its contract kept the key until %s",
 			class, o.Key, s.id, s.process, tokenText(s.token, s.hasToken), spanText(returned(o)),
 			against.id, against.process, tokenText(against.token, against.hasToken), seconds(against.granted), spanText(line))
@@ -307,8 +382,10 @@ func (c *counter) end(key string, s *section) {
 		return
 	}
 	k.active = slices.Delete(k.active, i, i+1)
-	if len(k.active) == 0 {
-		k.incident = -1 // the episode ends with the last of its sections
+	if len(k.active) == 0 || (len(k.active) == 1 && k.active[0].seq == k.grants) {
+		// The episode ends when no holder is left but the key's newest:
+		// every older one, whom a later grant overtook, is gone.
+		k.incident = -1
 	}
 }
 

@@ -56,6 +56,25 @@ const (
 	// a lock that revoked a lease and told its holder in time from one
 	// whose holder went on, its lease saying nothing.
 	LeaseEnd Func = "lease-end"
+	// Extend is an extension of a section's lease, by its holder or by
+	// the lease's auto-extend watchdog (locker.Trace), which the holder
+	// reports once it returned: ok when the lock kept the key for the TTL
+	// asked (ValidUntil is the lease's new deadline, Promise the contract
+	// of that TTL from the call, which moves the section's contract line
+	// on), fail when the lock answered that the key was no longer the
+	// lease's, info when the outcome is unknown. Its times are the call's,
+	// on the holder's clock (WorkerInvoke, WorkerComplete), mapped to the
+	// judge's; it is recorded when the holder reports it, which can be
+	// after later grants of the key: the checkers take extensions by
+	// their section, not by their place in the history.
+	Extend Func = "extend"
+	// Pause is a stop of a client's process (SIGSTOP) by the nemesis, as
+	// the judge recorded it: Invoke is before the stop was asked, Complete
+	// when the process was seen stopped, Length how long it stayed
+	// stopped at least, Point where in the client's cycle it was aimed.
+	// Where it landed follows from the client's own operations around it
+	// (Landings).
+	Pause Func = "pause"
 )
 
 // Type is an operation's outcome, as in Jepsen.
@@ -140,6 +159,11 @@ type Op struct {
 	Value int64 `json:"value,omitempty"`
 	// Error is the failure, for fail and info ops.
 	Error string `json:"error,omitempty"`
+	// Point is, for a pause, where in its client's cycle it was aimed.
+	Point Point `json:"point,omitempty"`
+	// Length is, for a pause, how long the process stayed stopped at
+	// least (ns): it was resumed no earlier than Length after the stop.
+	Length int64 `json:"length,omitempty"`
 }
 
 // String describes the op in one line, for examples and logs.

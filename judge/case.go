@@ -92,6 +92,10 @@ type proc struct {
 	lastReply int64
 	active    []int64 // its open sections
 	finished  bool    // done or dead
+	// acquiring is when the client went into Acquire, by the judge's
+	// account (ns since the start; 0 from the start barrier), or
+	// notAcquiring while it holds (live.go).
+	acquiring int64
 }
 
 // Case is one case of the run on the judge.
@@ -124,6 +128,10 @@ type Case struct {
 	stores    map[Guard]*store
 	sections  map[int64]*sectionState
 	ops       []history.Op
+	// extendingNow is closed, and replaced, when a holder says an
+	// extension has begun: lastExtending is its section (live.go).
+	extendingNow  chan struct{}
+	lastExtending Held
 
 	checkOnce sync.Once
 	result    *Result

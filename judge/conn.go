@@ -67,9 +67,15 @@ type Conn interface {
 	Write(ctx context.Context, section int64) error
 	// End closes the section; the client calls Release after it returns.
 	End(ctx context.Context, section int64) error
-	// Report records an acquire that did not grant, a release, or what
-	// the lease told its holder inside an open section (history.LeaseEnd).
+	// Report records an acquire that did not grant, a release, what the
+	// lease told its holder inside an open section (history.LeaseEnd), or
+	// an extension of a section's lease (history.Extend).
 	Report(ctx context.Context, r OpReport) error
+	// Extending says an extension of the lease of the client's section
+	// has just begun (its watchdog's): the live view a nemesis aims a
+	// pause inside an extension by (Case.AwaitExtending). It records
+	// nothing; the extension is reported once it returned.
+	Extending(ctx context.Context, section int64) error
 	// Done ends the client with its metrics.
 	Done(ctx context.Context, m Metrics) error
 	// Stopping reports whether the judge has asked the clients to stop.
@@ -147,6 +153,11 @@ func (l *local) Report(_ context.Context, r OpReport) error {
 	r.ThetaLo, r.ThetaHi = 0, 0
 	defer l.c.replied(l.process)
 	return l.c.report(l.process, r)
+}
+
+func (l *local) Extending(_ context.Context, section int64) error {
+	defer l.c.replied(l.process)
+	return l.c.extending(l.process, section)
 }
 
 func (l *local) Done(_ context.Context, m Metrics) error {

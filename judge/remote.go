@@ -141,6 +141,11 @@ func (r *remoteConn) Report(ctx context.Context, op OpReport) error {
 	return err
 }
 
+func (r *remoteConn) Extending(ctx context.Context, section int64) error {
+	_, err := r.l.call(ctx, &request{Op: "extending", Section: section})
+	return err
+}
+
 func (r *remoteConn) Done(ctx context.Context, m Metrics) error {
 	_, err := r.l.call(ctx, &request{Op: "done", Metrics: &m})
 	return err

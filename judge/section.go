@@ -28,10 +28,23 @@ type Action struct {
 	Hold time.Duration
 	// Pause, when positive, stops the holder's whole process for that
 	// long (its timers, heartbeats and keep-alives freeze, as in a GC or
-	// VM pause), after its read or, with BeforeRead, right after the
-	// grant, before its first access. It needs a Pauser.
-	Pause      time.Duration
-	BeforeRead bool
+	// VM pause) at At: in the judge's answer to the grant
+	// (history.PointBeforeRead: before its first access), to the read
+	// (history.PointAfterRead, the default: before its hold and write) or
+	// to the write (history.PointAfterWrite: before it ends the section
+	// and releases). The client waits for that answer whatever happens,
+	// so the pause lands exactly there and costs it no time it would not
+	// have spent. It needs a Pauser, and is recorded in the history.
+	Pause time.Duration
+	At    history.Point
+}
+
+// at returns where a's pause lands: its At, after-read by default.
+func (a Action) at() history.Point {
+	if a.At == "" {
+		return history.PointAfterRead
+	}
+	return a.At
 }
 
 // SectionHook decides, for every grant, whether the section holds long or
@@ -48,15 +61,21 @@ type Pauser interface {
 // sectionState is what the judge knows of one granted section.
 type sectionState struct {
 	key      string
-	granted  int64 // ns since the start
 	process  int
 	token    uint64
 	hasToken bool
 	action   Action
-	read     bool
-	written  bool
-	ended    bool
-	values   map[Guard]int64 // what each store's counter read
+	// granted is when the judge heard of the grant, invoke the earliest
+	// its Acquire was called (ns since the start).
+	granted, invoke int64
+	// returned is the earliest its Acquire, extended the earliest its
+	// last extension reported returned, extending when the holder last
+	// said one began (ns since the start; 0: none).
+	returned, extended, extending int64
+	read                          bool
+	written                       bool
+	ended                         bool
+	values                        map[Guard]int64 // what each store's counter read
 }
 
 // record appends an op, numbering it. The caller holds c.mu.
@@ -132,11 +151,14 @@ func (c *Case) grant(process int, g GrantReport) (Grant, error) {
 		WorkerInvoke: g.Invoke, WorkerComplete: g.Complete,
 		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid, WorkerValidUntil: g.ValidUntil, Promise: g.Promise, MaxValidity: g.MaxValidity,
 	})
-	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken, granted: now}
+	op := c.ops[len(c.ops)-1]
+	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken, granted: now, invoke: op.Invoke,
+		returned: min(op.Invoke+max(g.Complete-g.Invoke, 0), now)}
 	c.sections[id] = s
 	c.lastGrant = now
 	p.active = append(p.active, id)
-	hook, pauser := c.hook, c.pauser
+	p.acquiring = notAcquiring
+	hook := c.hook
 	c.mu.Unlock()
 
 	if hook != nil {
@@ -146,19 +168,45 @@ func (c *Case) grant(process int, g GrantReport) (Grant, error) {
 		}
 		s.action = hook(SectionEvent{Process: process, Section: id, Key: g.Key, Granted: time.Duration(now), ValidFor: validFor})
 	}
-	if s.action.Pause > 0 && s.action.BeforeRead {
-		if err := pause(pauser, process, s.action.Pause); err != nil {
-			return Grant{}, err
-		}
+	if err := c.pauseIn(s, id, history.PointBeforeRead); err != nil {
+		return Grant{}, err
 	}
 	return Grant{Section: id, Hold: s.action.Hold}, nil
 }
 
-func pause(p Pauser, process int, d time.Duration) error {
-	if p == nil {
-		return fmt.Errorf("process %d: a pause needs client processes and a pauser", process)
+// pauseIn carries out the pause s's action asks for at point at, if any:
+// the judge is answering the holder's step there.
+func (c *Case) pauseIn(s *sectionState, id int64, at history.Point) error {
+	if s.action.Pause <= 0 || s.action.at() != at {
+		return nil
 	}
-	return p.Pause(process, d)
+	return c.pause(s.process, s.action.Pause, at, id, s.key)
+}
+
+// pause stops process for d through the pauser and records it in the
+// history: aimed at point at, in section id (0 when the judge is not
+// answering a step of a section). It returns once the process is
+// stopped.
+func (c *Case) pause(process int, d time.Duration, at history.Point, id int64, key string) error {
+	c.mu.Lock()
+	p, from := c.pauser, c.since()
+	c.mu.Unlock()
+	err := error(nil)
+	typ := history.OK
+	if p == nil {
+		err, typ = fmt.Errorf("process %d: a pause needs client processes and a pauser", process), history.Fail
+	} else if err = p.Pause(process, d); err != nil {
+		typ = history.Info // it may have stopped
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := history.Op{Process: process, F: history.Pause, Type: typ, Key: key, Section: id,
+		Invoke: from, Complete: c.since(), Point: at, Length: int64(d)}
+	if err != nil {
+		o.Error = err.Error()
+	}
+	c.record(o)
+	return err
 }
 
 // running returns the client, or why it may not act now. The caller
@@ -209,28 +257,33 @@ func (c *Case) read(process int, id int64) error {
 				Invoke: now, Complete: now, Token: s.token, HasToken: s.hasToken, Value: v})
 		}
 	}
-	pauser := c.pauser
 	c.mu.Unlock()
-	if s.action.Pause > 0 && !s.action.BeforeRead {
-		return pause(pauser, process, s.action.Pause)
-	}
-	return nil
+	return c.pauseIn(s, id, history.PointAfterRead)
 }
 
 // write is the section's write: each store writes the counter it read
 // plus one, if its guard accepts the request.
 func (c *Case) write(process int, id int64) error {
+	s, err := c.writeLocked(process, id)
+	if err != nil {
+		return err
+	}
+	return c.pauseIn(s, id, history.PointAfterWrite)
+}
+
+// writeLocked is write but for its pause, under c.mu.
+func (c *Case) writeLocked(process int, id int64) (*sectionState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, err := c.section(process, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.written {
-		return protocolf("case %s: section %d wrote twice", c.spec.ID, id)
+		return nil, protocolf("case %s: section %d wrote twice", c.spec.ID, id)
 	}
 	if !s.read {
-		return protocolf("case %s: section %d writes before it read", c.spec.ID, id)
+		return nil, protocolf("case %s: section %d writes before it read", c.spec.ID, id)
 	}
 	s.written = true
 	now := c.since()
@@ -243,7 +296,7 @@ func (c *Case) write(process int, id int64) error {
 		c.record(history.Op{Process: process, F: history.Write, Type: typ, Key: s.key, Section: id, Guard: string(g),
 			Invoke: now, Complete: now, Token: s.token, HasToken: s.hasToken, Value: v})
 	}
-	return nil
+	return s, nil
 }
 
 // end closes the section: the holder is done with the resource.
@@ -270,8 +323,9 @@ func (c *Case) endSection(process int, id int64, s *sectionState, typ history.Ty
 }
 
 // OpReport is what a client tells the judge of an acquire that did not
-// grant, of a release, or of its lease ending inside an open section
-// (history.LeaseEnd). Times are on its wall clock (Unix ns).
+// grant, of a release, of its lease ending inside an open section
+// (history.LeaseEnd), or of an extension of a section's lease
+// (history.Extend). Times are on its wall clock (Unix ns).
 type OpReport struct {
 	F       history.Func `json:"f"`
 	Type    history.Type `json:"type"`
@@ -281,13 +335,20 @@ type OpReport struct {
 	Invoke   int64  `json:"invoke"`
 	Complete int64  `json:"complete"`
 	Error    string `json:"error,omitempty"`
+	// ValidUntil, Promise and MaxValidity are, for an extension, the
+	// lease's new deadline (0 when it failed) and the contract of the TTL
+	// asked, as in a GrantReport.
+	ValidUntil  int64 `json:"valid_until,omitempty"`
+	Promise     int64 `json:"promise,omitempty"`
+	MaxValidity int64 `json:"max_validity,omitempty"`
 	// ThetaLo and ThetaHi bound the judge's clock minus the client's.
 	ThetaLo int64 `json:"theta_lo"`
 	ThetaHi int64 `json:"theta_hi"`
 }
 
-// report records an acquire that did not grant, a release, or a lease
-// that ended inside its open section.
+// report records an acquire that did not grant, a release, a lease
+// that ended inside its open section, or an extension of a section's
+// lease.
 func (c *Case) report(process int, r OpReport) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -295,6 +356,11 @@ func (c *Case) report(process int, r OpReport) error {
 	if err != nil {
 		return err
 	}
+	// The call began after the judge's last answer to the client, whose
+	// calls are sequential; an extension runs beside them (the lease's
+	// watchdog), after its grant's Acquire was called.
+	lo := p.lastReply
+	var ext *sectionState // the section an extension is of
 	switch {
 	case r.F == history.Acquire && r.Type != history.OK:
 	case r.F == history.Release && r.Section > 0:
@@ -306,18 +372,39 @@ func (c *Case) report(process int, r OpReport) error {
 		if _, err := c.section(process, r.Section); err != nil {
 			return err
 		}
+	case r.F == history.Extend && r.Section > 0:
+		ext = c.sections[r.Section]
+		if ext == nil || ext.process != process {
+			return protocolf("case %s: process %d reports an extension of section %d, which is not its own", c.spec.ID, process, r.Section)
+		}
+		lo = ext.invoke
 	default:
-		return protocolf("case %s: process %d reports a %s %s: only failed acquires, releases and lease ends are reported", c.spec.ID, process, r.F, r.Type)
+		return protocolf("case %s: process %d reports a %s %s: only failed acquires, releases, lease ends and extensions are reported", c.spec.ID, process, r.F, r.Type)
 	}
 	now := c.since()
 	hi := now
 	if r.Type != history.Info && r.ThetaHi != noBound {
-		hi = min(now, max(r.Complete+r.ThetaHi-c.startWall(), p.lastReply))
+		hi = min(now, max(r.Complete+r.ThetaHi-c.startWall(), lo))
 	}
-	c.record(history.Op{
+	o := history.Op{
 		Process: process, F: r.F, Type: r.Type, Key: r.Key, Section: r.Section,
-		Invoke: c.clamp(r.Invoke, r.ThetaLo, p.lastReply, now), Complete: hi,
+		Invoke: c.clamp(r.Invoke, r.ThetaLo, lo, now), Complete: hi,
 		WorkerInvoke: r.Invoke, WorkerComplete: r.Complete, Error: r.Error,
-	})
+	}
+	if r.F == history.Extend {
+		o.Promise, o.MaxValidity, o.WorkerValidUntil = r.Promise, r.MaxValidity, r.ValidUntil
+		if r.ValidUntil != 0 && r.ThetaLo != noBound {
+			o.ValidUntil = r.ValidUntil + r.ThetaLo - c.startWall()
+		}
+	}
+	c.record(o)
+	if ext != nil && r.Type == history.OK {
+		// It returned no earlier than its call's least start plus its
+		// length on its client's clock.
+		ext.extended = max(ext.extended, o.Invoke+max(r.Complete-r.Invoke, 0))
+	}
+	if r.F == history.Release || r.F == history.Acquire {
+		p.acquiring = now // it calls Acquire next
+	}
 	return nil
 }

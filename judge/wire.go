@@ -277,6 +277,8 @@ func (j *Judge) do(ctx context.Context, req *request, rep *reply, client **Case,
 			return protocolf("report without the op")
 		}
 		return c.report(p, *req.Report)
+	case "extending":
+		return c.extending(p, req.Section)
 	case "done":
 		m := Metrics{}
 		if req.Metrics != nil {

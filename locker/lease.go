@@ -122,14 +122,35 @@ func (l *Handle) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl <= 0 {
 		return Invalidf("extend TTL %v for key %q: must be positive", ttl, l.grant.Key)
 	}
-	return l.extend(ctx, ttl)
+	return l.extend(ctx, ttl, false)
 }
 
-func (l *Handle) extend(ctx context.Context, ttl time.Duration) error {
+// extend extends the lease by ttl; auto says the watchdog asked. A Trace
+// hears of every call that reached the backend.
+func (l *Handle) extend(ctx context.Context, ttl time.Duration, auto bool) error {
 	if err := l.held(); err != nil {
 		return err
 	}
+	t := l.opts.Trace
+	x := Extension{Key: l.grant.Key, TTL: ttl, Auto: auto, Start: time.Now()}
+	if t != nil && t.Extending != nil {
+		t.Extending(x)
+	}
 	until, err := l.holder.Extend(ctx, ttl)
+	x.End = time.Now()
+	err = l.extended(ctx, until, err)
+	if t != nil && t.Extended != nil {
+		x.Err = err
+		if err == nil {
+			x.ValidUntil = until
+		}
+		t.Extended(x)
+	}
+	return err
+}
+
+// extended takes in what the backend answered to an extension.
+func (l *Handle) extended(ctx context.Context, until time.Time, err error) error {
 	l.mu.Lock()
 	if l.err != nil || l.releasing {
 		ended, releasing := l.err, l.releasing
@@ -292,7 +313,7 @@ func (l *Handle) watchdog() {
 			return
 		}
 		ctx, cancel := context.WithDeadline(l.life, l.ValidUntil())
-		err := l.extend(ctx, l.opts.TTL)
+		err := l.extend(ctx, l.opts.TTL, true)
 		cancel()
 		if err != nil {
 			t.Reset(again)

@@ -378,3 +378,77 @@ func TestLeaseGivesBackAKeyExtendedAfterItEnded(t *testing.T) {
 		}
 	})
 }
+
+func TestLeaseTraceSeesExtensions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seen := make(chan locker.Extension, 100)
+		var mu sync.Mutex
+		started := map[time.Time]bool{}
+		trace := &locker.Trace{
+			Extending: func(x locker.Extension) {
+				mu.Lock()
+				defer mu.Unlock()
+				started[x.Start] = x.End.IsZero() && x.Err == nil
+			},
+			Extended: func(x locker.Extension) {
+				mu.Lock()
+				ok := started[x.Start]
+				mu.Unlock()
+				if !ok {
+					t.Errorf("extension %+v returned without its start reported first", x)
+				}
+				seen <- x
+			},
+		}
+		ttl := 60 * time.Millisecond
+		l, h := newLease(t, ttl, locker.WithAutoExtend(true), locker.WithTrace(trace))
+		next := func() locker.Extension {
+			t.Helper()
+			select {
+			case x := <-seen:
+				return x
+			case <-time.After(10 * time.Second):
+				t.Fatal("no extension reported within 10s of the bubble's clock")
+			}
+			return locker.Extension{}
+		}
+		for range 2 {
+			x := next()
+			if !x.Auto || x.Key != "k" || x.TTL != ttl || x.Err != nil || x.End.Before(x.Start) || !x.ValidUntil.After(x.Start) {
+				t.Fatalf("watchdog's extension reported as %+v", x)
+			}
+		}
+		// The watchdog goes on beside a holder's own call; find the holder's.
+		if err := l.Extend(context.Background(), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			x := next()
+			if x.Auto {
+				continue
+			}
+			if x.TTL != time.Minute || x.Err != nil {
+				t.Fatalf("holder's extension reported as %+v", x)
+			}
+			break
+		}
+		// The watchdog's next call finds the key gone: reported, and the lease lost.
+		h.failExtends(fmt.Errorf("%w: value changed", locker.ErrNotHeld))
+		for {
+			x := next()
+			if x.Err == nil {
+				continue // under way before the key went
+			}
+			if !errors.Is(x.Err, locker.ErrNotHeld) || !x.ValidUntil.IsZero() {
+				t.Fatalf("failed extension reported as %+v", x)
+			}
+			break
+		}
+		if !done(l) {
+			t.Fatal("the lease whose extension found the key gone did not end")
+		}
+		if !errors.Is(l.Err(), locker.ErrLost) {
+			t.Fatalf("Err = %v, want ErrLost", l.Err())
+		}
+	})
+}

@@ -26,6 +26,45 @@ type Options struct {
 	// the watchdog stops and the lease expires at its last ValidUntil.
 	// Unbounded re-extension would let a stuck holder keep a key forever.
 	MaxHold time.Duration
+	// Trace, when set, is told of the lease's extensions (WithTrace).
+	Trace *Trace
+}
+
+// Trace holds hooks a lease calls at the moments of its life that a
+// caller cannot see for itself, after net/http/httptrace: an extension
+// made by the auto-extend watchdog happens in a goroutine of the lease's,
+// yet whoever judges the holder must know when the lock promised it more
+// time. A nil hook is not called. Hooks run synchronously in the
+// goroutine that reached the moment (the watchdog's, for an
+// auto-extension), after the lease has taken the outcome in: they must be
+// quick, and must not call the lease.
+type Trace struct {
+	// Extending is called when an extension begins, by Extend or by the
+	// watchdog, just before the backend is asked: Key, TTL, Auto and
+	// Start are set.
+	Extending func(Extension)
+	// Extended is called when an extension returns, by Extend or by the
+	// watchdog, whatever its outcome.
+	Extended func(Extension)
+}
+
+// Extension is one extension of a lease, as Trace.Extended reports it.
+type Extension struct {
+	// Key is the lease's key.
+	Key string
+	// TTL is the time asked, from the call.
+	TTL time.Duration
+	// Auto is set when the auto-extend watchdog made it.
+	Auto bool
+	// Start and End bound the call: the backend extended the key, if it
+	// did, between them.
+	Start, End time.Time
+	// ValidUntil is the lease's new deadline when Err is nil.
+	ValidUntil time.Time
+	// Err is nil when the lease was extended; it wraps ErrNotHeld when the
+	// backend no longer held the key (the lease then ends with ErrLost) or
+	// the lease had ended meanwhile; anything else is transient.
+	Err error
 }
 
 // Option configures one acquisition.
@@ -40,6 +79,9 @@ func WithRetry(s RetryStrategy) Option { return func(o *Options) { o.Retry = s }
 
 // WithAutoExtend turns the auto-extend watchdog on or off (off by default).
 func WithAutoExtend(on bool) Option { return func(o *Options) { o.AutoExtend = on } }
+
+// WithTrace has the lease report to t (see Trace); nil reports nothing.
+func WithTrace(t *Trace) Option { return func(o *Options) { o.Trace = t } }
 
 // WithMaxHold bounds how long auto-extension may keep a lease (default
 // DefaultMaxHoldFactor × TTL). It must not be negative.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
@@ -68,43 +67,20 @@ var catalogue = []*Scenario{
 		Doc:  "no fault: the baseline",
 	},
 	{
-		Name:      "client-pause",
-		Doc:       "a holder's process is stopped (SIGSTOP) right after it read, for x times the backend's lease (its TTL, or its session timeout when longer), then resumed: it writes late (the GC pause)",
-		Params:    map[string]string{"x": "the pause in leases (default 1.5)", "at": "after-read (default) or before-read: stop it before its first access"},
+		Name: "client-pause",
+		Doc: "a client's process is stopped (SIGSTOP) for x times the backend's lease (its TTL, or its session timeout when longer), then resumed, at a point of its cycle: " +
+			"after its read (default: it writes late, the GC pause), before its first access, after its write, inside Acquire, or inside an extension of its auto-extending lease; " +
+			"where each pause landed is recorded",
+		Params: map[string]string{"x": "the pause in leases (default 1.5)",
+			"at": "after-read (default), before-read, after-write, acquire or extend (needs auto-extending leases)"},
 		Processes: true,
-		check: func(v url.Values) error {
-			if at := v.Get("at"); at != "" && at != "after-read" && at != "before-read" {
-				return fmt.Errorf("at=%q: want after-read or before-read", at)
-			}
-			return checkFloat(v, "x")
-		},
+		check:     checkClientPause,
 		// Pauses never overlap: two at once would be one incident of the
 		// overlap counter, and rates per injection would count too few.
 		span: func(p url.Values, _ Shape, lease time.Duration) time.Duration {
 			return clientPause(p, lease) + clientPauseGap(lease)
 		},
-		plan: func(e Env) plan {
-			d, gap := clientPause(e.Params, e.Lease), clientPauseGap(e.Lease)
-			at := e.slots(d, gap)
-			pause := judge.Action{Pause: d, BeforeRead: e.Params.Get("at") == "before-read"}
-			var (
-				mu   sync.Mutex
-				next int           // the slot of the next pause
-				free time.Duration // no pause begins before: the last one's end and a gap
-			)
-			// The first grant at or after each slot's time is paused, unless
-			// the previous pause (begun late, at a late grant) is not over.
-			return plan{section: func(ev judge.SectionEvent) judge.Action {
-				mu.Lock()
-				defer mu.Unlock()
-				if next >= len(at) || ev.Granted < max(at[next], free) {
-					return judge.Action{}
-				}
-				next++
-				free = ev.Granted + d + gap
-				return pause
-			}}
-		},
+		plan: clientPausePlan,
 	},
 	serverPause,
 	{

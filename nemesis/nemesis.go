@@ -22,8 +22,8 @@
 // consensus system exists for:
 //
 //	none             no fault: the baseline, where every real backend must show zero violations
-//	client-pause     a holder's process is stopped (SIGSTOP) after it read, for x × the backend's lease, then resumed and writes (Kleppmann's GC pause);
-//	                 params x (default 1.5) and at=before-read
+//	client-pause     a client's process is stopped (SIGSTOP) for x × the backend's lease, then resumed: after its read, so that it writes late (Kleppmann's GC pause),
+//	                 or at=before-read, after-write, acquire (inside Acquire) or extend (inside its lease's auto-extension); param x (default 1.5)
 //	server-pause     a minority of the servers, or the leader (the master, the single server), is stopped (SIGSTOP) for a while, then resumed
 //	failover         Sentinel: the lock is written to the master but held back from the replica, then a failover promotes the replica
 //	restart          a majority of the nodes (the single server) is shut down in order and started again while a holder is inside its section

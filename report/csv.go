@@ -38,12 +38,13 @@ var knownErrors = []string{results.ErrNotAcquired, results.ErrNode, results.ErrL
 
 func csvColumns() []csvColumn {
 	cols := []csvColumn{
-		{"key", "results.Case.Key() with empty names filled in: backend|workload|fault|guard|clients[|durability], equal for trials of one combination", func(c *results.Case) string {
+		{"key", "results.Case.Key() with empty names filled in: backend|workload|fault|guard|clients[|durability][|load], equal for trials of one combination", func(c *results.Case) string {
 			n := normalised(*c)
 			return n.Key()
 		}},
 		{"backend", "lock backend", func(c *results.Case) string { return c.Backend }},
 		{"workload", "load generator (key choice)", func(c *results.Case) string { return c.Workload }},
+		{"load", "how holders held beyond a drawn time: validity (a fraction of what their lease had left), auto-extend (their lease extended itself), or empty", func(c *results.Case) string { return c.Load }},
 		{"fault", "injected fault scenario, with its params", func(c *results.Case) string { return c.Fault }},
 		{"fault_class", "the fault's catalogue name without params (from the name when not recorded)", func(c *results.Case) string { return classOf(c) }},
 		{"guard", "resource guard mode: none, fence or cas (empty in the file: derived from fencing)", func(c *results.Case) string { return guardOf(c) }},
@@ -88,8 +89,10 @@ func csvColumns() []csvColumn {
 		csvColumn{"incidents_ambiguous", "incidents with an ambiguous overlap and no lock-bug one", func(c *results.Case) string { return itoa(c.IncidentsAmbiguous) }},
 		csvColumn{"contended_grants", "grants made while another client of the key waited", func(c *results.Case) string { return itoa(c.ContendedGrants) }},
 		csvColumn{"promise_ms", "the contract: ms after the call of Acquire nobody else may get the key", func(c *results.Case) string { return fmtFloat(c.PromiseMS) }},
-		csvColumn{"validity_short", "grants whose lease reported less validity than its contract", func(c *results.Case) string { return itoa(c.ValidityShort) }},
-		csvColumn{"validity_long", "grants whose lease reported more validity than its lock can give", func(c *results.Case) string { return itoa(c.ValidityLong) }},
+		csvColumn{"validity_short", "grants and extensions whose lease reported less validity than its contract", func(c *results.Case) string { return itoa(c.ValidityShort) }},
+		csvColumn{"validity_long", "grants and extensions whose lease reported more validity than its lock can give", func(c *results.Case) string { return itoa(c.ValidityLong) }},
+		csvColumn{"extends", "extensions of the leases reported (their auto-extend watchdog's)", func(c *results.Case) string { return itoa(c.Extends) }},
+		csvColumn{"extends_failed", "extensions the lock refused, or whose outcome is unknown", func(c *results.Case) string { return itoa(c.ExtendsFailed) }},
 		csvColumn{"injections", "times the fault was injected", func(c *results.Case) string { return strconv.Itoa(c.Injections) }},
 		csvColumn{"injections_tested", "injections that tested what their class tests; empty when not judged", func(c *results.Case) string {
 			if c.InjectionsTested == nil {

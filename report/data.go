@@ -92,6 +92,11 @@ func orUnset(s, unset string) string {
 func normalised(c results.Case) results.Case {
 	c.Backend = orUnset(c.Backend, unnamedCase)
 	c.Workload = orUnset(c.Workload, unsetLabel)
+	if c.Load != "" {
+		// A load that provokes a lease's accounting is a workload of its
+		// own to every table and chart: its holds are not the sweep's.
+		c.Workload += "/" + c.Load
+	}
 	c.Fault = orUnset(c.Fault, unsetLabel)
 	c.FaultClass = orUnset(classOf(&c), unsetLabel)
 	c.Guard = guardOf(&c)

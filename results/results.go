@@ -105,7 +105,18 @@ type Case struct {
 	FreshServers bool `json:"fresh_servers,omitempty"`
 
 	// Settings.
-	Keys       int     `json:"keys"`
+	Keys int `json:"keys"`
+	// Hold is the hold-time distribution as the CLI writes it (2ms,
+	// 1ms-5ms, exp:2ms).
+	Hold string `json:"hold,omitempty"`
+	// Load names how the holders held beyond a drawn time, for the loads
+	// that provoke a lease's accounting: LoadValidity (each held a random
+	// fraction, up to HoldLeft, of the validity its lease had left after
+	// its first access), LoadAutoExtend (the lease's own watchdog extended
+	// it while its holder held), both joined by "+"; empty for plain
+	// holds. It is part of the case's Key.
+	Load       string  `json:"load,omitempty"`
+	HoldLeft   float64 `json:"hold_left,omitempty"`
 	TTLMillis  int64   `json:"ttl_ms"`
 	DurationS  float64 `json:"duration_s"`  // how long the load ran
 	TargetRate float64 `json:"target_rate"` // grants/s asked by an open loop; 0 for a closed loop
@@ -188,6 +199,22 @@ type Case struct {
 	ValidityLong       int64   `json:"validity_long"`
 	ValidityShortMaxMS float64 `json:"validity_short_max_ms,omitempty"`
 	ValidityLongMaxMS  float64 `json:"validity_long_max_ms,omitempty"`
+	// Extends counts the extensions of the sections' leases (their
+	// auto-extend watchdog's), ExtendsFailed those the lock refused (the
+	// key was no longer the lease's) or whose outcome is unknown, but for
+	// those that returned after their holder began to release (a watchdog
+	// that raced its holder's release says nothing of the lock). An ok
+	// extension moves its section's contract line: a grant before the new
+	// line is a lock bug. The validity departures count extensions too.
+	Extends       int64 `json:"extends,omitempty"`
+	ExtendsFailed int64 `json:"extends_failed,omitempty"`
+	// PausesLanded counts the pauses of client processes by the point of
+	// their client's cycle they landed at (acquire, before-read,
+	// after-read, after-write, release, idle, unknown; plus extend for
+	// those that caught an extension in flight, which also count at their
+	// point); each Target of a client pause says where it was aimed and
+	// where it landed.
+	PausesLanded map[string]int `json:"pauses_landed,omitempty"`
 	// Linearizable is porcupine's verdict on the history against a mutex
 	// model per key; LinearizableFenced against a fenced-mutex model
 	// (grants' tokens strictly increase in real-time order, overlaps
@@ -245,6 +272,12 @@ const (
 	ClientsGoroutines = "goroutines"
 )
 
+// The loads that provoke a lease's accounting (Case.Load).
+const (
+	LoadValidity   = "validity"
+	LoadAutoExtend = "auto-extend"
+)
+
 // The durability profiles (Case.Durability).
 const (
 	// DurabilityFast: no fsync (Redis without persistence, etcd with
@@ -286,6 +319,12 @@ type Target struct {
 	// the client processes) after it struck: keys kept or lost, the clock
 	// moved, threads stopped, a member cut off from its peers.
 	Effect string `json:"effect,omitempty"`
+	// Aimed and Landed are, for a pause of a client's process, the point
+	// of its cycle it was aimed at and the one it landed at (see
+	// Case.PausesLanded; "after-read+extend" when it also caught an
+	// extension in flight); one that missed its point is not tested.
+	Aimed  string `json:"aimed,omitempty"`
+	Landed string `json:"landed,omitempty"`
 	// AtS is when the injection struck, in seconds from the start of the
 	// case. Incidents, IncidentsLockBug, IncidentsAmbiguous and
 	// StaleAccepted count what began from then until the next injection
@@ -367,11 +406,15 @@ type Histograms struct {
 // host: cases with equal keys are repetitions of one another. The
 // durability profile is part of it when set ("…|16|durable"), since a
 // restart under the fast and the durable profile are different
-// experiments; files without one keep their keys.
+// experiments, and so is the load ("…|16|fast|validity"); files without
+// them keep their keys.
 func (c *Case) Key() string {
 	k := fmt.Sprintf("%s|%s|%s|%s|%d", c.Backend, c.Workload, c.Fault, c.Guard, c.Clients)
 	if c.Durability != "" {
 		k += "|" + c.Durability
+	}
+	if c.Load != "" {
+		k += "|" + c.Load
 	}
 	return k
 }

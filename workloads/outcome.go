@@ -67,7 +67,13 @@ func (s Spec) Describe(c *results.Case) {
 	c.Keys = s.Keys
 	c.TTLMillis = s.TTL.Milliseconds()
 	c.TargetRate = s.Rate
-	if s.Hold.Max() >= s.TTL {
+	c.Hold, c.Load, c.HoldLeft = s.Hold.String(), s.Load(), s.HoldLeft
+	switch {
+	case s.HoldLeft > 0:
+		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds a random fraction, up to %g, of the validity its lease has left after its first access: a lease that claims more than its lock keeps is caught", s.HoldLeft))
+	case s.AutoExtend && s.Hold.Max() >= s.TTL:
+		c.Notes = append(c.Notes, fmt.Sprintf("holders hold %v, beyond the TTL %v, while their lease's watchdog extends it every TTL/3", s.Hold, s.TTL))
+	case s.Hold.Max() >= s.TTL:
 		c.Notes = append(c.Notes, fmt.Sprintf("hold time %v can reach the TTL %v: holders may outlive their leases without any fault", s.Hold, s.TTL))
 	}
 }
@@ -157,7 +163,9 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	if len(o.Windows) > 0 {
 		c.Availability = availability(r.Ops, o.Windows, r.Timeline, r.TimelineStep, r.Elapsed)
 	}
-	c.Injections, c.Targets = len(o.Targets), charge(o.Targets, o.Windows, s)
+	c.Extends, c.ExtendsFailed = s.Extends, s.ExtendsFailed
+	c.Injections = len(o.Targets)
+	c.Targets, c.PausesLanded = landed(charge(o.Targets, o.Windows, s), s.Pauses)
 	if len(o.FaultFailures) > 0 {
 		c.Invalid = true
 		c.InvalidReason = "the fault did not inject as planned: " + o.FaultFailures[0]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,9 @@ func Run(ctx context.Context, spec Spec, clients []Client) error {
 	}
 	e := &engine{spec: s, keys: s.KeyNames()}
 	e.opts = append([]locker.Option{locker.WithTTL(s.TTL)}, s.AcquireOptions...)
+	if s.AutoExtend {
+		e.opts = append(e.opts, locker.WithAutoExtend(true))
+	}
 	asked, err := locker.Resolve("k", e.opts...)
 	if err != nil {
 		return err
@@ -104,8 +108,8 @@ func Run(ctx context.Context, spec Spec, clients []Client) error {
 		c := &client{Client: cl, rec: NewRecorder(), r: rand.New(rand.NewPCG(s.Seed, uint64(cl.Process)+1)), timer: time.NewTimer(time.Hour)}
 		c.timer.Stop()
 		c.m = Measure(cl.Locker, c.rec)
-		info := cl.Locker.Info()
-		c.promise, c.maxValidity = info.Promise(asked.TTL), info.MaxValidity(asked.TTL)
+		c.info = cl.Locker.Info()
+		c.promise, c.maxValidity = c.info.Promise(asked.TTL), c.info.MaxValidity(asked.TTL)
 		c.keys = newChooser(s, e.keys, c.r)
 		wg.Go(func() { errs[i] = e.runClient(c) })
 	}
@@ -142,6 +146,7 @@ type client struct {
 	keys  *chooser
 	timer *time.Timer
 	fatal error
+	info  locker.Info
 	// promise and maxValidity are the backend's contract for each grant
 	// (Info.Promise and MaxValidity of the TTL asked), reported with it.
 	promise, maxValidity time.Duration
@@ -245,9 +250,17 @@ func (e *engine) openLoop(c *client) error {
 // broken.
 func (e *engine) operate(c *client, start time.Time) (bool, error) {
 	key, _ := c.keys.next()
+	opts := e.opts
+	var x *extensions
+	if e.spec.AutoExtend {
+		// The lease's watchdog extends it in a goroutine of its own: its
+		// trace collects the extensions for the judge.
+		x = newExtensions()
+		opts = append(slices.Clip(e.opts), locker.WithTrace(x.trace()))
+	}
 	actx, cancel := context.WithTimeout(e.load, e.spec.AcquireTimeout)
 	invoke := time.Now()
-	lease, err := c.m.AcquireFrom(actx, start, key, e.opts...)
+	lease, err := c.m.AcquireFrom(actx, start, key, opts...)
 	complete := time.Now()
 	timedOut := actx.Err() != nil
 	cancel()
@@ -265,7 +278,7 @@ func (e *engine) operate(c *client, start time.Time) (bool, error) {
 		return false, e.report(c, judge.OpReport{F: history.Acquire, Type: typ, Key: key,
 			Invoke: invoke.UnixNano(), Complete: complete.UnixNano(), Error: err.Error()})
 	}
-	return true, e.section(c, lease, invoke, complete)
+	return true, e.section(c, lease, x, invoke, complete)
 }
 
 // report records an op on the judge.
@@ -280,7 +293,9 @@ func (e *engine) report(c *client, r judge.OpReport) error {
 
 // section is one critical section on a granted lease: every step is
 // acknowledged by the judge before the next, and the end before Release.
-func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Time) (err error) {
+// The extensions of the lease (x, nil unless it auto-extends) are
+// reported before the write, before the end and after the release.
+func (e *engine) section(c *client, lease locker.Lease, x *extensions, invoke, complete time.Time) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), judgeTimeout)
 	defer cancel()
 	released := false
@@ -306,9 +321,14 @@ func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Ti
 	}
 	hold := grant.Hold
 	if hold <= 0 {
-		hold = e.spec.Hold.Sample(c.r)
+		hold = e.holdFor(c, lease)
 	}
-	c.sleep(e.load, hold)
+	if err := e.hold(c, lease, x, grant.Section, hold); err != nil {
+		return err
+	}
+	if err := e.reportExtensions(c, x, lease.Key(), grant.Section, time.Time{}); err != nil {
+		return err
+	}
 	// A careful client checks its lease before it writes, and the history
 	// keeps what the lease told it; this one writes all the same, so that
 	// the resource's guard is what stops a stale write, and the report can
@@ -329,6 +349,9 @@ func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Ti
 	}
 	if err := c.Judge.Write(ctx, grant.Section); err != nil {
 		return fmt.Errorf("client %d: write: %w", c.Process, err)
+	}
+	if err := e.reportExtensions(c, x, lease.Key(), grant.Section, time.Time{}); err != nil {
+		return err
 	}
 	if err := check(); err != nil {
 		return err
@@ -351,7 +374,10 @@ func (e *engine) section(c *client, lease locker.Lease, invoke, complete time.Ti
 	default:
 		r.Type, r.Error = history.Info, rerr.Error()
 	}
-	return e.report(c, r)
+	if err := e.report(c, r); err != nil {
+		return err
+	}
+	return e.reportExtensions(c, x, lease.Key(), grant.Section, rinvoke)
 }
 
 // ended says what a lease tells its holder once it has ended other than

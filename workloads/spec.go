@@ -6,9 +6,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/results"
 )
 
 // ErrSpec is what a load that cannot run wraps: a bad field of a Spec, a
@@ -88,6 +90,21 @@ type Spec struct {
 	// Hold is how long a client keeps its critical section before it
 	// writes and releases.
 	Hold Dist
+	// HoldLeft, when positive (at most 1), makes each holder hold a
+	// uniform random fraction, up to HoldLeft, of the validity its lease
+	// has left after its first access (ValidUntil − now) instead of Hold:
+	// with 1 a holder may write at the last moment its lease vouches for,
+	// so a lock whose ValidUntil claims more than it keeps is caught —
+	// the key goes to another while the holder trusts its lease (a silent
+	// stale write), or before the lock's own contract line (a lock bug).
+	// A lease that reports no ValidUntil is held for Hold.
+	HoldLeft float64
+	// AutoExtend acquires every lease with its own auto-extend watchdog
+	// (locker.WithAutoExtend): the lease extends itself while its holder
+	// holds, which with a Hold of several TTLs is where a late keep-alive
+	// or a slow extension shows. Each extension is reported to the judge
+	// (history.Extend), whose contract line it moves.
+	AutoExtend bool
 	// Think is how long a closed-loop client waits between releasing and
 	// acquiring again (ignored by an open loop, whose arrivals pace it).
 	Think Dist
@@ -158,6 +175,9 @@ func (s Spec) Normalize() (Spec, error) {
 	if !(s.Rate >= 0) || s.Rate > MaxRate {
 		bad("rate %v: must be 0 (closed loop) or a number of grants per second up to %g", s.Rate, float64(MaxRate))
 	}
+	if !(s.HoldLeft >= 0 && s.HoldLeft <= 1) {
+		bad("hold left %v: must be a fraction of the validity left, 0 (off) to 1", s.HoldLeft)
+	}
 	if s.TTL == 0 {
 		s.TTL = locker.DefaultTTL
 	}
@@ -192,6 +212,20 @@ func (s Spec) Normalize() (Spec, error) {
 		s.Seed = rand.Uint64() | 1
 	}
 	return s, errors.Join(errs...)
+}
+
+// Load names how s's holders hold beyond a drawn time (results.Case.Load):
+// results.LoadValidity, results.LoadAutoExtend, both joined by "+", or
+// "" for plain holds.
+func (s Spec) Load() string {
+	var l []string
+	if s.HoldLeft > 0 {
+		l = append(l, results.LoadValidity)
+	}
+	if s.AutoExtend {
+		l = append(l, results.LoadAutoExtend)
+	}
+	return strings.Join(l, "+")
 }
 
 // KeyNames returns the keys of a normalized spec, by rank: under Zipf,

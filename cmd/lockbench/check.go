@@ -182,6 +182,8 @@ func differences(c *results.Case, r history.Report, v verdicts) []string {
 		{"lease_ends", c.LeaseEnds, r.LeaseEnds},
 		{"stale_told", c.StaleTold, r.StaleTold},
 		{"stale_silent", c.StaleSilent, r.StaleSilent},
+		{"extends", c.Extends, r.Extends},
+		{"extends_failed", c.ExtendsFailed, r.ExtendsFailed},
 	} {
 		if x.recorded != x.found {
 			out = append(out, fmt.Sprintf("%s %d→%d", x.name, x.recorded, x.found))

@@ -44,6 +44,9 @@ type runFlags struct {
 	ttl        time.Duration
 	keys       int
 	hold       string
+	holdLeft   float64
+	autoExtend bool
+	acquireTO  time.Duration
 	think      string
 	seed       uint64
 	judge      string
@@ -81,7 +84,7 @@ Backends:
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (every durability profile on every backend: about twice as long as default); other flags then override its settings")
+	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every durability profile on every backend, every clock fault; about twice as long as default); other flags then override its settings")
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
 	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
 	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults, with params as name?param=value: "+strings.Join(nemesis.Names(), ", "))
@@ -99,6 +102,9 @@ Backends:
 	fl.DurationVar(&f.ttl, "ttl", time.Second, "lease TTL (faults raise it where they need longer leases)")
 	fl.IntVar(&f.keys, "keys", 100, "keys of the uniform and zipf workloads")
 	fl.StringVar(&f.hold, "hold", "1ms", "hold time: 2ms, 1ms-5ms (uniform) or exp:2ms")
+	fl.Float64Var(&f.holdLeft, "hold-left", 0, "hold a random fraction, up to this much (at most 1), of the validity the lease has left, instead of --hold: catches a lease that claims more than its lock keeps")
+	fl.BoolVar(&f.autoExtend, "auto-extend", false, "leases extend themselves (their watchdog, every TTL/3) while their holders hold: give a --hold of several TTLs")
+	fl.DurationVar(&f.acquireTO, "acquire-timeout", workloads.DefaultAcquireTimeout, "how long each acquire may wait (longer for holds of several TTLs)")
 	fl.StringVar(&f.think, "think", "0", "think time between sections (same forms as --hold)")
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
@@ -260,6 +266,10 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 		return nil, nil, fmt.Errorf("%w: --ttl %v: must be positive", bench.ErrConfig, f.ttl)
 	case f.trials < 1:
 		return nil, nil, fmt.Errorf("%w: --trials %d: need at least 1", bench.ErrConfig, f.trials)
+	case f.acquireTO <= 0:
+		return nil, nil, fmt.Errorf("%w: --acquire-timeout %v: must be positive", bench.ErrConfig, f.acquireTO)
+	case f.suite != "" && (changed("hold-left") || changed("auto-extend") || changed("acquire-timeout")):
+		return nil, nil, fmt.Errorf("%w: --hold-left, --auto-extend and --acquire-timeout shape a matrix given by flags: a suite runs its own lease loads", bench.ErrConfig)
 	}
 	hold, err := workloads.ParseDist(f.hold)
 	if err != nil {
@@ -346,7 +356,8 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 	cases, err := bench.Cross(bench.Matrix{
 		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
 		ClientsAs: f.clientsAs, Durabilities: f.durability, Injections: f.injections,
-		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think},
+		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think,
+			HoldLeft: f.holdLeft, AutoExtend: f.autoExtend, AcquireTimeout: f.acquireTO},
 	})
 	return cases, nil, err
 }
