@@ -1,6 +1,6 @@
 # lockbench: which distributed lock should this service use?
 #   make bench   run the comparison on this machine and write the report
-#   make bench-full  the same with every client-pause point and the lease loads under more faults
+#   make bench-full  the same with every client-pause point, the lease loads under more faults, every durability profile on every backend and every clock fault
 #   make test    vet and test everything against real servers (-race): CI's suite
 #   make unit    the tests that need no server (go test -short), in about a minute
 
@@ -49,6 +49,9 @@ bench-quick: deps build
 	$(BIN)/lockbench run --suite quick --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest
 
+# Every client-pause point, the lease loads under more faults, every
+# durability profile on every backend and every clock fault: about three
+# times as long as make bench.
 bench-full: deps build
 	$(BIN)/lockbench run --suite full --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest

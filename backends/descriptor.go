@@ -65,6 +65,13 @@ type Descriptor struct {
 	// AdmitCommand is how the CLI offers Admit to operators, as
 	// `lockbench NAME COMMAND --addrs ...`; its zero value offers nothing.
 	AdmitCommand AdmitCommand
+	// Probe, when set, reads what one of the backend's servers holds of
+	// the keys of a case: the nemesis reads it before and after a fault
+	// that may lose or expire keys (a restart, a crash, a power loss, a
+	// clock jump), so that what the fault did is read back from the
+	// servers, not assumed. Without it such a fault's effect on the keys
+	// cannot be verified.
+	Probe Prober
 	// Variants are the specs of the backend that the predefined suites run
 	// and that `lockbench backends` lists. Nil means the plain backend
 	// alone, in every suite, under every fault.

@@ -41,8 +41,8 @@ type Case struct {
 	// client) or results.ClientsGoroutines; faults that stop clients need
 	// processes.
 	ClientsAs string
-	// Durability is the servers' profile, results.DurabilityFast or
-	// results.DurabilityDurable.
+	// Durability is the servers' profile: results.DurabilityFast (also
+	// when empty), DurabilityPeriodic or DurabilityDurable.
 	Durability string
 	// Injections is how many times the fault strikes in the case.
 	Injections int
@@ -235,6 +235,9 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	if reason := c.Backend.NotApplicable(c.Fault.Class()); reason != "" {
 		return nil, notApplicable{reason}
 	}
+	if reason := profileFits(c.Backend, c.Durability); reason != "" {
+		return nil, notApplicable{reason}
+	}
 	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault, c.Durability)
 	if err != nil {
 		return nil, fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)
@@ -248,7 +251,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		_ = Repair(rctx, target)
+		_ = r.Clusters.Repair(rctx, target)
 	}()
 
 	spec := c.Spec
@@ -263,9 +266,12 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	// TTL, ZooKeeper's session), for this case's TTL.
 	cfg.Params = c.Backend.Descriptor.ParamsFor(spec.TTL, cfg.Params)
 	n := c.Fault.Nemesis(nemesis.Env{
-		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), KeyLife: KeyLife(c.Backend, spec.TTL), Durable: c.Durability == results.DurabilityDurable,
+		Target: target, Spec: spec, Lease: Lease(c.Backend, spec.TTL), KeyLife: KeyLife(c.Backend, spec.TTL),
 		Injections: c.Injections, Rand: rand.New(rand.NewPCG(spec.Seed, 0xfa17)),
 	})
+	// A fault on a schedule may need longer than planned to get its tested
+	// injections: the case may run that long, and ends when it has them.
+	spec.Duration = n.Duration()
 	id := fmt.Sprintf("%03d", i)
 	var out *workloads.Outcome
 	var runErr error
@@ -289,6 +295,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	if c.Fault.Note != "" {
 		out.Notes = append(out.Notes, c.Fault.Note)
 	}
+
 	if runErr != nil {
 		out.Notes = append(out.Notes, "run cut short: "+runErr.Error())
 	}
@@ -347,11 +354,21 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 		return nil, errors.Join(runErr, err)
 	}
 	o := &workloads.Outcome{Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}
-	o.Windows, o.Targets, o.FaultFailures = rec.Windows, rec.Targets, rec.Failures
+	r.adopt(o, c, rec)
 	if runErr != nil {
 		return o, fmt.Errorf("case %s: %w", id, runErr)
 	}
 	return o, nil
+}
+
+// adopt puts what nemesis record rec says of case c into its outcome o,
+// and retires the servers of c when the fault left them lost.
+func (r *Runner) adopt(o *workloads.Outcome, c Case, rec nemesis.Record) {
+	o.Windows, o.Targets, o.FaultFailures = rec.Windows, rec.Targets, rec.Failures
+	o.Notes = append(o.Notes, rec.Notes...)
+	if rec.Lost != "" {
+		r.Clusters.Lost(c.Backend)
+	}
 }
 
 // open opens one Locker per client, as separate processes would have.

@@ -1,10 +1,7 @@
 package bench
 
 import (
-	"context"
-	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +9,6 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/nemesis"
-	"github.com/lockbench/lockbench/results"
 )
 
 // Backend is one backend of a plan: a registered name and its params,
@@ -79,233 +75,35 @@ func Listed() []string {
 
 // Shape is the shape of the servers backend b runs on, for telling which
 // faults apply before any server starts: the shape of the Target that
-// Clusters.Setup returns for it.
+// Clusters.Setup returns for it, with what its servers can be started
+// with here (a lazy filesystem, the clock preload, network namespaces),
+// which a scenario's Needs then asks for.
 func Shape(b Backend) nemesis.Shape {
 	s := b.Descriptor.Servers
+	lazy, clock, netns := lazyFS() == nil, fakeClock() == nil, peerNetwork() == nil
 	switch s.Kind {
 	case backends.Redis:
-		return nemesis.Shape{Nodes: s.Count, Proxied: true, ClockShift: true}
+		return nemesis.Shape{Nodes: s.Count, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
 	case backends.Sentinel:
 		return nemesis.Shape{Nodes: s.Count, Leader: true, Sentinel: true}
-	case backends.ZooKeeper, backends.Etcd:
-		return nemesis.Shape{Nodes: s.Count, Elects: true, Leader: true, Members: peerNetwork() == nil, Proxied: true}
+	case backends.ZooKeeper:
+		return nemesis.Shape{Nodes: s.Count, Elects: true, Leader: true, Members: netns, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
+	case backends.Etcd:
+		// No clock preload reaches a Go program (it reads the clock
+		// through the vDSO).
+		return nemesis.Shape{Nodes: s.Count, Elects: true, Leader: true, Members: netns, Proxied: true, LazyFS: lazy, Netns: netns}
 	case backends.Postgres:
-		return nemesis.Shape{Nodes: s.Count, Proxied: true}
+		return nemesis.Shape{Nodes: s.Count, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
 	}
 	return nemesis.Shape{}
 }
 
-// Clusters starts, on first use, the servers a plan's backends need, all
-// behind proxies (a case that does not need them bypasses them), one set
-// per durability profile, and keeps them for the whole run; backends
-// that declare the same servers share them. External endpoints given by
-// the user replace a backend's servers: faults that need compose are then
-// skipped.
-type Clusters struct {
-	env      *compose.Env
-	external map[string]backends.Config
-	// hosts, when set, places the servers of the backends its inventory
-	// lists on their hosts (see OnHosts).
-	hosts  *Hosts
-	placed map[string]*cluster
-
-	mu  sync.Mutex
-	set map[profile]*cluster
-	// admittedExt holds the backends whose external servers were admitted
-	// (Descriptor.Admit).
-	admittedExt map[string]bool
-}
-
-// profile names one cluster: servers under a durability profile.
-type profile struct {
-	servers backends.Servers
-	durable bool
-}
-
-// cluster is the servers of one profile.
-type cluster struct {
-	nodes []*compose.Node
-	// admitted holds the process ids of nodes when they were admitted
-	// (Descriptor.Admit).
-	admitted []int
-	sentinel *compose.SentinelSet
-	// spent: the Sentinel set was given to a Fresh scenario, which left it
-	// changed (a promoted replica, a dead master): nobody gets it again.
-	spent bool
-	zk    *compose.Ensemble
-	etcd  *compose.EtcdCluster
-	// durable is the profile of servers placed on hosts.
-	durable bool
-}
-
-// NewClusters returns clusters that start their servers in env. external
-// maps a backend name to the endpoints to use instead.
-func NewClusters(env *compose.Env, external map[string]backends.Config) *Clusters {
-	return &Clusters{env: env, external: external, set: map[profile]*cluster{}, admittedExt: map[string]bool{}}
-}
-
-// External reports whether backend name runs on the user's endpoints.
-func (c *Clusters) External(name string) bool {
-	_, ok := c.external[name]
-	return ok
-}
-
-// Setup returns the fault target and the backend config for a case of b
-// under fault f, on servers of the durability profile (results'
-// DurabilityFast or DurabilityDurable).
-func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durability string) (nemesis.Target, backends.Config, error) {
-	d := b.Descriptor
-	cfg := backends.Config{Params: map[string]string{}}
-	for k, v := range b.Params {
-		cfg.Params[k] = v
-	}
-	if ext, ok := c.external[b.Name]; ok {
-		cfg.Addrs, cfg.Username, cfg.Password, cfg.TLS, cfg.TLSFiles = ext.Addrs, ext.Username, ext.Password, ext.TLS, ext.TLSFiles
-		for k, v := range ext.Params {
-			if _, set := cfg.Params[k]; !set {
-				cfg.Params[k] = v
-			}
-		}
-		if d.Admit != nil {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if !c.admittedExt[b.Name] {
-				if err := d.Admit(cfg, false); err != nil {
-					return nemesis.Target{}, cfg, err
-				}
-				c.admittedExt[b.Name] = true
-			}
-		}
-		return nemesis.Target{}, cfg, nil
-	}
-	if d.Servers.Kind == backends.NoServers {
-		return nemesis.Target{}, cfg, nil
-	}
-	durable := durability == results.DurabilityDurable
-	if c.hosts != nil {
-		t, err := c.onHosts(ctx, b, durable)
-		for _, n := range t.Nodes {
-			cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
-		}
-		return t, cfg, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key := profile{d.Servers, durable}
-	cl := c.set[key]
-	if cl == nil {
-		cl = &cluster{}
-		c.set[key] = cl
-	}
-	t, err := c.start(ctx, cl, d, f, durable)
-	if err != nil {
-		return t, cfg, err
-	}
-	t.Priority = d.Priority
-	if d.Servers.Kind == backends.Sentinel {
-		// The clients ask the sentinels for the master, by its name.
-		cfg.Addrs = cl.sentinel.SentinelAddrs()
-		if d.Servers.MasterParam != "" {
-			cfg.Params[d.Servers.MasterParam] = cl.sentinel.MasterName
-		}
-		return t, cfg, nil
-	}
-	for _, n := range t.Nodes {
-		if f.Proxied {
-			cfg.Addrs = append(cfg.Addrs, n.Addr())
-		} else {
-			cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
-		}
-	}
-	return t, cfg, nil
-}
-
-// start starts cl's servers for backend d if they are not running (or no
-// longer fit for its case) and returns them as a fault target.
-func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor, f nemesis.Fault, durable bool) (nemesis.Target, error) {
-	s := d.Servers
-	switch s.Kind {
-	case backends.Redis:
-		if cl.nodes != nil && d.Admit != nil && restarted(cl.nodes, cl.admitted) {
-			// A node restarted (a restart or crash fault, repaired): a
-			// backend that admits its nodes (Redlock) would keep it out of
-			// its quorum until it served a quarantine. Rather than let the
-			// next case start inside it, it gets new nodes.
-			stop(cl.nodes)
-			cl.nodes = nil
-		}
-		if cl.nodes == nil {
-			started, err := c.env.Redis(ctx, s.Count, compose.RedisOptions{Proxied: true, AOF: durable})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			cl.nodes = started
-			if err := cl.admit(s, started); err != nil {
-				return nemesis.Target{}, err
-			}
-		}
-		return nemesis.Target{Nodes: cl.nodes, ClockShift: true}, nil
-	case backends.Sentinel:
-		if cl.sentinel == nil || f.Fresh || cl.spent {
-			set, err := c.env.Sentinel(ctx, compose.SentinelOptions{Replicas: s.Count - 1, ProxiedReplication: true, AOF: durable})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			if cl.sentinel != nil {
-				stop(cl.sentinel.Nodes())
-			}
-			cl.sentinel = set
-		}
-		cl.spent = f.Fresh
-		return nemesis.Target{Nodes: cl.sentinel.Nodes(), Leader: cl.sentinel, Sentinel: cl.sentinel}, nil
-	case backends.ZooKeeper:
-		peers := peerNetwork() == nil
-		if cl.zk == nil {
-			e, err := c.env.ZooKeeper(ctx, s.Count, compose.ZooKeeperOptions{Proxied: true, NoFsync: !durable, PeerNetwork: peers})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			cl.zk = e
-		}
-		t := nemesis.Target{Nodes: cl.zk.Nodes, Leader: cl.zk, Elects: true}
-		if peers {
-			t.Members = cl.zk
-		}
-		return t, nil
-	case backends.Etcd:
-		peers := peerNetwork() == nil
-		if cl.etcd == nil {
-			e, err := c.env.Etcd(ctx, s.Count, compose.EtcdOptions{Proxied: true, NoFsync: !durable, PeerNetwork: peers})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			cl.etcd = e
-		}
-		t := nemesis.Target{Nodes: cl.etcd.Nodes, Leader: cl.etcd, Elects: true}
-		if peers {
-			t.Members = cl.etcd
-		}
-		return t, nil
-	case backends.Postgres:
-		if s.Count != 1 {
-			return nemesis.Target{}, configErrorf("backend %s: %d PostgreSQL servers: lockbench starts one", d.Name, s.Count)
-		}
-		if cl.nodes == nil {
-			n, err := c.env.Postgres(ctx, compose.PostgresOptions{Proxied: true, NoFsync: !durable})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			cl.nodes = []*compose.Node{n}
-		}
-		return nemesis.Target{Nodes: cl.nodes, KeepsData: true}, nil
-	}
-	return nemesis.Target{}, fmt.Errorf("backend %s: lockbench does not start %q servers; give their addresses", d.Name, s.Kind)
-}
-
-// peerNetwork says whether quorum clusters can run with their members in
-// network namespaces of their own (compose.PeerNetworkAvailable), so that
-// faults can cut them apart; asked once per process.
-var peerNetwork = sync.OnceValue(compose.PeerNetworkAvailable)
+// What compose can start servers with here, asked once per process.
+var (
+	peerNetwork = sync.OnceValue(compose.PeerNetworkAvailable)
+	lazyFS      = sync.OnceValue(compose.LazyFSAvailable)
+	fakeClock   = sync.OnceValue(compose.FakeClockAvailable)
+)
 
 // Lease is how long backend b keeps the key of a holder that went silent,
 // for a lease of ttl, with the params a case of that TTL gives it (see
@@ -319,77 +117,4 @@ func Lease(b Backend, ttl time.Duration) time.Duration {
 // backends.Descriptor.KeyLife). Clock jumps are sized from it.
 func KeyLife(b Backend, ttl time.Duration) time.Duration {
 	return b.Descriptor.KeyLifeOf(ttl, b.params(ttl))
-}
-
-// Repair brings every node of t back: started, resumed, reachable. A
-// nemesis heals what it broke; this is the safety net between cases.
-func Repair(ctx context.Context, t nemesis.Target) error {
-	for _, n := range t.Nodes {
-		if n.Paused() {
-			if err := n.Resume(); err != nil {
-				return err
-			}
-		}
-		if n.ClientsCut() {
-			if err := n.HealClients(); err != nil {
-				return err
-			}
-		}
-		if p := n.Proxy(); p != nil {
-			if err := p.Heal(); err != nil {
-				return err
-			}
-		}
-		if !n.Running() {
-			if err := n.Start(ctx); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// admit runs, on nodes just created for servers s, the Admit of every
-// backend that declares s (Redlock's admission of new nodes), once, and
-// notes the nodes' processes it admitted.
-func (cl *cluster) admit(s backends.Servers, nodes []*compose.Node) error {
-	cfg := backends.Config{Params: map[string]string{}}
-	for _, n := range nodes {
-		cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
-	}
-	admitted := false
-	for _, d := range backends.Descriptors() {
-		if d.Servers != s || d.Admit == nil {
-			continue
-		}
-		if err := d.Admit(cfg, true); err != nil {
-			return err
-		}
-		admitted = true
-	}
-	if admitted {
-		cl.admitted = pids(nodes)
-	}
-	return nil
-}
-
-// restarted reports whether a node's process is not the one admitted.
-func restarted(nodes []*compose.Node, admitted []int) bool {
-	return !slices.Equal(pids(nodes), admitted)
-}
-
-func pids(nodes []*compose.Node) []int {
-	p := make([]int, len(nodes))
-	for i, n := range nodes {
-		p[i] = n.PID()
-	}
-	return p
-}
-
-// stop kills nodes that are no longer used (a Sentinel set replaced after
-// a failover), to keep the machine's load down.
-func stop(nodes []*compose.Node) {
-	for _, n := range nodes {
-		_ = n.Kill()
-	}
 }

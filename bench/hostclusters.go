@@ -19,11 +19,11 @@ func (c *Clusters) OnHosts(hs *Hosts) {
 }
 
 // onHosts returns backend b's servers placed on the hosts, started under
-// the durability profile asked for: a set that ran under the other one,
-// or whose nodes restarted under a backend that admits its nodes, is
-// stopped and wiped first (its dirs and ports are the inventory's, and
-// there is one of each).
-func (c *Clusters) onHosts(ctx context.Context, b Backend, durable bool) (nemesis.Target, error) {
+// profile prof: a set that ran under another one, or whose nodes
+// restarted under a backend that admits its nodes, is stopped and wiped
+// first (its dirs and ports are the inventory's, and there is one of
+// each). Their data is never on a lazy filesystem (no power loss there).
+func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile) (nemesis.Target, error) {
 	d := b.Descriptor
 	s := d.Servers
 	if !c.hosts.Serves(b.Name) {
@@ -32,7 +32,7 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, durable bool) (nemesi
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.placed[b.Name]
-	if cl != nil && (cl.durable != durable || d.Admit != nil && restarted(cl.nodes, cl.admitted)) {
+	if cl != nil && (cl.profile != prof || d.Admit != nil && restarted(cl.nodes, cl.admitted)) {
 		for _, n := range cl.nodes {
 			if err := errors.Join(n.Kill(), n.Wipe()); err != nil {
 				return nemesis.Target{}, err
@@ -45,20 +45,17 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, durable bool) (nemesi
 		if err != nil {
 			return nemesis.Target{}, err
 		}
-		profile := compose.DurabilityFast
-		if durable {
-			profile = compose.DurabilityDurable
-		}
-		cl = &cluster{durable: durable}
+		cl = &cluster{profile: prof}
+		clock := prof.needs.FakeClock
 		switch s.Kind {
 		case backends.Redis:
-			cl.nodes, err = c.env.Redis(ctx, s.Count, compose.RedisOptions{Durability: profile, On: pl})
+			cl.nodes, err = c.env.Redis(ctx, s.Count, compose.RedisOptions{Durability: prof.durability, FakeClock: clock, On: pl})
 		case backends.Postgres:
 			var n *compose.Node
 			if s.Count != 1 {
 				return nemesis.Target{}, configErrorf("backend %s: %d PostgreSQL servers: lockbench starts one", d.Name, s.Count)
 			}
-			if n, err = c.env.Postgres(ctx, compose.PostgresOptions{Durability: profile, On: &pl[0]}); err == nil {
+			if n, err = c.env.Postgres(ctx, compose.PostgresOptions{Durability: prof.durability, FakeClock: clock, On: &pl[0]}); err == nil {
 				cl.nodes = []*compose.Node{n}
 			}
 		default:
@@ -73,12 +70,5 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, durable bool) (nemesi
 		}
 		c.placed[b.Name] = cl
 	}
-	t := nemesis.Target{Nodes: cl.nodes, Priority: d.Priority, ClientCuts: true}
-	switch s.Kind {
-	case backends.Redis:
-		t.ClockShift = true
-	case backends.Postgres:
-		t.KeepsData = true
-	}
-	return t, nil
+	return nemesis.Target{Nodes: cl.nodes}, nil
 }

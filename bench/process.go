@@ -183,7 +183,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	if m := res.All.Info; m != nil {
 		o.Info = *m
 	}
-	o.Windows, o.Targets, o.FaultFailures = rec.Windows, rec.Targets, rec.Failures
+	r.adopt(o, c, rec)
 	if err := workersFailed(workers); err != nil {
 		o.Notes = append(o.Notes, err.Error())
 	}

@@ -46,13 +46,22 @@ type Suite struct {
 	// PauseGuards are added under client-pause.
 	Guards      []judge.Guard
 	PauseGuards []judge.Guard
-	// Durable lists the fault classes that run a second time on servers
-	// under the durable profile (every write synced).
-	Durable []string
+	// Profiles lists, by fault class, the durability profiles its cases
+	// run under (results.DurabilityFast, DurabilityPeriodic,
+	// DurabilityDurable); a class not listed runs under fast only. A
+	// server without a profile (ZooKeeper and etcd have no periodic one)
+	// skips it.
+	Profiles map[string][]string
+	// Only lists, by fault class, the backend specs the suite puts
+	// through it; a class not listed runs on every backend it applies to.
+	// (The default suite runs a power loss on the Redis-based locks only,
+	// where the Redlock spec's claims about fsync live; the full suite on
+	// every backend.)
+	Only map[string][]string
 	// Variants lists, for a backend spec with params (a variant such as
 	// redlock?quarantine=false), the fault classes it runs ("none" for
-	// the performance sweep), under the fast profile only; a plain
-	// backend runs every fault it supports.
+	// the performance sweep); a plain backend runs every fault it
+	// supports.
 	Variants map[string][]string
 
 	// Leases is the lease matrix: loads that provoke a lease's
@@ -68,7 +77,11 @@ type Suite struct {
 
 // Default is `make bench`: every backend (the variants its descriptor
 // runs in this suite), a client sweep on a hot key and on 100 keys, and
-// the fault catalogue, within about 15 minutes on 2 cores.
+// the fault catalogue, within about 15 minutes on 2 cores. Within that
+// budget a fault runs under the fast profile only, but for a power loss
+// of a majority of the Redis nodes under periodic and durable, the
+// profiles whose promises it tests (fast keeps nothing, by design), and
+// one size of clock jump; Full runs every profile, size and backend.
 func Default() Suite {
 	hold, _ := workloads.Constant(time.Millisecond)
 	bs, variants := suiteBackends(backends.DefaultSuite)
@@ -88,17 +101,29 @@ func Default() Suite {
 		// fencing should survive (Full adds one of half a lease, which
 		// every lease-based lock should, and pauses at every other point
 		// of the client's cycle).
+		//
+		// The faults whose servers need something of their own (network
+		// namespaces, the clock preload, a lazy filesystem) come last,
+		// grouped, so that the servers are restarted for them once.
 		Faults: []string{"none", "client-pause", "server-pause", "failover", "restart",
-			"clock-jump?by=0.5&nodes=minority", "clock-jump", "crash-minority", "partition", "latency",
-			"partition-leader", "partition-halves", "leader-kill"},
+			"crash-minority", "latency", "partition-leader", "partition-halves", "leader-kill",
+			"partition", "clock-jump", "power-loss"},
 		FaultClients: 6,
 		FaultSeconds: 5,
 		Trials:       1,
 		Injections:   3,
 		Guards:       []judge.Guard{judge.GuardNone, judge.GuardFence},
 		PauseGuards:  []judge.Guard{judge.GuardCAS},
-		Durable:      []string{"restart", "crash-minority"},
-		Variants:     variants,
+		Profiles:     map[string][]string{"power-loss": {results.DurabilityPeriodic, results.DurabilityDurable}},
+		// A majority's restart where it can cost a lock its keys (Redis
+		// without persistence, the PostgreSQL server's advisory locks, a
+		// Sentinel set); ZooKeeper and etcd face it in the full suite
+		// (their minority's crash and leader's loss are here).
+		Only: map[string][]string{
+			"power-loss": powerLossLocks(bs),
+			"restart":    ofKinds(bs, variants, "restart", backends.Redis, backends.Sentinel, backends.Postgres),
+		},
+		Variants: variants,
 		// Lease accounting, which millisecond holds never provoke: leases
 		// that extend themselves while their holders hold several TTLs,
 		// and a pause that strikes inside an extension (Full adds holders
@@ -111,6 +136,39 @@ func Default() Suite {
 		Keys: 100,
 		Hold: hold,
 	}
+}
+
+// powerLossLocks are the backends the default suite powers off: where
+// the Redlock spec's claims about fsync and the delayed restart live —
+// single Redis, our Redlock with and without its quarantine (redsync and
+// rueidislock, which behave as Redlock without quarantine and as single
+// Redis, face it in the full suite) — among specs.
+func powerLossLocks(specs []string) []string {
+	var out []string
+	for _, spec := range specs {
+		if slices.Contains([]string{"redis", "redlock", "redlock?quarantine=false"}, spec) {
+			out = append(out, spec)
+		}
+	}
+	return out
+}
+
+// ofKinds returns the specs among specs whose servers are of the kinds
+// given (backends.Redis: redis, redlock, redsync, rueidislock and their
+// variants) and that run fault class f (a variant limited to other
+// classes does not, see Suite.Variants).
+func ofKinds(specs []string, variants map[string][]string, f string, kinds ...backends.Kind) []string {
+	var out []string
+	for _, spec := range specs {
+		b, err := ParseBackend(spec)
+		if err != nil || !slices.Contains(kinds, b.Descriptor.Servers.Kind) {
+			continue
+		}
+		if only, ok := variants[spec]; !ok || slices.Contains(only, f) {
+			out = append(out, spec)
+		}
+	}
+	return out
 }
 
 // Quick is `make bench-quick`: a smoke run of a few minutes over every
@@ -128,18 +186,28 @@ func Quick() Suite {
 	s.FaultClients = 4
 	s.FaultSeconds = 4
 	s.Injections = 2
-	s.Durable = nil
+	s.Profiles = nil
+	// A smoke run: a majority's restart on the Redis-based locks only.
+	s.Only = map[string][]string{"restart": ofKinds(s.Backends, s.Variants, "restart", backends.Redis)}
 	s.Leases = nil
 	return s
 }
 
 // Full is `make bench-full`: the default suite, with a client pause at
-// every point of the client's cycle in the fault matrix, and the lease
-// matrix under more faults.
+// every point of the client's cycle in the fault matrix, every durability
+// profile under every fault that may cost servers their data (a restart,
+// a crash, a power loss, a minority's crash) on every backend, both sizes
+// of clock jump and a clock that runs fast, and the lease matrix under
+// more faults: about twice as long as the default.
 func Full() Suite {
 	s := Default()
 	s.Name = "full"
-	s.Faults = append(slices.Clone(s.Faults), "client-pause?x=0.5", "client-pause?at=before-read", "client-pause?at=after-write", "client-pause?at=acquire")
+	s.Faults = []string{"none", "client-pause", "client-pause?x=0.5", "client-pause?at=before-read", "client-pause?at=after-write", "client-pause?at=acquire",
+		"server-pause", "failover", "restart", "crash", "crash-minority", "latency", "partition-leader", "partition-halves", "leader-kill",
+		"partition", "clock-jump?by=0.5&nodes=minority", "clock-jump", "clock-rate", "power-loss"}
+	all := []string{results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable}
+	s.Profiles = map[string][]string{"restart": all, "crash": all, "power-loss": all, "crash-minority": all}
+	s.Only = nil
 	s.Leases = []LeaseLoad{
 		validityLoad(4, "none", "client-pause?at=acquire", "client-pause?at=after-write"),
 		autoExtendLoad(s.TTL, 8, 0, "none", "client-pause?at=extend", "client-pause?at=extend&x=0.5", "server-pause", "partition"),
@@ -233,9 +301,9 @@ func (s Suite) Cases() ([]Case, error) {
 			return nil, asConfig(err)
 		}
 		guards := s.guards(f)
-		profiles := []string{results.DurabilityFast}
-		if slices.Contains(s.Durable, f.Class()) {
-			profiles = append(profiles, results.DurabilityDurable)
+		profiles := s.Profiles[f.Class()]
+		if len(profiles) == 0 {
+			profiles = []string{results.DurabilityFast}
 		}
 		for trial := range max(s.Trials, 1) {
 			for _, durability := range profiles {
@@ -243,13 +311,7 @@ func (s Suite) Cases() ([]Case, error) {
 					if !s.runs(f.Class(), b) {
 						continue
 					}
-					if _, variant := s.Variants[b.Spec]; variant && durability != results.DurabilityFast {
-						continue
-					}
-					if !s.applies(f, b) {
-						continue
-					}
-					if durability == results.DurabilityDurable && b.Descriptor.Servers.Kind == backends.NoServers {
+					if !s.applies(f, b) || profileFits(b, durability) != "" {
 						continue
 					}
 					spec := base
@@ -298,6 +360,8 @@ func (s Suite) Skipped() []results.Skip {
 			}
 			reason := ""
 			switch {
+			case !s.runs(f.Class(), b) && s.Only[f.Class()] != nil && !slices.Contains(s.Only[f.Class()], spec):
+				reason = fmt.Sprintf("the %s suite runs %s on %v only (the full suite on every backend)", s.Name, f.Class(), s.Only[f.Class()])
 			case !s.runs(f.Class(), b):
 				reason = fmt.Sprintf("the suite runs the variant %s under %v only", spec, s.Variants[spec])
 			case b.NotApplicable(f.Class()) != "":
@@ -360,10 +424,12 @@ func (s Suite) applies(f nemesis.Fault, b Backend) bool {
 	return s.runs(f.Class(), b) && b.NotApplicable(f.Class()) == "" && f.Fits(Shape(b)) == nil
 }
 
-// runs reports whether fault class f runs on backend b (see Variants).
+// runs reports whether fault class f runs on backend b (see Variants
+// and Only).
 func (s Suite) runs(f string, b Backend) bool {
 	faults, variant := s.Variants[b.Spec]
-	return !variant || slices.Contains(faults, f)
+	only, limited := s.Only[f]
+	return (!variant || slices.Contains(faults, f)) && (!limited || slices.Contains(only, b.Spec))
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -381,8 +447,9 @@ type Matrix struct {
 	// ClientsAs runs the clients as processes or goroutines; empty picks
 	// goroutines without a fault and processes under one.
 	ClientsAs string
-	// Durability is the servers' profile (fast when empty).
-	Durability string
+	// Durabilities are the servers' profiles, each case run under each
+	// (fast when empty).
+	Durabilities []string
 	// Injections is how many times each fault case injects its fault.
 	Injections int
 	// Spec holds the load settings; Workload, Clients and, for the hot
@@ -397,13 +464,16 @@ func Cross(m Matrix) ([]Case, error) {
 	default:
 		return nil, configErrorf("clients as %q: want %s or %s", m.ClientsAs, results.ClientsProcesses, results.ClientsGoroutines)
 	}
-	durability := m.Durability
-	switch durability {
-	case "":
-		durability = results.DurabilityFast
-	case results.DurabilityFast, results.DurabilityDurable:
-	default:
-		return nil, configErrorf("durability %q: want %s or %s", m.Durability, results.DurabilityFast, results.DurabilityDurable)
+	durabilities := m.Durabilities
+	if len(durabilities) == 0 {
+		durabilities = []string{results.DurabilityFast}
+	}
+	for _, d := range durabilities {
+		switch d {
+		case results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable:
+		default:
+			return nil, configErrorf("durability %q: want %s, %s or %s", d, results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable)
+		}
 	}
 	if len(m.Guards) == 0 {
 		return nil, configErrorf("no guard: give at least one of %v", judge.Guards)
@@ -426,16 +496,18 @@ func Cross(m Matrix) ([]Case, error) {
 					as = results.ClientsGoroutines
 				}
 			}
-			for trial := range max(m.Trials, 1) {
-				for _, w := range m.Workloads {
-					for _, n := range m.Clients {
-						s := m.Spec
-						s.Workload, s.Clients = w, n
-						if w == workloads.Hot {
-							s.Keys = 0
+			for _, durability := range durabilities {
+				for trial := range max(m.Trials, 1) {
+					for _, w := range m.Workloads {
+						for _, n := range m.Clients {
+							s := m.Spec
+							s.Workload, s.Clients = w, n
+							if w == workloads.Hot {
+								s.Keys = 0
+							}
+							cases = append(cases, Case{Backend: b, Fault: f, Guards: m.Guards, Trial: trial, ClientsAs: as,
+								Durability: durability, Injections: m.Injections, Spec: s})
 						}
-						cases = append(cases, Case{Backend: b, Fault: f, Guards: m.Guards, Trial: trial, ClientsAs: as,
-							Durability: durability, Injections: m.Injections, Spec: s})
 					}
 				}
 			}
@@ -448,4 +520,18 @@ func Cross(m Matrix) ([]Case, error) {
 		return nil, err
 	}
 	return cases, nil
+}
+
+// profileFits returns why backend b's servers cannot run under the
+// durability profile, or "" when they can: ZooKeeper and etcd have no
+// periodic mode (compose.Durability), and a backend without servers only
+// the fast one, which is no profile at all.
+func profileFits(b Backend, durability string) string {
+	switch k := b.Descriptor.Servers.Kind; {
+	case k == backends.NoServers && durability != results.DurabilityFast && durability != "":
+		return "no servers: nothing to sync"
+	case durability == results.DurabilityPeriodic && (k == backends.ZooKeeper || k == backends.Etcd):
+		return fmt.Sprintf("%s has no periodic profile: it syncs its log at every commit (durable) or never (fast)", k)
+	}
+	return ""
 }

@@ -29,6 +29,7 @@ func TestSuitesFitTheirBudget(t *testing.T) {
 	}{
 		{"default", bench.Default(), 12*time.Minute + 30*time.Second},
 		{"quick", bench.Quick(), 2*time.Minute + 10*time.Second},
+		{"full", bench.Full(), 45 * time.Minute}, // no budget of make bench's; logged for the README
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cases, err := tt.suite.Cases()
@@ -105,7 +106,7 @@ func TestSkippedSaysWhy(t *testing.T) {
 	}
 	for _, want := range []struct{ backend, class, says string }{
 		{"etcd", "clock-jump", "monotonic"},
-		{"zookeeper", "clock-jump", "monotonic"},
+		{"zookeeper", "power-loss", "redlock"},
 		{"redis", "crash-minority", "at least 3 nodes"},
 		{"noop", "server-pause", "servers"},
 		{"redlock?quarantine=false", "client-pause", "variant"},
@@ -148,12 +149,12 @@ func TestNewBackendsInTheSuites(t *testing.T) {
 		}
 		for _, spec := range []string{"postgres?mode=advisory", "postgres?mode=lease"} {
 			for f := range faults[spec] {
-				if slices.Contains([]string{"clock-jump", "crash-minority", "failover", "leader-kill", "partition-leader", "partition-halves"}, f) {
+				if slices.Contains([]string{"crash-minority", "failover", "leader-kill", "partition-leader", "partition-halves"}, f) {
 					t.Errorf("%s suite: %s under %s, which a single PostgreSQL server cannot have", name, spec, f)
 				}
 			}
 			if name == "default" {
-				for _, f := range []string{"client-pause", "server-pause", "restart", "partition", "latency"} {
+				for _, f := range []string{"client-pause", "server-pause", "restart", "partition", "latency", "clock-jump"} {
 					if !faults[spec][f] {
 						t.Errorf("default suite: %s never under %s", spec, f)
 					}
@@ -169,5 +170,70 @@ func TestNewBackendsInTheSuites(t *testing.T) {
 	}
 	if slices.Contains(listed, "postgres?mode=lease") {
 		t.Errorf("Listed = %v: the lease mode is the plain backend's", listed)
+	}
+}
+
+// TestProfilesWhereTheyMatter: the default suite powers off a majority of
+// single Redis's and Redlock's nodes under periodic and durable (what the
+// Redlock spec's fsync claims are about), the full suite every backend
+// under every profile its servers have, and says why etcd's clock cannot
+// be made to run fast.
+func TestProfilesWhereTheyMatter(t *testing.T) {
+	type run struct{ backend, fault, durability string }
+	ran := func(s bench.Suite) map[run]bool {
+		cases, err := s.Cases()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[run]bool{}
+		for _, c := range cases {
+			out[run{c.Backend.Spec, c.Fault.Class(), c.Durability}] = true
+		}
+		return out
+	}
+	def, full := ran(bench.Default()), ran(bench.Full())
+	p, d, f := results.DurabilityPeriodic, results.DurabilityDurable, results.DurabilityFast
+	for _, b := range []string{"redis", "redlock", "redlock?quarantine=false", "redsync", "rueidislock"} {
+		for _, prof := range []string{p, d} {
+			if (b == "redis" || strings.HasPrefix(b, "redlock")) && !def[run{b, "power-loss", prof}] {
+				t.Errorf("the default suite lacks %s under power-loss, %s", b, prof)
+			}
+		}
+		for _, prof := range []string{f, p, d} {
+			if !full[run{b, "power-loss", prof}] {
+				t.Errorf("the full suite lacks %s under power-loss, %s", b, prof)
+			}
+		}
+	}
+	for _, b := range []string{"zookeeper", "etcd", "postgres?mode=lease"} {
+		if def[run{b, "power-loss", d}] {
+			t.Errorf("the default suite runs %s under power-loss: it has Redis-based locks only", b)
+		}
+		for _, cls := range []string{"restart", "crash", "power-loss"} {
+			for _, prof := range []string{f, d} {
+				if !full[run{b, cls, prof}] {
+					t.Errorf("the full suite lacks %s under %s, %s", b, cls, prof)
+				}
+			}
+		}
+	}
+	for r := range full {
+		if r.durability == p && (r.backend == "zookeeper" || r.backend == "etcd") {
+			t.Errorf("%s under %s with a periodic profile, which it does not have", r.backend, r.fault)
+		}
+	}
+	for _, b := range []string{"redis", "zookeeper", "postgres?mode=lease"} {
+		if !full[run{b, "clock-rate", f}] {
+			t.Errorf("the full suite lacks %s under clock-rate", b)
+		}
+	}
+	var why string
+	for _, s := range bench.Full().Skipped() {
+		if s.Backend == "etcd" && s.FaultClass == "clock-rate" {
+			why = s.Reason
+		}
+	}
+	if !strings.Contains(why, "vDSO") {
+		t.Errorf("etcd under clock-rate: skipped for %q, want the vDSO named", why)
 	}
 }

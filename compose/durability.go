@@ -55,20 +55,11 @@ func ParseDurability(s string) (Durability, error) {
 	return "", fmt.Errorf("compose: durability %q: want fast, periodic or durable", s)
 }
 
-// durability resolves a kind's options: d when set (and the kind's older
-// bool unset), else what the bool says; def is the profile of neither.
-func durability(what string, d Durability, legacy bool, legacyName string, legacyMeans, def Durability) (Durability, error) {
+// durability resolves a kind's option: d when set, else the kind's
+// default def.
+func durability(d, def Durability) (Durability, error) {
 	if d == "" {
-		if legacy {
-			return legacyMeans, nil
-		}
 		return def, nil
 	}
-	if _, err := ParseDurability(string(d)); err != nil {
-		return "", err
-	}
-	if legacy && d != legacyMeans {
-		return "", fmt.Errorf("compose: %s: Durability %s contradicts %s", what, d, legacyName)
-	}
-	return d, nil
+	return ParseDurability(string(d))
 }

@@ -5,26 +5,23 @@ import (
 	"testing"
 )
 
-// TestDurabilityResolution checks how a kind's Durability and its older
-// bool combine: the profile when set, the bool's meaning otherwise, and an
-// error naming both when they disagree or the profile is unknown.
+// TestDurabilityResolution checks how a kind's Durability resolves: the
+// profile when set, the kind's default otherwise, and an error naming an
+// unknown profile.
 func TestDurabilityResolution(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		d       Durability
-		legacy  bool
+		d, def  Durability
 		want    Durability
 		wantErr string
 	}{
-		{name: "neither: the kind's default", want: DurabilityFast},
-		{name: "the bool alone", legacy: true, want: DurabilityDurable},
-		{name: "the profile alone", d: DurabilityPeriodic, want: DurabilityPeriodic},
-		{name: "both agree", d: DurabilityDurable, legacy: true, want: DurabilityDurable},
-		{name: "both disagree", d: DurabilityPeriodic, legacy: true, wantErr: "Durability periodic contradicts AOF"},
-		{name: "unknown profile", d: "sometimes", wantErr: `durability "sometimes"`},
+		{name: "unset: the kind's default", def: DurabilityFast, want: DurabilityFast},
+		{name: "unset: another kind's default", def: DurabilityDurable, want: DurabilityDurable},
+		{name: "the profile", d: DurabilityPeriodic, def: DurabilityDurable, want: DurabilityPeriodic},
+		{name: "unknown profile", d: "sometimes", def: DurabilityFast, wantErr: `durability "sometimes"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := durability("Redis", tc.d, tc.legacy, "AOF", DurabilityDurable, DurabilityFast)
+			got, err := durability(tc.d, tc.def)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("durability = %q, %v; want an error containing %q", got, err, tc.wantErr)

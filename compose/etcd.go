@@ -37,13 +37,10 @@ type EtcdOptions struct {
 	// standard ports 2379 (clients) and 2380 (peers) of their address. It
 	// needs root and the ip command: see PeerNetworkAvailable.
 	PeerNetwork bool
-	// NoFsync skips fsync (etcd's --unsafe-no-fsync): a killed process
-	// loses nothing, only a machine crash would. It is Durability:
-	// DurabilityFast, which replaces it.
-	NoFsync bool
 	// Durability is when the members fsync: never (fast,
-	// --unsafe-no-fsync: neither the WAL nor bbolt) or at every raft
-	// write (durable, the zero value's unless NoFsync is set: the WAL is
+	// --unsafe-no-fsync: neither the WAL nor bbolt; a killed process loses
+	// nothing, a power loss does) or at every raft write (durable, the
+	// zero value's: the WAL is
 	// fdatasynced before a write is acknowledged; bbolt commits, with an
 	// fdatasync, every 100 ms). etcd has no periodic mode: asking for one
 	// is an error wrapping ErrNoDurability.
@@ -100,7 +97,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	if hb < time.Millisecond || el < 5*hb {
 		return nil, fmt.Errorf("compose: etcd heartbeat %v, election timeout %v: want a heartbeat of 1ms or more and an election timeout of at least 5 heartbeats", hb, el)
 	}
-	d, err := durability("etcd", o.Durability, o.NoFsync, "NoFsync", DurabilityFast, DurabilityDurable)
+	d, err := durability(o.Durability, DurabilityDurable)
 	if err != nil {
 		return nil, err
 	}

@@ -24,22 +24,18 @@ import (
 
 // PostgresOptions configures a PostgreSQL server.
 type PostgresOptions struct {
-	// NoFsync is the fast profile: fsync=off, synchronous_commit=off and
-	// full_page_writes=off. A commit is acknowledged before its WAL
-	// reaches the disk, and even before it leaves the server's memory
-	// (the WAL writer flushes every 200 ms), so a server that is killed
-	// loses the transactions of its last moments — the lease rows it had
-	// just granted. Without it (the durable profile) a commit returns
-	// once its WAL is fsynced, and a killed server recovers every
-	// transaction it acknowledged. It is Durability: DurabilityFast,
-	// which replaces it.
-	NoFsync bool
-	// Durability is when the server fsyncs (see Durability): fast is
-	// NoFsync; periodic keeps fsync=on with synchronous_commit=off, so a
-	// commit returns before its WAL is flushed, which the WAL writer does
-	// every wal_writer_delay (200 ms; up to three of them pass before a
-	// commit is on disk); durable (the zero value's, unless NoFsync is
-	// set) is fsync=on and synchronous_commit=on.
+	// Durability is when the server fsyncs (see Durability). Fast is
+	// fsync=off, synchronous_commit=off and full_page_writes=off: a
+	// commit is acknowledged before its WAL reaches the disk, and even
+	// before it leaves the server's memory (the WAL writer flushes every
+	// 200 ms), so a server that is killed loses the transactions of its
+	// last moments — the lease rows it had just granted. Periodic keeps
+	// fsync=on with synchronous_commit=off, so a commit returns before its
+	// WAL is flushed, which the WAL writer does every wal_writer_delay
+	// (200 ms; up to three of them pass before a commit is on disk).
+	// Durable (the zero value's) is fsync=on and synchronous_commit=on: a
+	// commit returns once its WAL is fsynced, and a killed server
+	// recovers every transaction it acknowledged.
 	Durability Durability
 	// LazyFS puts the server's dir on a lazy filesystem, so that
 	// Node.PowerLoss drops what it did not fsync. It needs root and
@@ -111,7 +107,7 @@ const PostgresMaxConnections = 300
 // server that lost its disk, or a fresh server put at its address, looks
 // like — every table is gone with its rows, and their counters start over.
 func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
-	d, err := durability("PostgreSQL", o.Durability, o.NoFsync, "NoFsync", DurabilityFast, DurabilityDurable)
+	d, err := durability(o.Durability, DurabilityDurable)
 	if err != nil {
 		return nil, err
 	}

@@ -169,7 +169,7 @@ func TestPostgresFastProfileProxied(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 24 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	n, err := env.Postgres(ctx, compose.PostgresOptions{NoFsync: true, Proxied: true, Config: [][2]string{{"application_name", "compose-test"}}})
+	n, err := env.Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityFast, Proxied: true, Config: [][2]string{{"application_name", "compose-test"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,14 +15,9 @@ import (
 
 // RedisOptions configures standalone Redis nodes.
 type RedisOptions struct {
-	// AOF turns the append-only file on with appendfsync always, so that a
-	// node killed and restarted with its data has every write it
-	// acknowledged. Without it a node keeps nothing across a crash. It is
-	// Durability: DurabilityDurable, which replaces it.
-	AOF bool
 	// Durability is when each node fsyncs (see Durability): without
-	// persistence (fast, what the zero value gives unless AOF is set),
-	// appendfsync everysec (periodic) or always (durable).
+	// persistence (fast, the zero value's), appendfsync everysec
+	// (periodic) or always (durable).
 	Durability Durability
 	// LazyFS puts each node's dir on a lazy filesystem, so that
 	// Node.PowerLoss drops what the node did not fsync. It needs root and
@@ -58,7 +53,7 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	if n < 1 {
 		return nil, fmt.Errorf("compose: %d Redis nodes: need at least 1", n)
 	}
-	d, err := durability("Redis", o.Durability, o.AOF, "AOF", DurabilityDurable, DurabilityFast)
+	d, err := durability(o.Durability, DurabilityFast)
 	if err != nil {
 		return nil, err
 	}
@@ -175,47 +170,4 @@ func redisTime(ctx context.Context, addr string) (time.Time, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 1})
 	defer c.Close()
 	return c.Time(ctx).Result()
-}
-
-// client returns a go-redis client to the node's own address, for
-// compose's controls.
-func (n *Node) client() *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: n.ServerAddr(), MaxRetries: -1, PoolSize: 1})
-}
-
-// shiftClockScript moves the expiry of every volatile key by -ARGV[1] ms
-// and deletes the keys whose expiry that moves into the past.
-const shiftClockScript = `
-local shift = tonumber(ARGV[1])
-local cursor, moved = "0", 0
-repeat
-  local r = redis.call('SCAN', cursor, 'COUNT', 1000)
-  cursor = r[1]
-  for _, k in ipairs(r[2]) do
-    local ttl = redis.call('PTTL', k)
-    if ttl > 0 then
-      if ttl <= shift then redis.call('DEL', k) else redis.call('PEXPIRE', k, ttl - shift) end
-      moved = moved + 1
-    end
-  end
-until cursor == "0"
-return moved`
-
-// ShiftClock emulates on a Redis node what a jump of its wall clock by d
-// does to its keys: every key's expiry comes d sooner (d > 0, a jump
-// forward) or later (d < 0), and keys whose expiry is now past are gone.
-// It returns how many keys it moved. It is the emulation that JumpClock
-// (a real jump, under FakeClock) replaces; it stays until the nemesis
-// moves to JumpClock.
-func (n *Node) ShiftClock(ctx context.Context, d time.Duration) (int, error) {
-	if n.spec.kind != kindRedis {
-		return 0, fmt.Errorf("compose: %s is not a Redis node: cannot shift its clock", n.Name)
-	}
-	c := n.client()
-	defer c.Close()
-	moved, err := c.Eval(ctx, shiftClockScript, nil, d.Milliseconds()).Int()
-	if err != nil {
-		return 0, fmt.Errorf("compose: shift clock of %s by %v: %w", n.Name, d, err)
-	}
-	return moved, nil
 }

@@ -26,7 +26,7 @@ func client(t *testing.T, addr string) *redis.Client {
 func TestRedisKillRestart(t *testing.T) {
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, 2, compose.RedisOptions{AOF: true})
+	nodes, err := env.Redis(ctx, 2, compose.RedisOptions{Durability: compose.DurabilityDurable})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,42 +99,6 @@ func TestRedisPauseResume(t *testing.T) {
 	}
 }
 
-func TestRedisShiftClock(t *testing.T) {
-	ctx := context.Background()
-	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := nodes[0]
-	c := client(t, n.Addr())
-	for _, k := range []string{"short", "long"} {
-		ttl := 10 * time.Second
-		if k == "short" {
-			ttl = 2 * time.Second
-		}
-		if err := c.Set(ctx, k, "v", ttl).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Set(ctx, "forever", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	moved, err := n.ShiftClock(ctx, 5*time.Second)
-	if err != nil || moved != 2 {
-		t.Fatalf("ShiftClock = %d, %v; want 2 keys moved", moved, err)
-	}
-	if err := c.Get(ctx, "short").Err(); !errors.Is(err, redis.Nil) {
-		t.Fatalf("a key with 2s left survived a 5s clock jump: %v", err)
-	}
-	if ttl := c.PTTL(ctx, "long").Val(); ttl <= 0 || ttl > 5*time.Second {
-		t.Fatalf("PTTL long = %v after a 5s jump, want ≤ 5s", ttl)
-	}
-	if ttl := c.PTTL(ctx, "forever").Val(); ttl != -1 {
-		t.Fatalf("a key without expiry got PTTL %v", ttl)
-	}
-}
-
 func TestProxyPartitionDelayHeal(t *testing.T) {
 	ctx := context.Background()
 	env := composetest.ForTest(t)
@@ -198,7 +162,7 @@ func TestPruneKeepsOnlyLogsAndFailedData(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := e.Redis(ctx, 2, compose.RedisOptions{AOF: true})
+	nodes, err := e.Redis(ctx, 2, compose.RedisOptions{Durability: compose.DurabilityDurable})
 	if err != nil {
 		t.Fatal(err)
 	}

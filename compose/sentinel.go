@@ -34,9 +34,6 @@ type SentinelOptions struct {
 	// FailoverTimeout is Sentinel's failover-timeout; 0 means 5 s, or
 	// 10 min with ProxiedReplication (see there).
 	FailoverTimeout time.Duration
-	// AOF turns the append-only file on (appendfsync always) on every
-	// Redis node, as in RedisOptions.
-	AOF bool
 	// Durability is when every Redis node fsyncs, as in RedisOptions.
 	Durability Durability
 	// ProxiedReplication makes each replica replicate from the master
@@ -121,7 +118,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			failoverTimeout = 10 * time.Minute
 		}
 	}
-	d, err := durability("Sentinel", o.Durability, o.AOF, "AOF", DurabilityDurable, DurabilityFast)
+	d, err := durability(o.Durability, DurabilityFast)
 	if err != nil {
 		return nil, err
 	}

@@ -34,15 +34,11 @@ type ZooKeeperOptions struct {
 	// their address. It needs root and the ip command: see
 	// PeerNetworkAvailable.
 	PeerNetwork bool
-	// NoFsync sets forceSync=no: a server does not wait for its
-	// transaction log to reach the disk. A killed process loses nothing
-	// (the kernel keeps the data), only a machine crash would. It is
-	// Durability: DurabilityFast, which replaces it.
-	NoFsync bool
 	// Durability is when the servers fsync their transaction log: never
-	// (fast, forceSync=no) or at every commit (durable, forceSync=yes,
-	// the zero value's unless NoFsync is set). ZooKeeper has no periodic
-	// mode: asking for one is an error wrapping ErrNoDurability.
+	// (fast, forceSync=no: a killed process loses nothing, the kernel
+	// keeps the data; a power loss does) or at every commit (durable,
+	// forceSync=yes, the zero value's). ZooKeeper has no periodic mode:
+	// asking for one is an error wrapping ErrNoDurability.
 	Durability Durability
 	// LazyFS puts each server's dir on a lazy filesystem, so that
 	// Node.PowerLoss drops what it did not fsync. It needs root and
@@ -97,7 +93,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	if tick < time.Millisecond {
 		return nil, fmt.Errorf("compose: ZooKeeper tick time %v: want at least 1ms", o.TickTime)
 	}
-	d, err := durability("ZooKeeper", o.Durability, o.NoFsync, "NoFsync", DurabilityFast, DurabilityDurable)
+	d, err := durability(o.Durability, DurabilityDurable)
 	if err != nil {
 		return nil, err
 	}

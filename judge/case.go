@@ -116,7 +116,12 @@ type Case struct {
 	done      int
 	start     time.Time
 	stopAt    time.Time
-	endAt     time.Time
+	// enough is set when the case was ended by Enough: stopAt is then
+	// its planned end, not an interruption.
+	enough bool
+	endAt  time.Time
+	// lastGrant is when the last grant was heard of (ns since the start).
+	lastGrant int64
 	cancelErr error
 	hook      SectionHook
 	pauser    Pauser

@@ -109,7 +109,9 @@ func (c *Case) check() {
 	end := c.start.Add(c.spec.Duration)
 	if !c.stopAt.IsZero() && c.stopAt.Before(end) {
 		end = c.stopAt
-		r.Stopped = "stopped early"
+		if !c.enough {
+			r.Stopped = "stopped early"
+		}
 		if c.cancelErr != nil {
 			r.Stopped = c.cancelErr.Error()
 		}

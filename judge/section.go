@@ -155,6 +155,7 @@ func (c *Case) grant(process int, g GrantReport) (Grant, error) {
 	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken, granted: now, invoke: op.Invoke,
 		returned: min(op.Invoke+max(g.Complete-g.Invoke, 0), now)}
 	c.sections[id] = s
+	c.lastGrant = now
 	p.active = append(p.active, id)
 	p.acquiring = notAcquiring
 	hook := c.hook

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
@@ -81,29 +82,7 @@ var catalogue = []*Scenario{
 		},
 		plan: clientPausePlan,
 	},
-	{
-		Name:           "server-pause",
-		span:           lasting,
-		QuorumDuration: quorumCase,
-		Doc:            "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
-		fits: func(sh Shape) error {
-			if sh.Nodes == 0 {
-				return errors.New("applies to backends with servers")
-			}
-			return nil
-		},
-		plan: func(e Env) plan {
-			return e.repeat(e.window(), e.gap(), "paused", func(ctx context.Context, i int) ([]*compose.Node, error) {
-				if i%2 == 0 || len(e.Target.Nodes) == 1 {
-					if l, err := e.Target.leader(ctx); l != nil || err != nil {
-						return []*compose.Node{l}, err
-					}
-				}
-				return e.minority(), nil
-			}, perNode(func(_ context.Context, n *compose.Node) error { return n.Pause() }),
-				perNode(func(_ context.Context, n *compose.Node) error { return n.Resume() }))
-		},
-	},
+	serverPause,
 	{
 		Name:   "failover",
 		Doc:    "replication to the replicas is cut, then the master is killed and Sentinel promotes a replica that never got the recent locks",
@@ -123,290 +102,17 @@ var catalogue = []*Scenario{
 		},
 		plan: failover,
 	},
-	{
-		Name:   "restart",
-		span:   instantly,
-		Doc:    "a random majority of the Redis nodes (the single server of redis, the PostgreSQL server) is killed and restarted while their keys are held: empty under the fast profile, with its data under the durable one",
-		MinTTL: 2 * time.Second,
-		fits: func(sh Shape) error {
-			if sh.Nodes == 0 {
-				return errors.New("applies to backends with servers")
-			}
-			return nil
-		},
-		plan: func(e Env) plan {
-			keep := e.Durable || e.Target.KeepsData
-			label := "restart without data"
-			if keep {
-				label = "restart with data"
-			}
-			return e.instant(e.Lease, label, e.majority, func(ctx context.Context, n *compose.Node) error {
-				return n.Restart(ctx, keep)
-			})
-		},
-	},
-	{
-		Name:   "clock-jump",
-		span:   instantly,
-		Doc:    "an emulated clock jump (Redis has no clock to set, and libfaketime crashes it): every key on a random minority or majority of the Redis nodes has its expiry brought forward by a fraction of the TTL at once",
-		Params: map[string]string{"by": "the jump in key lifetimes: the TTL, or longer where the backend keeps its keys longer (default 1)", "nodes": "minority or majority (default)"},
-		Note:   "clock-jump is an emulation: Redis has no clock to set (and libfaketime crashes Debian's redis-server), so a script brings every key's expiry forward on the chosen nodes, which is what a wall-clock jump does to Redis's expiries",
-		MinTTL: 2 * time.Second,
-		fits: func(sh Shape) error {
-			if !sh.ClockShift {
-				return errors.New("applies to servers whose key expiries can be moved (Redis)")
-			}
-			return nil
-		},
-		check: func(v url.Values) error {
-			if n := v.Get("nodes"); n != "" && n != "minority" && n != "majority" {
-				return fmt.Errorf("nodes=%q: want minority or majority", n)
-			}
-			return checkFloat(v, "by")
-		},
-		plan: func(e Env) plan {
-			// The jump is sized from how long the keys live on the
-			// servers, not from the lease the holder is promised: a lock
-			// that keeps its keys longer than its leases (rueidislock)
-			// must not be spared by a jump its keys outlive.
-			by := time.Duration(float(e.Params, "by", 1) * float64(max(e.KeyLife, e.Spec.TTL)))
-			pick, which := e.majority, "majority"
-			if e.Params.Get("nodes") == "minority" {
-				pick, which = e.minority, "minority"
-			}
-			return e.instant(e.Lease, fmt.Sprintf("emulated clock jump +%v on a %s", by, which), pick, func(ctx context.Context, n *compose.Node) error {
-				_, err := n.ShiftClock(ctx, by)
-				return err
-			})
-		},
-	},
-	{
-		Name: "crash-minority",
-		span: lasting,
-		Doc:  "a random minority of the nodes (2 of 5 Redis nodes, 1 of 3 members: any of them, the leader or a priority node included) is killed for a lease (at least a second), then restarted with what it persisted",
-		fits: needMinority,
-		plan: func(e Env) plan {
-			return e.repeat(e.window(), e.gap(), "down", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
-				perNode(func(_ context.Context, n *compose.Node) error { return n.Kill() }), perNode(start))
-		},
-	},
-	{
-		Name:    "partition",
-		span:    lasting,
-		Doc:     "the clients are cut off (their traffic blackholed) from a random minority of the nodes, or from the single server, for a lease (at least a second)",
-		Proxied: true,
-		fits:    needCut,
-		plan: func(e Env) plan {
-			return e.repeat(e.window(), e.gap(), "partitioned from the clients", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
-				perNode(cutClients), perNode(healClients))
-		},
-	},
-	{
-		Name:    "latency",
-		span:    lasting,
-		Doc:     "responses from a random minority of the nodes, or from the single server, are delayed by 50 ms for a lease (at least a second)",
-		Proxied: true,
-		fits:    needProxied,
-		plan: func(e Env) plan {
-			return e.repeat(e.window(), e.gap(), "+50ms", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
-				perNode(func(_ context.Context, n *compose.Node) error { return n.Delay(50 * time.Millisecond) }), perNode(heal))
-		},
-	},
-	{
-		Name: "partition-leader",
-		span: lasting,
-		Doc:  "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every member) for 2 s, then healed",
-		fits: needPeers, QuorumDuration: quorumCase,
-		plan: func(e Env) plan {
-			return e.peerCut("cut off from the other members", func(ctx context.Context, _ int) ([]*compose.Node, error) {
-				l, err := e.Target.leader(ctx)
-				return []*compose.Node{l}, err
-			})
-		},
-	},
-	{
-		Name: "partition-halves",
-		span: lasting,
-		Doc:  "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot reach each other, for 2 s, then healed",
-		fits: needPeers, QuorumDuration: quorumCase,
-		plan: func(e Env) plan {
-			return e.peerCut("split from the majority", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil })
-		},
-	},
-	{
-		Name:           "leader-kill",
-		span:           lasting,
-		QuorumDuration: quorumCase,
-		Doc:            "the ZooKeeper or etcd leader is killed for 2 s, then restarted with its data",
-		fits: func(sh Shape) error {
-			if !sh.Elects {
-				return errors.New("applies to clusters whose members elect their leader (ZooKeeper, etcd)")
-			}
-			return nil
-		},
-		plan: func(e Env) plan {
-			return e.repeat(e.window(), e.gap(), "leader down", func(ctx context.Context, _ int) ([]*compose.Node, error) {
-				l, err := e.Target.leader(ctx)
-				return []*compose.Node{l}, err
-			}, perNode(func(_ context.Context, n *compose.Node) error { return n.Kill() }), perNode(start))
-		},
-	},
-}
-
-func needPeers(sh Shape) error {
-	switch {
-	case !sh.Elects:
-		return errors.New("applies to clusters whose members elect their leader among themselves (ZooKeeper, etcd)")
-	case !sh.Members:
-		return errors.New("needs the members in network namespaces of their own (compose's PeerNetwork: root and the ip command)")
-	}
-	return nil
-}
-
-func needMinority(sh Shape) error {
-	if sh.Nodes >= 3 {
-		return nil
-	}
-	return errors.New("needs a cluster of at least 3 nodes")
-}
-
-// needCut: the nodes' clients can be cut off, through proxies or by
-// rules on the hosts.
-func needCut(sh Shape) error {
-	if sh.Proxied || sh.ClientCuts {
-		return nil
-	}
-	return errors.New("needs servers the clients reach through proxies, or placed on hosts whose links can be cut")
-}
-
-// cutClients cuts a node off from its clients: through its proxy, or by
-// rules on its host and theirs, and then proves the cut (no client host
-// reaches it; the control node still does).
-func cutClients(ctx context.Context, n *compose.Node) error {
-	if n.Proxy() != nil {
-		return n.Partition()
-	}
-	if err := n.CutClients(); err != nil {
-		return err
-	}
-	// The proof belongs to the injection, not to the case: a cut that
-	// struck near the case's end (commands over SSH take seconds on a busy
-	// machine) is proven all the same, not failed by the case's deadline.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	return n.Unreachable(pctx, 2*time.Second)
-}
-
-// healClients lifts cutClients.
-func healClients(_ context.Context, n *compose.Node) error {
-	if n.Proxy() != nil {
-		return n.Heal()
-	}
-	return n.HealClients()
-}
-
-func needProxied(sh Shape) error {
-	if sh.Proxied {
-		return nil
-	}
-	return errors.New("needs servers the clients reach through proxies")
-}
-
-// start brings a killed node back with its data.
-func start(ctx context.Context, n *compose.Node) error { return n.Start(ctx) }
-
-// heal removes a node's proxy faults.
-func heal(_ context.Context, n *compose.Node) error { return n.Heal() }
-
-// groupOp acts on the targets of an injection together, recording its
-// trouble with nm.fail.
-type groupOp func(ctx context.Context, nm *Nemesis, nodes []*compose.Node)
-
-// perNode is a groupOp that applies op to every node at once.
-func perNode(op func(context.Context, *compose.Node) error) groupOp {
-	return func(ctx context.Context, nm *Nemesis, nodes []*compose.Node) {
-		each(nm, nodes, func(n *compose.Node) error { return op(ctx, n) })
-	}
-}
-
-// repeat is the shape of the faults that last a window: at each of the
-// case's slots, pick the targets (i numbers the injection), break them
-// all at once, wait length, undo it (even if the case's context has
-// ended: a nemesis heals what it broke) and close the window. Trouble
-// picking the targets, breaking or healing them is a failure of the fault.
-func (e Env) repeat(length, gap time.Duration, label string, pick func(context.Context, int) ([]*compose.Node, error), fault, undo groupOp) plan {
-	at := e.slots(length, gap)
-	return plan{schedule: func(ctx context.Context, nm *Nemesis) {
-		for i, t := range at {
-			if !nm.at(ctx, t) {
-				return
-			}
-			nodes, err := pick(ctx, i)
-			if err == nil && len(nodes) == 0 {
-				err = errors.New("no target")
-			}
-			if err != nil {
-				if ctx.Err() == nil {
-					nm.fail(fmt.Errorf("%s: picking the targets: %w", label, err))
-				}
-				continue
-			}
-			end := nm.inject(fmt.Sprintf("%s %s", names(nodes), label), e.describe(ctx, nodes))
-			fault(ctx, nm, nodes)
-			nm.at(ctx, t+length)
-			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
-			undo(hctx, nm, nodes)
-			cancel()
-			end()
-		}
-	}}
-}
-
-// peerCut partitions the picked members from the others at each slot,
-// heals after the window, and waits until every member serves again
-// before the next injection (a connection that lived through the cut
-// recovers only at its next retransmission).
-func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.Node, error)) plan {
-	p := e.Target.Members
-	return e.repeat(e.window(), e.gap(), label, pick, func(_ context.Context, nm *Nemesis, nodes []*compose.Node) {
-		nm.fail(p.Partition(nodes))
-	}, func(ctx context.Context, nm *Nemesis, _ []*compose.Node) {
-		nm.fail(p.HealPartition())
-		nm.fail(p.AwaitServing(ctx))
-	})
-}
-
-// instant is the shape of the faults that strike at once and need no
-// undoing (a restart, a clock jump): at each slot, the sections granted
-// around it hold across it, and op strikes the picked nodes. gap leaves
-// room after each for the backend to settle (a quarantine to end).
-func (e Env) instant(gap time.Duration, label string, pick func() []*compose.Node, op func(context.Context, *compose.Node) error) plan {
-	at := e.slots(0, gap)
-	// Whoever holds the key when the fault strikes is still inside its
-	// section for at least half a TTL, and within its lease, so that an
-	// overlap is the fault's doing, not an expired lease's.
-	long := judge.Action{Hold: e.Spec.TTL * 3 / 4}
-	hold := func(ev judge.SectionEvent) judge.Action {
-		for _, t := range at {
-			if ev.Granted >= max(t-e.Spec.TTL/4, 0) && ev.Granted < t+e.Spec.TTL/4 {
-				return long
-			}
-		}
-		return judge.Action{}
-	}
-	return plan{section: hold, schedule: func(ctx context.Context, nm *Nemesis) {
-		for _, t := range at {
-			if !nm.at(ctx, t) {
-				return
-			}
-			nodes := pick()
-			end := nm.inject(fmt.Sprintf("%s %s", names(nodes), label), e.describe(ctx, nodes))
-			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
-			each(nm, nodes, func(n *compose.Node) error { return op(hctx, n) })
-			cancel()
-			end()
-		}
-	}}
+	restart,
+	crash,
+	powerLoss,
+	clockJump,
+	clockRate,
+	crashMinority,
+	partition,
+	latency,
+	partitionLeader,
+	partitionHalves,
+	leaderKill,
 }
 
 // failover cuts replication, kills the master and waits for Sentinel to
@@ -442,8 +148,8 @@ func failover(e Env) plan {
 			nm.fail(fmt.Errorf("the master %s is none of the set's nodes", old))
 			return
 		}
-		end := nm.inject("replication cut, master killed, replica promoted", e.describe(fctx, []*compose.Node{n}))
-		defer end()
+		inj := nm.inject("replication cut, master killed, replica promoted", e.describe(fctx, []*compose.Node{n}))
+		defer inj.end()
 		for _, l := range t.Sentinel.ReplicationLinks {
 			nm.fail(l.Partition())
 		}
@@ -456,11 +162,40 @@ func failover(e Env) plan {
 		// forced SENTINEL FAILOVER refuses a replica whose link is held
 		// back; a dead master is what Sentinel is for.)
 		if !nm.at(ctx, cut+time.Second) {
+			inj.prove(proof{whyNot: "the case ended before the master was killed"})
 			return
 		}
-		nm.fail(n.Kill())
-		_, err = t.Sentinel.AwaitNewMaster(fctx, old)
-		nm.fail(err)
+		// The failover tests exclusion if sections granted on the master
+		// after the cut (which the replicas never saw) are open when it
+		// dies.
+		var after []string
+		for _, o := range nm.live().Open {
+			if o.Granted >= cut {
+				after = append(after, fmt.Sprintf("section %d (granted at %.2fs)", o.Section, o.Granted.Seconds()))
+			}
+		}
+		pid := n.PID()
+		if err := n.Kill(); err != nil {
+			nm.fail(err)
+			inj.prove(proof{whyNot: "the master would not die: " + err.Error()})
+			return
+		}
+		from := time.Now()
+		promoted, err := t.Sentinel.AwaitNewMaster(fctx, old)
+		if err != nil {
+			nm.fail(err)
+			inj.prove(proof{whyNot: "no replica was promoted: " + err.Error()})
+			return
+		}
+		p := proof{tested: len(after) > 0, effect: fmt.Sprintf("master %s (%s, pid %d) killed; the sentinels promoted %s %v later",
+			n.Name, old, pid, promoted, time.Since(from).Round(10*time.Millisecond))}
+		if len(after) > 0 {
+			p.precondition = fmt.Sprintf("open on the master alone when it died: %s", strings.Join(after, ", "))
+		} else {
+			p.precondition = "no section granted after the replication cut was open when the master died"
+			p.whyNot = p.precondition
+		}
+		inj.prove(p)
 	}}
 }
 

@@ -6,10 +6,11 @@
 // is a peer of the case's clients: attached to the case's judge, it
 // decides for every grant whether the section holds long or its holder's
 // process stops (a GC or VM pause), stops and resumes those processes
-// itself, and from the start barrier kills, restarts, pauses,
-// partitions, delays or shifts the clock of the servers on its schedule;
-// it records its own injections, their targets and windows, and its
-// failures to inject (Record), which the runner hands to the outcome.
+// itself, and from the start barrier kills, restarts, pauses, powers
+// off, partitions, delays or moves the clock of the servers on its
+// schedule; it records its own injections, their targets and windows,
+// what each tested, and its failures to inject (Record), which the
+// runner hands to the outcome.
 //
 // A scenario knows no backend: it acts on a Target, the servers behind a
 // backend with the controls their cluster has (a leader to find, member
@@ -25,24 +26,36 @@
 //	                 or at=before-read, after-write, acquire (inside Acquire) or extend (inside its lease's auto-extension); param x (default 1.5)
 //	server-pause     a minority of the servers, or the leader (the master, the single server), is stopped (SIGSTOP) for a while, then resumed
 //	failover         Sentinel: the lock is written to the master but held back from the replica, then a failover promotes the replica
-//	restart          a majority of the Redis nodes (the PostgreSQL server) restart while their keys are held: empty under the fast profile, with their data under the durable one
-//	clock-jump       an emulated clock jump: the keys on a minority or majority of the Redis nodes expire by a fraction of the TTL at once (Redis has no clock to set);
-//	                 params by (in TTLs, default 1) and nodes=minority|majority (default majority)
+//	restart          a majority of the nodes (the single server) is shut down in order and started again while a holder is inside its section
+//	crash            a majority is killed (SIGKILL) and started again on the same disk: the kernel kept what it wrote, synced or not
+//	power-loss       a majority loses power: every write not synced is lost (a lazy filesystem), then it starts again; param delay (in key lifetimes)
+//	clock-jump       the wall clock of a minority or majority (the leader first) jumps forward, for real (a clock preload);
+//	                 params by (in key lifetimes, default 1) and nodes=minority|majority (default majority)
+//	clock-rate       the wall clock of a minority or majority runs fast for a while; params rate (default 2) and nodes
 //	crash-minority   a minority of the nodes (any of them: the leader, Redlock's priority node) dies for a while, then restarts with its data
-//	partition        the clients are cut off from a minority of the nodes (the single server)
+//	partition        the clients are cut off from a minority of the nodes (the single server): routes dropped, no clean close
 //	latency          responses from a minority of the nodes (the single server) are slowed by 50 ms
 //	partition-leader the ZooKeeper or etcd leader is cut off from the other members (clients still reach it), then healed
 //	partition-halves the ZooKeeper or etcd members are split into a minority and a majority, then healed
 //	leader-kill      the ZooKeeper or etcd leader dies, then restarts with its data
 //
+// Every injection proves it tested something (see prove.go): it waits
+// for the lock to grant, strikes while a section of the faulted key is
+// open, reads back from the servers (or the client process) what the
+// fault did, and records both (results.Target's Tested, WhyNot,
+// Precondition and Effect). An injection that met no granting lock or no
+// open section is not tested, and the schedule strikes again; a case may
+// run longer for that (Nemesis.Duration), and ends once it has its tested
+// injections. An effect that cannot be read back fails the case.
+//
 // Targets are drawn from the case's random source, which the run's seed
 // determines, so a run replays with --seed; every injection records the
 // nodes it hit and whether the leader or a Redlock priority node was among
 // them. Around node faults that could grant a key twice (failover,
-// restart, clock-jump) the sections granted hold for most of their TTL,
-// so that a holder is still inside its section, and within its lease,
-// when the fault strikes: an overlap is then the backend's doing, not an
-// expired lease's.
+// restart, crash, power-loss, clock faults) the section the strike waits
+// for holds for most of its TTL, so that its holder is still inside it,
+// and within its lease, when the fault strikes: an overlap is then the
+// backend's doing, not an expired lease's.
 package nemesis
 
 import (
@@ -57,6 +70,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/results"
@@ -98,19 +112,15 @@ type Target struct {
 	Members Members
 	// Sentinel, when set, is the Sentinel set whose master failover loses.
 	Sentinel *compose.SentinelSet
-	// ClockShift is set when the nodes' key expiries can be moved
-	// (compose.Node.ShiftClock: Redis), which clock-jump emulates a jump
-	// by.
-	ClockShift bool
-	// KeepsData is set when the servers restart from their data whatever
-	// the durability profile (PostgreSQL cannot start without its data
-	// dir).
-	KeepsData bool
-	// ClientCuts is set when every node can be cut off from its clients
-	// for real, by rules on the hosts (compose.Node.CutClients: servers
-	// placed on hosts), rather than through a proxy.
-	ClientCuts bool
+	// Probe, when set, reads what node n holds of the keys whose names
+	// contain substr, as the backend stores them (its descriptor's
+	// Probe, on that node alone): what a fault that may lose or expire
+	// keys is read back from.
+	Probe func(ctx context.Context, n *compose.Node, substr string) (Stored, error)
 }
+
+// Stored is what one server holds of a case's keys (backends.Stored).
+type Stored = backends.Stored
 
 // Leader finds the current leader (or master) of a cluster: compose's
 // Ensemble, EtcdCluster and SentinelSet.
@@ -124,6 +134,9 @@ type Members interface {
 	Partition(groups ...[]*compose.Node) error
 	HealPartition() error
 	AwaitServing(ctx context.Context) error
+	// Isolated returns nil when member n says it lost its peers (no
+	// quorum, no leader), and why not otherwise: the proof of a cut.
+	Isolated(ctx context.Context, n *compose.Node) error
 }
 
 // leader returns the target's leader, or nil without one.
@@ -140,29 +153,37 @@ func (t Target) leader(ctx context.Context) (*compose.Node, error) {
 type Shape struct {
 	// Nodes is the number of servers a scenario may pick from.
 	Nodes int
-	// Elects, Leader, Members, Sentinel and ClockShift say that the
-	// target has what Target's fields of those names give.
-	Elects, Leader, Members, ClockShift bool
+	// Elects, Leader and Members say that the target has what Target's
+	// fields of those names give.
+	Elects, Leader, Members bool
+	// LazyFS, FakeClock and Netns say that every node has a lazy
+	// filesystem (a power loss can drop what it did not sync), runs under
+	// the clock preload (its wall clock can jump or run fast), or runs in
+	// a network namespace of its own (its clients can be cut off): what
+	// the Needs of a scenario ask. Before any server starts, a runner's
+	// shape says what the backend's servers can be started with here.
+	LazyFS, FakeClock, Netns bool
 	// Sentinel is set for a Sentinel set whose replication can be held
 	// back (proxied replication links).
 	Sentinel bool
 	// Proxied is set when the clients reach every node through its proxy,
 	// which can cut them off or slow them down.
 	Proxied bool
-	// ClientCuts is set when every node can be cut off from its clients
-	// without a proxy (Target.ClientCuts).
-	ClientCuts bool
 }
 
 // Shape returns t's shape.
 func (t Target) Shape() Shape {
 	sh := Shape{
-		Nodes: len(t.Nodes), Elects: t.Elects, Leader: t.Leader != nil, Members: t.Members != nil, ClockShift: t.ClockShift, ClientCuts: t.ClientCuts,
+		Nodes: len(t.Nodes), Elects: t.Elects, Leader: t.Leader != nil, Members: t.Members != nil,
+		LazyFS: len(t.Nodes) > 0, FakeClock: len(t.Nodes) > 0, Netns: len(t.Nodes) > 0,
 		Sentinel: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil,
 		Proxied:  len(t.Nodes) > 0,
 	}
 	for _, n := range t.Nodes {
 		sh.Proxied = sh.Proxied && n.Proxy() != nil
+		sh.LazyFS = sh.LazyFS && n.HasLazyFS()
+		sh.FakeClock = sh.FakeClock && n.HasFakeClock()
+		sh.Netns = sh.Netns && n.Cuttable()
 	}
 	return sh
 }
@@ -181,9 +202,6 @@ type Env struct {
 	// keys ahead of the leases it promises (rueidislock). Clock jumps are
 	// sized from it; zero means the case's TTL.
 	KeyLife time.Duration
-	// Durable is set under the durable profile: a restarted Redis node
-	// keeps what it acknowledged.
-	Durable bool
 	// Injections is how many times the fault strikes in the case (at
 	// least 1; fewer when the windows do not fit in the case).
 	Injections int
@@ -191,6 +209,9 @@ type Env struct {
 	Rand *rand.Rand
 	// Params are the fault's params (client-pause?x=1.5 gives x).
 	Params url.Values
+
+	// wait, when set, replaces grantWait (tests).
+	wait time.Duration
 }
 
 // Scenario is one named fault.
@@ -210,6 +231,8 @@ type Scenario struct {
 	// Processes means the scenario stops clients' processes: the case
 	// must run its clients as processes.
 	Processes bool
+	// Needs is what the case's servers must be started with.
+	Needs Needs
 	// Fresh means the scenario leaves the cluster changed for good (a
 	// failover moves the master): run each case on a new cluster, and the
 	// next case of any scenario on a new one too.
@@ -232,6 +255,20 @@ type Scenario struct {
 	// gap after it, given the params and the backend's lease: cases
 	// stretch so that every injection fits without meeting the next.
 	span func(p url.Values, sh Shape, lease time.Duration) time.Duration
+}
+
+// Needs is what a scenario needs of the servers it breaks, beyond their
+// being there: a runner starts the servers of its cases so, and only
+// then (a lazy filesystem slows every write; the clock preload adds to
+// every clock read).
+type Needs struct {
+	// LazyFS puts the servers' data on a lazy filesystem (power loss).
+	LazyFS bool
+	// FakeClock runs the servers under the clock preload (clock faults).
+	FakeClock bool
+	// Netns runs the servers in network namespaces of their own, so that
+	// their clients can be cut off (partition).
+	Netns bool
 }
 
 // Fault is a scenario with its params, as a case names it:
@@ -321,6 +358,7 @@ func (f Fault) MinDuration(sh Shape, lease time.Duration, injections int) time.D
 func (f Fault) Nemesis(e Env) *Nemesis {
 	n := newNemesis()
 	if f.plan == nil {
+		n.plan.planned = e.Spec.Duration
 		return n
 	}
 	e.Params = f.Params
@@ -329,6 +367,9 @@ func (f Fault) Nemesis(e Env) *Nemesis {
 		e.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	n.plan = f.plan(e)
+	if n.plan.planned == 0 {
+		n.plan.planned = e.Spec.Duration
+	}
 	return n
 }
 
@@ -444,12 +485,19 @@ func names(nodes []*compose.Node) string {
 	return strings.Join(s, ", ")
 }
 
-// each applies op to every node at once and waits: faults on several
-// nodes strike together, as in a rack power loss.
-func each(nm *Nemesis, nodes []*compose.Node, op func(*compose.Node) error) {
+// eachErr applies op to every node at once and waits: faults on several
+// nodes strike together, as in a rack power loss. It joins the errors.
+func eachErr(nodes []*compose.Node, op func(*compose.Node) error) error {
+	return eachIndexed(nodes, func(_ int, n *compose.Node) error { return op(n) })
+}
+
+// eachIndexed is eachErr with each node's index.
+func eachIndexed(nodes []*compose.Node, op func(int, *compose.Node) error) error {
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for _, n := range nodes {
-		wg.Go(func() { nm.fail(op(n)) })
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = op(i, n) })
 	}
 	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -26,8 +26,15 @@ type plan struct {
 	// schedule runs from the start barrier with a context that ends when
 	// the load stops. It reads the start from n (n.at), records each
 	// injection and its window (n.inject) and its trouble (n.fail), and
-	// returns soon after ctx ends, having healed what it broke.
+	// returns soon after ctx ends, having healed what it broke. When it
+	// returns before ctx ends, it has what it came for (its tested
+	// injections): the case then ends at its planned length, or at once
+	// if that has passed.
 	schedule func(ctx context.Context, n *Nemesis)
+	// planned is how long the case is planned to run; stretch is how much
+	// longer it may run, at most, for a schedule to get its tested
+	// injections (see Nemesis.Duration).
+	planned, stretch time.Duration
 }
 
 // Nemesis is one case's fault at work: a peer of the case's clients,
@@ -50,6 +57,11 @@ type Nemesis struct {
 	nextID  int
 	failed  []string
 	targets []results.Target
+	notes   []string
+	lost    string
+	// armed, when set, is the action the next grant gets, and where the
+	// grant is sent: a schedule waiting to strike at a held key.
+	armed *arming
 
 	running sync.WaitGroup // the schedule
 	pauses  sync.WaitGroup // client pauses not yet resumed
@@ -74,8 +86,17 @@ type Record struct {
 	Targets []results.Target
 	// Failures say, with their time, where the fault did not inject as
 	// planned (a node that would not die or come back, a proxy that would
-	// not cut): the case then did not measure what its name promises.
+	// not cut), or its effect could not be read back: the case then did
+	// not measure what its name promises.
 	Failures []string
+	// Notes say what a reader of the case must know of its injections:
+	// how many tested what they were meant to, of how many asked, and
+	// why the case ran longer or ended with fewer.
+	Notes []string
+	// Lost, when set, says that the servers did not come back from the
+	// fault, which was its true outcome (a consensus majority that lost
+	// its data): the runner must not use them again.
+	Lost string
 }
 
 // Attach puts n on judge case c before its clients start: the judge asks
@@ -84,7 +105,7 @@ type Record struct {
 // schedule runs until duration has passed, ctx ends or Stop is called,
 // whichever comes first. Call Attach once.
 func (n *Nemesis) Attach(ctx context.Context, c *judge.Case, duration time.Duration) {
-	c.SetHooks(n.plan.section, n)
+	c.SetHooks(n.section, n)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopOnCancel := context.AfterFunc(ctx, cancel)
 	n.mu.Lock()
@@ -107,7 +128,100 @@ func (n *Nemesis) Attach(ctx context.Context, c *judge.Case, duration time.Durat
 		dctx, cancel := context.WithDeadline(sctx, start.Add(duration))
 		defer cancel()
 		n.plan.schedule(dctx, n)
+		if dctx.Err() == nil && n.at(dctx, n.plan.planned) {
+			c.Enough() // the schedule has what it came for
+		}
 	})
+}
+
+// Duration is how long the case may run: its planned length, and, for a
+// fault that strikes on a schedule, the time to make up for injections
+// that tested nothing (a lock that did not grant, no section open at the
+// strike) up to a cap. A case opened for that long ends as soon as its
+// schedule has its tested injections and its planned length has passed
+// (judge.Case.Enough).
+func (n *Nemesis) Duration() time.Duration {
+	if n.plan.schedule == nil {
+		return n.plan.planned
+	}
+	return n.plan.planned + n.plan.stretch
+}
+
+// arming is a schedule's wait for the next grant.
+type arming struct {
+	action judge.Action
+	grant  chan judge.SectionEvent // buffered: the hook never blocks
+}
+
+// section is the judge's section hook: the next grant after arm gets the
+// armed action and wakes the schedule; the others, the plan's.
+func (n *Nemesis) section(ev judge.SectionEvent) judge.Action {
+	n.mu.Lock()
+	a := n.armed
+	n.armed = nil
+	n.mu.Unlock()
+	if a != nil {
+		a.grant <- ev
+		return a.action
+	}
+	if n.plan.section != nil {
+		return n.plan.section(ev)
+	}
+	return judge.Action{}
+}
+
+// arm makes the next grant get action a, and returns where that grant is
+// sent. A second arm replaces the first.
+func (n *Nemesis) arm(a judge.Action) <-chan judge.SectionEvent {
+	ch := make(chan judge.SectionEvent, 1)
+	n.mu.Lock()
+	n.armed = &arming{action: a, grant: ch}
+	n.mu.Unlock()
+	return ch
+}
+
+// disarm withdraws an arming no grant took.
+func (n *Nemesis) disarm() {
+	n.mu.Lock()
+	n.armed = nil
+	n.mu.Unlock()
+}
+
+// live is the judge's view of the case now (empty before Attach).
+func (n *Nemesis) live() judge.Live {
+	n.mu.Lock()
+	c := n.c
+	n.mu.Unlock()
+	if c == nil {
+		return judge.Live{}
+	}
+	return c.Live()
+}
+
+// keyPrefix is the prefix of the case's keys ("" before Attach).
+func (n *Nemesis) keyPrefix() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.c == nil {
+		return ""
+	}
+	return n.c.KeyPrefix()
+}
+
+// since is now on the case clock (0 before the start).
+func (n *Nemesis) since() time.Duration {
+	start, ok := n.started()
+	if !ok {
+		return 0
+	}
+	return time.Since(start)
+}
+
+// note adds a note to the record.
+func (n *Nemesis) note(format string, args ...any) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notes = append(n.notes, fmt.Sprintf(format, args...))
 }
 
 // A Process is a client process a client pause stops and resumes: one of
@@ -150,6 +264,17 @@ func (l localProcess) Pause(context.Context) error {
 func (l localProcess) Resume(context.Context) error {
 	if err := l.p.Signal(syscall.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
+	}
+	return nil
+}
+
+// hostOf names the host a client process runs on when it is not this
+// machine.
+func hostOf(p Process) []string {
+	if rp, ok := p.(remote.Proc); ok {
+		if h, ok := rp.Remote.(*remote.SSH); ok {
+			return []string{h.Name()}
+		}
 	}
 	return nil
 }
@@ -213,29 +338,31 @@ func (n *Nemesis) Pause(process int, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := proc.Pause(ctx)
-	if err == nil || !errors.Is(err, remote.ErrGone) {
-		// Stopped, or stopped in part: resumed after d all the same.
-		target := results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}}
-		if p, ok := proc.(remote.Proc); ok {
-			if h, ok := p.Remote.(*remote.SSH); ok {
-				target.Hosts = []string{h.Name()}
-			}
-		}
-		end := n.inject(fmt.Sprintf("process %d stopped for %v", process, d), target)
-		n.pauses.Add(1)
-		time.AfterFunc(d, func() {
-			defer n.pauses.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := proc.Resume(ctx); err != nil && !errors.Is(err, remote.ErrGone) {
-				n.fail(fmt.Errorf("resume process %d: %w", process, err))
-			}
-			end()
-		})
-	}
-	if err != nil {
+	if err != nil && errors.Is(err, remote.ErrGone) {
 		return fmt.Errorf("pause process %d: %w", process, err)
 	}
+	// Stopped, or stopped in part: resumed after d all the same.
+	inj := n.inject(fmt.Sprintf("process %d stopped for %v", process, d), results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}, Hosts: hostOf(proc)})
+	n.pauses.Add(1)
+	time.AfterFunc(d, func() {
+		defer n.pauses.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := proc.Resume(ctx); err != nil && !errors.Is(err, remote.ErrGone) {
+			n.fail(fmt.Errorf("resume process %d: %w", process, err))
+		}
+		inj.end()
+	})
+	// The pause comes inside the holder's section, by the judge's hook:
+	// the section is open and the lock just granted it. What is left to
+	// prove is that the process really stopped: every thread in state T.
+	if err != nil {
+		err = fmt.Errorf("pause process %d: %w", process, err)
+		n.fail(err)
+		inj.prove(proof{whyNot: err.Error()})
+		return err
+	}
+	inj.prove(proof{tested: true, precondition: "inside the section the judge granted it", effect: fmt.Sprintf("every thread of process %d stopped (state T)", process)})
 	return nil
 }
 
@@ -267,18 +394,57 @@ func (n *Nemesis) fail(err error) {
 }
 
 // inject records one injection of the fault, on target, and opens its
-// window (labelled label); the returned function closes the window, and
-// does nothing when called again. Injections are numbered from 1 in the
-// order they are recorded.
-func (n *Nemesis) inject(label string, target results.Target) (end func()) {
+// window (labelled label); the injection's end closes the window, and
+// does nothing when called again, and its prove records what it tested.
+// Injections are numbered from 1 in the order they are recorded.
+func (n *Nemesis) inject(label string, target results.Target) *injection {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	target.Injection = len(n.targets) + 1
+	target.AtS = time.Since(n.start).Seconds()
 	n.targets = append(n.targets, target)
 	id := n.nextID
 	n.nextID++
 	n.open[id] = openWindow{label: label, from: time.Now()}
-	return func() { n.close(id, time.Now()) }
+	return &injection{n: n, index: len(n.targets) - 1, window: id}
+}
+
+// injection is one recorded injection.
+type injection struct {
+	n      *Nemesis
+	index  int // in n.targets
+	window int // its window's id
+}
+
+// end closes the injection's window.
+func (j *injection) end() { j.n.close(j.window, time.Now()) }
+
+// prove records what the injection tested: whether it met what its class
+// is meant to test and had its effect read back (p.tested), and why not.
+func (j *injection) prove(p proof) {
+	j.n.mu.Lock()
+	defer j.n.mu.Unlock()
+	t := &j.n.targets[j.index]
+	tested := p.tested
+	t.Tested = &tested
+	t.WhyNot = ""
+	if !tested {
+		t.WhyNot = p.whyNot
+	}
+	t.Precondition, t.Effect = p.precondition, p.effect
+}
+
+// tested counts the injections proved tested so far.
+func (n *Nemesis) tested() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	k := 0
+	for _, t := range n.targets {
+		if t.Tested != nil && *t.Tested {
+			k++
+		}
+	}
+	return k
 }
 
 // close closes window id at at, if it is open.
@@ -315,5 +481,13 @@ func (n *Nemesis) record(end time.Time) Record {
 	defer n.mu.Unlock()
 	w := append([]results.Window{}, n.windows...)
 	slices.SortStableFunc(w, func(a, b results.Window) int { return cmp.Compare(a.StartS, b.StartS) })
-	return Record{Windows: w, Targets: append([]results.Target(nil), n.targets...), Failures: append([]string(nil), n.failed...)}
+	targets := append([]results.Target(nil), n.targets...)
+	for i := range targets {
+		if targets[i].Tested == nil { // cut short by the end of the case
+			no := false
+			targets[i].Tested, targets[i].WhyNot = &no, "the case ended before the injection was proved"
+		}
+	}
+	return Record{Windows: w, Targets: targets, Failures: append([]string(nil), n.failed...),
+		Notes: append([]string(nil), n.notes...), Lost: n.lost}
 }

@@ -68,11 +68,11 @@ func TestNemesisRecordsItsInjections(t *testing.T) {
 		seen, _ = n.started()
 		n.inject("until the end", results.Target{Nodes: []string{"a"}}) // never closed here: Stop closes it
 		if n.at(ctx, 100*time.Millisecond) {
-			end := n.inject("kill", results.Target{Nodes: []string{"b"}})
+			inj := n.inject("kill", results.Target{Nodes: []string{"b"}})
 			n.fail(nil) // nothing to record
 			n.fail(errors.New("node-3 would not die"))
-			end()
-			end() // a second call does nothing
+			inj.end()
+			inj.end() // a second call does nothing
 		}
 		<-ctx.Done()
 	}}

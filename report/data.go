@@ -183,7 +183,7 @@ func analyse(f *results.File) *dataset {
 	slices.SortFunc(ds.Guards, compareGuards)
 	slices.Sort(ds.Clients)
 	slices.SortFunc(ds.Durabilities, func(a, b string) int {
-		order := []string{results.DurabilityFast, results.DurabilityDurable}
+		order := []string{results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable}
 		return cmp.Or(cmp.Compare(rank(a, order...), rank(b, order...)), cmp.Compare(btoi(a == profileNoServers), btoi(b == profileNoServers)), cmp.Compare(a, b))
 	})
 	return ds

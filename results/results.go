@@ -91,7 +91,8 @@ type Case struct {
 	// (goroutines of the runner, for throughput cases).
 	ClientsAs string `json:"clients_as,omitempty"`
 	// Durability is the servers' durability profile: DurabilityFast (no
-	// fsync) or DurabilityDurable (every write synced); empty for a
+	// fsync), DurabilityPeriodic (a sync in the background, about once a
+	// second) or DurabilityDurable (every write synced); empty for a
 	// backend without servers.
 	Durability string `json:"durability,omitempty"`
 	// Seed is the case's own seed, derived from the run's.
@@ -282,6 +283,10 @@ const (
 	// DurabilityFast: no fsync (Redis without persistence, etcd with
 	// --unsafe-no-fsync, ZooKeeper forceSync=no, PostgreSQL fsync=off).
 	DurabilityFast = "fast"
+	// DurabilityPeriodic: a sync in the background (Redis appendfsync
+	// everysec, PostgreSQL synchronous_commit=off with fsync on); ZooKeeper
+	// and etcd have no such mode.
+	DurabilityPeriodic = "periodic"
 	// DurabilityDurable: every write synced before it is acknowledged
 	// (Redis AOF appendfsync always, etcd and ZooKeeper with fsync,
 	// PostgreSQL fsync and synchronous_commit on).
@@ -310,6 +315,14 @@ type Target struct {
 	// injections: it then counts as tested, and the report says so.
 	Tested *bool  `json:"tested,omitempty"`
 	WhyNot string `json:"why_not,omitempty"`
+	// Precondition says what the injection met at its strike, as the
+	// judge saw it: the section open on the faulted key, the last grant
+	// before it.
+	Precondition string `json:"precondition,omitempty"`
+	// Effect says what the fault did, as read back from the servers (or
+	// the client processes) after it struck: keys kept or lost, the clock
+	// moved, threads stopped, a member cut off from its peers.
+	Effect string `json:"effect,omitempty"`
 	// Aimed and Landed are, for a pause of a client's process, the point
 	// of its cycle it was aimed at and the one it landed at (see
 	// Case.PausesLanded; "after-read+extend" when it also caught an

@@ -41,7 +41,7 @@ func cluster(t testing.TB, n int, proxied bool) *compose.EtcdCluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := composetest.ForTest(t).Etcd(ctx, n, compose.EtcdOptions{Proxied: proxied, NoFsync: true})
+	c, err := composetest.ForTest(t).Etcd(ctx, n, compose.EtcdOptions{Proxied: proxied, Durability: compose.DurabilityFast})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ func init() {
 		Doc:     "PostgreSQL: session advisory locks (mode=advisory), or a fenced lease table (mode=lease, the default)",
 		Open:    Open,
 		Servers: backends.Servers{Kind: backends.Postgres, Count: 1},
+		Probe:   Probe,
 		// The two modes are two locks: the suites run both, and list the
 		// advisory one beside the plain backend (its guarantee differs: no
 		// TTL on the server, no fencing).
@@ -16,10 +17,8 @@ func init() {
 			{Params: "mode=" + string(Lease), Suites: backends.AllSuites},
 		},
 		NotApplicable: map[string]string{
-			"failover":       "one PostgreSQL server without replicas has nothing to fail over",
-			"crash-minority": "needs a cluster of at least 3 nodes: one PostgreSQL server has no minority to crash (its loss is what restart and server-pause do)",
-			"clock-jump": "lockbench's clock-jump emulates a wall-clock jump by moving Redis key expiries; it has no PostgreSQL equivalent " +
-				"(the lease table expires leases by the server's wall clock, now(), so a real jump would matter to it; advisory locks have no expiry)",
+			"failover":         "one PostgreSQL server without replicas has nothing to fail over",
+			"crash-minority":   "needs a cluster of at least 3 nodes: one PostgreSQL server has no minority to crash (its loss is what restart and server-pause do)",
 			"partition-leader": "one PostgreSQL server has no peers: there is no leader to cut off from its followers",
 			"partition-halves": "one PostgreSQL server has no peers to be split from",
 			"leader-kill":      "one PostgreSQL server elects no leader (its loss is what restart and server-pause do)",

@@ -33,7 +33,7 @@ func TestAdvisorySessionKilled(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := server(t, compose.PostgresOptions{NoFsync: true})
+			n := server(t, compose.PostgresOptions{Durability: compose.DurabilityFast})
 			before := goleak.IgnoreCurrent()
 			a, b := open(t, n.Addr(), Advisory, nil), open(t, n.Addr(), Advisory, nil)
 			key := "killed"
@@ -192,9 +192,10 @@ func TestServerRestart(t *testing.T) {
 // slowed to 10 s so that the grant is certainly among them), and the key is
 // granted twice; under the durable profile the grant survives.
 func TestFastProfileForgetsGrants(t *testing.T) {
-	for _, fast := range []bool{false, true} {
+	for _, d := range []compose.Durability{compose.DurabilityDurable, compose.DurabilityFast} {
+		fast := d == compose.DurabilityFast
 		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
-			n := server(t, compose.PostgresOptions{NoFsync: fast, Config: [][2]string{{"wal_writer_delay", "10s"}}})
+			n := server(t, compose.PostgresOptions{Durability: d, Config: [][2]string{{"wal_writer_delay", "10s"}}})
 			a, b := openClosed(t, n.Addr(), Lease), openClosed(t, n.Addr(), Lease)
 			ctx := context.Background()
 			// The table, so that the grant below is the only write.

@@ -76,8 +76,7 @@ func (l *Locker) grantRow(ctx context.Context, key string, o locker.Options) (lo
 // restarted without its data.
 func (l *Locker) withTable(ctx context.Context, op func(context.Context) error) error {
 	err := op(ctx)
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "42P01" { // undefined_table
+	if !isUndefinedTable(err) {
 		return err
 	}
 	if err := l.createTable(ctx); err != nil {

@@ -19,7 +19,7 @@ import (
 // benchmarks share, under the fast profile, so that a loaded disk does not
 // stall the short TTLs of the tests; fault tests start their own.
 var shared = composetest.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
-	n, err := e.Postgres(ctx, compose.PostgresOptions{NoFsync: true})
+	n, err := e.Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityFast})
 	if err != nil {
 		return "", err
 	}

@@ -13,6 +13,7 @@ func init() {
 		Open:          Open,
 		Servers:       backends.Servers{Kind: backends.Redis, Count: 1},
 		NotApplicable: NotApplicable(1),
+		Probe:         Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  "redis",
 			Usage: "the single Redis server of the redis backend (host:port)",

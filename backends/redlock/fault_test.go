@@ -145,7 +145,7 @@ func TestRestartQuarantine(t *testing.T) {
 // random: every grant's token, from plain counters, must exceed the one
 // before.
 func TestTokensIncreaseAcrossRestarts(t *testing.T) {
-	nodes, newRedlock := cluster(t, compose.RedisOptions{AOF: true})
+	nodes, newRedlock := cluster(t, compose.RedisOptions{Durability: compose.DurabilityDurable})
 	// Plain counters, so that persistence alone is what keeps them
 	// increasing; and no quarantine, which would keep nodes restarted this
 	// often out of the quorum (with their data, they need not be).

@@ -13,6 +13,7 @@ func init() {
 		// Redlock's five masters: both are measured on the same nodes.
 		Servers:       backends.Servers{Kind: backends.Redis, Count: 5},
 		NotApplicable: redis.NotApplicable(5),
+		Probe:         redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  "redsync",
 			Usage: "the Redis masters of redsync",

@@ -17,6 +17,7 @@ func init() {
 		KeyLife: keyLife,
 		// It runs on one Redis server, as the redis backend does.
 		NotApplicable: redis.NotApplicable(1),
+		Probe:         redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  "rueidislock",
 			Usage: "the single Redis server of rueidislock",

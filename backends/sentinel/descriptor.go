@@ -12,16 +12,14 @@ func init() {
 		Open: Open,
 		// A master and one replica, and the sentinels that watch them.
 		Servers: backends.Servers{Kind: backends.Sentinel, Count: 2, MasterParam: "master"},
+		Probe:   redis.Probe,
 		Variants: []backends.Variant{
 			{Suites: backends.AllSuites},
 			// WAIT is there for the failover: what it buys.
 			{Params: "wait=1", Suites: backends.DefaultSuite, Faults: []string{"failover"}},
 		},
 		NotApplicable: map[string]string{
-			"restart":          "the restart fault restarts standalone servers (Redis masters, the PostgreSQL server); a Sentinel set's master lost is the failover fault's case",
-			"clock-jump":       "the clock-jump emulation is written for standalone Redis masters (redis, redlock, redsync, rueidislock); it is not run on a Sentinel set",
 			"crash-minority":   "needs a cluster of at least 3 nodes: the Sentinel set has a master and one replica (losing the master is the failover fault's case)",
-			"partition":        "needs servers the clients reach through proxies; Sentinel's clients follow the master the sentinels name, around any proxy",
 			"latency":          "needs servers the clients reach through proxies; Sentinel's clients follow the master the sentinels name, around any proxy",
 			"partition-leader": "the fault cuts a consensus leader from its followers; a Sentinel set's Redis nodes elect nothing (the sentinels pick the master, and the failover fault cuts its replication)",
 			"partition-halves": "the fault splits the members of a consensus cluster; a Sentinel set's Redis nodes only replicate from the master (the failover fault cuts that replication)",

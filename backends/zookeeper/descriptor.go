@@ -25,12 +25,9 @@ func init() {
 			return map[string]string{"session": max(ttl, MinCaseSession).String()}
 		},
 		Lease: silentLease,
+		Probe: Probe,
 		NotApplicable: map[string]string{
 			"failover": "ZooKeeper has no Sentinel to fail over: a leader's loss is what leader-kill and partition-leader do",
-			"restart": "the restart fault restarts a majority of the servers, empty under the fast profile: an ensemble that loses a majority's data is gone, " +
-				"which no consensus system claims to survive (crash-minority and leader-kill restart servers with their data)",
-			"clock-jump": "ZooKeeper sessions expire on the servers' monotonic tick counts, not on wall-clock time, so a wall-clock jump cannot expire them; " +
-				"lockbench's clock-jump emulates a jump by moving Redis key expiries, which has no ZooKeeper equivalent",
 		},
 		Endpoints: backends.Endpoints{
 			Flag:  "zookeeper",

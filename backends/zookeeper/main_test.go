@@ -58,7 +58,7 @@ func benchStandalone(tb testing.TB) []string {
 // the short TTLs and sessions of the tests (a killed server still keeps
 // what it wrote).
 func testOptions(proxied bool) compose.ZooKeeperOptions {
-	return compose.ZooKeeperOptions{TickTime: 100 * time.Millisecond, Proxied: proxied, NoFsync: true}
+	return compose.ZooKeeperOptions{TickTime: 100 * time.Millisecond, Proxied: proxied, Durability: compose.DurabilityFast}
 }
 
 // ensemble starts n ZooKeeper servers for the test, with testOptions.

@@ -37,7 +37,7 @@ type runFlags struct {
 	guards     []string
 	clients    []int
 	clientsAs  string
-	durability string
+	durability []string
 	injections int
 	duration   time.Duration
 	trials     int
@@ -64,7 +64,7 @@ func runCmd() *cobra.Command {
 		Use:   "run",
 		Short: "Run cases against real servers and write DIR/results.json (and the report)",
 		Long: `run measures every case of a suite (--suite default or quick: what make bench and
-make bench-quick run) or of the cross product of the flags: backends × workloads × faults ×
+make bench-quick run; full: every durability profile on every backend) or of the cross product of the flags: backends × workloads × faults ×
 clients × trials, each case judged under every --guard at once. It starts the servers the
 backends need on 127.0.0.1 (or uses the endpoints you give) and a judge that every client
 reports to, runs the clients as worker processes (lockbench worker) or goroutines, writes
@@ -96,7 +96,7 @@ Backends:
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full); other flags then override its settings")
+	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every durability profile on every backend, every clock fault; about twice as long as default); other flags then override its settings")
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
 	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
 	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults, with params as name?param=value: "+strings.Join(nemesis.Names(), ", "))
@@ -104,7 +104,7 @@ Backends:
 	fl.StringSliceVar(&f.guards, "guard", nil, "resource guards, each case judged under all of them at once: none, fence, fence-rw, cas (default none)")
 	fl.IntSliceVar(&f.clients, "clients", []int{8}, "concurrent clients, each with its own connections")
 	fl.StringVar(&f.clientsAs, "clients-as", "", "run the clients as processes or goroutines (default: goroutines without a fault, processes under one)")
-	fl.StringVar(&f.durability, "durability", "fast", "servers' profile: fast (no fsync) or durable (every write synced)")
+	fl.StringSliceVar(&f.durability, "durability", []string{"fast"}, "servers' profiles, each case run under each: fast (no fsync), periodic (a sync about once a second; ZooKeeper and etcd have none) or durable (every write synced)")
 	fl.IntVar(&f.injections, "injections", 3, "times each fault case injects its fault")
 	fl.Uint64Var(&f.seed, "seed", 0, "the run's seed: keys, hold times, fault targets and times (default random; results.json records it)")
 	fl.StringVar(&f.judge, "judge", "", "join the judge at this address (lockbench judge) instead of running one")
@@ -369,6 +369,17 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 		if changed("guard") || changed("fencing") {
 			s.Guards = guards
 		}
+		if changed("durability") {
+			// Every fault case under each profile given.
+			s.Profiles = map[string][]string{}
+			for _, name := range s.Faults {
+				fault, err := nemesis.Parse(name)
+				if err != nil {
+					return nil, nil, bench.ConfigError(err)
+				}
+				s.Profiles[fault.Class()] = f.durability
+			}
+		}
 		if changed("injections") {
 			s.Injections = f.injections
 		}
@@ -402,7 +413,7 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 	}
 	cases, err := bench.Cross(bench.Matrix{
 		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
-		ClientsAs: f.clientsAs, Durability: f.durability, Injections: f.injections,
+		ClientsAs: f.clientsAs, Durabilities: f.durability, Injections: f.injections,
 		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think,
 			HoldLeft: f.holdLeft, AutoExtend: f.autoExtend, AcquireTimeout: f.acquireTO},
 	})

@@ -36,10 +36,11 @@ func init() {
 			// Without the quarantine, a majority restarted empty grants
 			// held keys again; with plain counters for tokens, nodes
 			// restarted empty forget them: both are there for restarts.
-			{Params: "quarantine=false", Suites: backends.AllSuites, Faults: []string{"restart"}},
+			{Params: "quarantine=false", Suites: backends.AllSuites, Faults: []string{"restart", "power-loss"}},
 			{Params: "clockfloor=false", Suites: backends.DefaultSuite, Faults: []string{"restart"}},
 		},
 		NotApplicable: redis.NotApplicable(5),
+		Probe:         redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  Name,
 			Usage: "the independent Redis masters of redlock",

@@ -1,0 +1,105 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2/toxics"
+)
+
+// Faults lists the faults in force on the proxy, as the proxy enforces
+// them ("delay: latency 50ms on downstream"): what a nemesis reads back to
+// prove that a latency or a proxy partition took.
+func (x *Proxy) Faults() []string {
+	var out []string
+	for _, name := range []string{"delay", "partition-upstream", "partition-downstream"} {
+		t := x.p.Toxics.GetToxic(name)
+		if t == nil {
+			continue
+		}
+		what := t.Type
+		if l, ok := t.Toxic.(*toxics.LatencyToxic); ok {
+			what += fmt.Sprintf(" %dms", l.Latency)
+		}
+		out = append(out, fmt.Sprintf("%s: %s on %s", t.Name, what, t.Stream))
+	}
+	return out
+}
+
+// Isolated returns nil when server n of the ensemble says it has lost its
+// quorum (srvr: it is not serving requests, as a server cut off from a
+// majority of the ensemble says within syncLimit ticks), and an error
+// saying what it is otherwise: the proof that a partition between members
+// took. The server must be reachable from this host (a partition between
+// members does not cut its clients off).
+func (z *Ensemble) Isolated(ctx context.Context, n *Node) error {
+	ctx, cancel := withDefaultTimeout(ctx, time.Second)
+	defer cancel()
+	out, err := fourLetterWord(ctx, n.ServerAddr(), "srvr")
+	if err != nil {
+		return fmt.Errorf("compose: %s: %w", n.Name, err)
+	}
+	if strings.Contains(out, "not currently serving") {
+		return nil
+	}
+	mode, _, err := zkStatus(ctx, n.ServerAddr())
+	if err != nil {
+		return fmt.Errorf("compose: %s: %w", n.Name, err)
+	}
+	return fmt.Errorf("compose: %s still serves, as %s", n.Name, mode)
+}
+
+// Isolated returns nil when member n of the cluster says it has no leader
+// (its status: a leader cut off from the majority steps down within an
+// election timeout, as raft's CheckQuorum makes it, and a follower cut off
+// gives its leader up when it stands for election), and an error naming
+// the leader it still follows otherwise: the proof that a partition
+// between members took.
+func (c *EtcdCluster) Isolated(ctx context.Context, n *Node) error {
+	ctx, cancel := withDefaultTimeout(ctx, time.Second)
+	defer cancel()
+	var st struct {
+		Header struct {
+			MemberID string `json:"member_id"`
+		} `json:"header"`
+		Leader   string `json:"leader"`
+		RaftTerm string `json:"raftTerm"`
+	}
+	if err := etcdCall(ctx, n.ServerAddr(), "/v3/maintenance/status", struct{}{}, &st); err != nil {
+		return fmt.Errorf("compose: %s: %w", n.Name, err)
+	}
+	if st.Leader == "" || st.Leader == "0" {
+		return nil
+	}
+	if st.Leader == st.Header.MemberID {
+		return fmt.Errorf("compose: %s still leads (term %s)", n.Name, st.RaftTerm)
+	}
+	return fmt.Errorf("compose: %s still follows leader %s (term %s)", n.Name, st.Leader, st.RaftTerm)
+}
+
+// FakeClockAvailable returns nil when servers here can run under the
+// clock preload (FakeClock options): the C compiler CC that builds it, on
+// each host on first use, is installed. (A host placed elsewhere may name
+// a prebuilt one: Placement.ClockPreload.)
+func FakeClockAvailable() error {
+	if _, err := exec.LookPath(CC); err != nil {
+		return fmt.Errorf("compose: the clock preload is built with %s (Debian's gcc): %w", CC, err)
+	}
+	return nil
+}
+
+// HasLazyFS reports whether the node's dir is on a lazy filesystem: a
+// power loss can drop what it did not sync.
+func (n *Node) HasLazyFS() bool { return n.lazy != nil }
+
+// HasFakeClock reports whether the server runs under the clock preload:
+// its wall clock can jump and change its rate.
+func (n *Node) HasFakeClock() bool { return n.clock != nil }
+
+// Cuttable reports whether CutClients can cut the server's clients off:
+// it runs in a network namespace of its own, or on a host of its own
+// (Placement: rules on its host and its client hosts).
+func (n *Node) Cuttable() bool { return n.spec.net != nil || n.spec.place != nil }

@@ -1,0 +1,207 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/compose"
+)
+
+// The faults that may cost servers their data, each on a majority of the
+// nodes (the single server of a one-node backend) while a holder is
+// inside its section, each read back as what every target held of the
+// held key before and after: restart (an orderly one), crash (the
+// process dies, the kernel keeps what it wrote) and power loss (the
+// machine dies, and with it every write not synced).
+
+var restart = &Scenario{
+	Name: "restart",
+	span: instantly,
+	Doc: "a random majority of the nodes (the single server of a one-node backend) is shut down in order (SIGTERM) and started again while a holder is inside its section: " +
+		"it keeps what it persists at shutdown (nothing for Redis without persistence, everything elsewhere)",
+	MinTTL: 2 * time.Second,
+	fits:   needServers,
+	plan: func(e Env) plan {
+		return e.drive(strike{
+			label: "restarted", hold: e.Spec.TTL * 3 / 4, exclusion: true,
+			pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
+			do: e.keysAcross(func(ctx context.Context, a attempt) (string, error) {
+				a.struck()
+				if err := eachErr(a.nodes, (*compose.Node).Stop); err != nil {
+					return "", err
+				}
+				return "", compose.StartAll(ctx, a.nodes...)
+			}),
+		})
+	},
+}
+
+var crash = &Scenario{
+	Name: "crash",
+	span: instantly,
+	Doc: "a random majority of the nodes (the single server of a one-node backend) is killed (SIGKILL) and started again on the same disk while a holder is inside its section: " +
+		"the kernel kept every write the server made, synced or not (a process crash, not a machine's)",
+	MinTTL: 2 * time.Second,
+	fits:   needServers,
+	plan: func(e Env) plan {
+		return e.drive(strike{
+			label: "crashed", hold: e.Spec.TTL * 3 / 4, exclusion: true,
+			pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
+			do: e.keysAcross(func(ctx context.Context, a attempt) (string, error) {
+				a.struck()
+				if err := compose.KillAll(a.nodes...); err != nil {
+					return "", err
+				}
+				return "", compose.StartAll(ctx, a.nodes...)
+			}),
+		})
+	},
+}
+
+var powerLoss = &Scenario{
+	Name: "power-loss",
+	span: powerLossSpan,
+	Doc: "a random majority of the nodes (the single server of a one-node backend) loses power while a holder is inside its section: " +
+		"every write not synced is lost (their data sits on a lazy filesystem), then they start again, at once or after a delay",
+	Params: map[string]string{"delay": "how long the nodes stay down, in key lifetimes (default 0: they start at once; 1 is the Redlock spec's delayed restart)"},
+	MinTTL: 2 * time.Second,
+	Needs:  Needs{LazyFS: true},
+	check:  func(v url.Values) error { return checkNonNegative(v, "delay") },
+	fits: func(sh Shape) error {
+		if err := needServers(sh); err != nil {
+			return err
+		}
+		if !sh.LazyFS {
+			return errors.New("needs servers whose data sits on a lazy filesystem (compose's LazyFS: root and /dev/fuse), which lockbench does not start for these servers")
+		}
+		return nil
+	},
+	plan: func(e Env) plan {
+		delay := time.Duration(nonNegative(e.Params, "delay", 0) * float64(max(e.KeyLife, e.Spec.TTL)))
+		label := "lost power"
+		if delay > 0 {
+			label += fmt.Sprintf(", back after %v", delay)
+		}
+		return e.drive(strike{
+			label: label, hold: e.Spec.TTL * 3 / 4, exclusion: true,
+			pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
+			do: e.keysAcross(func(ctx context.Context, a attempt) (string, error) {
+				a.struck()
+				dropped, err := compose.PowerLossAll(a.nodes...)
+				if err != nil {
+					return "", err
+				}
+				var out []string
+				for i, n := range a.nodes {
+					out = append(out, fmt.Sprintf("%s dropped %d unsynced bytes in %d files", n.Name, dropped[i].Bytes, dropped[i].Files))
+				}
+				if delay > 0 {
+					sleepUntil(ctx, time.Now().Add(delay))
+				}
+				if err := compose.StartAll(ctx, a.nodes...); err != nil {
+					// What a server makes of what its disk kept is the
+					// fault's outcome, not a failure to inject it.
+					return strings.Join(out, "; "), lost{err}
+				}
+				return strings.Join(out, "; "), nil
+			}),
+		})
+	},
+}
+
+// powerLossSpan is how long one power loss takes with its gap: the delay
+// before the nodes start again, and the lease.
+func powerLossSpan(p url.Values, _ Shape, lease time.Duration) time.Duration {
+	return time.Duration(nonNegative(p, "delay", 0)*float64(lease)) + lease
+}
+
+// keysAcross is the strike of a fault that may lose or expire keys (op),
+// read back from the servers: what each target held of the key the strike
+// met (of the case's keys when it met none) before op, and after it. op
+// says in words what else it did; its lost or untested error passes
+// through.
+func (e Env) keysAcross(op func(ctx context.Context, a attempt) (string, error)) func(context.Context, attempt) (string, error) {
+	return func(ctx context.Context, a attempt) (string, error) {
+		if e.Target.Probe == nil {
+			return "", errors.New("the backend has no probe: what the fault did to its keys cannot be read back")
+		}
+		before, err := e.stored(ctx, a.nodes, a.substr)
+		if err != nil {
+			return "", fmt.Errorf("reading the keys before the fault: %w", err)
+		}
+		pids := make([]int, len(a.nodes))
+		for i, n := range a.nodes {
+			pids[i] = n.PID()
+		}
+		did, opErr := op(ctx, a)
+		var (
+			u untested
+			l lost
+		)
+		switch {
+		case errors.As(opErr, &l):
+			return did, opErr
+		case opErr != nil && !errors.As(opErr, &u):
+			return "", opErr
+		}
+		after, err := e.stored(ctx, a.nodes, a.substr)
+		if err != nil {
+			return "", fmt.Errorf("reading the keys after the fault: %w", err)
+		}
+		what := "held key"
+		if a.key == "" {
+			what = "the case's keys"
+		}
+		out := []string{}
+		if did != "" {
+			out = append(out, did)
+		}
+		for i, n := range a.nodes {
+			proc := ""
+			if pid := n.PID(); pid != pids[i] {
+				proc = fmt.Sprintf(" (pid %d → %d)", pids[i], pid)
+			}
+			out = append(out, fmt.Sprintf("%s%s: %s %v before; %d of them kept as they were; %v after", n.Name, proc, what, before[i], after[i].Kept(before[i]), after[i]))
+		}
+		return strings.Join(out, "; "), opErr
+	}
+}
+
+// stored reads what each node holds of the keys containing substr, at
+// once.
+func (e Env) stored(ctx context.Context, nodes []*compose.Node, substr string) ([]Stored, error) {
+	out := make([]Stored, len(nodes))
+	err := eachIndexed(nodes, func(i int, n *compose.Node) error {
+		var err error
+		out[i], err = e.Target.Probe(ctx, n, substr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// nonNegative returns the param name as a number of at least 0, or def.
+func nonNegative(v url.Values, name string, def float64) float64 {
+	x, err := strconv.ParseFloat(v.Get(name), 64)
+	if err != nil || !(x >= 0) {
+		return def
+	}
+	return x
+}
+
+// checkNonNegative refuses a param that is not a number from 0 to 100.
+func checkNonNegative(v url.Values, name string) error {
+	if s := v.Get(name); s != "" {
+		if x, err := strconv.ParseFloat(s, 64); err != nil || !(x >= 0) || x > 100 {
+			return fmt.Errorf("%s=%q: want a number from 0 to 100", name, s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockbench/lockbench/backends/noop"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/workloads"
+)
+
+// runStretched runs n beside 2 goroutine clients of the noop control with
+// spec's load, for as long as n says the case may run (its Duration), as
+// the runner composes a case.
+func runStretched(t *testing.T, n *Nemesis, spec workloads.Spec) (*judge.Result, Record) {
+	t.Helper()
+	spec.Duration = n.Duration()
+	j, err := judge.New(judge.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	info, err := j.Open(ctx, "local", judge.CaseSpec{ID: "case", Guards: []judge.Guard{judge.GuardNone}, Processes: spec.Clients, Duration: spec.Duration, TimelineStep: spec.TimelineStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.KeyPrefix = info.KeyPrefix
+	c := j.Case("case")
+	n.Attach(ctx, c, spec.Duration)
+	clients := make([]workloads.Client, spec.Clients)
+	for i := range clients {
+		l := noop.New()
+		defer l.Close()
+		clients[i] = workloads.Client{Process: info.FirstProcess + i, Locker: l, Judge: c.Local("local", info.FirstProcess+i)}
+	}
+	runErr := workloads.Run(ctx, spec, clients)
+	rec := n.Stop()
+	res, err := j.Finish(ctx, "local", "case")
+	if err := errors.Join(runErr, err); err != nil {
+		t.Fatal(err)
+	}
+	return res, rec
+}
+
+// driven returns a nemesis that drives s over e's schedule.
+func driven(e Env, s strike) *Nemesis {
+	n := newNemesis()
+	n.plan = e.drive(s)
+	return n
+}
+
+func loadOf(t *testing.T, d time.Duration, think time.Duration) workloads.Spec {
+	t.Helper()
+	hold, _ := workloads.Constant(time.Millisecond)
+	th, _ := workloads.Constant(think)
+	spec, err := workloads.Spec{Workload: workloads.Hot, Clients: 2, Hold: hold, Think: th, TTL: 200 * time.Millisecond, Duration: d}.Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+var fakeNodes = []*compose.Node{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+
+// TestDriveProvesItsInjections: each injection waits for a grant, strikes
+// while that section is open (held long), records what it met and what
+// the strike read back, and the case ends once it has its tested
+// injections and its planned length — well before its cap, and without
+// reading as stopped early.
+func TestDriveProvesItsInjections(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	spec := loadOf(t, 1200*time.Millisecond, 0)
+	e := Env{Target: Target{Nodes: fakeNodes}, Spec: spec, Lease: 200 * time.Millisecond, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))}
+	var keys []string
+	n := driven(e, strike{label: "poked", hold: 100 * time.Millisecond, exclusion: true,
+		pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
+		do: func(_ context.Context, a attempt) (string, error) {
+			keys = append(keys, a.key)
+			a.struck()
+			return "poked " + names(a.nodes), nil
+		}})
+	if n.Duration() <= spec.Duration {
+		t.Fatalf("a driven case may run %v, no longer than planned (%v): nothing to make up with", n.Duration(), spec.Duration)
+	}
+	res, rec := runStretched(t, n, spec)
+	if len(rec.Targets) != 2 || len(rec.Failures) != 0 {
+		t.Fatalf("record %+v: want two injections, no failure", rec)
+	}
+	for i, tg := range rec.Targets {
+		if tg.Tested == nil || !*tg.Tested || !strings.Contains(tg.Precondition, "open when the fault struck") || !strings.HasPrefix(tg.Effect, "poked ") {
+			t.Errorf("injection %+v: want it tested, with its precondition and effect", tg)
+		}
+		if !strings.HasSuffix(keys[i], "hot") {
+			t.Errorf("injection %d met key %q: want the hot key", i+1, keys[i])
+		}
+	}
+	if res.Stopped != "" || res.Elapsed >= res.Duration || res.Elapsed < spec.Duration {
+		t.Fatalf("the case ran %v of at most %v (planned %v), stopped %q: want it ended once its injections were tested, not before its planned length",
+			res.Elapsed, res.Duration, spec.Duration, res.Stopped)
+	}
+}
+
+// TestDriveCountsOnlyWhatTested: a lock that grants nothing leaves every
+// strike untested, with why; the schedule strikes again (at most twice as
+// often as asked) and says how many it got.
+func TestDriveCountsOnlyWhatTested(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	spec := loadOf(t, time.Second, time.Hour) // each client grants once, then thinks
+	e := Env{Target: Target{Nodes: fakeNodes}, Spec: spec, Lease: 200 * time.Millisecond, Injections: 1, Rand: rand.New(rand.NewPCG(1, 2)), wait: 300 * time.Millisecond}
+	n := driven(e, strike{label: "poked", exclusion: true,
+		pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+		do:   func(_ context.Context, a attempt) (string, error) { a.struck(); return "poked", nil }})
+	_, rec := runStretched(t, n, spec)
+	if len(rec.Targets) != 2 {
+		t.Fatalf("targets %+v: want 2 strikes for the 1 tested injection asked", rec.Targets)
+	}
+	for _, tg := range rec.Targets {
+		if tg.Tested == nil || *tg.Tested || !strings.Contains(tg.WhyNot, "granted nothing") {
+			t.Errorf("injection %+v: want it untested, the lock granting nothing", tg)
+		}
+	}
+	if len(rec.Notes) != 1 || !strings.Contains(rec.Notes[0], "0 of the 1 injections") {
+		t.Fatalf("notes %q: want how many tested of how many asked", rec.Notes)
+	}
+}
+
+// TestDriveStopsAtAFailureOrALoss: a strike whose effect cannot be read
+// back fails its case and ends the schedule; servers that do not come
+// back are the fault's outcome: the injection tested, the record says the
+// servers are lost, and nothing more strikes.
+func TestDriveStopsAtAFailureOrALoss(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, tc := range []struct {
+		err    error
+		tested bool
+	}{
+		{errors.New("no read back"), false},
+		{lost{errors.New("member refused")}, true},
+		{untested{"a clock nobody reads"}, false},
+	} {
+		spec := loadOf(t, time.Second, 0)
+		e := Env{Target: Target{Nodes: fakeNodes}, Spec: spec, Lease: 200 * time.Millisecond, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))}
+		n := driven(e, strike{label: "poked", exclusion: true,
+			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+			do:   func(_ context.Context, a attempt) (string, error) { a.struck(); return "", tc.err }})
+		_, rec := runStretched(t, n, spec)
+		var u untested
+		switch {
+		case errors.As(tc.err, &u):
+			if len(rec.Targets) != 4 || len(rec.Failures) != 0 || *rec.Targets[0].Tested || rec.Targets[0].WhyNot != u.why {
+				t.Errorf("%v: record %+v: want four untested strikes, no failure", tc.err, rec)
+			}
+		case tc.tested:
+			if len(rec.Targets) != 1 || !*rec.Targets[0].Tested || rec.Lost == "" || len(rec.Failures) != 0 {
+				t.Errorf("%v: record %+v: want one tested injection, the servers lost, no failure", tc.err, rec)
+			}
+		default:
+			if len(rec.Targets) != 1 || *rec.Targets[0].Tested || len(rec.Failures) != 1 {
+				t.Errorf("%v: record %+v: want one failed injection, and no more", tc.err, rec)
+			}
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/compose"
+)
+
+// The scenarios that break servers, each a strike that drive repeats on
+// the case's schedule and proves.
+
+var serverPause = &Scenario{
+	Name:           "server-pause",
+	span:           lasting,
+	QuorumDuration: quorumCase,
+	Doc:            "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
+	fits:           needServers,
+	plan: func(e Env) plan {
+		return e.drive(strike{
+			label: "paused", lasts: e.window(), exclusion: true,
+			pick: func(ctx context.Context, i int) ([]*compose.Node, error) {
+				if i%2 == 0 || len(e.Target.Nodes) == 1 {
+					if l, err := e.Target.leader(ctx); l != nil || err != nil {
+						return []*compose.Node{l}, err
+					}
+				}
+				return e.minority(), nil
+			},
+			do: func(_ context.Context, a attempt) (string, error) {
+				a.struck()
+				err := eachErr(a.nodes, (*compose.Node).Pause)
+				if err != nil {
+					return "", err
+				}
+				return perNodeEffect(a.nodes, func(n *compose.Node) string {
+					return fmt.Sprintf("every thread of %s (pid %d) stopped", n.Name, n.PID())
+				}), nil
+			},
+			undo: func(_ context.Context, nodes []*compose.Node) error { return eachErr(nodes, (*compose.Node).Resume) },
+		})
+	},
+}
+
+var crashMinority = &Scenario{
+	Name: "crash-minority",
+	span: lasting,
+	Doc:  "a random minority of the nodes (2 of 5 Redis nodes, 1 of 3 members: any of them, the leader or a priority node included) is killed for a lease (at least a second), then restarted with what it persisted",
+	fits: needMinority,
+	plan: func(e Env) plan {
+		return e.drive(strike{
+			label: "down", lasts: e.window(), exclusion: true,
+			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+			do:   kill,
+			undo: func(ctx context.Context, nodes []*compose.Node) error { return compose.StartAll(ctx, nodes...) },
+		})
+	},
+}
+
+var partition = &Scenario{
+	Name: "partition",
+	span: lasting,
+	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for a lease (at least a second): " +
+		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as in a real partition)",
+	Needs: Needs{Netns: true},
+	fits: func(sh Shape) error {
+		if err := needServers(sh); err != nil {
+			return err
+		}
+		if !sh.Netns {
+			return errors.New("needs servers in network namespaces of their own (compose's Netns or PeerNetwork: root and the ip command), so that their clients' traffic can be cut")
+		}
+		return nil
+	},
+	plan: func(e Env) plan {
+		return e.drive(strike{
+			label: "cut off from the clients", lasts: e.window(), exclusion: true,
+			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+			do: func(ctx context.Context, a attempt) (string, error) {
+				a.struck()
+				if err := eachErr(a.nodes, (*compose.Node).CutClients); err != nil {
+					return "", err
+				}
+				// The proof: a connection from the clients' host times out.
+				err := eachErr(a.nodes, func(n *compose.Node) error { return n.Unreachable(ctx, cutProof) })
+				if err != nil {
+					return "", fmt.Errorf("a client could still reach its server: %w", err)
+				}
+				return perNodeEffect(a.nodes, func(n *compose.Node) string {
+					return fmt.Sprintf("%s unreachable from the clients (a connection timed out after %v)", n.Name, cutProof)
+				}), nil
+			},
+			undo: func(_ context.Context, nodes []*compose.Node) error {
+				return eachErr(nodes, (*compose.Node).HealClients)
+			},
+		})
+	},
+}
+
+// cutProof is how long a connection to a cut node is given to fail: a
+// cut drops packets, so it times out; a refused or accepted one is no cut.
+const cutProof = 200 * time.Millisecond
+
+var latency = &Scenario{
+	Name:    "latency",
+	span:    lasting,
+	Doc:     "responses from a random minority of the nodes, or from the single server, are delayed by 50 ms for a lease (at least a second)",
+	Proxied: true,
+	fits:    needProxied,
+	plan: func(e Env) plan {
+		return e.drive(strike{
+			label: "+50ms", lasts: e.window(),
+			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+			do:   proxied(func(n *compose.Node) error { return n.Delay(50 * time.Millisecond) }, "delay"),
+			undo: func(_ context.Context, nodes []*compose.Node) error { return eachErr(nodes, (*compose.Node).Heal) },
+		})
+	},
+}
+
+var partitionLeader = &Scenario{
+	Name: "partition-leader",
+	span: lasting,
+	Doc:  "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every member) for 2 s, then healed",
+	fits: needPeers, QuorumDuration: quorumCase,
+	plan: func(e Env) plan {
+		return e.peerCut("cut off from the other members", func(ctx context.Context, _ int) ([]*compose.Node, error) {
+			l, err := e.Target.leader(ctx)
+			return []*compose.Node{l}, err
+		})
+	},
+}
+
+var partitionHalves = &Scenario{
+	Name: "partition-halves",
+	span: lasting,
+	Doc:  "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot reach each other, for 2 s, then healed",
+	fits: needPeers, QuorumDuration: quorumCase,
+	plan: func(e Env) plan {
+		return e.peerCut("split from the majority", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil })
+	},
+}
+
+var leaderKill = &Scenario{
+	Name:           "leader-kill",
+	span:           lasting,
+	QuorumDuration: quorumCase,
+	Doc:            "the ZooKeeper or etcd leader is killed for 2 s, then restarted with its data",
+	fits: func(sh Shape) error {
+		if !sh.Elects {
+			return errors.New("applies to clusters whose members elect their leader (ZooKeeper, etcd)")
+		}
+		return nil
+	},
+	plan: func(e Env) plan {
+		return e.drive(strike{
+			label: "leader down", lasts: e.window(), exclusion: true,
+			pick: func(ctx context.Context, _ int) ([]*compose.Node, error) {
+				l, err := e.Target.leader(ctx)
+				return []*compose.Node{l}, err
+			},
+			do: func(ctx context.Context, a attempt) (string, error) {
+				effect, err := kill(ctx, a)
+				if err != nil {
+					return effect, err
+				}
+				// Who leads next is what the window measures; a cluster that
+				// elects nobody within it was still struck.
+				from := time.Now()
+				for ctx.Err() == nil {
+					if l, err := e.Target.leader(ctx); err == nil && l != nil && l != a.nodes[0] {
+						return fmt.Sprintf("%s; %s led %v later", effect, l.Name, time.Since(from).Round(10*time.Millisecond)), nil
+					}
+					sleepUntil(ctx, time.Now().Add(50*time.Millisecond))
+				}
+				return effect + "; no other member led within the window", nil
+			},
+			undo: func(ctx context.Context, nodes []*compose.Node) error { return compose.StartAll(ctx, nodes...) },
+		})
+	},
+}
+
+func needServers(sh Shape) error {
+	if sh.Nodes == 0 {
+		return errors.New("applies to backends with servers")
+	}
+	return nil
+}
+
+func needPeers(sh Shape) error {
+	switch {
+	case !sh.Elects:
+		return errors.New("applies to clusters whose members elect their leader among themselves (ZooKeeper, etcd)")
+	case !sh.Members:
+		return errors.New("needs the members in network namespaces of their own (compose's PeerNetwork: root and the ip command)")
+	}
+	return nil
+}
+
+func needMinority(sh Shape) error {
+	if sh.Nodes >= 3 {
+		return nil
+	}
+	return errors.New("needs a cluster of at least 3 nodes")
+}
+
+func needProxied(sh Shape) error {
+	if sh.Proxied {
+		return nil
+	}
+	return errors.New("needs servers the clients reach through proxies")
+}
+
+// kill kills the nodes at once and says so, with their processes.
+func kill(_ context.Context, a attempt) (string, error) {
+	pids := make([]int, len(a.nodes))
+	for i, n := range a.nodes {
+		pids[i] = n.PID()
+	}
+	a.struck()
+	if err := compose.KillAll(a.nodes...); err != nil {
+		return "", err
+	}
+	var out []string
+	for i, n := range a.nodes {
+		if n.Running() {
+			return "", fmt.Errorf("%s is still running after its kill", n.Name)
+		}
+		out = append(out, fmt.Sprintf("%s (pid %d) killed", n.Name, pids[i]))
+	}
+	return strings.Join(out, "; "), nil
+}
+
+// proxied is the strike of a fault made in the nodes' proxies (op), read
+// back from them: each proxy must have a fault whose name starts with
+// want in force.
+func proxied(op func(*compose.Node) error, want string) func(context.Context, attempt) (string, error) {
+	return func(_ context.Context, a attempt) (string, error) {
+		a.struck()
+		if err := eachErr(a.nodes, op); err != nil {
+			return "", err
+		}
+		var out []string
+		for _, n := range a.nodes {
+			faults := n.Proxy().Faults()
+			ok := false
+			for _, f := range faults {
+				ok = ok || strings.HasPrefix(f, want)
+			}
+			if !ok {
+				return "", fmt.Errorf("the proxy of %s has no %s in force (%v)", n.Name, want, faults)
+			}
+			out = append(out, fmt.Sprintf("%s's proxy: %s", n.Name, strings.Join(faults, ", ")))
+		}
+		return strings.Join(out, "; "), nil
+	}
+}
+
+// peerCut partitions the picked members from the others, proves that
+// each lost its peers (it says so itself, within the window), heals after
+// the window, and waits until every member serves again before the next
+// injection (a connection that lived through the cut recovers only at its
+// next retransmission).
+func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.Node, error)) plan {
+	p := e.Target.Members
+	return e.drive(strike{
+		label: label, lasts: e.window(), exclusion: true, pick: pick,
+		do: func(ctx context.Context, a attempt) (string, error) {
+			a.struck()
+			if err := p.Partition(a.nodes); err != nil {
+				return "", err
+			}
+			from := time.Now()
+			var out []string
+			for _, n := range a.nodes {
+				var last error
+				for {
+					if last = p.Isolated(ctx, n); last == nil || ctx.Err() != nil {
+						break
+					}
+					sleepUntil(ctx, time.Now().Add(20*time.Millisecond))
+				}
+				if last != nil {
+					return "", fmt.Errorf("%s did not lose its peers within the window: %w", n.Name, last)
+				}
+				out = append(out, fmt.Sprintf("%s lost its peers %v after the cut (it says so)", n.Name, time.Since(from).Round(10*time.Millisecond)))
+			}
+			return strings.Join(out, "; "), nil
+		},
+		undo: func(ctx context.Context, _ []*compose.Node) error {
+			return errors.Join(p.HealPartition(), p.AwaitServing(ctx))
+		},
+	})
+}
+
+// perNodeEffect joins what each node says.
+func perNodeEffect(nodes []*compose.Node, say func(*compose.Node) string) string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, say(n))
+	}
+	return strings.Join(out, "; ")
+}
