@@ -140,6 +140,12 @@ func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 		return fmt.Errorf("compose: %s on %s: no client hosts to try it from", n.Name, p.Host.Name())
 	}
 	secs := strconv.FormatFloat(max(d.Seconds(), 0.1), 'f', 1, 64)
+	// Each try is a command over SSH: round trips on top of d, which a
+	// busy machine makes seconds. They are bounded by a timeout of their
+	// own, not by the caller's deadline (a fault's window), which would
+	// fail a cut in force for the time its proof took.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d+30*time.Second)
+	defer cancel()
 	errs := make([]error, len(p.Clients))
 	var wg sync.WaitGroup
 	for i, c := range p.Clients {
