@@ -238,7 +238,9 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	if reason := profileFits(c.Backend, c.Durability); reason != "" {
 		return nil, notApplicable{reason}
 	}
-	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault, c.Durability)
+	spec := c.Spec
+	spec.TTL = max(spec.TTL, c.Fault.MinTTL)
+	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault, c.Durability, spec.TTL)
 	if err != nil {
 		return nil, fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)
 	}
@@ -254,8 +256,6 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 		_ = r.Clusters.Repair(rctx, target)
 	}()
 
-	spec := c.Spec
-	spec.TTL = max(spec.TTL, c.Fault.MinTTL)
 	spec.Duration = max(spec.Duration, c.Fault.MinDuration(target.Shape(), Lease(c.Backend, spec.TTL), c.Injections))
 	spec.Seed = r.caseSeed(i)
 	spec, err = spec.Normalize()

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
@@ -23,7 +24,7 @@ func (c *Clusters) OnHosts(hs *Hosts) {
 // restarted under a backend that admits its nodes, is stopped and wiped
 // first (its dirs and ports are the inventory's, and there is one of
 // each). Their data is never on a lazy filesystem (no power loss there).
-func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile) (nemesis.Target, error) {
+func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl time.Duration) (nemesis.Target, error) {
 	d := b.Descriptor
 	s := d.Servers
 	if !c.hosts.Serves(b.Name) {
@@ -65,7 +66,7 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile) (nemesi
 		if err != nil {
 			return nemesis.Target{}, err
 		}
-		if err := cl.admit(s, cl.nodes); err != nil {
+		if err := cl.admit(s, cl.nodes, ttl); err != nil {
 			return nemesis.Target{}, err
 		}
 		c.placed[b.Name] = cl

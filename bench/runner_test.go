@@ -207,7 +207,7 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 	defer cancel()
 	var sets []*compose.SentinelSet
 	for _, s := range []nemesis.Fault{none, failover, none, none} {
-		target, _, err := clusters.Setup(ctx, b, s, results.DurabilityFast)
+		target, _, err := clusters.Setup(ctx, b, s, results.DurabilityFast, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 	if sets[1] == sets[0] || sets[2] == sets[1] || sets[3] != sets[2] {
 		t.Fatalf("sets none, failover, none, none: %p %p %p %p; want a new one for the failover and for the case after it, then shared", sets[0], sets[1], sets[2], sets[3])
 	}
-	durable, _, err := clusters.Setup(ctx, b, none, results.DurabilityDurable)
+	durable, _, err := clusters.Setup(ctx, b, none, results.DurabilityDurable, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestClustersRenewRestartedRedlockNodes(t *testing.T) {
 	defer cancel()
 	setup := func() []*compose.Node {
 		t.Helper()
-		target, cfg, err := clusters.Setup(ctx, b, none, results.DurabilityFast)
+		target, cfg, err := clusters.Setup(ctx, b, none, results.DurabilityFast, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
@@ -76,8 +77,12 @@ func (c *Clusters) External(name string) bool {
 
 // Setup returns the fault target and the backend config for a case of b
 // under fault f, on servers of the durability profile (results'
-// DurabilityFast, DurabilityPeriodic or DurabilityDurable).
-func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durability string) (nemesis.Target, backends.Config, error) {
+// DurabilityFast, DurabilityPeriodic or DurabilityDurable), for leases of
+// ttl: servers it creates are admitted (Descriptor.Admit) with the params
+// of a case of that TTL, so that Redlock's admission records the case's
+// max TTL rather than the library's default minute, which would make a
+// node that lost its data sit out a minute instead of one TTL.
+func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durability string, ttl time.Duration) (nemesis.Target, backends.Config, error) {
 	d := b.Descriptor
 	cfg := backends.Config{Params: map[string]string{}}
 	for k, v := range b.Params {
@@ -115,7 +120,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 		prof.needs.Netns = false
 	}
 	if c.hosts != nil {
-		t, err := c.onHosts(ctx, b, prof)
+		t, err := c.onHosts(ctx, b, prof, ttl)
 		if err != nil {
 			return t, cfg, err
 		}
@@ -136,7 +141,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 		cl = &cluster{profile: prof}
 		c.set[d.Servers] = cl
 	}
-	t, err := c.start(ctx, cl, d, f)
+	t, err := c.start(ctx, cl, d, f, ttl)
 	if err != nil {
 		return t, cfg, err
 	}
@@ -189,7 +194,7 @@ func profileOf(durability string, f nemesis.Fault) (profile, error) {
 
 // start starts cl's servers for backend d if they are not running (or no
 // longer fit for its case) and returns them as a fault target.
-func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor, f nemesis.Fault) (nemesis.Target, error) {
+func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor, f nemesis.Fault, ttl time.Duration) (nemesis.Target, error) {
 	s, p := d.Servers, cl.profile
 	switch s.Kind {
 	case backends.Redis:
@@ -208,7 +213,7 @@ func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor
 				return nemesis.Target{}, err
 			}
 			cl.nodes = started
-			if err := cl.admit(s, started); err != nil {
+			if err := cl.admit(s, started, ttl); err != nil {
 				return nemesis.Target{}, err
 			}
 		}
@@ -375,18 +380,20 @@ func (c *Clusters) retire(nodes []*compose.Node) {
 }
 
 // admit runs, on nodes just created for servers s, the Admit of every
-// backend that declares s (Redlock's admission of new nodes), once, and
-// notes the nodes' processes it admitted.
-func (cl *cluster) admit(s backends.Servers, nodes []*compose.Node) error {
-	cfg := backends.Config{Params: map[string]string{}}
+// backend that declares s (Redlock's admission of new nodes), once, with
+// the params of a case whose TTL is ttl, and notes the nodes' processes it
+// admitted.
+func (cl *cluster) admit(s backends.Servers, nodes []*compose.Node, ttl time.Duration) error {
+	var addrs []string
 	for _, n := range nodes {
-		cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
+		addrs = append(addrs, n.ServerAddr())
 	}
 	admitted := false
 	for _, d := range backends.Descriptors() {
 		if d.Servers != s || d.Admit == nil {
 			continue
 		}
+		cfg := backends.Config{Addrs: addrs, Params: d.ParamsFor(ttl, nil)}
 		if err := d.Admit(cfg, true); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 )
@@ -46,7 +47,7 @@ func backendsCmd() *cobra.Command {
 			for _, name := range bench.Listed() {
 				ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 				b, _ := bench.ParseBackend(name)
-				_, cfg, err := clusters.Setup(ctx, b, none, results.DurabilityFast)
+				_, cfg, err := clusters.Setup(ctx, b, none, results.DurabilityFast, locker.DefaultTTL)
 				cancel()
 				if err != nil {
 					fmt.Fprintf(w, "%s\t\t\t\t(servers: %v)\n", name, err)
@@ -94,7 +95,7 @@ func clusterCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				_, cfg, err := clusters.Setup(cmd.Context(), b, none, results.DurabilityFast)
+				_, cfg, err := clusters.Setup(cmd.Context(), b, none, results.DurabilityFast, locker.DefaultTTL)
 				if err != nil {
 					return err
 				}
