@@ -128,7 +128,7 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 	for _, c := range cases {
 		g.Independent = g.Independent && c.FreshServers
 		g.Fencing = g.Fencing || c.Fencing
-		g.Unfenced = g.Unfenced || (c.Guard == guardFence && !c.Fencing)
+		g.Unfenced = g.Unfenced || ((c.Guard == guardFence || c.Guard == guardFenceRW) && !c.Fencing)
 		g.Nodes = max(g.Nodes, c.Nodes)
 		g.Quorum = max(g.Quorum, c.Quorum)
 		if g.Guarantee == "" {

@@ -58,7 +58,7 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		t := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
 		ev = append(ev, fmt.Sprintf("Double grants without faults: %s.", perGrant(t.Incidents, t.Contended)))
 	} else {
-		ff := totals(ds.find(query{Backend: v.Backend, Guard: guardFence}))
+		ff := totals(ds.find(query{Backend: v.Backend, Guard: guardFenced}))
 		every := totals(ds.find(query{Backend: v.Backend}))
 		free := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
 		line := "Lock-bug incidents, per fault class and profile (" + ds.withOne() + "): " + boundsText(ds.classBounds(v.Backend, "", v.Faced, kindLockBug))
@@ -67,7 +67,7 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		}
 		ev = append(ev, line+".")
 		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted (%s): %s; lost updates and token regressions: 0; %s stale writes rejected; porcupine's fenced-mutex check: %s on every history.",
-			ds.withOne(), boundsText(ds.classBounds(v.Backend, guardFence, v.Faced, kindStale)), fmtCount(ff.StaleRejected), every.LinearizableFenced))
+			ds.withOne(), boundsText(ds.classBounds(v.Backend, guardFenced, v.Faced, kindStale)), fmtCount(ff.StaleRejected), every.LinearizableFenced))
 		if amb := withEvents(ds.classBounds(v.Backend, "", v.Faced, kindAmbiguous)); len(amb) > 0 {
 			ev = append(ev, "Ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired holder): "+boundsText(amb)+".")
 		}

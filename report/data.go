@@ -14,9 +14,20 @@ import (
 // The guard modes of results.Case.Guard, and the fault names the report
 // gives a meaning to. Any other name is rendered as it is.
 const (
-	workloadHot = "hot"
-	guardNone   = "none"
-	guardFence  = "fence"
+	workloadHot  = "hot"
+	guardNone    = "none"
+	guardFence   = "fence"
+	guardFenceRW = "fence-rw"
+	// guardFenced is no guard a case runs under but what the rules mean
+	// by "with fencing": the strongest token check a case was judged
+	// under — fence-rw (reads and writes carry the token) where the case
+	// ran it, else fence. Write-only fencing lets a superseded holder's
+	// late write in while its successor has not written yet (a successor
+	// that holds for seconds before it writes, as the lease loads do):
+	// that is the resource's weakness, which the tables show under
+	// guard fence, not the lock's; whether the lock's tokens protect a
+	// resource is what fence-rw shows.
+	guardFenced = "fenced"
 	faultNone   = "none"
 	faultPause  = "client-pause"
 	unsetLabel  = "(unset)"
@@ -54,7 +65,9 @@ type dataset struct {
 	// Invalid are the cases whose fault failed to inject as planned: they
 	// did not measure what their name promises, so no table, chart or
 	// conclusion uses them; the report lists them.
-	Invalid      []results.Case
+	Invalid []results.Case
+	// readFenced holds the cases (group.sibling) judged under fence-rw.
+	readFenced   map[string]bool
 	Backends     []string
 	Workloads    []string
 	Faults       []string
@@ -155,6 +168,12 @@ func analyse(f *results.File) *dataset {
 		g, problems := aggregate(k, byKey[k])
 		ds.Groups = append(ds.Groups, g)
 		ds.Problems = append(ds.Problems, problems...)
+	}
+	ds.readFenced = map[string]bool{}
+	for _, g := range ds.Groups {
+		if g.Guard == guardFenceRW {
+			ds.readFenced[g.sibling()] = true
+		}
 	}
 	slices.SortFunc(ds.Groups, func(a, b *group) int {
 		return cmp.Or(cmp.Compare(a.Backend, b.Backend), cmp.Compare(a.Workload, b.Workload),
@@ -266,12 +285,25 @@ func (ds *dataset) find(q query) []*group {
 	for _, g := range ds.Groups {
 		if (q.Backend == "" || g.Backend == q.Backend) && (q.Workload == "" || g.Workload == q.Workload) &&
 			(q.Fault == "" || g.Fault == q.Fault) && (q.Class == "" || g.FaultClass == q.Class) &&
-			(q.Guard == "" || g.Guard == q.Guard) && (q.Clients == 0 || g.Clients == q.Clients) &&
+			(q.Guard == "" || g.Guard == q.Guard || q.Guard == guardFenced && ds.fenced(g)) && (q.Clients == 0 || g.Clients == q.Clients) &&
 			(q.Durability == "" || g.profile() == q.Durability || (q.EveryProfile && serverless(g))) {
 			out = append(out, g)
 		}
 	}
 	return out
+}
+
+// fenced reports whether g is what the rules take as "with fencing" for
+// its case (see guardFenced): its fence-rw group, or its fence group when
+// the case was not judged under fence-rw.
+func (ds *dataset) fenced(g *group) bool {
+	return g.Guard == guardFenceRW || g.Guard == guardFence && !ds.readFenced[g.sibling()]
+}
+
+// sibling names the case a group was judged in, whatever its guard: the
+// groups of one case under several guards share it.
+func (g *group) sibling() string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d", g.Backend, g.Workload, g.Fault, g.profile(), g.Clients)
 }
 
 // nodes returns the largest node count a backend's cases reported.

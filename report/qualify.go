@@ -95,10 +95,10 @@ func isServerFault(class string) bool {
 // correctness judges every backend for correctness locks by the Rules.
 func (ds *dataset) correctness() Choice {
 	ch := Choice{Judgeable: true}
-	fenced := ds.find(query{Guard: guardFence})
+	fenced := ds.find(query{Guard: guardFenced})
 	if !slices.ContainsFunc(fenced, func(g *group) bool { return g.FaultClass == faultPause }) {
 		ch.Judgeable = false
-		ch.Missing = append(ch.Missing, `valid fenced (guard "fence") cases under client-pause`)
+		ch.Missing = append(ch.Missing, `valid fenced (guard "fence" or "fence-rw") cases under client-pause`)
 	}
 	if !slices.ContainsFunc(fenced, func(g *group) bool { return isServerFault(g.FaultClass) }) {
 		ch.Judgeable = false
@@ -106,7 +106,7 @@ func (ds *dataset) correctness() Choice {
 	}
 	for _, b := range ds.Backends {
 		v := Verdict{Backend: b}
-		fs := ds.find(query{Backend: b, Guard: guardFence})
+		fs := ds.find(query{Backend: b, Guard: guardFenced})
 		tf := totals(fs)
 		var fencedClasses []string
 		for _, g := range fs {
@@ -163,7 +163,7 @@ func (ds *dataset) correctnessEvidence(b string, faced []string, every group) st
 	if free.Cases > 0 {
 		s += "; without faults " + perGrant(free.lockBugs(), free.Contended).cell()
 	}
-	s += "; stale writes accepted with fencing, " + ds.withOne() + ": " + boundsText(ds.classBounds(b, guardFence, faced, kindStale))
+	s += "; stale writes accepted with fencing, " + ds.withOne() + ": " + boundsText(ds.classBounds(b, guardFenced, faced, kindStale))
 	s += fmt.Sprintf("; lost updates and token regressions with fencing: 0; porcupine's fenced-mutex check true on every history (%s)", every.LinearizableFenced)
 	if amb := withEvents(ds.classBounds(b, "", faced, kindAmbiguous)); len(amb) > 0 {
 		s += "; ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired holder): " + boundsText(amb)
@@ -201,7 +201,7 @@ func (ds *dataset) lockBugsByClass(backend string) []string {
 func (ds *dataset) fencedFailures(backend string) string {
 	var out []string
 	for _, cls := range ds.Classes {
-		t := totals(ds.find(query{Backend: backend, Class: cls, Guard: guardFence}))
+		t := totals(ds.find(query{Backend: backend, Class: cls, Guard: guardFenced}))
 		if t.StaleAccepted+t.LostUpdates+t.TokenRegressions == 0 {
 			continue
 		}
