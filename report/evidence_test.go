@@ -154,3 +154,28 @@ func TestStaleWritesToldFromSilent(t *testing.T) {
 		t.Errorf("the per-class row of etcd under client-pause is not as counted:\n%s", md)
 	}
 }
+
+// TestFencedMeansTheStrongestTokenCheck: a paused holder whose late write
+// write-only fencing let in (its successor had not written yet) while
+// the same case under fence-rw rejected it does not disqualify the lock:
+// its tokens protect a resource that checks them on reads too. Without a
+// fence-rw judgement of the case, the accepted write disqualifies it.
+func TestFencedMeansTheStrongestTokenCheck(t *testing.T) {
+	for _, judgedRW := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fence-rw=%v", judgedRW), func(t *testing.T) {
+			w := twoLocks(t)
+			late := outcome{injections: 3, expired: 2, staleAccepted: 2, share: 0.5, recovery: []float64{0}}
+			w.fault("etcd", "client-pause?at=extend", 1, late, "none", "fence")
+			if judgedRW {
+				w.fault("etcd", "client-pause?at=extend", 1, outcome{injections: 3, expired: 2, staleRejected: 2, share: 0.5, recovery: []float64{0}}, "fence-rw")
+			}
+			v := verdict(t, report.Recommend(w.f).Correctness, "etcd")
+			if v.Qualifies != judgedRW {
+				t.Errorf("etcd, late writes let in by fence, fence-rw judged %v: qualifies %v (%s)", judgedRW, v.Qualifies, v.Reason)
+			}
+			if !judgedRW && !strings.Contains(v.Reason, "stale writes accepted") {
+				t.Errorf("the reason does not name the stale writes: %s", v.Reason)
+			}
+		})
+	}
+}

@@ -38,7 +38,7 @@ func (w *world) base(backend, fault, guard string, clients, trial int) results.C
 	}
 	cls, _, _ := strings.Cut(fault, "?")
 	return results.Case{
-		Backend: backend, Workload: "hot", Fault: fault, FaultClass: cls, Guard: guard, Fencing: guard == "fence" && backend != "noop" && backend != "redsync",
+		Backend: backend, Workload: "hot", Fault: fault, FaultClass: cls, Guard: guard, Fencing: (guard == "fence" || guard == "fence-rw") && backend != "noop" && backend != "redsync",
 		Clients: clients, Trial: trial, Keys: 1, TTLMillis: 1000, DurationS: 10, Nodes: n, Quorum: n/2 + 1,
 		Durability: results.DurabilityFast, ClientsAs: results.ClientsGoroutines, Errors: map[string]int64{},
 		Linearizable: results.Linearizable, LinearizableFenced: results.Linearizable, FreshServers: true, Control: backend == "noop",
@@ -133,7 +133,7 @@ func (w *world) fault(backend, fault string, trials int, o outcome, guards ...st
 			if c.Incidents > 0 {
 				c.Linearizable = results.NotLinearizable
 			}
-			if guard == "fence" && c.Fencing {
+			if (guard == "fence" || guard == "fence-rw") && c.Fencing {
 				c.StaleRejected = o.staleRejected
 				c.StaleAccepted = o.staleAccepted
 				c.TokenRegressions = o.tokenRegressions
