@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +106,38 @@ func TestCutClientsNeedsANamespace(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestCloseRemovesNetnsNodeFiles: an Env whose nodes run in network
+// namespaces under the clock preload closes without error and leaves
+// none of their files: Close removes them after the namespaces are gone
+// (it once tried to enter them, and left PostgreSQL's data dir and every
+// clock page behind).
+func TestCloseRemovesNetnsNodeFiles(t *testing.T) {
+	needPeerNetwork(t)
+	if err := compose.FakeClockAvailable(); err != nil {
+		t.Skip(err)
+	}
+	composetest.StartsServers(t)
+	e, err := compose.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := e.Redis(context.Background(), 1, compose.RedisOptions{Netns: true, FakeClock: true})
+	if err != nil {
+		e.Close()
+		t.Fatal(err)
+	}
+	var left []string
+	for _, n := range nodes {
+		left = append(left, n.Dir+".clock")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for _, p := range left {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there after Close (%v)", p, err)
+		}
+	}
 }

@@ -182,8 +182,14 @@ func removeDirs(n *Node) error {
 	return removeDir(n.host, dirs...)
 }
 
-// removeDir removes dirs on host h, and what they hold.
+// removeDir removes dirs on host h, and what they hold. On this machine
+// it does so outside any network namespace h runs in: files need none,
+// and Close removes them after the namespaces are gone.
 func removeDir(h remote.Remote, dirs ...string) error {
+	if l, ok := h.(remote.Local); ok {
+		l.Netns = nil
+		h = l
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	if err := h.Run(ctx, remote.Cmd{Path: "rm", Args: append([]string{"-rf", "--"}, dirs...)}); err != nil {
