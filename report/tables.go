@@ -118,6 +118,7 @@ func (ds *dataset) safetySection(d *document) {
 	d.p("Under a fault each count is k/n ≤u: k of the n tested injections of the class were followed by at least one such event (an injection is a trial: three incidents after one are one failure), with u the one-sided 95% upper bound on that rate (exact binomial; zero in n gives 1 − 0.05^(1/n)). An injection is tested when it met what its class is meant to test (a held key at the strike, a lock that was granting) and its effect was read back; the others are counted apart and enter no rate. Without a fault, k events in n contended grants: grants made while another client of the key was waiting. Classes are never pooled: each row is one backend under one fault class and durability profile.")
 	d.p("A stale write is told when the holder's lease had told it, before it wrote, that it had ended (expired, lost, or past its ValidUntil: the lock revoked it in time, and a careful client that checks its lease holds back), silent when the lease said nothing (only a fencing resource stops it). An incident is an episode of two holders of one key, judged against the lock's contract, not against what its leases reported: the earlier grant keeps the key until its Acquire was called plus the Promise its backend declares (the TTL less the declared drift, or its session timeout). A lock bug when the later grant returned, for certain, before that line (incidents the judge did not classify count as lock bugs); an expired holder when, for certain, after it — the earlier holder went on after its lease had ended, what fencing is for; ambiguous when the judge's clock bounds (its round trips to the clients) cannot place it on either side: counted and shown, never folded into either. Stale writes are writes by a holder whose lease had ended, which the resource accepted or rejected.")
 	d.h(3, "Per backend and fault class")
+	d.p("\"Fenced\" is the strongest token check a case was judged under, as the rules take it: guard fence-rw (reads and writes carry the token) where the case ran it, else fence (writes only, which lets a superseded holder's late write in while its successor has not written yet); the table after this one shows every guard apart.")
 	t := table{header: []string{"backend", "fault class", "profile", "cases", "tested injections", "lock-bug incidents", "ambiguous incidents", "expired-holder incidents", "stale accepted, fenced", "stale accepted, unfenced", "stale rejected"},
 		numeric: []bool{false, false, false, true, true, true, true, true, true, true, true}}
 	for _, b := range ds.Backends {
@@ -128,7 +129,7 @@ func (ds *dataset) safetySection(d *document) {
 					continue
 				}
 				s := totals(gs)
-				fs, ns := totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardFence})), totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardNone}))
+				fs, ns := totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardFenced})), totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardNone}))
 				rate := func(x group, k kind) string { return rateOf(x, k, cls).cell() }
 				fenced, unfenced := "not run", "not run"
 				switch {
