@@ -180,6 +180,12 @@ type Variant struct {
 	// without its quarantine, for restarts). Empty means every fault that
 	// applies to the backend.
 	Faults []string
+	// Showcase lists the costly fault classes that the default suite runs
+	// only on the variants where the argument about them lives, this one
+	// among them (power-loss: the Redlock spec's claims about fsync and the
+	// delayed restart are about single Redis and Redlock with and without
+	// its quarantine); the full suite runs them everywhere they apply.
+	Showcase []string
 }
 
 // Spec is the variant's spec for backend name: name, or name?params.

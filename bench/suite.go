@@ -120,7 +120,7 @@ func Default() Suite {
 		// Sentinel set); ZooKeeper and etcd face it in the full suite
 		// (their minority's crash and leader's loss are here).
 		Only: map[string][]string{
-			"power-loss": powerLossLocks(bs),
+			"power-loss": showcased(bs, "power-loss"),
 			"restart":    ofKinds(bs, variants, "restart", backends.Redis, backends.Sentinel, backends.Postgres),
 		},
 		Variants: variants,
@@ -138,16 +138,21 @@ func Default() Suite {
 	}
 }
 
-// powerLossLocks are the backends the default suite powers off: where
-// the Redlock spec's claims about fsync and the delayed restart live —
-// single Redis, our Redlock with and without its quarantine (redsync and
-// rueidislock, which behave as Redlock without quarantine and as single
-// Redis, face it in the full suite) — among specs.
-func powerLossLocks(specs []string) []string {
+// showcased returns the specs among specs whose variant lists fault class
+// f in its Showcase: where the default suite runs a costly class (the
+// full suite runs it on every backend it applies to).
+func showcased(specs []string, f string) []string {
 	var out []string
 	for _, spec := range specs {
-		if slices.Contains([]string{"redis", "redlock", "redlock?quarantine=false"}, spec) {
-			out = append(out, spec)
+		b, err := ParseBackend(spec)
+		if err != nil {
+			continue
+		}
+		for _, v := range b.Descriptor.AllVariants() {
+			if v.Spec(b.Name) == spec && slices.Contains(v.Showcase, f) {
+				out = append(out, spec)
+				break
+			}
 		}
 	}
 	return out

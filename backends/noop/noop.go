@@ -18,8 +18,8 @@ func init() {
 	// it faces the baseline and client pauses, where it must show
 	// violations.
 	na := map[string]string{}
-	for _, class := range []string{"server-pause", "failover", "restart", "clock-jump", "crash-minority", "partition", "latency",
-		"partition-leader", "partition-halves", "leader-kill"} {
+	for _, class := range []string{"server-pause", "failover", "restart", "crash", "power-loss", "clock-jump", "clock-rate",
+		"crash-minority", "partition", "latency", "partition-leader", "partition-halves", "leader-kill"} {
 		na[class] = "the noop control has no servers to fault"
 	}
 	backends.Register(backends.Descriptor{
