@@ -164,9 +164,14 @@ func (l Local) Spawn(ctx context.Context, d Daemon) (err error) {
 		_ = cmd.Wait()
 		return fail(err)
 	}
-	go cmd.Wait() //nolint:errcheck // reaps it; its state is read by pidfile
+	go reap(cmd)
 	return nil
 }
+
+// reap waits for a daemon Spawn started, so that it never stays a zombie;
+// its state is read by its pidfile, not from here. Named, so that a leak
+// check can tell a running daemon's reaper from a leak.
+func reap(cmd *exec.Cmd) { _ = cmd.Wait() }
 
 // credential is the uid, primary group and groups of the account name,
 // for a process started as it; nil for "".

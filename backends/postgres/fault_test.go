@@ -57,8 +57,8 @@ func TestAdvisorySessionKilled(t *testing.T) {
 			}
 			a.Close()
 			b.Close()
-			// The restarted server's process is waited for by compose.
-			goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/lockbench/lockbench/compose.(*Node).await"))
+			// The restarted server's process is waited for by its reaper.
+			goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("github.com/lockbench/lockbench/remote.reap"))
 		})
 	}
 }

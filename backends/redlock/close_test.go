@@ -106,7 +106,7 @@ func TestCloseWithServersGone(t *testing.T) {
 			_ = held
 			goleak.VerifyNone(t, ignore,
 				goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/maintnotifications.(*CircuitBreakerManager).cleanupLoop"),
-				goleak.IgnoreAnyFunction("github.com/lockbench/lockbench/compose.(*Node).await")) // the restarted servers' reapers
+				goleak.IgnoreAnyFunction("github.com/lockbench/lockbench/remote.reap")) // the restarted servers' reapers
 		})
 	}
 }
