@@ -2,7 +2,7 @@
 #   make bench   run the comparison on this machine and write the report
 #   make bench-full  the same with every client-pause point, the lease loads under more faults, every durability profile on every backend and every clock fault
 #   make test    vet and test everything against real servers (-race): CI's suite
-#   make unit    the tests that need no server (go test -short), in about a minute
+#   make unit    the tests that need no server (go test -short), in about a minute and a half
 
 GO ?= go
 BIN := $(CURDIR)/bin
