@@ -22,6 +22,14 @@ import (
 func runStretched(t *testing.T, n *Nemesis, spec workloads.Spec) (*judge.Result, Record) {
 	t.Helper()
 	spec.Duration = n.Duration()
+	return runCase(t, n, spec)
+}
+
+// runCase runs n beside spec.Clients goroutine clients of the noop control
+// with spec's load for spec.Duration, composed as the runner composes a
+// case, and returns the judge's result and n's record.
+func runCase(t *testing.T, n *Nemesis, spec workloads.Spec) (*judge.Result, Record) {
+	t.Helper()
 	j, err := judge.New(judge.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lockbench/lockbench/backends/noop"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
@@ -29,31 +28,7 @@ func runNoop(t *testing.T, n *Nemesis, d time.Duration) (*judge.Result, Record) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := judge.New(judge.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	info, err := j.Open(ctx, "local", judge.CaseSpec{ID: "case", Guards: []judge.Guard{judge.GuardNone}, Processes: 2, Duration: spec.Duration, TimelineStep: spec.TimelineStep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.KeyPrefix = info.KeyPrefix
-	c := j.Case("case")
-	n.Attach(ctx, c, spec.Duration)
-	clients := make([]workloads.Client, 2)
-	for i := range clients {
-		l := noop.New()
-		defer l.Close()
-		clients[i] = workloads.Client{Process: info.FirstProcess + i, Locker: l, Judge: c.Local("local", info.FirstProcess+i)}
-	}
-	runErr := workloads.Run(ctx, spec, clients)
-	rec := n.Stop()
-	res, err := j.Finish(ctx, "local", "case")
-	if err := errors.Join(runErr, err); err != nil {
-		t.Fatal(err)
-	}
-	return res, rec
+	return runCase(t, n, spec)
 }
 
 // TestNemesisRecordsItsInjections: a schedule runs from the judge's start
