@@ -27,16 +27,11 @@ var restart = &Scenario{
 	MinTTL: 2 * time.Second,
 	fits:   needServers,
 	plan: func(e Env) plan {
-		return e.drive(strike{
-			label: "restarted", hold: e.Spec.TTL * 3 / 4, exclusion: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
-			do: e.keysAcross(func(ctx context.Context, a attempt) (string, error) {
-				a.struck()
-				if err := eachErr(a.nodes, (*compose.Node).Stop); err != nil {
-					return "", err
-				}
-				return "", compose.StartAll(ctx, a.nodes...)
-			}),
+		return e.onMajority("restarted", func(ctx context.Context, a attempt) (string, error) {
+			if err := eachErr(a.nodes, (*compose.Node).Stop); err != nil {
+				return "", err
+			}
+			return "", compose.StartAll(ctx, a.nodes...)
 		})
 	},
 }
@@ -49,16 +44,11 @@ var crash = &Scenario{
 	MinTTL: 2 * time.Second,
 	fits:   needServers,
 	plan: func(e Env) plan {
-		return e.drive(strike{
-			label: "crashed", hold: e.Spec.TTL * 3 / 4, exclusion: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
-			do: e.keysAcross(func(ctx context.Context, a attempt) (string, error) {
-				a.struck()
-				if err := compose.KillAll(a.nodes...); err != nil {
-					return "", err
-				}
-				return "", compose.StartAll(ctx, a.nodes...)
-			}),
+		return e.onMajority("crashed", func(ctx context.Context, a attempt) (string, error) {
+			if err := compose.KillAll(a.nodes...); err != nil {
+				return "", err
+			}
+			return "", compose.StartAll(ctx, a.nodes...)
 		})
 	},
 }
@@ -87,31 +77,41 @@ var powerLoss = &Scenario{
 		if delay > 0 {
 			label += fmt.Sprintf(", back after %v", delay)
 		}
-		return e.drive(strike{
-			label: label, hold: e.Spec.TTL * 3 / 4, exclusion: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
-			do: e.keysAcross(func(ctx context.Context, a attempt) (string, error) {
-				a.struck()
-				dropped, err := compose.PowerLossAll(a.nodes...)
-				if err != nil {
-					return "", err
-				}
-				var out []string
-				for i, n := range a.nodes {
-					out = append(out, fmt.Sprintf("%s dropped %d unsynced bytes in %d files", n.Name, dropped[i].Bytes, dropped[i].Files))
-				}
-				if delay > 0 {
-					sleepUntil(ctx, time.Now().Add(delay))
-				}
-				if err := compose.StartAll(ctx, a.nodes...); err != nil {
-					// What a server makes of what its disk kept is the
-					// fault's outcome, not a failure to inject it.
-					return strings.Join(out, "; "), lost{err}
-				}
-				return strings.Join(out, "; "), nil
-			}),
+		return e.onMajority(label, func(ctx context.Context, a attempt) (string, error) {
+			dropped, err := compose.PowerLossAll(a.nodes...)
+			if err != nil {
+				return "", err
+			}
+			var out []string
+			for i, n := range a.nodes {
+				out = append(out, fmt.Sprintf("%s dropped %d unsynced bytes in %d files", n.Name, dropped[i].Bytes, dropped[i].Files))
+			}
+			if delay > 0 {
+				sleepUntil(ctx, time.Now().Add(delay))
+			}
+			if err := compose.StartAll(ctx, a.nodes...); err != nil {
+				// What a server makes of what its disk kept is the
+				// fault's outcome, not a failure to inject it.
+				return strings.Join(out, "; "), lost{err}
+			}
+			return strings.Join(out, "; "), nil
 		})
 	},
+}
+
+// onMajority drives the strike restart, crash and power loss share: on a
+// random majority of the nodes, while a holder that holds for ¾ of the TTL
+// is inside its section, op acts on them (after the strike is marked) and
+// the held key is read back across it (keysAcross).
+func (e Env) onMajority(label string, op func(ctx context.Context, a attempt) (string, error)) plan {
+	return e.drive(strike{
+		label: label, hold: e.Spec.TTL * 3 / 4, exclusion: true,
+		pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
+		do: e.keysAcross(func(ctx context.Context, a attempt) (string, error) {
+			a.struck()
+			return op(ctx, a)
+		}),
+	})
 }
 
 // powerLossSpan is how long one power loss takes with its gap: the delay
