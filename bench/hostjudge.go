@@ -91,6 +91,12 @@ func (hs *Hosts) StartJudge(ctx context.Context) (*judge.Remote, string, error) 
 	for {
 		r, err := judge.DialRemote(wctx, j.addr, judge.Token(token))
 		if err == nil {
+			// A runner that loses the judge's host stops talking to it at
+			// once rather than dialing it until its calls time out.
+			go func() {
+				<-h.SSH.Done()
+				r.Close()
+			}()
 			return r, token, nil
 		}
 		if errors.Is(err, judge.ErrRefused) {
@@ -207,4 +213,27 @@ func (hs *Hosts) judgeLeftOn(h *Host) string {
 		return ""
 	}
 	return fmt.Sprintf("the judge (pidfile %s)", hs.judge.proc.Pidfile)
+}
+
+// untilJudgeLost returns a context that does not end with ctx but when
+// the link to the judge's host breaks: what a runner still says to a
+// judge on a host once its run is cut short (stop the case, take its
+// result, record the injections) must not wait for TCP to give up on a
+// host it lost. Without a judge on a host it ends only with cancel.
+func (hs *Hosts) untilJudgeLost(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	hs.mu.Lock()
+	j := hs.judge
+	hs.mu.Unlock()
+	if j == nil {
+		return ctx, func() { cancel(nil) }
+	}
+	go func() {
+		select {
+		case <-j.host.SSH.Done():
+			cancel(fmt.Errorf("the link to the judge's host %s broke", j.host.Name))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
 }

@@ -54,7 +54,7 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 	spec.KeyPrefix = info.KeyPrefix
 	// The nemesis is the judge's peer, wherever the judge runs: its
 	// connections to a judge on a host last until the case is over.
-	pctx, endPeer := context.WithCancel(context.WithoutCancel(ctx))
+	pctx, endPeer := r.Hosts.untilJudgeLost(ctx)
 	defer endPeer()
 	peer, err := r.Judge.Peer(pctx, info)
 	if err != nil {
@@ -87,12 +87,12 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 	wg.Wait()
 
 	stopOnCancel := context.AfterFunc(ctx, func() { r.Judge.Stop(id) })
-	watchErr := r.watchHostWorkers(context.WithoutCancel(ctx), id, workers, workerGrace(spec))
+	watchErr := r.watchHostWorkers(ctx, id, workers, workerGrace(spec))
 	stopOnCancel()
 	rec := n.Stop()
-	res, err := r.Judge.Finish(context.WithoutCancel(ctx), r.host, id)
+	res, err := r.Judge.Finish(pctx, r.host, id)
 	if err != nil {
-		return nil, errors.Join(err, watchErr, errors.Join(errs...))
+		return nil, errors.Join(err, context.Cause(pctx), watchErr, errors.Join(errs...))
 	}
 	o := &workloads.Outcome{ClientsAs: results.ClientsProcesses, Result: res}
 	if m := res.All.Info; m != nil {
@@ -150,8 +150,11 @@ func (r *Runner) startHostWorker(ctx context.Context, h *Host, id string, a Assi
 // watchHostWorkers waits until every worker has gone, looking at each
 // host's workers with one command every half second, and tells the judge
 // of each one gone (which it ignores for those that said Done). Past
-// grace, it kills those left.
-func (r *Runner) watchHostWorkers(ctx context.Context, id string, workers []*hostWorker, grace time.Duration) error {
+// grace, it kills those left — at once when run ends for a lost host
+// (Hosts.Watch): the judge may be out of reach and unable to stop them,
+// and a run that lost a host tears down what it still reaches.
+func (r *Runner) watchHostWorkers(run context.Context, id string, workers []*hostWorker, grace time.Duration) error {
+	ctx := context.WithoutCancel(run)
 	byHost := map[*Host][]*hostWorker{}
 	for _, w := range workers {
 		if w != nil {
@@ -197,14 +200,18 @@ func (r *Runner) watchHostWorkers(ctx context.Context, id string, workers []*hos
 		if len(byHost) == 0 {
 			break
 		}
-		if time.Now().After(deadline) {
+		why := "stuck past its case"
+		if run.Err() != nil && !errors.Is(context.Cause(run), context.Canceled) {
+			deadline, why = time.Now(), "the run lost a host" // no waiting for the workers' end
+		}
+		if !time.Now().Before(deadline) {
 			for h, ws := range byHost {
 				for _, w := range ws {
 					kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 					err := w.proc.Kill(kctx)
 					cancel()
-					r.Judge.Gone(id, w.process, "worker stuck past its case: killed")
-					errs = append(errs, fmt.Errorf("worker %d on %s stuck past its case: killed (%v)", w.process, h.Name, err))
+					r.Judge.Gone(id, w.process, "worker "+why+": killed")
+					errs = append(errs, fmt.Errorf("worker %d on %s %s: killed (%v)", w.process, h.Name, why, err))
 				}
 			}
 			break
