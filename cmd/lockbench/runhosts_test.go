@@ -266,8 +266,9 @@ hosts:
 // with clients on host2 and host3, and the nemesis here as the judge's
 // peer over the wire. A server pause and a partition (the clients cut
 // from the server's port, not from the judge on the same host), each
-// struck while the judge's live view shows a section open, inject and
-// are proved; the judge's own results, brought back under
+// struck while the judge's live view shows a section open, and a client
+// pause (the judge asks the nemesis, here, to stop a worker on a client
+// host) inject and are proved; the judge's own results, brought back under
 // judge/, record the injections the nemesis told it, naming the host
 // each hit; the histories come back; no token reaches the outputs and
 // nothing is left on any host, the judge included.
@@ -281,7 +282,7 @@ func TestRunWithTheJudgeOnAHost(t *testing.T) {
 
 	dir := t.TempDir()
 	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis",
-		"--fault", "server-pause,partition", "--injections", "1", "--clients", "4", "--duration", "3s",
+		"--fault", "server-pause,partition,client-pause", "--injections", "1", "--clients", "4", "--duration", "3s",
 		"--seed", "22", "--out", dir, "--no-report")
 	out, err := run.CombinedOutput()
 	if err != nil {
@@ -298,8 +299,8 @@ func TestRunWithTheJudgeOnAHost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the judge's own results did not come back: %v", err)
 	}
-	if len(f.Cases) != 2 || len(joined.Cases) != 2 {
-		t.Fatalf("%d cases, the judge recorded %d: want 2 (redis × 2 faults)\n%s", len(f.Cases), len(joined.Cases), out)
+	if len(f.Cases) != 3 || len(joined.Cases) != 3 {
+		t.Fatalf("%d cases, the judge recorded %d: want 3 (redis × 3 faults)\n%s", len(f.Cases), len(joined.Cases), out)
 	}
 	if f.RunID != joined.RunID {
 		t.Errorf("run id %s here, %s on the judge", f.RunID, joined.RunID)
@@ -311,14 +312,18 @@ func TestRunWithTheJudgeOnAHost(t *testing.T) {
 			t.Errorf("%s: invalid %v (%s), %d injections, %d grants: want a valid case that injected and granted",
 				name, c.Invalid, c.InvalidReason, c.Injections, c.Acquired)
 		}
-		want := lab.Hosts[0].Name // the server's host
+		want := []string{lab.Hosts[0].Name} // the server's host
 		j := joined.Cases[i]
 		if j.Fault != c.Fault || len(j.Targets) != len(c.Targets) || j.Injections != c.Injections {
 			t.Errorf("%s: the judge recorded %s with %d targets, %d injections; here %d, %d", name, j.Fault, len(j.Targets), j.Injections, len(c.Targets), c.Injections)
 		}
 		for k, tg := range c.Targets {
-			if !slices.Equal(tg.Hosts, []string{want}) {
-				t.Errorf("%s: injection %d hit %v on hosts %v, want %s", name, tg.Injection, tg.Nodes, tg.Hosts, want)
+			hit := tg.Hosts
+			if c.Fault == "client-pause" && len(hit) == 1 && (hit[0] == lab.Hosts[1].Name || hit[0] == lab.Hosts[2].Name) {
+				hit = want // a worker on a client host
+			}
+			if !slices.Equal(hit, want) {
+				t.Errorf("%s: injection %d hit %v on hosts %v, want %v (a client host for client-pause)", name, tg.Injection, tg.Nodes, tg.Hosts, want)
 			}
 			if k < len(j.Targets) && !slices.Equal(j.Targets[k].Hosts, tg.Hosts) {
 				t.Errorf("%s: the judge records injection %d on %v, here on %v", name, tg.Injection, j.Targets[k].Hosts, tg.Hosts)
