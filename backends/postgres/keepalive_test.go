@@ -1,0 +1,210 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/locker/locktest"
+	"github.com/lockbench/lockbench/remote"
+)
+
+func TestSplitKeepalive(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want keepalive // zero: refused
+	}{
+		{3 * time.Second, keepalive{Idle: time.Second, Interval: time.Second, Count: 2, UserTimeout: 3 * time.Second}},
+		{4 * time.Second, keepalive{Idle: 2 * time.Second, Interval: time.Second, Count: 2, UserTimeout: 4 * time.Second}},
+		{10 * time.Second, keepalive{Idle: 4 * time.Second, Interval: 3 * time.Second, Count: 2, UserTimeout: 10 * time.Second}},
+		{time.Hour, keepalive{Idle: 20 * time.Minute, Interval: 20 * time.Minute, Count: 2, UserTimeout: time.Hour}},
+		{2 * time.Second, keepalive{}},
+		{3500 * time.Millisecond, keepalive{}},
+		{-time.Minute, keepalive{}},
+	} {
+		k, err := splitKeepalive(tc.d)
+		if tc.want == (keepalive{}) {
+			if !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), tc.d.String()) {
+				t.Errorf("splitKeepalive(%v) = %+v, %v; want ErrInvalid naming it", tc.d, k, err)
+			}
+			continue
+		}
+		if err != nil || k != tc.want || k.Idle+time.Duration(k.Count)*k.Interval != tc.d {
+			t.Errorf("splitKeepalive(%v) = %+v, %v; want %+v, adding up to it", tc.d, k, err, tc.want)
+		}
+	}
+}
+
+// TestKeepaliveInfo: a keepalive bound caps what an advisory lease
+// promises, and what it reports, whatever TTL it asked.
+func TestKeepaliveInfo(t *testing.T) {
+	l := open(t, "db.example:5433", Advisory, map[string]string{"keepalive": "3s"})
+	defer l.Close()
+	info := l.Info()
+	if want := 3*time.Second - drift(3*time.Second); info.Session != want || info.Promise(time.Hour) != want || info.Promise(time.Second) != time.Second {
+		t.Fatalf("Info.Session %v, Promise(1h) %v, Promise(1s) %v; want %v, %v, 1s", info.Session, info.Promise(time.Hour), info.Promise(time.Second), want, want)
+	}
+	if !strings.Contains(info.Guarantee, "keepalive 3s") {
+		t.Fatalf("guarantee %q does not name the keepalive", info.Guarantee)
+	}
+	plain := open(t, "db.example:5433", Advisory, nil)
+	defer plain.Close()
+	if s := plain.Info().Session; s != 0 {
+		t.Fatalf("Info.Session %v without a keepalive, want 0", s)
+	}
+	if _, err := New(l.pool, Options{Mode: Advisory, Keepalive: 4 * time.Second}); !errors.Is(err, locker.ErrInvalid) || !strings.Contains(err.Error(), "4s") {
+		t.Fatalf("New with a keepalive the pool does not set = %v, want ErrInvalid naming it", err)
+	}
+}
+
+// TestAdvisoryKeepaliveUnderCut cuts two holders of advisory locks off
+// from the server, in a network namespace of its own, as a partition does
+// (packets dropped both ways, no clean close): one opened with
+// keepalive=3s, one with the server's settings. A client on the server's
+// side of the cut (psql, in the server's namespace) tries the locks:
+//
+//   - keepalive=3s: the server ends the silent session, and frees its
+//     lock, within the bound; the holder's lease, which asked for an hour,
+//     promised no more than the bound from its grant, and had ended
+//     (ErrExpired) before the lock was free;
+//   - the server's settings (Linux's: 2 h 11 min): the lock stays taken
+//     after the other is long free, and the holder's lease, within its
+//     hour, does not know that it is cut off.
+func TestAdvisoryKeepaliveUnderCut(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute)
+	if err := compose.PeerNetworkAvailable(); err != nil {
+		t.Skip(err)
+	}
+	n := server(t, compose.PostgresOptions{Netns: true, Durability: compose.DurabilityFast})
+	bounded, plain := open(t, n.Addr(), Advisory, map[string]string{"keepalive": "3s"}), open(t, n.Addr(), Advisory, nil)
+	t.Cleanup(func() { plain.Close(); bounded.Close() })
+	ctx := context.Background()
+
+	// The server applied the session settings.
+	var got []string
+	rows, err := bounded.pool.Query(ctx, `SELECT name || '=' || setting FROM pg_settings WHERE name IN
+		('tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout') ORDER BY name`)
+	if err == nil {
+		for rows.Next() {
+			var s string
+			if err = rows.Scan(&s); err != nil {
+				break
+			}
+			got = append(got, s)
+		}
+		rows.Close()
+		err = rows.Err()
+	}
+	if want := "tcp_keepalives_count=2 tcp_keepalives_idle=1 tcp_keepalives_interval=1 tcp_user_timeout=3000"; err != nil || strings.Join(got, " ") != want {
+		t.Fatalf("the server's session settings: %v, %v; want %s", got, err, want)
+	}
+
+	lb := locktest.MustAcquire(t, bounded, "cut:bounded", locker.WithTTL(time.Hour))
+	granted := time.Now()
+	lp := locktest.MustAcquire(t, plain, "cut:plain", locker.WithTTL(time.Hour))
+	if left := time.Until(lb.ValidUntil()); left > bounded.session {
+		t.Fatalf("a lease asking for an hour under keepalive=3s is valid for %v, beyond the bound %v", left, bounded.session)
+	}
+	ended := make(chan time.Time, 1)
+	go func() { <-lb.Done(); ended <- time.Now() }()
+	for _, key := range []string{"cut:bounded", "cut:plain"} {
+		if free := tryInside(t, n, key); free {
+			t.Fatalf("%q is free before the cut", key)
+		}
+	}
+
+	if err := n.CutClients(); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	t.Cleanup(func() {
+		if n.ClientsCut() {
+			n.HealClients()
+		}
+	})
+	// The server frees the lock 3 s after it last heard from the holder,
+	// by its kernel's timers; the slack is for a loaded machine's psql.
+	var polled, freed time.Time
+	for deadline := cut.Add(3*time.Second + 15*time.Second); freed.IsZero(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cut-off holder's lock under keepalive=3s is still taken %v after the cut", time.Since(cut).Round(time.Millisecond))
+		}
+		polled = time.Now()
+		if tryInside(t, n, "cut:bounded") {
+			freed = time.Now()
+		}
+	}
+	t.Logf("keepalive=3s: the server freed the cut-off holder's lock %v–%v after the cut (%v–%v after the grant, its last word to the holder)",
+		polled.Sub(cut).Round(time.Millisecond), freed.Sub(cut).Round(time.Millisecond), polled.Sub(granted).Round(time.Millisecond), freed.Sub(granted).Round(time.Millisecond))
+	select {
+	case at := <-ended:
+		t.Logf("keepalive=3s: the holder's lease ended %v after the cut (%v before the lock was seen free): %v",
+			at.Sub(cut).Round(time.Millisecond), freed.Sub(at).Round(time.Millisecond), lb.Err())
+		if !errors.Is(lb.Err(), locker.ErrExpired) {
+			t.Fatalf("the cut-off holder's lease ended with %v, want ErrExpired", lb.Err())
+		}
+		if !at.Before(polled) {
+			t.Fatalf("the lock was free at the poll begun %v after the cut, before the holder's lease ended (%v after)", polled.Sub(cut), at.Sub(cut))
+		}
+	default:
+		t.Fatalf("the lock is free %v after the cut, and the holder's lease (valid until %v after it) has not ended", freed.Sub(cut), lb.ValidUntil().Sub(cut))
+	}
+	if tryInside(t, n, "cut:plain") {
+		t.Fatalf("the lock of the holder with the server's keepalives went %v after the cut", time.Since(cut).Round(time.Millisecond))
+	}
+	if lp.Err() != nil {
+		t.Fatalf("the hour-long lease of the holder with the server's keepalives ended: %v", lp.Err())
+	}
+	t.Logf("server's keepalives: the cut-off holder's lock is still taken %v after the cut, and its lease holds", time.Since(cut).Round(time.Millisecond))
+
+	if err := n.HealClients(); err != nil {
+		t.Fatal(err)
+	}
+	// The plain holder's session lived through the cut.
+	if err := lp.Release(ctx); err != nil {
+		t.Fatalf("release after the cut healed: %v", err)
+	}
+	next := locktest.MustAcquire(t, plain, "cut:bounded", locker.WithTTL(time.Minute))
+	if err := next.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryInside reports whether key's advisory lock is free, as a client in
+// n's network namespace — on the server's side of any cut of its clients
+// — finds it: psql takes it if it can (and gives it back as it leaves).
+func tryInside(t *testing.T, n *compose.Node, key string) bool {
+	t.Helper()
+	bin, err := compose.PostgresBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err = n.Host().Run(ctx, remote.Cmd{
+		Path:   filepath.Join(filepath.Dir(bin), "psql"),
+		Args:   []string{"-XAtq", "-d", compose.PostgresURL(n.ServerAddr()), "-c", fmt.Sprintf("SELECT pg_try_advisory_lock(%d)", keyID(key))},
+		Stdout: &out, Stderr: &errOut,
+	})
+	if err != nil {
+		t.Fatalf("psql in %s's namespace: %v: %s", n.Name, err, errOut.String())
+	}
+	switch s := strings.TrimSpace(out.String()); s {
+	case "t":
+		return true
+	case "f":
+		return false
+	default:
+		t.Fatalf("psql in %s's namespace: pg_try_advisory_lock answered %q", n.Name, s)
+	}
+	return false
+}
