@@ -12,8 +12,11 @@
 //     ErrLost as soon as its client sees the session die (the server
 //     restarted or crashed, the session was terminated, the connection
 //     reset); the server frees the lock when it sees the session die,
-//     which after a network cut may be before — or long after — the holder
-//     notices. No fencing token.
+//     which after a network cut is when its TCP keepalives give up on the
+//     silent client: hours later with the system's defaults, or within
+//     the bound of the keepalive param (ConfigureKeepalive), which then
+//     also caps what a lease promises, so that a cut-off holder's lease
+//     ends first. No fencing token.
 //   - Lease: a row per key in a table (holder, fencing token, expiry by
 //     the server's clock), granted in one statement — an upsert that takes
 //     the row only if it is free or expired and increments its token —
@@ -257,14 +260,13 @@ func (l *Locker) Info() locker.Info {
 	switch l.mode {
 	case Advisory:
 		info.Guarantee = "mode=advisory: a session advisory lock on one PostgreSQL server (single node, no failover), held by a session of its own with no TTL on the server " +
-			"(the holder's client unlocks at its TTL): safe while the server and the holder's connection live; a server restart or crash drops every advisory lock, " +
-			"and a cut connection frees it once the server notices, possibly before the holder does; no fencing token"
+			"(the holder's client unlocks at its TTL): safe while the server and the holder's connection live; a server restart or crash drops every advisory lock; no fencing token"
 		if l.session > 0 {
 			info.Session = l.session
-			info.Guarantee += fmt.Sprintf("; keepalive %v: the server ends a silent session, and frees its lock, within %v of last hearing from its client, "+
-				"so a lease promises at most %v from its grant or last Extend", l.keepalive, l.keepalive, l.session)
+			info.Guarantee += fmt.Sprintf("; keepalive %v: the server ends a silent session, and frees its lock, no sooner than %v after last hearing from its client, "+
+				"and a lease promises at most %v from its grant or last Extend, so a cut-off holder's lease ends before its lock is freed", l.keepalive, l.keepalive, l.session)
 		} else {
-			info.Guarantee += "; with the server's keepalive settings a cut-off holder's lock stays taken until its TCP keepalives give up (Linux's defaults: 2 h 11 min)"
+			info.Guarantee += "; a cut-off holder's lock stays taken until the server's TCP keepalives give up on its session (Linux's defaults: 2 h 11 min), unless the keepalive param bounds it"
 		}
 	default:
 		info.Fencing = true
