@@ -49,8 +49,10 @@ func (l *Locker) lockSession(ctx context.Context, key string, o locker.Options, 
 		return nil, fmt.Errorf("%w: %q is held by another session", locker.ErrNotAcquired, key)
 	}
 	// The server never expires the lock: the TTL counts from the grant,
-	// within the session's bound.
-	g := locker.Grant{Key: key, ValidUntil: time.Now().Add(l.validity(o.TTL))}
+	// within the session's bound — the TTL the lease runs with, so that
+	// its auto-extend watchdog (every TTL/3) extends it in time.
+	o.TTL = l.validity(o.TTL)
+	g := locker.Grant{Key: key, ValidUntil: time.Now().Add(o.TTL)}
 	s := &session{l: l, key: key, id: id, conn: conn}
 	if err := l.closing.Add(); err != nil { // Close began as we were granted: give it back
 		_ = l.giveBack(context.Background(), conn, key, id)

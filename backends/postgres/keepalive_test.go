@@ -65,6 +65,28 @@ func TestKeepaliveInfo(t *testing.T) {
 	}
 }
 
+// TestKeepaliveAutoExtend: a lease that asked for an hour and extends
+// itself under keepalive=3s runs with the bound as its TTL, so that its
+// watchdog extends it in time: it outlives the bound, its ValidUntil
+// moving, never beyond the bound from now.
+func TestKeepaliveAutoExtend(t *testing.T) {
+	l := open(t, shared.Get(t), Advisory, map[string]string{"keepalive": "3s"})
+	t.Cleanup(func() { l.Close() })
+	lease := locktest.MustAcquire(t, l, "keepalive:auto", locker.WithTTL(time.Hour), locker.WithAutoExtend(true))
+	first := lease.ValidUntil()
+	select {
+	case <-lease.Done():
+		t.Fatalf("the auto-extended lease ended within 4 s: %v", lease.Err())
+	case <-time.After(4 * time.Second): // past the bound
+	}
+	if v := lease.ValidUntil(); !v.After(first) || time.Until(v) > l.session {
+		t.Fatalf("ValidUntil %v after 4 s (first %v): want it moved, within %v of now", time.Until(v), time.Until(first), l.session)
+	}
+	if err := lease.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAdvisoryKeepaliveUnderCut cuts two holders of advisory locks off
 // from the server, in a network namespace of its own, as a partition does
 // (packets dropped both ways, no clean close): one opened with
@@ -142,7 +164,7 @@ func TestAdvisoryKeepaliveUnderCut(t *testing.T) {
 			freed = time.Now()
 		}
 	}
-	t.Logf("keepalive=3s: the server freed the cut-off holder's lock %v–%v after the cut (%v–%v after the grant, its last word to the holder)",
+	t.Logf("keepalive=3s: the server freed the cut-off holder's lock %v–%v after the cut (%v–%v after the grant; it counts from the holder's last word, its last keepalive probe if it sent one after the grant)",
 		polled.Sub(cut).Round(time.Millisecond), freed.Sub(cut).Round(time.Millisecond), polled.Sub(granted).Round(time.Millisecond), freed.Sub(granted).Round(time.Millisecond))
 	select {
 	case at := <-ended:
