@@ -26,11 +26,11 @@ type Env struct {
 	mu      sync.Mutex
 	nodes   []*Node
 	proxies *proxies
-	nets    []*peerNet     // the PeerNetwork clusters' networks
+	nets    []*peerNet // the PeerNetwork clusters' networks
 	// placedPeers cut the members of clusters placed on hosts apart.
 	placedPeers []*placedPeers
-	names   map[string]int // next index per node name prefix
-	closed  bool
+	names       map[string]int // next index per node name prefix
+	closed      bool
 	// extraDirs are dirs made on hosts beside the nodes' (the clock
 	// preload's), which Close removes.
 	extraDirs []hostDir
