@@ -122,7 +122,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	found := inventory.Check(ctx, inv)
+	found := inventory.Check(ctx, inv, nil)
 	t.Logf("%d checks of %d hosts in %v", len(found), len(inv.Hosts), time.Since(start))
 	wantFail := map[string][]string{
 		"full":     {"port 6380"},

@@ -273,6 +273,12 @@ func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.N
 				return "", err
 			}
 			from := time.Now()
+			// The members get a whole window from the moment the cut is
+			// in force to say they lost their peers: on hosts a cut and
+			// its proof are SSH round trips, which a busy machine makes
+			// seconds of the window.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.window())
+			defer cancel()
 			var out []string
 			for _, n := range a.nodes {
 				var last error

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/inventory"
 )
 
@@ -49,7 +50,7 @@ non-zero when any fails, naming the host, the check and what is wrong.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			found := inventory.Check(ctx, inv)
+			found := inventory.Check(ctx, inv, bench.ServerNeeds)
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			failed := map[string]int{}
 			for _, f := range found {
