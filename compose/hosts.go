@@ -1,12 +1,14 @@
 package compose
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,8 +33,9 @@ type Placement struct {
 	Port int
 	// PeerPorts are the ports on Addr where the members of a quorum
 	// reach each other: etcd's peer port; ZooKeeper's quorum and
-	// election ports, in that order. None means the kind's standard
-	// ones (etcd 2380; ZooKeeper 2888 and 3888). A partition between
+	// election ports, in that order. A port left out, or 0, is the
+	// kind's standard one (etcd 2380; ZooKeeper 2888 and 3888); ports
+	// beyond the kind's are ignored. A partition between
 	// members (EtcdCluster.Partition, Ensemble.Partition) cuts these
 	// ports only, so that clients and the control node keep reaching
 	// every member.
@@ -72,8 +75,8 @@ func (p *Placement) check(what string) error {
 		errs = append(errs, fmt.Errorf("port %d: want 1 to 65535", p.Port))
 	}
 	for _, q := range p.PeerPorts {
-		if q < 1 || q > 65535 || q == p.Port {
-			errs = append(errs, fmt.Errorf("peer port %d: want 1 to 65535, other than the client port %d", q, p.Port))
+		if q < 0 || q > 65535 || q == p.Port {
+			errs = append(errs, fmt.Errorf("peer port %d: want 1 to 65535 (or 0, the standard one), other than the client port %d", q, p.Port))
 		}
 	}
 	if !path.IsAbs(p.Dir) || path.Clean(p.Dir) == "/" {
@@ -90,12 +93,14 @@ func (p *Placement) check(what string) error {
 	return nil
 }
 
-// peerPorts are p's PeerPorts, or def when it names none.
+// peerPorts are the peer ports of a kind whose standard ones are def:
+// p's PeerPorts where they name one, def's elsewhere.
 func (p *Placement) peerPorts(def ...int) []int {
-	if len(p.PeerPorts) > 0 {
-		return p.PeerPorts
+	out := slices.Clone(def)
+	for i := range min(len(out), len(p.PeerPorts)) {
+		out[i] = cmp.Or(p.PeerPorts[i], out[i])
 	}
-	return def
+	return out
 }
 
 // binary is the server's program on the placed host, or def.

@@ -155,9 +155,6 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 				return nil, err
 			}
 			p.PeerPorts = p.peerPorts(2888, 3888)
-			if len(p.PeerPorts) != 2 {
-				return nil, fmt.Errorf("compose: ZooKeeper server placed on %s: peer ports %v: want its quorum and its election port", p.Host.Name(), p.PeerPorts)
-			}
 			places = append(places, &p)
 			hosts[i] = p.Addr.String()
 			ports = append(ports, p.Port, p.PeerPorts[0], p.PeerPorts[1])
