@@ -36,7 +36,7 @@ type Needs struct {
 	// there then.
 	Uploaded string
 	// Files are the files the server reads on its host (ZooKeeper's
-	// jars), each of which must be readable there.
+	// jars), each of which must be there, readable and not empty.
 	Files []string
 }
 
@@ -220,7 +220,7 @@ func (c *hostCheck) server(ctx context.Context, sv Server, need Needs) {
 		}
 	}
 	if len(need.Files) > 0 {
-		out, err := c.run(ctx, `for f; do [ -r "$f" ] || echo "$f"; done`, need.Files...)
+		out, err := c.run(ctx, `for f; do [ -r "$f" ] && [ -s "$f" ] || echo "$f"; done`, need.Files...)
 		switch {
 		case err != nil:
 			c.add(name+" files", false, "%v", err)
