@@ -194,7 +194,7 @@ func needPeers(sh Shape) error {
 	case !sh.Elects:
 		return errors.New("applies to clusters whose members elect their leader among themselves (ZooKeeper, etcd)")
 	case !sh.Members:
-		return errors.New("needs the members in network namespaces of their own (compose's PeerNetwork: root and the ip command)")
+		return errors.New("needs the members in network namespaces of their own (compose's PeerNetwork: root and the ip command), or each on a host of its own")
 	}
 	return nil
 }

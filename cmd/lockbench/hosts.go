@@ -33,7 +33,9 @@ func hostsCheckCmd() *cobra.Command {
 roles need: the host key (against known_hosts or the key pinned in the inventory; an unknown or
 changed key is refused), root or passwordless sudo, Linux on this binary's architecture, the
 shell tools lockbench uses, ip with blackhole policy rules (partitions), each server's binary
-and data dir, /dev/fuse (power loss) and gcc or a prebuilt clock preload (clock faults) on
+(the inventory's, or its backend's usual one: redis-server, java; etcd-member is uploaded by the
+run), the files it reads (ZooKeeper's jars from Debian's zookeeper package) and its data dir,
+/dev/fuse (power loss) and gcc or a prebuilt clock preload (clock faults) on
 server hosts, and that no port a role needs is taken. It prints one line per check and exits
 non-zero when any fails, naming the host, the check and what is wrong.`,
 		Args: cobra.NoArgs,
