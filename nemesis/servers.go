@@ -269,10 +269,15 @@ func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.N
 		label: label, lasts: e.window(), exclusion: true, pick: pick,
 		do: func(ctx context.Context, a attempt) (string, error) {
 			a.struck()
+			ordered := time.Now()
 			if err := p.Partition(a.nodes); err != nil {
 				return "", err
 			}
 			from := time.Now()
+			// On hosts the cut goes in, and is proven, over SSH round
+			// trips: a member may notice before Partition returns, so
+			// the effect says how long putting the cut in force took.
+			took := from.Sub(ordered).Round(10 * time.Millisecond)
 			// The members get a whole window from the moment the cut is
 			// in force to say they lost their peers: on hosts a cut and
 			// its proof are SSH round trips, which a busy machine makes
@@ -291,7 +296,7 @@ func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.N
 				if last != nil {
 					return "", fmt.Errorf("%s did not lose its peers within the window: %w", n.Name, last)
 				}
-				out = append(out, fmt.Sprintf("%s lost its peers %v after the cut (it says so)", n.Name, time.Since(from).Round(10*time.Millisecond)))
+				out = append(out, fmt.Sprintf("%s lost its peers %v after the cut (it says so; putting the cut in force took %v)", n.Name, time.Since(from).Round(10*time.Millisecond), took))
 			}
 			return strings.Join(out, "; "), nil
 		},
