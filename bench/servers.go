@@ -61,6 +61,8 @@ type cluster struct {
 	spent bool
 	zk    *compose.Ensemble
 	etcd  *compose.EtcdCluster
+	// target is the fault target of servers placed on hosts.
+	target nemesis.Target
 }
 
 // NewClusters returns clusters that start their servers in env. external

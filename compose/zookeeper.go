@@ -54,6 +54,17 @@ type ZooKeeperOptions struct {
 	// and a small heap (C1 compiler only, serial GC, 256 MB) over peak
 	// throughput; pass e.g. {"-Xmx1g"} for benchmarks.
 	JVMFlags []string
+	// On, when set, places the servers on hosts, one Placement each (see
+	// Placement): n must be len(On). Each server listens on its host's
+	// address, at the placement's Port (clients) and PeerPorts (quorum
+	// and election: 2888 and 3888 if none); its myid, zoo.cfg (naming
+	// every server at its host's address) and data are in the
+	// placement's Dir. Binary is the java program on the host ("" finds
+	// java on its PATH); the classpath is ZooKeeperClasspath, Debian's
+	// zookeeper package, there. Servers on hosts of their own can be
+	// partitioned (Partition) by rules on their hosts. Proxied,
+	// PeerNetwork and LazyFS apply to servers on this machine only.
+	On []Placement
 }
 
 // Java is the java binary that runs ZooKeeper.
@@ -78,7 +89,8 @@ type Ensemble struct {
 	// Nodes are the servers; Nodes[i] has myid i+1.
 	Nodes []*Node
 
-	net *peerNet // nil unless started with PeerNetwork
+	net    *peerNet   // nil unless started with PeerNetwork
+	cutter peerCutter // what Partition cuts with; nil without PeerNetwork or hosts
 }
 
 // ZooKeeper starts an ensemble of n servers (n odd; 1 runs a standalone
@@ -106,24 +118,48 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	default:
 		return nil, fmt.Errorf("compose: ZooKeeper log level %q: want TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF", level)
 	}
+	if o.On != nil {
+		if len(o.On) != n {
+			return nil, fmt.Errorf("compose: %d ZooKeeper servers on %d placements: want one each", n, len(o.On))
+		}
+		if o.Proxied || o.PeerNetwork || o.LazyFS {
+			return nil, errors.New("compose: ZooKeeper servers placed on hosts: Proxied, PeerNetwork and LazyFS apply to servers on this machine only")
+		}
+	}
 	if o.PeerNetwork {
 		if err := PeerNetworkAvailable(); err != nil {
 			return nil, err
 		}
 	}
-	java, err := exec.LookPath(Java)
-	if err != nil {
-		return nil, fmt.Errorf("compose: %w (ZooKeeper needs Java: make deps)", err)
-	}
-	for _, p := range ZooKeeperClasspath {
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("compose: ZooKeeper classpath entry %s: %w (install Debian's zookeeper: make deps)", p, err)
+	var java string
+	if o.On == nil {
+		if java, err = exec.LookPath(Java); err != nil {
+			return nil, fmt.Errorf("compose: %w (ZooKeeper needs Java: make deps)", err)
+		}
+		for _, p := range ZooKeeperClasspath {
+			if _, err := os.Stat(p); err != nil {
+				return nil, fmt.Errorf("compose: ZooKeeper classpath entry %s: %w (install Debian's zookeeper: make deps)", p, err)
+			}
 		}
 	}
 	z := &Ensemble{}
 	hosts := make([]string, n)
-	var ports []int
-	if o.PeerNetwork {
+	var (
+		ports  []int
+		places []*Placement
+	)
+	if o.On != nil {
+		for i := range o.On {
+			p := o.On[i]
+			if err := p.check("ZooKeeper"); err != nil {
+				return nil, err
+			}
+			p.PeerPorts = p.peerPorts(2888, 3888)
+			places = append(places, &p)
+			hosts[i] = p.Addr.String()
+			ports = append(ports, p.Port, p.PeerPorts[0], p.PeerPorts[1])
+		}
+	} else if o.PeerNetwork {
 		if z.net, err = e.peerNet(n); err != nil {
 			return nil, err
 		}
@@ -153,6 +189,9 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	specs := make([]spec, n)
 	for i, name := range names {
 		dir := filepath.Join(e.Dir, name)
+		if places != nil {
+			dir = places[i].Dir
+		}
 		client := ports[3*i]
 		args := append(append([]string(nil), jvm...),
 			"-Djava.net.preferIPv4Stack=true",
@@ -172,14 +211,9 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			lazyFS: o.LazyFS, fakeClock: o.FakeClock, clock: zkTime,
 			// Written before every start, so that a server restarted
 			// without its data still knows who it is.
-			prepare: inDir(func(dir string) error {
-				for f, text := range map[string]string{"myid": myid + "\n", "zoo.cfg": cfg, "log4j.properties": log4j} {
-					if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
-						return err
-					}
-				}
-				return nil
-			}),
+			prepare: func(ctx context.Context, n *Node) error {
+				return n.writeFiles(ctx, map[string]string{"myid": myid + "\n", "zoo.cfg": cfg, "log4j.properties": log4j})
+			},
 			ready: func(ctx context.Context) error {
 				_, err := zkMode(ctx, hostAddr(hosts[i], client))
 				return err
@@ -188,12 +222,21 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		if z.net != nil {
 			specs[i].net, specs[i].member = z.net, i
 		}
+		if places != nil {
+			specs[i].place, specs[i].bin = places[i], places[i].binary(Java)
+		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
 	if err != nil {
 		return nil, err
 	}
 	z.Nodes = nodes
+	switch {
+	case z.net != nil:
+		z.cutter = z.net
+	case places != nil:
+		z.cutter = e.newPlacedPeers(nodes)
+	}
 	return z, nil
 }
 
