@@ -134,6 +134,7 @@ func TestSentinelCutClients(t *testing.T) {
 	if err := s.Master.CutClients(); err != nil {
 		t.Fatal(err)
 	}
+	cut := time.Now()
 	if err := s.Master.Unreachable(ctx, time.Second); err != nil {
 		t.Fatalf("during the cut: %v", err)
 	}
@@ -149,6 +150,7 @@ func TestSentinelCutClients(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the sentinels, cut off from the master, did not fail it over: %v", err)
 	}
+	t.Logf("the sentinels promoted %s %v after the cut", promoted, time.Since(cut))
 	if promoted != replica.ServerAddr() {
 		t.Fatalf("the sentinels promoted %s, want the replica %s", promoted, replica.ServerAddr())
 	}
