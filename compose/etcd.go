@@ -141,9 +141,8 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 		}
 	}
 	c := &EtcdCluster{}
-	hosts := make([]string, n)
 	var (
-		ports  []int
+		l      layout
 		places []*Placement
 	)
 	if o.On != nil {
@@ -157,35 +156,23 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 			}
 			p.PeerPorts = p.peerPorts(2380)
 			places = append(places, &p)
-			hosts[i] = p.Addr.String()
-			ports = append(ports, p.Port, p.PeerPorts[0])
 		}
-	} else if o.PeerNetwork {
-		if c.net, err = e.peerNet(n); err != nil {
-			return nil, err
-		}
-		for i := range n {
-			hosts[i] = c.net.addr(i).String()
-			ports = append(ports, 2379, 2380) // each member has its own address
-		}
-	} else {
-		if ports, err = freePorts(2 * n); err != nil { // client, peer
-			return nil, err
-		}
-		for i := range hosts {
-			hosts[i] = "127.0.0.1"
-		}
+		l = layOutOn(places)
+	} else if l, err = e.layOut(n, o.PeerNetwork, 2379, 2380); err != nil { // client, peer
+		return nil, err
 	}
+	c.net = l.net
+	hosts := l.hosts
 	names := e.newNames("etcd", n)
 	cluster := make([]string, n)
 	for i, name := range names {
-		cluster[i] = fmt.Sprintf("%s=http://%s", name, hostAddr(hosts[i], ports[2*i+1]))
+		cluster[i] = fmt.Sprintf("%s=http://%s", name, hostAddr(hosts[i], l.ports[i][1]))
 	}
 	token := make([]byte, 8)
 	_, _ = rand.Read(token)
 	specs := make([]spec, n)
 	for i, name := range names {
-		client, peer := ports[2*i], "http://"+hostAddr(hosts[i], ports[2*i+1])
+		client, peer := l.ports[i][0], "http://"+hostAddr(hosts[i], l.ports[i][1])
 		dataDir := filepath.Join(e.Dir, name, "data")
 		if places != nil {
 			dataDir = path.Join(places[i].Dir, "data")
@@ -193,7 +180,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 		c.dataDirs = append(c.dataDirs, dataDir)
 		initial, state, started := strings.Join(cluster, ","), "new", false
 		specs[i] = spec{
-			name: name, port: client, host: hosts[i], bin: bin, lazyFS: o.LazyFS,
+			name: name, port: client, bin: bin, lazyFS: o.LazyFS,
 			// A member restarted without its data cannot rejoin as
 			// itself ("already bootstrapped"): as an operator would, it
 			// is replaced by a new member at the same address.
@@ -235,11 +222,9 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 			},
 			ready: func(ctx context.Context) error { return etcdHealthy(ctx, hostAddr(hosts[i], client)) },
 		}
-		if c.net != nil {
-			specs[i].net, specs[i].member = c.net, i
-		}
+		l.place(&specs[i], i)
 		if places != nil {
-			specs[i].place, specs[i].bin = places[i], places[i].Binary
+			specs[i].bin = places[i].Binary
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)

@@ -143,9 +143,8 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		}
 	}
 	z := &Ensemble{}
-	hosts := make([]string, n)
 	var (
-		ports  []int
+		l      layout
 		places []*Placement
 	)
 	if o.On != nil {
@@ -156,30 +155,18 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			}
 			p.PeerPorts = p.peerPorts(2888, 3888)
 			places = append(places, &p)
-			hosts[i] = p.Addr.String()
-			ports = append(ports, p.Port, p.PeerPorts[0], p.PeerPorts[1])
 		}
-	} else if o.PeerNetwork {
-		if z.net, err = e.peerNet(n); err != nil {
-			return nil, err
-		}
-		for i := range n {
-			hosts[i] = z.net.addr(i).String()
-			ports = append(ports, 2181, 2888, 3888) // each server has its own address
-		}
-	} else {
-		if ports, err = freePorts(3 * n); err != nil { // client, peer, election
-			return nil, err
-		}
-		for i := range hosts {
-			hosts[i] = "127.0.0.1"
-		}
+		l = layOutOn(places)
+	} else if l, err = e.layOut(n, o.PeerNetwork, 2181, 2888, 3888); err != nil { // client, peer, election
+		return nil, err
 	}
+	z.net = l.net
+	hosts := l.hosts
 	names := e.newNames("zookeeper", n)
 	var servers strings.Builder
 	if n > 1 {
 		for i := range n {
-			fmt.Fprintf(&servers, "server.%d=%s:%d:%d\n", i+1, hosts[i], ports[3*i+1], ports[3*i+2])
+			fmt.Fprintf(&servers, "server.%d=%s:%d:%d\n", i+1, hosts[i], l.ports[i][1], l.ports[i][2])
 		}
 	}
 	jvm := o.JVMFlags
@@ -192,7 +179,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		if places != nil {
 			dir = places[i].Dir
 		}
-		client := ports[3*i]
+		client := l.ports[i][0]
 		args := append(append([]string(nil), jvm...),
 			"-Djava.net.preferIPv4Stack=true",
 			"-Dzookeeper.jmx.log4j.disable=true",
@@ -207,7 +194,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			"log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n\n"
 		myid := strconv.Itoa(i + 1)
 		specs[i] = spec{
-			name: name, port: client, host: hosts[i], bin: java, args: args,
+			name: name, port: client, bin: java, args: args,
 			lazyFS: o.LazyFS, fakeClock: o.FakeClock, clock: zkTime,
 			// Written before every start, so that a server restarted
 			// without its data still knows who it is.
@@ -219,11 +206,9 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 				return err
 			},
 		}
-		if z.net != nil {
-			specs[i].net, specs[i].member = z.net, i
-		}
+		l.place(&specs[i], i)
 		if places != nil {
-			specs[i].place, specs[i].bin = places[i], places[i].binary(Java)
+			specs[i].bin = places[i].binary(Java)
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
