@@ -82,8 +82,10 @@ type Runner struct {
 	Judge judge.Referee
 	// Hosts, when set, runs the clients on the client hosts of an
 	// inventory, as worker processes started there over SSH, against
-	// this runner's judge, which then listens beyond loopback with a run
-	// token of its own (the servers go where Clusters.OnHosts puts them).
+	// the judge Hosts.StartJudge started on the judge's host (set Judge
+	// and JudgeToken to it) or else this runner's, which then listens
+	// beyond loopback with a run token of its own (the servers go where
+	// Clusters.OnHosts puts them).
 	Hosts *Hosts
 	// Log, when set, is told what the judge refuses (a stranger without
 	// the run token).
@@ -277,8 +279,8 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	var runErr error
 	switch {
 	case r.Hosts != nil:
-		if r.local == nil {
-			return nil, configErrorf("a run over an inventory's hosts refers its clients to its own judge")
+		if r.local == nil && r.Hosts.judge == nil {
+			return nil, configErrorf("a run over an inventory's hosts refers its clients to its own judge, or the one it started on a host")
 		}
 		out, runErr = r.hostProcesses(ctx, id, c, spec, cfg, n)
 	case c.ClientsAs == results.ClientsGoroutines && r.local != nil:

@@ -27,7 +27,8 @@ import (
 // each reached over SSH from this control node as Jepsen reaches its
 // nodes: the servers of a backend go where the inventory puts them
 // (compose placements), the client workers run on the client hosts, and
-// the judge stays here, in the runner. Hosts remembers what the run put
+// the judge runs on the host given the judge role (StartJudge), or here,
+// in the runner, when none is. Hosts remembers what the run put
 // on each host, so that Close takes it all down — or, for a host whose
 // link broke, says what is left there and how the next run clears it.
 type Hosts struct {
@@ -36,7 +37,8 @@ type Hosts struct {
 	hosts []*Host
 
 	mu     sync.Mutex
-	placed []placed // servers started on the hosts
+	placed []placed   // servers started on the hosts
+	judge  *hostJudge // the judge, when it runs on a host
 }
 
 // Host is one host of a run.
@@ -49,7 +51,7 @@ type Host struct {
 	// servers: the address of its sshd.
 	Addr netip.Addr
 	// Binary is the lockbench binary on it, uploaded by DialHosts to the
-	// hosts that run clients ("" on the others).
+	// hosts that run clients or the judge ("" on the others).
 	Binary string
 	// WorkDir is where the run keeps its files there.
 	WorkDir string
@@ -65,23 +67,29 @@ type placed struct {
 // HostsOptions says how DialHosts prepares the hosts.
 type HostsOptions struct {
 	// Binary is the lockbench binary (on this machine) that the client
-	// hosts run their workers with: a static one (CGO_ENABLED=0), which
+	// hosts run their workers with, and the judge's host its judge: a static one (CGO_ENABLED=0), which
 	// runs on any Linux of its architecture.
 	Binary string
 	// Log is told what is done on the hosts and what is left there.
 	Log io.Writer
+	// KeepAlive is how often each link is probed: one left unanswered
+	// for three periods breaks it, and the run stops (Watch). 0 is
+	// remote's default, 5 s (15 s without an answer).
+	KeepAlive time.Duration
 }
 
 // DialHosts connects to every host of inv at once (host keys verified),
-// clears what an earlier run may have left there (cuts, workers: see
-// sweep) and uploads the lockbench binary to the client hosts that lack
-// it. The error names each host that failed.
+// clears what an earlier run may have left there (cuts, workers, a judge:
+// see sweep) and uploads the lockbench binary to the client and judge
+// hosts that lack it. Every host keeps its path to the judge's host
+// whatever a partition cuts. The error names each host that failed.
 func DialHosts(ctx context.Context, inv *inventory.Inventory, o HostsOptions) (_ *Hosts, err error) {
 	hs := &Hosts{inv: inv, log: o.Log}
 	if hs.log == nil {
 		hs.log = io.Discard
 	}
-	needBinary := slices.ContainsFunc(inv.Hosts, func(h inventory.Host) bool { return h.Clients })
+	runsLockbench := func(h inventory.Host) bool { return h.Clients || h.Judge != nil }
+	needBinary := slices.ContainsFunc(inv.Hosts, runsLockbench)
 	var binary []byte
 	var sum string
 	if needBinary {
@@ -91,17 +99,28 @@ func DialHosts(ctx context.Context, inv *inventory.Inventory, o HostsOptions) (_
 		s := sha256.Sum256(binary)
 		sum = hex.EncodeToString(s[:8])
 	}
+	// The judge's host stays reachable from every host, whatever is cut.
+	var keep []netip.Addr
+	for _, cfg := range inv.Hosts {
+		if cfg.Judge != nil {
+			a, err := hostAddr(ctx, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("host %s: %w", cfg.Name, err)
+			}
+			keep = append(keep, a)
+		}
+	}
 	hs.hosts = make([]*Host, len(inv.Hosts))
 	errs := make([]error, len(inv.Hosts))
 	var wg sync.WaitGroup
 	for i, cfg := range inv.Hosts {
 		wg.Go(func() {
-			h, err := dialHost(ctx, cfg)
+			h, err := dialHost(ctx, cfg, o.KeepAlive, keep)
 			if err == nil {
 				hs.hosts[i] = h
 				err = h.sweep(ctx, hs.log)
 			}
-			if err == nil && cfg.Clients {
+			if err == nil && runsLockbench(cfg) {
 				h.Binary, err = h.upload(ctx, "lockbench", binary, sum)
 			}
 			if err != nil {
@@ -140,21 +159,37 @@ func staticBinary(p string) ([]byte, error) {
 	return os.ReadFile(p)
 }
 
-// dialHost connects to one host and finds its address.
-func dialHost(ctx context.Context, cfg inventory.Host) (*Host, error) {
+// hostAddr is the address of cfg's sshd.
+func hostAddr(ctx context.Context, cfg inventory.Host) (netip.Addr, error) {
 	hostPart, _, err := net.SplitHostPort(cfg.Address)
 	if err != nil {
-		return nil, err
+		return netip.Addr{}, err
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", hostPart)
 	if err != nil || len(addrs) == 0 {
-		return nil, fmt.Errorf("address %s: %v", hostPart, err)
+		return netip.Addr{}, fmt.Errorf("address %s: %v", hostPart, err)
 	}
-	s, err := remote.DialSSH(ctx, cfg.SSHConfig())
+	return addrs[0].Unmap(), nil
+}
+
+// dialHost connects to one host and finds its address; keepAlive, when
+// not zero, replaces the link's keepalive period (remote.SSHConfig), and
+// the host keeps its paths to keep whatever a partition cuts.
+func dialHost(ctx context.Context, cfg inventory.Host, keepAlive time.Duration, keep []netip.Addr) (*Host, error) {
+	addr, err := hostAddr(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Host{Name: cfg.Name, SSH: s, Addr: addrs[0].Unmap(), WorkDir: cfg.WorkDir, cfg: cfg}, nil
+	sc := cfg.SSHConfig()
+	if keepAlive != 0 {
+		sc.KeepAlive = keepAlive
+	}
+	sc.Keep = append(sc.Keep, keep...)
+	s, err := remote.DialSSH(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	return &Host{Name: cfg.Name, SSH: s, Addr: addr, WorkDir: cfg.WorkDir, cfg: cfg}, nil
 }
 
 // workersDir is where the workers of every run keep their files on h.
@@ -162,7 +197,7 @@ func (h *Host) workersDir() string { return path.Join(h.WorkDir, "workers") }
 
 // sweep clears what an earlier run left on h when its link broke: the
 // cuts in force (every blackhole rule of remote.CutPref), and the workers
-// its pidfiles name. (A server an earlier run left is killed by its
+// and judge its pidfiles name. (A server an earlier run left is killed by its
 // pidfile when this run first starts one there: compose does it.)
 func (h *Host) sweep(ctx context.Context, log io.Writer) error {
 	cuts, err := remote.CutsInForce(ctx, h.SSH)
@@ -389,8 +424,12 @@ func (hs *Hosts) leftOn(h *Host) error {
 		}
 	}
 	hs.mu.Unlock()
-	msg := fmt.Sprintf("the link to host %s broke: what the run started there may still run — servers %s; workers under %s (they end by themselves when their case is long over); cuts of rule priority %d. the next run against this inventory kills them by their pidfiles and lifts the cuts as it starts",
-		h.Name, strings.Join(servers, ", "), h.workersDir(), remote.CutPref)
+	workers := "workers under " + h.workersDir() + " (they end by themselves when their case is long over)"
+	if j := hs.judgeLeftOn(h); j != "" {
+		workers = j + "; " + workers
+	}
+	msg := fmt.Sprintf("the link to host %s broke: what the run started there may still run — servers %s; %s; cuts of rule priority %d. the next run against this inventory kills them by their pidfiles and lifts the cuts as it starts",
+		h.Name, strings.Join(servers, ", "), workers, remote.CutPref)
 	if len(servers) == 0 {
 		msg = strings.Replace(msg, "servers ; ", "", 1)
 	}

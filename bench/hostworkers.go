@@ -33,7 +33,8 @@ type hostWorker struct {
 
 // hostProcesses runs case c with its client processes spread over the
 // client hosts (process i on host i mod k), each a daemon started with a
-// pidfile, against this runner's judge, with nemesis n beside them. It
+// pidfile, against the run's judge (this runner's, or the one on the
+// judge's host), with nemesis n beside them as the judge's peer. It
 // watches them by their pidfiles: a worker gone without Done is dead to
 // the judge, with the end of its log as the reason.
 func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, n *nemesis.Nemesis) (*workloads.Outcome, error) {
@@ -51,7 +52,18 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 		return nil, err
 	}
 	spec.KeyPrefix = info.KeyPrefix
-	n.Attach(ctx, r.local.Case(id), spec.Duration)
+	// The nemesis is the judge's peer, wherever the judge runs: its
+	// connections to a judge on a host last until the case is over.
+	pctx, endPeer := r.Hosts.untilJudgeLost(ctx)
+	defer endPeer()
+	peer, err := r.Judge.Peer(pctx, info)
+	if err != nil {
+		for i := range spec.Clients {
+			r.Judge.Gone(id, info.FirstProcess+i, "the nemesis could not join the judge")
+		}
+		return nil, fmt.Errorf("the nemesis of case %s: %w", id, err)
+	}
+	n.Attach(ctx, peer, spec.Duration)
 	one := spec
 	one.Clients, one.MaxOps = 1, (spec.MaxOps+int64(spec.Clients)-1)/int64(spec.Clients)
 
@@ -75,18 +87,24 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 	wg.Wait()
 
 	stopOnCancel := context.AfterFunc(ctx, func() { r.Judge.Stop(id) })
-	watchErr := r.watchHostWorkers(context.WithoutCancel(ctx), id, workers, workerGrace(spec))
+	watchErr := r.watchHostWorkers(ctx, id, workers, workerGrace(spec))
 	stopOnCancel()
 	rec := n.Stop()
-	res, err := r.Judge.Finish(context.WithoutCancel(ctx), r.host, id)
+	res, err := r.Judge.Finish(pctx, r.host, id)
 	if err != nil {
-		return nil, errors.Join(err, watchErr, errors.Join(errs...))
+		return nil, errors.Join(err, context.Cause(pctx), watchErr, errors.Join(errs...))
 	}
 	o := &workloads.Outcome{ClientsAs: results.ClientsProcesses, Result: res}
 	if m := res.All.Info; m != nil {
 		o.Info = *m
 	}
-	o.Windows, o.Targets, o.FaultFailures = rec.Windows, rec.Targets, rec.Failures
+	r.adopt(o, c, rec)
+	if rp, ok := peer.(*judge.RemotePeer); ok && rp.Err() != nil {
+		o.Notes = append(o.Notes, "the nemesis lost its view of the judge: "+rp.Err().Error())
+	}
+	if err := r.Hosts.fetchHistory(context.WithoutCancel(ctx), res, r.Dir); err != nil {
+		o.Notes = append(o.Notes, err.Error())
+	}
 	o.Notes = append(o.Notes, placement(workers))
 	if err := errors.Join(watchErr, errors.Join(errs...)); err != nil {
 		o.Notes = append(o.Notes, err.Error())
@@ -102,11 +120,14 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 // with the run's token in its environment (never in a file or a command
 // line).
 func (r *Runner) startHostWorker(ctx context.Context, h *Host, id string, a Assignment) (*hostWorker, error) {
-	judgeAddr, err := h.JudgeAddr(r.Judge.Addr())
-	if err != nil {
-		return nil, err
+	a.Judge = r.Judge.Addr() // a judge on a host: where every host reaches it
+	if r.local != nil {
+		judgeAddr, err := h.JudgeAddr(r.Judge.Addr())
+		if err != nil {
+			return nil, err
+		}
+		a.Judge = judgeAddr
 	}
-	a.Judge = judgeAddr
 	b, err := json.Marshal(a)
 	if err != nil {
 		return nil, err
@@ -129,8 +150,11 @@ func (r *Runner) startHostWorker(ctx context.Context, h *Host, id string, a Assi
 // watchHostWorkers waits until every worker has gone, looking at each
 // host's workers with one command every half second, and tells the judge
 // of each one gone (which it ignores for those that said Done). Past
-// grace, it kills those left.
-func (r *Runner) watchHostWorkers(ctx context.Context, id string, workers []*hostWorker, grace time.Duration) error {
+// grace, it kills those left — at once when run ends for a lost host
+// (Hosts.Watch): the judge may be out of reach and unable to stop them,
+// and a run that lost a host tears down what it still reaches.
+func (r *Runner) watchHostWorkers(run context.Context, id string, workers []*hostWorker, grace time.Duration) error {
+	ctx := context.WithoutCancel(run)
 	byHost := map[*Host][]*hostWorker{}
 	for _, w := range workers {
 		if w != nil {
@@ -176,14 +200,18 @@ func (r *Runner) watchHostWorkers(ctx context.Context, id string, workers []*hos
 		if len(byHost) == 0 {
 			break
 		}
-		if time.Now().After(deadline) {
+		why := "stuck past its case"
+		if run.Err() != nil && !errors.Is(context.Cause(run), context.Canceled) {
+			deadline, why = time.Now(), "the run lost a host" // no waiting for the workers' end
+		}
+		if !time.Now().Before(deadline) {
 			for h, ws := range byHost {
 				for _, w := range ws {
 					kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 					err := w.proc.Kill(kctx)
 					cancel()
-					r.Judge.Gone(id, w.process, "worker stuck past its case: killed")
-					errs = append(errs, fmt.Errorf("worker %d on %s stuck past its case: killed (%v)", w.process, h.Name, err))
+					r.Judge.Gone(id, w.process, "worker "+why+": killed")
+					errs = append(errs, fmt.Errorf("worker %d on %s %s: killed (%v)", w.process, h.Name, why, err))
 				}
 			}
 			break

@@ -124,10 +124,12 @@ type Case struct {
 	lastGrant int64
 	cancelErr error
 	hook      SectionHook
-	pauser    Pauser
-	stores    map[Guard]*store
-	sections  map[int64]*sectionState
-	ops       []history.Op
+	// injections are what the case's nemesis did (Peer.Injected).
+	injections *Injections
+	pauser     Pauser
+	stores     map[Guard]*store
+	sections   map[int64]*sectionState
+	ops        []history.Op
 	// extendingNow is closed, and replaced, when a holder says an
 	// extension has begun: lastExtending is its section (live.go).
 	extendingNow  chan struct{}

@@ -192,6 +192,10 @@ type Referee interface {
 	Addr() string
 	// RunID is the run's id.
 	RunID() string
+	// Peer connects the nemesis of open case info to the judge, as its
+	// peer: the case itself in the judge's process, a RemotePeer (whose
+	// connections last until ctx ends) to a judge elsewhere.
+	Peer(ctx context.Context, info CaseInfo) (Peer, error)
 }
 
 var _ Referee = (*Judge)(nil)

@@ -181,6 +181,10 @@ type Remote struct {
 	runID string
 	l     *line
 	opts  []DialOption
+	// closed is closed by Close: the one-shot calls (Gone, Stop) then
+	// end at once instead of dialing a judge that may be out of reach.
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 var _ Referee = (*Remote)(nil)
@@ -196,7 +200,7 @@ func DialRemote(ctx context.Context, addr string, opts ...DialOption) (*Remote, 
 		l.conn.Close()
 		return nil, err
 	}
-	return &Remote{addr: addr, runID: rep.RunID, l: l, opts: opts}, nil
+	return &Remote{addr: addr, runID: rep.RunID, l: l, opts: opts, closed: make(chan struct{})}, nil
 }
 
 // Open implements Referee.
@@ -231,6 +235,20 @@ func (r *Remote) Stop(id string) { r.oneShot(&request{Op: "stop", Case: id}) }
 func (r *Remote) oneShot(req *request) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	select {
+	case <-r.closed:
+		return
+	default:
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-r.closed:
+			cancel()
+		case <-done:
+		}
+	}()
 	l, err := dial(ctx, r.addr, r.opts...)
 	if err != nil {
 		return
@@ -245,5 +263,9 @@ func (r *Remote) Addr() string { return r.addr }
 // RunID implements Referee.
 func (r *Remote) RunID() string { return r.runID }
 
-// Close drops the connection.
-func (r *Remote) Close() error { return r.l.conn.Close() }
+// Close drops the connection and ends the one-shot calls under way: a
+// runner that lost the judge's host closes it so as not to wait for it.
+func (r *Remote) Close() error {
+	r.closeOnce.Do(func() { close(r.closed) })
+	return r.l.conn.Close()
+}

@@ -51,6 +51,9 @@ type Result struct {
 	All     Metrics `json:"all"`
 	// Processes is the number of clients of every host.
 	Processes int `json:"processes"`
+	// Injections are what the case's nemesis did, as it told the judge
+	// (Peer.Injected) before the first Finish; nil when it told nothing.
+	Injections *Injections `json:"injections,omitempty"`
 }
 
 func (c *Case) finish(ctx context.Context, host string) (*Result, error) {
@@ -105,6 +108,7 @@ func (c *Case) check() {
 	r := &Result{
 		CaseInfo: CaseInfo{RunID: c.j.opts.RunID, ID: c.spec.ID, KeyPrefix: c.keyPrefix},
 		Start:    c.start, Duration: c.spec.Duration, Processes: c.expected, TimelineStep: c.spec.TimelineStep, Ops: ops,
+		Injections: c.injections,
 	}
 	end := c.start.Add(c.spec.Duration)
 	if !c.stopAt.IsZero() && c.stopAt.Before(end) {

@@ -12,12 +12,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockbench/lockbench/history"
 )
 
 // The wire protocol: JSON lines over TCP, one request and one reply at a
 // time per connection. A client process has its own connection, which
 // starts with hello; a runner's connection carries open, finish, gone and
-// stop. Every reply carries the judge's wall clock, from which a client
+// stop, and a remote nemesis's (RemotePeer) its queries of the live view
+// and its injections; a nemesis's hooks connection (op hooks) turns the
+// other way: the judge calls, the peer answers. Every reply carries the judge's wall clock, from which a client
 // bounds the offset between its clock and the judge's.
 
 type request struct {
@@ -34,6 +38,14 @@ type request struct {
 	Report  *OpReport    `json:"report,omitempty"`
 	Metrics *Metrics     `json:"metrics,omitempty"`
 	Why     string       `json:"why,omitempty"`
+	// A remote peer's requests (RemotePeer): a pause's length and point,
+	// the nemesis's injections, and its answers to the judge's calls on
+	// the hooks connection (Call numbers them, Action or Why answers).
+	Length     time.Duration `json:"length,omitempty"`
+	Point      history.Point `json:"point,omitempty"`
+	Injections *Injections   `json:"injections,omitempty"`
+	Call       int64         `json:"call,omitempty"`
+	Action     *Action       `json:"action,omitempty"`
 }
 
 type reply struct {
@@ -49,6 +61,19 @@ type reply struct {
 	Grant   *Grant     `json:"grant,omitempty"`
 	Result  *Result    `json:"result,omitempty"`
 	RunID   string     `json:"run_id,omitempty"`
+	// Replies to a remote peer: the live view, the clients in Acquire,
+	// the start (judge's wall clock, ns; 0 when cancelled), a holder
+	// extending. On the hooks connection the judge's calls: Call numbers
+	// them, Event is a grant to decide on, PauseProcess and PauseLength a
+	// pause to carry out.
+	Live         *Live                 `json:"live,omitempty"`
+	Acquiring    map[int]time.Duration `json:"acquiring,omitempty"`
+	StartWall    int64                 `json:"start_wall,omitempty"`
+	Held         *Held                 `json:"held,omitempty"`
+	Call         int64                 `json:"call,omitempty"`
+	Event        *SectionEvent         `json:"event,omitempty"`
+	PauseProcess int                   `json:"pause_process,omitempty"`
+	PauseLength  time.Duration         `json:"pause_length,omitempty"`
 }
 
 func (r *reply) fail(err error) {
@@ -242,6 +267,10 @@ func (j *Judge) handle(conn net.Conn) {
 			}
 			admitted = true
 		}
+		if req.Op == "hooks" && client == nil {
+			j.serveHooks(ctx, &req, reqs, enc, w)
+			return
+		}
 		if err := j.do(ctx, &req, &rep, &client, &process); err != nil {
 			rep.fail(err)
 		}
@@ -296,6 +325,8 @@ func (j *Judge) do(ctx context.Context, req *request, rep *reply, client **Case,
 		case "run":
 			rep.RunID = j.RunID()
 			return nil
+		case "injected", "live", "acquiring", "enough", "started", "await-extending", "pause":
+			return j.peerOp(ctx, req, rep)
 		case "hello":
 			c = j.Case(req.Case)
 			if c == nil {

@@ -113,7 +113,7 @@ func clientPausePlan(e Env) plan {
 }
 
 // judgeCase returns the case nm is attached to.
-func (n *Nemesis) judgeCase() *judge.Case {
+func (n *Nemesis) judgeCase() judge.Peer {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.c
@@ -130,7 +130,7 @@ const inAcquireFor = time.Millisecond
 // aimAcquire waits until some client has been in Acquire for a moment
 // and picks one at random; false when none was before until (from the
 // case start) or ctx ended.
-func aimAcquire(ctx context.Context, nm *Nemesis, c *judge.Case, e Env, until time.Duration) (int, bool) {
+func aimAcquire(ctx context.Context, nm *Nemesis, c judge.Peer, e Env, until time.Duration) (int, bool) {
 	start, _ := nm.started()
 	for {
 		now := time.Since(start)
@@ -155,7 +155,7 @@ func aimAcquire(ctx context.Context, nm *Nemesis, c *judge.Case, e Env, until ti
 // catches the extension (before its request left, while it is in
 // flight, or after it returned, which is a miss); false when none began
 // before until (from the case start) or ctx ended.
-func aimExtend(ctx context.Context, nm *Nemesis, c *judge.Case, until time.Duration) (int, bool) {
+func aimExtend(ctx context.Context, nm *Nemesis, c judge.Peer, until time.Duration) (int, bool) {
 	start, _ := nm.started()
 	wctx, cancel := context.WithDeadline(ctx, start.Add(until))
 	defer cancel()

@@ -48,7 +48,7 @@ type Nemesis struct {
 	plan plan
 
 	mu      sync.Mutex
-	c       *judge.Case
+	c       judge.Peer
 	start   time.Time // zero until the start barrier
 	cancel  func()
 	procs   map[int]Process
@@ -99,12 +99,13 @@ type Record struct {
 	Lost string
 }
 
-// Attach puts n on judge case c before its clients start: the judge asks
+// Attach puts n on judge case c (the case itself, or a judge.RemotePeer
+// of a judge on another host) before its clients start: the judge asks
 // n's section hook about every grant, and n carries out the pauses it
 // asks for. From the moment c's clients pass the start barrier, n's
 // schedule runs until duration has passed, ctx ends or Stop is called,
 // whichever comes first. Call Attach once.
-func (n *Nemesis) Attach(ctx context.Context, c *judge.Case, duration time.Duration) {
+func (n *Nemesis) Attach(ctx context.Context, c judge.Peer, duration time.Duration) {
 	c.SetHooks(n.section, n)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopOnCancel := context.AfterFunc(ctx, cancel)
@@ -282,10 +283,12 @@ func hostOf(p Process) []string {
 // Stop ends n: its schedule's context ends, and Stop waits until the
 // schedule has healed what it broke and returned and every paused client
 // has been resumed; it closes the windows still open and returns the
-// record. A nemesis whose case never started records nothing.
+// record, which it also gives the case's judge (judge.Peer.Injected):
+// the judge's result carries it. A nemesis whose case never started
+// records nothing.
 func (n *Nemesis) Stop() Record {
 	n.mu.Lock()
-	cancel := n.cancel
+	cancel, c := n.cancel, n.c
 	n.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -293,7 +296,14 @@ func (n *Nemesis) Stop() Record {
 	n.running.Wait()
 	end := time.Now()
 	n.pauses.Wait()
-	return n.record(end)
+	rec := n.record(end)
+	if c != nil {
+		err := c.Injected(judge.Injections{Windows: rec.Windows, Targets: rec.Targets, Failures: rec.Failures, Notes: rec.Notes})
+		if err != nil {
+			rec.Notes = append(rec.Notes, "the judge did not record the injections: "+err.Error())
+		}
+	}
+	return rec
 }
 
 // begin sets the start of the case, once, and returns it.

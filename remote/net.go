@@ -77,7 +77,7 @@ func Cut(ctx context.Context, r Remote, peers ...netip.Addr) error {
 // (A rule on what the host receives would be no quieter: a host that
 // does not forward answers what it drops with an ICMP unreachable.) Only those
 // packets are dropped, so the control node's and the judge's paths stay
-// (a Keeper's kept addresses are refused). A cut is one way — the peer's
+// (a Keeper's kept addresses are refused, but for the paths of a port). A cut is one way — the peer's
 // packets still arrive — so a partition between two hosts is a cut on
 // each, toward the other. Cutting a path already cut changes nothing; a
 // whole address's cut replaces the cuts of its ports. CutPaths reads the
@@ -236,8 +236,10 @@ func pathArgs(r Remote, paths []Path) ([]string, error) {
 			errs = append(errs, fmt.Errorf("peer %s: not a host's address", p))
 		case p.Zone() != "":
 			errs = append(errs, fmt.Errorf("peer %s: an address with a zone", p))
-		case slices.Contains(kept, p):
-			errs = append(errs, fmt.Errorf("peer %s must stay reachable from %s (the control node's or the judge's path)", p, r.Name()))
+		case slices.Contains(kept, p) && path.DPort == 0 && path.SPort == 0:
+			// The cut of one server's port leaves the kept paths: a judge
+			// on a server's host still hears the clients cut from it.
+			errs = append(errs, fmt.Errorf("peer %s must stay reachable from %s (the control node's or the judge's path): cut only a server's port there", p, r.Name()))
 		}
 		args[i] = path.unmap().String()
 	}

@@ -146,6 +146,15 @@ func TestCutHeal(t *testing.T) {
 		if cuts, err := remote.Cuts(ctx, r); err != nil || len(cuts) != 0 {
 			t.Errorf("%s: a refused cut left %v (%v)", r.Name(), cuts, err)
 		}
+		// One server's port on the kept host may be cut: the judge's
+		// port there stays reachable.
+		port := remote.Path{Addr: h3.Addr, DPort: 6379}
+		if err := remote.CutPaths(ctx, r, port); err != nil {
+			t.Errorf("%s: the cut of a port of a kept host: %v", r.Name(), err)
+		}
+		if err := remote.HealPaths(ctx, r, port); err != nil {
+			t.Errorf("%s: %v", r.Name(), err)
+		}
 	}
 }
 

@@ -129,7 +129,9 @@ func Start(ctx context.Context, r Remote, d Daemon) (Proc, error) {
 //
 // lb_state prints running, stopped (every thread of every process of the
 // tree in state T or t) or gone (the pidfile's process is). lb_wait STATE
-// PIDFILE polls until lb_state prints STATE.
+// PIDFILE polls until lb_state prints STATE, and fails (status 3) when
+// the process is gone first: a process resumed at the end of its work may
+// exit before a look finds it running.
 const procLib = `PATH=$PATH:/usr/sbin:/sbin
 lb_fields() { set -- $1; st=$1; t0=${20}; }
 lb_proc() {
@@ -212,7 +214,12 @@ lb_state() {
 }
 lb_nap() { sleep 0.01 2>/dev/null || sleep 1; }
 lb_now() { IFS=' ' read -r now _ < /proc/uptime; now=${now%.*}${now#*.}; now=${now#0}; }
-lb_wait() { while [ "$(lb_state "$2")" != "$1" ]; do lb_nap; done; }
+lb_wait() {
+	while lb_s=$(lb_state "$2"); [ "$lb_s" != "$1" ]; do
+		[ "$lb_s" != gone ] || return 3 # it will be in no other state again
+		lb_nap
+	done
+}
 `
 
 // exitGone is the status the process scripts exit with when the process
@@ -280,13 +287,14 @@ lb_freeze "$pid" all`
 }
 
 // Resume continues a paused process and its tree (SIGCONT) and returns
-// once a thread of it runs.
+// once a thread of it runs, or ErrGone once it has exited (as a process
+// resumed at the end of its work may, before a look finds it running).
 func (p Proc) Resume(ctx context.Context) error { return p.signal(ctx, "CONT", "running") }
 
 // Wait returns once the process is in state s, or ctx ends.
 func (p Proc) Wait(ctx context.Context, s State) error {
 	if err := script(ctx, p.Remote, "wait", procLib+`lb_wait "$2" "$1"`, nil, p.Pidfile, s.String()); err != nil {
-		return fmt.Errorf("remote: wait until %s is %s: %w", p, s, err)
+		return p.goneOr("wait until "+s.String(), err)
 	}
 	return nil
 }

@@ -555,3 +555,34 @@ func TestTree(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeOfAProcessThatExits: a process resumed at the end of its work
+// exits at once; Resume returns (nil, or ErrGone when no look found it
+// running first) instead of waiting for a state it will never be in.
+func TestResumeOfAProcessThatExits(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			p, err := remote.Start(ctx, tr.r, remote.Daemon{Path: "sh", Args: []string{"-c", "kill -s STOP $$; exit 0"},
+				Pidfile: path.Join(tr.dir, "resume-exits.pid")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Wait(ctx, remote.Stopped); err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := p.Resume(rctx); err != nil && !errors.Is(err, remote.ErrGone) {
+				t.Fatalf("resume of a process that exits: %v, want nil or ErrGone", err)
+			}
+			if err := p.Wait(ctx, remote.Gone); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Wait(ctx, remote.Running); !errors.Is(err, remote.ErrGone) {
+				t.Errorf("a wait for a gone process to run: %v, want ErrGone", err)
+			}
+		})
+	}
+}

@@ -214,7 +214,9 @@ func (s *SSH) watch() {
 	case <-s.closing:
 	default:
 		s.mu.Lock()
-		s.broken = fmt.Errorf("remote: %s: %w: %v", s.name, ErrBroken, err)
+		if s.broken == nil { // keepAlive may have said why already
+			s.broken = fmt.Errorf("remote: %s: %w: %v", s.name, ErrBroken, err)
+		}
 		s.mu.Unlock()
 	}
 	close(s.done)

@@ -127,6 +127,10 @@ func (j *joined) add(spec judge.CaseSpec, r *judge.Result) error {
 	if r.All.Info != nil {
 		o.Info = *r.All.Info
 	}
+	if in := r.Injections; in != nil { // the nemesis's, told by its runner
+		o.Windows, o.Targets, o.FaultFailures = in.Windows, in.Targets, in.Failures
+		o.Notes = append(o.Notes, in.Notes...)
+	}
 	cs, err := o.Cases(base, spec.Guards)
 	if err != nil {
 		return fmt.Errorf("case %s (%s): %w", spec.ID, spec.Name, err)

@@ -83,8 +83,10 @@ counts two holders at once across all of them.
 With --inventory hosts.yaml the run spans the inventory's hosts, reached over SSH from this
 machine (the control node): each backend's servers start where the inventory puts them (with
 pidfiles, as the account they need), the clients run as worker processes on the client hosts
-(this static lockbench binary, uploaded there), and the judge stays here, taking reports only
-from the run's own workers (a run token). Every fault the hosts support is injected there —
+(this static lockbench binary, uploaded there), and the judge runs on the host the inventory
+gives the judge role (a lockbench judge daemon; its results.json comes back under DIR/judge,
+the histories under DIR/history) or else here, taking reports only from the run's own workers
+and nemesis (a run token). The nemesis stays here, as the judge's peer over the wire. Every fault the hosts support is injected there —
 server pauses, restarts, crashes, clients cut off by rules on the hosts, clock jumps, client
 pauses — and each injection names the nodes it hit (results.json says where each node runs).
 Ctrl-C, or a broken link to a host, ends the run and takes everything down on every host it
@@ -139,7 +141,7 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	}
 	if f.hosts.inventory != "" {
 		if f.judge != "" || len(external) > 0 {
-			return fmt.Errorf("%w: --inventory runs servers and clients on its hosts and the judge here: not with --judge or a backend's endpoints", bench.ErrConfig)
+			return fmt.Errorf("%w: --inventory runs servers, clients and the judge on its hosts (or the judge here): not with --judge or a backend's endpoints", bench.ErrConfig)
 		}
 		for i := range cases {
 			cases[i].ClientsAs = results.ClientsProcesses // on the client hosts
@@ -191,8 +193,9 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 		defer remote.Close()
 		runner.Judge = remote
 	}
+	var hosts *bench.Hosts
 	if f.hosts.inventory != "" {
-		hosts, err := f.hosts.dial(ctx, stderr)
+		hosts, err = f.hosts.dial(ctx, stderr)
 		if err != nil {
 			return err
 		}
@@ -209,12 +212,25 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 		var stop context.CancelFunc
 		ctx, stop = hosts.Watch(ctx)
 		defer stop()
+		// The judge where the inventory puts it (else here, in the
+		// runner); Close kills it on a way out that skips StopJudge.
+		rj, tok, err := hosts.StartJudge(ctx)
+		if err != nil {
+			return err
+		}
+		if rj != nil {
+			defer rj.Close()
+			runner.Judge, runner.JudgeToken = rj, tok
+		}
 	}
 	runner.File.Command = strings.Join(os.Args, " ")
 	runner.File.Suite = f.suite
 	runner.File.Skipped = skipped
 	runner.File.Versions = versions(ctx)
 	file, runErr := runner.Run(ctx, cases)
+	if err := hosts.StopJudge(ctx, f.out); err != nil {
+		fmt.Fprintln(stderr, "lockbench: the judge:", err)
+	}
 	if bar != nil {
 		_ = bar.Finish()
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -19,13 +20,15 @@ import (
 
 // hostsFlags are run's flags for a run over an inventory's hosts.
 type hostsFlags struct {
-	inventory string
-	binary    string
+	inventory   string
+	binary      string
+	linkTimeout time.Duration
 }
 
 func (h *hostsFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&h.inventory, "inventory", "", "run over the hosts of this inventory (YAML; see lockbench hosts check): servers, clients and faults on them, the judge here")
-	fl.StringVar(&h.binary, "binary", "", "the static lockbench binary to upload to the client hosts (default: this one, if static)")
+	fl.StringVar(&h.inventory, "inventory", "", "run over the hosts of this inventory (YAML; see lockbench hosts check): servers, clients and faults on them, the judge on the host given its role (else here)")
+	fl.StringVar(&h.binary, "binary", "", "the static lockbench binary to upload to the client and judge hosts (default: this one, if static)")
+	fl.DurationVar(&h.linkTimeout, "link-timeout", 15*time.Second, "with --inventory: a host whose link leaves keepalives (sent every third of this) unanswered this long is lost, and the run stops")
 }
 
 // dial loads the inventory and connects to its hosts, clearing what an
@@ -38,7 +41,10 @@ func (h *hostsFlags) dial(ctx context.Context, log io.Writer) (*bench.Hosts, err
 	if err := inv.CheckBackends(backends.Names()); err != nil {
 		return nil, fmt.Errorf("%w: %w", bench.ErrConfig, err)
 	}
-	hosts, err := bench.DialHosts(ctx, inv, bench.HostsOptions{Binary: h.binary, Log: log})
+	if h.linkTimeout < 3*time.Millisecond {
+		return nil, fmt.Errorf("%w: --link-timeout %v: too short", bench.ErrConfig, h.linkTimeout)
+	}
+	hosts, err := bench.DialHosts(ctx, inv, bench.HostsOptions{Binary: h.binary, Log: log, KeepAlive: h.linkTimeout / 3})
 	if err != nil {
 		return nil, err
 	}

@@ -326,3 +326,118 @@ func TestRunQuorumsOnHosts(t *testing.T) {
 	}
 	nothingLeft(t, ctx, lab, "after the run")
 }
+
+// judgeInventory writes an inventory of lab's three hosts: a Redis server
+// and the judge on host1, clients on host2 and host3.
+func judgeInventory(t *testing.T, lab *remotetest.Lab) string {
+	t.Helper()
+	doc := fmt.Sprintf(`defaults:
+  user: root
+  identity_file: %s
+  known_hosts: %s
+  work_dir: /tmp/lockbench-work
+hosts:
+  - name: %s
+    address: %s
+    roles:
+      servers:
+        - {backend: redis, binary: /usr/bin/redis-server, data: /tmp/lockbench-data/redis, port: 6379}
+      judge: {port: 7070}
+  - {name: %s, address: %s, roles: {clients: true}}
+  - {name: %s, address: %s, roles: {clients: true}}
+`, lab.KeyFile, lab.KnownHosts, lab.Hosts[0].Name, lab.Hosts[0].Addr, lab.Hosts[1].Name, lab.Hosts[1].Addr,
+		lab.Hosts[2].Name, lab.Hosts[2].Addr)
+	p := filepath.Join(t.TempDir(), "hosts.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunWithTheJudgeOnAHost runs lockbench run --inventory with the
+// judge where the inventory puts it: on host1, beside the Redis server,
+// with clients on host2 and host3, and the nemesis here as the judge's
+// peer over the wire. A server pause and a partition (the clients cut
+// from the server's port, not from the judge on the same host), each
+// struck while the judge's live view shows a section open, and a client
+// pause (the judge asks the nemesis, here, to stop a worker on a client
+// host) inject and are proved; the judge's own results, brought back under
+// judge/, record the injections the nemesis told it, naming the host
+// each hit; the histories come back; no token reaches the outputs and
+// nothing is left on any host, the judge included.
+func TestRunWithTheJudgeOnAHost(t *testing.T) {
+	composetest.StartsServersWithin(t, 3*time.Minute)
+	lab := remotetest.New(t, 3)
+	binary := staticLockbench(t)
+	inv := judgeInventory(t, lab)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	dir := t.TempDir()
+	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis",
+		"--fault", "server-pause,partition,client-pause", "--injections", "1", "--clients", "4", "--duration", "3s",
+		"--seed", "22", "--out", dir, "--no-report")
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run --inventory: %v\n%s", err, out)
+	}
+	if want := "on " + lab.Hosts[0].Name + ", listening on " + lab.Hosts[0].Addr.String() + ":7070"; !strings.Contains(string(out), want) {
+		t.Errorf("the run does not say its judge runs on host1 (%q):\n%s", want, out)
+	}
+	f, err := results.Read(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, err := results.Read(filepath.Join(dir, "judge", "results.json"))
+	if err != nil {
+		t.Fatalf("the judge's own results did not come back: %v", err)
+	}
+	if len(f.Cases) != 3 || len(joined.Cases) != 3 {
+		t.Fatalf("%d cases, the judge recorded %d: want 3 (redis × 3 faults)\n%s", len(f.Cases), len(joined.Cases), out)
+	}
+	if f.RunID != joined.RunID {
+		t.Errorf("run id %s here, %s on the judge", f.RunID, joined.RunID)
+	}
+	for i, c := range f.Cases {
+		name := c.Backend + "/" + c.Fault
+		t.Logf("%s: %d grants, %d injections, targets %+v", name, c.Acquired, c.Injections, c.Targets)
+		if c.Invalid || c.Injections < 1 || c.Acquired == 0 {
+			t.Errorf("%s: invalid %v (%s), %d injections, %d grants: want a valid case that injected and granted",
+				name, c.Invalid, c.InvalidReason, c.Injections, c.Acquired)
+		}
+		want := []string{lab.Hosts[0].Name} // the server's host
+		j := joined.Cases[i]
+		if j.Fault != c.Fault || len(j.Targets) != len(c.Targets) || j.Injections != c.Injections {
+			t.Errorf("%s: the judge recorded %s with %d targets, %d injections; here %d, %d", name, j.Fault, len(j.Targets), j.Injections, len(c.Targets), c.Injections)
+		}
+		for k, tg := range c.Targets {
+			hit := tg.Hosts
+			if c.Fault == "client-pause" && len(hit) == 1 && (hit[0] == lab.Hosts[1].Name || hit[0] == lab.Hosts[2].Name) {
+				hit = want // a worker on a client host
+			}
+			if !slices.Equal(hit, want) {
+				t.Errorf("%s: injection %d hit %v on hosts %v, want %v (a client host for client-pause)", name, tg.Injection, tg.Nodes, tg.Hosts, want)
+			}
+			if k < len(j.Targets) && !slices.Equal(j.Targets[k].Hosts, tg.Hosts) {
+				t.Errorf("%s: the judge records injection %d on %v, here on %v", name, tg.Injection, j.Targets[k].Hosts, tg.Hosts)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, c.History)); err != nil {
+			t.Errorf("%s: its history did not come back: %v", name, err)
+		}
+	}
+	written := []string{string(out)}
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".gz") {
+			b, _ := os.ReadFile(p)
+			written = append(written, string(b))
+		}
+		return nil
+	})
+	for _, w := range written {
+		if strings.Contains(w, bench.TokenEnv+"=") || strings.Contains(w, "--token ") {
+			t.Error("the run token is in the run's output")
+		}
+	}
+	nothingLeft(t, ctx, lab, "after the run")
+}
