@@ -148,7 +148,7 @@ type attempt struct {
 	// (Acquire, not TryAcquire), as waiter r.id arrived at arrival (µs).
 	queue   bool
 	arrival string
-	handoff string // the value a release that hands the key to this Acquire sets (handedValue+...)
+	handoff string        // the value a release that hands the key to this Acquire sets (handedValue+...)
 	queued  bool          // some node queued it: give the place up on failure
 	pause   time.Duration // after a refusal: until the key expires on a majority, when queued
 

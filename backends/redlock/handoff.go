@@ -210,8 +210,8 @@ func (h *handoff) run(i int, n *node) {
 // and which nodes did (in canonical order).
 type handover struct {
 	release, value, try string
-	nodes        []bool
-	count        int
+	nodes               []bool
+	count               int
 }
 
 // deliver wakes the attempt waiting for the key a wake-up from node i
