@@ -110,16 +110,26 @@
 // began to try (its process's clock; for a goroutine that queued behind
 // others of its process, when its turn came). A release hands the key to
 // the first waiter there that is still trying (it renews its place with
-// every attempt, at least every 500 ms) by reserving the key for it on
-// those nodes — a majority, so newcomers are refused — and every queue
-// node it reached wakes that waiter at once (BLPOP on a list of its own).
-// So across processes the order is first come, first served, among
-// waiters whose registrations reached the nodes; a waiter that stops
-// trying (a paused process) delays the next one by one reservation (4
-// node timeouts, at least 100 ms); a key whose holder died expires and
-// goes to whoever asks first; clocks that disagree by ε may reorder
+// every attempt, at least every 500 ms): on those nodes — a majority, so
+// newcomers are refused — its script sets the key to a value of that
+// waiter's Acquire, with the TTL the waiter asked for, and wakes it (BLPOP
+// on a list of its own). A waiter that hears this from all of the key's
+// queue nodes holds the key from then on without asking the nodes again,
+// valid until its last attempt's start plus its TTL (less the drift
+// allowance): that attempt registered before the release ran, so the key
+// lives at least that long on each of those nodes; one that hears it from
+// fewer (a queue node is slow, hung, or does not vote) claims the key with
+// a round of its own, as it does with fencing tokens or WithWait. So
+// across processes the order is first come, first served, among waiters
+// whose registrations reached the nodes; a key whose holder died expires
+// and goes to whoever asks first; clocks that disagree by ε may reorder
 // waiters that began within ε of each other; a waiter none of whose key's
-// queue nodes answers paces its attempts by its retry strategy.
+// queue nodes answers paces its attempts by its retry strategy. The price
+// of handing the key over without a round: a waiter that stops trying
+// (its process paused or died) keeps its place for 2 s after its last
+// attempt, and a key handed to it in that time stays taken for its TTL,
+// as a holder's would — until it resumes, gives up (its Acquire hands the
+// key on) or the key expires.
 //
 // Connections: each Redlock dials, with each client's options, one
 // pipelined connection per node that carries every request of every

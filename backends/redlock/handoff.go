@@ -17,25 +17,31 @@ import (
 // queues over every node and a hung node holds up only the keys whose
 // queues it keeps: the acquire script adds this Redlock's id to the key's
 // waiters there, ordered by when the Acquire began (the same order on
-// every node). The release script on a queue node, instead of deleting a
-// key that has live waiters, reserves it for the first of them and pushes
-// the key's name on that waiter's wake-up list; the waiter, woken at
-// once, claims the key with its next attempt. Every other client is
-// refused meanwhile: the queue nodes are a majority, so a newcomer can get
-// the other nodes at most, too few. A Redlock blocks on its own wake-up
-// list (BLPOP) on every node, with one connection to each that it dials
-// once and keeps: no connection per Acquire, a release wakes exactly the
-// waiter it hands the key to, in whatever process, and any queue node
-// that the release reached wakes it, so that a hung minority of them
-// delays nobody.
+// every node), with the TTL it asks for and the value of its try. The
+// release script on a queue node, instead of deleting a key that has live
+// waiters, hands it to the first of them: it sets the key to that
+// waiter's Acquire's hand-off value with the waiter's TTL, and pushes the
+// key's name on the waiter's wake-up list. The waiter, woken at once,
+// holds the key as soon as every queue node has told it so (see
+// attempt.handed for why that is safe), and otherwise claims it with its
+// next attempt. Every other client is refused meanwhile: the queue nodes
+// are a majority, so a newcomer can get the other nodes at most, too few.
+// A Redlock blocks on its own wake-up list (BLPOP) on every node, with one
+// connection to each that it dials once and keeps: no connection per
+// Acquire, a release wakes exactly the waiter it hands the key to, in
+// whatever process, and any queue node that the release reached wakes
+// it, so that a hung minority of them delays nobody.
 //
 // A waiter keeps its place while it keeps trying (every attempt renews
 // it; waits between attempts are capped at waitRefresh), and loses it
 // waitLease after its last attempt, or reserveFor after the key was
-// reserved for it if it does not claim it by then: a dead or paused
-// waiter delays the others once, by reserveFor at most. A key whose holder
-// dies is not released: it expires, and goes to whoever asks first. A
-// waiter none of whose key's queue nodes answers (they are hung or cut
+// handed or reserved to it if it neither releases nor claims it by then.
+// A key handed to a waiter that has stopped trying stays taken for that
+// waiter's TTL, like a dead holder's; one only reserved for it (the node
+// does not vote, or does not know the waiter's try) for reserveFor. A key
+// whose holder dies is not released: it expires, and goes to whoever asks
+// first. A waiter none of whose key's queue nodes answers (they are hung
+// or cut
 // off) expects no wake-up: it paces its attempts by its retry strategy.
 
 // Timing of the hand-off.
