@@ -256,10 +256,13 @@
 // [0.20-0.42] as is, 2.59x [2.00-3.42] with p99 0.50x [0.37-0.52] loaded;
 // 1 client 1.74x [1.62-2.58] as is, 2.16x [1.93-2.66] loaded (the
 // uncontended path only sends a few more bytes per request). CPU per
-// operation (TestCPUPerOperation, client + 5 servers, three rounds, while
-// loaded), measured for the previous release on 2026-12-01: 1 client
-// 1010-1440 µs against 1300-1750 for redsync; 16 Redlocks on one key
-// 1650-1830 µs against 1380-1770.
+// operation (TestCPUPerOperation, client + 5 servers, three rounds, at
+// load 15-18), this release against v0.9.0 in the same session: 16
+// Redlocks on one key 1410-1440 µs against 1330-1880 for redsync (v0.9.0:
+// 1970-2990 against 1750-2960): the claim round is what went; 1 client
+// 1470-1660 µs against 1660-2210 (v0.9.0: 970-1060 against 1540-1710;
+// redsync's own cost moved by a third between the two runs, minutes
+// apart: on this machine these figures are noisy).
 //
 // "16 Redlocks" are separate instances, as 16 processes would have: every
 // hand-off goes through the nodes, and after warm-up they open no
