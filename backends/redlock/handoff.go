@@ -212,8 +212,8 @@ func (h *handoff) run(i int, n *node) {
 }
 
 // handover is what the queue nodes that handed a key to this Redlock
-// in one release told it: the release, the try the key was handed to,
-// and which nodes did (in canonical order).
+// in one release told it: the release, the hand-off value it set, the try
+// whose registration it read, and which nodes did (in canonical order).
 type handover struct {
 	release, value, try string
 	nodes               []bool
@@ -303,8 +303,8 @@ func (h *handoff) counts(i int, run string) bool {
 }
 
 // takeHanded returns the nodes that handed key to this Redlock in its
-// last release (nil if none did), the try they handed it to, and whether
-// they make a quorum; it forgets them when they do, since a hand-off is
+// last release (nil if none did), the value they set, the try they
+// handed it to, and whether they make a quorum; it forgets them when they do, since a hand-off is
 // taken once.
 func (h *handoff) takeHanded(key string) (nodes []bool, value, try string, quorum bool) {
 	h.mu.Lock()
@@ -350,20 +350,21 @@ func sleep(ctx context.Context, d time.Duration) {
 // told it and the others are answering, it waits for them, for a quarter
 // of the node timeout at most.
 //
-// Why the lease is safe: each of those nodes set the key to
-// handedValue+try with the try's TTL when the release ran there, which
-// was after the try registered there (the script hands the key over with
-// what the waiter's last registration asked for), hence after a.start,
-// when the try was sent: so the key lives on each of them, a quorum,
-// until at least a.start+TTL by the node's clock — what a grant of that
-// try would have given — and the lease's validity is that minus the drift
-// allowance, as for a granted try. The hand-off must be to the attempt's
-// last try: a later try may have claimed the key from it (set its own
-// value), and released it since. Nobody else frees a handed key: it
-// holds a value no client releases but the lease made of it (and cede, for
-// a try whose Acquire gave up). Not with fencing tokens (the token must
-// be written back to a majority: the try's round does it) nor WithWait
-// (the replicas must acknowledge the grant).
+// Why the lease is safe: each of those nodes set the key to the
+// Acquire's hand-off value (a.handoff) with the TTL its last try asked for
+// when the release ran there, which was after that try registered there
+// (the wake-up names the try whose registration the release read), hence
+// after a.start, when the try was sent: so the key lives on each of them,
+// a quorum, until at least a.start+TTL by the node's clock — what a grant
+// of that try would have given — and the lease's validity is that minus
+// the drift allowance, as for a granted try. The hand-off must be to the
+// attempt's last try: a later try may have claimed the key from it (set
+// its own value), and released it since; the last try itself ran on
+// those nodes before the hand-off, so it claimed nothing there. Nobody
+// else frees a handed key: no client releases that value but the lease
+// made of this Acquire, and cede when the Acquire gave up. Not with
+// fencing tokens (the token must be written back to a majority: the try's
+// round does it) nor WithWait (the replicas must acknowledge the grant).
 func (a *attempt) handed(ctx context.Context) locker.Lease {
 	r := a.r
 	if !a.watching || a.tries == 0 || r.c.fencing || r.c.waitReplicas > 0 {
