@@ -159,8 +159,12 @@ const (
 	DefaultSuite Suites = 1 << iota
 	// QuickSuite is `make bench-quick`, a smoke run of a few minutes.
 	QuickSuite
+	// FullSuite is `make bench-full`, which runs every variant of the
+	// default suite besides: a variant marked with it alone is measured
+	// only there (the default suite is at its time budget).
+	FullSuite
 	// AllSuites is every predefined suite.
-	AllSuites = DefaultSuite | QuickSuite
+	AllSuites = DefaultSuite | QuickSuite | FullSuite
 )
 
 // Variant is one spec of a backend worth running or listing: the backend

@@ -207,6 +207,7 @@ func Quick() Suite {
 func Full() Suite {
 	s := Default()
 	s.Name = "full"
+	s.Backends, s.Variants = suiteBackends(backends.DefaultSuite | backends.FullSuite)
 	s.Faults = []string{"none", "client-pause", "client-pause?x=0.5", "client-pause?at=before-read", "client-pause?at=after-write", "client-pause?at=acquire",
 		"server-pause", "failover", "restart", "crash", "crash-minority", "latency", "partition-leader", "partition-halves", "leader-kill",
 		"partition", "clock-jump?by=0.5&nodes=minority", "clock-jump", "clock-rate", "power-loss"}

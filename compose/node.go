@@ -295,7 +295,8 @@ func (n *Node) mkdir(ctx context.Context) error {
 }
 
 // Start starts the server if it is not running and waits until it is
-// ready, ctx ends or ReadyTimeout passes.
+// ready, ctx ends or ReadyTimeout passes: its error wraps ErrExited when
+// the server exited instead, and ErrNotReady when it still runs.
 //
 // A node on a lazy filesystem then has its disk written back: a power
 // loss drops only what the server wrote since it was ready and did not
@@ -383,9 +384,21 @@ func (n *Node) first() bool {
 	return !n.started
 }
 
+// waitReady waits until the node is ready, ctx ends or ReadyTimeout
+// passes. Its error wraps ErrExited when the server's process is gone
+// (with the last lines of its log, which say why), and ErrNotReady, with
+// ctx's error, when it still runs as the wait ends.
 func (n *Node) waitReady(ctx context.Context) error {
+	start := time.Now()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
+	exited := func(last error) error {
+		n.mu.Lock()
+		n.running, n.failed = false, true
+		n.mu.Unlock()
+		return fmt.Errorf("compose: %s %w (%v); log:\n%s", n.Name, ErrExited, last, n.LogTail(1024))
+	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var last error
@@ -402,18 +415,24 @@ func (n *Node) waitReady(ctx context.Context) error {
 		if time.Since(looked) > 250*time.Millisecond {
 			looked = time.Now()
 			if st, err := n.proc.State(ctx); err == nil && st == remote.Gone {
-				n.mu.Lock()
-				n.running, n.failed = false, true
-				n.mu.Unlock()
-				return fmt.Errorf("compose: %s exited before it was ready (%v); log:\n%s", n.Name, last, n.LogTail(1024))
+				return exited(last)
 			}
 		}
 		select {
 		case <-ctx.Done():
+			// Whether it exited in the last moments tells a refusal
+			// from a slow start.
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+			st, err := n.proc.State(sctx)
+			scancel()
+			if err == nil && st == remote.Gone {
+				return exited(last)
+			}
 			n.mu.Lock()
 			n.failed = true
 			n.mu.Unlock()
-			return fmt.Errorf("compose: %s not ready: %w (last probe: %v); log:\n%s", n.Name, ctx.Err(), last, n.LogTail(1024))
+			return fmt.Errorf("compose: %s %w after %v: %w (last probe: %v); log:\n%s",
+				n.Name, ErrNotReady, time.Since(start).Round(time.Millisecond), ctx.Err(), last, n.LogTail(1024))
 		case <-tick.C:
 		}
 	}

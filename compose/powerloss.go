@@ -88,6 +88,10 @@ func PowerLossAll(nodes ...*Node) ([]Unsynced, error) {
 //
 // They are spawned at once too: an etcd member that lost its data is
 // replaced through the others when it starts, which waits for them.
+//
+// The error joins each node's: one that wraps ErrExited is a server that
+// refused to start, one that wraps ErrNotReady a server that was still
+// starting when the wait ended.
 func StartAll(ctx context.Context, nodes ...*Node) error {
 	if err := each(nodes, func(n *Node) error { return n.spawn(ctx) }); err != nil {
 		return err

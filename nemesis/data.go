@@ -31,7 +31,7 @@ var restart = &Scenario{
 			if err := eachErr(a.nodes, (*compose.Node).Stop); err != nil {
 				return "", err
 			}
-			return "", compose.StartAll(ctx, a.nodes...)
+			return "", startAgain(ctx, a.nodes)
 		})
 	},
 }
@@ -48,7 +48,7 @@ var crash = &Scenario{
 			if err := compose.KillAll(a.nodes...); err != nil {
 				return "", err
 			}
-			return "", compose.StartAll(ctx, a.nodes...)
+			return "", startAgain(ctx, a.nodes)
 		})
 	},
 }
@@ -89,14 +89,29 @@ var powerLoss = &Scenario{
 			if delay > 0 {
 				sleepUntil(ctx, time.Now().Add(delay))
 			}
-			if err := compose.StartAll(ctx, a.nodes...); err != nil {
-				// What a server makes of what its disk kept is the
-				// fault's outcome, not a failure to inject it.
-				return strings.Join(out, "; "), lost{err}
-			}
-			return strings.Join(out, "; "), nil
+			return strings.Join(out, "; "), startAgain(ctx, a.nodes)
 		})
 	},
+}
+
+// startAgain starts the nodes a fault brought down and tells what their
+// failure to come back means. A server that exited (compose.ErrExited)
+// refused what its disk kept: that is the fault's outcome, and the servers
+// are lost (its log's last lines say why). One still starting when the
+// wait ended (compose.ErrNotReady) was slow — a loaded machine, a log to
+// replay — which is the harness giving up, not the server refusing: the
+// injection failed, and says how long it waited.
+func startAgain(ctx context.Context, nodes []*compose.Node) error {
+	err := compose.StartAll(ctx, nodes...)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, compose.ErrExited):
+		return lost{err}
+	case errors.Is(err, compose.ErrNotReady):
+		return fmt.Errorf("slow to start again, not refused: %w", err)
+	}
+	return err
 }
 
 // onMajority drives the strike restart, crash and power loss share: on a

@@ -82,9 +82,11 @@ type untested struct{ why string }
 func (u untested) Error() string { return u.why }
 
 // lost is do's answer when the servers did not come back from the fault
-// and that is its true outcome, not a failure to inject (an etcd majority
-// that lost its data is refused: the cluster is gone). The injection is
-// tested; the case has no more.
+// and that is its true outcome, not a failure to inject: their processes
+// exited, refusing what their disks kept (an etcd majority that lost its
+// data is refused: the cluster is gone). A server merely slow to become
+// ready is not lost (see startAgain). The injection is tested; the case
+// has no more.
 type lost struct{ err error }
 
 func (l lost) Error() string { return "the servers did not come back: " + l.err.Error() }

@@ -48,7 +48,10 @@ func (l *Locker) lockSession(ctx context.Context, key string, o locker.Options, 
 		conn.Release()
 		return nil, fmt.Errorf("%w: %q is held by another session", locker.ErrNotAcquired, key)
 	}
-	// The server never expires the lock: the TTL counts from the grant.
+	// The server never expires the lock: the TTL counts from the grant,
+	// within the session's bound — the TTL the lease runs with, so that
+	// its auto-extend watchdog (every TTL/3) extends it in time.
+	o.TTL = l.validity(o.TTL)
 	g := locker.Grant{Key: key, ValidUntil: time.Now().Add(o.TTL)}
 	s := &session{l: l, key: key, id: id, conn: conn}
 	if err := l.closing.Add(); err != nil { // Close began as we were granted: give it back
@@ -128,7 +131,9 @@ func (s *session) unwatchLocked() {
 
 // Extend implements locker.Holder: it asks the server whether the session
 // still holds the lock (pg_locks), which then stays held until the
-// session ends, and moves the deadline by ttl from the question.
+// session ends, and moves the deadline by ttl from the question (no
+// further than the session's keepalive bound from it: the question is
+// also what tells the server that the holder still lives).
 func (s *session) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -152,7 +157,17 @@ func (s *session) Extend(ctx context.Context, ttl time.Duration) (time.Time, err
 	if !held {
 		return time.Time{}, fmt.Errorf("%w: %q: the session no longer holds its advisory lock", locker.ErrNotHeld, s.key)
 	}
-	return start.Add(ttl), nil
+	return start.Add(s.l.validity(ttl)), nil
+}
+
+// validity is how long an advisory lease asking for ttl may count on its
+// lock from the moment the server last heard from it: ttl, but no longer
+// than the server keeps a silent session when a keepalive bounds it.
+func (l *Locker) validity(ttl time.Duration) time.Duration {
+	if l.session > 0 {
+		return min(ttl, l.session)
+	}
+	return ttl
 }
 
 // Release implements locker.Holder: pg_advisory_unlock, then the session

@@ -19,10 +19,22 @@ func TestConformance(t *testing.T) {
 		Advisory: func(t testing.TB, key string) { terminate(t, admin(t, addr), key) },
 		Lease:    func(t testing.TB, key string) { giveAway(t, admin(t, addr), key) },
 	}
-	for _, mode := range []Mode{Advisory, Lease} {
-		t.Run("mode="+string(mode), func(t *testing.T) {
-			locktest.Run(t, func(t testing.TB) locker.Locker { return open(t, addr, mode, nil) },
-				locktest.WithSteal(steal[mode]))
+	for _, tc := range []struct {
+		mode   Mode
+		params map[string]string
+	}{
+		{Advisory, nil},
+		{Lease, nil},
+		// Leases that promise no more than the keepalive bound.
+		{Advisory, map[string]string{"keepalive": "3s"}},
+	} {
+		name := "mode=" + string(tc.mode)
+		if k, ok := tc.params["keepalive"]; ok {
+			name += "&keepalive=" + k
+		}
+		t.Run(name, func(t *testing.T) {
+			locktest.Run(t, func(t testing.TB) locker.Locker { return open(t, addr, tc.mode, tc.params) },
+				locktest.WithSteal(steal[tc.mode]))
 		})
 	}
 }

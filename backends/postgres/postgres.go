@@ -12,8 +12,11 @@
 //     ErrLost as soon as its client sees the session die (the server
 //     restarted or crashed, the session was terminated, the connection
 //     reset); the server frees the lock when it sees the session die,
-//     which after a network cut may be before — or long after — the holder
-//     notices. No fencing token.
+//     which after a network cut is when its TCP keepalives give up on the
+//     silent client: hours later with the system's defaults, or within
+//     the bound of the keepalive param (ConfigureKeepalive), which then
+//     also caps what a lease promises, so that a cut-off holder's lease
+//     ends first. No fencing token.
 //   - Lease: a row per key in a table (holder, fencing token, expiry by
 //     the server's clock), granted in one statement — an upsert that takes
 //     the row only if it is free or expired and increments its token —
@@ -78,6 +81,15 @@ type Options struct {
 	// identifier, optionally schema-qualified); empty means DefaultTable.
 	// Advisory mode uses no table.
 	Table string
+	// Keepalive, in Advisory mode, is the bound within which the pool's
+	// sessions die once their client falls silent, as ConfigureKeepalive
+	// set it up on the pool's connection config (New checks that it did):
+	// the server frees a cut-off holder's lock that long after it last
+	// heard from it, so a lease then promises no more than that (less a
+	// drift allowance) from its grant or its last Extend, whatever its
+	// TTL. Zero: the sessions keep the server's keepalive settings (often
+	// the system's: over two hours), and a lease promises its TTL.
+	Keepalive time.Duration
 }
 
 // Locker is a lock on one PostgreSQL server. It implements locker.Locker
@@ -89,6 +101,9 @@ type Locker struct {
 	addr  string
 	sql   statements // the Lease mode's statements on its table
 	table string
+	// keepalive is Options.Keepalive; session, when positive, caps what
+	// an advisory lease promises (sessionBound of keepalive).
+	keepalive, session time.Duration
 
 	// closing's context is the parent of every lease; it counts the
 	// advisory sessions not yet given back to the pool, which Close waits
@@ -121,9 +136,18 @@ func New(pool *pgxpool.Pool, o Options) (*Locker, error) {
 		return nil, locker.Invalidf("table %q: want a lower-case identifier (letters, digits, _), optionally schema.table", o.Table)
 	}
 	cc := pool.Config().ConnConfig
+	if o.Keepalive != 0 {
+		if o.Mode != Advisory {
+			return nil, locker.Invalidf("keepalive %v: mode=%s holds no session to keep alive (mode=%s does)", o.Keepalive, o.Mode, Advisory)
+		}
+		if err := checkKeepalive(cc, o.Keepalive); err != nil {
+			return nil, err
+		}
+	}
 	return &Locker{
 		pool: pool, mode: o.Mode, table: o.Table, sql: leaseStatements(o.Table),
-		addr: fmt.Sprintf("%s:%d", cc.Host, cc.Port),
+		addr:      fmt.Sprintf("%s:%d", cc.Host, cc.Port),
+		keepalive: o.Keepalive, session: sessionBound(o.Keepalive),
 	}, nil
 }
 
@@ -131,10 +155,13 @@ func New(pool *pgxpool.Pool, o Options) (*Locker, error) {
 // cfg.Addrs[0] — host:port, or a postgres:// URL — logging in as
 // cfg.Username (default "postgres") with cfg.Password, over cfg.TLS when
 // set. Params: mode (advisory or lease; default lease), database (default
-// "postgres"), table (lease mode; default lockbench_leases) and maxconns
-// (the pool's size; default 16).
+// "postgres"), table (lease mode; default lockbench_leases), maxconns
+// (the pool's size; default 16) and keepalive (advisory mode: a duration
+// in whole seconds, at least 3s, within which a session dies on both ends
+// once its peer falls silent — see ConfigureKeepalive and
+// Options.Keepalive; default: the server's settings).
 func Open(cfg backends.Config) (locker.Locker, error) {
-	if err := cfg.Check("mode", "database", "table", "maxconns"); err != nil {
+	if err := cfg.Check("mode", "database", "table", "maxconns", "keepalive"); err != nil {
 		return nil, err
 	}
 	if err := cfg.NeedAddrs(1); err != nil {
@@ -154,16 +181,28 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 	if maxConns < 1 || maxConns > 10000 {
 		return nil, locker.Invalidf("param maxconns=%d: want 1 to 10000", maxConns)
 	}
+	keepalive, err := cfg.Duration("keepalive", 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := cfg.Params["keepalive"]; ok && mode != Advisory {
+		return nil, locker.Invalidf("param keepalive=%q: mode=%s holds no session to keep alive (mode=%s does)", cfg.Params["keepalive"], mode, Advisory)
+	}
 	pc, err := poolConfig(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := cfg.Params["keepalive"]; ok {
+		if err := ConfigureKeepalive(pc.ConnConfig, keepalive); err != nil {
+			return nil, fmt.Errorf("param keepalive=%q: %w", cfg.Params["keepalive"], err)
+		}
 	}
 	pc.MaxConns = int32(maxConns)
 	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres at %s: %w", cfg.Addrs[0], err)
 	}
-	l, err := New(pool, Options{Mode: mode, Table: cfg.String("table", "")})
+	l, err := New(pool, Options{Mode: mode, Table: cfg.String("table", ""), Keepalive: keepalive})
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -221,8 +260,14 @@ func (l *Locker) Info() locker.Info {
 	switch l.mode {
 	case Advisory:
 		info.Guarantee = "mode=advisory: a session advisory lock on one PostgreSQL server (single node, no failover), held by a session of its own with no TTL on the server " +
-			"(the holder's client unlocks at its TTL): safe while the server and the holder's connection live; a server restart or crash drops every advisory lock, " +
-			"and a cut connection frees it once the server notices, possibly before the holder does; no fencing token"
+			"(the holder's client unlocks at its TTL): safe while the server and the holder's connection live; a server restart or crash drops every advisory lock; no fencing token"
+		if l.session > 0 {
+			info.Session = l.session
+			info.Guarantee += fmt.Sprintf("; keepalive %v: the server ends a silent session, and frees its lock, no sooner than %v after last hearing from its client, "+
+				"and a lease promises at most %v from its grant or last Extend, so a cut-off holder's lease ends before its lock is freed", l.keepalive, l.keepalive, l.session)
+		} else {
+			info.Guarantee += "; a cut-off holder's lock stays taken until the server's TCP keepalives give up on its session (Linux's defaults: 2 h 11 min), unless the keepalive param bounds it"
+		}
 	default:
 		info.Fencing = true
 		info.DriftRate, info.Drift = 0.01, 2*time.Millisecond // drift(ttl), the server's clock

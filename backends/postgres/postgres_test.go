@@ -34,6 +34,10 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		{Name: "database with a URL", Config: backends.Config{Addrs: []string{"postgres://u@h/db"}, Params: p("database", "other")}, Want: `database="other"`},
 		{Name: "bad maxconns", Config: backends.Config{Addrs: addr, Params: p("maxconns", "many")}, Want: `maxconns="many"`},
 		{Name: "zero maxconns", Config: backends.Config{Addrs: addr, Params: p("maxconns", "0")}, Want: "maxconns=0"},
+		{Name: "keepalive not a duration", Config: backends.Config{Addrs: addr, Params: p("mode", "advisory", "keepalive", "soon")}, Want: `keepalive="soon"`},
+		{Name: "keepalive too short", Config: backends.Config{Addrs: addr, Params: p("mode", "advisory", "keepalive", "2s")}, Want: `keepalive="2s"`},
+		{Name: "keepalive not whole seconds", Config: backends.Config{Addrs: addr, Params: p("mode", "advisory", "keepalive", "3500ms")}, Want: `keepalive="3500ms"`},
+		{Name: "keepalive in lease mode", Config: backends.Config{Addrs: addr, Params: p("keepalive", "3s")}, Want: `keepalive="3s"`},
 	})
 	if _, err := New(nil, Options{}); !errors.Is(err, locker.ErrInvalid) {
 		t.Fatalf("New(nil) = %v, want ErrInvalid", err)
