@@ -155,7 +155,7 @@ func TestTokensIncreaseAcrossRestarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	const rounds = 20
+	const rounds = 10
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	restarts := 0
