@@ -142,7 +142,11 @@ func TestUnconfirmedRelease(t *testing.T) {
 			t.Fatalf("Err after an unconfirmed Release = %v, want it to say the release was not confirmed", err)
 		}
 		t.Log(lease.Err())
-		got, err := b.Acquire(ctx, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
+		// Well before the TTL: a key that stayed taken until it expired
+		// must fail the test, whatever the budget.
+		soon, cancelSoon := context.WithTimeout(ctx, ttl/2)
+		defer cancelSoon()
+		got, err := b.Acquire(soon, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
 		if err != nil {
 			t.Fatalf("the key stayed taken after an unconfirmed release: %v", err)
 		}
@@ -195,7 +199,11 @@ func TestUnconfirmedRelease(t *testing.T) {
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := b.Acquire(ctx, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
+		// Well before the TTL: a key that stayed taken until it expired
+		// must fail the test, whatever the budget.
+		soon, cancelSoon := context.WithTimeout(ctx, ttl/2)
+		defer cancelSoon()
+		got, err := b.Acquire(soon, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
 		if err != nil {
 			t.Fatalf("the key stayed taken after Close: %v", err)
 		}
