@@ -85,7 +85,9 @@ func Shape(b Backend) nemesis.Shape {
 	case backends.Redis:
 		return nemesis.Shape{Nodes: s.Count, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
 	case backends.Sentinel:
-		return nemesis.Shape{Nodes: s.Count, Leader: true, Sentinel: true}
+		// Its Redis nodes, like single Redis's; its clients follow the
+		// master the sentinels name, around any proxy.
+		return nemesis.Shape{Nodes: s.Count, Leader: true, Sentinel: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
 	case backends.ZooKeeper:
 		return nemesis.Shape{Nodes: s.Count, Elects: true, Leader: true, Members: netns, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
 	case backends.Etcd:

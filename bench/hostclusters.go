@@ -3,16 +3,19 @@ package bench
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/inventory"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
 // OnHosts makes c start the servers of every backend that hs's inventory
-// lists on their hosts; a backend it lists none for is refused (its
-// servers would run here, where the client hosts may not reach them).
+// lists on their hosts — Redis, PostgreSQL, ZooKeeper and etcd (not
+// Sentinel yet); a backend it lists none for is refused (its servers
+// would run here, where the client hosts may not reach them).
 func (c *Clusters) OnHosts(hs *Hosts) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -48,6 +51,7 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl tim
 		}
 		cl = &cluster{profile: prof}
 		clock := prof.needs.FakeClock
+		var t nemesis.Target
 		switch s.Kind {
 		case backends.Redis:
 			cl.nodes, err = c.env.Redis(ctx, s.Count, compose.RedisOptions{Durability: prof.durability, FakeClock: clock, On: pl})
@@ -59,8 +63,24 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl tim
 			if n, err = c.env.Postgres(ctx, compose.PostgresOptions{Durability: prof.durability, FakeClock: clock, On: &pl[0]}); err == nil {
 				cl.nodes = []*compose.Node{n}
 			}
+		case backends.ZooKeeper:
+			var z *compose.Ensemble
+			if z, err = c.env.ZooKeeper(ctx, s.Count, compose.ZooKeeperOptions{Durability: prof.durability, FakeClock: clock, On: pl}); err == nil {
+				cl.nodes, t = z.Nodes, quorumTarget(z.Nodes, z, z, pl)
+			}
+		case backends.Etcd:
+			if clock {
+				return nemesis.Target{}, configErrorf("backend %s: an etcd member is a Go program, which no clock preload reaches", d.Name)
+			}
+			var e *compose.EtcdCluster
+			if err = c.hosts.provideEtcdMember(ctx, pl); err != nil {
+				return nemesis.Target{}, err
+			}
+			if e, err = c.env.Etcd(ctx, s.Count, compose.EtcdOptions{Durability: prof.durability, On: pl}); err == nil {
+				cl.nodes, t = e.Nodes, quorumTarget(e.Nodes, e, e, pl)
+			}
 		default:
-			return nemesis.Target{}, configErrorf("backend %s: lockbench places only Redis and PostgreSQL servers on hosts (not %s)", d.Name, s.Kind)
+			return nemesis.Target{}, configErrorf("backend %s: lockbench places Redis, PostgreSQL, ZooKeeper and etcd servers on hosts (not %s)", d.Name, s.Kind)
 		}
 		c.hosts.started(cl.nodes)
 		if err != nil {
@@ -69,7 +89,45 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl tim
 		if err := cl.admit(s, cl.nodes, ttl); err != nil {
 			return nemesis.Target{}, err
 		}
+		t.Nodes = cl.nodes
+		cl.target = t
 		c.placed[b.Name] = cl
 	}
-	return nemesis.Target{Nodes: cl.nodes}, nil
+	return cl.target, nil
+}
+
+// quorumTarget is the fault target of a quorum's members placed at pl:
+// they elect their leader, and they can be cut apart (Members) when each
+// has a host of its own, which rules on their hosts need.
+func quorumTarget(nodes []*compose.Node, leader nemesis.Leader, members nemesis.Members, pl []compose.Placement) nemesis.Target {
+	t := nemesis.Target{Nodes: nodes, Leader: leader, Elects: true}
+	addrs := map[netip.Addr]bool{}
+	for _, p := range pl {
+		addrs[p.Addr] = true
+	}
+	if len(addrs) == len(pl) {
+		t.Members = members
+	}
+	return t
+}
+
+// ServerNeeds is what a server of backend name needs on its host when a
+// run over an inventory starts it there, for lockbench hosts check: the
+// program it runs when the inventory names none (redis-server, java), the
+// one the run uploads instead (etcd-member), the files it reads
+// (ZooKeeper's jars).
+func ServerNeeds(name string) inventory.Needs {
+	d, ok := backends.Lookup(name)
+	if !ok {
+		return inventory.Needs{}
+	}
+	switch d.Servers.Kind {
+	case backends.Redis:
+		return inventory.Needs{Binary: compose.RedisServer}
+	case backends.ZooKeeper:
+		return inventory.Needs{Binary: compose.Java, Files: compose.ZooKeeperClasspath}
+	case backends.Etcd:
+		return inventory.Needs{Uploaded: "etcd-member"}
+	}
+	return inventory.Needs{} // PostgreSQL: the inventory names its postgres
 }

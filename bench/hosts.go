@@ -102,7 +102,7 @@ func DialHosts(ctx context.Context, inv *inventory.Inventory, o HostsOptions) (_
 				err = h.sweep(ctx, hs.log)
 			}
 			if err == nil && cfg.Clients {
-				err = h.upload(ctx, binary, sum)
+				h.Binary, err = h.upload(ctx, "lockbench", binary, sum)
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("host %s: %w", cfg.Name, err)
@@ -191,14 +191,51 @@ func (h *Host) sweep(ctx context.Context, log io.Writer) error {
 	return h.SSH.Run(ctx, remote.Cmd{Path: "rm", Args: []string{"-rf", "--", h.workersDir()}})
 }
 
-// upload puts the lockbench binary on h, named by its hash, unless it is
-// there already.
-func (h *Host) upload(ctx context.Context, binary []byte, sum string) error {
-	h.Binary = path.Join(h.WorkDir, "bin", "lockbench-"+sum)
-	if err := h.SSH.Run(ctx, remote.Cmd{Path: "test", Args: []string{"-x", h.Binary}}); err == nil {
-		return nil
+// upload puts a program on h, as <work dir>/bin/<name>-<sum> (sum: the
+// start of its hash), unless it is there already, and returns its path
+// there.
+func (h *Host) upload(ctx context.Context, name string, binary []byte, sum string) (string, error) {
+	p := path.Join(h.WorkDir, "bin", name+"-"+sum)
+	if err := h.SSH.Run(ctx, remote.Cmd{Path: "test", Args: []string{"-x", p}}); err == nil {
+		return p, nil
 	}
-	return remote.Upload(ctx, h.SSH, bytes.NewReader(binary), h.Binary, 0o755)
+	return p, remote.Upload(ctx, h.SSH, bytes.NewReader(binary), p, 0o755)
+}
+
+// provideEtcdMember uploads compose's etcd-member (a static binary) to
+// the host of each placement in pl that names no Binary, as the lockbench
+// binary is uploaded (by its hash, under the host's work dir), and names
+// it there.
+func (hs *Hosts) provideEtcdMember(ctx context.Context, pl []compose.Placement) error {
+	var binary []byte
+	var sum string
+	for i := range pl {
+		if pl[i].Binary != "" {
+			continue
+		}
+		if binary == nil {
+			file, err := compose.EtcdMember()
+			if err != nil {
+				return err
+			}
+			if binary, err = staticBinary(file); err != nil {
+				return err
+			}
+			s := sha256.Sum256(binary)
+			sum = hex.EncodeToString(s[:8])
+		}
+		i := slices.IndexFunc(hs.hosts, func(h *Host) bool { return h.SSH == pl[i].Host })
+		if i < 0 {
+			return fmt.Errorf("host %s is not one of the inventory's", pl[i].Host.Name())
+		}
+		h := hs.hosts[i]
+		p, err := h.upload(ctx, "etcd-member", binary, sum)
+		if err != nil {
+			return fmt.Errorf("host %s: upload etcd-member: %w", h.Name, err)
+		}
+		pl[i].Binary = p
+	}
+	return nil
 }
 
 // Host returns the host called name, or nil.
@@ -249,8 +286,12 @@ func (hs *Hosts) Placements(name string, n int) ([]compose.Placement, error) {
 			if s.Backend != name {
 				continue
 			}
+			var peers []int // 0: the kind's standard port
+			if s.PeerPort != 0 || s.ElectionPort != 0 {
+				peers = []int{s.PeerPort, s.ElectionPort}
+			}
 			out = append(out, compose.Placement{
-				Host: h.SSH, Addr: h.Addr, Port: s.Port, Dir: s.Data, Binary: s.Binary,
+				Host: h.SSH, Addr: h.Addr, Port: s.Port, PeerPorts: peers, Dir: s.Data, Binary: s.Binary,
 				ClockPreload: h.cfg.ClockPreload, Clients: clients,
 			})
 		}

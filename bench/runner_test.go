@@ -228,6 +228,54 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 	}
 }
 
+// TestClustersStartSentinelForItsFault: a case whose fault needs its
+// servers started so gets a Sentinel set whose Redis nodes have it — a
+// lazy filesystem for a power loss, the clock preload for a clock jump, a
+// network namespace each for a partition (and then no replication
+// proxies on this host, which the cut would take in) — and so the fault
+// applies to the target.
+func TestClustersStartSentinelForItsFault(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute)
+	for _, need := range []func() error{compose.LazyFSAvailable, compose.FakeClockAvailable, compose.PeerNetworkAvailable} {
+		if err := need(); err != nil {
+			t.Skip(err)
+		}
+	}
+	clusters := bench.NewClusters(composetest.ForTest(t), nil)
+	b, err := bench.ParseBackend("sentinel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		fault string
+		want  func(nemesis.Shape) bool
+	}{
+		{"power-loss", func(sh nemesis.Shape) bool { return sh.LazyFS && !sh.FakeClock && !sh.Netns && sh.Sentinel }},
+		{"clock-jump", func(sh nemesis.Shape) bool { return sh.FakeClock && !sh.LazyFS && !sh.Netns && sh.Sentinel }},
+		{"partition", func(sh nemesis.Shape) bool { return sh.Netns && !sh.LazyFS && !sh.FakeClock && !sh.Sentinel }},
+	} {
+		f, err := nemesis.Parse(tc.fault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target, cfg, err := clusters.Setup(ctx, b, f, results.DurabilityFast, time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.fault, err)
+		}
+		if sh := target.Shape(); !tc.want(sh) || !sh.Leader || sh.Nodes != 2 {
+			t.Errorf("%s: the set's shape %+v", tc.fault, sh)
+		}
+		if err := f.Applies(target); err != nil {
+			t.Errorf("%s: %v", tc.fault, err)
+		}
+		if len(cfg.Addrs) != 3 || cfg.Params["master"] != target.Sentinel.MasterName {
+			t.Errorf("%s: the clients are given %v, params %v: want the 3 sentinels and the master's name", tc.fault, cfg.Addrs, cfg.Params)
+		}
+	}
+}
+
 // TestRunnerNewBackends runs postgres in both modes and rueidislock end
 // to end on the servers Clusters starts for them: without faults none of
 // them violates anything, and under client-pause (their worker processes

@@ -63,6 +63,10 @@ type Suite struct {
 	// the performance sweep); a plain backend runs every fault it
 	// supports.
 	Variants map[string][]string
+	// Deferred lists, by backend spec, the fault classes that apply to it
+	// but that the suite leaves to the full suite (its variant's
+	// Deferred): the default suite's time budget.
+	Deferred map[string][]string
 
 	// Leases is the lease matrix: loads that provoke a lease's
 	// accounting, each under its faults on every backend (LeaseLoad).
@@ -124,6 +128,7 @@ func Default() Suite {
 			"restart":    ofKinds(bs, variants, "restart", backends.Redis, backends.Sentinel, backends.Postgres),
 		},
 		Variants: variants,
+		Deferred: deferred(bs),
 		// Lease accounting, which millisecond holds never provoke: leases
 		// that extend themselves while their holders hold several TTLs,
 		// and a pause that strikes inside an extension (Full adds holders
@@ -158,6 +163,24 @@ func showcased(specs []string, f string) []string {
 	return out
 }
 
+// deferred returns, for the specs among specs whose variant defers fault
+// classes to the full suite (backends.Variant.Deferred), those classes.
+func deferred(specs []string) map[string][]string {
+	out := map[string][]string{}
+	for _, spec := range specs {
+		b, err := ParseBackend(spec)
+		if err != nil {
+			continue
+		}
+		for _, v := range b.Descriptor.AllVariants() {
+			if v.Spec(b.Name) == spec && len(v.Deferred) > 0 {
+				out[spec] = v.Deferred
+			}
+		}
+	}
+	return out
+}
+
 // ofKinds returns the specs among specs whose servers are of the kinds
 // given (backends.Redis: redis, redlock, redsync, rueidislock and their
 // variants) and that run fault class f (a variant limited to other
@@ -182,6 +205,7 @@ func Quick() Suite {
 	s := Default()
 	s.Name = "quick"
 	s.Backends, s.Variants = suiteBackends(backends.QuickSuite)
+	s.Deferred = deferred(s.Backends)
 	s.Workloads = []workloads.Workload{workloads.Hot}
 	s.Clients = []int{1, 16}
 	s.ManyKeysClients = nil
@@ -213,7 +237,7 @@ func Full() Suite {
 		"partition", "clock-jump?by=0.5&nodes=minority", "clock-jump", "clock-rate", "power-loss"}
 	all := []string{results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable}
 	s.Profiles = map[string][]string{"restart": all, "crash": all, "power-loss": all, "crash-minority": all}
-	s.Only = nil
+	s.Only, s.Deferred = nil, nil
 	s.Leases = []LeaseLoad{
 		validityLoad(4, "none", "client-pause?at=acquire", "client-pause?at=after-write"),
 		autoExtendLoad(s.TTL, 8, 0, "none", "client-pause?at=extend", "client-pause?at=extend&x=0.5", "server-pause", "partition"),
@@ -366,6 +390,8 @@ func (s Suite) Skipped() []results.Skip {
 			}
 			reason := ""
 			switch {
+			case slices.Contains(s.Deferred[spec], f.Class()):
+				reason = fmt.Sprintf("the %s suite leaves %s on %s to the full suite, for its time budget (the class applies: make bench-full runs it)", s.Name, f.Class(), spec)
 			case !s.runs(f.Class(), b) && s.Only[f.Class()] != nil && !slices.Contains(s.Only[f.Class()], spec):
 				reason = fmt.Sprintf("the %s suite runs %s on %v only (the full suite on every backend)", s.Name, f.Class(), s.Only[f.Class()])
 			case !s.runs(f.Class(), b):
@@ -435,7 +461,7 @@ func (s Suite) applies(f nemesis.Fault, b Backend) bool {
 func (s Suite) runs(f string, b Backend) bool {
 	faults, variant := s.Variants[b.Spec]
 	only, limited := s.Only[f]
-	return (!variant || slices.Contains(faults, f)) && (!limited || slices.Contains(only, b.Spec))
+	return (!variant || slices.Contains(faults, f)) && (!limited || slices.Contains(only, b.Spec)) && !slices.Contains(s.Deferred[b.Spec], f)
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

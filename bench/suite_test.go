@@ -237,3 +237,52 @@ func TestProfilesWhereTheyMatter(t *testing.T) {
 		t.Errorf("etcd under clock-rate: skipped for %q, want the vDSO named", why)
 	}
 }
+
+// TestSentinelFaultsLeftToFull: the Sentinel set's Redis nodes face power
+// loss (every profile), clock jumps, a fast clock and partitions in the
+// full suite; the default suite leaves them there (its time budget), and
+// says so as a reason that is not "not applicable", so that its report
+// calls them not judged.
+func TestSentinelFaultsLeftToFull(t *testing.T) {
+	classes := []string{"power-loss", "clock-jump", "clock-rate", "partition"}
+	def, err := bench.Default().Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range def {
+		if c.Backend.Name == "sentinel" && slices.Contains(classes, c.Fault.Class()) {
+			t.Errorf("the default suite runs %s", c)
+		}
+	}
+	skipped := map[string]string{}
+	for _, s := range bench.Default().Skipped() {
+		if s.Backend == "sentinel" {
+			skipped[s.FaultClass] = s.Reason
+		}
+	}
+	for _, cls := range []string{"power-loss", "clock-jump", "partition"} { // the default suite's own classes
+		if r := skipped[cls]; !strings.Contains(r, "full suite") || strings.Contains(r, "not measured") {
+			t.Errorf("default suite: sentinel under %s skipped for %q, want it left to the full suite", cls, r)
+		}
+	}
+	full, err := bench.Full().Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]bool{}
+	for _, c := range full {
+		if c.Backend.Spec == "sentinel" {
+			ran[c.Fault.Class()+"/"+c.Durability] = true
+		}
+	}
+	for _, want := range []string{"power-loss/fast", "power-loss/periodic", "power-loss/durable", "clock-jump/fast", "clock-rate/fast", "partition/fast"} {
+		if !ran[want] {
+			t.Errorf("the full suite lacks sentinel under %s", want)
+		}
+	}
+	for _, s := range bench.Full().Skipped() {
+		if s.Backend == "sentinel" && slices.Contains(classes, s.FaultClass) {
+			t.Errorf("the full suite skips sentinel under %s: %s", s.FaultClass, s.Reason)
+		}
+	}
+}

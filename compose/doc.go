@@ -54,8 +54,12 @@
 //     placed on a host is cut off from its client hosts by blackhole rules
 //     aimed at its port on both sides (remote.CutPaths).
 //
-// Redis and PostgreSQL servers can be placed on other hosts (RedisOptions.On,
-// PostgresOptions.On): `lockbench run --inventory` starts them there.
+// Redis, PostgreSQL, ZooKeeper and etcd servers can be placed on other
+// hosts (RedisOptions.On, PostgresOptions.On, ZooKeeperOptions.On,
+// EtcdOptions.On): `lockbench run --inventory` starts them there. The
+// members of a quorum placed each on a host of its own are partitioned by
+// blackhole rules on their hosts aimed at each other's peer ports
+// (Placement.PeerPorts), the rules that cut a placed node's clients off.
 //
 // Partitions between the members of a quorum (etcd, ZooKeeper) need more
 // than a proxy, since members dial each other both ways: a cluster started

@@ -26,9 +26,11 @@ type Env struct {
 	mu      sync.Mutex
 	nodes   []*Node
 	proxies *proxies
-	nets    []*peerNet     // the PeerNetwork clusters' networks
-	names   map[string]int // next index per node name prefix
-	closed  bool
+	nets    []*peerNet // the PeerNetwork clusters' networks
+	// placedPeers cut the members of clusters placed on hosts apart.
+	placedPeers []*placedPeers
+	names       map[string]int // next index per node name prefix
+	closed      bool
 	// extraDirs are dirs made on hosts beside the nodes' (the clock
 	// preload's), which Close removes.
 	extraDirs []hostDir
@@ -107,10 +109,13 @@ func (e *Env) Close() error {
 		return nil
 	}
 	e.closed = true
-	nodes, px, nets := e.nodes, e.proxies, e.nets
+	nodes, px, nets, placed := e.nodes, e.proxies, e.nets, e.placedPeers
 	e.mu.Unlock()
 
 	var errs []error
+	for _, p := range placed {
+		errs = append(errs, p.heal())
+	}
 	for _, n := range nodes {
 		if err := n.Kill(); err != nil {
 			errs = append(errs, err)

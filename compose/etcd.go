@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -58,6 +58,16 @@ type EtcdOptions struct {
 	// LogLevel is the members' log level (debug, info, warn, error); ""
 	// means warn.
 	LogLevel string
+	// On, when set, places the members on hosts, one Placement each (see
+	// Placement): n must be len(On). Each member listens on its host's
+	// address, at the placement's Port (clients) and first PeerPort
+	// (peers, 2380 if none), and advertises them; its data is under the
+	// placement's Dir. Binary must name the etcd-member program on the
+	// host (a run over an inventory uploads this machine's there).
+	// Members on hosts of their own can be partitioned (Partition) by
+	// rules on their hosts. Proxied, PeerNetwork and LazyFS apply to
+	// members on this machine only.
+	On []Placement
 }
 
 // EtcdCluster is a cluster of etcd members, each a process of
@@ -66,8 +76,9 @@ type EtcdCluster struct {
 	// Nodes are the members, in --initial-cluster order.
 	Nodes []*Node
 
-	net      *peerNet // nil unless started with PeerNetwork
-	dataDirs []string // each member's data dir
+	net      *peerNet   // nil unless started with PeerNetwork
+	cutter   peerCutter // what Partition cuts with; nil without PeerNetwork or hosts
+	dataDirs []string   // each member's data dir, on its host
 }
 
 // Etcd starts a cluster of n members (n odd) and waits until each reports
@@ -110,61 +121,82 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	default:
 		return nil, fmt.Errorf("compose: etcd log level %q: want debug, info, warn or error", level)
 	}
+	if o.On != nil {
+		if len(o.On) != n {
+			return nil, fmt.Errorf("compose: %d etcd members on %d placements: want one each", n, len(o.On))
+		}
+		if o.Proxied || o.PeerNetwork || o.LazyFS {
+			return nil, errors.New("compose: etcd members placed on hosts: Proxied, PeerNetwork and LazyFS apply to members on this machine only")
+		}
+	}
 	if o.PeerNetwork {
 		if err := PeerNetworkAvailable(); err != nil {
 			return nil, err
 		}
 	}
-	bin, err := etcdMemberBinary()
-	if err != nil {
-		return nil, err
+	var bin string
+	if o.On == nil {
+		if bin, err = etcdMemberBinary(); err != nil {
+			return nil, err
+		}
 	}
 	c := &EtcdCluster{}
-	hosts := make([]string, n)
-	var ports []int
-	if o.PeerNetwork {
-		if c.net, err = e.peerNet(n); err != nil {
-			return nil, err
+	var (
+		l      layout
+		places []*Placement
+	)
+	if o.On != nil {
+		for i := range o.On {
+			p := o.On[i]
+			if err := p.check("etcd"); err != nil {
+				return nil, err
+			}
+			if p.Binary == "" {
+				return nil, fmt.Errorf("compose: etcd member placed on %s: no Binary (the etcd-member program on the host)", p.Host.Name())
+			}
+			p.PeerPorts = p.peerPorts(2380)
+			places = append(places, &p)
 		}
-		for i := range n {
-			hosts[i] = c.net.addr(i).String()
-			ports = append(ports, 2379, 2380) // each member has its own address
-		}
-	} else {
-		if ports, err = freePorts(2 * n); err != nil { // client, peer
-			return nil, err
-		}
-		for i := range hosts {
-			hosts[i] = "127.0.0.1"
-		}
+		l = layOutOn(places)
+	} else if l, err = e.layOut(n, o.PeerNetwork, 2379, 2380); err != nil { // client, peer
+		return nil, err
 	}
+	c.net = l.net
+	hosts := l.hosts
 	names := e.newNames("etcd", n)
 	cluster := make([]string, n)
 	for i, name := range names {
-		cluster[i] = fmt.Sprintf("%s=http://%s", name, hostAddr(hosts[i], ports[2*i+1]))
+		cluster[i] = fmt.Sprintf("%s=http://%s", name, hostAddr(hosts[i], l.ports[i][1]))
 	}
 	token := make([]byte, 8)
 	_, _ = rand.Read(token)
 	specs := make([]spec, n)
 	for i, name := range names {
-		client, peer := ports[2*i], "http://"+hostAddr(hosts[i], ports[2*i+1])
+		client, peer := l.ports[i][0], "http://"+hostAddr(hosts[i], l.ports[i][1])
 		dataDir := filepath.Join(e.Dir, name, "data")
+		if places != nil {
+			dataDir = path.Join(places[i].Dir, "data")
+		}
 		c.dataDirs = append(c.dataDirs, dataDir)
 		initial, state, started := strings.Join(cluster, ","), "new", false
 		specs[i] = spec{
-			name: name, port: client, host: hosts[i], bin: bin, lazyFS: o.LazyFS,
+			name: name, port: client, bin: bin, lazyFS: o.LazyFS,
 			// A member restarted without its data cannot rejoin as
 			// itself ("already bootstrapped"): as an operator would, it
 			// is replaced by a new member at the same address.
-			prepare: inDir(func(string) error {
-				if _, err := os.Stat(dataDir); err == nil || !started {
+			prepare: func(ctx context.Context, n *Node) error {
+				kept, err := n.exists(ctx, dataDir)
+				if err != nil {
+					return err
+				}
+				if kept || !started {
 					started = true
 					return nil
 				}
-				if err := c.othersHaveQuorum(i); err != nil {
+				if err := c.othersHaveQuorum(ctx, i); err != nil {
 					return fmt.Errorf("compose: etcd member %s lost its data and cannot be replaced: %w", name, err)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				defer cancel()
 				members, err := c.replaceMember(ctx, i, name, peer)
 				if err != nil {
@@ -172,7 +204,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 				}
 				initial, state = members, "existing"
 				return nil
-			}),
+			},
 			argv: func() []string {
 				return []string{
 					"--name", name,
@@ -190,8 +222,9 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 			},
 			ready: func(ctx context.Context) error { return etcdHealthy(ctx, hostAddr(hosts[i], client)) },
 		}
-		if c.net != nil {
-			specs[i].net, specs[i].member = c.net, i
+		l.place(&specs[i], i)
+		if places != nil {
+			specs[i].bin = places[i].Binary
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
@@ -199,6 +232,12 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 		return nil, err
 	}
 	c.Nodes = nodes
+	switch {
+	case c.net != nil:
+		c.cutter = c.net
+	case places != nil:
+		c.cutter = e.newPlacedPeers(nodes)
+	}
 	return c, nil
 }
 
@@ -209,10 +248,17 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 // cluster, which only an operator's disaster recovery brings back (a
 // snapshot restored with etcdutl, or --force-new-cluster on a survivor,
 // which keeps what the survivor had).
-func (c *EtcdCluster) othersHaveQuorum(self int) error {
+func (c *EtcdCluster) othersHaveQuorum(ctx context.Context, self int) error {
 	kept := 0
 	for i, dir := range c.dataDirs {
-		if _, err := os.Stat(dir); i != self && err == nil {
+		if i == self {
+			continue
+		}
+		ok, err := c.Nodes[i].exists(ctx, dir)
+		if err != nil {
+			return err
+		}
+		if ok {
 			kept++
 		}
 	}

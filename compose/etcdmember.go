@@ -18,6 +18,11 @@ const EtcdMemberEnv = "LOCKBENCH_ETCD_MEMBER"
 // etcdMemberBinary finds the etcd-member binary once per process.
 var etcdMemberBinary = sync.OnceValues(findEtcdMember)
 
+// EtcdMember returns the etcd-member binary compose runs on this machine
+// (see Env.Etcd for where it is found): a static one, which a run over
+// several hosts uploads to the hosts of its etcd members.
+func EtcdMember() (string, error) { return etcdMemberBinary() }
+
 // findEtcdMember returns, in this order: $LOCKBENCH_ETCD_MEMBER; an
 // etcd-member next to the running executable; or etcd-member in
 // <user cache dir>/lockbench, brought up to date by `go build` (which does
@@ -60,6 +65,7 @@ func findEtcdMember() (string, error) {
 	}
 	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/lockbench/lockbench/cmd/etcd-member")
 	cmd.Dir = moduleDir()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, for hosts with another C library
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("compose: go build etcd-member into %s: %w\n%s", bin, err, out)
 	}

@@ -1,12 +1,14 @@
 package compose
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +29,17 @@ type Placement struct {
 	// Addr is the host's address: the server listens on it, and its
 	// clients, its peers and the control node reach it there.
 	Addr netip.Addr
-	// Port is the server's port on Addr.
+	// Port is the server's port on Addr, where its clients reach it.
 	Port int
+	// PeerPorts are the ports on Addr where the members of a quorum
+	// reach each other: etcd's peer port; ZooKeeper's quorum and
+	// election ports, in that order. A port left out, or 0, is the
+	// kind's standard one (etcd 2380; ZooKeeper 2888 and 3888); ports
+	// beyond the kind's are ignored. A partition between
+	// members (EtcdCluster.Partition, Ensemble.Partition) cuts these
+	// ports only, so that clients and the control node keep reaching
+	// every member.
+	PeerPorts []int
 	// Dir is the server's data dir on the host; its pidfile, log and
 	// clock files go beside it (Dir.pid, Dir.log, Dir.clock). Start
 	// makes it; Restart(false) empties it.
@@ -63,6 +74,11 @@ func (p *Placement) check(what string) error {
 	if p.Port < 1 || p.Port > 65535 {
 		errs = append(errs, fmt.Errorf("port %d: want 1 to 65535", p.Port))
 	}
+	for _, q := range p.PeerPorts {
+		if q < 0 || q > 65535 || q == p.Port {
+			errs = append(errs, fmt.Errorf("peer port %d: want 1 to 65535 (or 0, the standard one), other than the client port %d", q, p.Port))
+		}
+	}
 	if !path.IsAbs(p.Dir) || path.Clean(p.Dir) == "/" {
 		errs = append(errs, fmt.Errorf("dir %q: want an absolute path below /", p.Dir))
 	}
@@ -75,6 +91,16 @@ func (p *Placement) check(what string) error {
 		return fmt.Errorf("compose: %s placement: %w", what, err)
 	}
 	return nil
+}
+
+// peerPorts are the peer ports of a kind whose standard ones are def:
+// p's PeerPorts where they name one, def's elsewhere.
+func (p *Placement) peerPorts(def ...int) []int {
+	out := slices.Clone(def)
+	for i := range min(len(out), len(p.PeerPorts)) {
+		out[i] = cmp.Or(p.PeerPorts[i], out[i])
+	}
+	return out
 }
 
 // binary is the server's program on the placed host, or def.
@@ -167,16 +193,25 @@ func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 // nil when the connection timed out or the host's own rule refused it.
 func (n *Node) triedFrom(ctx context.Context, c Peer, secs string) error {
 	p := n.spec.place
-	err := c.Host.Run(ctx, remote.Cmd{Path: "timeout", Args: []string{secs, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", p.Addr.String(), strconv.Itoa(p.Port)}})
+	return tryFrom(ctx, c, n.Name, p.Addr, p.Port, secs)
+}
+
+// tryFrom connects from host c to addr:port (bash's /dev/tcp under a
+// timeout of secs seconds) and answers nil when that is cut: the
+// connection timed out (the answers are dropped), or c's own blackhole
+// rule refused to route it (EINVAL). A connection, or a refusal (a reset:
+// the far kernel answered), is no cut; what names the far end.
+func tryFrom(ctx context.Context, c Peer, what string, addr netip.Addr, port int, secs string) error {
+	err := c.Host.Run(ctx, remote.Cmd{Path: "timeout", Args: []string{secs, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", addr.String(), strconv.Itoa(port)}})
 	switch e, ok := remote.IsExit(err); {
 	case err == nil:
-		return fmt.Errorf("compose: %s is reachable from %s", n.Name, c.Host.Name())
-	case ok && e.Code == 124: // timed out: the server's answers are dropped
-	case ok && strings.Contains(e.Stderr, "Invalid argument"): // the client host's own rule
+		return fmt.Errorf("compose: %s (%s) is reachable from %s", what, net.JoinHostPort(addr.String(), strconv.Itoa(port)), c.Host.Name())
+	case ok && e.Code == 124: // timed out: the answers are dropped
+	case ok && strings.Contains(e.Stderr, "Invalid argument"): // the host's own rule
 	case ok:
-		return fmt.Errorf("compose: %s from %s: the connection failed at once (%v): a cut drops packets silently", n.Name, c.Host.Name(), err)
+		return fmt.Errorf("compose: %s from %s: the connection failed at once (%v): a cut drops packets silently", what, c.Host.Name(), err)
 	default:
-		return fmt.Errorf("compose: %s from %s: %w", n.Name, c.Host.Name(), err)
+		return fmt.Errorf("compose: %s from %s: %w", what, c.Host.Name(), err)
 	}
 	return nil
 }

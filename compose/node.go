@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -199,6 +201,41 @@ const (
 // package: for the kinds that run on this machine only (no Placement).
 func inDir(f func(dir string) error) func(context.Context, *Node) error {
 	return func(_ context.Context, n *Node) error { return f(n.Dir) }
+}
+
+// exists reports whether file p exists on the node's host: looked at
+// here for a node on this machine, through its host for a placed one.
+func (n *Node) exists(ctx context.Context, p string) (bool, error) {
+	if n.spec.place == nil {
+		_, err := os.Stat(p)
+		return err == nil, nil
+	}
+	err := n.host.Run(ctx, remote.Cmd{Path: "test", Args: []string{"-e", p}})
+	if e, ok := remote.IsExit(err); ok && e.Code == 1 {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("compose: %s: is %s there: %w", n.Name, p, err)
+	}
+	return true, nil
+}
+
+// writeFiles writes each file (a name and its text) into the node's dir,
+// on its host.
+func (n *Node) writeFiles(ctx context.Context, files map[string]string) error {
+	for name, text := range files {
+		p := path.Join(n.Dir, name)
+		var err error
+		if n.spec.place == nil {
+			err = os.WriteFile(p, []byte(text), 0o644)
+		} else {
+			err = remote.Upload(ctx, n.host, strings.NewReader(text), p, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("compose: %s: %w", n.Name, err)
+		}
+	}
+	return nil
 }
 
 // startNode registers a node in e, puts a proxy in front of it when asked,

@@ -15,12 +15,15 @@ import (
 // more group together, so Partition(minority) splits the cluster into that
 // minority and the rest. A Partition replaces the one in force;
 // HealPartition lifts it. The cluster must have been started with
-// PeerNetwork.
+// PeerNetwork, or on hosts (EtcdOptions.On), each member on a host of its
+// own: rules on the members' hosts then cut their peer ports (see
+// Placement.PeerPorts), and each cut is proven from the members' hosts
+// before Partition returns.
 //
 // These are partitions between members (Raft's and its peers' traffic);
 // Node.Partition cuts clients off from one member through its proxy.
 func (c *EtcdCluster) Partition(groups ...[]*Node) error {
-	return partition("etcd cluster", c.net, c.Nodes, groups)
+	return partition("etcd cluster", c.cutter, c.Nodes, groups)
 }
 
 // HealPartition lifts the partition in force, if any: members reach each
@@ -30,7 +33,7 @@ func (c *EtcdCluster) Partition(groups ...[]*Node) error {
 // longer the cut, the longer the recovery: measured here, every member
 // served again about 3.4 s after a 4 s cut of the leader, 24 s after a
 // 30 s one. AwaitServing waits for it.
-func (c *EtcdCluster) HealPartition() error { return heal("etcd cluster", c.net) }
+func (c *EtcdCluster) HealPartition() error { return heal("etcd cluster", c.cutter) }
 
 // PartitionLeader cuts the current leader off from every other member
 // (clients still reach it) and returns it: the majority elects a new
@@ -46,15 +49,15 @@ func (c *EtcdCluster) AwaitServing(ctx context.Context) error { return awaitServ
 
 // Partition cuts the ensemble's servers into groups that cannot reach each
 // other, as EtcdCluster.Partition does (see there); the ensemble must have
-// been started with PeerNetwork.
+// been started with PeerNetwork or on hosts (ZooKeeperOptions.On).
 func (z *Ensemble) Partition(groups ...[]*Node) error {
-	return partition("ZooKeeper ensemble", z.net, z.Nodes, groups)
+	return partition("ZooKeeper ensemble", z.cutter, z.Nodes, groups)
 }
 
 // HealPartition lifts the partition in force, if any. As with etcd (see
 // EtcdCluster.HealPartition), recovery takes longer after a longer cut:
 // measured here, 0.45 s after a 4 s cut of the leader, 26 s after 30 s.
-func (z *Ensemble) HealPartition() error { return heal("ZooKeeper ensemble", z.net) }
+func (z *Ensemble) HealPartition() error { return heal("ZooKeeper ensemble", z.cutter) }
 
 // PartitionLeader cuts the current leader off from every other server
 // (clients still reach it) and returns it: it stops serving once it misses
@@ -68,18 +71,18 @@ func (z *Ensemble) PartitionLeader(ctx context.Context) (*Node, error) {
 // each server may take ReadyTimeout.
 func (z *Ensemble) AwaitServing(ctx context.Context) error { return awaitServing(ctx, z.Nodes) }
 
-func partition(what string, net *peerNet, nodes []*Node, groups [][]*Node) error {
-	if net == nil {
-		return fmt.Errorf("compose: this %s was started without PeerNetwork: its members cannot be partitioned", what)
+func partition(what string, c peerCutter, nodes []*Node, groups [][]*Node) error {
+	if c == nil {
+		return fmt.Errorf("compose: this %s was started neither with PeerNetwork nor on hosts: its members cannot be partitioned", what)
 	}
-	return net.partition(nodes, groups)
+	return c.partition(nodes, groups)
 }
 
-func heal(what string, net *peerNet) error {
-	if net == nil {
-		return fmt.Errorf("compose: this %s was started without PeerNetwork: there is no partition to heal", what)
+func heal(what string, c peerCutter) error {
+	if c == nil {
+		return fmt.Errorf("compose: this %s was started neither with PeerNetwork nor on hosts: there is no partition to heal", what)
 	}
-	return net.heal()
+	return c.heal()
 }
 
 func partitionLeader(ctx context.Context, leader func(context.Context) (*Node, error), partition func(...[]*Node) error) (*Node, error) {

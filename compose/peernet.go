@@ -174,20 +174,9 @@ func (p *peerNet) build() error {
 // different groups cannot reach each other, members of one group can, and
 // members in no group form one more group together.
 func (p *peerNet) partition(nodes []*Node, groups [][]*Node) error {
-	group := make([]int, len(nodes)) // 0: the rest
-	for g, members := range groups {
-		for _, m := range members {
-			i := slices.Index(nodes, m)
-			switch {
-			case m == nil:
-				return fmt.Errorf("compose: partition: group %d has a nil node", g+1)
-			case i < 0:
-				return fmt.Errorf("compose: partition: %s is not a member of this cluster", m.Name)
-			case group[i] != 0:
-				return fmt.Errorf("compose: partition: %s is in two groups", m.Name)
-			}
-			group[i] = g + 1
-		}
+	group, err := groupsOf(nodes, groups)
+	if err != nil {
+		return err
 	}
 	var cut []string
 	for i := range nodes {
@@ -197,10 +186,34 @@ func (p *peerNet) partition(nodes []*Node, groups [][]*Node) error {
 			}
 		}
 	}
-	if len(cut) == 0 {
-		return fmt.Errorf("compose: partition: every member is in one group, nothing would be cut")
-	}
 	return p.apply(cut)
+}
+
+// groupsOf numbers the group of each of nodes in a partition into groups:
+// 1 and up for the groups named, 0 for the members in none. It is an
+// error unless the partition separates some of them.
+func groupsOf(nodes []*Node, groups [][]*Node) ([]int, error) {
+	group := make([]int, len(nodes)) // 0: the rest
+	for g, members := range groups {
+		for _, m := range members {
+			i := slices.Index(nodes, m)
+			switch {
+			case m == nil:
+				return nil, fmt.Errorf("compose: partition: group %d has a nil node", g+1)
+			case i < 0:
+				return nil, fmt.Errorf("compose: partition: %s is not a member of this cluster", m.Name)
+			case group[i] != 0:
+				return nil, fmt.Errorf("compose: partition: %s is in two groups", m.Name)
+			}
+			group[i] = g + 1
+		}
+	}
+	for i := range group {
+		if group[i] != group[0] {
+			return group, nil
+		}
+	}
+	return nil, fmt.Errorf("compose: partition: every member is in one group, nothing would be cut")
 }
 
 // heal lifts the partition in force, if any.

@@ -122,24 +122,15 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, port := "127.0.0.1", 5432
-	var net *peerNet
-	if o.Netns {
-		if net, err = e.peerNet(1); err != nil {
-			return nil, err
-		}
-		host = net.addr(0).String()
-	} else {
-		ports, err := freePorts(1)
-		if err != nil {
-			return nil, err
-		}
-		port = ports[0]
+	l, err := e.layOut(1, o.Netns, 5432)
+	if err != nil {
+		return nil, err
 	}
+	host, port := l.hosts[0], l.ports[0][0]
 	name := e.newNames("postgres", 1)[0]
 	s := spec{
-		name: name, port: port, host: host, bin: filepath.Join(bin, "postgres"),
-		user: account, net: net,
+		name: name, port: port, bin: filepath.Join(bin, "postgres"),
+		user: account,
 		// A fast shutdown: SIGTERM would wait for every client to leave.
 		term:      syscall.SIGINT,
 		ready:     postgresReady(hostAddr(host, port)),
@@ -147,6 +138,7 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 		lazyFS:    o.LazyFS,
 		fakeClock: o.FakeClock,
 	}
+	l.place(&s, 0)
 	if account != "" {
 		dir, err := os.MkdirTemp("", "lockbench-"+name+"-")
 		if err != nil {

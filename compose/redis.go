@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -64,34 +63,24 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	if err != nil {
 		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
 	}
-	var (
-		net   *peerNet
-		ports []int
-	)
-	if o.Netns {
-		if net, err = e.peerNet(n); err != nil {
-			return nil, err
-		}
-		ports = slices.Repeat([]int{6379}, n) // each node has its own address
-	} else if ports, err = freePorts(n); err != nil {
+	l, err := e.layOut(n, o.Netns, 6379)
+	if err != nil {
 		return nil, err
 	}
 	nodes := make([]*Node, n)
 	for i, name := range e.newNames("redis", n) {
-		host := "127.0.0.1"
-		if net != nil {
-			host = net.addr(i).String()
-		}
-		args := redisArgs(host, ports[i], filepath.Join(e.Dir, name), d)
+		host, port := l.hosts[i], l.ports[i][0]
+		args := redisArgs(host, port, filepath.Join(e.Dir, name), d)
 		for _, c := range o.Config {
 			args = append(args, append([]string{"--" + c[0]}, c[1:]...)...)
 		}
 		s := spec{
-			name: name, kind: kindRedis, port: ports[i], host: host, bin: bin, args: args,
-			ready:  redisReady(hostAddr(host, ports[i])),
+			name: name, kind: kindRedis, port: port, bin: bin, args: args,
+			ready:  redisReady(hostAddr(host, port)),
 			clock:  redisTime,
-			lazyFS: o.LazyFS, fakeClock: o.FakeClock, net: net, member: i,
+			lazyFS: o.LazyFS, fakeClock: o.FakeClock,
 		}
+		l.place(&s, i)
 		node, err := e.startNode(ctx, s, o.Proxied)
 		if err != nil {
 			return nil, err

@@ -56,6 +56,49 @@ type SentinelOptions struct {
 	// report the servers' own addresses; dial through SentinelSet.Dial to
 	// reach the proxies instead.
 	Proxied bool
+	// LazyFS puts the dir of each Redis node, master and replicas (its
+	// data, and the redis.conf Sentinel rewrites), on a lazy filesystem,
+	// as RedisOptions.LazyFS does, so that Node.PowerLoss drops what the
+	// node did not fsync. The sentinels keep their files on the disk:
+	// what they know (the epoch, the master) is no lock's data. Which of
+	// the nodes lose power is the caller's choice: the master and its
+	// replicas together is a rack that loses power, the one loss that
+	// Sentinel cannot fail over around (the master alone, killed, is
+	// what a failover is for).
+	LazyFS bool
+	// FakeClock runs each Redis node, master and replicas, under the clock
+	// preload, as RedisOptions.FakeClock does, so that Node.JumpClock and
+	// Node.SetClockRate move its wall clock: the master expires its keys
+	// by it, as single Redis does (a replica expires nothing of its own;
+	// it deletes what its master's expiries tell it to).
+	//
+	// The sentinels run on the real clock. The fault the Redlock debate
+	// is about is the clock of the server that holds the key; a sentinel
+	// whose clock jumps enters its TILT mode (its timer saw time move back,
+	// or by more than 2 s) and acts on nothing for 30 s, which is another
+	// fault, and would hide what the master's clock alone does.
+	FakeClock bool
+	// Netns starts each Redis node in a network namespace of its own, at
+	// an address of its own (port 6379), reachable from this host by
+	// routes, as RedisOptions.Netns does, so that Node.CutClients cuts it
+	// off for real. Each node announces that address (replica-announce-ip),
+	// which the sentinels report and clients dial. The sentinels stay on
+	// this host, beside the clients, and reach the nodes by the same
+	// routes; replication runs between the namespaces, through their
+	// router, not through this host.
+	//
+	// So a cut of a node's clients (CutClients) keeps its replication up
+	// but cuts the sentinels off from it too, as a partition between an
+	// application's hosts and its Redis master does: the sentinels mark a
+	// cut master down after DownAfter and promote a replica, unless the
+	// cut heals first. That failover is a real partition's outcome, not
+	// a side effect to avoid; whoever cuts reads it back from the
+	// sentinels (CurrentMaster).
+	//
+	// Netns excludes ProxiedReplication, whose proxies run on this host,
+	// where a cut would take the replication with it. It needs root and the
+	// ip command: see PeerNetworkAvailable.
+	Netns bool
 }
 
 // RedisSentinel is the redis-sentinel binary compose runs.
@@ -88,7 +131,8 @@ type SentinelSet struct {
 }
 
 // Sentinel starts a Redis master, o.Replicas replicas and o.Sentinels
-// sentinels on 127.0.0.1, and waits until every replica's link to the
+// sentinels on 127.0.0.1 (the Redis nodes in network namespaces of their
+// own with Netns), and waits until every replica's link to the
 // master is up and every sentinel knows the master, every replica and the
 // other sentinels — until a failover can succeed.
 func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, error) {
@@ -118,6 +162,9 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			failoverTimeout = 10 * time.Minute
 		}
 	}
+	if o.Netns && o.ProxiedReplication {
+		return nil, errors.New("compose: a Sentinel set with Netns and ProxiedReplication: the replication links' proxies run on this host, where a cut of a node's clients would cut its replication too; choose one")
+	}
 	d, err := durability(o.Durability, DurabilityFast)
 	if err != nil {
 		return nil, err
@@ -130,7 +177,11 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 	if err != nil {
 		return nil, fmt.Errorf("compose: %w (install Debian's redis-sentinel: make deps)", err)
 	}
-	ports, err := freePorts(1 + replicas + sentinels)
+	l, err := e.layOut(1+replicas, o.Netns, 6379)
+	if err != nil {
+		return nil, err
+	}
+	sentinelPorts, err := freePorts(sentinels)
 	if err != nil {
 		return nil, err
 	}
@@ -140,10 +191,11 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 	// rewrites (CONFIG REWRITE) when it promotes or repoints the node, so
 	// that a node restarted with its data keeps its role, as in a real
 	// deployment.
-	redisSpec := func(name string, port int, replicaOf string) spec {
+	redisSpec := func(i int, name, replicaOf string) spec {
+		host, port := l.hosts[i], l.ports[i][0]
 		conf := filepath.Join(e.Dir, name, "redis.conf")
-		self, started := addr(port), false
-		prepare := func(string) error {
+		self, started := hostAddr(host, port), false
+		prepare := func(dir string) error {
 			if _, err := os.Stat(conf); err == nil {
 				return nil
 			}
@@ -158,18 +210,25 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 				}
 			}
 			started = true
-			args := append(redisArgs("127.0.0.1", port, ".", d),
+			// The dir by its full path: a node on a lazy filesystem starts
+			// outside it (see Node.spawn).
+			args := append(redisArgs(host, port, dir, d),
 				"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
-				"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(port))
+				"--replica-announce-ip", host, "--replica-announce-port", strconv.Itoa(port))
 			if upstream != "" && upstream != self {
 				host, p, _ := net.SplitHostPort(upstream)
 				args = append(args, "--replicaof", host, p)
 			}
 			return os.WriteFile(conf, []byte(redisConf(args)), 0o644)
 		}
-		return spec{name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: inDir(prepare), ready: redisReady(addr(port))}
+		sp := spec{
+			name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: inDir(prepare),
+			ready: redisReady(self), clock: redisTime, lazyFS: o.LazyFS, fakeClock: o.FakeClock,
+		}
+		l.place(&sp, i)
+		return sp
 	}
-	s.Master, err = e.startNode(ctx, redisSpec(e.newNames("redis-master", 1)[0], ports[0], ""), o.Proxied)
+	s.Master, err = e.startNode(ctx, redisSpec(0, e.newNames("redis-master", 1)[0], ""), o.Proxied)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +241,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			}
 			upstream = link.Addr()
 		}
-		n, err := e.startNode(ctx, redisSpec(rname, ports[1+i], upstream), o.Proxied)
+		n, err := e.startNode(ctx, redisSpec(1+i, rname, upstream), o.Proxied)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +257,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 
 	initial := s.Master.ServerAddr()
 	for i, sname := range e.newNames("sentinel", sentinels) {
-		port := ports[1+replicas+i]
+		port := sentinelPorts[i]
 		conf := filepath.Join(e.Dir, sname, "sentinel.conf")
 		sp := spec{name: sname, port: port, bin: sentinelBin, args: []string{conf}, ready: s.sentinelAnswers(port)}
 		sp.prepare = inDir(func(dir string) error {
@@ -215,7 +274,11 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 				master = cur
 			}
 			host, mport, _ := net.SplitHostPort(master)
-			text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\n", port, dir) +
+			// A sentinel tells the others where it listens in its hellos,
+			// which carry by default the address it reaches the nodes
+			// from: with Netns, this host's address in their network,
+			// where it does not listen.
+			text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\nsentinel announce-ip 127.0.0.1\n", port, dir) +
 				fmt.Sprintf("sentinel monitor %s %s %s %d\n", name, host, mport, s.quorum) +
 				fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", name, downAfter.Milliseconds()) +
 				fmt.Sprintf("sentinel failover-timeout %s %d\n", name, failoverTimeout.Milliseconds()) +

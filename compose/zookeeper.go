@@ -54,6 +54,17 @@ type ZooKeeperOptions struct {
 	// and a small heap (C1 compiler only, serial GC, 256 MB) over peak
 	// throughput; pass e.g. {"-Xmx1g"} for benchmarks.
 	JVMFlags []string
+	// On, when set, places the servers on hosts, one Placement each (see
+	// Placement): n must be len(On). Each server listens on its host's
+	// address, at the placement's Port (clients) and PeerPorts (quorum
+	// and election: 2888 and 3888 if none); its myid, zoo.cfg (naming
+	// every server at its host's address) and data are in the
+	// placement's Dir. Binary is the java program on the host ("" finds
+	// java on its PATH); the classpath is ZooKeeperClasspath, Debian's
+	// zookeeper package, there. Servers on hosts of their own can be
+	// partitioned (Partition) by rules on their hosts. Proxied,
+	// PeerNetwork and LazyFS apply to servers on this machine only.
+	On []Placement
 }
 
 // Java is the java binary that runs ZooKeeper.
@@ -78,7 +89,8 @@ type Ensemble struct {
 	// Nodes are the servers; Nodes[i] has myid i+1.
 	Nodes []*Node
 
-	net *peerNet // nil unless started with PeerNetwork
+	net    *peerNet   // nil unless started with PeerNetwork
+	cutter peerCutter // what Partition cuts with; nil without PeerNetwork or hosts
 }
 
 // ZooKeeper starts an ensemble of n servers (n odd; 1 runs a standalone
@@ -106,44 +118,55 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	default:
 		return nil, fmt.Errorf("compose: ZooKeeper log level %q: want TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF", level)
 	}
+	if o.On != nil {
+		if len(o.On) != n {
+			return nil, fmt.Errorf("compose: %d ZooKeeper servers on %d placements: want one each", n, len(o.On))
+		}
+		if o.Proxied || o.PeerNetwork || o.LazyFS {
+			return nil, errors.New("compose: ZooKeeper servers placed on hosts: Proxied, PeerNetwork and LazyFS apply to servers on this machine only")
+		}
+	}
 	if o.PeerNetwork {
 		if err := PeerNetworkAvailable(); err != nil {
 			return nil, err
 		}
 	}
-	java, err := exec.LookPath(Java)
-	if err != nil {
-		return nil, fmt.Errorf("compose: %w (ZooKeeper needs Java: make deps)", err)
-	}
-	for _, p := range ZooKeeperClasspath {
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("compose: ZooKeeper classpath entry %s: %w (install Debian's zookeeper: make deps)", p, err)
+	var java string
+	if o.On == nil {
+		if java, err = exec.LookPath(Java); err != nil {
+			return nil, fmt.Errorf("compose: %w (ZooKeeper needs Java: make deps)", err)
+		}
+		for _, p := range ZooKeeperClasspath {
+			if _, err := os.Stat(p); err != nil {
+				return nil, fmt.Errorf("compose: ZooKeeper classpath entry %s: %w (install Debian's zookeeper: make deps)", p, err)
+			}
 		}
 	}
 	z := &Ensemble{}
-	hosts := make([]string, n)
-	var ports []int
-	if o.PeerNetwork {
-		if z.net, err = e.peerNet(n); err != nil {
-			return nil, err
+	var (
+		l      layout
+		places []*Placement
+	)
+	if o.On != nil {
+		for i := range o.On {
+			p := o.On[i]
+			if err := p.check("ZooKeeper"); err != nil {
+				return nil, err
+			}
+			p.PeerPorts = p.peerPorts(2888, 3888)
+			places = append(places, &p)
 		}
-		for i := range n {
-			hosts[i] = z.net.addr(i).String()
-			ports = append(ports, 2181, 2888, 3888) // each server has its own address
-		}
-	} else {
-		if ports, err = freePorts(3 * n); err != nil { // client, peer, election
-			return nil, err
-		}
-		for i := range hosts {
-			hosts[i] = "127.0.0.1"
-		}
+		l = layOutOn(places)
+	} else if l, err = e.layOut(n, o.PeerNetwork, 2181, 2888, 3888); err != nil { // client, peer, election
+		return nil, err
 	}
+	z.net = l.net
+	hosts := l.hosts
 	names := e.newNames("zookeeper", n)
 	var servers strings.Builder
 	if n > 1 {
 		for i := range n {
-			fmt.Fprintf(&servers, "server.%d=%s:%d:%d\n", i+1, hosts[i], ports[3*i+1], ports[3*i+2])
+			fmt.Fprintf(&servers, "server.%d=%s:%d:%d\n", i+1, hosts[i], l.ports[i][1], l.ports[i][2])
 		}
 	}
 	jvm := o.JVMFlags
@@ -153,7 +176,10 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	specs := make([]spec, n)
 	for i, name := range names {
 		dir := filepath.Join(e.Dir, name)
-		client := ports[3*i]
+		if places != nil {
+			dir = places[i].Dir
+		}
+		client := l.ports[i][0]
 		args := append(append([]string(nil), jvm...),
 			"-Djava.net.preferIPv4Stack=true",
 			"-Dzookeeper.jmx.log4j.disable=true",
@@ -168,25 +194,21 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			"log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n\n"
 		myid := strconv.Itoa(i + 1)
 		specs[i] = spec{
-			name: name, port: client, host: hosts[i], bin: java, args: args,
+			name: name, port: client, bin: java, args: args,
 			lazyFS: o.LazyFS, fakeClock: o.FakeClock, clock: zkTime,
 			// Written before every start, so that a server restarted
 			// without its data still knows who it is.
-			prepare: inDir(func(dir string) error {
-				for f, text := range map[string]string{"myid": myid + "\n", "zoo.cfg": cfg, "log4j.properties": log4j} {
-					if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
-						return err
-					}
-				}
-				return nil
-			}),
+			prepare: func(ctx context.Context, n *Node) error {
+				return n.writeFiles(ctx, map[string]string{"myid": myid + "\n", "zoo.cfg": cfg, "log4j.properties": log4j})
+			},
 			ready: func(ctx context.Context) error {
 				_, err := zkMode(ctx, hostAddr(hosts[i], client))
 				return err
 			},
 		}
-		if z.net != nil {
-			specs[i].net, specs[i].member = z.net, i
+		l.place(&specs[i], i)
+		if places != nil {
+			specs[i].bin = places[i].binary(Java)
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
@@ -194,6 +216,12 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		return nil, err
 	}
 	z.Nodes = nodes
+	switch {
+	case z.net != nil:
+		z.cutter = z.net
+	case places != nil:
+		z.cutter = e.newPlacedPeers(nodes)
+	}
 	return z, nil
 }
 

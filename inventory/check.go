@@ -25,20 +25,41 @@ type Finding struct {
 	Detail string
 }
 
+// Needs is what a server of a backend needs on its host, as a run starts
+// it there: what Check looks for beside the inventory's binary.
+type Needs struct {
+	// Binary is the program a server runs when the inventory names none,
+	// found on the host's PATH; "" when the inventory must name one.
+	Binary string
+	// Uploaded, when set, names the program the run uploads to the host
+	// when the inventory names no binary (etcd-member): nothing to find
+	// there then.
+	Uploaded string
+	// Files are the files the server reads on its host (ZooKeeper's
+	// jars), each of which must be there, readable and not empty.
+	Files []string
+}
+
 // Check verifies every host of inv at once, as a run would use it: SSH
 // with the host key verified, root or sudo without a password, a Linux
 // whose architecture this lockbench binary runs on, the shell tools that
 // remote's operations use, ip and policy rules where cuts go (hosts with
-// servers or clients), each server's binary and data dir, /dev/fuse
-// (power loss) and gcc or a prebuilt clock preload (clock faults) on
-// server hosts, and that nothing listens on a port a role needs. A host
-// that cannot be reached, or whose user may not act as root, gets no
-// further checks. Findings come host by host, in the inventory's order.
-func Check(ctx context.Context, inv *Inventory) []Finding {
+// servers or clients), each server's binary (the inventory's, or the
+// one needs says a server of its backend runs, unless the run uploads
+// it), the files it reads and its data dir, /dev/fuse (power loss) and
+// gcc or a prebuilt clock preload (clock faults) on server hosts, and
+// that nothing listens on a port a role needs. A host that cannot be
+// reached, or whose user may not act as root, gets no further checks.
+// Findings come host by host, in the inventory's order. needs may be nil:
+// every server must then name its binary.
+func Check(ctx context.Context, inv *Inventory, needs func(backend string) Needs) []Finding {
+	if needs == nil {
+		needs = func(string) Needs { return Needs{} }
+	}
 	found := make([][]Finding, len(inv.Hosts))
 	var wg sync.WaitGroup
 	for i := range inv.Hosts {
-		wg.Go(func() { found[i] = checkHost(ctx, &inv.Hosts[i]) })
+		wg.Go(func() { found[i] = checkHost(ctx, &inv.Hosts[i], needs) })
 	}
 	wg.Wait()
 	var all []Finding
@@ -65,7 +86,7 @@ func (c *hostCheck) run(ctx context.Context, script string, args ...string) (str
 	return strings.TrimSpace(string(out)), err
 }
 
-func checkHost(ctx context.Context, h *Host) []Finding {
+func checkHost(ctx context.Context, h *Host, needs func(string) Needs) []Finding {
 	c := &hostCheck{h: h}
 	s, err := remote.DialSSH(ctx, h.SSHConfig())
 	if err != nil {
@@ -84,7 +105,7 @@ func checkHost(ctx context.Context, h *Host) []Finding {
 		c.ipRules(ctx)
 	}
 	for _, sv := range h.Servers {
-		c.server(ctx, sv)
+		c.server(ctx, sv, needs(sv.Backend))
 	}
 	if len(h.Servers) > 0 {
 		c.fuse(ctx)
@@ -181,18 +202,37 @@ func firstLine(out string, err error) string {
 	return err.Error()
 }
 
-// server checks a server role's binary and data dir.
-func (c *hostCheck) server(ctx context.Context, sv Server) {
+// server checks a server role's binary, the files it reads, and its data
+// dir.
+func (c *hostCheck) server(ctx context.Context, sv Server, need Needs) {
 	name := "server " + sv.Backend
-	out, err := c.run(ctx, `p=$(command -v -- "$1") && [ -x "$p" ] && [ ! -d "$p" ] && echo "$p"`, sv.Binary)
-	if err != nil {
-		c.add(name+" binary", false, "%s: not found, or not executable", sv.Binary)
-	} else {
-		c.add(name+" binary", true, "%s", out)
+	switch bin := cmp.Or(sv.Binary, need.Binary); {
+	case sv.Binary == "" && need.Uploaded != "":
+		c.add(name+" binary", true, "none named: the run uploads its %s (under %s/bin)", need.Uploaded, c.h.WorkDir)
+	case bin == "":
+		c.add(name+" binary", false, "no binary named, and a %s server has no usual one: name it (binary:)", sv.Backend)
+	default:
+		out, err := c.run(ctx, `p=$(command -v -- "$1") && [ -x "$p" ] && [ ! -d "$p" ] && echo "$p"`, bin)
+		if err != nil {
+			c.add(name+" binary", false, "%s: not found, or not executable", bin)
+		} else {
+			c.add(name+" binary", true, "%s", out)
+		}
+	}
+	if len(need.Files) > 0 {
+		out, err := c.run(ctx, `for f; do [ -r "$f" ] && [ -s "$f" ] || echo "$f"; done`, need.Files...)
+		switch {
+		case err != nil:
+			c.add(name+" files", false, "%v", err)
+		case out != "":
+			c.add(name+" files", false, "missing %s: a %s server reads them (its Debian package)", strings.Join(strings.Fields(out), ", "), sv.Backend)
+		default:
+			c.add(name+" files", true, "%s", strings.Join(need.Files, ", "))
+		}
 	}
 	// The data dir, or the dir it will be made in, must be writable (a
 	// read-only file system is not, even for root).
-	out, err = c.run(ctx, `d=$1
+	out, err := c.run(ctx, `d=$1
 while [ ! -e "$d" ]; do d=$(dirname -- "$d"); done
 [ -d "$d" ] || { echo "$d is not a dir"; exit 1; }
 [ -w "$d" ] || { echo "$d is not writable"; exit 1; }

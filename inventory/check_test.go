@@ -43,7 +43,9 @@ func labInventory(t *testing.T, lab *remotetest.Lab, body string) string {
 // roles need but a port taken, one reached through sudo, one that lacks
 // /dev/fuse, gcc, ip, a server binary and a data dir, one whose user has
 // no sudo, one whose key is not on record and one whose key differs from
-// the pinned one. Each failure is named, and only those fail.
+// the pinned one. A server that names no binary is checked against what
+// its backend needs (the usual binary and the files it reads, or none
+// when the run uploads it). Each failure is named, and only those fail.
 func TestCheck(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
@@ -60,7 +62,13 @@ func TestCheck(t *testing.T) {
 		}
 		hide = append(hide, p)
 	}
-	lab := remotetest.New(t, 6, remotetest.Hide(2, append(hide, "/dev/fuse")...))
+	// A file the needs below name for zookeeper (a stand-in for its
+	// jars, which hosts have here), absent on host3 too.
+	const jar = "/etc/os-release"
+	if _, err := os.Stat(jar); err != nil {
+		t.Skip(err)
+	}
+	lab := remotetest.New(t, 6, remotetest.Hide(2, append(hide, "/dev/fuse", jar)...))
 
 	// Something listens on host1's port 6380.
 	s1 := lab.Dial(t, 0, "root")
@@ -95,6 +103,8 @@ func TestCheck(t *testing.T) {
       servers:
         - {backend: redis, binary: redis-server, data: /tmp/lockbench/redis, port: 6379}
         - {backend: redlock, binary: /usr/bin/redis-server, data: /tmp, port: 6380}
+        - {backend: etcd, data: /tmp/lockbench/etcd, port: 2379}
+        - {backend: zookeeper, data: /tmp/lockbench/zookeeper, port: 2181}
   - name: sudo
     address: %[2]s
     user: `+remotetest.Sudoer+`
@@ -122,11 +132,20 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	found := inventory.Check(ctx, inv)
+	needs := func(backend string) inventory.Needs {
+		switch backend {
+		case "etcd":
+			return inventory.Needs{Uploaded: "etcd-member"}
+		case "zookeeper":
+			return inventory.Needs{Binary: "sh", Files: []string{jar}}
+		}
+		return inventory.Needs{}
+	}
+	found := inventory.Check(ctx, inv, needs)
 	t.Logf("%d checks of %d hosts in %v", len(found), len(inv.Hosts), time.Since(start))
 	wantFail := map[string][]string{
 		"full":     {"port 6380"},
-		"bare":     {"ip rules", "server zookeeper binary", "server zookeeper data", "fuse", "clock preload"},
+		"bare":     {"ip rules", "server zookeeper binary", "server zookeeper files", "server zookeeper data", "fuse", "clock preload"},
 		"nosudo":   {"privilege"},
 		"unknown":  {"ssh"},
 		"impostor": {"ssh"},
@@ -138,6 +157,7 @@ func TestCheck(t *testing.T) {
 		"port 6380":               "in use",
 		"server zookeeper data":   "/etc/passwd is not a dir",
 		"server zookeeper binary": "/usr/bin/no-such-zookeeper",
+		"server zookeeper files":  "missing " + jar,
 		"fuse":                    "/dev/fuse",
 		"clock preload":           "no gcc",
 		"ip rules":                "no ip command",
@@ -155,9 +175,11 @@ func TestCheck(t *testing.T) {
 	}
 	for host, want := range map[string][]string{
 		"full": {"ssh", "privilege", "system", "tools", "ip rules", "server redis binary", "server redis data",
-			"server redlock binary", "server redlock data", "fuse", "clock preload", "port 6379", "port 6380"},
+			"server redlock binary", "server redlock data", "server etcd binary", "server etcd data",
+			"server zookeeper binary", "server zookeeper files", "server zookeeper data", "fuse", "clock preload",
+			"port 6379", "port 6380", "port 2379", "port 2181"},
 		"sudo":     {"ssh", "privilege", "system", "tools", "ip rules", "port 7070"},
-		"bare":     {"ssh", "privilege", "system", "tools", "ip rules", "server zookeeper binary", "server zookeeper data", "fuse", "clock preload", "port 2181", "port 2888"},
+		"bare":     {"ssh", "privilege", "system", "tools", "ip rules", "server zookeeper binary", "server zookeeper files", "server zookeeper data", "fuse", "clock preload", "port 2181", "port 2888"},
 		"nosudo":   {"ssh", "privilege"},
 		"unknown":  {"ssh"},
 		"impostor": {"ssh"},

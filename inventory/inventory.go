@@ -19,6 +19,10 @@
 //	          binary: /usr/bin/redis-server
 //	          data: /var/lib/lockbench/redlock
 //	          port: 6379
+//	        - backend: etcd           # no binary: the run uploads etcd-member
+//	          data: /var/lib/lockbench/etcd
+//	          port: 2379
+//	          peer_port: 2380
 //	  - name: client-1
 //	    address: 10.0.0.21
 //	    agent: true                   # keys from $SSH_AUTH_SOCK
@@ -86,14 +90,18 @@ type Host struct {
 type Server struct {
 	// Backend is the backend it serves (lockbench backends lists them).
 	Backend string
-	// Binary is the server's program on the host.
+	// Binary is the server's program on the host; "" is the backend's
+	// usual one (Needs.Binary: redis-server, java), or the one the run
+	// uploads (etcd-member).
 	Binary string
 	// Data is its data dir on the host.
 	Data string
 	// Port is where clients reach it; PeerPort, when not 0, where its
-	// peers do (etcd, ZooKeeper).
-	Port, PeerPort int
-	Line           int
+	// peers do (etcd's peer port, ZooKeeper's quorum port: 2380 and
+	// 2888 if 0), and ElectionPort where ZooKeeper's servers elect their
+	// leader (3888 if 0).
+	Port, PeerPort, ElectionPort int
+	Line                         int
 }
 
 // Judge is the judge's role.
@@ -131,12 +139,13 @@ type (
 		line int
 	}
 	rawServer struct {
-		Backend  string `yaml:"backend"`
-		Binary   string `yaml:"binary"`
-		Data     string `yaml:"data"`
-		Port     int    `yaml:"port"`
-		PeerPort int    `yaml:"peer_port"`
-		line     int
+		Backend      string `yaml:"backend"`
+		Binary       string `yaml:"binary"`
+		Data         string `yaml:"data"`
+		Port         int    `yaml:"port"`
+		PeerPort     int    `yaml:"peer_port"`
+		ElectionPort int    `yaml:"election_port"`
+		line         int
 	}
 	rawJudge struct {
 		Port int `yaml:"port"`
@@ -365,12 +374,9 @@ func (p *parser) host(rh rawHost, d access) Host {
 
 // server checks one server role of host name.
 func (p *parser) server(name string, rs rawServer) Server {
-	s := Server{Backend: rs.Backend, Binary: rs.Binary, Data: rs.Data, Port: rs.Port, PeerPort: rs.PeerPort, Line: rs.line}
+	s := Server{Backend: rs.Backend, Binary: rs.Binary, Data: rs.Data, Port: rs.Port, PeerPort: rs.PeerPort, ElectionPort: rs.ElectionPort, Line: rs.line}
 	if s.Backend == "" {
 		p.errorf(rs.line, "host %s: a server without a backend", name)
-	}
-	if s.Binary == "" {
-		p.errorf(rs.line, "host %s: server %s: no binary", name, s.Backend)
 	}
 	if !filepath.IsAbs(s.Data) {
 		p.errorf(rs.line, "host %s: server %s: data %q: want an absolute path on the host", name, s.Backend, s.Data)
@@ -380,6 +386,9 @@ func (p *parser) server(name string, rs rawServer) Server {
 	}
 	if s.PeerPort < 0 || s.PeerPort > 65535 {
 		p.errorf(rs.line, "host %s: server %s: peer_port %d: want 1 to 65535 (or none)", name, s.Backend, s.PeerPort)
+	}
+	if s.ElectionPort < 0 || s.ElectionPort > 65535 {
+		p.errorf(rs.line, "host %s: server %s: election_port %d: want 1 to 65535 (or none)", name, s.Backend, s.ElectionPort)
 	}
 	return s
 }
@@ -402,6 +411,7 @@ func (p *parser) ports(h Host) {
 	for _, s := range h.Servers {
 		take(s.Port, s.Line, "server "+s.Backend)
 		take(s.PeerPort, s.Line, "server "+s.Backend+" (peers)")
+		take(s.ElectionPort, s.Line, "server "+s.Backend+" (election)")
 		if other, ok := data[filepath.Clean(s.Data)]; ok && s.Data != "" {
 			p.errorf(s.Line, "host %s: data dir %s of server %s is also that of server %s", h.Name, s.Data, s.Backend, other)
 		}

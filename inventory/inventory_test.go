@@ -105,7 +105,7 @@ func TestParseErrors(t *testing.T) {
 		{"relative preload", "hosts:\n  - address: h\n    clock_preload: lib.so\n" + ok, []string{`clock_preload "lib.so"`}},
 		{"relative work dir", "hosts:\n  - address: h\n    work_dir: run\n" + ok, []string{`work_dir "run"`}},
 		{"server", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {backend: redis, data: rel, port: 70000, peer_port: -1}\n",
-			[]string{"hosts.yaml:7: host h: server redis: no binary", `data "rel"`, "port 70000", "peer_port -1"}},
+			[]string{`hosts.yaml:7: host h: server redis: data "rel"`, "port 70000", "peer_port -1"}},
 		{"server without backend", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {binary: /b, data: /d, port: 1}\n",
 			[]string{"a server without a backend"}},
 		{"one port twice", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      judge: {port: 6379}\n      servers:\n        - {backend: redis, binary: /b, data: /d, port: 6379}\n        - {backend: redlock, binary: /b, data: /d, port: 6380, peer_port: 6380}\n",

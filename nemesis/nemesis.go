@@ -33,7 +33,7 @@
 //	                 params by (in key lifetimes, default 1) and nodes=minority|majority (default majority)
 //	clock-rate       the wall clock of a minority or majority runs fast for a while; params rate (default 2) and nodes
 //	crash-minority   a minority of the nodes (any of them: the leader, Redlock's priority node) dies for a while, then restarts with its data
-//	partition        the clients are cut off from a minority of the nodes (the single server): routes dropped, no clean close
+//	partition        the clients are cut off from a minority of the nodes (the single server, a Sentinel set's master and its sentinels with it): routes dropped, no clean close
 //	latency          responses from a minority of the nodes (the single server) are slowed by 50 ms
 //	partition-leader the ZooKeeper or etcd leader is cut off from the other members (clients still reach it), then healed
 //	partition-halves the ZooKeeper or etcd members are split into a minority and a majority, then healed

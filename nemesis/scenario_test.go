@@ -13,10 +13,12 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
+	_ "github.com/lockbench/lockbench/backends/sentinel"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/nemesis"
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -58,6 +60,16 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 			cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
 		}
 	}
+	return runOn(t, "redlock", cfg, target, fault)
+}
+
+// runOn is run on any backend: its config and its servers as a target.
+func runOn(t *testing.T, backend string, cfg backends.Config, target nemesis.Target, fault string) outcome {
+	t.Helper()
+	f, err := nemesis.Parse(fault)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := f.Applies(target); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +92,7 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 	c := j.Case("case")
 	clients := make([]workloads.Client, spec.Clients)
 	for i := range clients {
-		l, err := backends.Open("redlock", cfg)
+		l, err := backends.Open(backend, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +108,7 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 	if err := errors.Join(runErr, err); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range nodes {
+	for _, n := range target.Nodes {
 		if !n.Running() || n.Paused() {
 			t.Errorf("%s was left down by %s", n.Name, fault)
 		}
@@ -107,7 +119,10 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 // probe reads a node as backend name's descriptor does, as the runner
 // gives it to the nemesis.
 func probe(name string) func(context.Context, *compose.Node, string) (nemesis.Stored, error) {
-	d, _ := backends.Lookup(name)
+	d, ok := backends.Lookup(name)
+	if !ok {
+		panic("no backend " + name)
+	}
 	return func(ctx context.Context, n *compose.Node, substr string) (nemesis.Stored, error) {
 		return d.Probe(ctx, backends.Config{Addrs: []string{n.ServerAddr()}}, substr)
 	}
@@ -304,4 +319,82 @@ func TestRealFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSentinelRealFaults runs the faults that need servers started for
+// them against the sentinel backend, whose Redis nodes (master and
+// replica) are started for each — on a lazy filesystem, under the clock
+// preload, in network namespaces — and checks that every injection proved
+// itself on them: the unsynced bytes each dropped and the held key read
+// back, the master's own clock moved by the jump or running fast, the
+// master unreachable from the clients and what the sentinels, cut off
+// with them, made of it.
+func TestSentinelRealFaults(t *testing.T) {
+	composetest.StartsServersWithin(t, 4*time.Minute)
+	for _, need := range []func() error{compose.LazyFSAvailable, compose.FakeClockAvailable, compose.PeerNetworkAvailable} {
+		if err := need(); err != nil {
+			t.Skip(err)
+		}
+	}
+	for _, tc := range []struct {
+		fault string
+		opts  compose.SentinelOptions
+		says  []string
+	}{
+		{"power-loss", compose.SentinelOptions{LazyFS: true}, []string{"unsynced bytes", "redis-master-0", "redis-replica-0", "kept as they were"}},
+		{"clock-jump?by=2&nodes=minority", compose.SentinelOptions{FakeClock: true}, []string{"redis-master-0's server clock moved", "kept as they were"}},
+		{"clock-rate", compose.SentinelOptions{FakeClock: true}, []string{"redis-master-0's server clock ran at"}},
+		{"partition", compose.SentinelOptions{Netns: true}, []string{"unreachable from the clients", "the sentinels, on the clients' host, lost"}},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			set, err := composetest.ForTest(t).Sentinel(ctx, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := nemesis.Target{Nodes: set.Nodes(), Leader: set, Sentinel: set, Probe: probe("sentinel")}
+			cfg := backends.Config{Addrs: set.SentinelAddrs(), Params: map[string]string{"master": set.MasterName}}
+			out := runOn(t, "sentinel", cfg, target, tc.fault)
+			if len(out.Failures) > 0 {
+				t.Fatalf("%s failed: %v", tc.fault, out.Failures)
+			}
+			tested := 0
+			for _, tg := range out.Targets {
+				if tg.Tested == nil {
+					t.Fatalf("injection %+v: not judged", tg)
+				}
+				if *tg.Tested {
+					tested++
+				}
+				if !tg.Leader {
+					t.Errorf("injection %+v spared the master", tg)
+				}
+				for _, s := range tc.says {
+					if !strings.Contains(tg.Effect, s) {
+						t.Errorf("injection %d's effect %q does not say %q", tg.Injection, tg.Effect, s)
+					}
+				}
+			}
+			if tested == 0 {
+				t.Fatalf("%s: no injection tested anything: %+v", tc.fault, out.Targets)
+			}
+			for _, n := range set.Nodes() {
+				if n.ClientsCut() {
+					t.Errorf("%s left cut off from its clients", n.Name)
+				}
+			}
+			t.Logf("%s: %d overlaps (%d lock bugs) in %d grants; effects: %v", tc.fault, out.Reports[judge.GuardNone].Overlaps,
+				out.Reports[judge.GuardNone].OverlapsLockBug, out.acquired(), effects(out.Targets))
+		})
+	}
+}
+
+// effects lists what each injection did, for the log.
+func effects(targets []results.Target) []string {
+	var out []string
+	for _, tg := range targets {
+		out = append(out, tg.Effect)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -62,9 +63,10 @@ var crashMinority = &Scenario{
 
 var partition = &Scenario{
 	Name: "partition",
-	span: lasting,
-	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for a lease (at least a second): " +
-		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as in a real partition)",
+	span: func(_ url.Values, sh Shape, lease time.Duration) time.Duration { return cutWindow(sh, lease) + lease/2 },
+	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for a lease (at least a second), or from a Sentinel set's master for 4 s: " +
+		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as in a real partition); " +
+		"a Sentinel set's sentinels run on the clients' host and are cut off from the master too, so they may fail it over within the window (each injection says whether they did)",
 	Needs: Needs{Netns: true},
 	fits: func(sh Shape) error {
 		if err := needServers(sh); err != nil {
@@ -77,8 +79,16 @@ var partition = &Scenario{
 	},
 	plan: func(e Env) plan {
 		return e.drive(strike{
-			label: "cut off from the clients", lasts: e.window(), exclusion: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+			label: "cut off from the clients", lasts: cutWindow(e.Target.Shape(), e.Lease), exclusion: true,
+			pick: func(ctx context.Context, _ int) ([]*compose.Node, error) {
+				if e.Target.Sentinel != nil {
+					// A Sentinel set's clients talk to its master alone: a
+					// replica cut off from them cuts no client off.
+					l, err := e.Target.leader(ctx)
+					return []*compose.Node{l}, err
+				}
+				return e.minority(), nil
+			},
 			do: func(ctx context.Context, a attempt) (string, error) {
 				a.struck()
 				if err := eachErr(a.nodes, (*compose.Node).CutClients); err != nil {
@@ -89,15 +99,58 @@ var partition = &Scenario{
 				if err != nil {
 					return "", fmt.Errorf("a client could still reach its server: %w", err)
 				}
-				return perNodeEffect(a.nodes, func(n *compose.Node) string {
+				cut := time.Now()
+				effect := perNodeEffect(a.nodes, func(n *compose.Node) string {
 					return fmt.Sprintf("%s unreachable from the clients (a connection timed out after %v)", n.Name, cutProof)
-				}), nil
+				})
+				if s := e.Target.Sentinel; s != nil {
+					return effect + "; " + sentinelsThrough(ctx, s, a.nodes[0], cut), nil
+				}
+				return effect, nil
 			},
 			undo: func(_ context.Context, nodes []*compose.Node) error {
 				return eachErr(nodes, (*compose.Node).HealClients)
 			},
 		})
 	},
+}
+
+// sentinelFailover is how long a cut of a Sentinel set's master lasts:
+// longer than its sentinels, cut off from it with the clients, take to
+// promote a replica (measured on lockbench's sets, down-after 1 s: 2.7 to
+// 2.9 s after the cut), so that a case measures what a real partition
+// leads to rather than one that heals before anything happens.
+const sentinelFailover = 4 * time.Second
+
+// cutWindow is how long a partition lasts on a cluster of shape sh, for a
+// backend whose lease is lease: a window, or sentinelFailover for a set
+// whose leader its nodes do not elect (a Sentinel set's master: its
+// sentinels pick it).
+func cutWindow(sh Shape, lease time.Duration) time.Duration {
+	if sh.Leader && !sh.Elects {
+		return max(windowFor(sh, lease), sentinelFailover)
+	}
+	return windowFor(sh, lease)
+}
+
+// sentinelsThrough watches, until ctx ends (the window of a cut of the
+// master's clients), what the sentinels of s make of their master cut
+// off from them (they run on the clients' host): whether they promote
+// another node, and when. It says so in words.
+func sentinelsThrough(ctx context.Context, s *compose.SentinelSet, master *compose.Node, cut time.Time) string {
+	head := fmt.Sprintf("the sentinels, on the clients' host, lost %s too (the routes between the Redis nodes are not cut)", master.Name)
+	for {
+		if addr, err := s.CurrentMaster(ctx); err == nil && addr != master.ServerAddr() {
+			name := addr
+			if n := s.Node(addr); n != nil {
+				name = n.Name
+			}
+			return fmt.Sprintf("%s, and reported %s as the master %v after the cut: a failover", head, name, time.Since(cut).Round(10*time.Millisecond))
+		}
+		if !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
+			return fmt.Sprintf("%s, and still reported it as the master at the end of the window (%v after the cut): no failover", head, time.Since(cut).Round(10*time.Millisecond))
+		}
+	}
 }
 
 // cutProof is how long a connection to a cut node is given to fail: a
@@ -194,7 +247,7 @@ func needPeers(sh Shape) error {
 	case !sh.Elects:
 		return errors.New("applies to clusters whose members elect their leader among themselves (ZooKeeper, etcd)")
 	case !sh.Members:
-		return errors.New("needs the members in network namespaces of their own (compose's PeerNetwork: root and the ip command)")
+		return errors.New("needs the members in network namespaces of their own (compose's PeerNetwork: root and the ip command), or each on a host of its own")
 	}
 	return nil
 }
@@ -269,10 +322,21 @@ func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.N
 		label: label, lasts: e.window(), exclusion: true, pick: pick,
 		do: func(ctx context.Context, a attempt) (string, error) {
 			a.struck()
+			ordered := time.Now()
 			if err := p.Partition(a.nodes); err != nil {
 				return "", err
 			}
 			from := time.Now()
+			// On hosts the cut goes in, and is proven, over SSH round
+			// trips: a member may notice before Partition returns, so
+			// the effect says how long putting the cut in force took.
+			took := from.Sub(ordered).Round(10 * time.Millisecond)
+			// The members get a whole window from the moment the cut is
+			// in force to say they lost their peers: on hosts a cut and
+			// its proof are SSH round trips, which a busy machine makes
+			// seconds of the window.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.window())
+			defer cancel()
 			var out []string
 			for _, n := range a.nodes {
 				var last error
@@ -285,7 +349,7 @@ func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.N
 				if last != nil {
 					return "", fmt.Errorf("%s did not lose its peers within the window: %w", n.Name, last)
 				}
-				out = append(out, fmt.Sprintf("%s lost its peers %v after the cut (it says so)", n.Name, time.Since(from).Round(10*time.Millisecond)))
+				out = append(out, fmt.Sprintf("%s lost its peers %v after the cut (it says so; putting the cut in force took %v)", n.Name, time.Since(from).Round(10*time.Millisecond), took))
 			}
 			return strings.Join(out, "; "), nil
 		},

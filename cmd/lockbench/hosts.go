@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/inventory"
 )
 
@@ -32,7 +33,9 @@ func hostsCheckCmd() *cobra.Command {
 roles need: the host key (against known_hosts or the key pinned in the inventory; an unknown or
 changed key is refused), root or passwordless sudo, Linux on this binary's architecture, the
 shell tools lockbench uses, ip with blackhole policy rules (partitions), each server's binary
-and data dir, /dev/fuse (power loss) and gcc or a prebuilt clock preload (clock faults) on
+(the inventory's, or its backend's usual one: redis-server, java; etcd-member is uploaded by the
+run), the files it reads (ZooKeeper's jars from Debian's zookeeper package) and its data dir,
+/dev/fuse (power loss) and gcc or a prebuilt clock preload (clock faults) on
 server hosts, and that no port a role needs is taken. It prints one line per check and exits
 non-zero when any fails, naming the host, the check and what is wrong.`,
 		Args: cobra.NoArgs,
@@ -49,7 +52,7 @@ non-zero when any fails, naming the host, the check and what is wrong.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			found := inventory.Check(ctx, inv)
+			found := inventory.Check(ctx, inv, bench.ServerNeeds)
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			failed := map[string]int{}
 			for _, f := range found {

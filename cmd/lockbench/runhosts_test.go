@@ -233,3 +233,96 @@ func TestRunOnHosts(t *testing.T) {
 	}
 	nothingLeft(t, ctx, lab, "after SIGINT")
 }
+
+// quorumInventory writes an inventory of lab's four hosts: an etcd member
+// and a ZooKeeper server on each of host1, host2 and host3 (etcd's
+// binary left out: the run uploads its etcd-member), clients on host4.
+func quorumInventory(t *testing.T, lab *remotetest.Lab) string {
+	t.Helper()
+	doc := fmt.Sprintf(`defaults:
+  user: root
+  identity_file: %s
+  known_hosts: %s
+  work_dir: /tmp/lockbench-work
+hosts:
+`, lab.KeyFile, lab.KnownHosts)
+	for _, h := range lab.Hosts[:3] {
+		doc += fmt.Sprintf(`  - name: %s
+    address: %s
+    roles:
+      servers:
+        - {backend: etcd, data: /tmp/lockbench-data/etcd, port: 2379, peer_port: 2380}
+        - {backend: zookeeper, data: /tmp/lockbench-data/zookeeper, port: 2181, peer_port: 2888, election_port: 3888}
+`, h.Name, h.Addr)
+	}
+	doc += fmt.Sprintf("  - {name: %s, address: %s, roles: {clients: true}}\n", lab.Hosts[3].Name, lab.Hosts[3].Addr)
+	p := filepath.Join(t.TempDir(), "hosts.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunQuorumsOnHosts runs lockbench run --inventory with an etcd
+// cluster and a ZooKeeper ensemble of three members each spread over
+// three simulated hosts (one member of each per host), clients on a
+// fourth and the judge here, under a leader partition (rules on the
+// members' hosts) and a restart: every case is valid and injected, its
+// clients ran on the client host, every injection names the member hosts
+// it hit, and nothing is left on any host but the uploaded binaries.
+func TestRunQuorumsOnHosts(t *testing.T) {
+	composetest.StartsServersWithin(t, 4*time.Minute)
+	lab := remotetest.New(t, 4)
+	binary := staticLockbench(t)
+	inv := quorumInventory(t, lab)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	dir := t.TempDir()
+	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "etcd,zookeeper",
+		"--fault", "partition-leader,restart", "--injections", "1", "--clients", "4", "--duration", "3s",
+		"--seed", "22", "--out", dir, "--no-report")
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run --inventory: %v\n%s", err, out)
+	}
+	f, err := results.Read(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != 4 {
+		t.Fatalf("%d cases, want 4 (2 backends × 2 faults)\n%s", len(f.Cases), out)
+	}
+	members := []string{lab.Hosts[0].Name, lab.Hosts[1].Name, lab.Hosts[2].Name}
+	granted := map[string]int64{}
+	for _, c := range f.Cases {
+		name := c.Backend + "/" + c.Fault
+		t.Logf("%s: %d grants, %d injections, targets %+v", name, c.Acquired, c.Injections, c.Targets)
+		granted[c.Backend] += c.Acquired
+		if c.Invalid || c.Injections < 1 || c.Clients != 4 {
+			t.Errorf("%s: invalid %v (%s), %d injections, %d clients: want a valid case that injected, with 4 clients",
+				name, c.Invalid, c.InvalidReason, c.Injections, c.Clients)
+		}
+		if len(c.Targets) == 0 {
+			t.Errorf("%s: no injection names its target", name)
+		}
+		for _, tg := range c.Targets {
+			if len(tg.Hosts) == 0 || slices.ContainsFunc(tg.Hosts, func(h string) bool { return !slices.Contains(members, h) }) {
+				t.Errorf("%s: injection %d hit %v on hosts %v, want member hosts %v", name, tg.Injection, tg.Nodes, tg.Hosts, members)
+			}
+			// The partition's proof: the member says it lost its peers.
+			if c.Fault == "partition-leader" && (!tg.Leader || !strings.Contains(tg.Effect, "lost its peers")) {
+				t.Errorf("%s: injection %d: leader %v, effect %q: want the leader cut off, saying it lost its peers", name, tg.Injection, tg.Leader, tg.Effect)
+			}
+		}
+		if !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, lab.Hosts[3].Name+" ran processes") }) {
+			t.Errorf("%s: the clients did not run on the client host: notes %q", name, c.Notes)
+		}
+	}
+	for b, n := range granted {
+		if n == 0 {
+			t.Errorf("%s granted nothing in any case: its clients on the hosts did not reach it", b)
+		}
+	}
+	nothingLeft(t, ctx, lab, "after the run")
+}
