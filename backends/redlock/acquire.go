@@ -73,10 +73,11 @@ func (r *Redlock) wait(ctx context.Context, key string, o locker.Options) (locke
 	if err != nil {
 		r.queue.leave(key)
 		if a.queued {
-			// Give up the place in the queue, and a reservation made for
-			// us in the meantime, rather than make the next waiter wait
-			// for it to expire.
-			r.background(func() { r.cede(key) })
+			// Give up the place in the queue, and a reservation or a
+			// hand-off made for us in the meantime, rather than make the
+			// next waiter wait for it to expire.
+			handoff := a.handoff
+			r.background(func() { r.cede(key, handoff) })
 		}
 		return nil, a.rounds, err
 	}
@@ -147,6 +148,7 @@ type attempt struct {
 	// (Acquire, not TryAcquire), as waiter r.id arrived at arrival (µs).
 	queue   bool
 	arrival string
+	handoff string        // the value a release that hands the key to this Acquire sets (handedValue+...)
 	queued  bool          // some node queued it: give the place up on failure
 	pause   time.Duration // after a refusal: until the key expires on a majority, when queued
 
@@ -169,6 +171,7 @@ func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt 
 		}
 	}
 	a.key, a.o, a.queue, a.queued, a.pause, a.tries, a.rounds = key, o, queue, false, 0, 0, 0
+	a.handoff = ""
 	a.home = r.home(key)
 	if queue {
 		a.arrival = strconv.FormatInt(time.Now().UnixMicro(), 10)
@@ -207,6 +210,9 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if lease := a.handed(ctx); lease != nil {
+		return lease, nil
+	}
 	a.tries++
 	a.begin()
 	a.ask(ctx, func(int) bool { return true })
@@ -221,7 +227,7 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	if !time.Now().Before(validUntil) {
 		return nil, a.fail(ctx, fmt.Sprintf("validity exhausted: the grant took %v of a %v TTL", time.Since(a.start).Round(time.Microsecond), a.o.TTL))
 	}
-	h := &hold{r: a.r, key: a.key, value: a.value, ttl: a.o.TTL, on: slices.Clone(a.set)}
+	h := &hold{r: a.r, key: a.key, value: a.value, handoff: a.handoff, ttl: a.o.TTL, on: slices.Clone(a.set)}
 	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.c.fencing, ValidUntil: validUntil}
 	h.lease = locker.NewLease(a.r.life, h, g, a.o)
 	a.r.holds.add(h)
@@ -231,6 +237,10 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 // begin starts a try: a new value, its clock, and no outcome yet.
 func (a *attempt) begin() {
 	a.value = newValue()
+	if a.queue && a.handoff == "" {
+		// Random like a lock value, and unlike any (see handedValue).
+		a.handoff = handedValue + a.value
+	}
 	a.start = time.Now()
 	clear(a.state)
 	clear(a.set)
@@ -321,15 +331,16 @@ func (a *attempt) decided() bool {
 // node whose server process is run (and WAIT when asked for), to b.
 func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte {
 	r := a.r
-	b = appendArray(b, 19)
+	b = appendArray(b, 21)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, acquireScript.sha)
-	b = appendBulk(b, "5")
+	b = appendBulk(b, "6")
 	b = appendBulk(b, a.key)
 	b = appendBulkConcat(b, tokenPrefix, a.key)
 	b = appendBulk(b, nodeKey)
 	b = appendBulkConcat(b, waitersPrefix, a.key)
 	b = appendBulkConcat(b, deadlinesPrefix, a.key)
+	b = appendBulkConcat(b, asksPrefix, a.key)
 	b = appendBulk(b, a.value)
 	b = appendBulkInt(b, a.o.TTL.Milliseconds())
 	b = appendBulk(b, run)
@@ -346,6 +357,7 @@ func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte
 	}
 	b = appendBulkInt(b, waitLease.Milliseconds())
 	b = appendBulk(b, flag(a.tries > 1))
+	b = appendBulk(b, a.handoff)
 	if r.c.waitReplicas > 0 {
 		b = a.appendWait(b)
 	}

@@ -11,7 +11,7 @@ import (
 // key at the same moment (it expired, or a reservation lapsed) can split
 // the vote so that nobody has a majority; they all give back what they
 // got, and since every node then queues the same waiters (see
-// acquire.lua), every node reserves the key for the same first one.
+// acquire.lua), every node hands the key to the same first one.
 
 // pacing paces an Acquire's attempts: by its retry strategy, except that
 // a waiter queued on the nodes, which a release will wake, waits until

@@ -110,16 +110,26 @@
 // began to try (its process's clock; for a goroutine that queued behind
 // others of its process, when its turn came). A release hands the key to
 // the first waiter there that is still trying (it renews its place with
-// every attempt, at least every 500 ms) by reserving the key for it on
-// those nodes — a majority, so newcomers are refused — and every queue
-// node it reached wakes that waiter at once (BLPOP on a list of its own).
-// So across processes the order is first come, first served, among
-// waiters whose registrations reached the nodes; a waiter that stops
-// trying (a paused process) delays the next one by one reservation (4
-// node timeouts, at least 100 ms); a key whose holder died expires and
-// goes to whoever asks first; clocks that disagree by ε may reorder
+// every attempt, at least every 500 ms): on those nodes — a majority, so
+// newcomers are refused — its script sets the key to a value of that
+// waiter's Acquire, with the TTL the waiter asked for, and wakes it (BLPOP
+// on a list of its own). A waiter that hears this from all of the key's
+// queue nodes holds the key from then on without asking the nodes again,
+// valid until its last attempt's start plus its TTL (less the drift
+// allowance): that attempt registered before the release ran, so the key
+// lives at least that long on each of those nodes; one that hears it from
+// fewer (a queue node is slow, hung, or does not vote) claims the key with
+// a round of its own, as it does with fencing tokens or WithWait. So
+// across processes the order is first come, first served, among waiters
+// whose registrations reached the nodes; a key whose holder died expires
+// and goes to whoever asks first; clocks that disagree by ε may reorder
 // waiters that began within ε of each other; a waiter none of whose key's
-// queue nodes answers paces its attempts by its retry strategy.
+// queue nodes answers paces its attempts by its retry strategy. The price
+// of handing the key over without a round: a waiter that stops trying
+// (its process paused or died) keeps its place for 2 s after its last
+// attempt, and a key handed to it in that time stays taken for its TTL,
+// as a holder's would — until it resumes, gives up (its Acquire hands the
+// key on) or the key expires.
 //
 // Connections: each Redlock dials, with each client's options, one
 // pipelined connection per node that carries every request of every
@@ -219,38 +229,52 @@
 //
 // Against redsync (the reference Go Redlock) on the same 5 local Redis
 // nodes, in one process, on a 2-core machine shared with other engineers'
-// work (load average 20-23 before we added anything), interleaved in
+// work (load average 13-24 before we added anything), interleaved in
 // turns of half a second, 10 s per contender and scenario (go test -run
 // InterleavedComparison -v ./backends/redlock -args -compare=10s), an
-// operation being Acquire + Release; medians of 3 runs, the range of the
-// ratios in brackets; "loaded" is 3 more runs with two busy loops of our
-// own added (load 26-29). Read them as ratios: absolute rates on this
-// machine were a third to a half of what it gave when quiet.
+// operation being Acquire + Release; medians of 3 runs on 2026-12-02, the
+// range of the ratios in brackets; "loaded" is 3 more runs with two busy
+// loops of our own added (load 19-25). Read them as ratios: absolute rates
+// on this machine were a half (as is) to a tenth (loaded) of what it gave
+// when quiet.
 //
 //	scenario                  redlock / redsync, as is                     loaded
-//	1 client                  1.69x ops/s [1.42-1.71]                      1.79x [1.43-1.92]
-//	  with fencing tokens     1.38x [1.35-1.45]                            1.62x [1.30-1.69]
-//	16 goroutines, one key    2.33x [2.29-2.68], p99 0.17x [0.14-0.17]     4.52x [3.95-4.68], p99 0.12x [0.10-0.22]
-//	16 Redlocks, one key      1.42x [1.27-1.56], p99 0.30x [0.23-0.30]     1.36x [1.20-1.46], p99 0.39x [0.30-0.89]
-//	16 goroutines, own keys   2.86x [2.47-3.27]                            3.80x [2.36-5.58]
+//	1 client                  1.70x ops/s [1.43-1.77]                      2.33x [2.31-3.51]
+//	  with fencing tokens     1.88x [1.23-1.91]                            2.67x [1.92-3.21]
+//	16 goroutines, one key    3.23x [2.55-3.24], p99 0.15x [0.11-0.19]     4.47x [3.62-7.21], p99 0.27x [0.19-0.43]
+//	16 Redlocks, one key      1.93x [1.49-2.18], p99 0.22x [0.19-0.28]     3.31x [2.54-4.00], p99 0.31x [0.27-0.63]
+//	16 goroutines, own keys   4.03x [3.81-4.81]                            2.96x [2.72-3.39]
 //
-// As is, redlock against redsync: 1 client 1247 against 783 ops/s (p99 4.0
-// against 7.6 ms); 16 goroutines on one key 1142 against 469 ops/s (p99
-// 87 against 524 ms); 16 Redlocks on one key 517 against 365 ops/s (p99
-// 189 against 639 ms); 16 goroutines on their own keys 3133 against 1154
-// ops/s (p99 42 against 95 ms). CPU per operation (TestCPUPerOperation,
-// client + 5 servers, three rounds, while loaded): 1 client 1010-1440 µs
-// against 1300-1750 for redsync; 16 Redlocks on one key 1650-1830 µs
-// against 1380-1770.
+// As is, redlock against redsync (the run of the median ratio): 1 client
+// 961 against 565 ops/s (p99 7.1 against 10.8 ms); 16 goroutines on one
+// key 713 against 221 ops/s (p99 129 against 691 ms); 16 Redlocks on one
+// key 541 against 280 ops/s (p99 138 against 616 ms); 16 goroutines on
+// their own keys 2805 against 696 ops/s (p99 27 against 120 ms). The
+// previous release (the hand-off that reserved the key and let the waiter
+// claim it with a round), measured interleaved with this one in the same
+// session: 16 Redlocks on one key 1.47x [1.34-1.62] with p99 0.32x
+// [0.20-0.42] as is, 2.59x [2.00-3.42] with p99 0.50x [0.37-0.52] loaded;
+// 1 client 1.74x [1.62-2.58] as is, 2.16x [1.93-2.66] loaded (the
+// uncontended path only sends a few more bytes per request). CPU per
+// operation (TestCPUPerOperation, client + 5 servers, three rounds, at
+// load 15-18), this release against v0.9.0 in the same session: 16
+// Redlocks on one key 1410-1440 µs against 1330-1880 for redsync (v0.9.0:
+// 1970-2990 against 1750-2960): the claim round is what went; 1 client
+// 1470-1660 µs against 1660-2210 (v0.9.0: 970-1060 against 1540-1710;
+// redsync's own cost moved by a third between the two runs, minutes
+// apart: on this machine these figures are noisy).
 //
 // "16 Redlocks" are separate instances, as 16 processes would have: every
 // hand-off goes through the nodes, and after warm-up they open no
-// connection at all. Its fair hand-off (a release reserves the key for
-// the waiter that came first and wakes it; the waiter claims it with a
-// round of its own; the releaser, if it wants the key again, queues with
-// a round of its own) makes the p99 of N contenders about N−1 hand-offs,
-// each of which needs three processes scheduled in turn: on a saturated
-// machine that tail grows, where redsync's is its 50-250 ms retry sleep.
+// connection at all. Their fair hand-off makes the p99 of N contenders
+// about N−1 hand-offs: a release's script hands the key to the waiter
+// that came first on the key's queue nodes and wakes it, and the waiter
+// holds the key once all of them told it — no round of its own — while the
+// releaser, if it wants the key again, queues with a round of its own.
+// Each hand-off still needs the releasing process, three Redis servers
+// and the waiting process scheduled in turn, and waits for the slowest of
+// the three: on a saturated machine that tail grows (to 0.63x redsync's
+// p99 in one loaded run), where redsync's is its 50-250 ms retry sleep.
 // redsync with a 1 ms retry delay on a hot key collapses instead (on an
 // earlier run 480-560 ops/s, 111-121 of 4000 operations failing with
 // "lock already taken").

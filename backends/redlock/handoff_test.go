@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -17,13 +18,19 @@ import (
 
 // TestHandoffConnectionsBounded is item 6: 16 Redlocks (as 16 processes
 // would have) taking turns on one key open a bounded set of connections
-// once, not one per contended Acquire.
+// once, not one per contended Acquire. What the library promises is that
+// it dials again only a connection it gave up: one whose reply came
+// lateFor past its round's deadline (a hung node, or a machine so loaded
+// that the reply was read that late), which it reports as the node
+// unreachable, then reachable again once redialled. Those redials are
+// allowed on top of the bound, and counted from the library's own log.
 func TestHandoffConnectionsBounded(t *testing.T) {
 	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
 	const clients, rounds = 16, 125
+	log := &logs{}
 	lockers := make([]*redlock.Redlock, clients)
 	for i := range lockers {
-		lockers[i] = newRedlock(t, addrs)
+		lockers[i] = newRedlock(t, addrs, redlock.WithLogger(slog.New(log)))
 	}
 	key := fmt.Sprintf("hot:%d", time.Now().UnixNano())
 	turns := func(n int) int {
@@ -58,12 +65,16 @@ func TestHandoffConnectionsBounded(t *testing.T) {
 	}
 	turns(5) // warm-up: every connection a Redlock needs is open
 	conns := newCounter(t, nodes)
-	before := conns.count(t)
+	before, givenUp := conns.count(t), log.count("node unreachable")
 	contended := turns(rounds)
 	opened := conns.count(t) - before
-	t.Logf("%d acquires, %d of them waited over 1 ms; %d connections opened", clients*rounds, contended, opened)
-	if opened*1000 > clients*rounds {
-		t.Errorf("%d connections opened for %d acquires: more than 1 per 1000", opened, clients*rounds)
+	givenUp = log.count("node unreachable") - givenUp
+	t.Logf("%d acquires, %d of them waited over 1 ms; %d connections opened, %d given up as unanswered", clients*rounds, contended, opened, givenUp)
+	for _, r := range log.matching("node unreachable") {
+		t.Log(r)
+	}
+	if (opened-givenUp)*1000 > clients*rounds {
+		t.Errorf("%d connections opened for %d acquires, %d of them after a connection was given up: more than 1 per 1000 otherwise", opened, clients*rounds, givenUp)
 	}
 }
 

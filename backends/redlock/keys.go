@@ -35,12 +35,20 @@ const (
 	// deadlinesPrefix + key holds when each loses its place.
 	waitersPrefix   = reserved + "waiters:"
 	deadlinesPrefix = reserved + "deadlines:"
+	// asksPrefix + key holds what each of the key's waiters asks for: its
+	// TTL and the value of its last try, with which a release hands the
+	// key over (see handoff.go).
+	asksPrefix = reserved + "asks:"
 	// wakePrefix + a Redlock's id is the list on which releases wake it.
 	wakePrefix = reserved + "wake:"
 	// reservedValue + a Redlock's id is the value of a key that a release
 	// reserved for that Redlock's waiter; lock values are hex, so a
 	// reservation is never mistaken for a holder's value.
 	reservedValue = "reserved:"
+	// handedValue + the value of a waiter's try is the value of a key that
+	// a release handed to that waiter: never the value of a try itself, so
+	// that releasing what a failed try set never frees a hand-off.
+	handedValue = "handed:"
 )
 
 // checkKey refuses a lock name in the reserved namespace.

@@ -17,6 +17,7 @@ import (
 type hold struct {
 	r          *Redlock
 	key, value string
+	handoff    string // the value of a hand-off to the Acquire it came from, which it frees too (see release.lua)
 	ttl        time.Duration
 	on         []bool      // the nodes that may hold the key for us: Extend and Release ask them
 	left       atomic.Bool // the key's turn has been handed on
@@ -129,7 +130,7 @@ func (h *hold) release(ctx context.Context) error {
 	r := h.r
 	calls := h.calls()
 	defer r.putCalls(calls)
-	ok, notOurs, errs := r.release(ctx, calls, h.key, h.value, r.reserveFor(h.ttl), true)
+	ok, notOurs, errs := r.release(ctx, calls, h.key, h.value, h.handoff, r.reserveFor(h.ttl), true)
 	switch {
 	case ok == 0 && len(errs) == 0:
 		r.holds.remove(h)
@@ -170,7 +171,7 @@ func (h *hold) giveBack() {
 	defer cancel()
 	calls := h.calls()
 	defer h.r.putCalls(calls)
-	ok, notOurs, _ := h.r.release(ctx, calls, h.key, h.value, h.r.reserveFor(h.ttl), true)
+	ok, notOurs, _ := h.r.release(ctx, calls, h.key, h.value, h.handoff, h.r.reserveFor(h.ttl), true)
 	if h.r.freed(calls, ok, notOurs) {
 		h.r.holds.remove(h)
 	}
@@ -214,7 +215,7 @@ func (h *hold) leave() {
 // nodes wake that waiter. With dequeue, this Redlock also
 // leaves the key's queue (a holder's release: its place is stale); a
 // failed attempt that releases what it got keeps its place.
-func (r *Redlock) release(ctx context.Context, calls []call, key, value string, reserve time.Duration, dequeue bool) (ok, notOurs int, errs []error) {
+func (r *Redlock) release(ctx context.Context, calls []call, key, value, also string, reserve time.Duration, dequeue bool) (ok, notOurs int, errs []error) {
 	id := ""
 	if dequeue {
 		id = r.id
@@ -225,7 +226,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value string, 
 			asked++
 		}
 	}
-	rel := releaseRequest{r: r, key: key, value: value, id: id, reserve: reserve, home: r.home(key)}
+	rel := releaseRequest{r: r, key: key, value: value, also: also, id: id, reserve: reserve, home: r.home(key)}
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
 	exchange(ctx, calls, releaseTimeout, r.quorum, rel.build, func(_ int, c *call) bool {
@@ -251,6 +252,7 @@ func (r *Redlock) send(ctx context.Context, calls []call, key, value string, res
 type releaseRequest struct {
 	r          *Redlock
 	key, value string
+	also       string // another value of ours the key may hold ("" for none)
 	id         string // our waiter id, to leave the key's queue; "" to keep our place
 	reserve    time.Duration
 	home       int
@@ -258,14 +260,15 @@ type releaseRequest struct {
 
 func (q *releaseRequest) build(i int, c *call) {
 	r, key := q.r, q.key
-	b := appendArray(c.buf, 14)
+	b := appendArray(c.buf, 17)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, releaseScript.sha)
-	b = appendBulk(b, "4")
+	b = appendBulk(b, "5")
 	b = appendBulk(b, key)
 	b = appendBulkConcat(b, waitersPrefix, key)
 	b = appendBulkConcat(b, deadlinesPrefix, key)
 	b = appendBulk(b, nodeKey)
+	b = appendBulkConcat(b, asksPrefix, key)
 	b = appendBulk(b, q.value)
 	b = appendBulk(b, r.queueID(q.home, i, q.id))
 	b = appendBulk(b, flag(r.queues(q.home, i)))
@@ -273,8 +276,26 @@ func (q *releaseRequest) build(i int, c *call) {
 	b = appendBulk(b, wakePrefix)
 	b = appendBulkInt(b, wakeLife.Milliseconds())
 	b = appendBulk(b, flag(r.c.quarantine))
+	b = appendBulk(b, q.run(c.node))
+	b = appendBulk(b, q.also)
 	c.buf = b
 	c.p.want = 1
+}
+
+// run is the run_id the release tells node n to hand the key over for
+// (see release.lua): the server process the node votes for now, as far
+// as this client knows; without the restart quarantine, "" (any); and
+// one no marker holds when the node does not vote, so that the key is
+// only reserved there.
+func (q *releaseRequest) run(n *node) string {
+	if !q.r.c.quarantine {
+		return ""
+	}
+	run, ok, _ := n.votes(time.Now())
+	if !ok || run == "" {
+		return "-"
+	}
+	return run
 }
 
 // releaseTimeout is the least a release waits for each node.

@@ -115,12 +115,19 @@ func TestFencingCountersExpire(t *testing.T) {
 // key must not stay taken for its TTL: the release is retried at once in
 // the background (its context had ended) and by Close (the nodes were
 // unreachable until then).
+//
+// Each step waits for what it needs within a bound of its own (await's);
+// the subtests' contexts only stop a hung call, within the composetest
+// deadline: a budget of 20 s shared by steps whose own bounds add up to
+// 30 s ran out on a loaded machine while every step was still within its
+// bound.
 func TestUnconfirmedRelease(t *testing.T) {
 	const ttl = 30 * time.Second
+	const budget = time.Minute // composetest's deadline kills the servers by then
 	t.Run("cancelled context", func(t *testing.T) {
 		_, addrs := fresh(t, 5, compose.RedisOptions{})
 		a, b := newRedlock(t, addrs), newRedlock(t, addrs)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
 		defer cancel()
 		lease, err := a.Acquire(ctx, "k", locker.WithTTL(ttl))
 		if err != nil {
@@ -135,7 +142,11 @@ func TestUnconfirmedRelease(t *testing.T) {
 			t.Fatalf("Err after an unconfirmed Release = %v, want it to say the release was not confirmed", err)
 		}
 		t.Log(lease.Err())
-		got, err := b.Acquire(ctx, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
+		// Well before the TTL: a key that stayed taken until it expired
+		// must fail the test, whatever the budget.
+		soon, cancelSoon := context.WithTimeout(ctx, ttl/2)
+		defer cancelSoon()
+		got, err := b.Acquire(soon, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
 		if err != nil {
 			t.Fatalf("the key stayed taken after an unconfirmed release: %v", err)
 		}
@@ -144,7 +155,7 @@ func TestUnconfirmedRelease(t *testing.T) {
 	t.Run("nodes cut off until Close", func(t *testing.T) {
 		nodes, addrs := fresh(t, 5, compose.RedisOptions{Proxied: true})
 		a, b := newRedlock(t, addrs), newRedlock(t, addrs)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
 		defer cancel()
 		lease, err := a.Acquire(ctx, "k", locker.WithTTL(ttl))
 		if err != nil {
@@ -162,12 +173,15 @@ func TestUnconfirmedRelease(t *testing.T) {
 			t.Fatalf("Err after an unconfirmed Release = %v, want it to say the release was not confirmed", err)
 		}
 		// Let the background retry fail too, then heal: Close retries.
+		start := time.Now()
 		await(t, 10*time.Second, "the background retry to give up", func() bool { return !hasGoroutine("redlock.(*hold).giveBack") })
+		t.Logf("the background retry gave up after %v", time.Since(start).Round(time.Millisecond))
 		for _, n := range nodes {
 			if err := n.Heal(); err != nil {
 				t.Fatal(err)
 			}
 		}
+		start = time.Now()
 		// The proxies dropped what the partition cut, dials included: wait
 		// until a's connections to the nodes have been given up and made
 		// again (a's own new locks are granted).
@@ -178,13 +192,18 @@ func TestUnconfirmedRelease(t *testing.T) {
 			}
 			return err == nil
 		})
+		t.Logf("a reached the nodes again %v after the heal", time.Since(start).Round(time.Millisecond))
 		if _, err := b.TryAcquire(ctx, "k"); err == nil {
 			t.Fatal("the key was freed before Close")
 		}
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := b.Acquire(ctx, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
+		// Well before the TTL: a key that stayed taken until it expired
+		// must fail the test, whatever the budget.
+		soon, cancelSoon := context.WithTimeout(ctx, ttl/2)
+		defer cancelSoon()
+		got, err := b.Acquire(soon, "k", locker.WithRetry(locker.LinearBackoff(20*time.Millisecond)))
 		if err != nil {
 			t.Fatalf("the key stayed taken after Close: %v", err)
 		}

@@ -36,6 +36,31 @@ func (l *logs) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// count returns how many records' messages contain msg.
+func (l *logs) count(msg string) int {
+	return len(l.matching(msg))
+}
+
+// matching returns the records whose messages contain msg, each as its
+// message and attributes.
+func (l *logs) matching(msg string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.records {
+		if !strings.Contains(r.Message, msg) {
+			continue
+		}
+		line := r.Message
+		r.Attrs(func(a slog.Attr) bool {
+			line += " " + a.String()
+			return true
+		})
+		out = append(out, line)
+	}
+	return out
+}
+
 // find returns the first record whose message contains msg and whose
 // attribute node is node ("" for any), and whether there is one.
 func (l *logs) find(msg, node string) (slog.Record, bool) {

@@ -2,7 +2,10 @@
 -- KEYS[1] the lock key, KEYS[2] its fencing counter, KEYS[3] the node's
 -- state (hash: the marker, and a record of each lock granted here),
 -- KEYS[4] the key's waiters (zset: waiter id -> arrival), KEYS[5] their
--- deadlines (zset: waiter id -> node time in ms).
+-- deadlines (zset: waiter id -> node time in ms), KEYS[6] what each
+-- waiter asks for (hash: waiter id -> '<TTL ms> <its Acquire's hand-off
+-- value> <the value of its last try here>': a release hands the key over
+-- with them; see release.lua).
 -- ARGV[1] the lock value, ARGV[2] the TTL in ms,
 -- ARGV[3] the run_id the client's connection found ('' without the restart quarantine),
 -- ARGV[4] the client's max TTL in ms (recorded on the marker: the largest wins),
@@ -12,10 +15,12 @@
 -- ARGV[8] the waiter id ('' : do not queue), ARGV[9] its arrival,
 -- ARGV[10] how long (ms) a waiter keeps its place without trying again,
 -- ARGV[11] '1': queue the waiter even where it is granted (it has been
--- refused before: it is contending).
+-- refused before: it is contending),
+-- ARGV[12] the value a release that hands the key to this Acquire sets
+-- ('handed:' and a random value of its own; '' when it does not queue).
 -- Returns -2 when the node does not admit this run (it lost its data,
 -- restarted or evicted keys: quarantine); when the key is held (or
--- reserved for another waiter), -10 - its remaining TTL in ms (-1 if it
+-- reserved or handed to another waiter), -10 - its remaining TTL in ms (-1 if it
 -- has none); else the token (0 without fencing).
 --
 -- The marker (field M of KEYS[3]) is '<run_id> <max TTL ms> <evicted>':
@@ -72,8 +77,15 @@ end
 local function queue()
   redis.call('ZADD', KEYS[4], 'NX', ARGV[9], ARGV[8])
   redis.call('ZADD', KEYS[5], clock() + tonumber(ARGV[10]), ARGV[8])
+  redis.call('HSET', KEYS[6], ARGV[8], ARGV[2] .. ' ' .. ARGV[12] .. ' ' .. ARGV[1])
   redis.call('PEXPIRE', KEYS[4], ARGV[10])
   redis.call('PEXPIRE', KEYS[5], ARGV[10])
+  redis.call('PEXPIRE', KEYS[6], ARGV[10])
+end
+-- Whether the key, held with value cur, was reserved for this waiter or
+-- handed to its Acquire.
+local function ours(cur)
+  return ARGV[8] ~= '' and (cur == 'reserved:' .. ARGV[8] or cur == ARGV[12])
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if evicted then
@@ -96,8 +108,9 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     queue()
   end
 else
-  -- Held, or reserved: for this waiter (claim it), or another (queue up).
-  if ARGV[8] == '' or redis.call('GET', KEYS[1]) ~= 'reserved:' .. ARGV[8] then
+  -- Held, or reserved or handed: to this waiter (claim it: it did not
+  -- learn of the hand-off from a majority), or another (queue up).
+  if not ours(redis.call('GET', KEYS[1])) then
     if ARGV[8] ~= '' then
       queue()
     end

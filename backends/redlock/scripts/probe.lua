@@ -4,7 +4,10 @@
 -- acquire.lua), KEYS[2] the record of a detected loss (hash: run, at, q,
 -- prior).
 -- ARGV[1] the quarantine (ms) the client asks for: the largest max TTL
--- it knows of; ARGV[2] '1' when the client has seen these nodes in use;
+-- it knows of; ARGV[2] '1' when the client has seen these nodes in use
+-- (a node that still has a marker, of this process or another, was in
+-- use whatever the client saw: the record says so, so that the verdict
+-- does not depend on which client's probe detects the loss first);
 -- ARGV[3] 'admit' to admit a node that has served its quarantine (a
 -- client does so only once it has read the max TTLs recorded on the
 -- nodes), 'look' not to.
@@ -40,20 +43,24 @@ if m and string.sub(m, 1, string.len(run) + 1) == run .. ' ' then
   -- reset): it may have lost locks. Out, as after a restart.
   redis.call('HDEL', KEYS[1], M)
 end
+local inuse = ARGV[2]
+if m then
+  inuse = '1'
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local want = tonumber(ARGV[1])
 local l = redis.call('HMGET', KEYS[2], 'run', 'at', 'q', 'prior')
 local at, q, prior = tonumber(l[2]), tonumber(l[3]), l[4]
 if l[1] ~= run or not at or not q then
-  at, q, prior = now, want, ARGV[2]
+  at, q, prior = now, want, inuse
   redis.call('HSET', KEYS[2], 'run', run, 'at', at, 'q', q, 'prior', prior)
 else
   if want > q then
     q = want
     redis.call('HSET', KEYS[2], 'q', q)
   end
-  if ARGV[2] == '1' and prior ~= '1' then
+  if inuse == '1' and prior ~= '1' then
     prior = '1'
     redis.call('HSET', KEYS[2], 'prior', prior)
   end
