@@ -2,6 +2,7 @@ package compose_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -38,14 +39,21 @@ func TestPlacedQuorums(t *testing.T) {
 	lab := remotetest.New(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin, err := compose.EtcdMember()
+	local, err := compose.EtcdMember()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A host has a /tmp of its own (and a real one need not share this
+	// machine's paths at all): the member's program is uploaded, as a run
+	// over an inventory does.
+	const bin = "/tmp/uploaded/etcd-member" // outside the dirs Close must empty
 	var hosts []*remote.SSH
 	var etcdOn, zkOn []compose.Placement
 	for i, h := range lab.Hosts {
 		hosts = append(hosts, lab.Dial(t, i, "root"))
+		if err := uploadFile(ctx, hosts[i], local, bin); err != nil {
+			t.Fatal(err)
+		}
 		etcdOn = append(etcdOn, compose.Placement{Host: hosts[i], Addr: h.Addr, Port: 2379, Dir: "/tmp/lockbench/etcd", Binary: bin})
 		zkOn = append(zkOn, compose.Placement{Host: hosts[i], Addr: h.Addr, Port: 2181, Dir: "/tmp/lockbench/zookeeper"})
 	}
@@ -156,4 +164,14 @@ func TestPlacedQuorums(t *testing.T) {
 			t.Errorf("%s: files left in /tmp/lockbench: %q (%v)", lab.Hosts[i].Name, out, err)
 		}
 	}
+}
+
+// uploadFile copies the local file src to dst on host r, executable.
+func uploadFile(ctx context.Context, r remote.Remote, src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return remote.Upload(ctx, r, f, dst, 0o755)
 }
