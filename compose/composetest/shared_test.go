@@ -1,9 +1,12 @@
 package composetest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -30,12 +33,16 @@ func TestShared(t *testing.T) {
 		t.Fatalf("second Get: %q after %d starts, want %q after 1", again, starts, dir)
 	}
 	pid := node.PID()
+	started := startTime(t, pid)
 	if err := shared.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Close waits for the process to exit and reaps it: the pid is gone.
+	// Close waits for the process to exit and reaps it: the pid is gone,
+	// or (on a busy machine) taken by a process that started later.
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("shared node's process %d after Close: kill 0 = %v, want ESRCH", pid, err)
+		if now := startTime(t, pid); now == started {
+			t.Fatalf("shared node's process %d after Close: kill 0 = %v, want ESRCH", pid, err)
+		}
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("shared run dir after Close: %v, want it removed", err)
@@ -63,4 +70,21 @@ func (f *fakeTB) Helper() {}
 func (f *fakeTB) Fatal(args ...any) {
 	f.failed = true
 	panic("fatal")
+}
+
+// startTime is when process pid started (field 22 of /proc/pid/stat, in
+// clock ticks since boot): a pid and its start time name one process even
+// when the pid is reused. "" when the process is gone.
+func startTime(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(fields) < 20 {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	return fields[19]
 }
