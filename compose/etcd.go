@@ -141,23 +141,16 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 		}
 	}
 	c := &EtcdCluster{}
-	var (
-		l      layout
-		places []*Placement
-	)
+	var l layout
 	if o.On != nil {
-		for i := range o.On {
-			p := o.On[i]
-			if err := p.check("etcd"); err != nil {
-				return nil, err
-			}
+		if l, err = layOutOn("etcd", o.On, 2380); err != nil {
+			return nil, err
+		}
+		for _, p := range l.places {
 			if p.Binary == "" {
 				return nil, fmt.Errorf("compose: etcd member placed on %s: no Binary (the etcd-member program on the host)", p.Host.Name())
 			}
-			p.PeerPorts = p.peerPorts(2380)
-			places = append(places, &p)
 		}
-		l = layOutOn(places)
 	} else if l, err = e.layOut(n, o.PeerNetwork, 2379, 2380); err != nil { // client, peer
 		return nil, err
 	}
@@ -174,8 +167,8 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	for i, name := range names {
 		client, peer := l.ports[i][0], "http://"+hostAddr(hosts[i], l.ports[i][1])
 		dataDir := filepath.Join(e.Dir, name, "data")
-		if places != nil {
-			dataDir = path.Join(places[i].Dir, "data")
+		if l.places != nil {
+			dataDir = path.Join(l.places[i].Dir, "data")
 		}
 		c.dataDirs = append(c.dataDirs, dataDir)
 		initial, state, started := strings.Join(cluster, ","), "new", false
@@ -223,8 +216,8 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 			ready: func(ctx context.Context) error { return etcdHealthy(ctx, hostAddr(hosts[i], client)) },
 		}
 		l.place(&specs[i], i)
-		if places != nil {
-			specs[i].bin = places[i].Binary
+		if l.places != nil {
+			specs[i].bin = l.places[i].Binary
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
@@ -235,7 +228,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	switch {
 	case c.net != nil:
 		c.cutter = c.net
-	case places != nil:
+	case l.places != nil:
 		c.cutter = e.newPlacedPeers(nodes)
 	}
 	return c, nil

@@ -57,13 +57,20 @@ func (l layout) place(s *spec, i int) {
 	}
 }
 
-// layOutOn lays out servers placed on hosts: server i at its placement's
-// address, on its port and then its peer ports (the order of the
-// well-known ones), as the placement's host puts it.
-func layOutOn(places []*Placement) layout {
-	l := layout{hosts: make([]string, len(places)), ports: make([][]int, len(places)), places: places}
-	for i, p := range places {
+// layOutOn lays out servers of kind placed on hosts, one per placement:
+// server i at its placement's address, on its port and then its peer
+// ports (defaulting to peerPorts, the well-known ones after the client
+// port), each placement checked first.
+func layOutOn(kind string, on []Placement, peerPorts ...int) (layout, error) {
+	l := layout{hosts: make([]string, len(on)), ports: make([][]int, len(on))}
+	for i := range on {
+		p := on[i]
+		if err := p.check(kind); err != nil {
+			return layout{}, err
+		}
+		p.PeerPorts = p.peerPorts(peerPorts...)
+		l.places = append(l.places, &p)
 		l.hosts[i], l.ports[i] = p.Addr.String(), append([]int{p.Port}, p.PeerPorts...)
 	}
-	return l
+	return l, nil
 }

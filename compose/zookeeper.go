@@ -143,20 +143,11 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		}
 	}
 	z := &Ensemble{}
-	var (
-		l      layout
-		places []*Placement
-	)
+	var l layout
 	if o.On != nil {
-		for i := range o.On {
-			p := o.On[i]
-			if err := p.check("ZooKeeper"); err != nil {
-				return nil, err
-			}
-			p.PeerPorts = p.peerPorts(2888, 3888)
-			places = append(places, &p)
+		if l, err = layOutOn("ZooKeeper", o.On, 2888, 3888); err != nil {
+			return nil, err
 		}
-		l = layOutOn(places)
 	} else if l, err = e.layOut(n, o.PeerNetwork, 2181, 2888, 3888); err != nil { // client, peer, election
 		return nil, err
 	}
@@ -176,8 +167,8 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	specs := make([]spec, n)
 	for i, name := range names {
 		dir := filepath.Join(e.Dir, name)
-		if places != nil {
-			dir = places[i].Dir
+		if l.places != nil {
+			dir = l.places[i].Dir
 		}
 		client := l.ports[i][0]
 		args := append(append([]string(nil), jvm...),
@@ -207,8 +198,8 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			},
 		}
 		l.place(&specs[i], i)
-		if places != nil {
-			specs[i].bin = places[i].binary(Java)
+		if l.places != nil {
+			specs[i].bin = l.places[i].binary(Java)
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)
@@ -219,7 +210,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	switch {
 	case z.net != nil:
 		z.cutter = z.net
-	case places != nil:
+	case l.places != nil:
 		z.cutter = e.newPlacedPeers(nodes)
 	}
 	return z, nil
