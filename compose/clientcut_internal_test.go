@@ -53,8 +53,14 @@ func sysctl(t *testing.T, n *Node, name string) string {
 // an idle session, only its TCP keepalives make it do. With the system's
 // defaults (tcp_keepalives_* = 0: idle 7200 s, then 9 probes 75 s apart)
 // that is over two hours, so within the test the lock stays held; with
-// idle 1 s, interval 1 s, count 3 it goes after about 4 s. A client on the
-// server's side of the cut watches pg_locks.
+// idle 1 s, interval 1 s, count 3 and a TCP user timeout of 4 s it goes
+// after about 4 s. Keepalives alone do not bound it: they run only while
+// nothing the server sent is unacknowledged, and when the cut falls before
+// the holder's (delayed) ACK of the lock's reply the server retransmits
+// for ~15 min instead (a fresh clone's make test saw the lock held 30 s
+// after the cut) — tcp_user_timeout bounds that case, which is why the
+// backend's keepalive param sets both. A client on the server's side of
+// the cut watches pg_locks.
 func TestPostgresAdvisoryLockUnderCut(t *testing.T) {
 	needPeerNetwork(t) // and not under -short: it starts a server
 	for _, tc := range []struct {
@@ -65,7 +71,7 @@ func TestPostgresAdvisoryLockUnderCut(t *testing.T) {
 		freed, held time.Duration
 	}{
 		{name: "default keepalives", held: 20 * time.Second},
-		{name: "keepalives 1s+3x1s", settings: [][2]string{{"tcp_keepalives_idle", "1"}, {"tcp_keepalives_interval", "1"}, {"tcp_keepalives_count", "3"}}, freed: 30 * time.Second},
+		{name: "keepalives 1s+3x1s, user timeout 4s", settings: [][2]string{{"tcp_keepalives_idle", "1"}, {"tcp_keepalives_interval", "1"}, {"tcp_keepalives_count", "3"}, {"tcp_user_timeout", "4000"}}, freed: 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
