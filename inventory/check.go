@@ -287,6 +287,9 @@ func (c *hostCheck) ports(ctx context.Context) {
 		if s.PeerPort != 0 {
 			ports = append(ports, want{s.PeerPort, "server " + s.Backend + " (peers)"})
 		}
+		if s.SentinelPort != 0 {
+			ports = append(ports, want{s.SentinelPort, "server " + s.Backend + " (sentinel)"})
+		}
 	}
 	if c.h.Judge != nil {
 		ports = append(ports, want{c.h.Judge.Port, "the judge"})

@@ -101,7 +101,10 @@ type Server struct {
 	// 2888 if 0), and ElectionPort where ZooKeeper's servers elect their
 	// leader (3888 if 0).
 	Port, PeerPort, ElectionPort int
-	Line                         int
+	// SentinelPort, for a Sentinel set's node, is where the sentinel that
+	// runs beside it listens (26379 if 0).
+	SentinelPort int
+	Line         int
 }
 
 // Judge is the judge's role.
@@ -145,6 +148,7 @@ type (
 		Port         int    `yaml:"port"`
 		PeerPort     int    `yaml:"peer_port"`
 		ElectionPort int    `yaml:"election_port"`
+		SentinelPort int    `yaml:"sentinel_port"`
 		line         int
 	}
 	rawJudge struct {
@@ -374,7 +378,7 @@ func (p *parser) host(rh rawHost, d access) Host {
 
 // server checks one server role of host name.
 func (p *parser) server(name string, rs rawServer) Server {
-	s := Server{Backend: rs.Backend, Binary: rs.Binary, Data: rs.Data, Port: rs.Port, PeerPort: rs.PeerPort, ElectionPort: rs.ElectionPort, Line: rs.line}
+	s := Server{Backend: rs.Backend, Binary: rs.Binary, Data: rs.Data, Port: rs.Port, PeerPort: rs.PeerPort, ElectionPort: rs.ElectionPort, SentinelPort: rs.SentinelPort, Line: rs.line}
 	if s.Backend == "" {
 		p.errorf(rs.line, "host %s: a server without a backend", name)
 	}
@@ -389,6 +393,9 @@ func (p *parser) server(name string, rs rawServer) Server {
 	}
 	if s.ElectionPort < 0 || s.ElectionPort > 65535 {
 		p.errorf(rs.line, "host %s: server %s: election_port %d: want 1 to 65535 (or none)", name, s.Backend, s.ElectionPort)
+	}
+	if s.SentinelPort < 0 || s.SentinelPort > 65535 {
+		p.errorf(rs.line, "host %s: server %s: sentinel_port %d: want 1 to 65535 (or none)", name, s.Backend, s.SentinelPort)
 	}
 	return s
 }
@@ -412,6 +419,7 @@ func (p *parser) ports(h Host) {
 		take(s.Port, s.Line, "server "+s.Backend)
 		take(s.PeerPort, s.Line, "server "+s.Backend+" (peers)")
 		take(s.ElectionPort, s.Line, "server "+s.Backend+" (election)")
+		take(s.SentinelPort, s.Line, "server "+s.Backend+" (sentinel)")
 		if other, ok := data[filepath.Clean(s.Data)]; ok && s.Data != "" {
 			p.errorf(s.Line, "host %s: data dir %s of server %s is also that of server %s", h.Name, s.Data, s.Backend, other)
 		}
