@@ -36,6 +36,7 @@ hosts:
           data: /var/lib/lockbench/etcd
           port: 2379
           peer_port: 2380
+        - {backend: sentinel, data: /var/lib/lockbench/sentinel, port: 6380, sentinel_port: 26380}
   - address: "[fd00::21]:2222"
     user: admin
     agent: true
@@ -56,13 +57,14 @@ hosts:
 		Servers: []inventory.Server{
 			{Backend: "redlock", Binary: "/usr/bin/redis-server", Data: "/var/lib/lockbench/redlock", Port: 6379, Line: 11},
 			{Backend: "etcd", Binary: "/opt/etcd/etcd", Data: "/var/lib/lockbench/etcd", Port: 2379, PeerPort: 2380, Line: 15},
+			{Backend: "sentinel", Data: "/var/lib/lockbench/sentinel", Port: 6380, SentinelPort: 26380, Line: 20},
 		},
 		Line: 7,
 	}, {
 		Name: "fd00::21", Address: "[fd00::21]:2222", User: "admin", Agent: true,
 		HostKey: hostKey, KnownHosts: []string{"/etc/lockbench/keys/known_hosts"}, ClockPreload: "/opt/lockbench/clock.so",
 		WorkDir: "/srv/lockbench", Clients: true, Judge: &inventory.Judge{Port: inventory.DefaultJudgePort},
-		Line: 20,
+		Line: 21,
 	}}
 	if !reflect.DeepEqual(inv.Hosts, want) {
 		t.Errorf("hosts\n%+v\nwant\n%+v", inv.Hosts, want)
@@ -71,13 +73,13 @@ hosts:
 	if cfg.Addr != "[fd00::21]:2222" || len(cfg.HostKeys) != 1 || !cfg.Agent || cfg.User != "admin" {
 		t.Errorf("SSH config %+v", cfg)
 	}
-	if r := inv.Hosts[0].Roles(); r != "redlock server on :6379, etcd server on :2379" {
+	if r := inv.Hosts[0].Roles(); r != "redlock server on :6379, etcd server on :2379, sentinel server on :6380" {
 		t.Errorf("roles %q", r)
 	}
 	if err := inv.CheckBackends([]string{"redlock", "redis"}); err == nil || !strings.Contains(err.Error(), `"etcd"`) || !strings.Contains(err.Error(), "hosts.yaml:15") {
 		t.Errorf("unknown backend etcd: %v", err)
 	}
-	if err := inv.CheckBackends([]string{"redlock", "etcd"}); err != nil {
+	if err := inv.CheckBackends([]string{"redlock", "etcd", "sentinel"}); err != nil {
 		t.Error(err)
 	}
 }
@@ -104,12 +106,12 @@ func TestParseErrors(t *testing.T) {
 		{"no role", "hosts:\n  - address: h\n    user: root\n    agent: true\n", []string{"host h has no role"}},
 		{"relative preload", "hosts:\n  - address: h\n    clock_preload: lib.so\n" + ok, []string{`clock_preload "lib.so"`}},
 		{"relative work dir", "hosts:\n  - address: h\n    work_dir: run\n" + ok, []string{`work_dir "run"`}},
-		{"server", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {backend: redis, data: rel, port: 70000, peer_port: -1}\n",
-			[]string{`hosts.yaml:7: host h: server redis: data "rel"`, "port 70000", "peer_port -1"}},
+		{"server", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {backend: redis, data: rel, port: 70000, peer_port: -1, sentinel_port: 65536}\n",
+			[]string{`hosts.yaml:7: host h: server redis: data "rel"`, "port 70000", "peer_port -1", "sentinel_port 65536"}},
 		{"server without backend", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {binary: /b, data: /d, port: 1}\n",
 			[]string{"a server without a backend"}},
-		{"one port twice", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      judge: {port: 6379}\n      servers:\n        - {backend: redis, binary: /b, data: /d, port: 6379}\n        - {backend: redlock, binary: /b, data: /d, port: 6380, peer_port: 6380}\n",
-			[]string{"port 6379 of the judge is also that of server redis", "port 6380 of server redlock (peers) is also that of server redlock", "data dir /d"}},
+		{"one port twice", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      judge: {port: 6379}\n      servers:\n        - {backend: redis, binary: /b, data: /d, port: 6379}\n        - {backend: redlock, binary: /b, data: /d, port: 6380, peer_port: 6380}\n        - {backend: sentinel, data: /s, port: 6381, sentinel_port: 6379}\n",
+			[]string{"port 6379 of the judge is also that of server redis", "port 6380 of server redlock (peers) is also that of server redlock", "data dir /d", "port 6379 of server sentinel (sentinel) is also that of"}},
 		{"same name", "hosts:\n  - {name: a, address: h1, user: root, agent: true, roles: {clients: true}}\n  - {name: a, address: h2, user: root, agent: true, roles: {clients: true}}\n",
 			[]string{`hosts.yaml:3: host name "a" is also that of the host at line 2`}},
 		{"same address", "hosts:\n  - {address: h, user: root, agent: true, roles: {clients: true}}\n  - {name: b, address: 'h:22', user: root, agent: true, roles: {clients: true}}\n",
