@@ -26,10 +26,12 @@ func (c *Clusters) OnHosts(hs *Hosts) {
 
 // onHosts returns backend b's servers placed on the hosts, started under
 // profile prof: a set that ran under another one, whose nodes restarted
-// under a backend that admits its nodes, or a Sentinel set a fresh
-// scenario had (failover: it left a dead master, a promoted replica), is
-// stopped and wiped first (its dirs and ports are the inventory's, and
-// there is one of each); fresh says the caller's scenario is such a one.
+// under a backend that admits its nodes, or that a fresh scenario had
+// (failover: it left a Sentinel set with a dead master, a promoted
+// replica), is stopped and wiped first (its dirs and ports are the
+// inventory's, and there is one of each); fresh says the caller's
+// scenario is such a one, which gets a new set too, as on this machine
+// (the replication links it holds back are the initial master's).
 // Their data is never on a lazy filesystem (no power loss there).
 //
 // A Sentinel set's Redis nodes go where the inventory lists its servers,
@@ -45,7 +47,7 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, fresh b
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.placed[b.Name]
-	if cl != nil && (cl.profile != prof || d.Admit != nil && restarted(cl.nodes, cl.admitted) || cl.spent) {
+	if cl != nil && (cl.profile != prof || d.Admit != nil && restarted(cl.nodes, cl.admitted) || cl.spent || fresh) {
 		for _, n := range cl.placedNodes() {
 			if err := errors.Join(n.Kill(), n.Wipe()); err != nil {
 				return nemesis.Target{}, err
