@@ -41,7 +41,9 @@ func staticLockbench(t *testing.T) string {
 }
 
 // labInventory writes an inventory of lab's four hosts: a Redis server on
-// host1, a PostgreSQL server on host2, clients on host3 and host4.
+// host1, a PostgreSQL server on host2, a Sentinel set's master on host1 and
+// its replica on host2 (a sentinel beside each, host1's on a port of its
+// choosing), clients on host3 and host4.
 func labInventory(t *testing.T, lab *remotetest.Lab, pgBin string) string {
 	t.Helper()
 	doc := fmt.Sprintf(`defaults:
@@ -55,11 +57,13 @@ hosts:
     roles:
       servers:
         - {backend: redis, binary: /usr/bin/redis-server, data: /tmp/lockbench-data/redis, port: 6379}
+        - {backend: sentinel, data: /tmp/lockbench-data/sentinel, port: 6380, sentinel_port: 26380}
   - name: %s
     address: %s
     roles:
       servers:
         - {backend: postgres, binary: %s, data: /tmp/lockbench-data/postgres, port: 5432}
+        - {backend: sentinel, data: /tmp/lockbench-data/sentinel, port: 6380}
   - {name: %s, address: %s, roles: {clients: true}}
   - {name: %s, address: %s, roles: {clients: true}}
 `, lab.KeyFile, lab.KnownHosts, lab.Hosts[0].Name, lab.Hosts[0].Addr, lab.Hosts[1].Name, lab.Hosts[1].Addr, pgBin,
@@ -92,8 +96,10 @@ func nothingLeft(t *testing.T, ctx context.Context, lab *remotetest.Lab, when st
 }
 
 // TestRunOnHosts runs lockbench run --inventory over four simulated hosts
-// (Redis on host1, PostgreSQL on host2, clients on host3 and host4, the
-// judge here) with a server pause, a partition and a restart: every case
+// (Redis on host1, PostgreSQL on host2, a Sentinel set across both,
+// clients on host3 and host4, the judge here) with a server pause, a
+// partition and a restart, and Sentinel's failover (its replication held
+// back by rules on host1 and host2, its master killed): every case
 // runs its clients on both client hosts, every injection names the host
 // it hit, the histories come back here, no key material reaches the
 // outputs, and nothing is left on any host. A second run, interrupted
@@ -111,8 +117,8 @@ func TestRunOnHosts(t *testing.T) {
 	defer cancel()
 
 	dir := t.TempDir()
-	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis,postgres",
-		"--fault", "server-pause,partition,restart", "--injections", "1", "--clients", "4", "--duration", "3s",
+	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis,postgres,sentinel",
+		"--fault", "server-pause,partition,restart,failover", "--injections", "1", "--clients", "4", "--duration", "3s",
 		"--seed", "22", "--out", dir, "--no-report")
 	out, err := run.CombinedOutput()
 	if err != nil {
@@ -122,10 +128,12 @@ func TestRunOnHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Cases) != 6 {
-		t.Fatalf("%d cases, want 6 (2 backends × 3 faults)\n%s", len(f.Cases), out)
+	if len(f.Cases) != 10 {
+		t.Fatalf("%d cases, want 10 (3 backends × 3 faults, and Sentinel's failover)\n%s", len(f.Cases), out)
 	}
-	serverHost := map[string]string{"redis": lab.Hosts[0].Name, "postgres": lab.Hosts[1].Name}
+	// A Sentinel set's master is on host1 until a failover promotes its
+	// replica on host2.
+	serverHosts := map[string][]string{"redis": {lab.Hosts[0].Name}, "postgres": {lab.Hosts[1].Name}, "sentinel": {lab.Hosts[0].Name, lab.Hosts[1].Name}}
 	granted := map[string]int64{} // a restarted PostgreSQL may grant nothing in a short case on a busy machine
 	for _, c := range f.Cases {
 		name := c.Backend + "/" + c.Fault
@@ -136,8 +144,11 @@ func TestRunOnHosts(t *testing.T) {
 				name, c.Invalid, c.InvalidReason, c.Injections, c.Clients)
 		}
 		for _, tg := range c.Targets {
-			if !slices.Equal(tg.Hosts, []string{serverHost[c.Backend]}) {
-				t.Errorf("%s: injection %d hit %v on hosts %v, want %s", name, tg.Injection, tg.Nodes, tg.Hosts, serverHost[c.Backend])
+			if len(tg.Hosts) != 1 || !slices.Contains(serverHosts[c.Backend], tg.Hosts[0]) {
+				t.Errorf("%s: injection %d hit %v on hosts %v, want one of %v", name, tg.Injection, tg.Nodes, tg.Hosts, serverHosts[c.Backend])
+			}
+			if c.Fault == "failover" && !strings.Contains(tg.Effect, "the sentinels promoted") {
+				t.Errorf("%s: injection %d: %s", name, tg.Injection, tg.Effect)
 			}
 		}
 		both := slices.ContainsFunc(c.Notes, func(n string) bool {
