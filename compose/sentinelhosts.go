@@ -109,7 +109,12 @@ func (l *hostLink) Partition() error {
 	defer l.mu.Unlock()
 	l.cut = true // recorded first: a cut that failed part-way is healed too
 	to, from := l.paths()
-	err := errors.Join(remote.CutPaths(ctx, l.replica.host, to), remote.CutPaths(ctx, l.master.host, from))
+	var errTo, errFrom error
+	var wg sync.WaitGroup
+	wg.Go(func() { errTo = remote.CutPaths(ctx, l.replica.host, to) })
+	wg.Go(func() { errFrom = remote.CutPaths(ctx, l.master.host, from) })
+	wg.Wait()
+	err := errors.Join(errTo, errFrom)
 	if err == nil {
 		err = l.prove(ctx)
 	}
