@@ -114,5 +114,5 @@ func TestBrokenLink(t *testing.T) {
 	if !strings.Contains(string(nout), "killing a worker an earlier run left") {
 		t.Errorf("the next run does not say it killed the judge the lost run left:\n%s", nout)
 	}
-	nothingLeft(t, ctx, lab, "after the next run")
+	nothingLeft(t, lab, "after the next run")
 }

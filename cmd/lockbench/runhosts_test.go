@@ -191,9 +191,12 @@ func awaitWorker(ctx context.Context, client remote.Remote, ended <-chan struct{
 }
 
 // nothingLeft fails t for whatever a run left on the lab's hosts: a
-// process, a cut, its workers' or servers' files.
-func nothingLeft(t *testing.T, ctx context.Context, lab *remotetest.Lab, when string) {
+// process, a cut, its workers' or servers' files. It has a minute of its
+// own: a run on a loaded machine may have used up the test's context.
+func nothingLeft(t *testing.T, lab *remotetest.Lab, when string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for i, h := range lab.Hosts {
 		r := lab.Dial(t, i, "root")
 		if left, err := remotetest.Leftovers(ctx, r, "/tmp/lockbench-work/workers", "/tmp/lockbench-data/*"); err != nil || len(left) > 0 {
@@ -219,8 +222,6 @@ func TestRunOnHosts(t *testing.T) {
 	}
 	binary := staticLockbench(t)
 	inv := labInventory(t, lab, pgBin)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 
 	dir, out, f := runOnLab(t, inv, binary, "redis,postgres", "server-pause,partition,restart")
 	if len(f.Cases) != 6 {
@@ -264,9 +265,11 @@ func TestRunOnHosts(t *testing.T) {
 			}
 		}
 	}
-	nothingLeft(t, ctx, lab, "after the run")
+	nothingLeft(t, lab, "after the run")
 
 	// Ctrl-C while the workers run.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	dir2 := t.TempDir()
 	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis", "--fault", "server-pause",
 		"--clients", "2", "--duration", "30s", "--out", dir2, "--no-report")
@@ -287,7 +290,7 @@ func TestRunOnHosts(t *testing.T) {
 	if !slices.ContainsFunc(seen, func(l string) bool { return strings.Contains(l, "interrupted") }) {
 		t.Errorf("the run did not say it was interrupted:\n%s", strings.Join(seen, "\n"))
 	}
-	nothingLeft(t, ctx, lab, "after SIGINT")
+	nothingLeft(t, lab, "after SIGINT")
 }
 
 // quorumInventory writes an inventory of lab's four hosts: an etcd member
@@ -321,8 +324,6 @@ func TestRunQuorumsOnHosts(t *testing.T) {
 	lab := remotetest.New(t, 4)
 	binary := staticLockbench(t)
 	inv := quorumInventory(t, lab)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 
 	_, out, f := runOnLab(t, inv, binary, "etcd,zookeeper", "partition-leader,restart")
 	if len(f.Cases) != 4 {
@@ -348,7 +349,7 @@ func TestRunQuorumsOnHosts(t *testing.T) {
 			t.Errorf("%s: the clients did not run on the client host: notes %q", name, c.Notes)
 		}
 	}
-	nothingLeft(t, ctx, lab, "after the run")
+	nothingLeft(t, lab, "after the run")
 }
 
 // judgeInventory writes an inventory of lab's three hosts: a Redis server
@@ -383,8 +384,6 @@ func TestRunWithTheJudgeOnAHost(t *testing.T) {
 	lab := remotetest.New(t, 3)
 	binary := staticLockbench(t)
 	inv := judgeInventory(t, lab)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 
 	dir, out, f := runOnLab(t, inv, binary, "redis", "server-pause,partition,client-pause")
 	if want := "on " + lab.Hosts[0].Name + ", listening on " + lab.Hosts[0].Addr.String() + ":7070"; !strings.Contains(string(out), want) {
@@ -433,5 +432,5 @@ func TestRunWithTheJudgeOnAHost(t *testing.T) {
 			t.Error("the run token is in the run's output")
 		}
 	}
-	nothingLeft(t, ctx, lab, "after the run")
+	nothingLeft(t, lab, "after the run")
 }
