@@ -27,8 +27,7 @@ func TestBrokenLink(t *testing.T) {
 	lab := remotetest.New(t, 3)
 	binary := staticLockbench(t)
 	inv := judgeInventory(t, lab)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 
 	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis", "--fault", "none",
 		"--clients", "2", "--duration", "60s", "--link-timeout", "6s", "--out", t.TempDir(), "--no-report")
@@ -114,5 +113,5 @@ func TestBrokenLink(t *testing.T) {
 	if !strings.Contains(string(nout), "killing a worker an earlier run left") {
 		t.Errorf("the next run does not say it killed the judge the lost run left:\n%s", nout)
 	}
-	nothingLeft(t, lab, "after the next run")
+	nothingLeft(t, ctx, lab, "after the next run")
 }
