@@ -100,10 +100,6 @@ func startAgain(ctx context.Context, nodes []*compose.Node) error {
 	return err
 }
 
-// onMajority drives the strike restart, crash and power loss share: on a
-// random majority of the nodes, while a holder that holds for ¾ of the TTL
-// is inside its section, op acts on them (after the strike is marked) and
-// the held key is read back across it (keysAcross).
 // downAndUp plans a fault that takes a random majority of the nodes down
 // with down and starts them again at once on the same disk (startAgain):
 // restart and crash, which differ only in how the servers go down.
@@ -118,6 +114,10 @@ func downAndUp(label string, down func([]*compose.Node) error) func(Env) plan {
 	}
 }
 
+// onMajority drives the strike restart, crash and power loss share: on a
+// random majority of the nodes, while a holder that holds for ¾ of the TTL
+// is inside its section, op acts on them (after the strike is marked) and
+// the held key is read back across it (keysAcross).
 func (e Env) onMajority(label string, op func(ctx context.Context, a attempt) (string, error)) plan {
 	return e.drive(strike{
 		label: label, hold: e.Spec.TTL * 3 / 4, exclusion: true,
