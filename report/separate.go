@@ -74,11 +74,17 @@ func (ds *dataset) separate(tier, classes []string, peaks map[string]*group, q q
 		c.n, c.m, c.test = finite(better), finite(worse), t
 		s.comparisons = append(s.comparisons, c)
 	}
+	// Each backend's samples per class (and its incidents per class and
+	// profile), gathered once for all the pairs it is in.
 	samples := map[string]map[string]group{}
+	incidents := map[[3]string]bound{}
 	for _, b := range tier {
 		samples[b] = map[string]group{}
 		for _, cls := range classes {
 			samples[b][cls] = totals(ds.find(query{Backend: b, Class: cls}))
+			for _, d := range ds.Durabilities {
+				incidents[[3]string{b, cls, d}] = rateOf(totals(ds.find(query{Backend: b, Class: cls, Durability: d})), kindIncident, cls)
+			}
 		}
 	}
 	for _, a := range tier {
@@ -89,8 +95,7 @@ func (ds *dataset) separate(tier, classes []string, peaks map[string]*group, q q
 			for _, cls := range classes {
 				if q == forEfficiency {
 					for _, d := range ds.Durabilities {
-						x := rateOf(totals(ds.find(query{Backend: b, Class: cls, Durability: d})), kindIncident, cls)
-						y := rateOf(totals(ds.find(query{Backend: a, Class: cls, Durability: d})), kindIncident, cls)
+						x, y := incidents[[3]string{b, cls, d}], incidents[[3]string{a, cls, d}]
 						if x.Known() && y.Known() {
 							add(comparison{step: stepSafety, measure: "double-grant incidents", better: a, worse: b, class: cls, profile: d},
 								injections(y.Rate), injections(x.Rate), 0, true)
