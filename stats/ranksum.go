@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -68,15 +69,7 @@ func rankSumAbove(xs, ys []float64, shift float64, limit int) (Shift, error) {
 	if n == 0 || m == 0 {
 		return Shift{P: 1, Least: 1}, nil
 	}
-	slices.SortStableFunc(pool, func(a, b obs) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(pool, func(a, b obs) int { return cmp.Compare(a.v, b.v) })
 	// Tie blocks: their sizes, and how many xs each holds.
 	var blocks, inBlock []int
 	for i := 0; i < len(pool); {
