@@ -87,7 +87,7 @@ type Node struct {
 	proc  remote.Proc // its pidfile on host
 	log   string      // its log on host
 	proxy *Proxy      // nil unless the node is proxied
-	lazy  *lazyFS     // nil unless its dir is on a lazy filesystem
+	lazy  lazyDisk    // nil unless its dir is on a lazy filesystem
 	clock *nodeClock  // nil unless it runs on a fake clock
 
 	ctl sync.Mutex // held by each control that starts or ends the process
@@ -286,8 +286,8 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 		if proxied {
 			return nil, fmt.Errorf("compose: %s on %s: a node placed on a host has no proxy (its clients dial it there)", s.name, p.Host.Name())
 		}
-		if s.lazyFS {
-			return nil, fmt.Errorf("compose: %s on %s: LazyFS runs on this machine only", s.name, p.Host.Name())
+		if s.lazyFS && p.Lockbench == "" {
+			return nil, fmt.Errorf("compose: %s on %s: LazyFS needs the lockbench binary on the host (Placement.Lockbench), which serves it there", s.name, p.Host.Name())
 		}
 	}
 	n.proc.Remote = n.host
@@ -297,7 +297,14 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 	if err := e.add(n); err != nil {
 		return nil, err
 	}
-	if s.lazyFS {
+	switch {
+	case s.lazyFS && s.place != nil:
+		lazy, err := startLazyDaemon(ctx, n.host, s.place.Lockbench, n.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
+		}
+		n.lazy = lazy
+	case s.lazyFS:
 		lazy, err := newLazyFS(diskOf(n.Dir), n.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
