@@ -367,3 +367,14 @@ func (l *lazyDaemon) detach(ctx context.Context) error {
 	}
 	return nil
 }
+
+// LazyFSPidfile is the pidfile, on the node's host, of the daemon that
+// serves a placed node's lazy filesystem there, or "" when the node has
+// none: a run that loses its link to the host names it among what it
+// left there (the next run kills it by that pidfile).
+func (n *Node) LazyFSPidfile() string {
+	if d, ok := n.lazy.(*lazyDaemon); ok {
+		return d.proc.Pidfile
+	}
+	return ""
+}

@@ -291,19 +291,25 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 		}
 	}
 	n.proc.Remote = n.host
-	if err := n.mkdir(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.add(n); err != nil {
-		return nil, err
-	}
-	switch {
-	case s.lazyFS && s.place != nil:
+	if s.lazyFS && s.place != nil {
+		// Before anything looks at the dir: a mount that an earlier
+		// run's daemon left there (its link broke) fails every look
+		// until the new daemon, which kills the old one by its pidfile,
+		// unmounts it.
 		lazy, err := startLazyDaemon(ctx, n.host, s.place.Lockbench, n.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
 		}
 		n.lazy = lazy
+	}
+	if err := n.mkdir(ctx); err != nil {
+		return nil, n.unlazy(err)
+	}
+	if err := e.add(n); err != nil {
+		return nil, n.unlazy(err)
+	}
+	switch {
+	case n.lazy != nil:
 	case s.lazyFS:
 		lazy, err := newLazyFS(diskOf(n.Dir), n.Dir)
 		if err != nil {
@@ -326,6 +332,15 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 		n.proxy = p
 	}
 	return n, nil
+}
+
+// unlazy unmounts the lazy filesystem of a node that did not make it into
+// its Env (whose Close would have), adding to err what that fails of.
+func (n *Node) unlazy(err error) error {
+	if n.lazy != nil {
+		err = errors.Join(err, n.lazy.close())
+	}
+	return err
 }
 
 // mkdir makes the node's dir, and the dirs of its pidfile and log, on
