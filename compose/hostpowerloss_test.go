@@ -1,7 +1,6 @@
 package compose_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"strings"
@@ -27,8 +26,7 @@ func TestPlacedPowerLoss(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute)
 	needLazyFS(t)
 	lab := remotetest.New(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 	host := lab.Dial(t, 0, "root")
 	self, err := os.Open("/proc/self/exe")
 	if err != nil {
