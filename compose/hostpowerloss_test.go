@@ -33,7 +33,7 @@ func TestPlacedPowerLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer self.Close()
-	const bin = "/tmp/lockbench/bin/lockbench"
+	const bin = "/tmp/lockbench-bin/lockbench"
 	if err := remote.Upload(ctx, host, self, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestPlacedPowerLoss(t *testing.T) {
 			if kept, err := env.Prune(); err != nil || len(kept) > 0 {
 				t.Errorf("prune: kept %v (%v)", kept, err)
 			}
-			if left, err := remotetest.Leftovers(ctx, host, dir+"*"); err != nil || len(left) > 0 {
+			if left, err := remotetest.Leftovers(ctx, host, "/tmp/lockbench"); err != nil || len(left) > 0 {
 				t.Errorf("left on the host: %v (%v)", left, err)
 			}
 		})
