@@ -37,8 +37,7 @@ type placedQuorum interface {
 func TestPlacedQuorums(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute)
 	lab := remotetest.New(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 	local, err := compose.EtcdMember()
 	if err != nil {
 		t.Fatal(err)

@@ -35,8 +35,7 @@ func hostProcesses(t *testing.T, ctx context.Context, r remote.Remote) []string 
 func TestPlaced(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute)
 	lab := remotetest.New(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 	hosts := []*remote.SSH{lab.Dial(t, 0, "root"), lab.Dial(t, 1, "root"), lab.Dial(t, 2, "root")}
 	if remotetest.SudoAvailable() {
 		hosts[1] = lab.Dial(t, 1, remotetest.Sudoer) // PostgreSQL's host through sudo

@@ -28,8 +28,7 @@ func TestBrokenLink(t *testing.T) {
 	lab := remotetest.New(t, 3)
 	binary := staticLockbench(t)
 	inv := judgeInventory(t, lab)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 
 	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis", "--fault", "none",
 		"--clients", "2", "--duration", "60s", "--link-timeout", "6s", "--out", t.TempDir(), "--no-report")
