@@ -115,7 +115,7 @@ func TestRestartQuarantine(t *testing.T) {
 			nodes, newRedlock := cluster(t, compose.RedisOptions{})
 			opts := []redlock.Option{redlock.WithQuarantine(quarantine), redlock.WithMaxTTL(maxTTL)}
 			a, b := newRedlock(opts...), newRedlock(opts...)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			leaseA, err := a.Acquire(ctx, "k", locker.WithTTL(maxTTL))
 			if err != nil {
