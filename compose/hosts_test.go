@@ -13,17 +13,6 @@ import (
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
 
-// hostProcesses lists the commands of every process on r's host (its own
-// PID namespace), but for its sshd and what runs this command.
-func hostProcesses(t *testing.T, ctx context.Context, r remote.Remote) []string {
-	t.Helper()
-	left, err := remotetest.Processes(ctx, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return left
-}
-
 // TestPlaced runs servers on simulated hosts through the same Node
 // controls as on this machine: a Redis node on host1 and a PostgreSQL
 // server (as its own account) on host2, whose clients run on host3. Each
@@ -129,11 +118,8 @@ func TestPlaced(t *testing.T) {
 		t.Errorf("prune: kept %v (%v)", kept, err)
 	}
 	for i, h := range hosts {
-		if left := hostProcesses(t, ctx, h); len(left) > 0 {
-			t.Errorf("%s: left running: %v", lab.Hosts[i].Name, left)
-		}
-		if cuts, err := remote.CutsInForce(ctx, h); err != nil || len(cuts) > 0 {
-			t.Errorf("%s: cuts left: %v (%v)", lab.Hosts[i].Name, cuts, err)
+		if left, err := remotetest.Leftovers(ctx, h); err != nil || len(left) > 0 {
+			t.Errorf("%s: left %v (%v)", lab.Hosts[i].Name, left, err)
 		}
 	}
 	for _, d := range []string{"/tmp/lockbench/redis", "/tmp/lockbench/redis.clock"} {
