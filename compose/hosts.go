@@ -50,6 +50,10 @@ type Placement struct {
 	// ClockPreload is a prebuilt clock preload on the host; "" builds it
 	// there with CC from compose's source.
 	ClockPreload string
+	// Lockbench is the lockbench binary on the host (a static one): it
+	// serves the lazy filesystem of a server started with LazyFS there,
+	// as a daemon of its own (see LazyFSMain). "" refuses LazyFS.
+	Lockbench string
 	// Clients are the hosts the server's clients run on: CutClients cuts
 	// the server off from each of them, and each of them from it.
 	Clients []Peer

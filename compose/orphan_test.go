@@ -23,8 +23,16 @@ import (
 // TestMain lets the test binary play a parent that starts servers and is
 // then killed, for TestNoOrphansAfterParentKilled and
 // TestPeerNetworkCleanup, or an unprivileged user, for
-// TestPeerNetworkUnprivileged.
+// TestPeerNetworkUnprivileged; or, run as "lazyfs ...", the lockbench
+// binary's lazyfs command on a simulated host, for TestPlacedPowerLoss.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "lazyfs" {
+		if err := compose.LazyFSMain(context.Background(), os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if dir := os.Getenv("COMPOSE_ORPHAN_PARENT"); dir != "" {
 		orphanParent(dir, os.Getenv("COMPOSE_ORPHAN_KIND"))
 		return
