@@ -65,7 +65,9 @@ func (r *Redlock) Bootstrap(ctx context.Context, opts ...BootstrapOption) error 
 	}
 	defer r.ops.Done()
 	ctx, span := r.tel.start(ctx, "redlock.Bootstrap")
+	r.beginBootstrap()
 	err := r.bootstrap(ctx, o)
+	r.endBootstrap()
 	r.tel.end(span, err)
 	if err == nil {
 		r.event(eventBootstrapped, "", nil)

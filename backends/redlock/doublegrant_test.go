@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,9 +144,13 @@ func TestMixedMaxTTLsAndAPartition(t *testing.T) {
 // apart, while A holds a key; then a new client calls Bootstrap, as one
 // that takes the nodes for new would. Bootstrap must not admit them
 // (they have been up for less than the max TTL) unless forced, and nobody
-// may be granted the key while A's lease is valid.
+// may be granted the key while A's lease is valid. The restarts begin
+// 200 ms apart without waiting for each other, and the lease is long:
+// one after the other, on a loaded machine, they outlasted a lease of
+// 5 s, and nothing was left to test; at once, under two busy loops and
+// -race, they (and A's Acquire) once outlasted 8 s.
 func TestEveryNodeRestartedOneByOne(t *testing.T) {
-	const maxTTL, ttl = 6 * time.Second, 5 * time.Second
+	const maxTTL, ttl = 16 * time.Second, 15 * time.Second
 	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
 	opts := []redlock.Option{redlock.WithMaxTTL(maxTTL)}
 	a := newRedlock(t, addrs, opts...)
@@ -157,11 +162,18 @@ func TestEveryNodeRestartedOneByOne(t *testing.T) {
 	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	for _, n := range nodes {
-		if err := n.Restart(ctx, false); err != nil {
-			t.Fatal(err)
-		}
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = n.Restart(ctx, false) })
 		<-tick.C
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if !time.Now().Before(lease.ValidUntil()) {
+		t.Fatalf("the restarts outlasted A's lease of %v: nothing left to test", ttl)
 	}
 	c := newRedlock(t, addrs, opts...)
 	if err := c.Bootstrap(ctx); err == nil {

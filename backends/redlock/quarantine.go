@@ -306,10 +306,28 @@ func (r *Redlock) quarantineFor() time.Duration {
 }
 
 // sawAdmitted records that a node admits its process, with the max TTL
-// recorded there.
+// recorded there. While this client's Bootstrap runs, an admitted node
+// may be one it has just admitted: that says nothing of the nodes' past,
+// and if it made this client's probes of the nodes not admitted yet say
+// that it had seen the nodes in use, Bootstrap's next admissions would
+// find them "in use" (probe.lua records it) and refuse brand-new nodes.
+// So it counts only once Bootstrap has returned (endBootstrap).
 func (r *Redlock) sawAdmitted(maxTTL time.Duration) {
-	r.seenAdmitted.Store(true)
 	r.recordMaxTTL(maxTTL)
+	if r.bootstrapping.Load() > 0 {
+		r.admittedByBootstrap.Store(true)
+		return
+	}
+	r.seenAdmitted.Store(true)
+}
+
+// beginBootstrap and endBootstrap bracket a Bootstrap (see sawAdmitted).
+func (r *Redlock) beginBootstrap() { r.bootstrapping.Add(1) }
+
+func (r *Redlock) endBootstrap() {
+	if r.bootstrapping.Add(-1) == 0 && r.admittedByBootstrap.Swap(false) {
+		r.seenAdmitted.Store(true)
+	}
 }
 
 // recordMaxTTL raises the largest max TTL this client knows of.

@@ -45,9 +45,13 @@ type Redlock struct {
 	dials   dialProgress
 
 	// What the nodes told about the quarantine: the largest max TTL
-	// recorded on any of them, and whether any was ever seen admitted.
-	clusterMaxTTL atomic.Int64
-	seenAdmitted  atomic.Bool
+	// recorded on any of them, and whether any was ever seen admitted
+	// (not counting what this client's Bootstrap admitted while it ran:
+	// bootstrapping, admittedByBootstrap).
+	clusterMaxTTL       atomic.Int64
+	seenAdmitted        atomic.Bool
+	bootstrapping       atomic.Int32
+	admittedByBootstrap atomic.Bool
 
 	// Recycled attempts and call slices: their buffers then need no
 	// allocation on the hot path.

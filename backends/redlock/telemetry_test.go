@@ -177,13 +177,31 @@ func TestTelemetry(t *testing.T) {
 	if err := c[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
+	// The flush is seen when the client reads a reply of the flushed
+	// node's saying so, and a round that a fastest majority decided drops
+	// the replies that come after: on a loaded machine, three operations
+	// may all end before the flushed node's reply is read. What the
+	// contract promises is that a client that keeps using the nodes takes
+	// it out, and says so: operations go on (3 at least) until both
+	// faults are reported, or the deadline, which the checks below then
+	// fail.
+	after := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for {
 		lease, err := rl.Acquire(ctx, "after")
 		if err != nil {
 			t.Fatal(err)
 		}
 		lease.Release(ctx)
+		after++
+		_, lost := log.find("lost its data", c[0].Addr())
+		_, dead := log.find("unreachable", c[1].Addr())
+		if (after >= 3 && lost && dead) || time.Now().After(deadline) {
+			break
+		}
 	}
+	t.Logf("%d operations after the faults until both were reported", after)
+	ops := 11 + after
 
 	byName := map[string]int{}
 	for _, s := range spans.Ended() {
@@ -193,8 +211,8 @@ func TestTelemetry(t *testing.T) {
 			t.Errorf("span %s without its key: %v", s.Name(), s.Attributes())
 		}
 	}
-	if byName["redlock.Acquire"] != 14 || byName["redlock.Release"] != 14 {
-		t.Errorf("spans %v: want 14 redlock.Acquire and 14 redlock.Release", byName)
+	if byName["redlock.Acquire"] != ops || byName["redlock.Release"] != ops {
+		t.Errorf("spans %v: want %d redlock.Acquire and %d redlock.Release", byName, ops, ops)
 	}
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
@@ -205,9 +223,9 @@ func TestTelemetry(t *testing.T) {
 		attrs []attribute.KeyValue
 		least float64
 	}{
-		{"redlock.acquire.duration", []attribute.KeyValue{attribute.String("redlock.outcome", "ok")}, 14},
-		{"redlock.acquire.rounds", nil, 14},
-		{"redlock.release.duration", nil, 14},
+		{"redlock.acquire.duration", []attribute.KeyValue{attribute.String("redlock.outcome", "ok")}, float64(ops)},
+		{"redlock.acquire.rounds", nil, float64(ops)},
+		{"redlock.release.duration", nil, float64(ops)},
 		{"redlock.handoffs", nil, 1},
 		{"redlock.node.events", []attribute.KeyValue{attribute.String("redlock.event", "quarantined"), attribute.String("server.address", c[0].Addr())}, 1},
 		{"redlock.node.errors", []attribute.KeyValue{attribute.String("server.address", c[1].Addr())}, 1},
