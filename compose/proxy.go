@@ -123,6 +123,15 @@ func (x *Proxy) Addr() string {
 	return addr(x.port)
 }
 
+// Pidfile is the pidfile of a proxy beside a placed server, on its host
+// (the only way its process is found), or "" for one in this process.
+func (x *Proxy) Pidfile() string {
+	if x.placed == nil {
+		return ""
+	}
+	return x.placed.proc.Pidfile
+}
+
 // Port is the port the proxy listens on (on its host's address, for a
 // proxy beside a placed server): what a cut of the clients must cut too.
 func (x *Proxy) Port() int {
