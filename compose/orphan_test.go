@@ -23,8 +23,13 @@ import (
 // TestMain lets the test binary play a parent that starts servers and is
 // then killed, for TestNoOrphansAfterParentKilled and
 // TestPeerNetworkCleanup, or an unprivileged user, for
-// TestPeerNetworkUnprivileged.
+// TestPeerNetworkUnprivileged, or `lockbench proxy` on a simulated host,
+// for TestPlacedProxy.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "proxy" {
+		proxyMain(os.Args[2:])
+		return
+	}
 	if dir := os.Getenv("COMPOSE_ORPHAN_PARENT"); dir != "" {
 		orphanParent(dir, os.Getenv("COMPOSE_ORPHAN_KIND"))
 		return
