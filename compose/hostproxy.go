@@ -291,14 +291,15 @@ func (x *placedProxy) reset(ctx context.Context) error {
 	return x.call(ctx, http.MethodPost, "/reset", nil, nil)
 }
 
-// stop kills the proxy by its pidfile and removes its files but its log.
+// stop kills the proxy by its pidfile and removes its files (its log
+// too: a proxy that failed to start said why in its start's error).
 func (x *placedProxy) stop(ctx context.Context) error {
 	if x.http != nil {
 		x.http.CloseIdleConnections()
 	}
 	err := x.proc.Kill(ctx)
 	if err == nil {
-		err = x.host.Run(ctx, remote.Cmd{Path: "rm", Args: []string{"-f", "--", x.apiFile, x.proc.Pidfile}})
+		err = x.host.Run(ctx, remote.Cmd{Path: "rm", Args: []string{"-f", "--", x.apiFile, x.proc.Pidfile, x.log}})
 	}
 	if err != nil {
 		return fmt.Errorf("compose: stop the proxy %s: %w", x.proc, err)

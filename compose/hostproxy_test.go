@@ -163,7 +163,7 @@ func TestPlacedProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pidfile, apiFile, _ := compose.ProxyFiles("/tmp/lockbench/redis")
+	pidfile, apiFile, log := compose.ProxyFiles("/tmp/lockbench/redis")
 	if x.Pidfile() != pidfile {
 		t.Errorf("the proxy's pidfile is %s, want %s", x.Pidfile(), pidfile)
 	}
@@ -178,7 +178,7 @@ func TestPlacedProxy(t *testing.T) {
 			t.Errorf("%s: cuts left: %v (%v)", lab.Hosts[i].Name, cuts, err)
 		}
 	}
-	for _, p := range []string{pidfile, apiFile} {
+	for _, p := range []string{pidfile, apiFile, log} {
 		if _, err := remote.Output(ctx, server, "test", "!", "-e", p); err != nil {
 			t.Errorf("%s left on %s", p, lab.Hosts[0].Name)
 		}

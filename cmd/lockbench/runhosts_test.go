@@ -93,7 +93,8 @@ func nothingLeft(t *testing.T, ctx context.Context, lab *remotetest.Lab, when st
 
 // TestRunOnHosts runs lockbench run --inventory over four simulated hosts
 // (Redis on host1, PostgreSQL on host2, clients on host3 and host4, the
-// judge here) with a server pause, a partition and a restart: every case
+// judge here) with a server pause, a partition, a restart and latency
+// (the proxies beside the servers, on their hosts): every case
 // runs its clients on both client hosts, every injection names the host
 // it hit, the histories come back here, no key material reaches the
 // outputs, and nothing is left on any host. A second run, interrupted
@@ -112,7 +113,7 @@ func TestRunOnHosts(t *testing.T) {
 
 	dir := t.TempDir()
 	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis,postgres",
-		"--fault", "server-pause,partition,restart", "--injections", "1", "--clients", "4", "--duration", "3s",
+		"--fault", "server-pause,partition,restart,latency", "--injections", "1", "--clients", "4", "--duration", "3s",
 		"--seed", "22", "--out", dir, "--no-report")
 	out, err := run.CombinedOutput()
 	if err != nil {
@@ -122,8 +123,8 @@ func TestRunOnHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Cases) != 6 {
-		t.Fatalf("%d cases, want 6 (2 backends × 3 faults)\n%s", len(f.Cases), out)
+	if len(f.Cases) != 8 {
+		t.Fatalf("%d cases, want 8 (2 backends × 4 faults)\n%s", len(f.Cases), out)
 	}
 	serverHost := map[string]string{"redis": lab.Hosts[0].Name, "postgres": lab.Hosts[1].Name}
 	granted := map[string]int64{} // a restarted PostgreSQL may grant nothing in a short case on a busy machine
@@ -138,6 +139,11 @@ func TestRunOnHosts(t *testing.T) {
 		for _, tg := range c.Targets {
 			if !slices.Equal(tg.Hosts, []string{serverHost[c.Backend]}) {
 				t.Errorf("%s: injection %d hit %v on hosts %v, want %s", name, tg.Injection, tg.Nodes, tg.Hosts, serverHost[c.Backend])
+			}
+			// The delay is read back from the proxy beside the server,
+			// on its host, through its API over SSH.
+			if c.Fault == "latency" && (tg.Tested == nil || !*tg.Tested || !strings.Contains(tg.Effect, "delay: latency 50ms")) {
+				t.Errorf("%s: injection %d: tested %v (%s), effect %q: want a tested delay read back from the proxy", name, tg.Injection, tg.Tested, tg.WhyNot, tg.Effect)
 			}
 		}
 		both := slices.ContainsFunc(c.Notes, func(n string) bool {
