@@ -171,12 +171,7 @@ func TestPlacedProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, h := range []remote.Remote{server, client} {
-		if left := hostProcesses(t, ctx, h); len(left) > 0 {
-			t.Errorf("%s: left running: %v", lab.Hosts[i].Name, left)
-		}
-		if cuts, err := remote.CutsInForce(ctx, h); err != nil || len(cuts) > 0 {
-			t.Errorf("%s: cuts left: %v (%v)", lab.Hosts[i].Name, cuts, err)
-		}
+		nothingLeftOn(t, ctx, lab.Hosts[i].Name, h)
 	}
 	for _, p := range []string{pidfile, apiFile, log} {
 		if _, err := remote.Output(ctx, server, "test", "!", "-e", p); err != nil {

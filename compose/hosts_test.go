@@ -24,6 +24,18 @@ func hostProcesses(t *testing.T, ctx context.Context, r remote.Remote) []string 
 	return left
 }
 
+// nothingLeftOn fails t for a process or a cut left on host r, called
+// name.
+func nothingLeftOn(t *testing.T, ctx context.Context, name string, r remote.Remote) {
+	t.Helper()
+	if left := hostProcesses(t, ctx, r); len(left) > 0 {
+		t.Errorf("%s: left running: %v", name, left)
+	}
+	if cuts, err := remote.CutsInForce(ctx, r); err != nil || len(cuts) > 0 {
+		t.Errorf("%s: cuts left: %v (%v)", name, cuts, err)
+	}
+}
+
 // TestPlaced runs servers on simulated hosts through the same Node
 // controls as on this machine: a Redis node on host1 and a PostgreSQL
 // server (as its own account) on host2, whose clients run on host3. Each
@@ -130,12 +142,7 @@ func TestPlaced(t *testing.T) {
 		t.Errorf("prune: kept %v (%v)", kept, err)
 	}
 	for i, h := range hosts {
-		if left := hostProcesses(t, ctx, h); len(left) > 0 {
-			t.Errorf("%s: left running: %v", lab.Hosts[i].Name, left)
-		}
-		if cuts, err := remote.CutsInForce(ctx, h); err != nil || len(cuts) > 0 {
-			t.Errorf("%s: cuts left: %v (%v)", lab.Hosts[i].Name, cuts, err)
-		}
+		nothingLeftOn(t, ctx, lab.Hosts[i].Name, h)
 	}
 	for _, d := range []string{"/tmp/lockbench/redis", "/tmp/lockbench/redis.clock"} {
 		if _, err := remote.Output(ctx, hosts[0], "test", "!", "-e", d); err != nil {
