@@ -1,10 +1,12 @@
 package compose_test
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
 	"os"
 	"os/signal"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,8 +64,9 @@ done`
 // connection, slows PING from host2 by at least the delay, and its
 // removal ends that; the proxy reads back what is in force. A cut of the
 // clients cuts the proxy's port as well as the server's, and the proof
-// of a cut fails when the proxy's port is left open. Close leaves no
-// process, no cut and no proxy file on either host.
+// of a cut fails when the proxy's port is left open. A PostgreSQL server
+// placed with a proxy answers host2 through it. Close leaves no process,
+// no cut and no proxy file on either host.
 func TestPlacedProxy(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute)
 	lab := remotetest.New(t, 2)
@@ -161,6 +164,27 @@ func TestPlacedProxy(t *testing.T) {
 	}
 	if err := remote.HealPaths(ctx, client); err != nil {
 		t.Fatal(err)
+	}
+
+	// PostgreSQL through its proxy, from the client host: the proxy
+	// connects from the server's own host, which the server must trust.
+	if pgBin, err := compose.PostgresBinary(); err != nil {
+		t.Logf("no PostgreSQL through a proxy: %v", err)
+	} else {
+		_, err := env.Postgres(ctx, compose.PostgresOptions{On: &compose.Placement{
+			Host: server, Addr: addr, Port: 5432, Dir: "/tmp/lockbench/postgres", Binary: pgBin,
+			Clients: []compose.Peer{{Host: client, Addr: lab.Hosts[1].Addr}},
+			Proxy:   &compose.PlacedProxy{Binary: bin, Port: 15432},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err = client.Run(ctx, remote.Cmd{Path: path.Join(path.Dir(pgBin), "psql"), Env: []string{"PGCONNECT_TIMEOUT=30"}, Stdout: &out,
+			Args: []string{"-h", addr.String(), "-p", "15432", "-U", compose.PostgresUser, "-d", "postgres", "-Atc", "select 1"}})
+		if err != nil || strings.TrimSpace(out.String()) != "1" {
+			t.Errorf("select 1 from %s through the proxy: %q (%v)", lab.Hosts[1].Name, out.String(), err)
+		}
 	}
 
 	pidfile, apiFile, log := compose.ProxyFiles("/tmp/lockbench/redis")
