@@ -203,8 +203,7 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 	}
 	failover, _ := nemesis.Parse("failover")
 	none, _ := nemesis.Parse("none")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 	var sets []*compose.SentinelSet
 	for _, s := range []nemesis.Fault{none, failover, none, none} {
 		target, _, err := clusters.Setup(ctx, b, s, results.DurabilityFast, time.Second)

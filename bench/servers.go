@@ -256,11 +256,7 @@ func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor
 			}
 			cl.zk = e
 		}
-		t := nemesis.Target{Nodes: cl.zk.Nodes, Leader: cl.zk, Elects: true}
-		if peers {
-			t.Members = cl.zk
-		}
-		return t, nil
+		return electing(cl.zk.Nodes, cl.zk, peers), nil
 	case backends.Etcd:
 		peers := peerNetwork() == nil
 		if cl.etcd == nil {
@@ -273,11 +269,7 @@ func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor
 			}
 			cl.etcd = e
 		}
-		t := nemesis.Target{Nodes: cl.etcd.Nodes, Leader: cl.etcd, Elects: true}
-		if peers {
-			t.Members = cl.etcd
-		}
-		return t, nil
+		return electing(cl.etcd.Nodes, cl.etcd, peers), nil
 	case backends.Postgres:
 		if s.Count != 1 {
 			return nemesis.Target{}, configErrorf("backend %s: %d PostgreSQL servers: lockbench starts one", d.Name, s.Count)
@@ -437,4 +429,19 @@ func stop(nodes []*compose.Node) {
 	for _, n := range nodes {
 		_ = n.Kill()
 	}
+}
+
+// electing is the target of a cluster whose nodes elect their leader
+// among themselves (an etcd cluster, a ZooKeeper ensemble): the nemesis
+// may also cut its members apart when they talk over the peer network
+// (peers).
+func electing(nodes []*compose.Node, q interface {
+	nemesis.Leader
+	nemesis.Members
+}, peers bool) nemesis.Target {
+	t := nemesis.Target{Nodes: nodes, Leader: q, Elects: true}
+	if peers {
+		t.Members = q
+	}
+	return t
 }

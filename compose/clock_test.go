@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
@@ -262,11 +261,7 @@ func BenchmarkFakeClock(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c, err := pgx.Connect(ctx, compose.PostgresURL(n.Addr()))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close(ctx)
+			c := pgConnect(b, ctx, n.Addr())
 			for b.Loop() {
 				if _, err := c.Exec(ctx, "select now()"); err != nil {
 					b.Fatal(err)

@@ -195,7 +195,9 @@ func TestPlacedProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, h := range []remote.Remote{server, client} {
-		nothingLeftOn(t, ctx, lab.Hosts[i].Name, h)
+		if left, err := remotetest.Leftovers(ctx, h); err != nil || len(left) > 0 {
+			t.Errorf("%s: left %v (%v)", lab.Hosts[i].Name, left, err)
+		}
 	}
 	for _, p := range []string{pidfile, apiFile, log} {
 		if _, err := remote.Output(ctx, server, "test", "!", "-e", p); err != nil {

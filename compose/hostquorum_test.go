@@ -37,8 +37,7 @@ type placedQuorum interface {
 func TestPlacedQuorums(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute)
 	lab := remotetest.New(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 	local, err := compose.EtcdMember()
 	if err != nil {
 		t.Fatal(err)
@@ -154,14 +153,8 @@ func TestPlacedQuorums(t *testing.T) {
 		t.Errorf("prune: kept %v (%v)", kept, err)
 	}
 	for i, h := range hosts {
-		if left := hostProcesses(t, ctx, h); len(left) > 0 {
-			t.Errorf("%s: left running: %v", lab.Hosts[i].Name, left)
-		}
-		if cuts, err := remote.CutsInForce(ctx, h); err != nil || len(cuts) > 0 {
-			t.Errorf("%s: cuts left: %v (%v)", lab.Hosts[i].Name, cuts, err)
-		}
-		if out, err := remote.Output(ctx, h, "ls", "-A", "/tmp/lockbench"); err != nil || len(out) > 0 {
-			t.Errorf("%s: files left in /tmp/lockbench: %q (%v)", lab.Hosts[i].Name, out, err)
+		if left, err := remotetest.Leftovers(ctx, h, "/tmp/lockbench"); err != nil || len(left) > 0 {
+			t.Errorf("%s: left %v (%v)", lab.Hosts[i].Name, left, err)
 		}
 	}
 }

@@ -13,29 +13,6 @@ import (
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
 
-// hostProcesses lists the commands of every process on r's host (its own
-// PID namespace), but for its sshd and what runs this command.
-func hostProcesses(t *testing.T, ctx context.Context, r remote.Remote) []string {
-	t.Helper()
-	left, err := remotetest.Processes(ctx, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return left
-}
-
-// nothingLeftOn fails t for a process or a cut left on host r, called
-// name.
-func nothingLeftOn(t *testing.T, ctx context.Context, name string, r remote.Remote) {
-	t.Helper()
-	if left := hostProcesses(t, ctx, r); len(left) > 0 {
-		t.Errorf("%s: left running: %v", name, left)
-	}
-	if cuts, err := remote.CutsInForce(ctx, r); err != nil || len(cuts) > 0 {
-		t.Errorf("%s: cuts left: %v (%v)", name, cuts, err)
-	}
-}
-
 // TestPlaced runs servers on simulated hosts through the same Node
 // controls as on this machine: a Redis node on host1 and a PostgreSQL
 // server (as its own account) on host2, whose clients run on host3. Each
@@ -47,8 +24,7 @@ func nothingLeftOn(t *testing.T, ctx context.Context, name string, r remote.Remo
 func TestPlaced(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute)
 	lab := remotetest.New(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 	hosts := []*remote.SSH{lab.Dial(t, 0, "root"), lab.Dial(t, 1, "root"), lab.Dial(t, 2, "root")}
 	if remotetest.SudoAvailable() {
 		hosts[1] = lab.Dial(t, 1, remotetest.Sudoer) // PostgreSQL's host through sudo
@@ -142,7 +118,9 @@ func TestPlaced(t *testing.T) {
 		t.Errorf("prune: kept %v (%v)", kept, err)
 	}
 	for i, h := range hosts {
-		nothingLeftOn(t, ctx, lab.Hosts[i].Name, h)
+		if left, err := remotetest.Leftovers(ctx, h); err != nil || len(left) > 0 {
+			t.Errorf("%s: left %v (%v)", lab.Hosts[i].Name, left, err)
+		}
 	}
 	for _, d := range []string{"/tmp/lockbench/redis", "/tmp/lockbench/redis.clock"} {
 		if _, err := remote.Output(ctx, hosts[0], "test", "!", "-e", d); err != nil {

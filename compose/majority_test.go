@@ -162,8 +162,7 @@ func TestMajorityFaults(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("%s/%s/%s", s.name, tc.fault, tc.d), func(t *testing.T) {
 				composetest.StartsServersWithin(t, 3*time.Minute) // up to 50 s on a 2-core machine loaded about 10×
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancel()
+				ctx := composetest.Context(t)
 				env := composetest.ForTest(t)
 				nodes, err := s.start(ctx, env, tc.d)
 				if err != nil {

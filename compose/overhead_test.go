@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
@@ -40,11 +39,7 @@ func BenchmarkLazyFS(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c, err := pgx.Connect(ctx, compose.PostgresURL(n.Addr()))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close(ctx)
+			c := pgConnect(b, ctx, n.Addr())
 			if _, err := c.Exec(ctx, "create table t (i int)"); err != nil {
 				b.Fatal(err)
 			}

@@ -17,8 +17,9 @@ import (
 	"github.com/lockbench/lockbench/compose/composetest"
 )
 
-// pgConnect connects to a server compose started, through addr.
-func pgConnect(t *testing.T, ctx context.Context, addr string) *pgx.Conn {
+// pgConnect connects to a server compose started, through addr, until
+// the test ends.
+func pgConnect(t testing.TB, ctx context.Context, addr string) *pgx.Conn {
 	t.Helper()
 	c, err := pgx.Connect(ctx, compose.PostgresURL(addr))
 	if err != nil {

@@ -33,6 +33,36 @@ func served(t *testing.T, o Options) *Judge {
 	return j
 }
 
+// openRemote dials j as a runner with opts and opens case id there for
+// one process of host "control"; the runner closes when the test ends.
+func openRemote(t *testing.T, j *Judge, id string, opts ...DialOption) (*Remote, CaseInfo) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := DialRemote(ctx, j.Addr(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	info, err := r.Open(ctx, "control", spec(id, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, info
+}
+
+// remotePeer connects a nemesis peer to case info through r until end is
+// called or the test ends.
+func remotePeer(t *testing.T, r *Remote, info CaseInfo) (_ Peer, end context.CancelFunc) {
+	t.Helper()
+	ctx, end := context.WithCancel(context.Background())
+	t.Cleanup(end)
+	peer, err := r.Peer(ctx, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return peer, end
+}
+
 func spec(id string, n int) CaseSpec {
 	return CaseSpec{ID: id, Guards: []Guard{GuardNone, GuardFence}, Processes: n, Duration: time.Minute, TimelineStep: 100 * time.Millisecond}
 }

@@ -34,21 +34,8 @@ func TestRemotePeer(t *testing.T) {
 		return nil
 	}})
 	ctx := context.Background()
-	r, err := DialRemote(ctx, j.Addr(), Token(token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	info, err := r.Open(ctx, "control", spec("001", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, endPeer := context.WithCancel(ctx)
-	defer endPeer()
-	peer, err := r.Peer(pctx, info)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, info := openRemote(t, j, "001", Token(token))
+	peer, endPeer := remotePeer(t, r, info)
 	if peer.KeyPrefix() != info.KeyPrefix {
 		t.Errorf("key prefix %q, want %q", peer.KeyPrefix(), info.KeyPrefix)
 	}
@@ -159,22 +146,8 @@ func TestRemotePeer(t *testing.T) {
 // view and says why, and its hook line ends: nothing hangs.
 func TestRemotePeerOfAGoneJudge(t *testing.T) {
 	j := served(t, Options{})
-	ctx := context.Background()
-	r, err := DialRemote(ctx, j.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	info, err := r.Open(ctx, "control", spec("002", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, endPeer := context.WithCancel(ctx)
-	defer endPeer()
-	peer, err := r.Peer(pctx, info)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, info := openRemote(t, j, "002")
+	peer, _ := remotePeer(t, r, info)
 	j.Close()
 	select {
 	case <-peer.Started():

@@ -42,15 +42,7 @@ func TestToken(t *testing.T) {
 	j := served(t, Options{Token: token, Log: &log})
 	ctx := context.Background()
 
-	r, err := DialRemote(ctx, j.Addr(), Token(token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	info, err := r.Open(ctx, "control", spec("001", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, info := openRemote(t, j, "001", Token(token))
 
 	for _, tc := range []struct {
 		name string

@@ -26,14 +26,7 @@ var restart = &Scenario{
 		"it keeps what it persists at shutdown (nothing for Redis without persistence, everything elsewhere)",
 	MinTTL: 2 * time.Second,
 	fits:   needServers,
-	plan: func(e Env) plan {
-		return e.onMajority("restarted", func(ctx context.Context, a attempt) (string, error) {
-			if err := eachErr(a.nodes, (*compose.Node).Stop); err != nil {
-				return "", err
-			}
-			return "", startAgain(ctx, a.nodes)
-		})
-	},
+	plan:   downAndUp("restarted", func(nodes []*compose.Node) error { return eachErr(nodes, (*compose.Node).Stop) }),
 }
 
 var crash = &Scenario{
@@ -43,14 +36,7 @@ var crash = &Scenario{
 		"the kernel kept every write the server made, synced or not (a process crash, not a machine's)",
 	MinTTL: 2 * time.Second,
 	fits:   needServers,
-	plan: func(e Env) plan {
-		return e.onMajority("crashed", func(ctx context.Context, a attempt) (string, error) {
-			if err := compose.KillAll(a.nodes...); err != nil {
-				return "", err
-			}
-			return "", startAgain(ctx, a.nodes)
-		})
-	},
+	plan:   downAndUp("crashed", func(nodes []*compose.Node) error { return compose.KillAll(nodes...) }),
 }
 
 var powerLoss = &Scenario{
@@ -112,6 +98,20 @@ func startAgain(ctx context.Context, nodes []*compose.Node) error {
 		return fmt.Errorf("slow to start again, not refused: %w", err)
 	}
 	return err
+}
+
+// downAndUp plans a fault that takes a random majority of the nodes down
+// with down and starts them again at once on the same disk (startAgain):
+// restart and crash, which differ only in how the servers go down.
+func downAndUp(label string, down func([]*compose.Node) error) func(Env) plan {
+	return func(e Env) plan {
+		return e.onMajority(label, func(ctx context.Context, a attempt) (string, error) {
+			if err := down(a.nodes); err != nil {
+				return "", err
+			}
+			return "", startAgain(ctx, a.nodes)
+		})
+	}
 }
 
 // onMajority drives the strike restart, crash and power loss share: on a

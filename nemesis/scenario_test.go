@@ -246,6 +246,43 @@ func TestMinorityFaultsHeal(t *testing.T) {
 	}
 }
 
+// realFaults starts t's servers within its deadline for the faults that
+// need servers started for them (a lazy filesystem, the clock preload,
+// network namespaces), and skips t where this machine lacks one.
+func realFaults(t *testing.T) {
+	t.Helper()
+	composetest.StartsServersWithin(t, 4*time.Minute)
+	for _, need := range []func() error{compose.LazyFSAvailable, compose.FakeClockAvailable, compose.PeerNetworkAvailable} {
+		if err := need(); err != nil {
+			t.Skip(err)
+		}
+	}
+}
+
+// proved fails t for an injection the judge did not test, or whose
+// effect does not say each of says.
+func proved(t *testing.T, tg results.Target, says []string) {
+	t.Helper()
+	if tg.Tested == nil {
+		t.Fatalf("injection %+v: not judged", tg)
+	}
+	for _, s := range says {
+		if !strings.Contains(tg.Effect, s) {
+			t.Errorf("injection %d's effect %q does not say %q", tg.Injection, tg.Effect, s)
+		}
+	}
+}
+
+// healed fails t for a node left cut off from its clients.
+func healed(t *testing.T, nodes []*compose.Node) {
+	t.Helper()
+	for _, n := range nodes {
+		if n.ClientsCut() {
+			t.Errorf("%s left cut off from its clients", n.Name)
+		}
+	}
+}
+
 // movedRe finds how far an effect says a server's clock moved.
 var movedRe = regexp.MustCompile(`server clock moved ([0-9.]+m?s) forward`)
 
@@ -256,12 +293,7 @@ var movedRe = regexp.MustCompile(`server clock moved ([0-9.]+m?s) forward`)
 // the unsynced bytes dropped and the held key read back on every target,
 // the servers' own clocks moved by the jump, a connection that times out.
 func TestRealFaults(t *testing.T) {
-	composetest.StartsServersWithin(t, 4*time.Minute)
-	for _, need := range []func() error{compose.LazyFSAvailable, compose.FakeClockAvailable, compose.PeerNetworkAvailable} {
-		if err := need(); err != nil {
-			t.Skip(err)
-		}
-	}
+	realFaults(t)
 	for _, tc := range []struct {
 		fault string
 		d     compose.Durability
@@ -291,14 +323,7 @@ func TestRealFaults(t *testing.T) {
 				t.Fatalf("%s failed: %v", tc.fault, out.Failures)
 			}
 			for _, tg := range out.Targets {
-				if tg.Tested == nil {
-					t.Fatalf("injection %+v: not judged", tg)
-				}
-				for _, s := range tc.says {
-					if !strings.Contains(tg.Effect, s) {
-						t.Errorf("injection %d's effect %q does not say %q", tg.Injection, tg.Effect, s)
-					}
-				}
+				proved(t, tg, tc.says)
 				// A jump of two key lifetimes (2 s) moves each server's clock
 				// 4 s, as read back within its round trips (3.998 s seen).
 				for _, m := range movedRe.FindAllStringSubmatch(tg.Effect, -1) {
@@ -312,11 +337,7 @@ func TestRealFaults(t *testing.T) {
 			}
 			// A jumped clock stays where it jumped (the runner's Repair
 			// sets it back between cases); a cut is healed.
-			for _, n := range nodes {
-				if n.ClientsCut() {
-					t.Errorf("%s left cut off from its clients", n.Name)
-				}
-			}
+			healed(t, nodes)
 		})
 	}
 }
@@ -330,12 +351,7 @@ func TestRealFaults(t *testing.T) {
 // master unreachable from the clients and what the sentinels, cut off
 // with them, made of it.
 func TestSentinelRealFaults(t *testing.T) {
-	composetest.StartsServersWithin(t, 4*time.Minute)
-	for _, need := range []func() error{compose.LazyFSAvailable, compose.FakeClockAvailable, compose.PeerNetworkAvailable} {
-		if err := need(); err != nil {
-			t.Skip(err)
-		}
-	}
+	realFaults(t)
 	for _, tc := range []struct {
 		fault string
 		opts  compose.SentinelOptions
@@ -361,29 +377,18 @@ func TestSentinelRealFaults(t *testing.T) {
 			}
 			tested := 0
 			for _, tg := range out.Targets {
-				if tg.Tested == nil {
-					t.Fatalf("injection %+v: not judged", tg)
-				}
+				proved(t, tg, tc.says)
 				if *tg.Tested {
 					tested++
 				}
 				if !tg.Leader {
 					t.Errorf("injection %+v spared the master", tg)
 				}
-				for _, s := range tc.says {
-					if !strings.Contains(tg.Effect, s) {
-						t.Errorf("injection %d's effect %q does not say %q", tg.Injection, tg.Effect, s)
-					}
-				}
 			}
 			if tested == 0 {
 				t.Fatalf("%s: no injection tested anything: %+v", tc.fault, out.Targets)
 			}
-			for _, n := range set.Nodes() {
-				if n.ClientsCut() {
-					t.Errorf("%s left cut off from its clients", n.Name)
-				}
-			}
+			healed(t, set.Nodes())
 			t.Logf("%s: %d overlaps (%d lock bugs) in %d grants; effects: %v", tc.fault, out.Reports[judge.GuardNone].Overlaps,
 				out.Reports[judge.GuardNone].OverlapsLockBug, out.acquired(), effects(out.Targets))
 		})

@@ -67,11 +67,14 @@ func (h *hits) add(u hits) {
 // incidents nobody classified.
 func (t tally) lockBugs() int64 { return t.IncidentsLockBug + t.IncidentsUnclassified }
 
-// addRun sums into t what the lock did in a run (everything but what
-// the resource's guard let through).
-func (t *tally) addRun(u tally) {
-	u.StaleAccepted, u.StaleRejected, u.LostUpdates, u.Hit.Stale = 0, 0, 0, 0
-	t.add(u)
+// addRun sums into t what the lock did in a run, u.
+func (t *tally) addRun(u tally) { t.add(u.lockPart()) }
+
+// lockPart is what the lock did in t: everything but what the resource's
+// guard let through, which differs between the cases of one run.
+func (t tally) lockPart() tally {
+	t.StaleAccepted, t.StaleRejected, t.LostUpdates, t.Hit.Stale = 0, 0, 0, 0
+	return t
 }
 
 // runOf names the run of the lock a case reports on. The runner judges
@@ -89,8 +92,7 @@ func runOf(c *results.Case) string {
 // safety tally without the guard's part, the verdicts, targets and
 // availability.
 func runGroup(c *results.Case) *group {
-	r := &group{Acquired: c.Acquired, Contended: c.ContendedGrants, tally: tallyOf(c)}
-	r.StaleAccepted, r.StaleRejected, r.LostUpdates, r.Hit.Stale = 0, 0, 0, 0
+	r := &group{Acquired: c.Acquired, Contended: c.ContendedGrants, tally: tallyOf(c).lockPart()}
 	r.Linearizable.add(c.Linearizable, c.LinearizableReason)
 	r.LinearizableFenced.add(c.LinearizableFenced, c.LinearizableFencedReason)
 	r.Targets = c.Targets

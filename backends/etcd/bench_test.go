@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"flag"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -68,16 +67,10 @@ func BenchmarkHotKey(b *testing.B) { benchContenders(b, 16) }
 // benchContenders runs every contender with n clients on one key,
 // reporting with locktest.Bench and the raft proposals per op.
 func benchContenders(b *testing.B, n int) {
-	endpoints := single(b)
-	for _, c := range contenders {
-		b.Run(c.Name, func(b *testing.B) {
-			key := fmt.Sprintf("bench:%s:%d", b.Name(), time.Now().UnixNano())
-			ops := locktest.Clients(b, c, key, n)
-			before := metric(b, endpoints[0], "etcd_server_proposals_committed_total")
-			locktest.Bench(b, ops)
-			b.ReportMetric((metric(b, endpoints[0], "etcd_server_proposals_committed_total")-before)/float64(b.N), "writes/op")
-		})
-	}
+	endpoint := single(b)[0]
+	locktest.BenchContenders(b, contenders, n, "writes/op", func(tb testing.TB) float64 {
+		return metric(tb, endpoint, "etcd_server_proposals_committed_total")
+	})
 }
 
 // metric returns the sum over its labels of a counter the member at
@@ -128,9 +121,5 @@ func TestInterleavedComparison(t *testing.T) {
 	if *compare <= 0 {
 		t.Skip("set -compare to the time per scenario")
 	}
-	for _, n := range []int{1, 16} {
-		t.Run(fmt.Sprintf("clients=%d", n), func(t *testing.T) {
-			locktest.Compare(t, contenders, n, 500*time.Millisecond, *compare)
-		})
-	}
+	locktest.CompareClients(t, contenders, *compare, 1, 16)
 }

@@ -42,7 +42,13 @@ func fresh(t *testing.T, n int, o compose.RedisOptions) ([]*compose.Node, []stri
 // closed when t ends.
 func newRedlock(t testing.TB, addrs []string, opts ...redlock.Option) *redlock.Redlock {
 	t.Helper()
-	clients := newClients(addrs)
+	return redlockOver(t, newClients(addrs), opts...)
+}
+
+// redlockOver returns a Redlock over clients, closed with them when t
+// ends (or at once if New fails).
+func redlockOver(t testing.TB, clients []*redis.Client, opts ...redlock.Option) *redlock.Redlock {
+	t.Helper()
 	rl, err := redlock.New(clients, opts...)
 	if err != nil {
 		closeClients(clients)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
@@ -28,18 +27,7 @@ func TestHungNodesAtStart(t *testing.T) {
 				}
 				t.Cleanup(func() { n.Resume() })
 			}
-			clients := make([]*redis.Client, len(addrs))
-			for i, a := range addrs {
-				clients[i] = redis.NewClient(&redis.Options{Addr: a, DialTimeout: dialTimeout})
-			}
-			rl, err := redlock.New(clients)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				rl.Close()
-				closeClients(clients)
-			})
+			rl := redlockOver(t, newClients(addrs, func(o *redis.Options) { o.DialTimeout = dialTimeout }))
 			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout/2)
 			defer cancel()
 			var took []time.Duration

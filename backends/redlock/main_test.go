@@ -75,10 +75,16 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func newClients(addrs []string) []*redis.Client {
+// newClients returns a client for each of addrs, each set by the
+// functions with (timeouts, TLS) on top of go-redis's defaults.
+func newClients(addrs []string, with ...func(*redis.Options)) []*redis.Client {
 	clients := make([]*redis.Client, len(addrs))
 	for i, a := range addrs {
-		clients[i] = redis.NewClient(&redis.Options{Addr: a})
+		o := &redis.Options{Addr: a}
+		for _, w := range with {
+			w(o)
+		}
+		clients[i] = redis.NewClient(o)
 	}
 	return clients
 }

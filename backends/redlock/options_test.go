@@ -129,20 +129,9 @@ func TestTimeoutsApplied(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	newWithLog := func() (*redlock.Redlock, *logs) {
-		clients := make([]*redis.Client, len(addrs))
-		for i, a := range addrs {
-			clients[i] = redis.NewClient(&redis.Options{Addr: a, DialTimeout: dialTimeout, ReadTimeout: readTimeout})
-		}
+		clients := newClients(addrs, func(o *redis.Options) { o.DialTimeout, o.ReadTimeout = dialTimeout, readTimeout })
 		log := &logs{}
-		rl, err := redlock.New(clients, redlock.WithLogger(slog.New(log)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			rl.Close()
-			closeClients(clients)
-		})
-		return rl, log
+		return redlockOver(t, clients, redlock.WithLogger(slog.New(log))), log
 	}
 	// ReadTimeout: a connection up, then its server hangs.
 	rl, log := newWithLog()
@@ -221,19 +210,7 @@ func TestTLSApplied(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	open := func(cfg *tls.Config) *redlock.Redlock {
-		clients := make([]*redis.Client, len(tlsAddrs))
-		for i, a := range tlsAddrs {
-			clients[i] = redis.NewClient(&redis.Options{Addr: a, TLSConfig: cfg})
-		}
-		rl, err := redlock.New(clients)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			rl.Close()
-			closeClients(clients)
-		})
-		return rl
+		return redlockOver(t, newClients(tlsAddrs, func(o *redis.Options) { o.TLSConfig = cfg }))
 	}
 	trusted := open(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
 	if err := trusted.Bootstrap(ctx, redlock.Force()); err != nil {

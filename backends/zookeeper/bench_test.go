@@ -3,7 +3,6 @@ package zookeeper
 import (
 	"context"
 	"flag"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -94,15 +93,9 @@ func BenchmarkHotKey(b *testing.B) { benchContenders(b, 16) }
 func benchContenders(b *testing.B, n int) {
 	addr := benchStandalone(b)[0]
 	warm(b)
-	for _, c := range contenders {
-		b.Run(c.Name, func(b *testing.B) {
-			key := fmt.Sprintf("bench:%s:%d", b.Name(), time.Now().UnixNano())
-			ops := locktest.Clients(b, c, key, n)
-			before := mntr(b, addr, "zk_packets_received")
-			locktest.Bench(b, ops)
-			b.ReportMetric(float64(mntr(b, addr, "zk_packets_received")-before)/float64(b.N), "req/op")
-		})
-	}
+	locktest.BenchContenders(b, contenders, n, "req/op", func(tb testing.TB) float64 {
+		return float64(mntr(tb, addr, "zk_packets_received"))
+	})
 }
 
 var compare = flag.Duration("compare", 0, "run TestInterleavedComparison for this long per scenario")
@@ -116,9 +109,5 @@ func TestInterleavedComparison(t *testing.T) {
 	if *compare <= 0 {
 		t.Skip("set -compare to the time per scenario")
 	}
-	for _, n := range []int{1, 16} {
-		t.Run(fmt.Sprintf("clients=%d", n), func(t *testing.T) {
-			locktest.Compare(t, contenders, n, 500*time.Millisecond, *compare)
-		})
-	}
+	locktest.CompareClients(t, contenders, *compare, 1, 16)
 }

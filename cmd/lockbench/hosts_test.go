@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,8 +34,7 @@ func start(t *testing.T, args ...string) *exec.Cmd {
 // counted.
 func TestTwoHostsShareAJudge(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute) // 40 s on a 2-core machine loaded about 10×
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 	nodes, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,14 +13,7 @@ import (
 // failing host and check; a bad inventory is refused with its line.
 func TestHostsCheck(t *testing.T) {
 	lab := remotetest.New(t, 2, remotetest.Hide(1, "/dev/fuse"))
-	write := func(body string) string {
-		doc := fmt.Sprintf("defaults:\n  user: root\n  identity_file: %s\n  known_hosts: %s\nhosts:\n%s", lab.KeyFile, lab.KnownHosts, body)
-		path := filepath.Join(t.TempDir(), "hosts.yaml")
-		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := func(hosts string) string { return writeInventory(t, lab, hosts) }
 	server := func(addr string) string {
 		return fmt.Sprintf("  - address: %s\n    roles:\n      servers:\n        - {backend: redlock, binary: redis-server, data: /tmp/redlock, port: 6379}\n", addr)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"slices"
 	"strings"
@@ -28,46 +27,27 @@ func TestBrokenLink(t *testing.T) {
 	lab := remotetest.New(t, 3)
 	binary := staticLockbench(t)
 	inv := judgeInventory(t, lab)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 
 	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis", "--fault", "none",
 		"--clients", "2", "--duration", "60s", "--link-timeout", "6s", "--out", t.TempDir(), "--no-report")
-	pipe, err := run.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	run.Stderr = run.Stdout
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = run.Process.Kill(); _ = run.Wait() })
+	lines := startLines(t, run)
 	var seen []string
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		for sc := bufio.NewScanner(pipe); sc.Scan(); {
-			seen = append(seen, sc.Text())
+		for l := range lines {
+			seen = append(seen, l)
 		}
 	}()
-	client := lab.Dial(t, 1, "root")
-	for {
-		left, err := remotetest.Processes(ctx, client)
-		if err != nil {
+	if err := awaitWorker(ctx, lab.Dial(t, 1, "root"), ended); err != nil { // a worker on host2: the case is under way
+		select {
+		case <-ended:
+			t.Fatalf("%v: %v\n%s", err, run.Wait(), strings.Join(seen, "\n"))
+		default:
 			t.Fatal(err)
 		}
-		if slices.ContainsFunc(left, func(c string) bool { return strings.HasPrefix(c, "lockbench") }) {
-			break // a worker runs on host2: the case is under way
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("no worker started on the client host")
-		case <-ended:
-			t.Fatalf("the run ended before its workers started: %v\n%s", run.Wait(), strings.Join(seen, "\n"))
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
-	client.Close()
 
 	// host1 goes silent toward the control node (and only toward it: the
 	// workers still reach its server and its judge).
@@ -90,7 +70,7 @@ func TestBrokenLink(t *testing.T) {
 	broke := time.Now()
 
 	<-ended
-	err = run.Wait()
+	err := run.Wait()
 	out := strings.Join(seen, "\n")
 	t.Logf("the run ended %v after the break:\n%s", time.Since(broke).Round(time.Millisecond), out)
 	if err == nil {

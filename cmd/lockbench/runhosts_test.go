@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,13 +45,7 @@ func staticLockbench(t *testing.T) string {
 // host1, a PostgreSQL server on host2, clients on host3 and host4.
 func labInventory(t *testing.T, lab *remotetest.Lab, pgBin string) string {
 	t.Helper()
-	doc := fmt.Sprintf(`defaults:
-  user: root
-  identity_file: %s
-  known_hosts: %s
-  work_dir: /tmp/lockbench-work
-hosts:
-  - name: %s
+	return writeInventory(t, lab, fmt.Sprintf(`  - name: %s
     address: %s
     roles:
       servers:
@@ -62,8 +57,25 @@ hosts:
         - {backend: postgres, binary: %s, data: /tmp/lockbench-data/postgres, port: 5432}
   - {name: %s, address: %s, roles: {clients: true}}
   - {name: %s, address: %s, roles: {clients: true}}
-`, lab.KeyFile, lab.KnownHosts, lab.Hosts[0].Name, lab.Hosts[0].Addr, lab.Hosts[1].Name, lab.Hosts[1].Addr, pgBin,
-		lab.Hosts[2].Name, lab.Hosts[2].Addr, lab.Hosts[3].Name, lab.Hosts[3].Addr)
+`, lab.Hosts[0].Name, lab.Hosts[0].Addr, lab.Hosts[1].Name, lab.Hosts[1].Addr, pgBin,
+		lab.Hosts[2].Name, lab.Hosts[2].Addr, lab.Hosts[3].Name, lab.Hosts[3].Addr), workDir)
+}
+
+// workDir is the inventories' work_dir default: the hosts' directory
+// for the run's workers, which nothingLeft checks.
+const workDir = "work_dir: /tmp/lockbench-work"
+
+// writeInventory writes an inventory of lab's hosts: hosts is the YAML
+// of its host list, and its defaults are root, the lab's client key and
+// known hosts, and the lines defaults (such as workDir). It returns the
+// file's path.
+func writeInventory(t *testing.T, lab *remotetest.Lab, hosts string, defaults ...string) string {
+	t.Helper()
+	doc := fmt.Sprintf("defaults:\n  user: root\n  identity_file: %s\n  known_hosts: %s\n", lab.KeyFile, lab.KnownHosts)
+	for _, d := range defaults {
+		doc += "  " + d + "\n"
+	}
+	doc += "hosts:\n" + hosts
 	p := filepath.Join(t.TempDir(), "hosts.yaml")
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,48 +83,15 @@ hosts:
 	return p
 }
 
-// nothingLeft fails t for whatever a run left on the lab's hosts: a
-// process, a cut, its workers' or servers' files.
-func nothingLeft(t *testing.T, ctx context.Context, lab *remotetest.Lab, when string) {
+// runOnLab runs lockbench run over the inventory inv, binary on the
+// hosts, for every pair of backends × faults (both comma-separated), one
+// injection each, 4 clients for 3s; it fails t unless the run succeeds,
+// and returns the run's output directory, its output and its results.
+func runOnLab(t *testing.T, inv, binary, backends, faults string) (string, []byte, *results.File) {
 	t.Helper()
-	for i, h := range lab.Hosts {
-		r := lab.Dial(t, i, "root")
-		if left, err := remotetest.Processes(ctx, r); err != nil || len(left) > 0 {
-			t.Errorf("%s: %s still runs %v (%v)", when, h.Name, left, err)
-		}
-		if cuts, err := remote.CutsInForce(ctx, r); err != nil || len(cuts) > 0 {
-			t.Errorf("%s: %s still has cuts %v (%v)", when, h.Name, cuts, err)
-		}
-		out, err := remote.Output(ctx, r, "sh", "-c", "ls -A /tmp/lockbench-work/workers /tmp/lockbench-data/* 2>/dev/null; true")
-		if err != nil || strings.TrimSpace(string(out)) != "" {
-			t.Errorf("%s: %s still has files: %q (%v)", when, h.Name, out, err)
-		}
-		r.Close()
-	}
-}
-
-// TestRunOnHosts runs lockbench run --inventory over four simulated hosts
-// (Redis on host1, PostgreSQL on host2, clients on host3 and host4, the
-// judge here) with a server pause, a partition and a restart: every case
-// runs its clients on both client hosts, every injection names the host
-// it hit, the histories come back here, no key material reaches the
-// outputs, and nothing is left on any host. A second run, interrupted
-// (SIGINT) while its workers run, leaves nothing either.
-func TestRunOnHosts(t *testing.T) {
-	composetest.StartsServersWithin(t, 4*time.Minute) // about a minute on a 2-core machine loaded about 6×
-	lab := remotetest.New(t, 4)
-	pgBin, err := compose.PostgresBinary()
-	if err != nil {
-		t.Skip(err)
-	}
-	binary := staticLockbench(t)
-	inv := labInventory(t, lab, pgBin)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-
 	dir := t.TempDir()
-	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis,postgres",
-		"--fault", "server-pause,partition,restart", "--injections", "1", "--clients", "4", "--duration", "3s",
+	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", backends,
+		"--fault", faults, "--injections", "1", "--clients", "4", "--duration", "3s",
 		"--seed", "22", "--out", dir, "--no-report")
 	out, err := run.CombinedOutput()
 	if err != nil {
@@ -122,11 +101,16 @@ func TestRunOnHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Cases) != 6 {
-		t.Fatalf("%d cases, want 6 (2 backends × 3 faults)\n%s", len(f.Cases), out)
-	}
-	serverHost := map[string]string{"redis": lab.Hosts[0].Name, "postgres": lab.Hosts[1].Name}
-	granted := map[string]int64{} // a restarted PostgreSQL may grant nothing in a short case on a busy machine
+	return dir, out, f
+}
+
+// checkCases fails t for a case of f that is invalid, did not inject or
+// did not run 4 clients, and for a backend that granted nothing in any
+// of its cases (one case alone may grant nothing: a restarted server on
+// a busy machine): its clients on the hosts did not reach it.
+func checkCases(t *testing.T, f *results.File) {
+	t.Helper()
+	granted := map[string]int64{}
 	for _, c := range f.Cases {
 		name := c.Backend + "/" + c.Fault
 		t.Logf("%s: %d grants, %d injections, targets %+v", name, c.Acquired, c.Injections, c.Targets)
@@ -135,58 +119,33 @@ func TestRunOnHosts(t *testing.T) {
 			t.Errorf("%s: invalid %v (%s), %d injections, %d clients: want a valid case that injected, with 4 clients",
 				name, c.Invalid, c.InvalidReason, c.Injections, c.Clients)
 		}
-		for _, tg := range c.Targets {
-			if !slices.Equal(tg.Hosts, []string{serverHost[c.Backend]}) {
-				t.Errorf("%s: injection %d hit %v on hosts %v, want %s", name, tg.Injection, tg.Nodes, tg.Hosts, serverHost[c.Backend])
-			}
-		}
-		both := slices.ContainsFunc(c.Notes, func(n string) bool {
-			return strings.Contains(n, lab.Hosts[2].Name+" ran processes") && strings.Contains(n, lab.Hosts[3].Name+" ran processes")
-		})
-		if !both {
-			t.Errorf("%s: the clients did not run on both client hosts: notes %q", name, c.Notes)
-		}
-		if _, err := os.Stat(filepath.Join(dir, c.History)); err != nil {
-			t.Errorf("%s: its history is not here: %v", name, err)
-		}
 	}
 	for b, n := range granted {
 		if n == 0 {
 			t.Errorf("%s granted nothing in any case: its clients on the hosts did not reach it", b)
 		}
 	}
-	// No secret in what the run wrote: the client key, the run token.
-	key, err := os.ReadFile(lab.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secrets := []string{bench.TokenEnv + "="}
-	for _, l := range strings.Split(string(key), "\n") {
-		if len(l) > 40 && !strings.HasPrefix(l, "-----") {
-			secrets = append(secrets, l)
-		}
-	}
-	written := []string{string(out)}
+}
+
+// written is what a run wrote: its output out and every file under its
+// output directory dir but the compressed ones.
+func written(out []byte, dir string) []string {
+	w := []string{string(out)}
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".gz") {
 			b, _ := os.ReadFile(p)
-			written = append(written, string(b))
+			w = append(w, string(b))
 		}
 		return nil
 	})
-	for _, s := range secrets {
-		for _, w := range written {
-			if strings.Contains(w, s) {
-				t.Errorf("a secret (%.12s…) is in the run's output", s)
-			}
-		}
-	}
-	nothingLeft(t, ctx, lab, "after the run")
+	return w
+}
 
-	// Ctrl-C while the workers run.
-	dir2 := t.TempDir()
-	run = start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis", "--fault", "server-pause",
-		"--clients", "2", "--duration", "30s", "--out", dir2, "--no-report")
+// startLines starts run, killed when the test ends, and returns the
+// lines of its output (stdout and stderr) as it writes them; the channel
+// closes when its output does.
+func startLines(t *testing.T, run *exec.Cmd) <-chan string {
+	t.Helper()
 	pipe, err := run.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -203,20 +162,116 @@ func TestRunOnHosts(t *testing.T) {
 			lines <- sc.Text()
 		}
 	}()
-	client := lab.Dial(t, 2, "root")
+	return lines
+}
+
+// awaitWorker waits until a lockbench worker runs on client's host, and
+// closes client. It fails when ctx ends first, or when ended (nil for
+// never) is closed first: the run ended before its workers started.
+func awaitWorker(ctx context.Context, client remote.Remote, ended <-chan struct{}) error {
+	defer client.Close()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		left, err := remotetest.Processes(ctx, client)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if slices.ContainsFunc(left, func(c string) bool { return strings.HasPrefix(c, "lockbench") }) {
-			break // a worker runs on host3
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatal("no worker started on the client host")
-		case <-time.After(200 * time.Millisecond):
+			return fmt.Errorf("no worker started on %s: %w", client.Name(), ctx.Err())
+		case <-ended:
+			return errors.New("the run ended before its workers started")
+		case <-tick.C:
 		}
+	}
+}
+
+// nothingLeft fails t for whatever a run left on the lab's hosts: a
+// process, a cut, its workers' or servers' files.
+func nothingLeft(t *testing.T, ctx context.Context, lab *remotetest.Lab, when string) {
+	t.Helper()
+	for i, h := range lab.Hosts {
+		r := lab.Dial(t, i, "root")
+		if left, err := remotetest.Leftovers(ctx, r, "/tmp/lockbench-work/workers", "/tmp/lockbench-data/*"); err != nil || len(left) > 0 {
+			t.Errorf("%s: %s still has %v (%v)", when, h.Name, left, err)
+		}
+		r.Close()
+	}
+}
+
+// TestRunOnHosts runs lockbench run --inventory over four simulated hosts
+// (Redis on host1, PostgreSQL on host2, clients on host3 and host4, the
+// judge here) with a server pause, a partition and a restart: every case
+// runs its clients on both client hosts, every injection names the host
+// it hit, the histories come back here, no key material reaches the
+// outputs, and nothing is left on any host. A second run, interrupted
+// (SIGINT) while its workers run, leaves nothing either.
+func TestRunOnHosts(t *testing.T) {
+	composetest.StartsServersWithin(t, 6*time.Minute) // about a minute on a 2-core machine loaded about 6×, 3 min 18 s loaded about 13×
+	lab := remotetest.New(t, 4)
+	pgBin, err := compose.PostgresBinary()
+	if err != nil {
+		t.Skip(err)
+	}
+	binary := staticLockbench(t)
+	inv := labInventory(t, lab, pgBin)
+	ctx := composetest.Context(t)
+
+	dir, out, f := runOnLab(t, inv, binary, "redis,postgres", "server-pause,partition,restart")
+	if len(f.Cases) != 6 {
+		t.Fatalf("%d cases, want 6 (2 backends × 3 faults)\n%s", len(f.Cases), out)
+	}
+	serverHost := map[string]string{"redis": lab.Hosts[0].Name, "postgres": lab.Hosts[1].Name}
+	checkCases(t, f) // a restarted PostgreSQL may grant nothing in a short case on a busy machine
+	for _, c := range f.Cases {
+		name := c.Backend + "/" + c.Fault
+		for _, tg := range c.Targets {
+			if !slices.Equal(tg.Hosts, []string{serverHost[c.Backend]}) {
+				t.Errorf("%s: injection %d hit %v on hosts %v, want %s", name, tg.Injection, tg.Nodes, tg.Hosts, serverHost[c.Backend])
+			}
+		}
+		both := slices.ContainsFunc(c.Notes, func(n string) bool {
+			return strings.Contains(n, lab.Hosts[2].Name+" ran processes") && strings.Contains(n, lab.Hosts[3].Name+" ran processes")
+		})
+		if !both {
+			t.Errorf("%s: the clients did not run on both client hosts: notes %q", name, c.Notes)
+		}
+		if _, err := os.Stat(filepath.Join(dir, c.History)); err != nil {
+			t.Errorf("%s: its history is not here: %v", name, err)
+		}
+	}
+	// No secret in what the run wrote: the client key, the run token.
+	key, err := os.ReadFile(lab.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{bench.TokenEnv + "="}
+	for _, l := range strings.Split(string(key), "\n") {
+		if len(l) > 40 && !strings.HasPrefix(l, "-----") {
+			secrets = append(secrets, l)
+		}
+	}
+	wrote := written(out, dir)
+	for _, s := range secrets {
+		for _, w := range wrote {
+			if strings.Contains(w, s) {
+				t.Errorf("a secret (%.12s…) is in the run's output", s)
+			}
+		}
+	}
+	nothingLeft(t, ctx, lab, "after the run")
+
+	// Ctrl-C while the workers run.
+	dir2 := t.TempDir()
+	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis", "--fault", "server-pause",
+		"--clients", "2", "--duration", "30s", "--out", dir2, "--no-report")
+	lines := startLines(t, run)
+	if err := awaitWorker(ctx, lab.Dial(t, 2, "root"), nil); err != nil {
+		t.Fatal(err) // no worker runs on host3
 	}
 	if err := run.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -239,13 +294,7 @@ func TestRunOnHosts(t *testing.T) {
 // binary left out: the run uploads its etcd-member), clients on host4.
 func quorumInventory(t *testing.T, lab *remotetest.Lab) string {
 	t.Helper()
-	doc := fmt.Sprintf(`defaults:
-  user: root
-  identity_file: %s
-  known_hosts: %s
-  work_dir: /tmp/lockbench-work
-hosts:
-`, lab.KeyFile, lab.KnownHosts)
+	var doc string
 	for _, h := range lab.Hosts[:3] {
 		doc += fmt.Sprintf(`  - name: %s
     address: %s
@@ -256,11 +305,7 @@ hosts:
 `, h.Name, h.Addr)
 	}
 	doc += fmt.Sprintf("  - {name: %s, address: %s, roles: {clients: true}}\n", lab.Hosts[3].Name, lab.Hosts[3].Addr)
-	p := filepath.Join(t.TempDir(), "hosts.yaml")
-	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeInventory(t, lab, doc, workDir)
 }
 
 // TestRunQuorumsOnHosts runs lockbench run --inventory with an etcd
@@ -275,34 +320,16 @@ func TestRunQuorumsOnHosts(t *testing.T) {
 	lab := remotetest.New(t, 4)
 	binary := staticLockbench(t)
 	inv := quorumInventory(t, lab)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 
-	dir := t.TempDir()
-	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "etcd,zookeeper",
-		"--fault", "partition-leader,restart", "--injections", "1", "--clients", "4", "--duration", "3s",
-		"--seed", "22", "--out", dir, "--no-report")
-	out, err := run.CombinedOutput()
-	if err != nil {
-		t.Fatalf("run --inventory: %v\n%s", err, out)
-	}
-	f, err := results.Read(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, out, f := runOnLab(t, inv, binary, "etcd,zookeeper", "partition-leader,restart")
 	if len(f.Cases) != 4 {
 		t.Fatalf("%d cases, want 4 (2 backends × 2 faults)\n%s", len(f.Cases), out)
 	}
 	members := []string{lab.Hosts[0].Name, lab.Hosts[1].Name, lab.Hosts[2].Name}
-	granted := map[string]int64{}
+	checkCases(t, f)
 	for _, c := range f.Cases {
 		name := c.Backend + "/" + c.Fault
-		t.Logf("%s: %d grants, %d injections, targets %+v", name, c.Acquired, c.Injections, c.Targets)
-		granted[c.Backend] += c.Acquired
-		if c.Invalid || c.Injections < 1 || c.Clients != 4 {
-			t.Errorf("%s: invalid %v (%s), %d injections, %d clients: want a valid case that injected, with 4 clients",
-				name, c.Invalid, c.InvalidReason, c.Injections, c.Clients)
-		}
 		if len(c.Targets) == 0 {
 			t.Errorf("%s: no injection names its target", name)
 		}
@@ -319,11 +346,6 @@ func TestRunQuorumsOnHosts(t *testing.T) {
 			t.Errorf("%s: the clients did not run on the client host: notes %q", name, c.Notes)
 		}
 	}
-	for b, n := range granted {
-		if n == 0 {
-			t.Errorf("%s granted nothing in any case: its clients on the hosts did not reach it", b)
-		}
-	}
 	nothingLeft(t, ctx, lab, "after the run")
 }
 
@@ -331,13 +353,7 @@ func TestRunQuorumsOnHosts(t *testing.T) {
 // and the judge on host1, clients on host2 and host3.
 func judgeInventory(t *testing.T, lab *remotetest.Lab) string {
 	t.Helper()
-	doc := fmt.Sprintf(`defaults:
-  user: root
-  identity_file: %s
-  known_hosts: %s
-  work_dir: /tmp/lockbench-work
-hosts:
-  - name: %s
+	return writeInventory(t, lab, fmt.Sprintf(`  - name: %s
     address: %s
     roles:
       servers:
@@ -345,13 +361,8 @@ hosts:
       judge: {port: 7070}
   - {name: %s, address: %s, roles: {clients: true}}
   - {name: %s, address: %s, roles: {clients: true}}
-`, lab.KeyFile, lab.KnownHosts, lab.Hosts[0].Name, lab.Hosts[0].Addr, lab.Hosts[1].Name, lab.Hosts[1].Addr,
-		lab.Hosts[2].Name, lab.Hosts[2].Addr)
-	p := filepath.Join(t.TempDir(), "hosts.yaml")
-	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+`, lab.Hosts[0].Name, lab.Hosts[0].Addr, lab.Hosts[1].Name, lab.Hosts[1].Addr,
+		lab.Hosts[2].Name, lab.Hosts[2].Addr), workDir)
 }
 
 // TestRunWithTheJudgeOnAHost runs lockbench run --inventory with the
@@ -362,32 +373,20 @@ hosts:
 // struck while the judge's live view shows a section open, and a client
 // pause (the judge asks the nemesis, here, to stop a worker on a client
 // host) and latency (the proxy beside the server, on host1, its delay
-// read back over SSH) inject and are proved; the judge's own results, brought back under
-// judge/, record the injections the nemesis told it, naming the host
-// each hit; the histories come back; no token reaches the outputs and
+// read back over SSH) inject and are proved; the judge's own results,
+// brought back under judge/, record the injections the nemesis told it,
+// naming the host each hit; the histories come back; no token reaches the outputs and
 // nothing is left on any host, the judge included.
 func TestRunWithTheJudgeOnAHost(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute)
 	lab := remotetest.New(t, 3)
 	binary := staticLockbench(t)
 	inv := judgeInventory(t, lab)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 
-	dir := t.TempDir()
-	run := start(t, "run", "--inventory", inv, "--binary", binary, "--backend", "redis",
-		"--fault", "server-pause,partition,client-pause,latency", "--injections", "1", "--clients", "4", "--duration", "3s",
-		"--seed", "22", "--out", dir, "--no-report")
-	out, err := run.CombinedOutput()
-	if err != nil {
-		t.Fatalf("run --inventory: %v\n%s", err, out)
-	}
+	dir, out, f := runOnLab(t, inv, binary, "redis", "server-pause,partition,client-pause,latency")
 	if want := "on " + lab.Hosts[0].Name + ", listening on " + lab.Hosts[0].Addr.String() + ":7070"; !strings.Contains(string(out), want) {
 		t.Errorf("the run does not say its judge runs on host1 (%q):\n%s", want, out)
-	}
-	f, err := results.Read(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	joined, err := results.Read(filepath.Join(dir, "judge", "results.json"))
 	if err != nil {
@@ -432,15 +431,7 @@ func TestRunWithTheJudgeOnAHost(t *testing.T) {
 			t.Errorf("%s: its history did not come back: %v", name, err)
 		}
 	}
-	written := []string{string(out)}
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".gz") {
-			b, _ := os.ReadFile(p)
-			written = append(written, string(b))
-		}
-		return nil
-	})
-	for _, w := range written {
+	for _, w := range written(out, dir) {
 		if strings.Contains(w, bench.TokenEnv+"=") || strings.Contains(w, "--token ") {
 			t.Error("the run token is in the run's output")
 		}

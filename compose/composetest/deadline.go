@@ -1,6 +1,7 @@
 package composetest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -142,4 +143,29 @@ func stacks() []byte {
 			return buf[:m]
 		}
 	}
+}
+
+// Context returns a context for the work of tb, which StartsServers: it
+// ends a tenth of tb's deadline (as it stands now) before that deadline,
+// leaving the test the rest to report what it saw and to clean up, and
+// when tb ends. A fixed timeout of a test's own would not move with
+// ScaleEnv and could run out before the deadline it was meant to fit in.
+// Without a deadline (tb did not call StartsServers) it ends only when tb
+// does.
+func Context(tb testing.TB) context.Context {
+	tb.Helper()
+	watchesMu.Lock()
+	w := watchOf(tb.Name())
+	watchesMu.Unlock()
+	if w == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		tb.Cleanup(cancel)
+		return ctx
+	}
+	w.mu.Lock()
+	end := w.start.Add(w.deadline - w.deadline/10)
+	w.mu.Unlock()
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	tb.Cleanup(cancel)
+	return ctx
 }

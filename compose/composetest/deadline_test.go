@@ -154,3 +154,19 @@ func TestSubtestsShareTheirParentsDeadline(t *testing.T) {
 	}
 	parent.mu.Unlock()
 }
+
+// TestContextEndsBeforeTheDeadline checks that Context ends a tenth of
+// the test's deadline before it, and moves with ScaleEnv as the deadline
+// does.
+func TestContextEndsBeforeTheDeadline(t *testing.T) {
+	t.Setenv(ScaleEnv, "2")
+	StartsServersWithin(t, 10*time.Second)
+	start := time.Now()
+	d, ok := Context(t).Deadline()
+	if !ok {
+		t.Fatal("the context has no deadline")
+	}
+	if got, want := d.Sub(start), 18*time.Second; got > want || got < want-time.Second {
+		t.Errorf("the context ends %v after the test's deadline was armed, want about %v (0.9 × 2 × 10 s)", got, want)
+	}
+}

@@ -76,3 +76,38 @@ func Compare(t *testing.T, contenders []Contender, n int, slice, total time.Dura
 	}
 	return samples
 }
+
+// BenchContenders runs each contender as a sub-benchmark of b, n clients
+// on a key of its own, measured by Bench. With count set it also reports
+// what count reads from the servers — a counter of their work, such as
+// the writes they committed — per operation under unit: unlike time, it
+// does not depend on what else the machine is doing.
+func BenchContenders(b *testing.B, contenders []Contender, n int, unit string, count func(testing.TB) float64) {
+	b.Helper()
+	for _, c := range contenders {
+		b.Run(c.Name, func(b *testing.B) {
+			key := fmt.Sprintf("bench:%s:%d", b.Name(), time.Now().UnixNano())
+			ops := Clients(b, c, key, n)
+			var before float64
+			if count != nil {
+				before = count(b)
+			}
+			Bench(b, ops)
+			if count != nil {
+				b.ReportMetric((count(b)-before)/float64(b.N), unit)
+			}
+		})
+	}
+}
+
+// CompareClients runs Compare on the contenders as a subtest of t for
+// each number of clients in ns, in turns of half a second, each
+// contender for total in each.
+func CompareClients(t *testing.T, contenders []Contender, total time.Duration, ns ...int) {
+	t.Helper()
+	for _, n := range ns {
+		t.Run(fmt.Sprintf("clients=%d", n), func(t *testing.T) {
+			Compare(t, contenders, n, 500*time.Millisecond, total)
+		})
+	}
+}

@@ -2,6 +2,7 @@ package remotetest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/lockbench/lockbench/remote"
@@ -23,6 +24,45 @@ func Processes(ctx context.Context, r remote.Remote) ([]string, error) {
 		default:
 			left = append(left, c)
 		}
+	}
+	return left, nil
+}
+
+// Leftovers lists what is left on r's host once a test's servers and
+// workers should be gone: every process Processes lists ("process
+// redis-server"), every cut still in force ("cut …"), and every entry of
+// the directories dirs ("file /tmp/x/y"; shell patterns such as
+// /tmp/data/* are expanded on the host, a directory that does not exist
+// has no entries). Tests in several packages check a host this way after
+// a run, so that what counts as left is said once.
+func Leftovers(ctx context.Context, r remote.Remote, dirs ...string) ([]string, error) {
+	procs, err := Processes(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for _, p := range procs {
+		left = append(left, "process "+p)
+	}
+	cuts, err := remote.CutsInForce(ctx, r)
+	if err != nil {
+		return left, err
+	}
+	for _, c := range cuts {
+		left = append(left, fmt.Sprintf("cut %v", c))
+	}
+	if len(dirs) == 0 {
+		return left, nil
+	}
+	script := `for d in ` + strings.Join(dirs, " ") + `; do
+	if [ -d "$d" ]; then ls -A "$d" | while IFS= read -r e; do echo "$d/$e"; done; fi
+done; true`
+	out, err := remote.Output(ctx, r, "sh", "-c", script)
+	if err != nil {
+		return left, err
+	}
+	for _, f := range strings.Fields(string(out)) {
+		left = append(left, "file "+f)
 	}
 	return left, nil
 }
