@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	mrand "math/rand/v2"
 	"net"
 	"os/exec"
 	"path"
@@ -602,12 +603,7 @@ func TestDial(t *testing.T) {
 	ctx := testCtx(t)
 	for _, tr := range transports(t) {
 		t.Run(tr.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0") // a port free here (a simulated host has its own)
-			if err != nil {
-				t.Fatal(err)
-			}
-			port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-			ln.Close()
+			port := loopbackPort(t)
 			p, err := remote.Start(ctx, tr.r, remote.Daemon{Path: bin, Args: []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"},
 				Pidfile: path.Join(tr.dir, "dial.pid")})
 			if err != nil {
@@ -638,10 +634,29 @@ func TestDial(t *testing.T) {
 			if err := p.Kill(ctx); err != nil {
 				t.Fatal(err)
 			}
+			if tr.name == "local" {
+				return // another process here may take the port now
+			}
 			if c2, err := tr.r.Dial(ctx, "tcp", "127.0.0.1:"+port); err == nil {
 				c2.Close()
 				t.Errorf("dialled 127.0.0.1:%s on %s after its server was killed", port, tr.r.Name())
 			}
 		})
 	}
+}
+
+// loopbackPort is a port free on this machine's loopback, below the
+// ephemeral range (32768–60999), where no outgoing connection takes it
+// (a simulated host has a loopback of its own).
+func loopbackPort(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		port := strconv.Itoa(20000 + mrand.IntN(12000))
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
+			ln.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port on the loopback in 100 tries")
+	return ""
 }
