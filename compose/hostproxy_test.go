@@ -139,15 +139,7 @@ func TestPlacedProxy(t *testing.T) {
 
 	// A cut of the clients cuts the proxy's port too, and is proven at
 	// both ports.
-	if err := n.CutClients(); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Unreachable(ctx, 2*time.Second); err != nil {
-		t.Errorf("after the cut: %v", err)
-	}
-	if err := n.HealClients(); err != nil {
-		t.Fatal(err)
-	}
+	cutProven(t, ctx, n)
 	// A cut that leaves the proxy's path open is no cut.
 	if err := remote.CutPaths(ctx, server, remote.Path{Addr: lab.Hosts[1].Addr, SPort: port}); err != nil {
 		t.Fatal(err)
