@@ -26,7 +26,9 @@ func (c *Clusters) OnHosts(hs *Hosts) {
 // profile prof: a set that ran under another one, or whose nodes
 // restarted under a backend that admits its nodes, is stopped and wiped
 // first (its dirs and ports are the inventory's, and there is one of
-// each). Their data is never on a lazy filesystem (no power loss there).
+// each). Their data sits on a lazy filesystem when prof needs one (a
+// power loss), served on each host by the lockbench binary, uploaded
+// there for it.
 func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl time.Duration) (nemesis.Target, error) {
 	d := b.Descriptor
 	s := d.Servers
@@ -50,22 +52,27 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl tim
 			return nemesis.Target{}, err
 		}
 		cl = &cluster{profile: prof}
-		clock := prof.needs.FakeClock
+		clock, lazy := prof.needs.FakeClock, prof.needs.LazyFS
+		if lazy {
+			if err := c.hosts.provideLockbench(ctx, pl); err != nil {
+				return nemesis.Target{}, err
+			}
+		}
 		var t nemesis.Target
 		switch s.Kind {
 		case backends.Redis:
-			cl.nodes, err = c.env.Redis(ctx, s.Count, compose.RedisOptions{Durability: prof.durability, FakeClock: clock, On: pl})
+			cl.nodes, err = c.env.Redis(ctx, s.Count, compose.RedisOptions{Durability: prof.durability, FakeClock: clock, LazyFS: lazy, On: pl})
 		case backends.Postgres:
 			var n *compose.Node
 			if s.Count != 1 {
 				return nemesis.Target{}, configErrorf("backend %s: %d PostgreSQL servers: lockbench starts one", d.Name, s.Count)
 			}
-			if n, err = c.env.Postgres(ctx, compose.PostgresOptions{Durability: prof.durability, FakeClock: clock, On: &pl[0]}); err == nil {
+			if n, err = c.env.Postgres(ctx, compose.PostgresOptions{Durability: prof.durability, FakeClock: clock, LazyFS: lazy, On: &pl[0]}); err == nil {
 				cl.nodes = []*compose.Node{n}
 			}
 		case backends.ZooKeeper:
 			var z *compose.Ensemble
-			if z, err = c.env.ZooKeeper(ctx, s.Count, compose.ZooKeeperOptions{Durability: prof.durability, FakeClock: clock, On: pl}); err == nil {
+			if z, err = c.env.ZooKeeper(ctx, s.Count, compose.ZooKeeperOptions{Durability: prof.durability, FakeClock: clock, LazyFS: lazy, On: pl}); err == nil {
 				cl.nodes, t = z.Nodes, quorumTarget(z.Nodes, z, z, pl)
 			}
 		case backends.Etcd:
@@ -76,7 +83,7 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl tim
 			if err = c.hosts.provideEtcdMember(ctx, pl); err != nil {
 				return nemesis.Target{}, err
 			}
-			if e, err = c.env.Etcd(ctx, s.Count, compose.EtcdOptions{Durability: prof.durability, On: pl}); err == nil {
+			if e, err = c.env.Etcd(ctx, s.Count, compose.EtcdOptions{Durability: prof.durability, LazyFS: lazy, On: pl}); err == nil {
 				cl.nodes, t = e.Nodes, quorumTarget(e.Nodes, e, e, pl)
 			}
 		default:

@@ -32,9 +32,10 @@ import (
 // on each host, so that Close takes it all down — or, for a host whose
 // link broke, says what is left there and how the next run clears it.
 type Hosts struct {
-	inv   *inventory.Inventory
-	log   io.Writer
-	hosts []*Host
+	inv    *inventory.Inventory
+	log    io.Writer
+	hosts  []*Host
+	binary string // HostsOptions.Binary
 
 	mu     sync.Mutex
 	placed []placed   // servers started on the hosts
@@ -51,7 +52,8 @@ type Host struct {
 	// servers: the address of its sshd.
 	Addr netip.Addr
 	// Binary is the lockbench binary on it, uploaded by DialHosts to the
-	// hosts that run clients, the judge or servers ("" on the others).
+	// hosts that run clients, the judge or servers ("" on the others):
+	// a server's proxy and its lazy filesystem are lockbench too.
 	Binary string
 	// WorkDir is where the run keeps its files there.
 	WorkDir string
@@ -81,10 +83,10 @@ type HostsOptions struct {
 // DialHosts connects to every host of inv at once (host keys verified),
 // clears what an earlier run may have left there (cuts, workers, a judge:
 // see sweep) and uploads the lockbench binary to the client, judge and
-// server hosts that lack it (a server's proxy is lockbench too). Every host keeps its path to the judge's host
-// whatever a partition cuts. The error names each host that failed.
+// server hosts that lack it (a server's proxy is lockbench too). Every
+// host keeps its path to the judge's host whatever a partition cuts. The error names each host that failed.
 func DialHosts(ctx context.Context, inv *inventory.Inventory, o HostsOptions) (_ *Hosts, err error) {
-	hs := &Hosts{inv: inv, log: o.Log}
+	hs := &Hosts{inv: inv, log: o.Log, binary: o.Binary}
 	if hs.log == nil {
 		hs.log = io.Discard
 	}
@@ -240,37 +242,54 @@ func (h *Host) upload(ctx context.Context, name string, binary []byte, sum strin
 }
 
 // provideEtcdMember uploads compose's etcd-member (a static binary) to
-// the host of each placement in pl that names no Binary, as the lockbench
-// binary is uploaded (by its hash, under the host's work dir), and names
-// it there.
+// the host of each placement in pl that names no Binary, and names it
+// there.
 func (hs *Hosts) provideEtcdMember(ctx context.Context, pl []compose.Placement) error {
+	return hs.provide(ctx, pl, "etcd-member", compose.EtcdMember,
+		func(p *compose.Placement) *string { return &p.Binary })
+}
+
+// provideLockbench uploads the lockbench binary to the host of each
+// placement in pl that lacks it, and names it there (Placement.Lockbench):
+// it serves the lazy filesystems of servers that can lose power.
+func (hs *Hosts) provideLockbench(ctx context.Context, pl []compose.Placement) error {
+	return hs.provide(ctx, pl, "lockbench", func() (string, error) { return hs.binary, nil },
+		func(p *compose.Placement) *string { return &p.Lockbench })
+}
+
+// provide uploads the static program that file names on this machine to
+// the host of each placement in pl whose field (a path on its host) is
+// empty, as the lockbench binary is uploaded (by its hash, under the
+// host's work dir), and sets that field to its path there.
+func (hs *Hosts) provide(ctx context.Context, pl []compose.Placement, name string, file func() (string, error), field func(*compose.Placement) *string) error {
 	var binary []byte
 	var sum string
 	for i := range pl {
-		if pl[i].Binary != "" {
+		dst := field(&pl[i])
+		if *dst != "" {
 			continue
 		}
 		if binary == nil {
-			file, err := compose.EtcdMember()
+			f, err := file()
 			if err != nil {
 				return err
 			}
-			if binary, err = staticBinary(file); err != nil {
+			if binary, err = staticBinary(f); err != nil {
 				return err
 			}
 			s := sha256.Sum256(binary)
 			sum = hex.EncodeToString(s[:8])
 		}
-		i := slices.IndexFunc(hs.hosts, func(h *Host) bool { return h.SSH == pl[i].Host })
-		if i < 0 {
+		k := slices.IndexFunc(hs.hosts, func(h *Host) bool { return h.SSH == pl[i].Host })
+		if k < 0 {
 			return fmt.Errorf("host %s is not one of the inventory's", pl[i].Host.Name())
 		}
-		h := hs.hosts[i]
-		p, err := h.upload(ctx, "etcd-member", binary, sum)
+		h := hs.hosts[k]
+		p, err := h.upload(ctx, name, binary, sum)
 		if err != nil {
-			return fmt.Errorf("host %s: upload etcd-member: %w", h.Name, err)
+			return fmt.Errorf("host %s: upload %s: %w", h.Name, name, err)
 		}
-		pl[i].Binary = p
+		*dst = p
 	}
 	return nil
 }
@@ -332,7 +351,7 @@ func (hs *Hosts) Placements(name string, n int) ([]compose.Placement, error) {
 			out = append(out, compose.Placement{
 				Host: h.SSH, Addr: h.Addr, Port: s.Port, PeerPorts: peers, Dir: s.Data, Binary: s.Binary,
 				ClockPreload: h.cfg.ClockPreload, Clients: clients,
-				Proxy: &compose.PlacedProxy{Binary: h.Binary, Port: s.ProxyPort},
+				Lockbench: h.Binary, Proxy: &compose.PlacedProxy{Port: s.ProxyPort},
 			})
 		}
 	}
@@ -351,6 +370,9 @@ func (hs *Hosts) started(nodes []*compose.Node) {
 		hs.placed = append(hs.placed, placed{host: n.Host().Name(), name: n.Name, pidfile: n.Pidfile()})
 		if p := n.Proxy(); p != nil {
 			hs.placed = append(hs.placed, placed{host: n.Host().Name(), name: p.Name, pidfile: p.Pidfile()})
+		}
+		if pf := n.LazyFSPidfile(); pf != "" {
+			hs.placed = append(hs.placed, placed{host: n.Host().Name(), name: n.Name + "'s lazy filesystem", pidfile: pf})
 		}
 	}
 }

@@ -182,7 +182,7 @@ func removeDirs(n *Node) error {
 		dirs = append(dirs, n.proc.Pidfile, n.log)
 	}
 	if n.lazy != nil {
-		dirs = append(dirs, n.lazy.backing)
+		dirs = append(dirs, n.lazy.leftovers()...)
 	}
 	return removeDir(n.host, dirs...)
 }

@@ -125,8 +125,8 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 		if len(o.On) != n {
 			return nil, fmt.Errorf("compose: %d etcd members on %d placements: want one each", n, len(o.On))
 		}
-		if o.Proxied || o.PeerNetwork || o.LazyFS {
-			return nil, errors.New("compose: etcd members placed on hosts: Proxied, PeerNetwork and LazyFS apply to members on this machine only")
+		if o.Proxied || o.PeerNetwork {
+			return nil, errors.New("compose: etcd members placed on hosts: Proxied and PeerNetwork apply to members on this machine only")
 		}
 	}
 	if o.PeerNetwork {

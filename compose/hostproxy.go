@@ -35,17 +35,16 @@ import (
 // listens on the host's loopback only: the control node reaches it
 // through the SSH connection (remote.Remote's Dial), never over the
 // network, where anyone could add a fault.
+//
+// The placement's Lockbench runs it (`lockbench proxy`).
 type PlacedProxy struct {
-	// Binary is the lockbench binary on the host (a static one: it runs
-	// `lockbench proxy`).
-	Binary string
 	// Port is the proxy's port on the placement's Addr.
 	Port int
 }
 
 // check says what is wrong with x, beside a server at port whose peers
-// use peers.
-func (x *PlacedProxy) check(port int, peers []int) error {
+// use peers, run by the lockbench binary at lockbench on the host.
+func (x *PlacedProxy) check(port int, peers []int, lockbench string) error {
 	var errs []error
 	if x.Port < 1 || x.Port > 65535 || x.Port == port {
 		errs = append(errs, fmt.Errorf("proxy port %d: want 1 to 65535, other than the server's %d", x.Port, port))
@@ -55,8 +54,8 @@ func (x *PlacedProxy) check(port int, peers []int) error {
 			errs = append(errs, fmt.Errorf("proxy port %d is also a peer port", x.Port))
 		}
 	}
-	if !path.IsAbs(x.Binary) {
-		errs = append(errs, fmt.Errorf("proxy binary %q: want an absolute path on the host", x.Binary))
+	if !path.IsAbs(lockbench) {
+		errs = append(errs, fmt.Errorf("a proxy needs the lockbench binary on the host (Lockbench %q: want an absolute path)", lockbench))
 	}
 	return errors.Join(errs...)
 }
@@ -146,7 +145,7 @@ func (e *Env) placedProxy(ctx context.Context, n *Node) (*Proxy, error) {
 	}
 	name := n.Name + "-proxy"
 	d := remote.Daemon{
-		Path: pl.Proxy.Binary,
+		Path: pl.Lockbench,
 		Args: []string{"proxy", "--name", name, "--listen", x.addr, "--upstream", n.ServerAddr(),
 			"--api", "127.0.0.1:0", "--api-file", x.apiFile},
 		Pidfile: x.proc.Pidfile, Log: x.log,

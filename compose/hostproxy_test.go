@@ -90,9 +90,9 @@ func TestPlacedProxy(t *testing.T) {
 	const port, proxyPort = 6379, 16379
 	env := composetest.ForTest(t)
 	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{On: []compose.Placement{{
-		Host: server, Addr: addr, Port: port, Dir: "/tmp/lockbench/redis",
+		Host: server, Addr: addr, Port: port, Dir: "/tmp/lockbench/redis", Lockbench: bin,
 		Clients: []compose.Peer{{Host: client, Addr: lab.Hosts[1].Addr}},
-		Proxy:   &compose.PlacedProxy{Binary: bin, Port: proxyPort},
+		Proxy:   &compose.PlacedProxy{Port: proxyPort},
 	}}})
 	if err != nil {
 		t.Fatal(err)
@@ -164,9 +164,9 @@ func TestPlacedProxy(t *testing.T) {
 		t.Logf("no PostgreSQL through a proxy: %v", err)
 	} else {
 		_, err := env.Postgres(ctx, compose.PostgresOptions{On: &compose.Placement{
-			Host: server, Addr: addr, Port: 5432, Dir: "/tmp/lockbench/postgres", Binary: pgBin,
+			Host: server, Addr: addr, Port: 5432, Dir: "/tmp/lockbench/postgres", Binary: pgBin, Lockbench: bin,
 			Clients: []compose.Peer{{Host: client, Addr: lab.Hosts[1].Addr}},
-			Proxy:   &compose.PlacedProxy{Binary: bin, Port: 15432},
+			Proxy:   &compose.PlacedProxy{Port: 15432},
 		}})
 		if err != nil {
 			t.Fatal(err)

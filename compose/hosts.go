@@ -50,6 +50,11 @@ type Placement struct {
 	// ClockPreload is a prebuilt clock preload on the host; "" builds it
 	// there with CC from compose's source.
 	ClockPreload string
+	// Lockbench is the lockbench binary on the host (a static one): it
+	// serves the lazy filesystem of a server started with LazyFS there,
+	// as a daemon of its own (see LazyFSMain), and runs its Proxy
+	// (ProxyMain). "" refuses LazyFS and Proxy.
+	Lockbench string
 	// Clients are the hosts the server's clients run on: CutClients cuts
 	// the server off from each of them, and each of them from it.
 	Clients []Peer
@@ -87,7 +92,7 @@ func (p *Placement) check(what string) error {
 		errs = append(errs, fmt.Errorf("dir %q: want an absolute path below /", p.Dir))
 	}
 	if p.Proxy != nil {
-		if err := p.Proxy.check(p.Port, p.PeerPorts); err != nil {
+		if err := p.Proxy.check(p.Port, p.PeerPorts, p.Lockbench); err != nil {
 			errs = append(errs, err)
 		}
 	}

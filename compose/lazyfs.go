@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,6 +122,18 @@ func (l *lazyFS) mount() error {
 // unmount unmounts the filesystem; the node's processes must be gone. A
 // mount still busy after a few tries is aborted: every request on it then
 // fails, as on a machine that lost its power.
+//
+// The connection is aborted first, before the unmount: a copy of the
+// mount in another mount namespace keeps the connection alive after the
+// unmount here, and go-fuse's Unmount waits until the connection ends
+// (its readers are blocked in read(2) on /dev/fuse). Every
+// unshare(CLONE_NEWNS) made while the filesystem is mounted — a simulated
+// host, a test's namespace, unshare(1) — makes such a copy, private
+// (this machine's / is not shared, so no unmount propagates), which lives
+// as long as that namespace: a power loss stalled for as long (measured:
+// 19.5 s under an `unshare -m sleep 20`; minutes on a machine where other
+// tests start and keep simulated hosts). The copies left behind fail
+// every request (ENOTCONN); nobody uses them.
 func (l *lazyFS) unmount() error {
 	l.mu.Lock()
 	srv := l.server
@@ -129,6 +142,7 @@ func (l *lazyFS) unmount() error {
 	if srv == nil {
 		return nil
 	}
+	_ = abortFUSE(l.mnt) // without fusectl, the unmount may wait for the copies
 	if err := srv.Unmount(); err != nil {
 		if aerr := abortFUSE(l.mnt); aerr != nil {
 			return fmt.Errorf("compose: unmount lazy filesystem %s: %w", l.mnt, errors.Join(err, aerr))
@@ -139,13 +153,26 @@ func (l *lazyFS) unmount() error {
 	return nil
 }
 
-// abortFUSE aborts the FUSE connection of the mount at mnt.
+// abortFUSE aborts the FUSE connection of the mount at mnt, through the
+// fusectl filesystem: where it is not mounted (on this machine; systemd
+// mounts it), a child mounts it in a mount namespace of its own, which
+// goes with it.
 func abortFUSE(mnt string) error {
 	var st unix.Stat_t
 	if err := unix.Stat(mnt, &st); err != nil && !errors.Is(err, unix.ENOTCONN) {
 		return err
 	}
-	return os.WriteFile(fmt.Sprintf("/sys/fs/fuse/connections/%d/abort", unix.Minor(st.Dev)), []byte("1"), 0)
+	conn := strconv.FormatUint(uint64(unix.Minor(st.Dev)), 10)
+	err := os.WriteFile("/sys/fs/fuse/connections/"+conn+"/abort", []byte("1"), 0)
+	if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	out, err := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount -t fusectl fusectl /sys/fs/fuse/connections && echo 1 > "/sys/fs/fuse/connections/$1/abort"`, "sh", conn).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("abort FUSE connection %s: %w: %s", conn, err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 // Unsynced is what a lazy filesystem holds in memory only: the writes,

@@ -87,7 +87,7 @@ type Node struct {
 	proc  remote.Proc // its pidfile on host
 	log   string      // its log on host
 	proxy *Proxy      // nil unless the node is proxied
-	lazy  *lazyFS     // nil unless its dir is on a lazy filesystem
+	lazy  lazyDisk    // nil unless its dir is on a lazy filesystem
 	clock *nodeClock  // nil unless it runs on a fake clock
 
 	ctl sync.Mutex // held by each control that starts or ends the process
@@ -289,18 +289,31 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 		if proxied {
 			return nil, fmt.Errorf("compose: %s on %s: a node placed on a host has no proxy here, where its clients cannot reach it (its Placement's Proxy runs one on its host)", s.name, p.Host.Name())
 		}
-		if s.lazyFS {
-			return nil, fmt.Errorf("compose: %s on %s: LazyFS runs on this machine only", s.name, p.Host.Name())
+		if s.lazyFS && p.Lockbench == "" {
+			return nil, fmt.Errorf("compose: %s on %s: LazyFS needs the lockbench binary on the host (Placement.Lockbench), which serves it there", s.name, p.Host.Name())
 		}
 	}
 	n.proc.Remote = n.host
+	if s.lazyFS && s.place != nil {
+		// Before anything looks at the dir: a mount that an earlier
+		// run's daemon left there (its link broke) fails every look
+		// until the new daemon, which kills the old one by its pidfile,
+		// unmounts it.
+		lazy, err := startLazyDaemon(ctx, n.host, s.place.Lockbench, n.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
+		}
+		n.lazy = lazy
+	}
 	if err := n.mkdir(ctx); err != nil {
-		return nil, err
+		return nil, n.unlazy(err)
 	}
 	if err := e.add(n); err != nil {
-		return nil, err
+		return nil, n.unlazy(err)
 	}
-	if s.lazyFS {
+	switch {
+	case n.lazy != nil:
+	case s.lazyFS:
 		lazy, err := newLazyFS(diskOf(n.Dir), n.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
@@ -329,6 +342,15 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 		n.proxy = p
 	}
 	return n, nil
+}
+
+// unlazy unmounts the lazy filesystem of a node that did not make it into
+// its Env (whose Close would have), adding to err what that fails of.
+func (n *Node) unlazy(err error) error {
+	if n.lazy != nil {
+		err = errors.Join(err, n.lazy.close())
+	}
+	return err
 }
 
 // mkdir makes the node's dir, and the dirs of its pidfile and log, on

@@ -187,8 +187,8 @@ func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (
 		return nil, err
 	}
 	switch {
-	case o.Proxied, o.Netns, o.LazyFS:
-		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Proxied, Netns and LazyFS apply to servers on this machine only", p.Host.Name())
+	case o.Proxied, o.Netns:
+		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Proxied and Netns apply to servers on this machine only", p.Host.Name())
 	case p.Binary == "" || !path.IsAbs(p.Binary):
 		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Binary %q: want the absolute path of its postgres program (initdb is beside it)", p.Host.Name(), p.Binary)
 	}
@@ -206,12 +206,16 @@ func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (
 	host := p.Addr.String()
 	s := spec{
 		name: e.newNames("postgres", 1)[0], port: p.Port, host: host, bin: p.Binary, place: p,
-		user: PostgresUser, term: syscall.SIGINT, fakeClock: o.FakeClock,
+		user: PostgresUser, term: syscall.SIGINT, fakeClock: o.FakeClock, lazyFS: o.LazyFS,
 		ready: postgresReady(hostAddr(host, p.Port)), clock: postgresTime,
 		args: postgresArgs(path.Join(p.Dir, "data"), host, p.Port, d, o.Config),
 	}
 	s.prepare = func(ctx context.Context, n *Node) error {
-		return initdb(ctx, n, path.Join(path.Dir(p.Binary), "initdb"), n.Dir, PostgresUser, trust)
+		dir := n.Dir
+		if n.lazy != nil {
+			dir = diskOf(dir) // straight to the disk, as on this machine
+		}
+		return initdb(ctx, n, path.Join(path.Dir(p.Binary), "initdb"), dir, PostgresUser, trust)
 	}
 	return e.startNode(ctx, s, false)
 }

@@ -30,12 +30,13 @@ func (n *Node) PowerLoss() (Unsynced, error) {
 }
 
 // Unsynced reports what the node's server has written and not synced:
-// what a power loss would drop now. It is zero for a node without LazyFS.
-func (n *Node) Unsynced() Unsynced {
+// what a power loss would drop now. It is zero for a node without LazyFS;
+// the error is a placed node's filesystem daemon that did not answer.
+func (n *Node) Unsynced() (Unsynced, error) {
 	if n.lazy == nil {
-		return Unsynced{}
+		return Unsynced{}, nil
 	}
-	return n.lazy.unsynced()
+	return n.lazy.pending()
 }
 
 // Writeback writes every unsynced change of the node's disk to it, as the

@@ -95,8 +95,8 @@ func (e *Env) redisOn(ctx context.Context, n int, o RedisOptions, d Durability) 
 	if len(o.On) != n {
 		return nil, fmt.Errorf("compose: %d Redis nodes on %d placements: want one each", n, len(o.On))
 	}
-	if o.Proxied || o.Netns || o.LazyFS {
-		return nil, errors.New("compose: Redis nodes placed on hosts: Proxied, Netns and LazyFS apply to nodes on this machine only")
+	if o.Proxied || o.Netns {
+		return nil, errors.New("compose: Redis nodes placed on hosts: Proxied and Netns apply to nodes on this machine only")
 	}
 	nodes := make([]*Node, n)
 	for i, name := range e.newNames("redis", n) {
@@ -111,7 +111,7 @@ func (e *Env) redisOn(ctx context.Context, n int, o RedisOptions, d Durability) 
 		}
 		s := spec{
 			name: name, kind: kindRedis, port: p.Port, host: host, bin: p.binary(RedisServer), args: args, place: p,
-			ready: redisReady(hostAddr(host, p.Port)), clock: redisTime, fakeClock: o.FakeClock,
+			ready: redisReady(hostAddr(host, p.Port)), clock: redisTime, fakeClock: o.FakeClock, lazyFS: o.LazyFS,
 		}
 		node, err := e.startNode(ctx, s, false)
 		if err != nil {

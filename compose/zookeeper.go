@@ -122,8 +122,8 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		if len(o.On) != n {
 			return nil, fmt.Errorf("compose: %d ZooKeeper servers on %d placements: want one each", n, len(o.On))
 		}
-		if o.Proxied || o.PeerNetwork || o.LazyFS {
-			return nil, errors.New("compose: ZooKeeper servers placed on hosts: Proxied, PeerNetwork and LazyFS apply to servers on this machine only")
+		if o.Proxied || o.PeerNetwork {
+			return nil, errors.New("compose: ZooKeeper servers placed on hosts: Proxied and PeerNetwork apply to servers on this machine only")
 		}
 	}
 	if o.PeerNetwork {

@@ -70,8 +70,11 @@ type group struct {
 	Throughput                   float64
 	ThroughputMin, ThroughputMax float64
 	Speed                        stats.Spread
-	DurationS                    float64
-	Errors                       map[string]int64
+	// speeds are the trials' grants/s themselves, the samples the
+	// ranking's speed test compares (see separation).
+	speeds    []float64
+	DurationS float64
+	Errors    map[string]int64
 
 	Latency, Hold, Release results.Percentiles
 	// LatencyPooled is whether Latency comes from the merged histograms
@@ -232,7 +235,7 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 			counts[j]++
 		}
 	}
-	g.Speed = stats.SpreadOf(tps)
+	g.Speed, g.speeds = stats.SpreadOf(tps), tps
 	g.Throughput, g.ThroughputMin, g.ThroughputMax = g.Speed.Median, g.Speed.Min, g.Speed.Max
 	g.P50, g.P99, g.OwnCost = stats.SpreadOf(p50s), stats.SpreadOf(p99s), stats.SpreadOf(costs)
 	for j := range sums {

@@ -50,8 +50,8 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		answer += fmt.Sprintf(" %s: indistinguishable from %s here, but costlier (%s).", joinAnd(costlier), v.Backend, ds.costLine(v.Backend, costlier))
 	}
 	if tie := safetyTie(ch); len(tie) > 0 {
-		answer += fmt.Sprintf(" %s %s tied with it on safety and set apart in this run only by availability or speed, which move from run to run: the order among them is this run's, not a settled one.",
-			joinAnd(tie), isAre(len(tie)))
+		answer += fmt.Sprintf(" %s %s tied with it on safety and set apart by availability or speed, where the rank-sum test found a difference at a %.0f%% family-wise level over this answer's %d comparisons (why: under \"Recommendation in full\").",
+			joinAnd(tie), isAre(len(tie)), familyLevel*100, len(ch.sep.comparisons))
 	}
 	var ev []string
 	if q == forEfficiency {
@@ -80,7 +80,7 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 	if line := rankingLine(ch); line != "" {
 		ev = append(ev, line)
 	}
-	if line := ds.tieLine(ch); line != "" {
+	if line := ds.tieLine(ch, workload); line != "" {
 		ev = append(ev, line)
 	}
 	ev = append(ev, ds.speedLine(ch, v, workload))
@@ -206,13 +206,12 @@ func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
 			continue
 		}
 		word := "indistinguishable here from"
-		if og.independentTrials() >= minSpeedTrials && g.independentTrials() >= minSpeedTrials {
-			switch g.Speed.Compare(og.Speed) {
-			case 1:
-				word = "faster than"
-			case -1:
-				word = "slower than"
-			}
+		switch {
+		case ch.sep == nil:
+		case ch.sep.beats(stepSpeed, v.Backend, o.Backend) != nil:
+			word = "faster than"
+		case ch.sep.beats(stepSpeed, o.Backend, v.Backend) != nil:
+			word = "slower than"
 		}
 		words[word] = append(words[word], fmt.Sprintf("%s %s", o.Backend, spreadRate(og.Speed)))
 	}
@@ -249,16 +248,34 @@ func safetyTie(ch Choice) []string {
 	return out
 }
 
-// tieLine says, when the choice rests on availability or speed, what
-// would show whether the order holds: the evidence is a few fault windows
-// per class and trials that may share servers.
-func (ds *dataset) tieLine(ch Choice) string {
-	tie := safetyTie(ch)
-	if len(tie) == 0 {
+// tieLine says, when the choice is tied with other qualifiers or put
+// before them by availability or speed, what the test would need to set
+// them apart: the samples a side with which a complete separation would
+// reach the level of this answer's family, against those the run has.
+// Fewer can never do it, whatever the numbers.
+func (ds *dataset) tieLine(ch Choice, workload string) string {
+	others := append(slices.Clone(ch.Tied), safetyTie(ch)...)
+	if len(others) == 0 || ch.sep == nil {
 		return ""
 	}
-	return fmt.Sprintf("What would settle the order between %s and %s: more injections per compared class (each is one availability sample), and trials on fresh servers (speed ranges from trials that share servers are not independent); two runs with different seeds that agree.",
-		ch.Backend, joinAnd(tie))
+	need := ch.sep.settle()
+	have := "no fault window"
+	if ch.sep.maxWindow > 0 {
+		have = fmt.Sprintf("%d–%d fault windows per class and backend", ch.sep.minWindow, ch.sep.maxWindow)
+		if ch.sep.minWindow == ch.sep.maxWindow {
+			have = fmt.Sprintf("%d fault windows per class and backend", ch.sep.minWindow)
+		}
+	}
+	trials := "its speed trials share servers, so each backend's count as one"
+	if g := ds.peak(ch.Backend, workload, verdictOf(ch, ch.Backend).Durability); g != nil && g.Independent {
+		trials = fmt.Sprintf("%s's speed comes from %s on fresh servers", ch.Backend, plural(int64(g.Speed.N), "trial"))
+	}
+	more := ""
+	if ch.sep.minWindow > 0 && need > ch.sep.minWindow {
+		more = fmt.Sprintf(" (%d more than the fewest here)", need-ch.sep.minWindow)
+	}
+	return fmt.Sprintf("What would settle the order between %s and %s: the rank-sum test sets two backends apart at this answer's %.0f%% level over its %d comparisons with samples (each held to p ≤ %s by Tarone's correction, K = %d) only with at least %d samples a side, and then only when they separate; this run has %s and %s. %d tested injections per class and backend%s, and %d trials each on fresh servers, would let a clear difference show.",
+		ch.Backend, joinAnd(others), familyLevel*100, ch.sep.sized, fmtP(ch.sep.level), ch.sep.k, need, have, trials, need, more, need)
 }
 
 func isAre(n int) string {

@@ -177,7 +177,7 @@ func (ds *dataset) limits() []string {
 		}
 	}
 	if fewest > 0 && fewest < minSpeedTrials {
-		out = append(out, fmt.Sprintf("Some fault-free cases ran only %s: speed ranges from fewer than %d trials separate nothing, so no backend is called faster than another on them.",
+		out = append(out, fmt.Sprintf("Some fault-free cases ran only %s: the speed test cannot separate fewer than %d trials a side, so no backend is called faster than another on them.",
 			plural(int64(fewest), "trial"), minSpeedTrials))
 	}
 	var goroutines []string

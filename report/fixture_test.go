@@ -246,6 +246,9 @@ func (fx *fixture) add(b backendSpec, workload, fault string, guards []string, c
 		av := &results.Availability{BaselineThroughput: base / float64(max(nb, 1)), InFaultThroughput: inFault / float64(max(nf, 1)), InFaultP99US: int64(wait * 8 / math.Max(svc.share, 0.05))}
 		for range injections {
 			av.RecoveryS = append(av.RecoveryS, svc.recovery*(1+0.2*(fx.rng.Float64()-0.5)))
+			// Each window's grants/s, as the runner records them: one
+			// availability sample per injection.
+			av.WindowThroughput = append(av.WindowThroughput, av.InFaultThroughput*(1+0.2*(fx.rng.Float64()-0.5)))
 		}
 		c.Availability = av
 	}

@@ -10,25 +10,21 @@ import (
 	"github.com/lockbench/lockbench/stats"
 )
 
-// minSpeedTrials is the fewest trials on both sides for a throughput
-// difference to count: with fewer, two backends are "indistinguishable
-// here" whatever their numbers.
+// minSpeedTrials is the fewest trials a side with which the speed test
+// could set one backend apart at all, were it the only comparison: a
+// complete separation of 3 against 3 has p = 1/C(6,3) = 5%. A family of
+// many comparisons needs more (see separation and SamplesToSeparate).
 const minSpeedTrials = 3
 
-// Availability differences count only past these gaps between the
-// ranges: a tenth of the baseline in the in-fault grant share, a second
-// of recovery. Four cases on a shared machine give narrow ranges that a
-// few points would separate; a difference a user would not notice must
-// not outrank speed.
+// Availability differences count only past these margins, which are
+// part of the tested hypothesis (the samples are shifted by them): a
+// tenth of the baseline in the in-fault grant share, a second of
+// recovery. A difference a user would not notice must not outrank
+// speed, however sure the test is of it.
 const (
 	shareMargin    = 0.10
 	recoveryMargin = 1.0
 )
-
-// minAvailabilitySamples is the fewest samples on both sides (runs for
-// the in-fault share, windows for recovery) for availability to set a
-// backend apart: one run each is a point, not a range.
-const minAvailabilitySamples = 3
 
 // Rules states the recommendation rules as the report applies them; the
 // report prints them under the recommendation, and the tests hold the
@@ -38,7 +34,7 @@ var Rules = []string{
 	"Rule 2, scope. A backend faced a fault class when it has a valid case under it. A class a backend was not put through is \"not judged\" for it, with the reason (the run's record, the report's table of classes that cannot apply, or that the results do not say) — never a pass, and the recommendation names the classes it does not cover. Qualifying backends are ranked only on the fault classes every one of them faced: what one showed under a class another did not face decides nothing between them. The noop control excludes nobody and never qualifies.",
 	"Rule 3, correctness locks (a double grant corrupts data). Incidents are judged against each lock's declared contract — the earlier grant keeps the key until its Acquire was called plus the TTL less the drift the backend declares (or its session timeout) — not against the validity its leases report: a lock bug when the later grant came, for certain, before that line; an expired holder when, for certain, after it; ambiguous when the judge's clock bounds cannot tell. A backend qualifies when it issues fencing tokens (its fenced cases ran with tokens checked); it faced client-pause and at least one server-side fault class with the resource fencing (guard fence or fence-rw), with tested injections in each; it had zero lock-bug incidents — incidents the judge did not classify count as lock bugs — in every valid case of every class, guard and durability profile, stated per class with its bound; with fencing — the strongest token check each case was judged under: fence-rw (reads and writes carry the token) where the case ran it, else fence (writes only, which lets a superseded holder's late write in while its successor has not written yet: the resource's weakness, shown under guard fence, not the lock's) — it let through zero stale writes, lost zero updates and saw zero token regressions; and porcupine's fenced-mutex check is true on every one of its histories (unknown is not a pass). Expired-holder incidents do not disqualify — they are what fencing is for — but they are counted, explained, and make fencing \"required\", as does any stale write accepted or update lost without fencing. Ambiguous incidents do not disqualify either, since nothing shows they were lock bugs; they are counted and shown beside the verdict.",
 	"Rule 4, efficiency locks (an occasional double grant is tolerable). A backend qualifies when it ran without faults with at least 2 clients, acquired locks, and without faults had zero incidents of any kind, zero stale writes accepted and zero lost updates, stated per contended grant with its bound. Under faults its double grants are tolerated but counted, per class, and they rank it (rule 5).",
-	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. (1) Safety, for efficiency: a backend drops out when, under some compared class and profile, its tested injections followed by a double-grant incident lie clearly above another's (its 95% lower bound above the other's 95% upper bound) and under none the reverse; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the range over its fault windows of the in-fault grant rate (a share of its own baseline) lies wholly below another's by more than 10 points, or the range of its recovery times wholly above another's by more than 1 s, each side with at least 3 samples (fault windows) — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, many keys rather than the hot key on a tie — on one hot key the 1 ms hold caps every lock near 1,000 grants/s and measures the hold, not the lock — under the guard most ran there), the median over trials with its min–max; a backend drops out only when its range lies wholly below the fastest's and both come from at least 3 independent trials (on fresh servers: trials that share servers count as one) — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes; backends that still tie are recommended alike (the evidence shown is the first's by name), and those that need more nodes are named as tied but costlier. Availability and speed move from run to run: when they alone put the choice before a backend tied with it on safety, the answer names that tie and what would settle it, so that two runs with different seeds either agree or name the same tie.",
+	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. A step sets a backend apart only when a test says so: the one-sided Wilcoxon–Mann–Whitney rank-sum test, exact on the permutations of the two samples (ties included; on the 0/1 samples of injections it is Fisher's exact test), and every comparison the ranking makes for one answer — each ordered pair of qualifiers, under each compared class (and profile, for safety), on each measure below — forms one family held to a 5% family-wise error rate by Tarone's modified Bonferroni correction (each comparison at 5% divided by the number of comparisons whose samples could reach that level at all): the chance that any backend is set apart by a difference that is not there is at most 5% per answer. With 3 fault windows a side the smallest p-value is 1/20, so nothing is set apart by 3 windows in a family of more than one comparison; the answer says how many samples a side the test would need. (1) Safety, for efficiency: a backend drops out when, under some compared class and profile, the test finds its tested injections followed by a double-grant incident more frequent than another's, and under none the reverse; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the test finds its in-fault grant rate (a share of its own baseline, one sample per fault window) below another's by more than 10 points, or its recovery times (one per window) above another's by more than 1 s — the margins are part of the tested hypothesis — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, many keys rather than the hot key on a tie — on one hot key the 1 ms hold caps every lock near 1,000 grants/s and measures the hold, not the lock — under the guard most ran there), the median over trials with its min–max; a backend drops out only when the test finds its trials slower than another's, both from independent trials (on fresh servers: trials that share servers count as one and are not compared) — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes; backends that still tie are recommended alike (the evidence shown is the first's by name), and those that need more nodes are named as tied but costlier. When a tie remains, the answer says what would settle it: how many samples a side the test needs at this answer's level, against those the run had.",
 	"Rule 6, durability. Every case carries its profile (fast: no fsync; durable: every write synced; the control has no servers), and so do the header, every table row and the answer. A lock bug under any profile disqualifies, and the reason names the profile. Speed is compared within one profile.",
 }
 
@@ -98,6 +94,9 @@ type Choice struct {
 	// Verdicts rank every backend: the recommendation first, then the
 	// others that qualified, then the rest.
 	Verdicts []Verdict
+	// sep is the ranking's family of comparisons and the test's
+	// verdicts; nil when nothing was ranked.
+	sep *separation
 }
 
 // Recommendation is what the measurements support for the two uses of a
@@ -211,11 +210,12 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 	standing, brief := map[string]string{}, map[string]string{}
 	if ch.Judgeable && len(tier) > 0 {
 		ch.Compared = ds.commonClasses(tier)
+		ch.sep = ds.separate(tier, ch.Compared, peaks, q)
 		if q == forEfficiency {
-			tier = ds.bySafety(tier, ch.Compared, standing, brief)
+			tier = ds.bySafety(ch.sep, tier, standing, brief)
 		}
-		tier = ds.byAvailability(tier, ch.Compared, standing, brief)
-		tier = bySpeed(tier, peaks, standing, brief)
+		tier = ds.byAvailability(ch.sep, tier, standing, brief)
+		tier = bySpeed(ch.sep, tier, peaks, standing, brief)
 		slices.SortFunc(tier, func(a, b string) int { return cmp.Or(cmp.Compare(ds.nodes(a), ds.nodes(b)), cmp.Compare(a, b)) })
 		ch.Backend, ch.Tied = tier[0], tier[1:]
 		standing[ch.Backend] = "recommended"
@@ -290,60 +290,20 @@ func (ds *dataset) evidenceUnder(backend string, classes []string, guard string)
 }
 
 // bySafety drops the backends whose double-grant incidents per tested
-// injection lie clearly above another's (its 95% lower bound above the
-// other's upper bound) under some compared class and profile, and below
-// it under none (rule 5 (1), efficiency). Classes are compared one by
-// one, never pooled: a class that defeats every lock says nothing about
-// one that defeats none.
-func (ds *dataset) bySafety(tier, classes []string, standing, brief map[string]string) []string {
-	if len(classes) == 0 {
-		return tier
-	}
-	rate := func(b, cls, d string) bound {
-		return rateOf(totals(ds.find(query{Backend: b, Class: cls, Durability: d})), kindIncident, cls)
-	}
-	// above returns the class and profile under which a's rate lies
-	// clearly above b's.
-	above := func(a, b string) (string, string) {
-		for _, cls := range classes {
-			for _, d := range ds.Durabilities {
-				if x, y := rate(a, cls, d), rate(b, cls, d); x.Known() && y.Known() && x.Above(y.Rate) {
-					return cls, d
-				}
-			}
+// injection the test finds higher than another's under some compared
+// class and profile, and lower under none (rule 5 (1), efficiency).
+// Classes are compared one by one, never pooled: a class that defeats
+// every lock says nothing about one that defeats none.
+func (ds *dataset) bySafety(sep *separation, tier []string, standing, brief map[string]string) []string {
+	keep, by := sep.setApart(stepSafety, tier)
+	for b, c := range by {
+		rate := func(backend string) bound {
+			return rateOf(totals(ds.find(query{Backend: backend, Class: c.class, Durability: c.profile})), kindIncident, c.class)
 		}
-		return "", ""
-	}
-	var keep []string
-	why, short := map[string]string{}, map[string]string{}
-	for _, b := range tier {
-		worse := ""
-		var cls, d string
-		for _, a := range tier {
-			if a == b {
-				continue
-			}
-			if c, p := above(b, a); c != "" {
-				if back, _ := above(a, b); back == "" {
-					worse, cls, d = a, c, p
-					break
-				}
-			}
-		}
-		if worse == "" {
-			keep = append(keep, b)
-			continue
-		}
-		x, y := rate(b, cls, d), rate(worse, cls, d)
-		why[b] = fmt.Sprintf("set apart on safety: under %s (%s profile) the tested injections with a double-grant incident, %s, lie clearly above %s's, %s",
-			cls, d, x, worse, y)
-		short[b] = fmt.Sprintf("safety under %s: double-grant incidents %s vs %s's %s", cls, x.cell(), worse, y.cell())
-	}
-	if len(keep) == 0 {
-		return tier
-	}
-	for b, w := range why {
-		standing[b], brief[b] = w, short[b]
+		x, y := rate(b), rate(c.better)
+		standing[b] = fmt.Sprintf("set apart on safety: under %s (%s profile) the tested injections with a double-grant incident, %s, lie above %s's, %s (%s)",
+			c.class, c.profile, x, c.better, y, sep.testWords(c))
+		brief[b] = fmt.Sprintf("safety under %s: double-grant incidents %s vs %s's %s", c.class, x.cell(), c.better, y.cell())
 	}
 	return keep
 }
@@ -358,85 +318,38 @@ func (ds *dataset) availabilityOf(backend, class string) availability {
 }
 
 // byAvailability drops the backends another one beats on availability
-// under some compared class and loses to under none (rule 5 (2)). When
-// that would drop every backend (no clear order), it drops none.
-func (ds *dataset) byAvailability(tier, classes []string, standing, brief map[string]string) []string {
-	av := map[string]map[string]availability{}
-	for _, b := range tier {
-		av[b] = map[string]availability{}
-		for _, cls := range classes {
-			av[b][cls] = ds.availabilityOf(b, cls)
+// under some compared class and loses to under none (rule 5 (2)): beats
+// by more than the margins (shareMargin, recoveryMargin), as the test
+// finds it over the fault windows. When that would drop every backend
+// (no clear order), it drops none.
+func (ds *dataset) byAvailability(sep *separation, tier []string, standing, brief map[string]string) []string {
+	keep, by := sep.setApart(stepAvailability, tier)
+	for b, c := range by {
+		x, y := ds.availabilityOf(c.better, c.class), ds.availabilityOf(b, c.class)
+		margin := fmt.Sprintf("its in-fault share lies below %s's by more than %.0f points", c.better, shareMargin*100)
+		if c.measure == "recovery" {
+			margin = fmt.Sprintf("its recovery lies above %s's by more than %s s", c.better, fmtSeconds(recoveryMargin))
 		}
-	}
-	// beats returns the class under which a's availability is clearly
-	// better than b's, or "".
-	beats := func(a, b string) string {
-		for _, cls := range classes {
-			x, y := av[a][cls], av[b][cls]
-			enough := func(a, b stats.Spread) bool { return a.N >= minAvailabilitySamples && b.N >= minAvailabilitySamples }
-			if enough(x.inFault, y.inFault) && x.inFault.Min-y.inFault.Max > shareMargin {
-				return cls
-			}
-			if enough(x.recovery, y.recovery) && y.recovery.Min-x.recovery.Max > recoveryMargin {
-				return cls
-			}
-		}
-		return ""
-	}
-	var keep []string
-	why, short := map[string]string{}, map[string]string{}
-	for _, b := range tier {
-		for _, a := range tier {
-			if a == b {
-				continue
-			}
-			if cls := beats(a, b); cls != "" && beats(b, a) == "" {
-				x, y := av[a][cls], av[b][cls]
-				why[b] = fmt.Sprintf("set apart on availability: under %s it served %s of its baseline and recovered in %s, %s served %s and recovered in %s",
-					cls, spreadPct(y.inFault), spreadSeconds(y.recovery), a, spreadPct(x.inFault), spreadSeconds(x.recovery))
-				short[b] = fmt.Sprintf("availability under %s: %s of baseline, recovery %s, vs %s's %s, %s", cls,
-					fmtPct(y.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: y.recovery.Median}), a, fmtPct(x.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: x.recovery.Median}))
-				break
-			}
-		}
-		if why[b] == "" {
-			keep = append(keep, b)
-		}
-	}
-	if len(keep) == 0 {
-		return tier
-	}
-	for b, w := range why {
-		standing[b], brief[b] = w, short[b]
+		standing[b] = fmt.Sprintf("set apart on availability: under %s it served %s of its baseline and recovered in %s, %s served %s and recovered in %s; %s (%s)",
+			c.class, spreadPct(y.inFault), spreadSeconds(y.recovery), c.better, spreadPct(x.inFault), spreadSeconds(x.recovery), margin, sep.testWords(c))
+		brief[b] = fmt.Sprintf("availability under %s: %s of baseline, recovery %s, vs %s's %s, %s", c.class,
+			fmtPct(y.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: y.recovery.Median}), c.better, fmtPct(x.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: x.recovery.Median}))
 	}
 	return keep
 }
 
-// bySpeed keeps the backends whose peak throughput the evidence cannot
-// separate from the fastest's (rule 5 (3)): a backend drops out only
-// when its range lies wholly below the fastest's, both from at least
-// minSpeedTrials independent trials (on fresh servers each). A backend
-// without a fault-free speed cannot be called slower, and stays.
-func bySpeed(tier []string, peaks map[string]*group, standing, brief map[string]string) []string {
-	var fastest *group
-	for _, b := range tier {
-		if g := peaks[b]; g != nil && (fastest == nil || g.Throughput > fastest.Throughput) {
-			fastest = g
-		}
-	}
-	if fastest == nil {
-		return tier
-	}
-	var keep []string
-	for _, b := range tier {
-		g := peaks[b]
-		if g == nil || g == fastest || g.independentTrials() < minSpeedTrials || fastest.independentTrials() < minSpeedTrials || g.Speed.Compare(fastest.Speed) >= 0 {
-			keep = append(keep, b)
-			continue
-		}
-		standing[b] = fmt.Sprintf("set apart on speed: %s grants/s against %s's %s, over %d and %d trials",
-			spreadRate(g.Speed), fastest.Backend, spreadRate(fastest.Speed), g.Speed.N, fastest.Speed.N)
-		brief[b] = fmt.Sprintf("speed: %s vs %s's %s grants/s", spreadRate(g.Speed), fastest.Backend, spreadRate(fastest.Speed))
+// bySpeed drops the backends whose peak throughput the test finds lower
+// than another's (rule 5 (3)). Only independent trials (each on fresh
+// servers) are samples: trials that share servers count as one, and one
+// trial a side can set nothing apart. A backend without a fault-free
+// speed cannot be called slower, and stays.
+func bySpeed(sep *separation, tier []string, peaks map[string]*group, standing, brief map[string]string) []string {
+	keep, by := sep.setApart(stepSpeed, tier)
+	for b, c := range by {
+		g, f := peaks[b], peaks[c.better]
+		standing[b] = fmt.Sprintf("set apart on speed: %s grants/s against %s's %s, over %d and %d independent trials (%s)",
+			spreadRate(g.Speed), c.better, spreadRate(f.Speed), g.Speed.N, f.Speed.N, sep.testWords(c))
+		brief[b] = fmt.Sprintf("speed: %s vs %s's %s grants/s", spreadRate(g.Speed), c.better, spreadRate(f.Speed))
 	}
 	return keep
 }

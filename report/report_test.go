@@ -174,13 +174,17 @@ func TestRecommendationFollowsTheData(t *testing.T) {
 	base := sample(t)
 	rec := report.Recommend(base)
 	// Efficiency: redis and sentinel are fastest but serve next to nothing
-	// while a server is paused; etcd and ZooKeeper recover in over a
-	// second; Redlock and redsync stay up, and Redlock is faster.
+	// while a server is paused (12 windows each: the test sets them
+	// apart); etcd and ZooKeeper recover in over a second; Redlock and
+	// redsync stay up, and Redlock's 3 faster trials are too few to call
+	// it faster: they are recommended alike.
 	// Correctness: Redlock double-grants under a majority clock jump, so
-	// only etcd and ZooKeeper qualify, and ZooKeeper is faster.
-	if rec.Efficiency.Backend != "redlock" || rec.Correctness.Backend != "zookeeper" {
-		t.Fatalf("recommended %q for efficiency and %q for correctness, want redlock and zookeeper:\n%s\n%s",
-			rec.Efficiency.Backend, rec.Correctness.Backend, rec.Efficiency.Answer, rec.Correctness.Answer)
+	// only etcd and ZooKeeper qualify; ZooKeeper's faster trials are too
+	// few too, so they are recommended alike.
+	if rec.Efficiency.Backend != "redlock" || !slices.Equal(rec.Efficiency.Alike, []string{"redsync"}) ||
+		rec.Correctness.Backend != "etcd" || !slices.Equal(rec.Correctness.Alike, []string{"zookeeper"}) {
+		t.Fatalf("recommended %q (alike %v) for efficiency and %q (alike %v) for correctness, want redlock with redsync and etcd with zookeeper:\n%s\n%s",
+			rec.Efficiency.Backend, rec.Efficiency.Alike, rec.Correctness.Backend, rec.Correctness.Alike, rec.Efficiency.Answer, rec.Correctness.Answer)
 	}
 	for _, c := range []struct {
 		ch      report.Choice
@@ -208,8 +212,8 @@ func TestRecommendationFollowsTheData(t *testing.T) {
 			}
 		}
 	}
-	if v := verdict(t, rec.Correctness, "etcd"); !strings.HasPrefix(v.Standing, "set apart on speed") {
-		t.Errorf("etcd's standing %q", v.Standing)
+	if v := verdict(t, rec.Correctness, "zookeeper"); !strings.HasPrefix(v.Standing, "recommended alike with etcd") {
+		t.Errorf("zookeeper's standing %q", v.Standing)
 	}
 	if v := verdict(t, rec.Efficiency, "redis"); !strings.HasPrefix(v.Standing, "set apart on availability: under server-pause") {
 		t.Errorf("redis's standing %q", v.Standing)
@@ -427,7 +431,7 @@ func TestSummaryTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"workload hot", "workload uniform", "grants/s @64", "p99 @16", "own cost @1", "redlock", "zookeeper", "seed 20260314",
-		"Efficiency locks: Use redlock", "Correctness locks: Use zookeeper", "Lock-bug incidents, per fault class and profile (injections with one, not judged tested): client-pause (fast) 0/24 ≤12%", "2 invalid cases excluded"} {
+		"Efficiency locks: Use redlock or redsync", "Correctness locks: Use etcd or zookeeper", "Lock-bug incidents, per fault class and profile (injections with one, not judged tested): client-pause (fast) 0/24 ≤12%", "2 invalid cases excluded"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}

@@ -35,7 +35,7 @@ func (ds *dataset) speedSection(d *document, latencyClients int) {
 			guard := ds.primaryGuard(w, faultNone)
 			clients := ds.latencyClients(w, guard, latencyClients)
 			d.h(3, fmt.Sprintf("Workload %s, %s profile", w, dur))
-			d.p(fmt.Sprintf("Fault none, guard %s. Each cell is the median over trials with the slowest–fastest trial in brackets: throughput in grants/s at each client count, acquire latency percentiles at %d clients. Own cost is acquire p50 + release p50 at 1 client, where nobody waits. A difference counts only where the ranges do not overlap, with at least %d independent trials each (on fresh servers: trials that share servers count as one). Fault-free incidents are per contended grant (a grant made while another client of the key waited: an uncontended one cannot overlap), with their 95%% bound.", guard, clients, minSpeedTrials))
+			d.p(fmt.Sprintf("Fault none, guard %s. Each cell is the median over trials with the slowest–fastest trial in brackets: throughput in grants/s at each client count, acquire latency percentiles at %d clients. Own cost is acquire p50 + release p50 at 1 client, where nobody waits. A difference counts only where the rank-sum test over independent trials (on fresh servers: trials that share servers count as one) finds it at the recommendation's family-wise 5%% level: never with fewer than %d trials each. Fault-free incidents are per contended grant (a grant made while another client of the key waited: an uncontended one cannot overlap), with their 95%% bound.", guard, clients, minSpeedTrials))
 			d.table(ds.summaryTable(w, guard, dur, clients))
 		}
 	}

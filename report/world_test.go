@@ -76,8 +76,11 @@ type outcome struct {
 	// share is the in-fault grant rate over the baseline; recovery the
 	// seconds to recover after each window (-1: never). Zero share and
 	// nil recovery leave availability out.
-	share      float64
-	recovery   []float64
+	share    float64
+	recovery []float64
+	// windows are the in-fault shares of each fault window, when the
+	// case recorded them one by one (each a sample of the ranking).
+	windows    []float64
 	durability string
 	invalid    string
 	// untested is how many of the injections tested nothing, and why.
@@ -148,6 +151,9 @@ func (w *world) fault(backend, fault string, trials int, o outcome, guards ...st
 			}
 			if o.share > 0 || o.recovery != nil {
 				c.Availability = &results.Availability{BaselineThroughput: 500, InFaultThroughput: 500 * o.share, InFaultP99US: 40000, RecoveryS: o.recovery}
+				for _, s := range o.windows {
+					c.Availability.WindowThroughput = append(c.Availability.WindowThroughput, 500*s)
+				}
 			}
 			if o.durability != "" {
 				c.Durability = o.durability

@@ -68,7 +68,7 @@ make bench-quick run; full: every durability profile on every backend) or of the
 clients × trials, each case judged under every --guard at once. It starts the servers the
 backends need on 127.0.0.1 (or uses the endpoints you give) and a judge that every client
 reports to, runs the clients as worker processes (lockbench worker) or goroutines, writes
-DIR/results.json after every case with each case's history under DIR/history, and renders the
+DIR/results.json every 30 s and at the end, with each case's history under DIR/history, and renders the
 report into DIR. Ctrl-C stops the run, stops every server and worker and keeps the results
 measured so far.
 

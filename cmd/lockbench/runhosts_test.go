@@ -205,13 +205,19 @@ func nothingLeft(t *testing.T, ctx context.Context, lab *remotetest.Lab, when st
 
 // TestRunOnHosts runs lockbench run --inventory over four simulated hosts
 // (Redis on host1, PostgreSQL on host2, clients on host3 and host4, the
-// judge here) with a server pause, a partition and a restart: every case
+// judge here) with a server pause, a partition, a restart and a power
+// loss (the servers' dirs on lazy filesystems served on their hosts by the
+// uploaded lockbench binary, each power loss proven by what it dropped
+// and read back): every case
 // runs its clients on both client hosts, every injection names the host
 // it hit, the histories come back here, no key material reaches the
 // outputs, and nothing is left on any host. A second run, interrupted
 // (SIGINT) while its workers run, leaves nothing either.
 func TestRunOnHosts(t *testing.T) {
-	composetest.StartsServersWithin(t, 6*time.Minute) // about a minute on a 2-core machine loaded about 6×, 3 min 18 s loaded about 13×
+	// About a minute on a 2-core machine loaded about 6×, 3 min 18 s
+	// loaded about 13× (without power-loss); with power-loss, 5 min 8 s
+	// loaded 25–30×.
+	composetest.StartsServersWithin(t, 8*time.Minute)
 	lab := remotetest.New(t, 4)
 	pgBin, err := compose.PostgresBinary()
 	if err != nil {
@@ -221,9 +227,9 @@ func TestRunOnHosts(t *testing.T) {
 	inv := labInventory(t, lab, pgBin)
 	ctx := composetest.Context(t)
 
-	dir, out, f := runOnLab(t, inv, binary, "redis,postgres", "server-pause,partition,restart")
-	if len(f.Cases) != 6 {
-		t.Fatalf("%d cases, want 6 (2 backends × 3 faults)\n%s", len(f.Cases), out)
+	dir, out, f := runOnLab(t, inv, binary, "redis,postgres", "server-pause,partition,restart,power-loss")
+	if len(f.Cases) != 8 {
+		t.Fatalf("%d cases, want 8 (2 backends × 4 faults)\n%s", len(f.Cases), out)
 	}
 	serverHost := map[string]string{"redis": lab.Hosts[0].Name, "postgres": lab.Hosts[1].Name}
 	checkCases(t, f) // a restarted PostgreSQL may grant nothing in a short case on a busy machine
@@ -232,6 +238,9 @@ func TestRunOnHosts(t *testing.T) {
 		for _, tg := range c.Targets {
 			if !slices.Equal(tg.Hosts, []string{serverHost[c.Backend]}) {
 				t.Errorf("%s: injection %d hit %v on hosts %v, want %s", name, tg.Injection, tg.Nodes, tg.Hosts, serverHost[c.Backend])
+			}
+			if c.Fault == "power-loss" && (!strings.Contains(tg.Effect, "unsynced bytes") || !strings.Contains(tg.Effect, "kept as they were")) {
+				t.Errorf("%s: injection %d's effect %q: want what it dropped and what the server kept", name, tg.Injection, tg.Effect)
 			}
 		}
 		both := slices.ContainsFunc(c.Notes, func(n string) bool {
