@@ -31,6 +31,20 @@ func proxyMain(args []string) {
 	}
 }
 
+// uploadSelf puts this test binary on host r at bin, where it plays the
+// lockbench binary (see TestMain).
+func uploadSelf(t *testing.T, ctx context.Context, r remote.Remote, bin string) {
+	t.Helper()
+	self, err := os.Open("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer self.Close()
+	if err := remote.Upload(ctx, r, self, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // pingRTT is the shortest of five PING round trips to the Redis server
 // at addr:port, measured on host r (bash's /dev/tcp on one connection):
 // what a client there waits.
@@ -70,22 +84,10 @@ done`
 func TestPlacedProxy(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute)
 	lab := remotetest.New(t, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := composetest.Context(t)
 	server, client := lab.Dial(t, 0, "root"), lab.Dial(t, 1, "root")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	const bin = "/tmp/lockbench/bin/lockbench"
-	if err := remote.Upload(ctx, server, f, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	uploadSelf(t, ctx, server, bin)
 	addr := lab.Hosts[0].Addr
 	const port, proxyPort = 6379, 16379
 	env := composetest.ForTest(t)
