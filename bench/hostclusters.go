@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
@@ -13,9 +14,10 @@ import (
 )
 
 // OnHosts makes c start the servers of every backend that hs's inventory
-// lists on their hosts — Redis, PostgreSQL, ZooKeeper and etcd (not
-// Sentinel yet); a backend it lists none for is refused (its servers
-// would run here, where the client hosts may not reach them).
+// lists on their hosts — Redis, PostgreSQL, ZooKeeper, etcd and Sentinel
+// sets (see onHosts for where their sentinels go); a backend it lists
+// none for is refused (its servers would run here, where the client hosts
+// may not reach them).
 func (c *Clusters) OnHosts(hs *Hosts) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -23,13 +25,22 @@ func (c *Clusters) OnHosts(hs *Hosts) {
 }
 
 // onHosts returns backend b's servers placed on the hosts, started under
-// profile prof: a set that ran under another one, or whose nodes
-// restarted under a backend that admits its nodes, is stopped and wiped
-// first (its dirs and ports are the inventory's, and there is one of
-// each). Their data sits on a lazy filesystem when prof needs one (a
-// power loss), served on each host by the lockbench binary, uploaded
-// there for it.
-func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl time.Duration) (nemesis.Target, error) {
+// profile prof: a set that ran under another one, whose nodes restarted
+// under a backend that admits its nodes, or that a fresh scenario had
+// (failover: it left a Sentinel set with a dead master, a promoted
+// replica), is stopped and wiped first (its dirs and ports are the
+// inventory's, and there is one of each); fresh says the caller's
+// scenario is such a one, which gets a new set too, as on this machine
+// (the replication links it holds back are the initial master's). Their
+// data sits on a lazy filesystem when prof needs one (a power loss),
+// served on each host by the lockbench binary, uploaded there for it
+// (not a Sentinel set's yet).
+//
+// A Sentinel set's Redis nodes go where the inventory lists its servers,
+// the master on the first; beside each runs a sentinel, at the entry's
+// sentinel_port (26379 by default), its files in the data dir's sibling
+// "<data>-sentinel".
+func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, fresh bool, ttl time.Duration) (nemesis.Target, error) {
 	d := b.Descriptor
 	s := d.Servers
 	if !c.hosts.Serves(b.Name) {
@@ -38,8 +49,8 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl tim
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.placed[b.Name]
-	if cl != nil && (cl.profile != prof || d.Admit != nil && restarted(cl.nodes, cl.admitted)) {
-		for _, n := range cl.nodes {
+	if cl != nil && (cl.profile != prof || d.Admit != nil && restarted(cl.nodes, cl.admitted) || cl.spent || fresh) {
+		for _, n := range cl.placedNodes() {
 			if err := errors.Join(n.Kill(), n.Wipe()); err != nil {
 				return nemesis.Target{}, err
 			}
@@ -86,10 +97,16 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl tim
 			if e, err = c.env.Etcd(ctx, s.Count, compose.EtcdOptions{Durability: prof.durability, LazyFS: lazy, On: pl}); err == nil {
 				cl.nodes, t = e.Nodes, quorumTarget(e.Nodes, e, e, pl)
 			}
+		case backends.Sentinel:
+			var set *compose.SentinelSet
+			if set, err = c.env.Sentinel(ctx, sentinelOn(pl, prof)); err == nil {
+				cl.nodes, cl.sentinel = set.Nodes(), set
+				t = nemesis.Target{Leader: set, Sentinel: set}
+			}
 		default:
-			return nemesis.Target{}, configErrorf("backend %s: lockbench places Redis, PostgreSQL, ZooKeeper and etcd servers on hosts (not %s)", d.Name, s.Kind)
+			return nemesis.Target{}, configErrorf("backend %s: lockbench places Redis, PostgreSQL, ZooKeeper, etcd and Sentinel servers on hosts (not %s)", d.Name, s.Kind)
 		}
-		c.hosts.started(cl.nodes)
+		c.hosts.started(cl.placedNodes())
 		if err != nil {
 			return nemesis.Target{}, err
 		}
@@ -100,7 +117,36 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, ttl tim
 		cl.target = t
 		c.placed[b.Name] = cl
 	}
+	cl.spent = fresh
 	return cl.target, nil
+}
+
+// placedNodes are every server process of a cluster on hosts: its nodes
+// and, for a Sentinel set, its sentinels, which listen on the
+// inventory's ports too.
+func (cl *cluster) placedNodes() []*compose.Node {
+	if cl.sentinel == nil {
+		return cl.nodes
+	}
+	return append(slices.Clone(cl.nodes), cl.sentinel.Sentinels...)
+}
+
+// sentinelOn is a Sentinel set on the inventory's placements pl (the
+// master on the first, a replica on each other), started under prof,
+// with a sentinel beside each Redis node: at the port its entry names
+// (Placement.PeerPorts, from sentinel_port) or Sentinel's 26379, in the
+// data dir's sibling.
+func sentinelOn(pl []compose.Placement, prof profile) compose.SentinelOptions {
+	o := compose.SentinelOptions{Durability: prof.durability, FakeClock: prof.needs.FakeClock, On: pl}
+	for _, p := range pl {
+		port := 26379
+		if len(p.PeerPorts) > 0 && p.PeerPorts[0] != 0 {
+			port = p.PeerPorts[0]
+		}
+		p.Port, p.PeerPorts, p.Dir = port, nil, p.Dir+"-sentinel"
+		o.SentinelsOn = append(o.SentinelsOn, p)
+	}
+	return o
 }
 
 // quorumTarget is the fault target of a quorum's members placed at pl:
@@ -129,7 +175,8 @@ func ServerNeeds(name string) inventory.Needs {
 		return inventory.Needs{}
 	}
 	switch d.Servers.Kind {
-	case backends.Redis:
+	case backends.Redis, backends.Sentinel:
+		// A sentinel on a host runs redis-server --sentinel.
 		return inventory.Needs{Binary: compose.RedisServer}
 	case backends.ZooKeeper:
 		return inventory.Needs{Binary: compose.Java, Files: compose.ZooKeeperClasspath}

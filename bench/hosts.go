@@ -345,8 +345,11 @@ func (hs *Hosts) Placements(name string, n int) ([]compose.Placement, error) {
 				continue
 			}
 			var peers []int // 0: the kind's standard port
-			if s.PeerPort != 0 || s.ElectionPort != 0 {
+			switch {
+			case s.PeerPort != 0 || s.ElectionPort != 0:
 				peers = []int{s.PeerPort, s.ElectionPort}
+			case s.SentinelPort != 0: // a Sentinel node's sentinel
+				peers = []int{s.SentinelPort}
 			}
 			out = append(out, compose.Placement{
 				Host: h.SSH, Addr: h.Addr, Port: s.Port, PeerPorts: peers, Dir: s.Data, Binary: s.Binary,

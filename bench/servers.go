@@ -122,11 +122,14 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 		prof.needs.Netns = false
 	}
 	if c.hosts != nil {
-		t, err := c.onHosts(ctx, b, prof, ttl)
+		t, err := c.onHosts(ctx, b, prof, f.Fresh, ttl)
 		if err != nil {
 			return t, cfg, err
 		}
 		t.Priority, t.Probe = d.Priority, probe(d, cfg)
+		if t.Sentinel != nil {
+			return t, sentinelConfig(cfg, d, t.Sentinel), nil
+		}
 		cfg.Addrs = clientAddrs(t, f)
 		return t, cfg, nil
 	}
@@ -147,12 +150,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	}
 	t.Priority, t.Probe = d.Priority, probe(d, cfg)
 	if d.Servers.Kind == backends.Sentinel {
-		// The clients ask the sentinels for the master, by its name.
-		cfg.Addrs = cl.sentinel.SentinelAddrs()
-		if d.Servers.MasterParam != "" {
-			cfg.Params[d.Servers.MasterParam] = cl.sentinel.MasterName
-		}
-		return t, cfg, nil
+		return t, sentinelConfig(cfg, d, cl.sentinel), nil
 	}
 	cfg.Addrs = clientAddrs(t, f)
 	return t, cfg, nil
@@ -171,6 +169,16 @@ func clientAddrs(t nemesis.Target, f nemesis.Fault) []string {
 		}
 	}
 	return out
+}
+
+// sentinelConfig is cfg for backend d on Sentinel set s: the clients ask
+// its sentinels for the master, by its name.
+func sentinelConfig(cfg backends.Config, d backends.Descriptor, s *compose.SentinelSet) backends.Config {
+	cfg.Addrs = s.SentinelAddrs()
+	if d.Servers.MasterParam != "" {
+		cfg.Params[d.Servers.MasterParam] = s.MasterName
+	}
+	return cfg
 }
 
 // probe reads what one node holds of a case's keys through backend d's

@@ -29,8 +29,10 @@ type Env struct {
 	nets    []*peerNet // the PeerNetwork clusters' networks
 	// placedPeers cut the members of clusters placed on hosts apart.
 	placedPeers []*placedPeers
-	names       map[string]int // next index per node name prefix
-	closed      bool
+	// hostLinks hold back the replication of Sentinel sets on hosts.
+	hostLinks []*hostLink
+	names     map[string]int // next index per node name prefix
+	closed    bool
 	// extraDirs are dirs made on hosts beside the nodes' (the clock
 	// preload's), which Close removes.
 	extraDirs []hostDir
@@ -109,12 +111,15 @@ func (e *Env) Close() error {
 		return nil
 	}
 	e.closed = true
-	nodes, px, nets, placed := e.nodes, e.proxies, e.nets, e.placedPeers
+	nodes, px, nets, placed, links := e.nodes, e.proxies, e.nets, e.placedPeers, e.hostLinks
 	e.mu.Unlock()
 
 	var errs []error
 	for _, p := range placed {
 		errs = append(errs, p.heal())
+	}
+	for _, l := range links {
+		errs = append(errs, l.Heal())
 	}
 	for _, n := range nodes {
 		if err := n.Kill(); err != nil {

@@ -33,7 +33,8 @@ type Placement struct {
 	Port int
 	// PeerPorts are the ports on Addr where the members of a quorum
 	// reach each other: etcd's peer port; ZooKeeper's quorum and
-	// election ports, in that order. A port left out, or 0, is the
+	// election ports, in that order (a run over an inventory passes a
+	// Sentinel node's sentinel port here too). A port left out, or 0, is the
 	// kind's standard one (etcd 2380; ZooKeeper 2888 and 3888); ports
 	// beyond the kind's are ignored. A partition between
 	// members (EtcdCluster.Partition, Ensemble.Partition) cuts these

@@ -34,8 +34,9 @@ func cutProven(t *testing.T, ctx context.Context, n *compose.Node) {
 // is reached from here, paused (every thread stopped, silent), restarted
 // with and without its data, cut off from host3 (proven from host3, while
 // the control node still reaches it) and healed, and has its clock jumped
-// (read back from the server); Close leaves no process and no cut on any
-// host.
+// (read back from the server); a Sentinel set spans the three hosts
+// (placedSentinel: a failover that loses a held-back write, a client
+// cut); Close leaves no process, no cut and no file on any host.
 func TestPlaced(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute)
 	lab := remotetest.New(t, 3)
@@ -118,6 +119,7 @@ func TestPlaced(t *testing.T) {
 			}
 		})
 	}
+	t.Run("sentinel", func(t *testing.T) { placedSentinel(t, ctx, env, lab, hosts, clients) })
 	if err := env.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +131,11 @@ func TestPlaced(t *testing.T) {
 			t.Errorf("%s: left %v (%v)", lab.Hosts[i].Name, left, err)
 		}
 	}
-	for _, d := range []string{"/tmp/lockbench/redis", "/tmp/lockbench/redis.clock"} {
-		if _, err := remote.Output(ctx, hosts[0], "test", "!", "-e", d); err != nil {
-			t.Errorf("%s left on host1", d)
+	for i, h := range hosts {
+		for _, d := range []string{"/tmp/lockbench/redis", "/tmp/lockbench/redis.clock", "/tmp/lockbench/sentinel-redis", "/tmp/lockbench/sentinel-redis.clock", "/tmp/lockbench/sentinel"} {
+			if _, err := remote.Output(ctx, h, "test", "!", "-e", d); err != nil {
+				t.Errorf("%s left on %s", d, lab.Hosts[i].Name)
+			}
 		}
 	}
 }

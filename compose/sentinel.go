@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +98,31 @@ type SentinelOptions struct {
 	// where a cut would take the replication with it. It needs root and the
 	// ip command: see PeerNetworkAvailable.
 	Netns bool
+	// On, when set, places the Redis nodes on hosts, one Placement each:
+	// the master on On[0], a replica on each of the others (Replicas is
+	// then len(On)-1, or 0). Each node listens on its placement's address
+	// and Port and announces that address (replica-announce-ip), so that
+	// the sentinels report, and clients on other hosts dial, where it
+	// really is. Each replica's replication link (ReplicationLinks) is then
+	// a pair of blackhole rules, on its host and on the master's, that a
+	// fault puts in force. Proxied, Netns, LazyFS and ProxiedReplication
+	// apply to sets on this machine only. See SentinelsOn for the
+	// sentinels, which On needs.
+	On []Placement
+	// SentinelsOn places the sentinels, one per placement (Sentinels is
+	// then len(SentinelsOn), or 0), each listening on its placement's
+	// address and Port (26379 is Sentinel's own) and announcing that
+	// address to the others. Each runs the placement's Binary (or
+	// redis-server) with --sentinel, which is what redis-sentinel is, on
+	// the real clock. A sentinel beside a Redis node shares that host's
+	// address, so what cuts that address off cuts the sentinel too: a
+	// cut of the clients (CutClients) leaves the sentinels on the hosts
+	// where the Redis nodes are on the servers' side, still seeing the
+	// master; a held-back replication link (ReplicationLinks) cuts the
+	// sentinel beside the replica off from the master's port too. Put a
+	// sentinel on a host of its own (or a client host) to choose
+	// otherwise.
+	SentinelsOn []Placement
 }
 
 // RedisSentinel is the redis-sentinel binary compose runs.
@@ -123,18 +147,34 @@ type SentinelSet struct {
 	// Sentinels are the redis-sentinel processes.
 	Sentinels []*Node
 	// ReplicationLinks[i] carries Replicas[i]'s replication stream from
-	// Master when the set was started with ProxiedReplication; nil
-	// otherwise. Partition or Delay a link to hold replication back.
-	ReplicationLinks []*Proxy
+	// Master: a Proxy when the set was started with ProxiedReplication,
+	// blackhole rules on the two hosts when it was placed on hosts (On);
+	// empty otherwise. Partition a link to hold replication back.
+	ReplicationLinks []ReplicationLink
+	// SentinelsSide says where the sentinels sit relative to a cut of a
+	// Redis node's clients (CutClients), in words: on the clients' side
+	// (they lose the node with them), or on the servers' (they keep it).
+	SentinelsSide string
 
 	quorum int
 }
 
+// A ReplicationLink is the path one replica's replication stream takes
+// from its master, which a fault holds back (the write a failover then
+// loses) while clients and sentinels keep reaching every node.
+type ReplicationLink interface {
+	// Partition holds the stream back until Heal: every packet of it is
+	// dropped, and the link proven cut.
+	Partition() error
+	// Heal lets the stream flow again.
+	Heal() error
+}
+
 // Sentinel starts a Redis master, o.Replicas replicas and o.Sentinels
 // sentinels on 127.0.0.1 (the Redis nodes in network namespaces of their
-// own with Netns), and waits until every replica's link to the
-// master is up and every sentinel knows the master, every replica and the
-// other sentinels — until a failover can succeed.
+// own with Netns), or on hosts (On, SentinelsOn), and waits until every
+// replica's link to the master is up and every sentinel knows the master,
+// every replica and the other sentinels — until a failover can succeed.
 func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, error) {
 	if o.Replicas < 0 {
 		return nil, fmt.Errorf("compose: %d Sentinel replicas: need at least 1", o.Replicas)
@@ -147,6 +187,13 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 	}
 	replicas := orDefault(o.Replicas, 1)
 	sentinels := orDefault(o.Sentinels, 3)
+	placed := o.On != nil || o.SentinelsOn != nil
+	if placed {
+		if err := o.checkPlaced(); err != nil {
+			return nil, err
+		}
+		replicas, sentinels = len(o.On)-1, len(o.SentinelsOn)
+	}
 	name := o.MasterName
 	if name == "" {
 		name = "lockbench"
@@ -169,23 +216,32 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 	if err != nil {
 		return nil, err
 	}
-	redisBin, err := exec.LookPath(RedisServer)
-	if err != nil {
-		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
+	var (
+		l, sl                 layout
+		redisBin, sentinelBin string
+	)
+	if placed {
+		if l, err = layOutOn("Sentinel", o.On); err != nil {
+			return nil, err
+		}
+		if sl, err = layOutOn("sentinel", o.SentinelsOn); err != nil {
+			return nil, err
+		}
+	} else {
+		if redisBin, err = exec.LookPath(RedisServer); err != nil {
+			return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
+		}
+		if sentinelBin, err = exec.LookPath(RedisSentinel); err != nil {
+			return nil, fmt.Errorf("compose: %w (install Debian's redis-sentinel: make deps)", err)
+		}
+		if l, err = e.layOut(1+replicas, o.Netns, 6379); err != nil {
+			return nil, err
+		}
+		if sl, err = e.layOut(sentinels, false, 0); err != nil {
+			return nil, err
+		}
 	}
-	sentinelBin, err := exec.LookPath(RedisSentinel)
-	if err != nil {
-		return nil, fmt.Errorf("compose: %w (install Debian's redis-sentinel: make deps)", err)
-	}
-	l, err := e.layOut(1+replicas, o.Netns, 6379)
-	if err != nil {
-		return nil, err
-	}
-	sentinelPorts, err := freePorts(sentinels)
-	if err != nil {
-		return nil, err
-	}
-	s := &SentinelSet{MasterName: name, quorum: sentinels/2 + 1}
+	s := &SentinelSet{MasterName: name, quorum: sentinels/2 + 1, SentinelsSide: sentinelsSide(placed, o.Netns)}
 
 	// Each Redis node runs from its own redis.conf, which Sentinel
 	// rewrites (CONFIG REWRITE) when it promotes or repoints the node, so
@@ -193,17 +249,26 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 	// deployment.
 	redisSpec := func(i int, name, replicaOf string) spec {
 		host, port := l.hosts[i], l.ports[i][0]
-		conf := filepath.Join(e.Dir, name, "redis.conf")
 		self, started := hostAddr(host, port), false
-		prepare := func(dir string) error {
-			if _, err := os.Stat(conf); err == nil {
-				return nil
+		sp := spec{
+			name: name, kind: kindRedis, port: port, bin: redisBin,
+			ready: redisReady(self), clock: redisTime, lazyFS: o.LazyFS, fakeClock: o.FakeClock,
+		}
+		l.place(&sp, i)
+		if sp.place != nil {
+			sp.bin = sp.place.binary(RedisServer)
+		}
+		const conf = "redis.conf"
+		sp.args = []string{e.nodeFile(sp, conf)}
+		sp.prepare = func(ctx context.Context, n *Node) error {
+			if ok, err := n.exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
+				return err
 			}
 			upstream := replicaOf
 			if started {
 				// The node lost its files: like a node an operator
 				// reinstalls, it takes its master from the sentinels.
-				askCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				askCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				defer cancel()
 				if cur, err := s.currentMaster(askCtx, ""); err == nil {
 					upstream = cur
@@ -211,21 +276,17 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			}
 			started = true
 			// The dir by its full path: a node on a lazy filesystem starts
-			// outside it (see Node.spawn).
-			args := append(redisArgs(host, port, dir, d),
+			// outside it (see Node.spawn). It announces the address it
+			// listens on, which the sentinels report and clients dial.
+			args := append(redisArgs(host, port, n.Dir, d),
 				"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
 				"--replica-announce-ip", host, "--replica-announce-port", strconv.Itoa(port))
 			if upstream != "" && upstream != self {
 				host, p, _ := net.SplitHostPort(upstream)
 				args = append(args, "--replicaof", host, p)
 			}
-			return os.WriteFile(conf, []byte(redisConf(args)), 0o644)
+			return n.writeFiles(ctx, map[string]string{conf: redisConf(args)})
 		}
-		sp := spec{
-			name: name, kind: kindRedis, port: port, bin: redisBin, args: []string{conf}, prepare: inDir(prepare),
-			ready: redisReady(self), clock: redisTime, lazyFS: o.LazyFS, fakeClock: o.FakeClock,
-		}
-		l.place(&sp, i)
 		return sp
 	}
 	s.Master, err = e.startNode(ctx, redisSpec(0, e.newNames("redis-master", 1)[0], ""), o.Proxied)
@@ -246,7 +307,12 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			return nil, err
 		}
 		s.Replicas = append(s.Replicas, n)
-		s.ReplicationLinks = append(s.ReplicationLinks, link)
+		switch {
+		case link != nil:
+			s.ReplicationLinks = append(s.ReplicationLinks, link)
+		case placed:
+			s.ReplicationLinks = append(s.ReplicationLinks, e.newHostLink(s.Master, n))
+		}
 	}
 	// Sentinels see the replicas in the master's INFO as soon as they
 	// connect when the links are up first; otherwise they wait for the
@@ -257,34 +323,41 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 
 	initial := s.Master.ServerAddr()
 	for i, sname := range e.newNames("sentinel", sentinels) {
-		port := sentinelPorts[i]
-		conf := filepath.Join(e.Dir, sname, "sentinel.conf")
-		sp := spec{name: sname, port: port, bin: sentinelBin, args: []string{conf}, ready: s.sentinelAnswers(port)}
-		sp.prepare = inDir(func(dir string) error {
+		host, port := sl.hosts[i], sl.ports[i][0]
+		sp := spec{name: sname, port: port, host: host, bin: sentinelBin, ready: s.sentinelAnswers(hostAddr(host, port))}
+		sl.place(&sp, i)
+		const conf = "sentinel.conf"
+		sp.args = []string{e.nodeFile(sp, conf)}
+		if sp.place != nil {
+			// redis-sentinel is redis-server under another name: the
+			// host needs the one program only.
+			sp.bin, sp.args = sp.place.binary(RedisServer), append(sp.args, "--sentinel")
+		}
+		sp.prepare = func(ctx context.Context, n *Node) error {
 			// A sentinel rewrites its file with what it learns: keep it
 			// across Restart(true). A fresh one monitors the master the
 			// others report.
-			if _, err := os.Stat(conf); err == nil {
-				return nil
+			if ok, err := n.exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
+				return err
 			}
 			master := initial
-			askCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			askCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			if cur, err := s.currentMaster(askCtx, sname); err == nil {
 				master = cur
 			}
-			host, mport, _ := net.SplitHostPort(master)
+			mhost, mport, _ := net.SplitHostPort(master)
 			// A sentinel tells the others where it listens in its hellos,
 			// which carry by default the address it reaches the nodes
 			// from: with Netns, this host's address in their network,
 			// where it does not listen.
-			text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\nsentinel announce-ip 127.0.0.1\n", port, dir) +
-				fmt.Sprintf("sentinel monitor %s %s %s %d\n", name, host, mport, s.quorum) +
+			text := fmt.Sprintf("port %d\nbind %s\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\nsentinel announce-ip %s\n", port, host, n.Dir, host) +
+				fmt.Sprintf("sentinel monitor %s %s %s %d\n", name, mhost, mport, s.quorum) +
 				fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", name, downAfter.Milliseconds()) +
 				fmt.Sprintf("sentinel failover-timeout %s %d\n", name, failoverTimeout.Milliseconds()) +
 				fmt.Sprintf("sentinel parallel-syncs %s 1\n", name)
-			return os.WriteFile(conf, []byte(text), 0o644)
-		})
+			return n.writeFiles(ctx, map[string]string{conf: text})
+		}
 		n, err := e.startNode(ctx, sp, o.Proxied)
 		if err != nil {
 			return nil, err
@@ -322,9 +395,9 @@ func (s *SentinelSet) replicationUp(ctx context.Context) error {
 }
 
 // sentinelAnswers is a sentinel's own readiness: it answers for the set.
-func (s *SentinelSet) sentinelAnswers(port int) func(context.Context) error {
+func (s *SentinelSet) sentinelAnswers(addr string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		c := redis.NewSentinelClient(probeOptions(addr(port)))
+		c := redis.NewSentinelClient(probeOptions(addr))
 		defer c.Close()
 		return c.GetMasterAddrByName(ctx, s.MasterName).Err()
 	}
@@ -393,167 +466,4 @@ func redisConf(args []string) string {
 	}
 	b.WriteByte('\n')
 	return b.String()
-}
-
-// SentinelAddrs returns the addresses clients should ask for the master
-// (the sentinels' proxies when the set is Proxied).
-func (s *SentinelSet) SentinelAddrs() []string {
-	addrs := make([]string, len(s.Sentinels))
-	for i, n := range s.Sentinels {
-		addrs[i] = n.Addr()
-	}
-	return addrs
-}
-
-// Nodes returns the Redis nodes of the set: the initial master, then the
-// replicas.
-func (s *SentinelSet) Nodes() []*Node {
-	return append([]*Node{s.Master}, s.Replicas...)
-}
-
-// Node returns the Redis node or sentinel whose server or client address
-// is addr, such as an address CurrentMaster returned, or nil.
-func (s *SentinelSet) Node(addr string) *Node {
-	for _, n := range append(s.Nodes(), s.Sentinels...) {
-		if n.ServerAddr() == addr || n.Addr() == addr {
-			return n
-		}
-	}
-	return nil
-}
-
-// Dial connects to addr, or to the proxy in front of the node at addr when
-// the set is Proxied. Sentinels report the servers' own addresses; use
-// Dial as go-redis's Options.Dialer (or FailoverOptions.Dialer) to reach
-// them through their proxies, so that node faults apply to the client.
-func (s *SentinelSet) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	if n := s.Node(addr); n != nil {
-		addr = n.Addr()
-	}
-	var d net.Dialer
-	return d.DialContext(ctx, network, addr)
-}
-
-// Leader returns the node the sentinels currently report as master: the
-// set's leader, as Ensemble.Leader and EtcdCluster.Leader return theirs.
-func (s *SentinelSet) Leader(ctx context.Context) (*Node, error) {
-	addr, err := s.CurrentMaster(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if n := s.Node(addr); n != nil {
-		return n, nil
-	}
-	return nil, fmt.Errorf("compose: the master %s is none of the set's nodes", addr)
-}
-
-// CurrentMaster asks the sentinels, in order, for the master's address
-// (the server's own) and returns the first answer.
-func (s *SentinelSet) CurrentMaster(ctx context.Context) (string, error) {
-	return s.currentMaster(ctx, "")
-}
-
-// currentMaster is CurrentMaster without asking the sentinel named skip.
-// It dials addresses only, so a sentinel's prepare may call it.
-func (s *SentinelSet) currentMaster(ctx context.Context, skip string) (string, error) {
-	var errs []error
-	for _, sn := range s.Sentinels {
-		if sn.Name == skip {
-			continue
-		}
-		c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
-		m, err := c.GetMasterAddrByName(ctx, s.MasterName).Result()
-		c.Close()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", sn.Name, err))
-			continue
-		}
-		return net.JoinHostPort(m[0], m[1]), nil
-	}
-	if len(errs) == 0 {
-		return "", fmt.Errorf("compose: no sentinel to ask for master %s", s.MasterName)
-	}
-	return "", fmt.Errorf("compose: master %s: %w", s.MasterName, errors.Join(errs...))
-}
-
-// Failover makes the sentinels promote a replica now (SENTINEL FAILOVER,
-// which needs no agreement), and waits until they report a new master
-// that answers ROLE as a master. It returns the new master's address.
-// ctx bounds the wait; without a deadline it is one minute.
-func (s *SentinelSet) Failover(ctx context.Context) (string, error) {
-	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
-	defer cancel()
-	old, err := s.CurrentMaster(ctx)
-	if err != nil {
-		return "", err
-	}
-	// A sentinel refuses (NOGOODSLAVE, INPROG) until it sees a promotable
-	// replica and no failover is running: try them in turn until one
-	// accepts.
-	err = poll(ctx, time.Minute, func(ctx context.Context) error {
-		var errs []error
-		for _, sn := range s.Sentinels {
-			c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
-			err := c.Failover(ctx, s.MasterName).Err()
-			c.Close()
-			if err == nil {
-				return nil
-			}
-			errs = append(errs, fmt.Errorf("%s: %w", sn.Name, err))
-		}
-		return errors.Join(errs...)
-	})
-	if err != nil {
-		return "", fmt.Errorf("compose: SENTINEL FAILOVER %s: %w", s.MasterName, err)
-	}
-	return s.AwaitNewMaster(ctx, old)
-}
-
-// AwaitNewMaster waits until every sentinel that answers (a majority at
-// least) reports the same master other than old, and that master answers
-// ROLE as a master; it returns its address. Use it after killing or
-// partitioning the master to wait for the automatic failover. ctx bounds
-// the wait; without a deadline it is one minute.
-func (s *SentinelSet) AwaitNewMaster(ctx context.Context, old string) (string, error) {
-	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
-	defer cancel()
-	var master string
-	err := poll(ctx, time.Minute, func(ctx context.Context) error {
-		agreed, answers := "", 0
-		for _, sn := range s.Sentinels {
-			c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
-			m, err := c.GetMasterAddrByName(ctx, s.MasterName).Result()
-			c.Close()
-			if err != nil {
-				continue // down or paused: its view does not count
-			}
-			got := net.JoinHostPort(m[0], m[1])
-			if got == old {
-				return fmt.Errorf("%s still reports master %s", sn.Name, old)
-			}
-			if agreed != "" && got != agreed {
-				return fmt.Errorf("sentinels disagree: %s and %s", agreed, got)
-			}
-			agreed = got
-			answers++
-		}
-		if answers < s.quorum {
-			return fmt.Errorf("%d sentinels answer, want %d", answers, s.quorum)
-		}
-		c := redis.NewClient(probeOptions(agreed))
-		role, err := c.Do(ctx, "ROLE").Slice()
-		c.Close()
-		if err != nil {
-			return fmt.Errorf("ROLE at %s: %w", agreed, err)
-		}
-		if len(role) == 0 || role[0] != "master" {
-			return fmt.Errorf("%s is not a master yet (ROLE %v)", agreed, role)
-		}
-		master = agreed
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("compose: no new master for %s after %s: %w", s.MasterName, old, err)
-	}
-	return master, nil
 }

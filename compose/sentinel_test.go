@@ -208,8 +208,8 @@ func TestSentinelLostWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := startSentinel(t, compose.SentinelOptions{ProxiedReplication: true})
-	link := s.ReplicationLinks[0]
-	if link == nil || link.Upstream != s.Master.ServerAddr() {
+	link, ok := s.ReplicationLinks[0].(*compose.Proxy)
+	if !ok || link.Upstream != s.Master.ServerAddr() {
 		t.Fatalf("replication link = %+v, want a proxy to the master", link)
 	}
 	m := rclient(t, s.Master.Addr())

@@ -316,6 +316,9 @@ func (c *hostCheck) ports(ctx context.Context) {
 		if s.ProxyPort != 0 {
 			ports = append(ports, want{s.ProxyPort, "server " + s.Backend + " (its proxy)"})
 		}
+		if s.SentinelPort != 0 {
+			ports = append(ports, want{s.SentinelPort, "server " + s.Backend + " (sentinel)"})
+		}
 	}
 	if c.h.Judge != nil {
 		ports = append(ports, want{c.h.Judge.Port, "the judge"})

@@ -37,6 +37,7 @@ hosts:
           port: 2379
           peer_port: 2380
           proxy_port: 2480
+        - {backend: sentinel, data: /var/lib/lockbench/sentinel, port: 6380, sentinel_port: 26380}
   - address: "[fd00::21]:2222"
     user: admin
     agent: true
@@ -57,13 +58,14 @@ hosts:
 		Servers: []inventory.Server{
 			{Backend: "redlock", Binary: "/usr/bin/redis-server", Data: "/var/lib/lockbench/redlock", Port: 6379, ProxyPort: 6379 + inventory.DefaultProxyOffset, Line: 11},
 			{Backend: "etcd", Binary: "/opt/etcd/etcd", Data: "/var/lib/lockbench/etcd", Port: 2379, PeerPort: 2380, ProxyPort: 2480, Line: 15},
+			{Backend: "sentinel", Data: "/var/lib/lockbench/sentinel", Port: 6380, ProxyPort: 6380 + inventory.DefaultProxyOffset, SentinelPort: 26380, Line: 21},
 		},
 		Line: 7,
 	}, {
 		Name: "fd00::21", Address: "[fd00::21]:2222", User: "admin", Agent: true,
 		HostKey: hostKey, KnownHosts: []string{"/etc/lockbench/keys/known_hosts"}, ClockPreload: "/opt/lockbench/clock.so",
 		WorkDir: "/srv/lockbench", Clients: true, Judge: &inventory.Judge{Port: inventory.DefaultJudgePort},
-		Line: 21,
+		Line: 22,
 	}}
 	if !reflect.DeepEqual(inv.Hosts, want) {
 		t.Errorf("hosts\n%+v\nwant\n%+v", inv.Hosts, want)
@@ -72,13 +74,13 @@ hosts:
 	if cfg.Addr != "[fd00::21]:2222" || len(cfg.HostKeys) != 1 || !cfg.Agent || cfg.User != "admin" {
 		t.Errorf("SSH config %+v", cfg)
 	}
-	if r := inv.Hosts[0].Roles(); r != "redlock server on :6379, etcd server on :2379" {
+	if r := inv.Hosts[0].Roles(); r != "redlock server on :6379, etcd server on :2379, sentinel server on :6380" {
 		t.Errorf("roles %q", r)
 	}
 	if err := inv.CheckBackends([]string{"redlock", "redis"}); err == nil || !strings.Contains(err.Error(), `"etcd"`) || !strings.Contains(err.Error(), "hosts.yaml:15") {
 		t.Errorf("unknown backend etcd: %v", err)
 	}
-	if err := inv.CheckBackends([]string{"redlock", "etcd"}); err != nil {
+	if err := inv.CheckBackends([]string{"redlock", "etcd", "sentinel"}); err != nil {
 		t.Error(err)
 	}
 }
@@ -109,10 +111,12 @@ func TestParseErrors(t *testing.T) {
 			[]string{`hosts.yaml:7: host h: server redis: data "rel"`, "port 70000", "peer_port -1"}},
 		{"proxy port", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {backend: redis, data: /a, port: 60000}\n        - {backend: redlock, data: /b, port: 6379, proxy_port: 70000}\n        - {backend: etcd, data: /c, port: 2379, proxy_port: 6379}\n",
 			[]string{"port 60000 has no default proxy_port", "proxy_port 70000", "port 6379 of server etcd (its proxy) is also that of server redlock"}},
+		{"server", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {backend: redis, data: rel, port: 70000, peer_port: -1, sentinel_port: 65536}\n",
+			[]string{`hosts.yaml:7: host h: server redis: data "rel"`, "port 70000", "peer_port -1", "sentinel_port 65536"}},
 		{"server without backend", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {binary: /b, data: /d, port: 1}\n",
 			[]string{"a server without a backend"}},
-		{"one port twice", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      judge: {port: 6379}\n      servers:\n        - {backend: redis, binary: /b, data: /d, port: 6379}\n        - {backend: redlock, binary: /b, data: /d, port: 6380, peer_port: 6380}\n",
-			[]string{"port 6379 of the judge is also that of server redis", "port 6380 of server redlock (peers) is also that of server redlock", "data dir /d"}},
+		{"one port twice", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      judge: {port: 6379}\n      servers:\n        - {backend: redis, binary: /b, data: /d, port: 6379}\n        - {backend: redlock, binary: /b, data: /d, port: 6380, peer_port: 6380}\n        - {backend: sentinel, data: /s, port: 6381, sentinel_port: 6379}\n",
+			[]string{"port 6379 of the judge is also that of server redis", "port 6380 of server redlock (peers) is also that of server redlock", "data dir /d", "port 6379 of server sentinel (sentinel) is also that of"}},
 		{"same name", "hosts:\n  - {name: a, address: h1, user: root, agent: true, roles: {clients: true}}\n  - {name: a, address: h2, user: root, agent: true, roles: {clients: true}}\n",
 			[]string{`hosts.yaml:3: host name "a" is also that of the host at line 2`}},
 		{"same address", "hosts:\n  - {address: h, user: root, agent: true, roles: {clients: true}}\n  - {name: b, address: 'h:22', user: root, agent: true, roles: {clients: true}}\n",

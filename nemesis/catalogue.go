@@ -96,7 +96,7 @@ var catalogue = []*Scenario{
 		Workload: workloads.UniformKeys,
 		fits: func(sh Shape) error {
 			if !sh.Sentinel {
-				return errors.New("applies to Sentinel, with its replication proxied")
+				return errors.New("applies to Sentinel, with replication links it can hold back (proxied here, rules on hosts)")
 			}
 			return nil
 		},

@@ -164,7 +164,7 @@ type Shape struct {
 	// shape says what the backend's servers can be started with here.
 	LazyFS, FakeClock, Netns bool
 	// Sentinel is set for a Sentinel set whose replication can be held
-	// back (proxied replication links).
+	// back (its ReplicationLinks: proxies here, rules on hosts).
 	Sentinel bool
 	// Proxied is set when the clients reach every node through its proxy,
 	// which can cut them off or slow them down.
@@ -176,7 +176,7 @@ func (t Target) Shape() Shape {
 	sh := Shape{
 		Nodes: len(t.Nodes), Elects: t.Elects, Leader: t.Leader != nil, Members: t.Members != nil,
 		LazyFS: len(t.Nodes) > 0, FakeClock: len(t.Nodes) > 0, Netns: len(t.Nodes) > 0,
-		Sentinel: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0 && t.Sentinel.ReplicationLinks[0] != nil,
+		Sentinel: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0,
 		Proxied:  len(t.Nodes) > 0,
 	}
 	for _, n := range t.Nodes {

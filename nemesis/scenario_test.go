@@ -360,7 +360,7 @@ func TestSentinelRealFaults(t *testing.T) {
 		{"power-loss", compose.SentinelOptions{LazyFS: true}, []string{"unsynced bytes", "redis-master-0", "redis-replica-0", "kept as they were"}},
 		{"clock-jump?by=2&nodes=minority", compose.SentinelOptions{FakeClock: true}, []string{"redis-master-0's server clock moved", "kept as they were"}},
 		{"clock-rate", compose.SentinelOptions{FakeClock: true}, []string{"redis-master-0's server clock ran at"}},
-		{"partition", compose.SentinelOptions{Netns: true}, []string{"unreachable from the clients", "the sentinels, on the clients' host, lost"}},
+		{"partition", compose.SentinelOptions{Netns: true}, []string{"unreachable from the clients", "the sentinels run on the clients' host, on the clients' side of a cut"}},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

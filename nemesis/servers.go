@@ -66,7 +66,7 @@ var partition = &Scenario{
 	span: func(_ url.Values, sh Shape, lease time.Duration) time.Duration { return cutWindow(sh, lease) + lease/2 },
 	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for a lease (at least a second), or from a Sentinel set's master for 4 s: " +
 		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as in a real partition); " +
-		"a Sentinel set's sentinels run on the clients' host and are cut off from the master too, so they may fail it over within the window (each injection says whether they did)",
+		"a Sentinel set's sentinels run on the clients' host and are cut off from the master too, so they may fail it over within the window (on hosts they sit beside the Redis nodes and keep seeing it; each injection says whether they failed it over)",
 	Needs: Needs{Netns: true},
 	fits: func(sh Shape) error {
 		if err := needServers(sh); err != nil {
@@ -134,11 +134,13 @@ func cutWindow(sh Shape, lease time.Duration) time.Duration {
 }
 
 // sentinelsThrough watches, until ctx ends (the window of a cut of the
-// master's clients), what the sentinels of s make of their master cut
-// off from them (they run on the clients' host): whether they promote
-// another node, and when. It says so in words.
+// master's clients), what the sentinels of s make of it: whether they
+// promote another node, and when. Where they sit relative to the cut
+// (on the clients' host here, on the servers' hosts over an inventory:
+// SentinelSet.SentinelsSide) decides whether they lose the master. It
+// says so in words.
 func sentinelsThrough(ctx context.Context, s *compose.SentinelSet, master *compose.Node, cut time.Time) string {
-	head := fmt.Sprintf("the sentinels, on the clients' host, lost %s too (the routes between the Redis nodes are not cut)", master.Name)
+	head := fmt.Sprintf("%s cut off from its clients (the paths between the Redis nodes are not cut); %s", master.Name, s.SentinelsSide)
 	for {
 		if addr, err := s.CurrentMaster(ctx); err == nil && addr != master.ServerAddr() {
 			name := addr
