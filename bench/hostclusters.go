@@ -137,6 +137,12 @@ func (cl *cluster) placedNodes() []*compose.Node {
 // (Placement.PeerPorts, from sentinel_port) or Sentinel's 26379, in the
 // data dir's sibling.
 func sentinelOn(pl []compose.Placement, prof profile) compose.SentinelOptions {
+	for i := range pl {
+		// No proxy: its clients follow the master the sentinels name,
+		// around any proxy (and a sentinel beside a node would take
+		// the node's proxy port).
+		pl[i].Proxy = nil
+	}
 	o := compose.SentinelOptions{Durability: prof.durability, FakeClock: prof.needs.FakeClock, On: pl}
 	for _, p := range pl {
 		port := 26379

@@ -52,8 +52,8 @@ type Host struct {
 	// servers: the address of its sshd.
 	Addr netip.Addr
 	// Binary is the lockbench binary on it, uploaded by DialHosts to the
-	// hosts that run clients or the judge ("" on the others; a server
-	// host gets it when one of its servers needs a lazy filesystem).
+	// hosts that run clients, the judge or servers ("" on the others):
+	// a server's proxy and its lazy filesystem are lockbench too.
 	Binary string
 	// WorkDir is where the run keeps its files there.
 	WorkDir string
@@ -82,15 +82,17 @@ type HostsOptions struct {
 
 // DialHosts connects to every host of inv at once (host keys verified),
 // clears what an earlier run may have left there (cuts, workers, a judge:
-// see sweep) and uploads the lockbench binary to the client and judge
-// hosts that lack it. Every host keeps its path to the judge's host
-// whatever a partition cuts. The error names each host that failed.
+// see sweep) and uploads the lockbench binary to the client, judge and
+// server hosts that lack it (a server's proxy is lockbench too). Every
+// host keeps its path to the judge's host whatever a partition cuts. The error names each host that failed.
 func DialHosts(ctx context.Context, inv *inventory.Inventory, o HostsOptions) (_ *Hosts, err error) {
 	hs := &Hosts{inv: inv, log: o.Log, binary: o.Binary}
 	if hs.log == nil {
 		hs.log = io.Discard
 	}
-	runsLockbench := func(h inventory.Host) bool { return h.Clients || h.Judge != nil }
+	// Clients and the judge run lockbench, and so does the proxy beside
+	// each server (lockbench proxy).
+	runsLockbench := func(h inventory.Host) bool { return h.Clients || h.Judge != nil || len(h.Servers) > 0 }
 	needBinary := slices.ContainsFunc(inv.Hosts, runsLockbench)
 	var binary []byte
 	var sum string
@@ -328,7 +330,9 @@ func (hs *Hosts) Serves(name string) bool {
 
 // Placements are where the servers of backend name go, one per server
 // the inventory lists for it, in inventory order: n of them, or an error
-// naming what is missing. Each server's clients are the client hosts.
+// naming what is missing. Each server's clients are the client hosts,
+// and a proxy beside it (at its proxy_port) lets a latency fault slow
+// them.
 func (hs *Hosts) Placements(name string, n int) ([]compose.Placement, error) {
 	var clients []compose.Peer
 	for _, h := range hs.Clients() {
@@ -350,6 +354,7 @@ func (hs *Hosts) Placements(name string, n int) ([]compose.Placement, error) {
 			out = append(out, compose.Placement{
 				Host: h.SSH, Addr: h.Addr, Port: s.Port, PeerPorts: peers, Dir: s.Data, Binary: s.Binary,
 				ClockPreload: h.cfg.ClockPreload, Clients: clients,
+				Lockbench: h.Binary, Proxy: &compose.PlacedProxy{Port: s.ProxyPort},
 			})
 		}
 	}
@@ -366,6 +371,9 @@ func (hs *Hosts) started(nodes []*compose.Node) {
 	defer hs.mu.Unlock()
 	for _, n := range nodes {
 		hs.placed = append(hs.placed, placed{host: n.Host().Name(), name: n.Name, pidfile: n.Pidfile()})
+		if p := n.Proxy(); p != nil {
+			hs.placed = append(hs.placed, placed{host: n.Host().Name(), name: p.Name, pidfile: p.Pidfile()})
+		}
 		if pf := n.LazyFSPidfile(); pf != "" {
 			hs.placed = append(hs.placed, placed{host: n.Host().Name(), name: n.Name + "'s lazy filesystem", pidfile: pf})
 		}

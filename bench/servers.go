@@ -130,9 +130,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 		if t.Sentinel != nil {
 			return t, sentinelConfig(cfg, d, t.Sentinel), nil
 		}
-		for _, n := range t.Nodes {
-			cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
-		}
+		cfg.Addrs = clientAddrs(t, f)
 		return t, cfg, nil
 	}
 	c.mu.Lock()
@@ -154,14 +152,23 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	if d.Servers.Kind == backends.Sentinel {
 		return t, sentinelConfig(cfg, d, cl.sentinel), nil
 	}
+	cfg.Addrs = clientAddrs(t, f)
+	return t, cfg, nil
+}
+
+// clientAddrs are the addresses the clients of a case under fault f dial:
+// each node's proxy when f works through the proxies, the servers
+// themselves otherwise (a proxy costs a hop the other faults do not need).
+func clientAddrs(t nemesis.Target, f nemesis.Fault) []string {
+	var out []string
 	for _, n := range t.Nodes {
 		if f.Proxied {
-			cfg.Addrs = append(cfg.Addrs, n.Addr())
+			out = append(out, n.Addr())
 		} else {
-			cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
+			out = append(out, n.ServerAddr())
 		}
 	}
-	return t, cfg, nil
+	return out
 }
 
 // sentinelConfig is cfg for backend d on Sentinel set s: the clients ask

@@ -132,7 +132,7 @@ func (e *Env) Close() error {
 		}
 	}
 	if px != nil {
-		px.close()
+		errs = append(errs, px.close())
 	}
 	for _, p := range nets {
 		if err := p.close(); err != nil {

@@ -2,7 +2,6 @@ package compose_test
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,15 +27,8 @@ func TestPlacedPowerLoss(t *testing.T) {
 	lab := remotetest.New(t, 1)
 	ctx := composetest.Context(t)
 	host := lab.Dial(t, 0, "root")
-	self, err := os.Open("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer self.Close()
 	const bin = "/tmp/lockbench-bin/lockbench"
-	if err := remote.Upload(ctx, host, self, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	uploadSelf(t, ctx, host, bin)
 	for _, tc := range []struct {
 		name       string
 		durability compose.Durability

@@ -53,11 +53,16 @@ type Placement struct {
 	ClockPreload string
 	// Lockbench is the lockbench binary on the host (a static one): it
 	// serves the lazy filesystem of a server started with LazyFS there,
-	// as a daemon of its own (see LazyFSMain). "" refuses LazyFS.
+	// as a daemon of its own (see LazyFSMain), and runs its Proxy
+	// (ProxyMain). "" refuses LazyFS and Proxy.
 	Lockbench string
 	// Clients are the hosts the server's clients run on: CutClients cuts
 	// the server off from each of them, and each of them from it.
 	Clients []Peer
+	// Proxy, when set, runs a proxy beside the server on its host
+	// (PlacedProxy): the node's Addr and Proxy are then the proxy's, and
+	// a cut of its clients cuts the proxy's port too.
+	Proxy *PlacedProxy
 }
 
 // A Peer is a host as a cut sees it: the Remote that changes its rules,
@@ -86,6 +91,11 @@ func (p *Placement) check(what string) error {
 	}
 	if !path.IsAbs(p.Dir) || path.Clean(p.Dir) == "/" {
 		errs = append(errs, fmt.Errorf("dir %q: want an absolute path below /", p.Dir))
+	}
+	if p.Proxy != nil {
+		if err := p.Proxy.check(p.Port, p.PeerPorts, p.Lockbench); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for i, c := range p.Clients {
 		if c.Host == nil || !c.Addr.IsValid() {
@@ -124,12 +134,27 @@ func (p *Placement) binary(def string) string {
 // goes silent both ways (each side's TCP retransmits into the void); a
 // new connection from a client host fails there at once (its own rule
 // refuses to route it, EINVAL), where a cut cable would let it time out.
-func (n *Node) cutPaths() (server []remote.Path, clients []Peer, toServer remote.Path) {
+// A node with a proxy beside it (Placement.Proxy) is cut at the proxy's
+// port too: the clients reach it there.
+func (n *Node) cutPaths() (server []remote.Path, clients []Peer, toServer []remote.Path) {
 	p := n.spec.place
-	for _, c := range p.Clients {
-		server = append(server, remote.Path{Addr: c.Addr, SPort: uint16(p.Port)})
+	for _, port := range n.clientPorts() {
+		for _, c := range p.Clients {
+			server = append(server, remote.Path{Addr: c.Addr, SPort: uint16(port)})
+		}
+		toServer = append(toServer, remote.Path{Addr: p.Addr, DPort: uint16(port)})
 	}
-	return server, p.Clients, remote.Path{Addr: p.Addr, DPort: uint16(p.Port)}
+	return server, p.Clients, toServer
+}
+
+// clientPorts are the ports of a placed node's host where its clients
+// reach it: the server's, and its proxy's when it has one.
+func (n *Node) clientPorts() []int {
+	ports := []int{n.spec.place.Port}
+	if n.proxy != nil {
+		ports = append(ports, n.proxy.Port())
+	}
+	return ports
 }
 
 // cutPlaced cuts a placed node off from its client hosts, both ways, or
@@ -148,7 +173,7 @@ func (n *Node) cutPlaced(cut bool) error {
 	}
 	errs := []error{op(ctx, p.Host, server...)}
 	for _, c := range clients {
-		errs = append(errs, op(ctx, c.Host, toServer))
+		errs = append(errs, op(ctx, c.Host, toServer...))
 	}
 	n.mu.Lock()
 	n.cut = cut
@@ -160,7 +185,8 @@ func (n *Node) cutPlaced(cut bool) error {
 }
 
 // unreachablePlaced proves a placed node's clients are cut off: from each
-// client host a connection to it fails within d without a word from the
+// client host a connection to it — to the server's port, and to its
+// proxy's when it has one — fails within d without a word from the
 // server (bash's /dev/tcp under timeout: it times out, or the host's own
 // blackhole rule refuses to route it, EINVAL), while this machine, the
 // control node, still connects. A refusal (a reset: the server's kernel
@@ -177,10 +203,13 @@ func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 	// fail a cut in force for the time its proof took.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d+30*time.Second)
 	defer cancel()
-	errs := make([]error, len(p.Clients))
+	ports := n.clientPorts()
+	errs := make([]error, len(p.Clients)*len(ports))
 	var wg sync.WaitGroup
 	for i, c := range p.Clients {
-		wg.Go(func() { errs[i] = n.triedFrom(ctx, c, secs) })
+		for j, port := range ports {
+			wg.Go(func() { errs[i*len(ports)+j] = tryFrom(ctx, c, n.Name, p.Addr, port, secs) })
+		}
 	}
 	wg.Wait()
 	var dialer net.Dialer
@@ -192,13 +221,6 @@ func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 		c.Close()
 	}
 	return errors.Join(errs...)
-}
-
-// triedFrom tries a placed node from client host c, for unreachablePlaced:
-// nil when the connection timed out or the host's own rule refused it.
-func (n *Node) triedFrom(ctx context.Context, c Peer, secs string) error {
-	p := n.spec.place
-	return tryFrom(ctx, c, n.Name, p.Addr, p.Port, secs)
 }
 
 // tryFrom connects from host c to addr:port (bash's /dev/tcp under a

@@ -13,6 +13,21 @@ import (
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
 
+// cutProven cuts placed node n off from its clients, proves the cut
+// from their hosts, and heals it.
+func cutProven(t *testing.T, ctx context.Context, n *compose.Node) {
+	t.Helper()
+	if err := n.CutClients(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Unreachable(ctx, 2*time.Second); err != nil {
+		t.Errorf("after the cut: %v", err)
+	}
+	if err := n.HealClients(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPlaced runs servers on simulated hosts through the same Node
 // controls as on this machine: a Redis node on host1 and a PostgreSQL
 // server (as its own account) on host2, whose clients run on host3. Each
@@ -95,15 +110,7 @@ func TestPlaced(t *testing.T) {
 			if err := n.Restart(ctx, false); err != nil {
 				t.Fatal(err)
 			}
-			if err := n.CutClients(); err != nil {
-				t.Fatal(err)
-			}
-			if err := n.Unreachable(ctx, 2*time.Second); err != nil {
-				t.Errorf("after the cut: %v", err)
-			}
-			if err := n.HealClients(); err != nil {
-				t.Fatal(err)
-			}
+			cutProven(t, ctx, n)
 			if err := n.Unreachable(ctx, 2*time.Second); err == nil {
 				t.Error("still unreachable from the client host after the heal")
 			}

@@ -178,10 +178,13 @@ func (n *Node) Running() bool {
 }
 
 // LogTail returns the last max bytes of the node's log.
-func (n *Node) LogTail(max int64) string {
+func (n *Node) LogTail(max int64) string { return logTail(n.host, n.log, max) }
+
+// logTail returns the last max bytes of the file log on host r, or "".
+func logTail(r remote.Remote, log string, max int64) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := remote.Output(ctx, n.host, "tail", "-c", strconv.FormatInt(max, 10), "--", n.log)
+	out, err := remote.Output(ctx, r, "tail", "-c", strconv.FormatInt(max, 10), "--", log)
 	if err != nil {
 		return ""
 	}
@@ -284,7 +287,7 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 		n.host, n.Dir = p.Host, p.Dir
 		n.proc.Pidfile, n.log = p.Dir+".pid", p.Dir+".log"
 		if proxied {
-			return nil, fmt.Errorf("compose: %s on %s: a node placed on a host has no proxy (its clients dial it there)", s.name, p.Host.Name())
+			return nil, fmt.Errorf("compose: %s on %s: a node placed on a host has no proxy here, where its clients cannot reach it (its Placement's Proxy runs one on its host)", s.name, p.Host.Name())
 		}
 		if s.lazyFS && p.Lockbench == "" {
 			return nil, fmt.Errorf("compose: %s on %s: LazyFS needs the lockbench binary on the host (Placement.Lockbench), which serves it there", s.name, p.Host.Name())
@@ -326,6 +329,13 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 	}
 	if proxied {
 		p, err := e.Proxy(s.name+"-proxy", n.ServerAddr())
+		if err != nil {
+			return nil, err
+		}
+		n.proxy = p
+	}
+	if s.place != nil && s.place.Proxy != nil {
+		p, err := e.placedProxy(ctx, n)
 		if err != nil {
 			return nil, err
 		}

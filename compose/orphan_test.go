@@ -24,8 +24,13 @@ import (
 // then killed, for TestNoOrphansAfterParentKilled and
 // TestPeerNetworkCleanup, or an unprivileged user, for
 // TestPeerNetworkUnprivileged; or, run as "lazyfs ...", the lockbench
-// binary's lazyfs command on a simulated host, for TestPlacedPowerLoss.
+// binary's lazyfs command on a simulated host, for TestPlacedPowerLoss;
+// or, run as "proxy ...", its proxy command, for TestPlacedProxy.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "proxy" {
+		proxyMain(os.Args[2:])
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "lazyfs" {
 		if err := compose.LazyFSMain(context.Background(), os.Args[2:], os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -199,6 +199,10 @@ func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (
 	if a, ok := controlAddr(p.Host); ok {
 		trust = append(trust, netip.PrefixFrom(a, a.BitLen()).String())
 	}
+	if p.Proxy != nil {
+		// The proxy beside it connects from the host's own address.
+		trust = append(trust, netip.PrefixFrom(p.Addr, p.Addr.BitLen()).String())
+	}
 	host := p.Addr.String()
 	s := spec{
 		name: e.newNames("postgres", 1)[0], port: p.Port, host: host, bin: p.Binary, place: p,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,32 +15,59 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// proxies is the Env's in-process Toxiproxy server, created on first use.
+// proxies are the Env's proxies: those of its in-process Toxiproxy
+// server (created on first use) and those it runs beside placed servers.
 type proxies struct {
 	srv *toxiproxy.ApiServer
 	mu  sync.Mutex
 	all []*Proxy
 }
 
-func (p *proxies) close() {
+// close stops every proxy: an in-process one at once, one on a host by
+// its pidfile.
+func (p *proxies) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var errs []error
 	for _, x := range p.all {
+		if x.placed != nil {
+			errs = append(errs, x.placed.stop(ctx))
+			continue
+		}
 		x.p.Stop()
 	}
+	return errors.Join(errs...)
+}
+
+// addProxy registers x with e, whose Close stops it.
+func (e *Env) addProxy(x *Proxy) {
+	e.mu.Lock()
+	if e.proxies == nil {
+		e.proxies = &proxies{}
+	}
+	px := e.proxies
+	e.mu.Unlock()
+	px.mu.Lock()
+	px.all = append(px.all, x)
+	px.mu.Unlock()
 }
 
 // Proxy is a TCP proxy placed in front of a server (between clients and a
 // node, or between a Redis master and its replica) that can cut or slow
-// the traffic through it. Its controls are safe for concurrent use.
+// the traffic through it: in this process (Env.Proxy), or beside a
+// server placed on a host (PlacedProxy), controlled through its API over
+// the host's Remote. Its controls are safe for concurrent use.
 type Proxy struct {
 	// Name identifies the proxy.
 	Name string
 	// Upstream is the address the proxy forwards to.
 	Upstream string
 
-	p    *toxiproxy.Proxy
-	port int
+	p      *toxiproxy.Proxy // in this process
+	port   int
+	placed *placedProxy // on a host instead
 }
 
 // Proxy starts a proxy on a free port of 127.0.0.1 that forwards to
@@ -50,10 +79,15 @@ func (e *Env) Proxy(name, upstream string) (*Proxy, error) {
 		return nil, fmt.Errorf("compose: env %s is closed", e.Dir)
 	}
 	if e.proxies == nil {
-		e.proxies = &proxies{srv: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())}
+		e.proxies = &proxies{}
 	}
 	px := e.proxies
 	e.mu.Unlock()
+	px.mu.Lock()
+	if px.srv == nil {
+		px.srv = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	}
+	px.mu.Unlock()
 
 	// A process that does not claim its ports (see freePorts) may take
 	// ours between the check and the listen: draw another.
@@ -77,14 +111,34 @@ func (e *Env) Proxy(name, upstream string) (*Proxy, error) {
 		}
 	}
 	x := &Proxy{Name: name, Upstream: upstream, p: p, port: port}
-	px.mu.Lock()
-	px.all = append(px.all, x)
-	px.mu.Unlock()
+	e.addProxy(x)
 	return x, nil
 }
 
 // Addr is the address to dial instead of Upstream.
-func (x *Proxy) Addr() string { return addr(x.port) }
+func (x *Proxy) Addr() string {
+	if x.placed != nil {
+		return x.placed.addr
+	}
+	return addr(x.port)
+}
+
+// Pidfile is the pidfile of a proxy beside a placed server, on its host
+// (the only way its process is found), or "" for one in this process.
+func (x *Proxy) Pidfile() string {
+	if x.placed == nil {
+		return ""
+	}
+	return x.placed.proc.Pidfile
+}
+
+// Port is the port the proxy listens on (on its host's address, for a
+// proxy beside a placed server): what a cut of the clients must cut too.
+func (x *Proxy) Port() int {
+	_, port, _ := net.SplitHostPort(x.Addr())
+	p, _ := strconv.Atoi(port)
+	return p
+}
 
 // Partition blackholes the traffic in both directions: connections stay
 // open but nothing gets through, so a client sees timeouts, as in a real
@@ -106,15 +160,31 @@ func (x *Proxy) Delay(d time.Duration) error {
 // Heal removes every fault from the proxy. Connections that lost data
 // while partitioned are not repaired; clients reconnect.
 func (x *Proxy) Heal() error {
+	if x.placed != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		if err := x.placed.reset(ctx); err != nil {
+			return fmt.Errorf("compose: proxy %s: heal: %w", x.Name, err)
+		}
+		return nil
+	}
 	x.p.Toxics.ResetToxics(context.Background())
 	return nil
 }
 
 func (x *Proxy) add(name, typ, stream, attrs string) error {
-	// Replace a fault of the same name rather than fail on it.
-	_ = x.p.Toxics.RemoveToxic(context.Background(), name)
 	js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, stream, attrs)
-	if _, err := x.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+	var err error
+	if x.placed != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		err = x.placed.add(ctx, x.Name, name, []byte(js))
+	} else {
+		// Replace a fault of the same name rather than fail on it.
+		_ = x.p.Toxics.RemoveToxic(context.Background(), name)
+		_, err = x.p.Toxics.AddToxicJson(strings.NewReader(js))
+	}
+	if err != nil {
 		return fmt.Errorf("compose: proxy %s: add %s: %w", x.Name, name, err)
 	}
 	return nil

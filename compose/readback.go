@@ -12,21 +12,42 @@ import (
 
 // Faults lists the faults in force on the proxy, as the proxy enforces
 // them ("delay: latency 50ms on downstream"): what a nemesis reads back to
-// prove that a latency or a proxy partition took.
-func (x *Proxy) Faults() []string {
+// prove that a latency or a proxy partition took. A proxy on a host is
+// asked through its API; when it cannot be, the error says why.
+func (x *Proxy) Faults(ctx context.Context) ([]string, error) {
+	var in []toxicView
+	if x.placed != nil {
+		var err error
+		if in, err = x.placed.toxics(ctx, x.Name); err != nil {
+			return nil, fmt.Errorf("compose: proxy %s: read its faults: %w", x.Name, err)
+		}
+	} else {
+		for _, name := range []string{"delay", "partition-upstream", "partition-downstream"} {
+			t := x.p.Toxics.GetToxic(name)
+			if t == nil {
+				continue
+			}
+			v := toxicView{Name: t.Name, Type: t.Type, Stream: t.Stream}
+			if l, ok := t.Toxic.(*toxics.LatencyToxic); ok {
+				v.Attributes.Latency = l.Latency
+			}
+			in = append(in, v)
+		}
+	}
 	var out []string
 	for _, name := range []string{"delay", "partition-upstream", "partition-downstream"} {
-		t := x.p.Toxics.GetToxic(name)
-		if t == nil {
-			continue
+		for _, t := range in {
+			if t.Name != name {
+				continue
+			}
+			what := t.Type
+			if t.Type == "latency" {
+				what += fmt.Sprintf(" %dms", t.Attributes.Latency)
+			}
+			out = append(out, fmt.Sprintf("%s: %s on %s", t.Name, what, t.Stream))
 		}
-		what := t.Type
-		if l, ok := t.Toxic.(*toxics.LatencyToxic); ok {
-			what += fmt.Sprintf(" %dms", l.Latency)
-		}
-		out = append(out, fmt.Sprintf("%s: %s on %s", t.Name, what, t.Stream))
 	}
-	return out
+	return out, nil
 }
 
 // Isolated returns nil when server n of the ensemble says it has lost its

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strconv"
 	"strings"
@@ -110,6 +111,7 @@ func checkHost(ctx context.Context, h *Host, needs func(string) Needs) []Finding
 	if len(h.Servers) > 0 {
 		c.fuse(ctx)
 		c.clock(ctx)
+		c.forwarding(ctx)
 	}
 	c.ports(ctx)
 	return c.found
@@ -275,6 +277,30 @@ func (c *hostCheck) clock(ctx context.Context) {
 	c.add("clock preload", true, "built with %s", out)
 }
 
+// forwarding checks that the host's sshd opens connections for the
+// control node (direct-tcpip channels, AllowTcpForwarding): the proxy
+// beside each server takes its faults on the host's loopback only, and
+// the control node reaches it so. It asks for the host's own sshd on
+// loopback; a channel sshd opened, or tried to (the port is closed
+// there), shows forwarding is allowed.
+func (c *hostCheck) forwarding(ctx context.Context) {
+	_, port, err := net.SplitHostPort(c.h.Address)
+	if err != nil {
+		port = "22"
+	}
+	conn, err := c.s.Dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", port))
+	var oc *ssh.OpenChannelError
+	if err == nil {
+		conn.Close()
+	}
+	switch {
+	case err == nil, errors.As(err, &oc) && oc.Reason == ssh.ConnectionFailed:
+		c.add("forwarding", true, "sshd opens connections on the host for the control node (the proxies' APIs are reached so)")
+	default:
+		c.add("forwarding", false, "sshd does not open connections on the host for the control node (AllowTcpForwarding; the proxies' APIs, on the host's loopback, are reached so, and latency faults need them): %v", err)
+	}
+}
+
 // ports checks that nothing listens on a port a role of the host needs.
 func (c *hostCheck) ports(ctx context.Context) {
 	type want struct {
@@ -286,6 +312,9 @@ func (c *hostCheck) ports(ctx context.Context) {
 		ports = append(ports, want{s.Port, "server " + s.Backend})
 		if s.PeerPort != 0 {
 			ports = append(ports, want{s.PeerPort, "server " + s.Backend + " (peers)"})
+		}
+		if s.ProxyPort != 0 {
+			ports = append(ports, want{s.ProxyPort, "server " + s.Backend + " (its proxy)"})
 		}
 		if s.SentinelPort != 0 {
 			ports = append(ports, want{s.SentinelPort, "server " + s.Backend + " (sentinel)"})

@@ -176,10 +176,10 @@ func TestCheck(t *testing.T) {
 	for host, want := range map[string][]string{
 		"full": {"ssh", "privilege", "system", "tools", "ip rules", "server redis binary", "server redis data",
 			"server redlock binary", "server redlock data", "server etcd binary", "server etcd data",
-			"server zookeeper binary", "server zookeeper files", "server zookeeper data", "fuse", "clock preload",
-			"port 6379", "port 6380", "port 2379", "port 2181"},
+			"server zookeeper binary", "server zookeeper files", "server zookeeper data", "fuse", "clock preload", "forwarding",
+			"port 6379", "port 16379", "port 6380", "port 16380", "port 2379", "port 12379", "port 2181", "port 12181"},
 		"sudo":     {"ssh", "privilege", "system", "tools", "ip rules", "port 7070"},
-		"bare":     {"ssh", "privilege", "system", "tools", "ip rules", "server zookeeper binary", "server zookeeper files", "server zookeeper data", "fuse", "clock preload", "port 2181", "port 2888"},
+		"bare":     {"ssh", "privilege", "system", "tools", "ip rules", "server zookeeper binary", "server zookeeper files", "server zookeeper data", "fuse", "clock preload", "forwarding", "port 2181", "port 2888", "port 12181"},
 		"nosudo":   {"ssh", "privilege"},
 		"unknown":  {"ssh"},
 		"impostor": {"ssh"},

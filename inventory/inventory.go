@@ -101,11 +101,19 @@ type Server struct {
 	// 2888 if 0), and ElectionPort where ZooKeeper's servers elect their
 	// leader (3888 if 0).
 	Port, PeerPort, ElectionPort int
+	// ProxyPort is where the proxy beside the server listens on its host
+	// (proxy_port; Port+10000 when left out): its clients reach the
+	// server through it, so that a latency fault can slow them.
+	ProxyPort int
 	// SentinelPort, for a Sentinel set's node, is where the sentinel that
 	// runs beside it listens (26379 if 0).
 	SentinelPort int
 	Line         int
 }
+
+// DefaultProxyOffset is how far above a server's port its proxy listens
+// when the inventory names no proxy_port.
+const DefaultProxyOffset = 10000
 
 // Judge is the judge's role.
 type Judge struct {
@@ -148,6 +156,7 @@ type (
 		Port         int    `yaml:"port"`
 		PeerPort     int    `yaml:"peer_port"`
 		ElectionPort int    `yaml:"election_port"`
+		ProxyPort    int    `yaml:"proxy_port"`
 		SentinelPort int    `yaml:"sentinel_port"`
 		line         int
 	}
@@ -378,7 +387,8 @@ func (p *parser) host(rh rawHost, d access) Host {
 
 // server checks one server role of host name.
 func (p *parser) server(name string, rs rawServer) Server {
-	s := Server{Backend: rs.Backend, Binary: rs.Binary, Data: rs.Data, Port: rs.Port, PeerPort: rs.PeerPort, ElectionPort: rs.ElectionPort, SentinelPort: rs.SentinelPort, Line: rs.line}
+	s := Server{Backend: rs.Backend, Binary: rs.Binary, Data: rs.Data, Port: rs.Port, PeerPort: rs.PeerPort, ElectionPort: rs.ElectionPort,
+		ProxyPort: rs.ProxyPort, SentinelPort: rs.SentinelPort, Line: rs.line}
 	if s.Backend == "" {
 		p.errorf(rs.line, "host %s: a server without a backend", name)
 	}
@@ -393,6 +403,14 @@ func (p *parser) server(name string, rs rawServer) Server {
 	}
 	if s.ElectionPort < 0 || s.ElectionPort > 65535 {
 		p.errorf(rs.line, "host %s: server %s: election_port %d: want 1 to 65535 (or none)", name, s.Backend, s.ElectionPort)
+	}
+	switch {
+	case s.ProxyPort == 0 && s.Port >= 1 && s.Port+DefaultProxyOffset <= 65535:
+		s.ProxyPort = s.Port + DefaultProxyOffset
+	case s.ProxyPort == 0 && s.Port >= 1:
+		p.errorf(rs.line, "host %s: server %s: port %d has no default proxy_port (port+%d is beyond 65535): name one", name, s.Backend, s.Port, DefaultProxyOffset)
+	case s.ProxyPort < 0 || s.ProxyPort > 65535:
+		p.errorf(rs.line, "host %s: server %s: proxy_port %d: want 1 to 65535", name, s.Backend, s.ProxyPort)
 	}
 	if s.SentinelPort < 0 || s.SentinelPort > 65535 {
 		p.errorf(rs.line, "host %s: server %s: sentinel_port %d: want 1 to 65535 (or none)", name, s.Backend, s.SentinelPort)
@@ -419,6 +437,7 @@ func (p *parser) ports(h Host) {
 		take(s.Port, s.Line, "server "+s.Backend)
 		take(s.PeerPort, s.Line, "server "+s.Backend+" (peers)")
 		take(s.ElectionPort, s.Line, "server "+s.Backend+" (election)")
+		take(s.ProxyPort, s.Line, "server "+s.Backend+" (its proxy)")
 		take(s.SentinelPort, s.Line, "server "+s.Backend+" (sentinel)")
 		if other, ok := data[filepath.Clean(s.Data)]; ok && s.Data != "" {
 			p.errorf(s.Line, "host %s: data dir %s of server %s is also that of server %s", h.Name, s.Data, s.Backend, other)

@@ -36,6 +36,7 @@ hosts:
           data: /var/lib/lockbench/etcd
           port: 2379
           peer_port: 2380
+          proxy_port: 2480
         - {backend: sentinel, data: /var/lib/lockbench/sentinel, port: 6380, sentinel_port: 26380}
   - address: "[fd00::21]:2222"
     user: admin
@@ -55,16 +56,16 @@ hosts:
 		IdentityFiles: []string{filepath.Join(home, ".ssh/lab_key")}, KnownHosts: []string{"/etc/lockbench/keys/known_hosts"},
 		WorkDir: inventory.DefaultWorkDir,
 		Servers: []inventory.Server{
-			{Backend: "redlock", Binary: "/usr/bin/redis-server", Data: "/var/lib/lockbench/redlock", Port: 6379, Line: 11},
-			{Backend: "etcd", Binary: "/opt/etcd/etcd", Data: "/var/lib/lockbench/etcd", Port: 2379, PeerPort: 2380, Line: 15},
-			{Backend: "sentinel", Data: "/var/lib/lockbench/sentinel", Port: 6380, SentinelPort: 26380, Line: 20},
+			{Backend: "redlock", Binary: "/usr/bin/redis-server", Data: "/var/lib/lockbench/redlock", Port: 6379, ProxyPort: 6379 + inventory.DefaultProxyOffset, Line: 11},
+			{Backend: "etcd", Binary: "/opt/etcd/etcd", Data: "/var/lib/lockbench/etcd", Port: 2379, PeerPort: 2380, ProxyPort: 2480, Line: 15},
+			{Backend: "sentinel", Data: "/var/lib/lockbench/sentinel", Port: 6380, ProxyPort: 6380 + inventory.DefaultProxyOffset, SentinelPort: 26380, Line: 21},
 		},
 		Line: 7,
 	}, {
 		Name: "fd00::21", Address: "[fd00::21]:2222", User: "admin", Agent: true,
 		HostKey: hostKey, KnownHosts: []string{"/etc/lockbench/keys/known_hosts"}, ClockPreload: "/opt/lockbench/clock.so",
 		WorkDir: "/srv/lockbench", Clients: true, Judge: &inventory.Judge{Port: inventory.DefaultJudgePort},
-		Line: 21,
+		Line: 22,
 	}}
 	if !reflect.DeepEqual(inv.Hosts, want) {
 		t.Errorf("hosts\n%+v\nwant\n%+v", inv.Hosts, want)
@@ -106,6 +107,10 @@ func TestParseErrors(t *testing.T) {
 		{"no role", "hosts:\n  - address: h\n    user: root\n    agent: true\n", []string{"host h has no role"}},
 		{"relative preload", "hosts:\n  - address: h\n    clock_preload: lib.so\n" + ok, []string{`clock_preload "lib.so"`}},
 		{"relative work dir", "hosts:\n  - address: h\n    work_dir: run\n" + ok, []string{`work_dir "run"`}},
+		{"server", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {backend: redis, data: rel, port: 70000, peer_port: -1}\n",
+			[]string{`hosts.yaml:7: host h: server redis: data "rel"`, "port 70000", "peer_port -1"}},
+		{"proxy port", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {backend: redis, data: /a, port: 60000}\n        - {backend: redlock, data: /b, port: 6379, proxy_port: 70000}\n        - {backend: etcd, data: /c, port: 2379, proxy_port: 6379}\n",
+			[]string{"port 60000 has no default proxy_port", "proxy_port 70000", "port 6379 of server etcd (its proxy) is also that of server redlock"}},
 		{"server", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {backend: redis, data: rel, port: 70000, peer_port: -1, sentinel_port: 65536}\n",
 			[]string{`hosts.yaml:7: host h: server redis: data "rel"`, "port 70000", "peer_port -1", "sentinel_port 65536"}},
 		{"server without backend", "hosts:\n  - address: h\n    user: root\n    agent: true\n    roles:\n      servers:\n        - {binary: /b, data: /d, port: 1}\n",

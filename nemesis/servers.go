@@ -292,14 +292,17 @@ func kill(_ context.Context, a attempt) (string, error) {
 // back from them: each proxy must have a fault whose name starts with
 // want in force.
 func proxied(op func(*compose.Node) error, want string) func(context.Context, attempt) (string, error) {
-	return func(_ context.Context, a attempt) (string, error) {
+	return func(ctx context.Context, a attempt) (string, error) {
 		a.struck()
 		if err := eachErr(a.nodes, op); err != nil {
 			return "", err
 		}
 		var out []string
 		for _, n := range a.nodes {
-			faults := n.Proxy().Faults()
+			faults, err := n.Proxy().Faults(ctx)
+			if err != nil {
+				return "", err
+			}
 			ok := false
 			for _, f := range faults {
 				ok = ok || strings.HasPrefix(f, want)

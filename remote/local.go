@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -50,6 +51,20 @@ func (l Local) Name() string {
 
 // Close does nothing: the daemons Local started die with this process.
 func (l Local) Close() error { return nil }
+
+// Dial connects to addr from this machine, or from inside Netns when it
+// is set (the socket belongs to that namespace).
+func (l Local) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := InNetns(l.Netns, func() (err error) {
+		c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("remote: %s: %w", l.Name(), err)
+	}
+	return c, nil
+}
 
 // lookPath finds a program as a host's login would, adding /usr/sbin and
 // /sbin, which a non-login PATH may lack.

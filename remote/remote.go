@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"path"
 	"strconv"
 	"strings"
@@ -32,6 +33,13 @@ type Remote interface {
 	// /proc/PID/stat) on the second. Use Start, which refuses a pidfile
 	// whose process still lives, rather than Spawn.
 	Spawn(ctx context.Context, d Daemon) error
+	// Dial connects to addr (host:port, "tcp") as the host itself would:
+	// an address on the host's loopback is that host's loopback. Over SSH
+	// it is a direct-tcpip channel of the connection (sshd must allow TCP
+	// forwarding, as it does by default), so a service that listens on
+	// the host's loopback only — a proxy's control API — is reached from
+	// the control node without being open to the network.
+	Dial(ctx context.Context, network, addr string) (net.Conn, error)
 	// Close releases the connection. Processes it started keep running
 	// (on this machine, Local's die with this process).
 	Close() error

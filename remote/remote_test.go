@@ -5,7 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"io/fs"
+	mrand "math/rand/v2"
+	"net"
 	"os/exec"
 	"path"
 	"strconv"
@@ -585,4 +588,75 @@ func TestResumeOfAProcessThatExits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDial reaches a server that listens on the host's loopback only
+// through the host's Dial — over SSH a direct-tcpip channel, as the
+// control node reaches a proxy's API beside a placed server — and a
+// closed port there fails.
+func TestDial(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip(err)
+	}
+	noLeaks(t)
+	ctx := testCtx(t)
+	for _, tr := range transports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			port := loopbackPort(t)
+			p, err := remote.Start(ctx, tr.r, remote.Daemon{Path: bin, Args: []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"},
+				Pidfile: path.Join(tr.dir, "dial.pid")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Kill(context.Background()) })
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			var c net.Conn
+			for {
+				if c, err = tr.r.Dial(ctx, "tcp", "127.0.0.1:"+port); err == nil {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatalf("dial 127.0.0.1:%s on %s: %v", port, tr.r.Name(), err)
+				case <-tick.C:
+				}
+			}
+			defer c.Close()
+			if _, err := c.Write([]byte("PING\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			reply := make([]byte, 7)
+			if _, err := io.ReadFull(c, reply); err != nil || string(reply) != "+PONG\r\n" {
+				t.Errorf("PING through Dial: %q (%v)", reply, err)
+			}
+			if err := p.Kill(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tr.name == "local" {
+				return // another process here may take the port now
+			}
+			if c2, err := tr.r.Dial(ctx, "tcp", "127.0.0.1:"+port); err == nil {
+				c2.Close()
+				t.Errorf("dialled 127.0.0.1:%s on %s after its server was killed", port, tr.r.Name())
+			}
+		})
+	}
+}
+
+// loopbackPort is a port free on this machine's loopback, below the
+// ephemeral range (32768–60999), where no outgoing connection takes it
+// (a simulated host has a loopback of its own).
+func loopbackPort(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		port := strconv.Itoa(20000 + mrand.IntN(12000))
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
+			ln.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port on the loopback in 100 tries")
+	return ""
 }

@@ -462,6 +462,23 @@ func isClosed(c <-chan struct{}) bool {
 // (see Remote).
 func (s *SSH) Spawn(ctx context.Context, d Daemon) error { return spawnShell(ctx, s, d) }
 
+// Dial connects to addr as the host does, through a direct-tcpip channel
+// of the connection: sshd on the host makes the connection, so the host's
+// loopback is reachable. A broken link fails with ErrBroken.
+func (s *SSH) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := s.client.DialContext(ctx, network, addr)
+	if err != nil {
+		if isClosed(s.done) {
+			return nil, s.lost()
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("remote: %s: dial %s: %w", s.name, addr, ctx.Err())
+		}
+		return nil, fmt.Errorf("remote: %s: dial %s: %w", s.name, addr, err)
+	}
+	return c, nil
+}
+
 // String is the host's name and login, for logs.
 func (s *SSH) String() string {
 	who := s.user

@@ -406,18 +406,19 @@ func judgeInventory(t *testing.T, lab *remotetest.Lab) string {
 // from the server's port, not from the judge on the same host), each
 // struck while the judge's live view shows a section open, and a client
 // pause (the judge asks the nemesis, here, to stop a worker on a client
-// host) inject and are proved; the judge's own results, brought back under
-// judge/, record the injections the nemesis told it, naming the host
-// each hit; the histories come back; no token reaches the outputs and
+// host) and latency (the proxy beside the server, on host1, its delay
+// read back over SSH) inject and are proved; the judge's own results,
+// brought back under judge/, record the injections the nemesis told it,
+// naming the host each hit; the histories come back; no token reaches the outputs and
 // nothing is left on any host, the judge included.
 func TestRunWithTheJudgeOnAHost(t *testing.T) {
-	composetest.StartsServersWithin(t, 3*time.Minute)
+	composetest.StartsServersWithin(t, 4*time.Minute)
 	lab := remotetest.New(t, 3)
 	binary := staticLockbench(t)
 	inv := judgeInventory(t, lab)
 	ctx := composetest.Context(t)
 
-	dir, out, f := runOnLab(t, inv, binary, "redis", "server-pause,partition,client-pause")
+	dir, out, f := runOnLab(t, inv, binary, "redis", "server-pause,partition,client-pause,latency")
 	if want := "on " + lab.Hosts[0].Name + ", listening on " + lab.Hosts[0].Addr.String() + ":7070"; !strings.Contains(string(out), want) {
 		t.Errorf("the run does not say its judge runs on host1 (%q):\n%s", want, out)
 	}
@@ -425,8 +426,8 @@ func TestRunWithTheJudgeOnAHost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the judge's own results did not come back: %v", err)
 	}
-	if len(f.Cases) != 3 || len(joined.Cases) != 3 {
-		t.Fatalf("%d cases, the judge recorded %d: want 3 (redis × 3 faults)\n%s", len(f.Cases), len(joined.Cases), out)
+	if len(f.Cases) != 4 || len(joined.Cases) != 4 {
+		t.Fatalf("%d cases, the judge recorded %d: want 4 (redis × 4 faults)\n%s", len(f.Cases), len(joined.Cases), out)
 	}
 	if f.RunID != joined.RunID {
 		t.Errorf("run id %s here, %s on the judge", f.RunID, joined.RunID)
@@ -453,6 +454,11 @@ func TestRunWithTheJudgeOnAHost(t *testing.T) {
 			}
 			if k < len(j.Targets) && !slices.Equal(j.Targets[k].Hosts, tg.Hosts) {
 				t.Errorf("%s: the judge records injection %d on %v, here on %v", name, tg.Injection, j.Targets[k].Hosts, tg.Hosts)
+			}
+			// The delay is read back from the proxy beside the server, on
+			// its host, through its API over SSH.
+			if c.Fault == "latency" && (tg.Tested == nil || !*tg.Tested || !strings.Contains(tg.Effect, "delay: latency 50ms")) {
+				t.Errorf("%s: injection %d: tested %v (%s), effect %q: want a tested delay read back from the proxy", name, tg.Injection, tg.Tested, tg.WhyNot, tg.Effect)
 			}
 		}
 		if _, err := os.Stat(filepath.Join(dir, c.History)); err != nil {
