@@ -143,7 +143,7 @@ func sentinelOn(pl []compose.Placement, prof profile) compose.SentinelOptions {
 		// the node's proxy port).
 		pl[i].Proxy = nil
 	}
-	o := compose.SentinelOptions{Durability: prof.durability, FakeClock: prof.needs.FakeClock, On: pl}
+	o := compose.SentinelOptions{Durability: prof.durability, FakeClock: prof.needs.FakeClock, LazyFS: prof.needs.LazyFS, On: pl}
 	for _, p := range pl {
 		port := 26379
 		if len(p.PeerPorts) > 0 && p.PeerPorts[0] != 0 {

@@ -105,9 +105,11 @@ type SentinelOptions struct {
 	// the sentinels report, and clients on other hosts dial, where it
 	// really is. Each replica's replication link (ReplicationLinks) is then
 	// a pair of blackhole rules, on its host and on the master's, that a
-	// fault puts in force. Proxied, Netns, LazyFS and ProxiedReplication
-	// apply to sets on this machine only. See SentinelsOn for the
-	// sentinels, which On needs.
+	// fault puts in force. LazyFS serves each node's dir from the lazy
+	// filesystem's daemon on its host, as for other placed servers
+	// (Placement.Lockbench); Proxied, Netns and ProxiedReplication apply
+	// to sets on this machine only. See SentinelsOn for the sentinels,
+	// which On needs.
 	On []Placement
 	// SentinelsOn places the sentinels, one per placement (Sentinels is
 	// then len(SentinelsOn), or 0), each listening on its placement's

@@ -29,8 +29,8 @@ func (o *SentinelOptions) checkPlaced() error {
 	case o.Sentinels != 0 && o.Sentinels != len(o.SentinelsOn):
 		errs = append(errs, fmt.Errorf("%d sentinels on %d placements: want one each", o.Sentinels, len(o.SentinelsOn)))
 	}
-	if o.Proxied || o.Netns || o.LazyFS || o.ProxiedReplication {
-		errs = append(errs, errors.New("Proxied, Netns, LazyFS and ProxiedReplication apply to sets on this machine only"))
+	if o.Proxied || o.Netns || o.ProxiedReplication {
+		errs = append(errs, errors.New("Proxied, Netns and ProxiedReplication apply to sets on this machine only"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("compose: Sentinel set on hosts: %w", err)

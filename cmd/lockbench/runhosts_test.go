@@ -237,9 +237,9 @@ func TestRunOnHosts(t *testing.T) {
 	if len(f.Cases) != 8 {
 		t.Fatalf("%d cases, want 8 (2 backends × 4 faults)\n%s", len(f.Cases), out)
 	}
-	sdir, sout, sf := runOnLab(t, inv, binary, "sentinel", "partition,failover")
-	if len(sf.Cases) != 2 {
-		t.Fatalf("%d Sentinel cases, want 2\n%s", len(sf.Cases), sout)
+	sdir, sout, sf := runOnLab(t, inv, binary, "sentinel", "partition,failover,power-loss")
+	if len(sf.Cases) != 3 {
+		t.Fatalf("%d Sentinel cases, want 3\n%s", len(sf.Cases), sout)
 	}
 	// A Sentinel set's master is on host1 until a failover promotes its
 	// replica on host2.
