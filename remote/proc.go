@@ -140,8 +140,18 @@ lb_proc() {
 	case $pid in ''|*[!0-9]*) return 1;; esac
 	IFS= read -r s 2>/dev/null < "/proc/$pid/stat" || return 1
 	lb_fields "${s##*) }"
-	case $st in Z|X|x) return 1;; esac
+	case $st in Z|X|x) lb_livetask "$pid" || return 1;; esac
 	[ -z "$start" ] || [ "$start" = "$t0" ]
+}
+# A thread group's leader shows Z as soon as it has exited, while its other
+# threads may still be dying with the files they share (a server's
+# listening socket among them): the process has gone only when they have.
+lb_livetask() {
+	for f in /proc/"$1"/task/*/stat; do
+		IFS= read -r s 2>/dev/null < "$f" || continue
+		case ${s##*) } in Z*|X*|x*) ;; *) return 0;; esac
+	done
+	return 1
 }
 lb_stat='function lb_after(l) { while ((k = index(l, ") ")) > 0) l = substr(l, k + 2); return l }'
 lb_tree() {
