@@ -153,12 +153,7 @@ func (e *Env) placedProxy(ctx context.Context, n *Node) (*Proxy, error) {
 	if err := pl.Host.Run(ctx, remote.Cmd{Path: "rm", Args: []string{"-f", "--", x.apiFile}}); err != nil {
 		return nil, fmt.Errorf("compose: proxy of %s: %w", n.Name, err)
 	}
-	proc, err := remote.Start(ctx, pl.Host, d)
-	if errors.Is(err, remote.ErrRunning) {
-		if err = proc.Kill(ctx); err == nil {
-			proc, err = remote.Start(ctx, pl.Host, d)
-		}
-	}
+	proc, err := startAfresh(ctx, pl.Host, d)
 	if err != nil {
 		return nil, fmt.Errorf("compose: start the proxy of %s on %s: %w", n.Name, pl.Host.Name(), err)
 	}

@@ -242,3 +242,18 @@ func tryFrom(ctx context.Context, c Peer, what string, addr netip.Addr, port int
 	}
 	return nil
 }
+
+// startAfresh starts d on host as remote.Start does, except that a
+// process an earlier run left running under d's pidfile (that run lost
+// its link to the host) is killed by the pidfile first and d started in
+// its place: what every daemon compose places on a host (a server, its
+// proxy, its lazy filesystem) needs on its first start there.
+func startAfresh(ctx context.Context, host remote.Remote, d remote.Daemon) (remote.Proc, error) {
+	proc, err := remote.Start(ctx, host, d)
+	if errors.Is(err, remote.ErrRunning) {
+		if err = proc.Kill(ctx); err == nil {
+			proc, err = remote.Start(ctx, host, d)
+		}
+	}
+	return proc, err
+}

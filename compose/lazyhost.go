@@ -254,12 +254,7 @@ func startLazyDaemon(ctx context.Context, host remote.Remote, bin, dir string) (
 		Path: bin, Args: []string{"lazyfs", "--backing", l.backing, "--mount", l.mnt, "--control", l.control},
 		Dir: path.Dir(dir), Pidfile: l.proc.Pidfile, Log: l.log,
 	}
-	proc, err := remote.Start(ctx, host, d)
-	if errors.Is(err, remote.ErrRunning) {
-		if err = proc.Kill(ctx); err == nil {
-			proc, err = remote.Start(ctx, host, d)
-		}
-	}
+	proc, err := startAfresh(ctx, host, d)
 	if err != nil {
 		return nil, fmt.Errorf("compose: lazy filesystem on %s: %w", host.Name(), err)
 	}

@@ -425,14 +425,11 @@ func (n *Node) spawn(ctx context.Context) error {
 	if err := n.host.Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", `printf '%s\n' "$1" >> "$2"`, "sh", header, n.log}}); err != nil {
 		return fmt.Errorf("compose: log of %s: %w", n.Name, err)
 	}
-	proc, err := remote.Start(ctx, n.host, d)
-	if errors.Is(err, remote.ErrRunning) && n.spec.place != nil && n.first() {
-		// A server of an earlier run that lost its host (a broken link)
-		// left running: its pidfile finds it, and it goes.
-		if err = proc.Kill(ctx); err == nil {
-			proc, err = remote.Start(ctx, n.host, d)
-		}
+	start := remote.Start
+	if n.spec.place != nil && n.first() {
+		start = startAfresh // a server an earlier run left on its host goes
 	}
+	proc, err := start(ctx, n.host, d)
 	if err != nil {
 		return fmt.Errorf("compose: start %s (%s) on %s: %w", n.Name, n.spec.bin, n.host.Name(), err)
 	}
