@@ -267,7 +267,11 @@ func (a *attempt) begin() {
 // nothing to release. The other nodes are asked when one of the first
 // refuses or fails (spare is how many); with fewer than a quorum voting
 // and answering (at start, or with nodes down), every node is asked at
-// once.
+// once. A node on which no acquire script of this Redlock has run yet is
+// asked first too, once: the script records the Redlock's max TTL on the
+// node, and the restart quarantine needs it on more nodes than a quorum
+// (if the nodes that granted a lease all lose their data, the others
+// still tell how long to keep them out).
 func (a *attempt) pick() {
 	r := a.r
 	clear(a.first)
@@ -286,9 +290,13 @@ func (a *attempt) pick() {
 			continue
 		}
 		voting++
-		if picked < r.quorum && r.nodes[i].answering(now) {
+		switch {
+		case picked < r.quorum && r.nodes[i].answering(now):
 			a.first[i] = true
 			picked++
+		case !r.nodes[i].recorded.Load():
+			a.first[i] = true
+			voting--
 		}
 	}
 	if picked < r.quorum {
@@ -450,6 +458,9 @@ func (a *attempt) record(i int, c *call) {
 		a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
 		r.tel.nodeError(c.node.addr, errorKind(err))
 		return
+	}
+	if rep.n != -2 {
+		c.node.recorded.Store(true)
 	}
 	switch {
 	case rep.n == -2:

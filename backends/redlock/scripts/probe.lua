@@ -4,7 +4,7 @@
 -- acquire.lua), KEYS[2] the record of a detected loss (hash: run, at, q,
 -- prior).
 -- ARGV[1] the quarantine (ms) the client asks for: the largest max TTL
--- it knows of (an admitted node's marker is raised to it); ARGV[2] '1' when the client has seen these nodes in use
+-- it knows of; ARGV[2] '1' when the client has seen these nodes in use
 -- (a node that still has a marker, of this process or another, was in
 -- use whatever the client saw: the record says so, so that the verdict
 -- does not depend on which client's probe detects the loss first);
@@ -34,17 +34,9 @@ if limit ~= '0' and policy ~= 'noeviction' then
 end
 local evicted = string.match(redis.call('INFO', 'stats'), 'evicted_keys:(%d+)')
 local m = redis.call('HGET', KEYS[1], M)
-local want = tonumber(ARGV[1])
 if m and string.sub(m, 1, string.len(run) + 1) == run .. ' ' then
   local maxttl, ev = string.match(m, '^%x+ (%d+) (%d+)$')
   if ev == evicted then
-    -- Record the client's max TTL on every node it connects to, not only
-    -- on those its grants reach (a quorum): if those lose their data,
-    -- the others still tell how long to keep them out.
-    if tonumber(maxttl) < want then
-      maxttl = want
-      redis.call('HSET', KEYS[1], M, run .. ' ' .. maxttl .. ' ' .. ev)
-    end
     return 'admitted ' .. run .. ' ' .. maxttl
   end
   -- It evicted keys since it was admitted (or its statistics were
@@ -57,6 +49,7 @@ if m then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local want = tonumber(ARGV[1])
 local l = redis.call('HMGET', KEYS[2], 'run', 'at', 'q', 'prior')
 local at, q, prior = tonumber(l[2]), tonumber(l[3]), l[4]
 if l[1] ~= run or not at or not q then
