@@ -206,7 +206,8 @@ func WithDrift(f float64) Option {
 // node cannot eat the validity, and enough for a loaded machine. A grant
 // round ends as soon as a majority has granted, and connections are
 // dialled in the background with the client's DialTimeout, so a slow or
-// dead minority does not delay a grant, from the first one on; a refusal
+// dead minority does not delay a grant, from the first one on (with
+// WithQuorumFirst, once it is known not to answer); a refusal
 // that queues waits up to this timeout for the other nodes that were
 // answering.
 func WithNodeTimeout(d time.Duration) Option {
