@@ -89,6 +89,7 @@ func redsyncContender(name string, opts ...redsync.Option) contender {
 var contenders = []contender{
 	redlockContender("redlock"),
 	redlockContender("redlock-fencing", redlock.WithFencing(true)),
+	redlockContender("redlock-quorumfirst", redlock.WithQuorumFirst(true)),
 	redsyncContender("redsync"),
 	redsyncContender("redsync-1ms", redsync.WithRetryDelay(time.Millisecond)),
 }
@@ -114,7 +115,7 @@ func BenchmarkHotKey(b *testing.B) {
 // did one operation (a Redlock dials its connections once; a hand-off
 // that dialled would show here).
 func BenchmarkHotKeyProcesses(b *testing.B) {
-	for _, c := range []contender{separate(contenders[0]), separate(contenders[2])} {
+	for _, c := range []contender{separate(contenders[0]), separate(contenders[2]), separate(contenders[3])} {
 		b.Run(c.name, func(b *testing.B) {
 			conns := addrCounter(b, addrs)
 			var before int
@@ -212,7 +213,7 @@ func TestInterleavedComparison(t *testing.T) {
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			var cs []locktest.Contender
-			for _, c := range []contender{contenders[0], contenders[1], contenders[2]} {
+			for _, c := range contenders[:4] {
 				cs = append(cs, asContender(t, c, s.shared, s.hot))
 			}
 			conns := addrCounter(t, addrs)
@@ -289,7 +290,7 @@ func TestCPUPerOperation(t *testing.T) {
 		{"16 processes, one key", 16, separate},
 	} {
 		for round := range rounds {
-			for _, c := range []contender{contenders[0], contenders[1], contenders[2]} {
+			for _, c := range contenders[:4] {
 				c = s.wrap(c)
 				ops, cleanup := c.setup(t, s.clients, keys(fmt.Sprintf("cpu:%d:%d", round, time.Now().UnixNano()), true))
 				var done atomic.Int64

@@ -54,6 +54,7 @@ func TestConformance(t *testing.T) {
 		"fencing+quarantine": {redlock.WithFencing(true)},
 		"plain":              {redlock.WithQuarantine(false)},
 		"counters":           {redlock.WithFencing(true), redlock.WithClockFloor(false), redlock.WithQuarantine(false)},
+		"quorum first":       {redlock.WithQuorumFirst(true)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			locktest.Run(t, opener(addrs, opts...), locktest.WithSteal(steal(addrs)))

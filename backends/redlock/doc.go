@@ -47,7 +47,11 @@
 // and holds the key if a majority (N/2+1) granted it within its validity:
 // TTL minus the time the round took minus TTL×drift+2ms. On failure it
 // releases the key on every node it may have set it and tries again,
-// bounded by the context. Extend re-arms the TTL on a majority; release
+// bounded by the context. With WithQuorumFirst a try asks a quorum of the
+// nodes first and the others only if one of those refuses or fails:
+// faster (an uncontended Acquire and Release run 6 scripts instead of
+// 10), at the price of the margin that a key set on every node has
+// against a node that forgets it (see WithQuorumFirst). Extend re-arms the TTL on a majority; release
 // deletes the key where it still holds our 128-bit random value. Per-node
 // errors are joined (locker.NodeError), so an error says which node said
 // what; every error wraps a locker sentinel (operations cut by Close:
@@ -228,86 +232,60 @@
 // # Performance
 //
 // Against redsync (the reference Go Redlock) on the same 5 local Redis
-// nodes, in one process, on a 2-core machine shared with other engineers'
-// work (load average 24-27 before we added anything), interleaved in
-// turns of half a second, 10 s per contender and scenario (go test -run
-// InterleavedComparison -v ./backends/redlock -args -compare=10s), an
-// operation being Acquire + Release; medians of 3 runs on 2026-12-02
-// (second session), the range of the ratios in brackets; "loaded" is 3
-// more runs with two busy loops of our own added, and for part of them
-// our own tests (load 26-30). Read them as ratios: absolute rates on this
-// machine were a half (as is) to a twentieth (loaded) of what it gave
-// when quiet.
+// nodes, in one process, on a 2-core machine that also runs the five
+// servers, interleaved in turns of half a second, 10 s per contender and
+// scenario (go test -run InterleavedComparison -v ./backends/redlock
+// -args -compare=10s), an operation being Acquire + Release; on
+// 2026-12-02, two runs on the quiet machine (load 2-5, the benchmark's
+// own) and three with two busy loops added (load 4-5). Each cell is
+// ops/s against redsync's in the same run, the p99 latency's ratio after
+// it; one value per run:
 //
-//	scenario                  redlock / redsync, as is                     loaded
-//	1 client                  1.70x ops/s [1.55-2.11]                      1.62x [1.61-1.65]
-//	  with fencing tokens     1.67x [1.63-2.34]                            1.57x [1.57-1.85]
-//	16 goroutines, one key    2.55x [2.38-2.92], p99 0.19x [0.17-0.26]     5.05x [4.50-6.72], p99 0.40x [0.35-0.42]
-//	16 Redlocks, one key      2.03x [1.88-2.86], p99 0.25x [0.15-0.29]     3.17x [2.33-3.88], p99 0.50x [0.33-0.69]
-//	16 goroutines, own keys   3.83x [3.78-4.02]                            3.39x [3.38-3.39]
+//	scenario                 default                           WithQuorumFirst(true)
+//	1 client, quiet          1.12x 1.09x                       1.53x 1.53x
+//	  busy loops             1.26x 1.29x 1.28x                 1.56x 1.62x 1.52x
+//	16 Redlocks, one key     1.23x 1.28x, p99 0.066x 0.069x    1.74x 1.62x, p99 0.036x 0.047x
+//	  busy loops             1.45x 1.49x 1.56x,                1.94x 1.75x 1.99x,
+//	                         p99 0.104x 0.087x 0.073x          p99 0.064x 0.084x 0.086x
+//	16 goroutines, one key   1.59x 1.58x, busy 1.80x           2.20x 2.15x, busy 2.13x
+//	16 goroutines, own keys  2.15x 2.18x, busy 2.24x           2.56x 2.68x, busy 2.50x
 //
-// As is, redlock against redsync (the run of the median ratio): 1 client
-// 380 against 224 ops/s (p99 17.6 against 29.1 ms); 16 goroutines on one
-// key 666 against 261 ops/s (p99 118 against 622 ms); 16 Redlocks on one
-// key 351 against 173 ops/s (p99 182 against 738 ms); 16 goroutines on
-// their own keys 2251 against 588 ops/s (p99 28 against 115 ms). How much
-// of that is noise: main's build, whose hot path is the same code,
-// measured in runs alternating with these, gave 1 client 1.84x
-// [1.68-1.97], 16 Redlocks 1.75x [1.68-3.81] with p99 0.17x [0.17-0.32],
-// 16 goroutines on one key 3.38x [3.03-4.05]; the same build an hour
-// before, 1 client 2.35x [1.74-2.47]. The first session that day
-// measured 1 client at 1.70x and 16 Redlocks at 1.93x with p99 0.22x
-// (load 13-24), and the previous release (the hand-off that reserved the
-// key and let the waiter claim it with a round) interleaved with this one:
-// 16 Redlocks on one key 1.47x [1.34-1.62] with p99 0.32x
-// [0.20-0.42] as is, 2.59x [2.00-3.42] with p99 0.50x [0.37-0.52] loaded;
-// 1 client 1.74x [1.62-2.58] as is, 2.16x [1.93-2.66] loaded (the
-// uncontended path only sends a few more bytes per request). CPU per
-// operation (TestCPUPerOperation, client + 5 servers, three rounds, at
-// load 15-18), this release against v0.9.0 in that session: 16
-// Redlocks on one key 1410-1440 µs against 1330-1880 for redsync (v0.9.0:
-// 1970-2990 against 1750-2960): the claim round is what went; 1 client
-// 1470-1660 µs against 1660-2210 (v0.9.0: 970-1060 against 1540-1710;
-// redsync's own cost moved by a third between the two runs, minutes
-// apart: on this machine these figures are noisy).
+// In absolute terms (quiet, first run): 1 client 2,641 ops/s (p99 0.57
+// ms), 3,620 with WithQuorumFirst, redsync 2,364 (0.69 ms); 16 Redlocks
+// on one key 1,863 ops/s (p99 18 ms), 2,630 (10 ms), redsync 1,510 (273
+// ms). Fencing tokens cost 2-4% uncontended, and a third on a hot key,
+// where a waiter then claims the key with a round of its own.
+//
+// Uncontended, the machine's CPU is the bound: an Acquire + Release costs
+// (TestCPUPerOperation, client + 5 servers, quiet) redsync 660-690 µs —
+// its client 380-400, the servers 270-290 for 10 requests (5 SETs, 5
+// small scripts) — ours 700-890 by default (client 220-300, servers
+// 470-590 for 10 scripts), and 410-460 with WithQuorumFirst (client
+// 150-180, servers 255-280 for 6 scripts). Asking every node, a Redlock
+// sends as many requests as redsync, and wins only by a cheaper client
+// and by waiting for the fastest three replies; each of our scripts
+// (quarantine, grant record, queue) also costs a server about 17 µs more
+// than one of redsync's requests. So 1.8x
+// redsync uncontended is not reached here, even with WithQuorumFirst; on
+// servers of their own, where a round trip and not the CPU is the bound,
+// both make two rounds and the ratio tends to 1. Under a load average of
+// 24-27 (other engineers' work) the default measured 1.55-2.11x on
+// another day: the ratio moves with the load, hence both rows.
 //
 // "16 Redlocks" are separate instances, as 16 processes would have: every
 // hand-off goes through the nodes, and after warm-up they open no
 // connection at all. Their fair hand-off makes the p99 of N contenders
-// about N−1 hand-offs: a release's script hands the key to the waiter
+// about N-1 hand-offs: a release's script hands the key to the waiter
 // that came first on the key's queue nodes and wakes it, and the waiter
-// holds the key once all of them told it — no round of its own — while the
-// releaser, if it wants the key again, queues with a round of its own.
-// Each hand-off still needs the releasing process, three Redis servers
-// and the waiting process scheduled in turn, and waits for the slowest of
-// the three: on a saturated machine that tail grows (to 0.69x redsync's
-// p99 in one loaded run), where redsync's is its 50-250 ms retry sleep.
-// redsync with a 1 ms retry delay on a hot key collapses instead (on an
-// earlier run 480-560 ops/s, 111-121 of 4000 operations failing with
-// "lock already taken").
-//
-// Where that tail comes from (TestHandoffTail: 16 Redlocks on one key,
-// every grant and release on one timeline; three runs of 10 s at load
-// 24-27): no waiter loses its place — none of a run's 2,800-5,700
-// Acquires (one of 509 in a run under busy loops) saw more than 15
-// grants to others while it waited — so registrations that miss the
-// queue, retry backoffs and re-queueing are not it. The hand-off gaps
-// (a release's start to the next grant) were 0.9-1.5 ms at the median,
-// 12-28 ms at p99 and up to 60 ms at p99.9, and every Acquire of the
-// slowest 1% had waited behind 15 hand-offs of which some were slow:
-// bursts of scheduling delay on a saturated machine, in a chain of four
-// processes per hand-off. Queueing on all five nodes, so that the
-// fastest three wake-ups suffice, measured in runs alternating with
-// this code (3 each): p99 0.19x [0.17-0.32] of redsync's against 0.28x
-// [0.19-0.32], but throughput 1.88x [1.41-2.08] against 2.34x
-// [1.74-2.82] and a median gap of 1.4-2.1 ms against 0.9-1.5 (two more
-// nodes run the queue and send wake-ups at every hand-off): no clear
-// gain, not kept. The p99 of 0.1x redsync's that issue 19 asks for is
-// not reached on this machine: 15 hand-offs at its median gap are
-// already 14-23 ms, and its tail is the machine's. Uncontended, a
-// profile of the client shows 52 allocations (4.5 KB) per Acquire +
-// Release, a few µs of a 2 ms operation, and most of its CPU in write
-// and read syscalls and the scheduler: nothing there is worth 1.70x ->
-// 1.8x, which is inside the spread of the same code's runs (1.55-2.47
-// that day).
+// holds the key once all of them told it, without a round of its own.
+// Each hand-off needs the releasing process, three Redis servers and the
+// waiting process scheduled in turn: on a saturated machine the tail grows
+// (at load 24-27: p99 0.15-0.29x redsync's; TestHandoffTail put every
+// grant and release of such runs on one timeline and found no waiter that
+// lost its place, only slow hand-offs), while redsync's p99 is its
+// 50-250 ms retry sleep. redsync with a 1 ms retry delay on a hot key
+// collapses instead (on an earlier run 480-560 ops/s, 111-121 of 4000
+// operations failing with "lock already taken"). With WithQuorumFirst a
+// newcomer's try, refused by the key's queue nodes, sets the key nowhere
+// else, so it has nothing to release: that is its gain on a hot key.
 package redlock

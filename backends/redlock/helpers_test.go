@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"runtime"
 	"slices"
 	"strconv"
@@ -38,6 +39,12 @@ func fresh(t *testing.T, n int, o compose.RedisOptions) ([]*compose.Node, []stri
 	return nodes, addrs
 }
 
+// quorumFirst runs the tests' Redlocks WithQuorumFirst(true) (unless a
+// test sets it itself): the whole suite, in that mode,
+//
+//	go test ./backends/redlock -args -quorumfirst
+var quorumFirst = flag.Bool("quorumfirst", false, "make the tests' Redlocks WithQuorumFirst(true)")
+
 // newRedlock returns a Redlock over addrs with clients of its own, both
 // closed when t ends.
 func newRedlock(t testing.TB, addrs []string, opts ...redlock.Option) *redlock.Redlock {
@@ -49,6 +56,9 @@ func newRedlock(t testing.TB, addrs []string, opts ...redlock.Option) *redlock.R
 // ends (or at once if New fails).
 func redlockOver(t testing.TB, clients []*redis.Client, opts ...redlock.Option) *redlock.Redlock {
 	t.Helper()
+	if *quorumFirst {
+		opts = append([]redlock.Option{redlock.WithQuorumFirst(true)}, opts...)
+	}
 	rl, err := redlock.New(clients, opts...)
 	if err != nil {
 		closeClients(clients)

@@ -220,7 +220,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value, also st
 	if dequeue {
 		id = r.id
 	}
-	asked, answered := 0, 0
+	asked, answered, released := 0, 0, 0
 	for i := range calls {
 		if !calls[i].skip {
 			asked++
@@ -229,14 +229,21 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value, also st
 	rel := releaseRequest{r: r, key: key, value: value, also: also, id: id, reserve: reserve, home: r.home(key)}
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
-	exchange(ctx, calls, releaseTimeout, r.quorum, rel.build, func(_ int, c *call) bool {
+	// It wakes once the nodes that have not answered are too few for a
+	// quorum against anyone else.
+	exchange(ctx, calls, releaseTimeout, max(asked-(len(r.nodes)-r.quorum), 1), rel.build, func(_ int, c *call) bool {
 		switch answer(c) {
-		case 0, 1, 2: // not ours, released, released and reserved for a waiter
+		case 1, 2: // released, released and reserved for a waiter
+			released++
+			answered++
+		case 0: // not ours
 			answered++
 		}
 		// Once enough nodes have freed the key (or said it was not ours)
-		// others can take it; the rest answer in the background.
-		return asked-answered <= len(r.nodes)-r.quorum
+		// others can take it, and the rest answer in the background —
+		// unless none of those that answered held it for us: "not held"
+		// takes a majority of the nodes asked saying so.
+		return asked-answered <= len(r.nodes)-r.quorum && (released > 0 || answered >= min(asked, r.quorum))
 	})
 	return tally(calls)
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -81,8 +82,11 @@ type node struct {
 	closed bool
 	live   map[*conn]struct{} // every connection whose reader runs: close closes them all
 	health health             // restart quarantine; see quarantine.go
-	down   string             // the failure last reported (event), "" while it is up
-	bg     sync.WaitGroup
+	// recorded is set once an acquire script of this Redlock has run on
+	// the node: it recorded the Redlock's max TTL there (see pick).
+	recorded atomic.Bool
+	down     string // the failure last reported (event), "" while it is up
+	bg       sync.WaitGroup
 }
 
 // lane is one of a node's connections, and its dialling state.

@@ -26,8 +26,9 @@ const bootstrapTimeout = 10 * time.Second
 // Open is the registry's factory: a Redlock over cfg.Addrs (one address
 // per independent master), with go-redis clients of its own (cfg's
 // credentials and TLS) that Close closes. Params: fencing (default true),
-// clockfloor (default true with fencing), quarantine (true), maxttl (1m),
-// drift (0.01), nodetimeout (scaled from the TTL), and bootstrap (false):
+// clockfloor (default true with fencing), quarantine (true), quorumfirst
+// (false: redlock.WithQuorumFirst), maxttl (1m), drift (0.01),
+// nodetimeout (scaled from the TTL), and bootstrap (false):
 // true makes Open first admit brand-new nodes at once
 // (redlock.Bootstrap), and fail if they may have held locks recently
 // (up for less than the max TTL, or flushed: redlock.ErrMaybeInUse);
@@ -38,7 +39,7 @@ const bootstrapTimeout = 10 * time.Second
 // Bootstrap belongs where the nodes are created, once; lockbench's runner
 // does it there, forced, on the nodes it has just started.
 func Open(cfg backends.Config) (locker.Locker, error) {
-	if err := cfg.Check("fencing", "clockfloor", "quarantine", "bootstrap", "maxttl", "drift", "nodetimeout"); err != nil {
+	if err := cfg.Check("fencing", "clockfloor", "quarantine", "quorumfirst", "bootstrap", "maxttl", "drift", "nodetimeout"); err != nil {
 		return nil, err
 	}
 	if err := cfg.NeedAddrs(1); err != nil {
@@ -90,7 +91,11 @@ func options(cfg backends.Config) ([]redlock.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []redlock.Option{redlock.WithFencing(fencing), redlock.WithQuarantine(quarantine), redlock.WithMaxTTL(maxTTL)}
+	quorumFirst, err := cfg.Bool("quorumfirst", false)
+	if err != nil {
+		return nil, err
+	}
+	opts := []redlock.Option{redlock.WithFencing(fencing), redlock.WithQuarantine(quarantine), redlock.WithQuorumFirst(quorumFirst), redlock.WithMaxTTL(maxTTL)}
 	if _, ok := cfg.Params["clockfloor"]; ok {
 		floor, err := cfg.Bool("clockfloor", true)
 		if err != nil {
