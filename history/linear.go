@@ -212,7 +212,7 @@ func LinearizableFenced(ops []Op, timeout time.Duration) Verdict {
 	}
 	switch {
 	case grantsSeen == 0:
-		return Verdict{results.Unknown, "no grant to check"}
+		return Verdict{results.Unknown, results.NoGrant}
 	case tokens == 0:
 		return Verdict{results.Unknown, "the backend issues no fencing tokens"}
 	case tokens < grantsSeen:

@@ -51,6 +51,29 @@ func TestFencedVerdictMustBeTrue(t *testing.T) {
 	}
 }
 
+// TestNoGrantIsNoVerdict: a history in which nothing was granted (a
+// short throughput trial whose one acquire was still waiting at its end)
+// has nothing for the fenced check; it neither passes nor disqualifies,
+// and the report counts it apart. (A ZooKeeper trial of 0.5 s with one
+// client that granted nothing once disqualified ZooKeeper from a whole
+// make bench answer.)
+func TestNoGrantIsNoVerdict(t *testing.T) {
+	w := twoLocks(t)
+	for i := range w.f.Cases {
+		if c := &w.f.Cases[i]; c.Backend == "etcd" && c.FaultClass == "crash-minority" && c.Trial == 1 {
+			c.Acquired = 0
+			c.LinearizableFenced, c.LinearizableFencedReason = results.Unknown, results.NoGrant
+		}
+	}
+	v := verdict(t, report.Recommend(w.f).Correctness, "etcd")
+	if !v.Qualifies {
+		t.Errorf("etcd with one history that granted nothing: %+v", v)
+	}
+	if md := render(t, w.f); !strings.Contains(md, "no grant to check ×1") {
+		t.Errorf("the report does not count the history without grants apart")
+	}
+}
+
 // TestAmbiguousIsAClassOfItsOwn: incidents inside the clock bounds of the
 // contract line disqualify nobody, are never counted as expired holders,
 // and are shown beside the verdict and in the tables.

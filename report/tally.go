@@ -232,13 +232,21 @@ func b64(b bool) int64 {
 }
 
 // verdicts counts checker verdicts over cases, with the reasons given
-// for the unknown ones and for the false ones.
+// for the unknown ones and for the false ones. Empty counts the histories
+// with no grant to check (results.NoGrant): not a pass, and not a check
+// that failed to settle either — a trial that granted nothing (a 0.5 s
+// throughput trial whose one acquire was still waiting at its end) shows
+// nothing about the lock's safety, and does not disqualify it.
 type verdicts struct {
-	True, False, Unknown, Unchecked int
-	Reasons, FalseReasons           []string
+	True, False, Unknown, Unchecked, Empty int
+	Reasons, FalseReasons                  []string
 }
 
 func (v *verdicts) add(x results.Verdict, reason string) {
+	if x == results.Unknown && reason == results.NoGrant {
+		v.Empty++
+		return
+	}
 	switch x {
 	case results.Linearizable:
 		v.True++
@@ -263,6 +271,7 @@ func (v *verdicts) merge(u verdicts) {
 	v.False += u.False
 	v.Unknown += u.Unknown
 	v.Unchecked += u.Unchecked
+	v.Empty += u.Empty
 	for _, r := range u.Reasons {
 		v.Reasons = appendNew(v.Reasons, r)
 	}
@@ -277,7 +286,7 @@ func (v verdicts) String() string {
 	for _, x := range []struct {
 		n    int
 		what string
-	}{{v.True, "true"}, {v.False, "false"}, {v.Unknown, "unknown"}} {
+	}{{v.True, "true"}, {v.False, "false"}, {v.Unknown, "unknown"}, {v.Empty, "no grant to check"}} {
 		if x.n > 0 {
 			parts = append(parts, fmt.Sprintf("%s ×%d", x.what, x.n))
 		}

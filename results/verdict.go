@@ -18,6 +18,12 @@ const (
 	Unknown         Verdict = "unknown"
 )
 
+// NoGrant is the reason beside an Unknown verdict of the fenced-mutex
+// check on a history in which no acquire completed: it has nothing to
+// check, and so nothing to show either way. The report counts such
+// histories apart from those the check could not settle.
+const NoGrant = "no grant to check"
+
 // Known reports whether v is a definite yes or no.
 func (v Verdict) Known() bool { return v == Linearizable || v == NotLinearizable }
 
