@@ -275,38 +275,33 @@ func (a *attempt) begin() {
 func (a *attempt) pick() {
 	r := a.r
 	clear(a.first)
-	if !r.c.quorumFirst {
-		for i := range a.first {
-			a.first[i] = true
+	a.spare = 0
+	if r.c.quorumFirst {
+		now := time.Now()
+		picked, spare := 0, 0
+		for k := range r.nodes {
+			i := (a.home + k) % len(r.nodes)
+			if _, ok, _ := r.nodes[i].votes(now); !ok {
+				continue
+			}
+			switch {
+			case picked < r.quorum && r.nodes[i].answering(now):
+				a.first[i] = true
+				picked++
+			case !r.nodes[i].recorded.Load():
+				a.first[i] = true
+			default:
+				spare++
+			}
 		}
-		a.spare = 0
-		return
+		if picked == r.quorum {
+			a.spare = spare
+			return
+		}
 	}
-	now := time.Now()
-	picked, voting := 0, 0
-	for k := range r.nodes {
-		i := (a.home + k) % len(r.nodes)
-		if _, ok, _ := r.nodes[i].votes(now); !ok {
-			continue
-		}
-		voting++
-		switch {
-		case picked < r.quorum && r.nodes[i].answering(now):
-			a.first[i] = true
-			picked++
-		case !r.nodes[i].recorded.Load():
-			a.first[i] = true
-			voting--
-		}
+	for i := range a.first {
+		a.first[i] = true
 	}
-	if picked < r.quorum {
-		for i := range a.first {
-			a.first[i] = true
-		}
-		a.spare = 0
-		return
-	}
-	a.spare = voting - picked
 }
 
 // driftAllowance is TTL×drift + 2 ms, what validity loses to clock drift.
