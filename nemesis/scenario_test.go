@@ -403,3 +403,61 @@ func effects(targets []results.Target) []string {
 	}
 	return out
 }
+
+// TestPowerLossTestedInItsDangerWindow: a power loss whose nodes stay
+// down for a key lifetime (delay=1) comes back after the section it met
+// (held ¾ of the TTL) has ended: nobody could ask for the key while it
+// was lost, and no injection counts as tested ("recovery outlasted the
+// section"), though a section was open at every strike — what the old
+// rule counted. Back at once (delay=0), the other clients ask for the
+// key while the section is still open.
+func TestPowerLossTestedInItsDangerWindow(t *testing.T) {
+	realFaults(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nodes, err := composetest.ForTest(t).Redis(ctx, 5, compose.RedisOptions{LazyFS: true, Proxied: true, Durability: compose.DurabilityDurable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		fault  string
+		tested bool
+		says   string
+	}{
+		{"power-loss?delay=1", false, "recovery outlasted the section"},
+		{"power-loss", true, "the danger window was reached"},
+	} {
+		out := run(t, nodes, tc.fault, map[string]string{"nodetimeout": "45ms"})
+		if len(out.Targets) == 0 || len(out.Failures) > 0 {
+			t.Fatalf("%s: injections %+v, failures %v", tc.fault, out.Targets, out.Failures)
+		}
+		tested := 0
+		for _, tg := range out.Targets {
+			proved(t, tg, []string{"unsynced bytes"})
+			if *tg.Tested {
+				tested++
+			}
+			if !tc.tested && (*tg.Tested || !strings.Contains(tg.WhyNot, tc.says) && strings.Contains(tg.Precondition, "open when the fault struck")) {
+				t.Errorf("%s: injection %+v: want it untested, %q", tc.fault, tg, tc.says)
+			}
+			if *tg.Tested && !strings.Contains(tg.Precondition, tc.says) {
+				t.Errorf("%s: injection %+v: tested without saying %q", tc.fault, tg, tc.says)
+			}
+		}
+		if tc.tested && tested == 0 {
+			t.Errorf("%s: no injection tested: %+v", tc.fault, out.Targets)
+		}
+		t.Logf("%s: %d of %d injections tested; why not: %v", tc.fault, tested, len(out.Targets), whyNots(out.Targets))
+	}
+}
+
+// whyNots lists why each injection tested nothing, for the log.
+func whyNots(targets []results.Target) []string {
+	var out []string
+	for _, tg := range targets {
+		if tg.WhyNot != "" {
+			out = append(out, tg.WhyNot)
+		}
+	}
+	return out
+}
