@@ -430,9 +430,9 @@ func TestPowerLossTestedInItsDangerWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		fault  string
-		ttl  time.Duration
-		says string
+		fault string
+		ttl   time.Duration
+		says  string
 	}{
 		{"power-loss?delay=1", 2 * time.Second, "recovery outlasted the section"},
 		// Back at once, the nodes may or may not be serving before the
