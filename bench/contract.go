@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/results"
 )
 
 // declared is the contract b's descriptor declares for a lease of ttl
@@ -29,4 +30,14 @@ func judgeContract(d *locker.Info, ttl time.Duration) *history.Contract {
 		return nil
 	}
 	return &history.Contract{Promise: int64(d.Promise(ttl)), MaxValidity: int64(d.MaxValidity(ttl))}
+}
+
+// resultsContract is the results' form of a declared contract for ttl
+// (nil for none): what a judge of its own records of it.
+func resultsContract(d *locker.Info, ttl time.Duration) *results.Contract {
+	if d == nil {
+		return nil
+	}
+	return &results.Contract{PromiseNS: int64(d.Promise(ttl)), MaxValidityNS: int64(d.MaxValidity(ttl)),
+		DriftRate: d.DriftRate, DriftMS: float64(d.Drift) / float64(time.Millisecond)}
 }

@@ -50,6 +50,7 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 		return nil, err
 	}
 	record := r.record(c, spec)
+	record.Contract = resultsContract(declared, spec.TTL) // for a judge that records the case itself
 	info, err := r.Judge.Open(ctx, r.host, judge.CaseSpec{ID: id, Name: c.String(), Guards: c.Guards, Processes: spec.Clients,
 		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record,
 		Contract: judgeContract(declared, spec.TTL)})

@@ -162,11 +162,17 @@ func (e Env) drive(s strike) plan {
 			}
 			strikes++
 			inj := nm.inject(fmt.Sprintf("%s %s", names(nodes), s.label), target)
-			var atStrike *judge.Live
+			var (
+				atStrike *judge.Live
+				first    *look // at the strike, for the danger of a lasting fault
+			)
 			a := attempt{nodes: nodes, key: met.key, substr: cmp.Or(met.key, nm.keyPrefix()), struck: func() {
 				if atStrike == nil {
-					l := nm.live()
-					atStrike = &l
+					x := look{live: nm.live()}
+					if s.danger && s.lasts > 0 {
+						x.acquiring = nm.acquiring()
+					}
+					atStrike, first = &x.live, &x
 				}
 			}}
 			until := time.Now().Add(s.lasts)
@@ -180,7 +186,11 @@ func (e Env) drive(s strike) plan {
 			var reach chan proof // the danger window, watched from here on
 			if s.danger && met.ok && err == nil {
 				reach = make(chan proof, 1)
-				d := e.lostSection(nm, met, nm.grantsOf(met.key))
+				var from *look
+				if s.lasts > 0 {
+					from = first
+				}
+				d := e.lostSection(nm, met, nm.grantsOf(met.key), from)
 				go func() {
 					ok, said := reachedWhileOpen(ctx, nm, d)
 					reach <- proof{tested: ok, whyNot: said}

@@ -129,6 +129,10 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	c.Guarantee = o.Info.Guarantee
 	ttl := time.Duration(c.TTLMillis) * time.Millisecond // as Describe recorded it
 	c.PromiseMS, c.MaxValidityMS = ms(o.Info.Promise(ttl)), ms(o.Info.MaxValidity(ttl))
+	if d := c.Contract; d != nil && o.Declared == nil { // declared in the record (a judge of its own)
+		c.PromiseMS, c.MaxValidityMS = float64(d.PromiseNS)/1e6, float64(d.MaxValidityNS)/1e6
+		c.PromiseDepartures = r.Departures.N
+	}
 	if d := o.Declared; d != nil {
 		c.PromiseMS, c.MaxValidityMS = ms(d.Promise(ttl)), ms(d.MaxValidity(ttl))
 		c.Contract = &results.Contract{PromiseNS: int64(d.Promise(ttl)), MaxValidityNS: int64(d.MaxValidity(ttl)),
