@@ -149,7 +149,7 @@ func singleMaster(i int, client redis.UniversalClient) (*redis.Options, error) {
 		return nil, locker.Invalidf("client %d is nil", i)
 	case *redis.Client:
 		if cl == nil {
-			return nil, locker.Invalidf("client %d is a nil *redis.Client", i)
+			return nil, locker.Invalidf("client %d is nil", i)
 		}
 		return cl.Options(), nil
 	case *redis.ClusterClient:

@@ -37,7 +37,7 @@ func TestNewRefusesMultiMasterClients(t *testing.T) {
 			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1", "b": "127.0.0.1:2"}})
 		}, "client 1 is a *redis.Ring"},
 		{"nil interface", func() redis.UniversalClient { return nil }, "client 1 is nil"},
-		{"nil *redis.Client", func() redis.UniversalClient { return (*redis.Client)(nil) }, "client 1 is a nil *redis.Client"},
+		{"nil *redis.Client", func() redis.UniversalClient { return (*redis.Client)(nil) }, "client 1 is nil"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := c.bad()
