@@ -86,7 +86,8 @@ func (k *keyspace) checkKey(key string) error {
 // that start with it are refused (checkKey).
 func checkPrefix(prefix string) error {
 	if prefix == "" {
-		return locker.Invalidf("key prefix %q: must not be empty, or Redlock's own keys (such as %q) would be names any lock may have", prefix, "node")
+		return locker.Invalidf("key prefix %q: must not be empty, or Redlock's own keys (such as %q) would be names any lock may have",
+			prefix, "node")
 	}
 	return nil
 }

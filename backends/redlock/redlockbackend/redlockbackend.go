@@ -40,7 +40,8 @@ const bootstrapTimeout = 10 * time.Second
 // Bootstrap belongs where the nodes are created, once; lockbench's runner
 // does it there, forced, on the nodes it has just started.
 func Open(cfg backends.Config) (locker.Locker, error) {
-	if err := cfg.Check("fencing", "clockfloor", "quarantine", "quorumfirst", "bootstrap", "maxttl", "drift", "nodetimeout", "keyprefix"); err != nil {
+	err := cfg.Check("fencing", "clockfloor", "quarantine", "quorumfirst", "bootstrap", "maxttl", "drift", "nodetimeout", "keyprefix")
+	if err != nil {
 		return nil, err
 	}
 	if err := cfg.NeedAddrs(1); err != nil {
