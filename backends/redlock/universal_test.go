@@ -185,3 +185,32 @@ func TestKeyPrefix(t *testing.T) {
 		}
 	}
 }
+
+// wrapped is an adopter's own client type around a *redis.Client, as
+// instrumentation libraries make them: one master, which New accepts.
+type wrapped struct{ *redis.Client }
+
+// TestNewAcceptsWrappedClient: a client type of the adopter's own that
+// says which master it talks to (an Options() *redis.Options method) is
+// one master, and works.
+func TestNewAcceptsWrappedClient(t *testing.T) {
+	clients := make([]wrapped, len(addrs))
+	for i, a := range addrs {
+		clients[i] = wrapped{redis.NewClient(&redis.Options{Addr: a})}
+		t.Cleanup(func() { clients[i].Close() })
+	}
+	rl, err := redlock.New(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rl.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := rl.Acquire(ctx, "wrapped:"+t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
