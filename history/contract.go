@@ -145,9 +145,9 @@ func (c Contract) Impose(ops []Op) ([]Op, Departures) {
 			if o.Promise != c.Promise || o.MaxValidity != c.MaxValidity {
 				d.N++
 				if len(d.Examples) < maxExamples {
-					d.Examples = append(d.Examples, fmt.Sprintf("process %d %s of key %q (op %d) reported promise %v, max validity %v; declared %v, %v",
-						o.Process, o.F, o.Key, o.Index, time.Duration(o.Promise), time.Duration(o.MaxValidity),
-						time.Duration(c.Promise), time.Duration(c.MaxValidity)))
+					d.Examples = append(d.Examples, fmt.Sprintf("process %d %s of key %q (op %d) reported promise %v, "+
+						"max validity %v; declared %v, %v", o.Process, o.F, o.Key, o.Index, time.Duration(o.Promise),
+						time.Duration(o.MaxValidity), time.Duration(c.Promise), time.Duration(c.MaxValidity)))
 				}
 			}
 			o.Promise, o.MaxValidity = c.Promise, c.MaxValidity

@@ -243,15 +243,15 @@ func contractFindings(c *results.Case, dep history.Departures) []string {
 	}
 	var out []string
 	if dep.N > 0 {
-		out = append(out, fmt.Sprintf("%d grants or extensions in the history report a promise other than the backend declares (judged by the declaration): %s",
-			dep.N, strings.Join(dep.Examples, "; ")))
+		out = append(out, fmt.Sprintf("%d grants or extensions in the history report a promise other than the backend declares "+
+			"(judged by the declaration): %s", dep.N, strings.Join(dep.Examples, "; ")))
 	}
 	if dep.N != c.PromiseDepartures {
 		out = append(out, fmt.Sprintf("results.json differs from the re-check: promise_departures %d→%d", c.PromiseDepartures, dep.N))
 	}
 	if c.Contract.DriftRate > MaxDriftRate {
-		out = append(out, fmt.Sprintf("the backend declares a drift of %g of its TTL, above the bound of %g: its contract line promises too little to judge by",
-			c.Contract.DriftRate, MaxDriftRate))
+		out = append(out, fmt.Sprintf("the backend declares a drift of %g of its TTL, above the bound of %g: "+
+			"its contract line promises too little to judge by", c.Contract.DriftRate, MaxDriftRate))
 	}
 	return out
 }
