@@ -23,8 +23,11 @@ deps:
 
 # Static (CGO_ENABLED=0): lockbench run --inventory uploads this binary to
 # the client hosts, whose C library may differ from this machine's.
+# lockbench --version reads the commit from the build information, or
+# from COMMIT where the toolchain stamps none (GOFLAGS=-buildvcs=false).
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN)/ ./cmd/...
 
 # Every test that starts servers has a deadline of its own (one minute
 # unless it says otherwise: composetest.StartsServers), which fails a hung
