@@ -102,19 +102,24 @@ func (ds *dataset) intentSafetyChart(dir, intent string) (*chart, error) {
 	if intent == intentCorrectness {
 		ch.Title = "For correctness: lock bugs, and late writes the fenced resource accepted"
 		ch.Read = "Each cell (a fault, a backend) under fencing — the strongest token check its cases ran (fence-rw where it ran, else fence). " +
-			"\"bug k/n ≤u\": k of the n tested injections were followed by a lock bug — the key granted before the earlier grant's contract line — with the 95% upper bound u " +
-			"(without a fault, k in n contended grants); \"exp\": the same for expired holders, who outlived their lease; \"late writes\": their writes the resource accepted and rejected. " +
-			"A pooled cell names its profiles in the safety table. Dark red: a lock bug; light red: a late write got through, or an update was lost; yellow: the backend issues no tokens to check; " +
+			"\"bug k/n ≤u\": k of the n tested injections were followed by a lock bug — the key granted before the earlier grant's " +
+			"contract line — with the 95% upper bound u " +
+			"(without a fault, k in n contended grants); \"exp\": the same for expired holders, who outlived their lease; \"late\": " +
+			"their writes the resource accepted and rejected. " +
+			"A pooled cell names its profiles in the safety table. Dark red: a lock bug; light red: a late write got through, or an " +
+			"update was lost; yellow: the backend issues no tokens to check; " +
 			"blue: holders outlived their leases and every late write was rejected — fencing doing its job; green: nothing; grey: not judged."
 		lg.add("late write accepted", swatch{fill: cellViolation})
 		lg.add("no tokens to check", swatch{fill: cellNoTokens})
 		lg.add("expired, all rejected", swatch{fill: cellCaught})
 	} else {
 		ch.Title = "For efficiency: lock bugs per fault × backend, no fencing"
-		ch.Read = "Each cell (a fault, a backend) without fencing (guard none). \"bug k/n ≤u\": k of the n tested injections were followed by a lock bug — " +
+		ch.Read = "Each cell (a fault, a backend) without fencing (guard none). \"bug k/n ≤u\": k of the n tested injections were" +
+			" followed by a lock bug — " +
 			"the key granted before the earlier grant's contract line — with the 95% upper bound u (without a fault, k in n contended grants). " +
-			"Dark red: a lock bug. Lavender: expired holders — a holder outlived its lease and wrote late, which no lease prevents and fencing is for; " +
-			"\"exp\" counts them, \"late writes\" their writes an unfenced resource took: reported, not ranked. Green: nothing; grey: not judged."
+			"Dark red: a lock bug. Lavender: expired holders — a holder outlived its lease and wrote late, which no lease prevents " +
+			"and fencing is for; " +
+			"\"exp\" counts them, \"late … unfenced\" the writes an unfenced resource took from them: reported, not ranked. Green: nothing; grey: not judged."
 		lg.add("expired holders", swatch{fill: cellExpired})
 	}
 	lg.add("nothing counted", swatch{fill: cellClean})

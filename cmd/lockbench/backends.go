@@ -61,7 +61,8 @@ func listBackends(out io.Writer) error {
 		}
 		info, err := declared(b)
 		if err != nil {
-			fmt.Fprintf(w, "%s\t\t\t\t%s\t%s (its client connects as it opens: --probe asks a live one)\n", name, b.Descriptor.Servers, b.Descriptor.Doc)
+			fmt.Fprintf(w, "%s\t\t\t\t%s\t%s (its client connects as it opens: --probe asks a live one)\n",
+				name, b.Descriptor.Servers, b.Descriptor.Doc)
 			continue
 		}
 		fmt.Fprintf(w, "%s\t%d\t%d\t%v\t%s\t%s\n", name, len(info.Nodes), info.Quorum, info.Fencing, b.Descriptor.Servers, info.Guarantee)

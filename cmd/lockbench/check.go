@@ -191,14 +191,16 @@ func (c *checked) text(w io.Writer) {
 			fmt.Fprintf(w, "  BROKEN %s: %s\n", cc.Name, s)
 		}
 	}
-	fmt.Fprintf(w, "%d cases, %d histories: %d with a lock broken, %d whose records cannot be trusted\n", len(c.Cases), c.Histories, c.Broken, c.Untrusted)
+	fmt.Fprintf(w, "%d cases, %d histories: %d with a lock broken, %d whose records cannot be trusted\n",
+		len(c.Cases), c.Histories, c.Broken, c.Untrusted)
 }
 
 // gate returns the exitError of the re-check's status, or nil for 0.
 func (c *checked) gate() error {
 	switch c.Exit {
 	case exitUntrusted:
-		return &exitError{code: exitUntrusted, err: fmt.Errorf("%d of %d cases cannot be trusted (see UNTRUSTED above)", c.Untrusted, len(c.Cases))}
+		err := fmt.Errorf("%d of %d cases cannot be trusted (see UNTRUSTED above)", c.Untrusted, len(c.Cases))
+		return &exitError{code: exitUntrusted, err: err}
 	case exitBroken:
 		return &exitError{code: exitBroken, err: fmt.Errorf("%d of %d cases show a real lock broken (see BROKEN above)", c.Broken, len(c.Cases))}
 	}
