@@ -567,3 +567,12 @@ func profileFits(b Backend, durability string) string {
 	}
 	return ""
 }
+
+// Validate returns the errors of the cases' settings, each once, as a
+// bad configuration: a builder of cases calls it so that bad settings
+// fail before any server starts rather than skip every case.
+func Validate(cases []Case) error { return validate(cases) }
+
+// ProfileFits returns why backend b's servers cannot run under the
+// durability profile, or "" when they can.
+func ProfileFits(b Backend, durability string) string { return profileFits(b, durability) }
