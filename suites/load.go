@@ -37,13 +37,41 @@ type Load struct {
 	// Leases is the lease matrix: loads that provoke a lease's
 	// accounting, each under its faults on every backend the suite runs
 	// the fault's class on.
-	Leases []bench.LeaseLoad
+	Leases []LeaseLoad
 
 	// The load itself.
 	TTL   time.Duration
 	Keys  int
 	Hold  workloads.Dist
 	Think workloads.Dist
+}
+
+// LeaseLoad is a load of a suite's lease matrix — one that provokes a
+// lease's accounting, which the fault matrix's millisecond holds against
+// second-long TTLs never do — with the faults it runs under: each on the
+// hot key, on every backend the fault applies to, with clients as
+// processes, under the fast profile, judged under the suite's guards and
+// fence-rw: a successor that holds seconds before its first write leaves
+// a fence on writes alone open to the late write it is meant to stop.
+type LeaseLoad struct {
+	// HoldLeft, AutoExtend and Hold are the load's (workloads.Spec):
+	// holders hold a fraction, up to HoldLeft, of the validity their
+	// lease has left, or their lease extends itself while they hold Hold
+	// (several TTLs). Hold zero keeps the suite's.
+	HoldLeft   float64
+	AutoExtend bool
+	Hold       workloads.Dist
+	// AcquireTimeout bounds each acquire (the default when 0): on holds
+	// of several TTLs, waiters wait longer.
+	AcquireTimeout time.Duration
+	// Clients, Seconds and Injections (the suite's when 0) size each
+	// case.
+	Clients    int
+	Seconds    float64
+	Injections int
+	// Faults are the faults the load runs under, as on the command line
+	// ("none" for none).
+	Faults []string
 }
 
 // Suite is a suite read from the case table: its name (as results.json
@@ -115,7 +143,7 @@ func loadOf(in Set) Load {
 		// Lease accounting, which millisecond holds never provoke: leases
 		// that extend themselves while their holders hold several TTLs,
 		// and a pause that strikes inside an extension.
-		Leases: []bench.LeaseLoad{autoExtendLoad(time.Second, 5, 2, "client-pause?at=extend")},
+		Leases: []LeaseLoad{autoExtendLoad(time.Second, 5, 2, "client-pause?at=extend")},
 		TTL:    time.Second,
 		Keys:   100,
 		Hold:   hold,
@@ -130,7 +158,7 @@ func loadOf(in Set) Load {
 	case InFull:
 		// Holders that hold up to all the validity their lease has left,
 		// and more faults.
-		l.Leases = []bench.LeaseLoad{
+		l.Leases = []LeaseLoad{
 			validityLoad(4, "none", "client-pause?at=acquire", "client-pause?at=after-write"),
 			autoExtendLoad(l.TTL, 8, 0, "none", "client-pause?at=extend", "client-pause?at=extend&x=0.5", "server-pause", "partition"),
 		}
@@ -141,8 +169,8 @@ func loadOf(in Set) Load {
 // validityLoad is the lease matrix's load whose holders hold a random
 // fraction, up to all, of the validity their lease has left, for seconds
 // under each of faults.
-func validityLoad(seconds float64, faults ...string) bench.LeaseLoad {
-	return bench.LeaseLoad{HoldLeft: 1, Clients: 4, Seconds: seconds, Faults: faults}
+func validityLoad(seconds float64, faults ...string) LeaseLoad {
+	return LeaseLoad{HoldLeft: 1, Clients: 4, Seconds: seconds, Faults: faults}
 }
 
 // autoExtendLoad is the lease matrix's load whose leases (of TTL ttl)
@@ -150,8 +178,8 @@ func validityLoad(seconds float64, faults ...string) bench.LeaseLoad {
 // seconds under each of faults, injected injections times (the suite's
 // when 0): three clients on one key, so that one is waiting when a lease
 // lapses.
-func autoExtendLoad(ttl time.Duration, seconds float64, injections int, faults ...string) bench.LeaseLoad {
+func autoExtendLoad(ttl time.Duration, seconds float64, injections int, faults ...string) LeaseLoad {
 	hold, _ := workloads.Uniform(2*ttl, 3*ttl)
-	return bench.LeaseLoad{AutoExtend: true, Hold: hold, AcquireTimeout: 10 * ttl, Clients: 3, Seconds: seconds, Injections: injections,
+	return LeaseLoad{AutoExtend: true, Hold: hold, AcquireTimeout: 10 * ttl, Clients: 3, Seconds: seconds, Injections: injections,
 		Faults: faults}
 }

@@ -115,7 +115,7 @@ func (s Suite) Plan() (Plan, error) {
 	if len(cases) == 0 {
 		return Plan{}, fmt.Errorf("%w: the suite has no case: give at least one backend, and clients or faults", bench.ErrConfig)
 	}
-	if err := bench.Validate(cases); err != nil {
+	if err := validate(cases); err != nil {
 		return Plan{}, err
 	}
 	return Plan{Cases: cases, Skipped: s.skipped(r)}, nil

@@ -418,7 +418,7 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 	if len(names) == 0 {
 		names = backends.Names()
 	}
-	cases, err := bench.Cross(bench.Matrix{
+	cases, err := suites.Cross(suites.Matrix{
 		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
 		ClientsAs: f.clientsAs, Durabilities: f.durability, Injections: f.injections,
 		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think,
