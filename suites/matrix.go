@@ -47,10 +47,8 @@ func Cross(m Matrix) ([]bench.Case, error) {
 		durabilities = []string{results.DurabilityFast}
 	}
 	for _, d := range durabilities {
-		switch d {
-		case results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable:
-		default:
-			return nil, configErrorf("durability %q: want %s, %s or %s", d, results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable)
+		if err := checkProfile(d); err != nil {
+			return nil, err
 		}
 	}
 	if len(m.Guards) == 0 {

@@ -163,7 +163,8 @@ func (r Rule) check(i int) error {
 	case r.Backends.zero() && len(r.Profiles) == 0:
 		return fmt.Errorf("%w: rule %d selects no backend and sets no profile", bench.ErrConfig, i)
 	case !r.Backends.zero() && len(r.Profiles) > 0:
-		return fmt.Errorf("%w: rule %d both selects backends and sets profiles %v: profiles are a rule of their own", bench.ErrConfig, i, r.Profiles)
+		return fmt.Errorf("%w: rule %d both selects backends and sets profiles %v: profiles are a rule of their own", bench.ErrConfig, i,
+			r.Profiles)
 	case !r.Backends.zero() && len(r.Faults) == 0:
 		return fmt.Errorf("%w: rule %d selects backends for no fault", bench.ErrConfig, i)
 	}

@@ -126,7 +126,8 @@ Backends:
 	fl.StringVar(&f.think, "think", "0", "think time between sections (same forms as --hold)")
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required, but with --dry-run)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "list the cases the flags select, and the fault classes a backend is not put through and why; run nothing")
+	fl.BoolVar(&f.dryRun, "dry-run", false,
+		"list the cases the flags select, and the fault classes a backend is not put through and why; run nothing")
 	f.endpoints.register(fl)
 	return cmd
 }
