@@ -26,6 +26,7 @@ import (
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/worker"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -94,8 +95,8 @@ type Runner struct {
 	// judge asks for one: the worker processes get it in their
 	// environment.
 	JudgeToken string
-	// Worker starts a client process (DefaultWorker when zero).
-	Worker WorkerCommand
+	// Worker starts a client process (worker.Default when zero).
+	Worker worker.Command
 	// Seed is the run's seed: keys, hold times, fault targets and times
 	// derive from it (random when 0; the file records it).
 	Seed uint64
@@ -183,7 +184,7 @@ func (r *Runner) init() error {
 		r.Seed = rand.Uint64() | 1
 	}
 	if r.Worker.Path == "" {
-		w, err := DefaultWorker()
+		w, err := worker.Default()
 		if err != nil {
 			return err
 		}

@@ -11,13 +11,10 @@ import (
 
 func init() {
 	backends.Register(backends.Descriptor{
-		Name:    "redis",
-		Doc:     "single-instance Redis: SET NX PX with a per-key fencing counter, safe while its one server runs and keeps its data",
-		Open:    Open,
-		Servers: backends.Servers{Kind: backends.Redis, Count: 1},
-		// The default suite powers it off: the spec's claim that everysec
-		// can lose a key and always cannot is about a Redis node.
-		Variants:      []backends.Variant{{Suites: backends.AllSuites, Showcase: []string{"power-loss"}}},
+		Name:          "redis",
+		Doc:           "single-instance Redis: SET NX PX with a per-key fencing counter, safe while its one server runs and keeps its data",
+		Open:          Open,
+		Servers:       backends.Servers{Kind: backends.Redis, Count: 1},
 		NotApplicable: NotApplicable(1),
 		// lockbench's Redlock on one node: TTL − (TTL×drift + 2 ms), its
 		// default drift, from the start of the attempt that won.

@@ -22,17 +22,8 @@ func init() {
 			return locker.Info{DriftRate: redlock.DefaultDrift, Drift: 2 * time.Millisecond}, nil
 		},
 		Probe: redis.Probe,
-		Variants: []backends.Variant{
-			// Its Redis nodes lose power, have their clocks moved and
-			// their clients cut off as single Redis's node does (the
-			// sentinels, on the clients' host, are cut off from a cut
-			// master too, and may fail it over): the full suite measures
-			// it; the default suite, at its time budget, leaves it there,
-			// single Redis showing what a master alone does.
-			{Suites: backends.AllSuites, Deferred: []string{"power-loss", "clock-jump", "clock-rate", "partition"}},
-			// WAIT is there for the failover: what it buys.
-			{Params: "wait=1", Suites: backends.DefaultSuite, Faults: []string{"failover"}},
-		},
+		// WAIT is there for the failover: what it buys.
+		Variants: []backends.Variant{{}, {Params: "wait=1"}},
 		NotApplicable: map[string]string{
 			"crash-minority":   "needs a cluster of at least 3 nodes: the Sentinel set has a master and one replica (losing the master is the failover fault's case)",
 			"latency":          "needs servers the clients reach through proxies; Sentinel's clients follow the master the sentinels name, around any proxy",

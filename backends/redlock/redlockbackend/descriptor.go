@@ -33,16 +33,10 @@ func init() {
 		},
 		Admit:        admit,
 		AdmitCommand: bootstrapCommand,
-		Variants: []backends.Variant{
-			// The default suite powers off Redlock with and without its
-			// quarantine: the spec's delayed restart, measured.
-			{Suites: backends.AllSuites, Showcase: []string{"power-loss"}},
-			// Without the quarantine, a majority restarted empty grants
-			// held keys again; with plain counters for tokens, nodes
-			// restarted empty forget them: both are there for restarts.
-			{Params: "quarantine=false", Suites: backends.AllSuites, Faults: []string{"restart", "power-loss"}, Showcase: []string{"power-loss"}},
-			{Params: "clockfloor=false", Suites: backends.DefaultSuite, Faults: []string{"restart"}},
-		},
+		// Without the quarantine, a majority restarted empty grants held
+		// keys again; with plain counters for tokens, nodes restarted
+		// empty forget them: the suites run both for restarts.
+		Variants:      []backends.Variant{{}, {Params: "quarantine=false"}, {Params: "clockfloor=false"}},
 		NotApplicable: redis.NotApplicable(5),
 		// Redlock's validity: TTL − elapsed − (TTL×drift + 2 ms), from the
 		// start of the attempt that won (the drift param, DefaultDrift).
