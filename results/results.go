@@ -55,6 +55,12 @@ type File struct {
 	// suite left it out): the report says "not judged" with the reason
 	// rather than leave a blank, and never reads a skipped class as a pass.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Profile is the service the run answers for (lockbench advise); nil
+	// for a run without one, answered as for a zero Profile.
+	Profile *Profile `json:"profile,omitempty"`
+	// Answer is the decision on the run's evidence (package answer);
+	// nil until a decision was made.
+	Answer *Answer `json:"answer,omitempty"`
 }
 
 // Skip is one fault class the run did not put one backend through.
