@@ -88,6 +88,11 @@ type Case struct {
 	Trial   int    `json:"trial"`
 	// Host is the load generator that measured the case.
 	Host string `json:"host,omitempty"`
+	// ServerKind is the server software the backend's servers run
+	// (redis, sentinel, zookeeper, etcd, postgres; empty for none), as
+	// its descriptor declares it: the answer says which candidates a team
+	// already runs (Profile.Have) without knowing backends by name.
+	ServerKind string `json:"server_kind,omitempty"`
 	// FaultClass is the fault's catalogue name without its params
 	// ("client-pause" for "client-pause?x=1.5"): backends are compared on
 	// the classes they all faced.
