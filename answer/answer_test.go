@@ -211,3 +211,28 @@ func TestDecideBadInput(t *testing.T) {
 		t.Error("nil file: no error")
 	}
 }
+
+// TestCaseCountsCharged: targets that charge no incident (a file from
+// before their counts) leave the case's lock bugs charged to its tested
+// injections, as many as it had, at most all; an invalid case's
+// unjudged targets count for nothing, since one of them failed.
+func TestCaseCountsCharged(t *testing.T) {
+	old := faulted("x", "clock-jump", "fence", "....")
+	for i := range old.Targets {
+		old.Targets[i].Tested = nil
+	}
+	old.InjectionsTested = nil
+	old.Incidents, old.IncidentsLockBug = 2, 2
+	a := decideCases(t, results.Profile{Intent: results.IntentCorrectness}, correct("x", old), correct("y"))
+	if !slices.ContainsFunc(a.Correctness.Unqualified, func(s string) bool { return strings.Contains(s, "x: lock bugs: under clock-jump in 2 of 4") }) {
+		t.Errorf("case-level lock bugs not charged: %q", a.Correctness.Unqualified)
+	}
+	old.Invalid = true
+	a = decideCases(t, results.Profile{Intent: results.IntentCorrectness, Backends: []string{"x"}}, correct("x", old), correct("y"))
+	if !slices.Equal(a.Correctness.Pick, []string{"x"}) {
+		t.Fatalf("an invalid case's unjudged injections counted: pick %v, out %q", a.Correctness.Pick, a.Correctness.Unqualified)
+	}
+	if !slices.ContainsFunc(a.Correctness.NotTested, func(s string) bool { return strings.HasPrefix(s, "clock-jump: 4 injections, none tested") }) {
+		t.Errorf("the invalid case's injections not said untested: %q", a.Correctness.NotTested)
+	}
+}

@@ -2,6 +2,7 @@ package answer
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -112,7 +113,9 @@ func sepWords(s separation, fam *family) string {
 		if h.sub == "recovery" {
 			what = fmt.Sprintf("its recovery lies above %s's by more than %.0f s", h.better.name, recoveryMargin)
 		}
-		return fmt.Sprintf("%s set apart on availability over the classes both faced: %s (rank-sum over those classes, %s).", h.worse.name, what, test)
+		x, y := classByLabel(h.worse, h.class), classByLabel(h.better, h.class)
+		return fmt.Sprintf("%s set apart on availability under %s: %s — it served %s of its baseline and recovered in %s, %s %s and %s (rank-sum test, %s).",
+			h.worse.name, h.class, what, medianPct(x.share), medianSeconds(x.recovery), h.better.name, medianPct(y.share), medianSeconds(y.recovery), test)
 	}
 	return fmt.Sprintf("%s set apart on speed: %s against %s's %s grants/s, from %d and %d independent trials (Welch's t on log throughput, %s).",
 		h.worse.name, spread(h.worse.speeds), h.better.name, spread(h.better.speeds), len(h.worse.speeds), len(h.better.speeds), test)
@@ -292,4 +295,26 @@ func orWord(s, alt string) string {
 		return alt
 	}
 	return s
+}
+
+// medianPct is the median of shares as a percentage, "not measured"
+// without any.
+func medianPct(xs []float64) string {
+	if len(xs) == 0 {
+		return "not measured"
+	}
+	return pct(stats.SpreadOf(xs).Median)
+}
+
+// medianSeconds is the median of recoveries, "never" when it is
+// infinite.
+func medianSeconds(xs []float64) string {
+	switch m := stats.SpreadOf(xs).Median; {
+	case len(xs) == 0:
+		return "not measured"
+	case math.IsInf(m, 1):
+		return "never (median)"
+	default:
+		return fmt.Sprintf("%.1f s (median)", m)
+	}
 }
