@@ -236,3 +236,26 @@ func TestCaseCountsCharged(t *testing.T) {
 		t.Errorf("the invalid case's injections not said untested: %q", a.Correctness.NotTested)
 	}
 }
+
+// TestHave: the answer is a lock on servers the team runs when one
+// qualifies, the others named as what it would add; when none does, the
+// nearest candidate it would add, said so.
+func TestHave(t *testing.T) {
+	kind := func(k string, cs []results.Case) []results.Case {
+		for i := range cs {
+			cs[i].ServerKind = k
+		}
+		return cs
+	}
+	fast, slow := kind("etcd", free("etcd", true, 6000, 6100, 5900)), kind("postgres", free("table", true, 700, 720, 690))
+	a := decideCases(t, results.Profile{Intent: results.IntentEfficiency, Have: []string{"postgres"}}, fast, slow)
+	ch := a.Efficiency
+	if !slices.Equal(ch.Pick, []string{"table"}) || !strings.Contains(strings.Join(ch.Reasons, "\n"), "you would add them): etcd") {
+		t.Errorf("have postgres: pick %v, reasons:\n%s", ch.Pick, strings.Join(ch.Reasons, "\n"))
+	}
+	a = decideCases(t, results.Profile{Intent: results.IntentEfficiency, Have: []string{"redis"}}, fast, slow)
+	ch = a.Efficiency
+	if ch.Pick[0] != "etcd" || !strings.Contains(strings.Join(ch.Reasons, "\n"), "the nearest, etcd, runs on etcd: you would add it") {
+		t.Errorf("have redis: pick %v, reasons:\n%s", ch.Pick, strings.Join(ch.Reasons, "\n"))
+	}
+}

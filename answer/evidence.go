@@ -306,7 +306,8 @@ func (ce *classEvidence) addInjections(c *results.Case, invalid bool) int {
 			ce.untested++
 			why := t.WhyNot
 			if invalid && t.Tested == nil {
-				why = "its case was invalid (" + cmp.Or(c.InvalidReason, "no reason recorded") + ") and the run did not judge which injection tested anything"
+				why = "its case was invalid (" + cmp.Or(c.InvalidReason, "no reason recorded") +
+					") and the run did not judge which injection tested anything"
 			}
 			ce.why = appendNew(ce.why, cmp.Or(why, "no reason recorded"))
 			continue
