@@ -108,8 +108,7 @@ func pair(better, worse *backend, ranked []string) []hypothesis {
 			if x.tested == 0 || y.tested == 0 {
 				continue
 			}
-			t, err := stats.RankSumAbove(ones(y.bugRate()), ones(x.bugRate()), 0)
-			add(hypothesis{measure: results.MeasureLockBugs, class: x.label()}, t, err)
+			add(hypothesis{measure: results.MeasureLockBugs, class: x.label()}, fisherShift(y.bugRate(), x.bugRate()), nil)
 		}
 	}
 	for _, k := range common {
