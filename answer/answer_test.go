@@ -284,3 +284,22 @@ func TestTieSaysItsPrice(t *testing.T) {
 		t.Errorf("reason %q lacks %q", ch.Reasons[0], want)
 	}
 }
+
+// TestTokenChoosesTheGuard: what the resource can do with a token picks
+// the guard a correctness lock is judged under — a lease whose expired
+// holders' late writes only fencing stops qualifies when the resource
+// checks tokens on writes, and not when it can check none.
+func TestTokenChoosesTheGuard(t *testing.T) {
+	late := faulted("lease", "client-pause", "none", "eeee")
+	late.StaleAccepted = 4
+	cases := append(correct("lease"), late)
+	for _, tt := range []struct {
+		token string
+		want  bool
+	}{{results.TokenWrite, true}, {results.TokenNone, false}} {
+		a := decideCases(t, results.Profile{Intent: results.IntentCorrectness, Token: tt.token}, cases)
+		if got := slices.Contains(a.Correctness.Pick, "lease"); got != tt.want {
+			t.Errorf("token %s: lease picked %v, want %v (out: %q)", tt.token, got, tt.want, a.Correctness.Unqualified)
+		}
+	}
+}
