@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/lockbench/lockbench/locker"
 )
 
 // Descriptor is everything lockbench needs to know of a backend, declared
@@ -48,6 +50,15 @@ type Descriptor struct {
 	// the lease for a lock that keeps its keys ahead of the leases it
 	// promises. Clock jumps are sized from it. Nil means Lease.
 	KeyLife func(ttl time.Duration, params map[string]string) time.Duration
+	// Contract, when set, declares the lock's contract for a lease of ttl
+	// under params: the fields of locker.Info the contract line is drawn
+	// from (TTLResolution, DriftRate, Drift, Session), as its Lockers'
+	// Info reports them. The judge and lockbench check draw the line
+	// with the declaration, not with the promise each worker reports,
+	// and a worker whose report differs is a finding. Nil declares none:
+	// the workers' report stands, and the results say so. An error names
+	// a param it cannot read.
+	Contract func(ttl time.Duration, params map[string]string) (locker.Info, error)
 	// CaseParams returns the params a case whose TTL is ttl sets, each
 	// unless the backend's spec already does: the settings a lease length
 	// depends on that are not the TTL (Redlock's max TTL, ZooKeeper's

@@ -348,7 +348,12 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 		return nil, err
 	}
 	defer closeAll(lockers)
-	info, err := r.local.Open(ctx, localHost, judge.CaseSpec{ID: id, Guards: c.Guards, Processes: spec.Clients, Duration: spec.Duration, TimelineStep: spec.TimelineStep})
+	declared, err := c.Backend.declared(spec.TTL, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	info, err := r.local.Open(ctx, localHost, judge.CaseSpec{ID: id, Guards: c.Guards, Processes: spec.Clients, Duration: spec.Duration, TimelineStep: spec.TimelineStep,
+		Contract: judgeContract(declared, spec.TTL)})
 	if err != nil {
 		return nil, err
 	}
@@ -370,6 +375,7 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 		return nil, errors.Join(runErr, err)
 	}
 	o := &workloads.Outcome{Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}
+	o.Declared = declared
 	r.adopt(o, c, rec)
 	if runErr != nil {
 		return o, fmt.Errorf("case %s: %w", id, runErr)

@@ -45,9 +45,15 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 	if len(hosts) == 0 {
 		return nil, configErrorf("the inventory has no host with the clients role")
 	}
+	declared, err := c.Backend.declared(spec.TTL, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
 	record := r.record(c, spec)
+	record.Contract = resultsContract(declared, spec.TTL) // for a judge that records the case itself
 	info, err := r.Judge.Open(ctx, r.host, judge.CaseSpec{ID: id, Name: c.String(), Guards: c.Guards, Processes: spec.Clients,
-		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record})
+		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record,
+		Contract: judgeContract(declared, spec.TTL)})
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +101,7 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 		return nil, errors.Join(err, context.Cause(pctx), watchErr, errors.Join(errs...))
 	}
 	o := &workloads.Outcome{ClientsAs: results.ClientsProcesses, Result: res}
+	o.Declared = declared
 	if m := res.All.Info; m != nil {
 		o.Info = *m
 	}

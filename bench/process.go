@@ -129,9 +129,15 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	if spec.Rate > 0 {
 		return nil, configErrorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
 	}
+	declared, err := c.Backend.declared(spec.TTL, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
 	record := r.record(c, spec)
+	record.Contract = resultsContract(declared, spec.TTL) // for a judge that records the case itself
 	info, err := r.Judge.Open(ctx, r.host, judge.CaseSpec{ID: id, Name: c.String(), Guards: c.Guards, Processes: spec.Clients,
-		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record})
+		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record,
+		Contract: judgeContract(declared, spec.TTL)})
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +186,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 		return nil, errors.Join(err, workersFailed(workers))
 	}
 	o := &workloads.Outcome{ClientsAs: results.ClientsProcesses, Result: res}
+	o.Declared = declared
 	if m := res.All.Info; m != nil {
 		o.Info = *m
 	}

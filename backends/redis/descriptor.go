@@ -2,8 +2,11 @@ package redis
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/locker"
 )
 
 func init() {
@@ -16,7 +19,12 @@ func init() {
 		// can lose a key and always cannot is about a Redis node.
 		Variants:      []backends.Variant{{Suites: backends.AllSuites, Showcase: []string{"power-loss"}}},
 		NotApplicable: NotApplicable(1),
-		Probe:         Probe,
+		// lockbench's Redlock on one node: TTL − (TTL×drift + 2 ms), its
+		// default drift, from the start of the attempt that won.
+		Contract: func(time.Duration, map[string]string) (locker.Info, error) {
+			return locker.Info{DriftRate: redlock.DefaultDrift, Drift: 2 * time.Millisecond}, nil
+		},
+		Probe: Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  "redis",
 			Usage: "the single Redis server of the redis backend (host:port)",

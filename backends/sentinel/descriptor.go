@@ -1,8 +1,12 @@
 package sentinel
 
 import (
+	"time"
+
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/redis"
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/locker"
 )
 
 func init() {
@@ -12,7 +16,12 @@ func init() {
 		Open: Open,
 		// A master and one replica, and the sentinels that watch them.
 		Servers: backends.Servers{Kind: backends.Sentinel, Count: 2, MasterParam: "master"},
-		Probe:   redis.Probe,
+		// lockbench's Redlock on one node: TTL − (TTL×drift + 2 ms), its
+		// default drift, from the start of the attempt that won.
+		Contract: func(time.Duration, map[string]string) (locker.Info, error) {
+			return locker.Info{DriftRate: redlock.DefaultDrift, Drift: 2 * time.Millisecond}, nil
+		},
+		Probe: redis.Probe,
 		Variants: []backends.Variant{
 			// Its Redis nodes lose power, have their clocks moved and
 			// their clients cut off as single Redis's node does (the

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/redis"
 	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/locker"
 )
 
 // Name is the name the library registers under.
@@ -42,7 +44,20 @@ func init() {
 			{Params: "clockfloor=false", Suites: backends.DefaultSuite, Faults: []string{"restart"}},
 		},
 		NotApplicable: redis.NotApplicable(5),
-		Probe:         redis.Probe,
+		// Redlock's validity: TTL − elapsed − (TTL×drift + 2 ms), from the
+		// start of the attempt that won (the drift param, DefaultDrift).
+		Contract: func(_ time.Duration, params map[string]string) (locker.Info, error) {
+			drift := redlock.DefaultDrift
+			if v, ok := params["drift"]; ok {
+				d, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return locker.Info{}, locker.Invalidf("param drift=%q: not a number", v)
+				}
+				drift = d
+			}
+			return locker.Info{DriftRate: drift, Drift: 2 * time.Millisecond}, nil
+		},
+		Probe: redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  Name,
 			Usage: "the independent Redis masters of redlock",
