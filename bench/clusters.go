@@ -3,11 +3,11 @@ package bench
 import (
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/kinds"
+	_ "github.com/lockbench/lockbench/kinds/all" // the runner starts every kind of server
 	"github.com/lockbench/lockbench/nemesis"
 )
 
@@ -51,12 +51,6 @@ func (b Backend) params(ttl time.Duration) map[string]string {
 	return b.Descriptor.ParamsFor(ttl, b.Params)
 }
 
-// NotApplicable returns why fault class cannot apply to b, as b's
-// descriptor says, or "" when it can.
-func (b Backend) NotApplicable(class string) string {
-	return b.Descriptor.NotApplicable[class]
-}
-
 // Listed are the backends `lockbench backends` describes: every
 // registered one, and the variants its descriptor lists (postgres's
 // advisory mode, whose guarantee differs from its default's).
@@ -74,38 +68,12 @@ func Listed() []string {
 }
 
 // Shape is the shape of the servers backend b runs on, for telling which
-// faults apply before any server starts: the shape of the Target that
-// Clusters.Setup returns for it, with what its servers can be started
-// with here (a lazy filesystem, the clock preload, network namespaces),
-// which a scenario's Needs then asks for.
-func Shape(b Backend) nemesis.Shape {
-	s := b.Descriptor.Servers
-	lazy, clock, netns := lazyFS() == nil, fakeClock() == nil, peerNetwork() == nil
-	switch s.Kind {
-	case backends.Redis:
-		return nemesis.Shape{Nodes: s.Count, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
-	case backends.Sentinel:
-		// Its Redis nodes, like single Redis's; its clients follow the
-		// master the sentinels name, around any proxy.
-		return nemesis.Shape{Nodes: s.Count, Leader: true, Sentinel: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
-	case backends.ZooKeeper:
-		return nemesis.Shape{Nodes: s.Count, Elects: true, Leader: true, Members: netns, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
-	case backends.Etcd:
-		// No clock preload reaches a Go program (it reads the clock
-		// through the vDSO).
-		return nemesis.Shape{Nodes: s.Count, Elects: true, Leader: true, Members: netns, Proxied: true, LazyFS: lazy, Netns: netns}
-	case backends.Postgres:
-		return nemesis.Shape{Nodes: s.Count, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
-	}
-	return nemesis.Shape{}
-}
-
-// What compose can start servers with here, asked once per process.
-var (
-	peerNetwork = sync.OnceValue(compose.PeerNetworkAvailable)
-	lazyFS      = sync.OnceValue(compose.LazyFSAvailable)
-	fakeClock   = sync.OnceValue(compose.FakeClockAvailable)
-)
+// faults apply before any server starts: what their kind offers (its
+// registration in kinds), with what its servers can be started with here
+// (a lazy filesystem, the clock preload, network namespaces), which a
+// scenario's Needs then asks for; and, for each capability they lack,
+// why, in the words of the kind or the mechanism that lacks it.
+func Shape(b Backend) nemesis.Shape { return kinds.Shape(b.Descriptor.Servers) }
 
 // Lease is how long backend b keeps the key of a holder that went silent,
 // for a lease of ttl, with the params a case of that TTL gives it (see

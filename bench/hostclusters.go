@@ -87,9 +87,6 @@ func (c *Clusters) onHosts(ctx context.Context, b Backend, prof profile, fresh b
 				cl.nodes, t = z.Nodes, quorumTarget(z.Nodes, z, z, pl)
 			}
 		case backends.Etcd:
-			if clock {
-				return nemesis.Target{}, configErrorf("backend %s: an etcd member is a Go program, which no clock preload reaches", d.Name)
-			}
 			var e *compose.EtcdCluster
 			if err = c.hosts.provideEtcdMember(ctx, pl); err != nil {
 				return nemesis.Target{}, err

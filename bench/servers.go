@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 )
@@ -116,6 +117,9 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	if err != nil {
 		return nemesis.Target{}, cfg, err
 	}
+	if err := offers(b, prof.needs); err != nil {
+		return nemesis.Target{}, cfg, err
+	}
 	if k := d.Servers.Kind; k == backends.ZooKeeper || k == backends.Etcd {
 		// Their members always sit in network namespaces of their own
 		// (PeerNetwork) when the host allows it.
@@ -126,7 +130,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 		if err != nil {
 			return t, cfg, err
 		}
-		t.Priority, t.Probe = d.Priority, probe(d, cfg)
+		t.Priority, t.Probe, t.Why = d.Priority, probe(d, cfg), Shape(b).Why
 		if t.Sentinel != nil {
 			return t, sentinelConfig(cfg, d, t.Sentinel), nil
 		}
@@ -148,12 +152,34 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	if err != nil {
 		return t, cfg, err
 	}
-	t.Priority, t.Probe = d.Priority, probe(d, cfg)
+	t.Priority, t.Probe, t.Why = d.Priority, probe(d, cfg), Shape(b).Why
 	if d.Servers.Kind == backends.Sentinel {
 		return t, sentinelConfig(cfg, d, cl.sentinel), nil
 	}
 	cfg.Addrs = clientAddrs(t, f)
 	return t, cfg, nil
+}
+
+// offers returns nil if backend b's servers can be started with what
+// needs asks (a lazy filesystem, the clock preload, network namespaces),
+// or an error with their kind's reason that they cannot (an etcd member
+// takes no clock preload).
+func offers(b Backend, needs nemesis.Needs) error {
+	k, err := kinds.Lookup(b.Descriptor.Servers.Kind)
+	if err != nil {
+		return fmt.Errorf("backend %s: %w", b.Name, err)
+	}
+	o := k.Offers(b.Descriptor.Servers.Count)
+	for c, need := range map[nemesis.Capability]bool{nemesis.LosableData: needs.LazyFS, nemesis.MovableClock: needs.FakeClock, nemesis.ClientLinks: needs.Netns} {
+		if need && o.Caps&c == 0 {
+			why := o.Why[c]
+			if why == "" {
+				why = c.Takes()
+			}
+			return configErrorf("backend %s: its servers cannot be started with %v: %s", b.Name, c, why)
+		}
+	}
+	return nil
 }
 
 // clientAddrs are the addresses the clients of a case under fault f dial:
@@ -255,7 +281,7 @@ func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor
 		cl.spent = f.Fresh
 		return nemesis.Target{Nodes: cl.sentinel.Nodes(), Leader: cl.sentinel, Sentinel: cl.sentinel}, nil
 	case backends.ZooKeeper:
-		peers := peerNetwork() == nil
+		peers := kinds.Available()[nemesis.PeerLinks] == nil
 		if cl.zk == nil {
 			e, err := c.env.ZooKeeper(ctx, s.Count, compose.ZooKeeperOptions{Proxied: true, Durability: p.durability, PeerNetwork: peers,
 				LazyFS: p.needs.LazyFS, FakeClock: p.needs.FakeClock})
@@ -266,11 +292,8 @@ func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor
 		}
 		return electing(cl.zk.Nodes, cl.zk, peers), nil
 	case backends.Etcd:
-		peers := peerNetwork() == nil
+		peers := kinds.Available()[nemesis.PeerLinks] == nil
 		if cl.etcd == nil {
-			if p.needs.FakeClock {
-				return nemesis.Target{}, fmt.Errorf("backend %s: an etcd member is a Go program, which no clock preload reaches", d.Name)
-			}
 			e, err := c.env.Etcd(ctx, s.Count, compose.EtcdOptions{Proxied: true, Durability: p.durability, PeerNetwork: peers, LazyFS: p.needs.LazyFS})
 			if err != nil {
 				return nemesis.Target{}, err

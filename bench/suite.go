@@ -371,8 +371,8 @@ func (s Suite) Cases() ([]Case, error) {
 
 // Skipped lists the fault classes of the suite that a backend is not put
 // through, each with why (the suite runs a variant under some faults
-// only, the backend's descriptor says the class cannot apply, or its
-// servers here cannot have the fault), for results.File.Skipped: the
+// only, or its servers lack a capability the fault requires: the reason
+// is the kind's or the mechanism's that lacks it), for results.File.Skipped: the
 // report then says "not judged" with the reason. It assumes the suite's
 // backends parse (Cases checks them).
 func (s Suite) Skipped() []results.Skip {
@@ -396,10 +396,8 @@ func (s Suite) Skipped() []results.Skip {
 				reason = fmt.Sprintf("the %s suite runs %s on %v only (the full suite on every backend)", s.Name, f.Class(), s.Only[f.Class()])
 			case !s.runs(f.Class(), b):
 				reason = fmt.Sprintf("the suite runs the variant %s under %v only", spec, s.Variants[spec])
-			case b.NotApplicable(f.Class()) != "":
-				reason = b.NotApplicable(f.Class())
 			case f.Fits(Shape(b)) != nil:
-				reason = f.Fits(Shape(b)).Error()
+				reason = inapplicable(f.Fits(Shape(b)))
 			}
 			if reason != "" {
 				seen[[2]string{spec, f.Class()}] = true
@@ -450,10 +448,10 @@ func (s Suite) guards(f nemesis.Fault) []judge.Guard {
 }
 
 // applies reports whether the suite puts backend b through fault f: the
-// suite runs the class on it (Variants), its descriptor does not say the
-// class cannot apply, and its servers here can have the fault.
+// suite runs the class on it (Variants), and its servers here have every
+// capability the fault requires.
 func (s Suite) applies(f nemesis.Fault, b Backend) bool {
-	return s.runs(f.Class(), b) && b.NotApplicable(f.Class()) == "" && f.Fits(Shape(b)) == nil
+	return s.runs(f.Class(), b) && f.Fits(Shape(b)) == nil
 }
 
 // runs reports whether fault class f runs on backend b (see Variants

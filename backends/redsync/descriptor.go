@@ -11,9 +11,8 @@ func init() {
 		Doc:  "github.com/go-redsync/redsync/v4, the reference Go Redlock, on the same five masters as lockbench's",
 		Open: Open,
 		// Redlock's five masters: both are measured on the same nodes.
-		Servers:       backends.Servers{Kind: backends.Redis, Count: 5},
-		NotApplicable: redis.NotApplicable(5),
-		Probe:         redis.Probe,
+		Servers: backends.Servers{Kind: backends.Redis, Count: 5},
+		Probe:   redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  "redsync",
 			Usage: "the Redis masters of redsync",

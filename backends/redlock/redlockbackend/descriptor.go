@@ -41,8 +41,7 @@ func init() {
 			{Params: "quarantine=false", Suites: backends.AllSuites, Faults: []string{"restart", "power-loss"}, Showcase: []string{"power-loss"}},
 			{Params: "clockfloor=false", Suites: backends.DefaultSuite, Faults: []string{"restart"}},
 		},
-		NotApplicable: redis.NotApplicable(5),
-		Probe:         redis.Probe,
+		Probe: redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  Name,
 			Usage: "the independent Redis masters of redlock",
