@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/kinds"
 	_ "github.com/lockbench/lockbench/kinds/all" // the runner starts every kind of server
 	"github.com/lockbench/lockbench/nemesis"
+	"github.com/lockbench/lockbench/results"
 )
 
 // Backend is one backend of a plan: a registered name and its params,
@@ -74,6 +76,24 @@ func Listed() []string {
 // scenario's Needs then asks for; and, for each capability they lack,
 // why, in the words of the kind or the mechanism that lacks it.
 func Shape(b Backend) nemesis.Shape { return kinds.Shape(b.Descriptor.Servers) }
+
+// profileFits returns why backend b's servers cannot run under the
+// durability profile, or "" when they can: as their kind says
+// (kinds.Kind.Unsupported); a backend without servers runs only under the
+// fast one, which is no profile at all.
+func profileFits(b Backend, durability string) string {
+	s := b.Descriptor.Servers
+	if s.Kind == backends.NoServers {
+		if durability != results.DurabilityFast && durability != "" {
+			return "no servers: nothing to sync"
+		}
+		return ""
+	}
+	if k, err := kinds.Lookup(s.Kind); err == nil {
+		return k.Unsupported[compose.Durability(durability)]
+	}
+	return ""
+}
 
 // Lease is how long backend b keeps the key of a holder that went silent,
 // for a lease of ttl, with the params a case of that TTL gives it (see

@@ -8,12 +8,15 @@
 package kinds
 
 import (
+	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/inventory"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
@@ -26,6 +29,82 @@ type Kind struct {
 	// mechanisms (Mechanisms) its nodes can be started with, and, for each
 	// it lacks by its nature, why — the one place that reason is written.
 	Offers func(count int) Offer
+	// Start starts a cluster of the kind as spec says, on this machine or
+	// on the hosts spec.On places its nodes on: one path for both.
+	Start func(ctx context.Context, env *compose.Env, spec Spec) (*Cluster, error)
+	// OnHost is what a server of the kind needs on its host when a run
+	// over an inventory starts it there (lockbench hosts checks it): the
+	// program it runs when the inventory names none, the files it reads,
+	// or the program the run uploads (Uploaded). Nil needs nothing the
+	// inventory does not name.
+	OnHost func() inventory.Needs
+	// Program, when OnHost's Uploaded is set, returns the path on this
+	// machine of the program the run uploads to each host for the kind's
+	// servers (etcd-member); the placement's Binary is then its path there.
+	Program func() (string, error)
+	// Unsupported maps a durability profile the kind's servers cannot run
+	// under to why (a consensus log has no periodic sync).
+	Unsupported map[compose.Durability]string
+	// PeerNetwork says that the kind's members sit in network namespaces
+	// of their own whenever this machine allows it (so that their links
+	// can be cut): a fault that needs its clients cut off asks nothing
+	// more of them.
+	PeerNetwork bool
+}
+
+// Spec is how to start one cluster of a kind: its size, durability, the
+// mechanisms its nodes start with and where they run.
+type Spec struct {
+	// Count is how many servers hold data (Servers.Count).
+	Count int
+	// Durability is the profile their data is kept under.
+	Durability compose.Durability
+	// Needs are the fault mechanisms the nodes are started with: a lazy
+	// filesystem, the clock preload, network namespaces of their own.
+	Needs nemesis.Needs
+	// On, when set, places the nodes on hosts, one placement each (the
+	// inventory's); nil starts them on this machine, behind proxies.
+	On []compose.Placement
+}
+
+// Cluster is a started cluster of a kind.
+type Cluster struct {
+	// Target is what the faults break (the runner adds the backend's
+	// Priority, Probe and Why).
+	Target nemesis.Target
+	// Processes are every server process of the cluster: its nodes, and
+	// any that run beside them (a Sentinel set's sentinels).
+	Processes []*compose.Node
+	// Dial, when set, are the addresses the clients dial instead of the
+	// nodes' (a Sentinel set's sentinels), and Master the name they know
+	// the master by.
+	Dial   []string
+	Master string
+}
+
+// Nodes is a cluster of independent nodes (or members whose leader the
+// kind's target does not find): its target, and its processes.
+func Nodes(nodes []*compose.Node) *Cluster {
+	return &Cluster{Target: nemesis.Target{Nodes: nodes}, Processes: nodes}
+}
+
+// Addrs are the addresses the clients of cl dial: Dial when set, else
+// each node's proxy when proxied (a fault works through the proxies), or
+// the servers themselves (a proxy costs a hop the other faults do not
+// need).
+func (cl *Cluster) Addrs(proxied bool) []string {
+	if cl.Dial != nil {
+		return cl.Dial
+	}
+	var out []string
+	for _, n := range cl.Target.Nodes {
+		if proxied {
+			out = append(out, n.Addr())
+		} else {
+			out = append(out, n.ServerAddr())
+		}
+	}
+	return out
 }
 
 // Offer is what a cluster of a kind offers the faults (see Kind.Offers).
@@ -50,12 +129,12 @@ var (
 
 // Register makes kind k known under k.Name. It is meant to be called from
 // the kind package's init function, and panics if the name is empty or
-// taken or Offers is nil, which are programming errors.
+// taken or Offers or Start is nil, which are programming errors.
 func Register(k Kind) {
 	mu.Lock()
 	defer mu.Unlock()
-	if k.Name == backends.NoServers || k.Offers == nil {
-		panic("kinds: Register needs a name and Offers")
+	if k.Name == backends.NoServers || k.Offers == nil || k.Start == nil {
+		panic("kinds: Register needs a name, Offers and Start")
 	}
 	if _, dup := registry[k.Name]; dup {
 		panic("kinds: Register called twice for " + string(k.Name))
@@ -142,6 +221,48 @@ var Available = sync.OnceValue(func() map[nemesis.Capability]error {
 		nemesis.MovableClock: compose.FakeClockAvailable(),
 	}
 })
+
+// Elected is the cluster of members that elect their leader among
+// themselves (an etcd cluster, a ZooKeeper ensemble) started per spec: q
+// finds the leader, and cuts the members apart when they talk over the
+// peer network here, or when each has a host of its own (which rules on
+// their hosts need).
+func Elected(nodes []*compose.Node, q interface {
+	nemesis.Leader
+	nemesis.Members
+}, spec Spec) *Cluster {
+	cl := Nodes(nodes)
+	cl.Target.Leader, cl.Target.Elects = q, true
+	if PeersCut(spec) {
+		cl.Target.Members = q
+	}
+	return cl
+}
+
+// Here reports whether spec starts its nodes on this machine.
+func (s Spec) Here() bool { return s.On == nil }
+
+// PeersCut reports whether members started per spec can be cut apart:
+// here, when this machine gives them network namespaces; on hosts, when
+// each has a host of its own.
+func PeersCut(spec Spec) bool {
+	if spec.On == nil {
+		return Available()[nemesis.PeerLinks] == nil
+	}
+	addrs := map[netip.Addr]bool{}
+	for _, p := range spec.On {
+		addrs[p.Addr] = true
+	}
+	return len(addrs) == len(spec.On)
+}
+
+// NoPeriodic is the Unsupported of a kind that syncs its log at every
+// commit or never: it has no periodic profile.
+func NoPeriodic(kind backends.Kind) map[compose.Durability]string {
+	return map[compose.Durability]string{
+		compose.DurabilityPeriodic: fmt.Sprintf("%s has no periodic profile: it syncs its log at every commit (durable) or never (fast)", kind),
+	}
+}
 
 // Quorum is what n members that elect their leader among themselves
 // (ZooKeeper, etcd) offer the faults: a leader to kill or cut off, links

@@ -3,13 +3,18 @@
 package postgres
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers})
+	// The inventory names its postgres: it needs nothing more on a host.
+	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start})
 }
 
 // Offers is what one PostgreSQL server offers the faults: every fault of
@@ -24,4 +29,24 @@ func Offers(int) kinds.Offer {
 				"and no members to split (its loss is what restart and server-pause do)",
 		},
 	}
+}
+
+// Start starts the one PostgreSQL server spec asks for: here behind its
+// proxy (and in a network namespace of its own when spec needs one), or
+// on the host spec.On names.
+func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
+	if spec.Count != 1 {
+		return nil, fmt.Errorf("postgres: %d PostgreSQL servers: lockbench starts one", spec.Count)
+	}
+	o := compose.PostgresOptions{Durability: spec.Durability, LazyFS: spec.Needs.LazyFS, FakeClock: spec.Needs.FakeClock}
+	if spec.Here() {
+		o.Proxied, o.Netns = true, spec.Needs.Netns
+	} else {
+		o.On = &spec.On[0]
+	}
+	n, err := env.Postgres(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return kinds.Nodes([]*compose.Node{n}), nil
 }

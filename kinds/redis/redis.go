@@ -4,15 +4,19 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/inventory"
 	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers})
+	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers, Start: Start,
+		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.RedisServer} }})
 }
 
 // Offers is what n independent Redis masters offer the faults: each can be
@@ -38,4 +42,16 @@ func Offers(n int) kinds.Offer {
 	o.Why[nemesis.Election] = fmt.Sprintf("the %d independent Redis masters elect no leader and never talk to one another: "+
 		"there is no leader to kill (crash-minority kills any of them) and no traffic between them to cut", n)
 	return o
+}
+
+// Start starts spec.Count Redis masters: here each behind its proxy (and
+// in a network namespace of its own when spec needs one), or on the
+// hosts spec.On names.
+func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
+	nodes, err := env.Redis(ctx, spec.Count, compose.RedisOptions{Proxied: spec.Here(), Durability: spec.Durability,
+		LazyFS: spec.Needs.LazyFS, FakeClock: spec.Needs.FakeClock, Netns: spec.Needs.Netns && spec.Here(), On: spec.On})
+	if err != nil {
+		return nil, err
+	}
+	return kinds.Nodes(nodes), nil
 }

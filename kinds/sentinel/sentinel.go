@@ -4,13 +4,20 @@
 package sentinel
 
 import (
+	"context"
+	"slices"
+
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/inventory"
 	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers})
+	// A sentinel on a host runs redis-server --sentinel.
+	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start,
+		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.RedisServer} }})
 }
 
 // Offers is what a Sentinel set of n Redis nodes (a master and n-1
@@ -30,6 +37,55 @@ func Offers(n int) kinds.Offer {
 	}
 	if n >= 3 {
 		o.Caps |= nemesis.Minority
+	}
+	return o
+}
+
+// Start starts a Sentinel set of spec.Count Redis nodes, a master and
+// replicas, and the sentinels that watch them: here, with its
+// replication through proxies that the failover fault holds back — but
+// for a set in network namespaces, where a cut of the master's clients
+// would take those proxies in, and with them the replication a real
+// partition of the clients leaves up — or on the hosts spec.On names
+// (see on). Its clients ask its sentinels for the master.
+func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
+	o := compose.SentinelOptions{Replicas: spec.Count - 1, ProxiedReplication: !spec.Needs.Netns, Durability: spec.Durability,
+		LazyFS: spec.Needs.LazyFS, FakeClock: spec.Needs.FakeClock, Netns: spec.Needs.Netns}
+	if !spec.Here() {
+		o = on(spec)
+	}
+	set, err := env.Sentinel(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return &kinds.Cluster{
+		Target:    nemesis.Target{Nodes: set.Nodes(), Leader: set, Sentinel: set},
+		Processes: append(slices.Clone(set.Nodes()), set.Sentinels...),
+		Dial:      set.SentinelAddrs(), Master: set.MasterName,
+	}, nil
+}
+
+// on is a Sentinel set on the inventory's placements (the master on the
+// first, a replica on each other), with a sentinel beside each Redis
+// node: at the port its entry names (Placement.PeerPorts, from
+// sentinel_port) or Sentinel's 26379, in the data dir's sibling
+// "<data>-sentinel".
+func on(spec kinds.Spec) compose.SentinelOptions {
+	pl := slices.Clone(spec.On)
+	for i := range pl {
+		// No proxy: its clients follow the master the sentinels name,
+		// around any proxy (and a sentinel beside a node would take
+		// the node's proxy port).
+		pl[i].Proxy = nil
+	}
+	o := compose.SentinelOptions{Durability: spec.Durability, FakeClock: spec.Needs.FakeClock, LazyFS: spec.Needs.LazyFS, On: pl}
+	for _, p := range pl {
+		port := 26379
+		if len(p.PeerPorts) > 0 && p.PeerPorts[0] != 0 {
+			port = p.PeerPorts[0]
+		}
+		p.Port, p.PeerPorts, p.Dir = port, nil, p.Dir+"-sentinel"
+		o.SentinelsOn = append(o.SentinelsOn, p)
 	}
 	return o
 }
