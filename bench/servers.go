@@ -75,7 +75,8 @@ type cluster struct {
 // NewClusters returns clusters that start their servers in env. external
 // maps a backend name to the endpoints to use instead.
 func NewClusters(env *compose.Env, external map[string]backends.Config) *Clusters {
-	return &Clusters{env: env, external: external, set: map[clusterKey]*cluster{}, admittedExt: map[string]bool{}, retired: map[*compose.Node]bool{}}
+	return &Clusters{env: env, external: external, set: map[clusterKey]*cluster{},
+		admittedExt: map[string]bool{}, retired: map[*compose.Node]bool{}}
 }
 
 // External reports whether backend name runs on the user's endpoints.
@@ -233,7 +234,10 @@ func offers(b Backend, needs nemesis.Needs) error {
 		return fmt.Errorf("backend %s: %w", b.Name, err)
 	}
 	o := k.Offers(b.Descriptor.Servers.Count)
-	for c, need := range map[nemesis.Capability]bool{nemesis.LosableData: needs.LazyFS, nemesis.MovableClock: needs.FakeClock, nemesis.ClientLinks: needs.Netns} {
+	asked := map[nemesis.Capability]bool{
+		nemesis.LosableData: needs.LazyFS, nemesis.MovableClock: needs.FakeClock, nemesis.ClientLinks: needs.Netns,
+	}
+	for c, need := range asked {
 		if need && o.Caps&c == 0 {
 			why := o.Why[c]
 			if why == "" {

@@ -179,7 +179,10 @@ func (t Target) Shape() Shape {
 	}
 	sh.Caps = Servers | ClientLinks | Proxy | LosableData | MovableClock
 	for _, n := range t.Nodes {
-		for c, has := range map[Capability]bool{ClientLinks: n.Cuttable(), Proxy: n.Proxy() != nil, LosableData: n.HasLazyFS(), MovableClock: n.HasFakeClock()} {
+		each := map[Capability]bool{
+			ClientLinks: n.Cuttable(), Proxy: n.Proxy() != nil, LosableData: n.HasLazyFS(), MovableClock: n.HasFakeClock(),
+		}
+		for c, has := range each {
 			if !has {
 				sh.Caps &^= c
 			}

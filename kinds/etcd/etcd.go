@@ -14,7 +14,8 @@ import (
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.Etcd, Offers: Offers, Start: Start, PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.Etcd), Program: compose.EtcdMember,
+	kinds.Register(kinds.Kind{Name: backends.Etcd, Offers: Offers, Start: Start,
+		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.Etcd), Program: compose.EtcdMember,
 		OnHost: func() inventory.Needs { return inventory.Needs{Uploaded: "etcd-member"} }})
 }
 

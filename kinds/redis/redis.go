@@ -32,12 +32,15 @@ func Offers(n int) kinds.Offer {
 	}
 	if n == 1 {
 		o.Why[nemesis.Failover] = "one standalone Redis server has no replica to fail over to (the sentinel kind measures a failover)"
-		o.Why[nemesis.Minority] = "needs a cluster of at least 3 nodes: one Redis server has no minority to crash (its loss is what restart and server-pause do)"
-		o.Why[nemesis.Election] = "one Redis server has no peers and elects no leader: there is no leader to kill or cut off from its followers, " +
+		o.Why[nemesis.Minority] = "needs a cluster of at least 3 nodes: one Redis server has no minority to crash " +
+			"(its loss is what restart and server-pause do)"
+		o.Why[nemesis.Election] = "one Redis server has no peers and elects no leader: " +
+			"there is no leader to kill or cut off from its followers, " +
 			"and no members to split (its loss is what restart and server-pause do)"
 		return o
 	}
-	o.Why[nemesis.Failover] = fmt.Sprintf("the %d independent Redis masters have no replicas: there is nothing to fail over (the sentinel kind measures a failover)", n)
+	o.Why[nemesis.Failover] = fmt.Sprintf("the %d independent Redis masters have no replicas: "+
+		"there is nothing to fail over (the sentinel kind measures a failover)", n)
 	o.Why[nemesis.Minority] = fmt.Sprintf("needs a cluster of at least 3 nodes: %d Redis masters have no minority to crash", n)
 	o.Why[nemesis.Election] = fmt.Sprintf("the %d independent Redis masters elect no leader and never talk to one another: "+
 		"there is no leader to kill (crash-minority kills any of them) and no traffic between them to cut", n)

@@ -29,10 +29,12 @@ func Offers(n int) kinds.Offer {
 	o := kinds.Offer{
 		Caps: nemesis.Servers | nemesis.Leadership | nemesis.Failover | nemesis.ClientLinks | nemesis.LosableData | nemesis.MovableClock,
 		Why: map[nemesis.Capability]string{
-			nemesis.Proxy: "needs servers the clients reach through proxies; Sentinel's clients follow the master the sentinels name, around any proxy",
+			nemesis.Proxy: "needs servers the clients reach through proxies; " +
+				"Sentinel's clients follow the master the sentinels name, around any proxy",
 			nemesis.Election: "a Sentinel set's Redis nodes elect nothing and only replicate from the master: the sentinels pick the master " +
 				"(killing it is the failover fault's case, which cuts its replication too)",
-			nemesis.Minority: "needs a cluster of at least 3 nodes: the Sentinel set has a master and one replica (losing the master is the failover fault's case)",
+			nemesis.Minority: "needs a cluster of at least 3 nodes: the Sentinel set has a master and one replica " +
+				"(losing the master is the failover fault's case)",
 		},
 	}
 	if n >= 3 {

@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.ZooKeeper, Offers: Offers, Start: Start, PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.ZooKeeper),
+	kinds.Register(kinds.Kind{Name: backends.ZooKeeper, Offers: Offers, Start: Start,
+		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.ZooKeeper),
 		OnHost: func() inventory.Needs {
 			return inventory.Needs{Binary: compose.Java, Files: compose.ZooKeeperClasspath}
 		}})
