@@ -42,7 +42,8 @@ func (hs *Hosts) provideFor(ctx context.Context, k kinds.Kind, pl []compose.Plac
 // run over an inventory starts it there, for lockbench hosts check, as its
 // kind says (kinds.Kind.OnHost): the program it runs when the inventory
 // names none (redis-server, java), the one the run uploads instead
-// (etcd-member), the files it reads (ZooKeeper's jars).
+// (etcd-member), the files it reads (ZooKeeper's jars), the account it
+// runs as (PostgreSQL's).
 func ServerNeeds(name string) inventory.Needs {
 	d, ok := backends.Lookup(name)
 	if !ok {

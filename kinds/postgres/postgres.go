@@ -8,13 +8,16 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/inventory"
 	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
 func init() {
-	// The inventory names its postgres: it needs nothing more on a host.
-	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start})
+	// The inventory names its postgres; it runs as PostgreSQL's own
+	// account, which refuses root.
+	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start,
+		OnHost: func() inventory.Needs { return inventory.Needs{Account: compose.PostgresUser} }})
 }
 
 // Offers is what one PostgreSQL server offers the faults: every fault of
