@@ -1,8 +1,7 @@
 // Package backends is the registry of lock backends: each backend package
 // registers, in an init function, one Descriptor — its factory and what
 // lockbench must know to run it (its servers, how its leases are sized,
-// its variants, the faults that cannot apply to it and why, its CLI
-// endpoints) — as go-ycsb's databases register their creators. The
+// its variants, its CLI endpoints) — as go-ycsb's databases register their creators. The
 // runner, the nemesis and the CLI open backends by name with a Config and
 // read their descriptors. Import github.com/lockbench/lockbench/backends/all
 // to register every backend.

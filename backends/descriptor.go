@@ -13,8 +13,10 @@ import (
 // once by the backend's own package when it registers: how to open it,
 // the servers it runs on, how long its leases and keys outlive a silent
 // holder, the params a case of a given TTL sets for it, the variants worth
-// listing and running, the fault classes that cannot apply to it and why,
-// and how a user points it at servers of their own. The runner and the
+// listing and running, and how a user points it at servers of their own.
+// Which fault classes apply to it is not its to say: its servers' kind
+// (package kinds) says what they offer the faults, and why they lack the
+// rest. The runner and the
 // CLI read it, the nemesis through the runner (the target it is given)
 // and the report through the results, so that no package outside the
 // backend branches on its name: adding a backend is a package that
@@ -87,11 +89,6 @@ type Descriptor struct {
 	// the order the suites run them; `lockbench backends` lists those
 	// Listed. Nil means the plain backend alone.
 	Variants []Variant
-	// NotApplicable maps a fault class that cannot apply to the backend to
-	// the reason, in a sentence a reader of the report understands. The
-	// runner records it in the results for every class it skips; the
-	// report prints it, never a pass.
-	NotApplicable map[string]string
 	// Endpoints is how `lockbench run` points the backend at the user's
 	// servers instead of starting its own.
 	Endpoints Endpoints

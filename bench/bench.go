@@ -248,8 +248,8 @@ func (r *Runner) caseSeed(i int) uint64 {
 // one measures case c, one result per guard, or returns why it could
 // not.
 func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error) {
-	if reason := c.Backend.NotApplicable(c.Fault.Class()); reason != "" {
-		return nil, notApplicable{reason}
+	if err := c.Fault.Fits(Shape(c.Backend)); err != nil {
+		return nil, notApplicable{inapplicable(err)}
 	}
 	if reason := profileFits(c.Backend, c.Durability); reason != "" {
 		return nil, notApplicable{reason}
@@ -316,7 +316,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 		out.Notes = append(out.Notes, "run cut short: "+runErr.Error())
 	}
 	base := r.record(c, spec)
-	if target.Shape() == (nemesis.Shape{}) {
+	if len(target.Nodes) == 0 {
 		base.Durability = "" // no servers: no profile
 	}
 	return out.Cases(base, c.Guards)

@@ -3,12 +3,14 @@ package bench
 import (
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/kinds"
+	_ "github.com/lockbench/lockbench/kinds/all" // the runner starts every kind of server
 	"github.com/lockbench/lockbench/nemesis"
+	"github.com/lockbench/lockbench/results"
 )
 
 // Backend is one backend of a plan: a registered name and its params,
@@ -51,12 +53,6 @@ func (b Backend) params(ttl time.Duration) map[string]string {
 	return b.Descriptor.ParamsFor(ttl, b.Params)
 }
 
-// NotApplicable returns why fault class cannot apply to b, as b's
-// descriptor says, or "" when it can.
-func (b Backend) NotApplicable(class string) string {
-	return b.Descriptor.NotApplicable[class]
-}
-
 // Listed are the backends `lockbench backends` describes: every
 // registered one, and the variants its descriptor lists (postgres's
 // advisory mode, whose guarantee differs from its default's).
@@ -74,38 +70,30 @@ func Listed() []string {
 }
 
 // Shape is the shape of the servers backend b runs on, for telling which
-// faults apply before any server starts: the shape of the Target that
-// Clusters.Setup returns for it, with what its servers can be started
-// with here (a lazy filesystem, the clock preload, network namespaces),
-// which a scenario's Needs then asks for.
-func Shape(b Backend) nemesis.Shape {
-	s := b.Descriptor.Servers
-	lazy, clock, netns := lazyFS() == nil, fakeClock() == nil, peerNetwork() == nil
-	switch s.Kind {
-	case backends.Redis:
-		return nemesis.Shape{Nodes: s.Count, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
-	case backends.Sentinel:
-		// Its Redis nodes, like single Redis's; its clients follow the
-		// master the sentinels name, around any proxy.
-		return nemesis.Shape{Nodes: s.Count, Leader: true, Sentinel: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
-	case backends.ZooKeeper:
-		return nemesis.Shape{Nodes: s.Count, Elects: true, Leader: true, Members: netns, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
-	case backends.Etcd:
-		// No clock preload reaches a Go program (it reads the clock
-		// through the vDSO).
-		return nemesis.Shape{Nodes: s.Count, Elects: true, Leader: true, Members: netns, Proxied: true, LazyFS: lazy, Netns: netns}
-	case backends.Postgres:
-		return nemesis.Shape{Nodes: s.Count, Proxied: true, LazyFS: lazy, FakeClock: clock, Netns: netns}
-	}
-	return nemesis.Shape{}
-}
+// faults apply before any server starts: what their kind offers (its
+// registration in kinds), with what its servers can be started with here
+// (a lazy filesystem, the clock preload, network namespaces), which a
+// scenario's Needs then asks for; and, for each capability they lack,
+// why, in the words of the kind or the mechanism that lacks it.
+func Shape(b Backend) nemesis.Shape { return kinds.Shape(b.Descriptor.Servers) }
 
-// What compose can start servers with here, asked once per process.
-var (
-	peerNetwork = sync.OnceValue(compose.PeerNetworkAvailable)
-	lazyFS      = sync.OnceValue(compose.LazyFSAvailable)
-	fakeClock   = sync.OnceValue(compose.FakeClockAvailable)
-)
+// profileFits returns why backend b's servers cannot run under the
+// durability profile, or "" when they can: as their kind says
+// (kinds.Kind.Unsupported); a backend without servers runs only under the
+// fast one, which is no profile at all.
+func profileFits(b Backend, durability string) string {
+	s := b.Descriptor.Servers
+	if s.Kind == backends.NoServers {
+		if durability != results.DurabilityFast && durability != "" {
+			return "no servers: nothing to sync"
+		}
+		return ""
+	}
+	if k, err := kinds.Lookup(s.Kind); err == nil {
+		return k.Unsupported[compose.Durability(durability)]
+	}
+	return ""
+}
 
 // Lease is how long backend b keeps the key of a holder that went silent,
 // for a lease of ttl, with the params a case of that TTL gives it (see

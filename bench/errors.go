@@ -3,6 +3,8 @@ package bench
 import (
 	"errors"
 	"fmt"
+
+	"github.com/lockbench/lockbench/nemesis"
 )
 
 // ErrConfig is what a run that cannot be set up as asked wraps: an
@@ -55,8 +57,17 @@ func asConfig(err error) error {
 }
 
 // notApplicable is why a case's fault class cannot apply to its backend,
-// as the backend's descriptor says: the case is skipped, and the results
-// record the reason as it is.
+// as the kind or mechanism that lacks the capability says: the case is
+// skipped, and the results record the reason as it is.
 type notApplicable struct{ reason string }
 
 func (e notApplicable) Error() string { return e.reason }
+
+// inapplicable is the reason of err, a scenario's Fits error: the lacking
+// capability's own reason, as the report prints it.
+func inapplicable(err error) string {
+	if na, ok := errors.AsType[*nemesis.Inapplicable](err); ok {
+		return na.Reason
+	}
+	return err.Error()
+}

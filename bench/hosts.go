@@ -241,14 +241,6 @@ func (h *Host) upload(ctx context.Context, name string, binary []byte, sum strin
 	return p, remote.Upload(ctx, h.SSH, bytes.NewReader(binary), p, 0o755)
 }
 
-// provideEtcdMember uploads compose's etcd-member (a static binary) to
-// the host of each placement in pl that names no Binary, and names it
-// there.
-func (hs *Hosts) provideEtcdMember(ctx context.Context, pl []compose.Placement) error {
-	return hs.provide(ctx, pl, "etcd-member", compose.EtcdMember,
-		func(p *compose.Placement) *string { return &p.Binary })
-}
-
 // provideLockbench uploads the lockbench binary to the host of each
 // placement in pl that lacks it, and names it there (Placement.Lockbench):
 // it serves the lazy filesystems of servers that can lose power.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 )
@@ -23,13 +24,15 @@ import (
 // servers. Backends that declare the same servers share them; one set of
 // each is kept at a time, and replaced when a case needs another profile.
 // External endpoints given by the user replace a backend's servers:
-// faults that need compose are then skipped.
+// faults that need compose are then skipped. Each server kind starts its
+// own (package kinds): Clusters knows none by name, and starts them on
+// this machine and on an inventory's hosts (OnHosts) by one path.
 type Clusters struct {
 	env      *compose.Env
 	external map[string]backends.Config
 
 	mu  sync.Mutex
-	set map[backends.Servers]*cluster
+	set map[clusterKey]*cluster
 	// admittedExt holds the backends whose external servers were admitted
 	// (Descriptor.Admit).
 	admittedExt map[string]bool
@@ -37,9 +40,15 @@ type Clusters struct {
 	// repairs them.
 	retired map[*compose.Node]bool
 	// hosts, when set, places the servers of the backends its inventory
-	// lists on their hosts (see OnHosts); placed holds them by backend.
-	hosts  *Hosts
-	placed map[string]*cluster
+	// lists on their hosts (see OnHosts).
+	hosts *Hosts
+}
+
+// clusterKey names one set of servers: those of a Servers declaration on
+// this machine, or those an inventory places for one backend.
+type clusterKey struct {
+	servers backends.Servers
+	backend string // on hosts only: the backend the inventory places them for
 }
 
 // profile is what one set of servers is started with.
@@ -51,24 +60,23 @@ type profile struct {
 // cluster is the servers of one profile.
 type cluster struct {
 	profile profile
-	nodes   []*compose.Node
+	*kinds.Cluster
+	// placed: its nodes run on an inventory's hosts, whose dirs and ports
+	// the next set reuses, so they are wiped when it stops.
+	placed bool
 	// admitted holds the process ids of nodes when they were admitted
 	// (Descriptor.Admit).
 	admitted []int
-	sentinel *compose.SentinelSet
-	// spent: the Sentinel set was given to a Fresh scenario, which left it
-	// changed (a promoted replica, a dead master): nobody gets it again.
+	// spent: a Fresh scenario had the set, which it left changed (a
+	// promoted replica, a dead master): nobody gets it again.
 	spent bool
-	zk    *compose.Ensemble
-	etcd  *compose.EtcdCluster
-	// target is the fault target of servers placed on hosts.
-	target nemesis.Target
 }
 
 // NewClusters returns clusters that start their servers in env. external
 // maps a backend name to the endpoints to use instead.
 func NewClusters(env *compose.Env, external map[string]backends.Config) *Clusters {
-	return &Clusters{env: env, external: external, set: map[backends.Servers]*cluster{}, admittedExt: map[string]bool{}, retired: map[*compose.Node]bool{}}
+	return &Clusters{env: env, external: external, set: map[clusterKey]*cluster{},
+		admittedExt: map[string]bool{}, retired: map[*compose.Node]bool{}}
 }
 
 // External reports whether backend name runs on the user's endpoints.
@@ -112,73 +120,133 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	if d.Servers.Kind == backends.NoServers {
 		return nemesis.Target{}, cfg, nil
 	}
+	k, err := kinds.Lookup(d.Servers.Kind)
+	if err != nil {
+		return nemesis.Target{}, cfg, fmt.Errorf("backend %s: %w", d.Name, err)
+	}
 	prof, err := profileOf(durability, f)
 	if err != nil {
 		return nemesis.Target{}, cfg, err
 	}
-	if k := d.Servers.Kind; k == backends.ZooKeeper || k == backends.Etcd {
+	if err := offers(b, prof.needs); err != nil {
+		return nemesis.Target{}, cfg, err
+	}
+	if k.PeerNetwork {
 		// Their members always sit in network namespaces of their own
-		// (PeerNetwork) when the host allows it.
+		// when the host allows it.
 		prof.needs.Netns = false
 	}
-	if c.hosts != nil {
-		t, err := c.onHosts(ctx, b, prof, f.Fresh, ttl)
-		if err != nil {
-			return t, cfg, err
-		}
-		t.Priority, t.Probe = d.Priority, probe(d, cfg)
-		if t.Sentinel != nil {
-			return t, sentinelConfig(cfg, d, t.Sentinel), nil
-		}
-		cfg.Addrs = clientAddrs(t, f)
-		return t, cfg, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cl := c.set[d.Servers]
-	if cl != nil && cl.profile != prof {
-		stop(cl.all())
-		cl = nil
-	}
-	if cl == nil {
-		cl = &cluster{profile: prof}
-		c.set[d.Servers] = cl
-	}
-	t, err := c.start(ctx, cl, d, f, ttl)
+	cl, err := c.cluster(ctx, b, k, prof, f.Fresh, ttl)
 	if err != nil {
-		return t, cfg, err
+		return nemesis.Target{}, cfg, err
 	}
-	t.Priority, t.Probe = d.Priority, probe(d, cfg)
-	if d.Servers.Kind == backends.Sentinel {
-		return t, sentinelConfig(cfg, d, cl.sentinel), nil
+	t := cl.Target
+	t.Priority, t.Probe, t.Why = d.Priority, probe(d, cfg), Shape(b).Why
+	cfg.Addrs = cl.Addrs(f.Proxied)
+	if cl.Master != "" && d.Servers.MasterParam != "" {
+		cfg.Params[d.Servers.MasterParam] = cl.Master
 	}
-	cfg.Addrs = clientAddrs(t, f)
 	return t, cfg, nil
 }
 
-// clientAddrs are the addresses the clients of a case under fault f dial:
-// each node's proxy when f works through the proxies, the servers
-// themselves otherwise (a proxy costs a hop the other faults do not need).
-func clientAddrs(t nemesis.Target, f nemesis.Fault) []string {
-	var out []string
-	for _, n := range t.Nodes {
-		if f.Proxied {
-			out = append(out, n.Addr())
-		} else {
-			out = append(out, n.ServerAddr())
+// cluster returns backend b's servers of kind k, started under profile
+// prof: on this machine, or where the inventory places them. A set that
+// ran under another profile, whose nodes restarted under a backend that
+// admits its nodes (Redlock would keep a restarted node out of its quorum
+// until it served a quarantine: rather than let the next case start
+// inside it, it gets new nodes), or that a fresh scenario had (failover:
+// it left a Sentinel set with a dead master, a promoted replica) is
+// stopped first (and, on hosts, wiped: its dirs and ports are the
+// inventory's, and there is one of each); fresh says the caller's
+// scenario is such a one, which gets a new set too (the replication links
+// it holds back are the initial master's). On hosts, the programs the
+// servers need are uploaded first: the kind's (etcd-member), and the
+// lockbench binary that serves a lazy filesystem when prof needs one.
+func (c *Clusters) cluster(ctx context.Context, b Backend, k kinds.Kind, prof profile, fresh bool, ttl time.Duration) (*cluster, error) {
+	d := b.Descriptor
+	key := clusterKey{servers: d.Servers}
+	if c.hosts != nil {
+		if !c.hosts.Serves(b.Name) {
+			return nil, configErrorf("backend %s: the inventory %s places no server for it", b.Name, c.hosts.inv.Path)
+		}
+		key.backend = b.Name
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl := c.set[key]
+	if cl != nil && (cl.profile != prof || d.Admit != nil && restarted(cl.Target.Nodes, cl.admitted) || cl.spent || fresh) {
+		if err := cl.stop(); err != nil {
+			return nil, err
+		}
+		delete(c.set, key)
+		cl = nil
+	}
+	if cl == nil {
+		spec := kinds.Spec{Count: d.Servers.Count, Durability: prof.durability, Needs: prof.needs}
+		if c.hosts != nil {
+			pl, err := c.hosts.Placements(b.Name, d.Servers.Count)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.hosts.provideFor(ctx, k, pl, prof.needs.LazyFS); err != nil {
+				return nil, err
+			}
+			spec.On = pl
+		}
+		started, err := k.Start(ctx, c.env, spec)
+		if err != nil {
+			return nil, fmt.Errorf("backend %s: %w", d.Name, err)
+		}
+		cl = &cluster{profile: prof, Cluster: started, placed: !spec.Here()}
+		if c.hosts != nil {
+			c.hosts.started(cl.Processes)
+		}
+		c.set[key] = cl
+		if err := cl.admit(d.Servers, cl.Target.Nodes, ttl); err != nil {
+			return nil, err
 		}
 	}
-	return out
+	cl.spent = fresh
+	return cl, nil
 }
 
-// sentinelConfig is cfg for backend d on Sentinel set s: the clients ask
-// its sentinels for the master, by its name.
-func sentinelConfig(cfg backends.Config, d backends.Descriptor, s *compose.SentinelSet) backends.Config {
-	cfg.Addrs = s.SentinelAddrs()
-	if d.Servers.MasterParam != "" {
-		cfg.Params[d.Servers.MasterParam] = s.MasterName
+// stop kills every process of cl and, on hosts, wipes their data dirs.
+func (cl *cluster) stop() error {
+	if !cl.placed {
+		stop(cl.Processes)
+		return nil
 	}
-	return cfg
+	for _, n := range cl.Processes {
+		if err := errors.Join(n.Kill(), n.Wipe()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// offers returns nil if backend b's servers can be started with what
+// needs asks (a lazy filesystem, the clock preload, network namespaces),
+// or an error with their kind's reason that they cannot (an etcd member
+// takes no clock preload).
+func offers(b Backend, needs nemesis.Needs) error {
+	k, err := kinds.Lookup(b.Descriptor.Servers.Kind)
+	if err != nil {
+		return fmt.Errorf("backend %s: %w", b.Name, err)
+	}
+	o := k.Offers(b.Descriptor.Servers.Count)
+	asked := map[nemesis.Capability]bool{
+		nemesis.LosableData: needs.LazyFS, nemesis.MovableClock: needs.FakeClock, nemesis.ClientLinks: needs.Netns,
+	}
+	for c, need := range asked {
+		if need && o.Caps&c == 0 {
+			why := o.Why[c]
+			if why == "" {
+				why = c.Takes()
+			}
+			return configErrorf("backend %s: its servers cannot be started with %v: %s", b.Name, c, why)
+		}
+	}
+	return nil
 }
 
 // probe reads what one node holds of a case's keys through backend d's
@@ -209,117 +277,20 @@ func profileOf(durability string, f nemesis.Fault) (profile, error) {
 	return profile{durability: d, needs: needs}, nil
 }
 
-// start starts cl's servers for backend d if they are not running (or no
-// longer fit for its case) and returns them as a fault target.
-func (c *Clusters) start(ctx context.Context, cl *cluster, d backends.Descriptor, f nemesis.Fault, ttl time.Duration) (nemesis.Target, error) {
-	s, p := d.Servers, cl.profile
-	switch s.Kind {
-	case backends.Redis:
-		if cl.nodes != nil && d.Admit != nil && restarted(cl.nodes, cl.admitted) {
-			// A node restarted (a restart or crash fault, repaired): a
-			// backend that admits its nodes (Redlock) would keep it out of
-			// its quorum until it served a quarantine. Rather than let the
-			// next case start inside it, it gets new nodes.
-			stop(cl.nodes)
-			cl.nodes = nil
-		}
-		if cl.nodes == nil {
-			started, err := c.env.Redis(ctx, s.Count, compose.RedisOptions{Proxied: true, Durability: p.durability,
-				LazyFS: p.needs.LazyFS, FakeClock: p.needs.FakeClock, Netns: p.needs.Netns})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			cl.nodes = started
-			if err := cl.admit(s, started, ttl); err != nil {
-				return nemesis.Target{}, err
-			}
-		}
-		return nemesis.Target{Nodes: cl.nodes}, nil
-	case backends.Sentinel:
-		if cl.sentinel == nil || f.Fresh || cl.spent {
-			// Replication runs through proxies on this host, which the
-			// failover fault holds back, but for a set in network
-			// namespaces: a cut of the master's clients would take those
-			// proxies in, and with them the replication a real partition
-			// of the clients leaves up.
-			set, err := c.env.Sentinel(ctx, compose.SentinelOptions{Replicas: s.Count - 1, ProxiedReplication: !p.needs.Netns, Durability: p.durability,
-				LazyFS: p.needs.LazyFS, FakeClock: p.needs.FakeClock, Netns: p.needs.Netns})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			if cl.sentinel != nil {
-				stop(cl.sentinel.Nodes())
-			}
-			cl.sentinel = set
-		}
-		cl.spent = f.Fresh
-		return nemesis.Target{Nodes: cl.sentinel.Nodes(), Leader: cl.sentinel, Sentinel: cl.sentinel}, nil
-	case backends.ZooKeeper:
-		peers := peerNetwork() == nil
-		if cl.zk == nil {
-			e, err := c.env.ZooKeeper(ctx, s.Count, compose.ZooKeeperOptions{Proxied: true, Durability: p.durability, PeerNetwork: peers,
-				LazyFS: p.needs.LazyFS, FakeClock: p.needs.FakeClock})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			cl.zk = e
-		}
-		return electing(cl.zk.Nodes, cl.zk, peers), nil
-	case backends.Etcd:
-		peers := peerNetwork() == nil
-		if cl.etcd == nil {
-			if p.needs.FakeClock {
-				return nemesis.Target{}, fmt.Errorf("backend %s: an etcd member is a Go program, which no clock preload reaches", d.Name)
-			}
-			e, err := c.env.Etcd(ctx, s.Count, compose.EtcdOptions{Proxied: true, Durability: p.durability, PeerNetwork: peers, LazyFS: p.needs.LazyFS})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			cl.etcd = e
-		}
-		return electing(cl.etcd.Nodes, cl.etcd, peers), nil
-	case backends.Postgres:
-		if s.Count != 1 {
-			return nemesis.Target{}, configErrorf("backend %s: %d PostgreSQL servers: lockbench starts one", d.Name, s.Count)
-		}
-		if cl.nodes == nil {
-			n, err := c.env.Postgres(ctx, compose.PostgresOptions{Proxied: true, Durability: p.durability,
-				LazyFS: p.needs.LazyFS, FakeClock: p.needs.FakeClock, Netns: p.needs.Netns})
-			if err != nil {
-				return nemesis.Target{}, err
-			}
-			cl.nodes = []*compose.Node{n}
-		}
-		return nemesis.Target{Nodes: cl.nodes}, nil
-	}
-	return nemesis.Target{}, fmt.Errorf("backend %s: lockbench does not start %q servers; give their addresses", d.Name, s.Kind)
-}
-
 // Lost retires the servers backend b ran on: a fault left them lost (a
 // consensus majority that lost its data), so the next case that needs
 // them gets new ones.
 func (c *Clusters) Lost(b Backend) {
+	key := clusterKey{servers: b.Descriptor.Servers}
+	if c.hosts != nil {
+		key.backend = b.Name
+	}
 	c.mu.Lock()
-	cl := c.set[b.Descriptor.Servers]
+	cl := c.set[key]
 	c.mu.Unlock()
 	if cl != nil {
-		c.retire(cl.all())
+		c.retire(cl.Processes)
 	}
-}
-
-// all returns every node of cl.
-func (cl *cluster) all() []*compose.Node {
-	nodes := slices.Clone(cl.nodes)
-	if cl.sentinel != nil {
-		nodes = append(nodes, cl.sentinel.Nodes()...)
-	}
-	if cl.zk != nil {
-		nodes = append(nodes, cl.zk.Nodes...)
-	}
-	if cl.etcd != nil {
-		nodes = append(nodes, cl.etcd.Nodes...)
-	}
-	return nodes
 }
 
 // Repair brings every node of t back: started, resumed, reachable, its
@@ -379,14 +350,13 @@ func (c *Clusters) retire(nodes []*compose.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for key, cl := range c.set {
-		all := cl.all()
-		if !slices.Contains(all, nodes[0]) {
+		if !slices.Contains(cl.Processes, nodes[0]) {
 			continue
 		}
-		for _, n := range all {
+		for _, n := range cl.Processes {
 			c.retired[n] = true
 		}
-		stop(all)
+		_ = cl.stop()
 		delete(c.set, key)
 	}
 }
@@ -437,19 +407,4 @@ func stop(nodes []*compose.Node) {
 	for _, n := range nodes {
 		_ = n.Kill()
 	}
-}
-
-// electing is the target of a cluster whose nodes elect their leader
-// among themselves (an etcd cluster, a ZooKeeper ensemble): the nemesis
-// may also cut its members apart when they talk over the peer network
-// (peers).
-func electing(nodes []*compose.Node, q interface {
-	nemesis.Leader
-	nemesis.Members
-}, peers bool) nemesis.Target {
-	t := nemesis.Target{Nodes: nodes, Leader: q, Elects: true}
-	if peers {
-		t.Members = q
-	}
-	return t
 }

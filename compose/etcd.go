@@ -96,9 +96,9 @@ type EtcdCluster struct {
 //
 // The member binary is found once per process: $LOCKBENCH_ETCD_MEMBER
 // (EtcdMemberEnv; the Makefile points it at bin/etcd-member, which `make
-// build` refreshes), else etcd-member next to the running executable, else
-// <user cache dir>/lockbench/etcd-member, brought up to date with `go
-// build` (about a minute the first time, well under a second after).
+// build` refreshes), else etcd-member next to the running executable or
+// to $LOCKBENCH_BINARY; nothing is built at run time, and without one the
+// error says where it looked.
 func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, error) {
 	if n < 1 || n%2 == 0 {
 		return nil, fmt.Errorf("compose: %d etcd members: want an odd number, at least 1", n)

@@ -35,3 +35,25 @@ func TestFindEtcdMemberFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestFindEtcdMemberBuildsNothing: without $LOCKBENCH_ETCD_MEMBER the
+// member is found next to the lockbench binary ($LOCKBENCH_BINARY here,
+// where the running program is a test), and without one there the error
+// names both places and how to build it, rather than running go build.
+func TestFindEtcdMemberBuildsNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EtcdMemberEnv, "")
+	t.Setenv(LockbenchBinaryEnv, filepath.Join(dir, "lockbench"))
+	_, err := findEtcdMember()
+	if err == nil || !strings.Contains(err.Error(), EtcdMemberEnv) || !strings.Contains(err.Error(), filepath.Join(dir, "etcd-member")) ||
+		!strings.Contains(err.Error(), "make build") {
+		t.Fatalf("no member anywhere: %v; want an error naming $%s, %s and make build", err, EtcdMemberEnv, dir)
+	}
+	member := filepath.Join(dir, "etcd-member")
+	if err := os.WriteFile(member, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findEtcdMember(); err != nil || got != member {
+		t.Fatalf("member next to lockbench: %q, %v; want %s", got, err, member)
+	}
+}

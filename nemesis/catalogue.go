@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -26,7 +25,7 @@ func (e Env) window() time.Duration { return windowFor(e.Target.Shape(), e.Lease
 // windowFor is window on a cluster of shape sh, for a backend whose lease
 // is lease.
 func windowFor(sh Shape, lease time.Duration) time.Duration {
-	if sh.Elects {
+	if sh.Has(Election) {
 		return max(lease, 2*time.Second)
 	}
 	return max(lease, time.Second)
@@ -94,13 +93,8 @@ var catalogue = []*Scenario{
 		// gets it twice. A lock lost in a failover is a key that was free
 		// when replication stopped, so the scenario runs on many keys.
 		Workload: workloads.UniformKeys,
-		fits: func(sh Shape) error {
-			if !sh.Sentinel {
-				return errors.New("applies to Sentinel, with replication links it can hold back (proxied here, rules on hosts)")
-			}
-			return nil
-		},
-		plan: failover,
+		Requires: Failover,
+		plan:     failover,
 	},
 	restart,
 	crash,

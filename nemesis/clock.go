@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -22,14 +21,14 @@ import (
 // the held key's remaining life on each.
 
 var clockJump = &Scenario{
-	Name:   "clock-jump",
-	span:   instantly,
-	Doc:    "the wall clock of a random minority or majority of the nodes (the leader first, where there is one) jumps forward by a number of key lifetimes, for real, while a holder is inside its section",
-	Params: map[string]string{"by": "the jump in key lifetimes: the TTL, or longer where the backend keeps its keys longer (default 1)", "nodes": "minority or majority (default)"},
-	MinTTL: 2 * time.Second,
-	Needs:  Needs{FakeClock: true},
-	fits:   needClock,
-	check:  checkClock("by"),
+	Name:     "clock-jump",
+	span:     instantly,
+	Doc:      "the wall clock of a random minority or majority of the nodes (the leader first, where there is one) jumps forward by a number of key lifetimes, for real, while a holder is inside its section",
+	Params:   map[string]string{"by": "the jump in key lifetimes: the TTL, or longer where the backend keeps its keys longer (default 1)", "nodes": "minority or majority (default)"},
+	MinTTL:   2 * time.Second,
+	Needs:    Needs{FakeClock: true},
+	Requires: Servers | MovableClock,
+	check:    checkClock("by"),
 	plan: func(e Env) plan {
 		// The jump is sized from how long the keys live on the servers,
 		// not from the lease the holder is promised: a lock that keeps
@@ -76,10 +75,10 @@ var clockRate = &Scenario{
 	Params: map[string]string{"rate": "how fast the clock runs, in real seconds per second (default 2)", "nodes": "minority or majority (default)"},
 	Note: "clock-rate scales the servers' wall clock only: a lock whose server times its leases on a monotonic clock (ZooKeeper's sessions) is not reached, " +
 		"so its dependence on a clock's rate could not be measured here",
-	MinTTL: 2 * time.Second,
-	Needs:  Needs{FakeClock: true},
-	fits:   needClock,
-	check:  checkClock("rate"),
+	MinTTL:   2 * time.Second,
+	Needs:    Needs{FakeClock: true},
+	Requires: Servers | MovableClock,
+	check:    checkClock("rate"),
 	plan: func(e Env) plan {
 		rate := float(e.Params, "rate", 2)
 		pick, which := e.clockTargets()
@@ -122,16 +121,6 @@ var clockRate = &Scenario{
 			},
 		})
 	},
-}
-
-func needClock(sh Shape) error {
-	if err := needServers(sh); err != nil {
-		return err
-	}
-	if !sh.FakeClock {
-		return errors.New("needs servers run under the clock preload (compose's FakeClock), which lockbench does not start these servers with")
-	}
-	return nil
 }
 
 func checkClock(size string) func(url.Values) error {

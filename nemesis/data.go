@@ -24,9 +24,9 @@ var restart = &Scenario{
 	span: instantly,
 	Doc: "a random majority of the nodes (the single server of a one-node backend) is shut down in order (SIGTERM) and started again while a holder is inside its section: " +
 		"it keeps what it persists at shutdown (nothing for Redis without persistence, everything elsewhere)",
-	MinTTL: 2 * time.Second,
-	fits:   needServers,
-	plan:   downAndUp("restarted", func(nodes []*compose.Node) error { return eachErr(nodes, (*compose.Node).Stop) }),
+	MinTTL:   2 * time.Second,
+	Requires: Servers,
+	plan:     downAndUp("restarted", func(nodes []*compose.Node) error { return eachErr(nodes, (*compose.Node).Stop) }),
 }
 
 var crash = &Scenario{
@@ -34,9 +34,9 @@ var crash = &Scenario{
 	span: instantly,
 	Doc: "a random majority of the nodes (the single server of a one-node backend) is killed (SIGKILL) and started again on the same disk while a holder is inside its section: " +
 		"the kernel kept every write the server made, synced or not (a process crash, not a machine's)",
-	MinTTL: 2 * time.Second,
-	fits:   needServers,
-	plan:   downAndUp("crashed", func(nodes []*compose.Node) error { return compose.KillAll(nodes...) }),
+	MinTTL:   2 * time.Second,
+	Requires: Servers,
+	plan:     downAndUp("crashed", func(nodes []*compose.Node) error { return compose.KillAll(nodes...) }),
 }
 
 var powerLoss = &Scenario{
@@ -44,19 +44,11 @@ var powerLoss = &Scenario{
 	span: powerLossSpan,
 	Doc: "a random majority of the nodes (the single server of a one-node backend) loses power while a holder is inside its section: " +
 		"every write not synced is lost (their data sits on a lazy filesystem), then they start again, at once or after a delay",
-	Params: map[string]string{"delay": "how long the nodes stay down, in key lifetimes (default 0: they start at once; 1 is the Redlock spec's delayed restart)"},
-	MinTTL: 2 * time.Second,
-	Needs:  Needs{LazyFS: true},
-	check:  func(v url.Values) error { return checkNonNegative(v, "delay") },
-	fits: func(sh Shape) error {
-		if err := needServers(sh); err != nil {
-			return err
-		}
-		if !sh.LazyFS {
-			return errors.New("needs servers whose data sits on a lazy filesystem (compose's LazyFS: root and /dev/fuse), which lockbench does not start for these servers")
-		}
-		return nil
-	},
+	Params:   map[string]string{"delay": "how long the nodes stay down, in key lifetimes (default 0: they start at once; 1 is the Redlock spec's delayed restart)"},
+	MinTTL:   2 * time.Second,
+	Needs:    Needs{LazyFS: true},
+	check:    func(v url.Values) error { return checkNonNegative(v, "delay") },
+	Requires: Servers | LosableData,
 	plan: func(e Env) plan {
 		delay := time.Duration(nonNegative(e.Params, "delay", 0) * float64(max(e.KeyLife, e.Spec.TTL)))
 		label := "lost power"

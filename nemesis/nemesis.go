@@ -15,8 +15,11 @@
 // A scenario knows no backend: it acts on a Target, the servers behind a
 // backend with the controls their cluster has (a leader to find, member
 // traffic to cut, a Sentinel set to fail over), and asks of its shape
-// whether it can run at all. Which fault classes apply to a backend, and
-// why the others do not, the backend's descriptor says.
+// whether it can run at all: a scenario Requires capabilities (a leader,
+// peer links, a clock it can move, data it can lose, a failover, a proxy),
+// and applies exactly where the cluster has them; where it lacks one, the
+// reason is the one its server kind (package kinds) or the mechanism
+// wrote for it, once.
 //
 // Each scenario reproduces an argument of the Redlock debate or a fault a
 // consensus system exists for:
@@ -112,6 +115,9 @@ type Target struct {
 	Members Members
 	// Sentinel, when set, is the Sentinel set whose master failover loses.
 	Sentinel *compose.SentinelSet
+	// Why says why the cluster lacks a capability it lacks, in its kind's
+	// words (Shape.Why).
+	Why map[Capability]string
 	// Probe, when set, reads what node n holds of the keys whose names
 	// contain substr, as the backend stores them (its descriptor's
 	// Probe, on that node alone): what a fault that may lose or expire
@@ -153,37 +159,42 @@ func (t Target) leader(ctx context.Context) (*compose.Node, error) {
 type Shape struct {
 	// Nodes is the number of servers a scenario may pick from.
 	Nodes int
-	// Elects, Leader and Members say that the target has what Target's
-	// fields of those names give.
-	Elects, Leader, Members bool
-	// LazyFS, FakeClock and Netns say that every node has a lazy
-	// filesystem (a power loss can drop what it did not sync), runs under
-	// the clock preload (its wall clock can jump or run fast), or runs in
-	// a network namespace of its own (its clients can be cut off): what
-	// the Needs of a scenario ask. Before any server starts, a runner's
-	// shape says what the backend's servers can be started with here.
-	LazyFS, FakeClock, Netns bool
-	// Sentinel is set for a Sentinel set whose replication can be held
-	// back (its ReplicationLinks: proxies here, rules on hosts).
-	Sentinel bool
-	// Proxied is set when the clients reach every node through its proxy,
-	// which can cut them off or slow them down.
-	Proxied bool
+	// Caps are the capabilities the cluster has. Before any server
+	// starts, a runner's shape says what the backend's servers can be
+	// started with here (a lazy filesystem, the clock preload, network
+	// namespaces), which a scenario's Needs then asks for.
+	Caps Capability
+	// Why says, for a capability the cluster lacks, why: the words of the
+	// server kind or the mechanism that does not implement it. A lacking
+	// capability it does not name gets what the capability takes.
+	Why map[Capability]string
 }
 
-// Shape returns t's shape.
+// Shape returns t's shape: what its fields and its nodes offer, with t's
+// reasons for the rest.
 func (t Target) Shape() Shape {
-	sh := Shape{
-		Nodes: len(t.Nodes), Elects: t.Elects, Leader: t.Leader != nil, Members: t.Members != nil,
-		LazyFS: len(t.Nodes) > 0, FakeClock: len(t.Nodes) > 0, Netns: len(t.Nodes) > 0,
-		Sentinel: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0,
-		Proxied:  len(t.Nodes) > 0,
+	sh := Shape{Nodes: len(t.Nodes), Why: t.Why}
+	if len(t.Nodes) == 0 {
+		return sh
 	}
+	sh.Caps = Servers | ClientLinks | Proxy | LosableData | MovableClock
 	for _, n := range t.Nodes {
-		sh.Proxied = sh.Proxied && n.Proxy() != nil
-		sh.LazyFS = sh.LazyFS && n.HasLazyFS()
-		sh.FakeClock = sh.FakeClock && n.HasFakeClock()
-		sh.Netns = sh.Netns && n.Cuttable()
+		each := map[Capability]bool{
+			ClientLinks: n.Cuttable(), Proxy: n.Proxy() != nil, LosableData: n.HasLazyFS(), MovableClock: n.HasFakeClock(),
+		}
+		for c, has := range each {
+			if !has {
+				sh.Caps &^= c
+			}
+		}
+	}
+	for c, has := range map[Capability]bool{
+		Minority: len(t.Nodes) >= 3, Leadership: t.Leader != nil, Election: t.Elects, PeerLinks: t.Members != nil,
+		Failover: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0,
+	} {
+		if has {
+			sh.Caps |= c
+		}
 	}
 	return sh
 }
@@ -248,9 +259,11 @@ type Scenario struct {
 	// Workload is the workload the scenario needs, if any.
 	Workload workloads.Workload
 
-	fits  func(Shape) error
-	check func(url.Values) error
-	plan  func(Env) plan
+	// Requires are the capabilities a cluster must have for the scenario
+	// to apply to it.
+	Requires Capability
+	check    func(url.Values) error
+	plan     func(Env) plan
 	// span, when set, is how long one injection needs, its window and the
 	// gap after it, given the params and the backend's lease: cases
 	// stretch so that every injection fits without meeting the next.
@@ -321,17 +334,10 @@ func paramNames(s *Scenario) string {
 	return strings.Join(names, ", ")
 }
 
-// Fits returns nil if the scenario can run against a cluster of shape sh,
-// or an error saying why not.
-func (s *Scenario) Fits(sh Shape) error {
-	if s.fits == nil {
-		return nil
-	}
-	if err := s.fits(sh); err != nil {
-		return fmt.Errorf("fault %s: %w", s.Name, err)
-	}
-	return nil
-}
+// Fits returns nil if the scenario can run against a cluster of shape sh
+// (it has every capability the scenario Requires), or an *Inapplicable
+// naming the first it lacks and sh's reason.
+func (s *Scenario) Fits(sh Shape) error { return sh.requires(s.Name, s.Requires) }
 
 // Applies returns nil if the scenario can run against t, or an error
 // saying why not.
@@ -341,7 +347,7 @@ func (s *Scenario) Applies(t Target) error { return s.Fits(t.Shape()) }
 // that fits its injections, apart, for a backend whose lease is lease.
 func (f Fault) MinDuration(sh Shape, lease time.Duration, injections int) time.Duration {
 	var d time.Duration
-	if sh.Elects {
+	if sh.Has(Election) {
 		d = f.QuorumDuration
 	}
 	if f.span != nil {

@@ -45,15 +45,17 @@ func TestParse(t *testing.T) {
 func TestFits(t *testing.T) {
 	// The shapes of the clusters the runner starts (with the members of a
 	// quorum cluster in network namespaces of their own).
+	quorum := nemesis.Servers | nemesis.Minority | nemesis.Leadership | nemesis.Election | nemesis.PeerLinks |
+		nemesis.Proxy | nemesis.LosableData | nemesis.ClientLinks
 	shapes := map[string]nemesis.Shape{
 		"none":      {},
-		"redis":     {Nodes: 1, Proxied: true, LazyFS: true, FakeClock: true, Netns: true},
-		"redis×5":   {Nodes: 5, Proxied: true, LazyFS: true, FakeClock: true, Netns: true},
-		"sentinel":  {Nodes: 2, Leader: true, Sentinel: true},
-		"zookeeper": {Nodes: 3, Elects: true, Leader: true, Members: true, Proxied: true, LazyFS: true, FakeClock: true, Netns: true},
-		"etcd":      {Nodes: 3, Elects: true, Leader: true, Members: true, Proxied: true, LazyFS: true, Netns: true},
-		"postgres":  {Nodes: 1, Proxied: true, LazyFS: true, FakeClock: true, Netns: true},
-		"plain":     {Nodes: 3, Proxied: true}, // servers started without what the faults below need
+		"redis":     {Nodes: 1, Caps: nemesis.Servers | nemesis.Proxy | nemesis.LosableData | nemesis.MovableClock | nemesis.ClientLinks},
+		"redis×5":   {Nodes: 5, Caps: nemesis.Servers | nemesis.Minority | nemesis.Proxy | nemesis.LosableData | nemesis.MovableClock | nemesis.ClientLinks},
+		"sentinel":  {Nodes: 2, Caps: nemesis.Servers | nemesis.Leadership | nemesis.Failover},
+		"zookeeper": {Nodes: 3, Caps: quorum | nemesis.MovableClock},
+		"etcd":      {Nodes: 3, Caps: quorum},
+		"postgres":  {Nodes: 1, Caps: nemesis.Servers | nemesis.Proxy | nemesis.LosableData | nemesis.MovableClock | nemesis.ClientLinks},
+		"plain":     {Nodes: 3, Caps: nemesis.Servers | nemesis.Minority | nemesis.Proxy}, // servers started without what the faults below need
 	}
 	want := map[string][]string{ // scenario -> the shapes it fits
 		"none":             {"none", "redis", "redis×5", "sentinel", "zookeeper", "etcd", "postgres", "plain"},
@@ -86,6 +88,46 @@ func TestFits(t *testing.T) {
 			if got != expected {
 				t.Errorf("%s fits %s = %v, want %v (%v)", name, shape, got, expected, s.Fits(sh))
 			}
+			var na *nemesis.Inapplicable
+			if err := s.Fits(sh); err != nil && (!errors.As(err, &na) || na.Reason == "" || na.Missing == 0) {
+				t.Errorf("%s on %s: %v, want an *Inapplicable naming the missing capability and why", name, shape, err)
+			}
 		}
+	}
+}
+
+// TestInapplicableReason: a scenario that does not apply names the first
+// capability it requires that the cluster lacks, with the cluster's own
+// reason for it, or what the capability takes when the cluster gives none.
+func TestInapplicableReason(t *testing.T) {
+	etcd := nemesis.Shape{Nodes: 3, Caps: nemesis.Servers | nemesis.Election,
+		Why: map[nemesis.Capability]string{nemesis.MovableClock: "no clock preload reaches a Go program"}}
+	tests := []struct {
+		fault   string
+		sh      nemesis.Shape
+		missing nemesis.Capability
+		reason  string
+	}{
+		{"clock-jump", etcd, nemesis.MovableClock, "no clock preload reaches a Go program"},
+		{"clock-rate", nemesis.Shape{}, nemesis.Servers, "applies to backends with servers"},
+		{"partition-halves", etcd, nemesis.PeerLinks, "needs the members in network namespaces of their own (root and the ip command), or each on a host of its own"},
+		{"partition-leader", nemesis.Shape{Nodes: 1, Caps: nemesis.Servers, Why: map[nemesis.Capability]string{nemesis.Election: "one server"}},
+			nemesis.Election, "one server"},
+	}
+	for _, tc := range tests {
+		s, err := nemesis.Lookup(tc.fault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var na *nemesis.Inapplicable
+		if err := s.Fits(tc.sh); !errors.As(err, &na) || na.Missing != tc.missing || na.Reason != tc.reason || na.Fault != tc.fault {
+			t.Errorf("%s: Fits = %#v, want %v missing: %q", tc.fault, err, tc.missing, tc.reason)
+		}
+		if got := tc.sh.Reason(tc.missing); got != tc.reason {
+			t.Errorf("%s: Reason(%v) = %q, want %q", tc.fault, tc.missing, got, tc.reason)
+		}
+	}
+	if got := nemesis.Capability(nemesis.Election | nemesis.Servers).String(); got != "servers+election" {
+		t.Errorf("String = %q", got)
 	}
 }

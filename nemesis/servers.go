@@ -19,7 +19,7 @@ var serverPause = &Scenario{
 	span:           lasting,
 	QuorumDuration: quorumCase,
 	Doc:            "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
-	fits:           needServers,
+	Requires:       Servers,
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "paused", lasts: e.window(), exclusion: true,
@@ -47,10 +47,10 @@ var serverPause = &Scenario{
 }
 
 var crashMinority = &Scenario{
-	Name: "crash-minority",
-	span: lasting,
-	Doc:  "a random minority of the nodes (2 of 5 Redis nodes, 1 of 3 members: any of them, the leader or a priority node included) is killed for a lease (at least a second), then restarted with what it persisted",
-	fits: needMinority,
+	Name:     "crash-minority",
+	span:     lasting,
+	Doc:      "a random minority of the nodes (2 of 5 Redis nodes, 1 of 3 members: any of them, the leader or a priority node included) is killed for a lease (at least a second), then restarted with what it persisted",
+	Requires: Minority,
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			// The section the strike meets holds for most of its TTL, so
@@ -70,16 +70,8 @@ var partition = &Scenario{
 	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for a lease (at least a second), or from a Sentinel set's master for 4 s: " +
 		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as in a real partition); " +
 		"a Sentinel set's sentinels run on the clients' host and are cut off from the master too, so they may fail it over within the window (on hosts they sit beside the Redis nodes and keep seeing it; each injection says whether they failed it over)",
-	Needs: Needs{Netns: true},
-	fits: func(sh Shape) error {
-		if err := needServers(sh); err != nil {
-			return err
-		}
-		if !sh.Netns {
-			return errors.New("needs servers in network namespaces of their own (compose's Netns or PeerNetwork: root and the ip command), so that their clients' traffic can be cut")
-		}
-		return nil
-	},
+	Needs:    Needs{Netns: true},
+	Requires: Servers | ClientLinks,
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "cut off from the clients", lasts: cutWindow(e.Target.Shape(), e.Lease), exclusion: true,
@@ -130,7 +122,7 @@ const sentinelFailover = 4 * time.Second
 // whose leader its nodes do not elect (a Sentinel set's master: its
 // sentinels pick it).
 func cutWindow(sh Shape, lease time.Duration) time.Duration {
-	if sh.Leader && !sh.Elects {
+	if sh.Has(Leadership) && !sh.Has(Election) {
 		return max(windowFor(sh, lease), sentinelFailover)
 	}
 	return windowFor(sh, lease)
@@ -163,11 +155,11 @@ func sentinelsThrough(ctx context.Context, s *compose.SentinelSet, master *compo
 const cutProof = 200 * time.Millisecond
 
 var latency = &Scenario{
-	Name:    "latency",
-	span:    lasting,
-	Doc:     "responses from a random minority of the nodes, or from the single server, are delayed by 50 ms for a lease (at least a second)",
-	Proxied: true,
-	fits:    needProxied,
+	Name:     "latency",
+	span:     lasting,
+	Doc:      "responses from a random minority of the nodes, or from the single server, are delayed by 50 ms for a lease (at least a second)",
+	Proxied:  true,
+	Requires: Proxy,
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "+50ms", lasts: e.window(),
@@ -179,10 +171,10 @@ var latency = &Scenario{
 }
 
 var partitionLeader = &Scenario{
-	Name: "partition-leader",
-	span: lasting,
-	Doc:  "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every member) for 2 s, then healed",
-	fits: needPeers, QuorumDuration: quorumCase,
+	Name:     "partition-leader",
+	span:     lasting,
+	Doc:      "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every member) for 2 s, then healed",
+	Requires: Election | PeerLinks, QuorumDuration: quorumCase,
 	plan: func(e Env) plan {
 		return e.peerCut("cut off from the other members", func(ctx context.Context, _ int) ([]*compose.Node, error) {
 			l, err := e.Target.leader(ctx)
@@ -192,10 +184,10 @@ var partitionLeader = &Scenario{
 }
 
 var partitionHalves = &Scenario{
-	Name: "partition-halves",
-	span: lasting,
-	Doc:  "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot reach each other, for 2 s, then healed",
-	fits: needPeers, QuorumDuration: quorumCase,
+	Name:     "partition-halves",
+	span:     lasting,
+	Doc:      "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot reach each other, for 2 s, then healed",
+	Requires: Election | PeerLinks, QuorumDuration: quorumCase,
 	plan: func(e Env) plan {
 		return e.peerCut("split from the majority", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil })
 	},
@@ -206,12 +198,7 @@ var leaderKill = &Scenario{
 	span:           lasting,
 	QuorumDuration: quorumCase,
 	Doc:            "the ZooKeeper or etcd leader is killed for 2 s, then restarted with its data",
-	fits: func(sh Shape) error {
-		if !sh.Elects {
-			return errors.New("applies to clusters whose members elect their leader (ZooKeeper, etcd)")
-		}
-		return nil
-	},
+	Requires:       Election,
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "leader down", lasts: e.window(), exclusion: true,
@@ -238,37 +225,6 @@ var leaderKill = &Scenario{
 			undo: func(ctx context.Context, nodes []*compose.Node) error { return compose.StartAll(ctx, nodes...) },
 		})
 	},
-}
-
-func needServers(sh Shape) error {
-	if sh.Nodes == 0 {
-		return errors.New("applies to backends with servers")
-	}
-	return nil
-}
-
-func needPeers(sh Shape) error {
-	switch {
-	case !sh.Elects:
-		return errors.New("applies to clusters whose members elect their leader among themselves (ZooKeeper, etcd)")
-	case !sh.Members:
-		return errors.New("needs the members in network namespaces of their own (compose's PeerNetwork: root and the ip command), or each on a host of its own")
-	}
-	return nil
-}
-
-func needMinority(sh Shape) error {
-	if sh.Nodes >= 3 {
-		return nil
-	}
-	return errors.New("needs a cluster of at least 3 nodes")
-}
-
-func needProxied(sh Shape) error {
-	if sh.Proxied {
-		return nil
-	}
-	return errors.New("needs servers the clients reach through proxies")
 }
 
 // kill kills the nodes at once and says so, with their processes.

@@ -2,6 +2,7 @@ package suites
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -24,15 +25,15 @@ type Plan struct {
 }
 
 // applicability returns why fault f cannot apply to backend b, or "" when
-// it can: the backend's descriptor says the class cannot apply, or its
-// servers here cannot have the fault. Every question of the table about
-// applicability goes through it, so that how it is answered changes in
-// one place.
+// it can: its servers lack a capability the fault requires, and the
+// reason is the lacking kind's or mechanism's own. Every question of the
+// table about applicability goes through it, so that how it is answered
+// changes in one place.
 func applicability(b bench.Backend, f nemesis.Fault) string {
-	if reason := b.NotApplicable(f.Class()); reason != "" {
-		return reason
-	}
 	if err := f.Fits(bench.Shape(b)); err != nil {
+		if na, ok := errors.AsType[*nemesis.Inapplicable](err); ok {
+			return na.Reason
+		}
 		return err.Error()
 	}
 	return ""

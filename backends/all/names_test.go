@@ -1,6 +1,7 @@
 package all_test
 
 import (
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -77,35 +78,37 @@ func TestNoBackendNamedOutsideItsPackage(t *testing.T) {
 	}
 }
 
-// TestEveryInapplicableFaultHasTheBackendsReason: wherever the nemesis
-// could not run a fault class on a backend's servers, the backend's
-// descriptor says why, so that the results carry the backend's reason
-// rather than the nemesis's (which knows no backend). Member faults are
-// judged as where network namespaces are available.
-func TestEveryInapplicableFaultHasTheBackendsReason(t *testing.T) {
+// TestEveryInapplicableFaultHasItsKindsReason: wherever the nemesis
+// cannot run a fault class on a backend's servers, the reason is the one
+// written where the missing capability is not implemented — by the
+// servers' kind, or the mechanism this machine lacks — not the
+// capability's generic want, and no descriptor restates it. Member faults
+// are judged as where network namespaces are available.
+func TestEveryInapplicableFaultHasItsKindsReason(t *testing.T) {
 	for _, d := range backends.Descriptors() {
 		b, err := bench.ParseBackend(d.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sh := bench.Shape(b)
-		sh.Members = sh.Members || sh.Elects
+		if sh.Has(nemesis.Election) {
+			sh.Caps |= nemesis.PeerLinks
+		}
 		for _, class := range nemesis.Names() {
 			s, err := nemesis.Lookup(class)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Fits(sh); err != nil && d.NotApplicable[class] == "" {
-				t.Errorf("%s under %s: the nemesis cannot run it (%v), and the descriptor gives no reason", d.Name, class, err)
+			na, ok := errors.AsType[*nemesis.Inapplicable](s.Fits(sh))
+			if !ok {
+				continue
+			}
+			if strings.TrimSpace(na.Reason) == "" || na.Reason == na.Missing.Takes() || sh.Why[na.Missing] != na.Reason {
+				t.Errorf("%s under %s: lacks %v with %q: not a reason its kind or a mechanism gives", d.Name, class, na.Missing, na.Reason)
 			}
 		}
 		if strings.TrimSpace(d.Doc) == "" {
 			t.Errorf("%s: no Doc: the CLI's help says what each backend is", d.Name)
-		}
-		for class, why := range d.NotApplicable {
-			if _, err := nemesis.Lookup(class); err != nil || strings.TrimSpace(why) == "" {
-				t.Errorf("%s: not-applicable class %q (%q): not a fault of the catalogue, or no reason", d.Name, class, why)
-			}
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/suites"
 	"github.com/lockbench/lockbench/workloads"
@@ -23,8 +24,6 @@ import (
 // runs under one fault, is one rule of the case table (package suites).
 const throwaway = "throwaway"
 
-const throwawayWhy = "a throwaway on one Redis server has no replica to fail over to"
-
 func init() {
 	backends.Register(backends.Descriptor{
 		Name:    throwaway,
@@ -32,15 +31,8 @@ func init() {
 		Open:    redis.Open,
 		Servers: backends.Servers{Kind: backends.Redis, Count: 1},
 		// Its leases outlive their TTL twice over.
-		Lease:    func(ttl time.Duration, _ map[string]string) time.Duration { return 2 * ttl },
-		Variants: []backends.Variant{{}, {Params: "fencing=false", Listed: true}},
-		NotApplicable: map[string]string{
-			"failover":         throwawayWhy,
-			"crash-minority":   "one server has no minority",
-			"partition-leader": "one server has no peers",
-			"partition-halves": "one server has no peers",
-			"leader-kill":      "one server elects no leader",
-		},
+		Lease:     func(ttl time.Duration, _ map[string]string) time.Duration { return 2 * ttl },
+		Variants:  []backends.Variant{{}, {Params: "fencing=false", Listed: true}},
 		Endpoints: backends.Endpoints{Flag: throwaway, Usage: "the throwaway's Redis server", Auth: redis.Auth},
 	})
 }
@@ -48,7 +40,8 @@ func init() {
 // TestAddingABackendIsOnePackage: a backend registered with a descriptor
 // and nothing else is listed, sized, put by the suites under the faults
 // that apply to it (its variant under the one its rule gives), skipped under
-// the others with its own reason, given servers, and measured end to end.
+// the others with the reason of its servers' kind (which it does not
+// restate), given servers, and measured end to end.
 func TestAddingABackendIsOnePackage(t *testing.T) {
 	if !slices.Contains(bench.Listed(), throwaway) || !slices.Contains(bench.Listed(), throwaway+"?fencing=false") {
 		t.Fatalf("Listed = %v", bench.Listed())
@@ -56,6 +49,12 @@ func TestAddingABackendIsOnePackage(t *testing.T) {
 	b, err := bench.ParseBackend(throwaway)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Why a failover cannot apply is its servers' kind's to say: one
+	// Redis server has no replica.
+	throwawayWhy := bench.Shape(b).Reason(nemesis.Failover)
+	if !strings.Contains(throwawayWhy, "one standalone Redis server has no replica") {
+		t.Fatalf("the kind's reason for no failover: %q", throwawayWhy)
 	}
 	if got := bench.Lease(b, time.Second); got != 2*time.Second {
 		t.Errorf("lease of a 1s TTL = %v, want the descriptor's 2s", got)
@@ -96,7 +95,7 @@ func TestAddingABackendIsOnePackage(t *testing.T) {
 		}
 	}
 	if skipped["failover"] != throwawayWhy {
-		t.Errorf("failover skipped for %q, want the descriptor's reason", skipped["failover"])
+		t.Errorf("failover skipped for %q, want the kind's reason", skipped["failover"])
 	}
 
 	// End to end: a fault-free case measured on the servers the runner
@@ -120,6 +119,6 @@ func TestAddingABackendIsOnePackage(t *testing.T) {
 		t.Fatalf("cases %+v: want one clean case of the throwaway on its one server", f.Cases)
 	}
 	if len(f.Skipped) != 1 || f.Skipped[0].Reason != throwawayWhy {
-		t.Fatalf("skipped %+v: want the failover, with the descriptor's reason", f.Skipped)
+		t.Fatalf("skipped %+v: want the failover, with the kind's reason", f.Skipped)
 	}
 }

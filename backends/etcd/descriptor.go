@@ -26,13 +26,6 @@ func init() {
 		Lease: func(ttl time.Duration, _ map[string]string) time.Duration {
 			return (ttl + TTLResolution - 1) / TTLResolution * TTLResolution
 		},
-		NotApplicable: map[string]string{
-			"failover": "etcd has no Sentinel to fail over: a leader's loss is what leader-kill and partition-leader do",
-			"clock-jump": "etcd leases count down on the leader's monotonic clock (not read off a wall clock), which no wall-clock jump moves; " +
-				"and no clock preload reaches an etcd member: a Go program reads its clocks through the vDSO, not libc (Chaos Mesh's TimeChaos patches the vDSO for that)",
-			"clock-rate": "etcd leases count down on the leader's monotonic clock, whose rate could not be changed here: no clock preload reaches a Go program, " +
-				"which reads its clocks through the vDSO, not libc (Chaos Mesh's TimeChaos patches the vDSO); how etcd depends on a clock's rate was not measured",
-		},
 		Endpoints: backends.Endpoints{
 			Flag:  "etcd",
 			Usage: "the etcd endpoints",

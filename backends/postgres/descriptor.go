@@ -25,13 +25,6 @@ func init() {
 			{Params: "mode=" + string(Lease)},
 			{Params: "mode=" + string(Advisory) + "&keepalive=" + CaseKeepalive.String(), Listed: true},
 		},
-		NotApplicable: map[string]string{
-			"failover":         "one PostgreSQL server without replicas has nothing to fail over",
-			"crash-minority":   "needs a cluster of at least 3 nodes: one PostgreSQL server has no minority to crash (its loss is what restart and server-pause do)",
-			"partition-leader": "one PostgreSQL server has no peers: there is no leader to cut off from its followers",
-			"partition-halves": "one PostgreSQL server has no peers to be split from",
-			"leader-kill":      "one PostgreSQL server elects no leader (its loss is what restart and server-pause do)",
-		},
 		Endpoints: backends.Endpoints{
 			Flag:  "postgres",
 			Usage: "the PostgreSQL server of the postgres backend (host:port, or a postgres:// URL)",

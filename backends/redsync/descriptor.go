@@ -15,8 +15,7 @@ func init() {
 		Doc:  "github.com/go-redsync/redsync/v4, the reference Go Redlock, on the same five masters as lockbench's",
 		Open: Open,
 		// Redlock's five masters: both are measured on the same nodes.
-		Servers:       backends.Servers{Kind: backends.Redis, Count: 5},
-		NotApplicable: redis.NotApplicable(5),
+		Servers: backends.Servers{Kind: backends.Redis, Count: 5},
 		// redsync's validity: the expiry less the attempt's time less
 		// expiry×drift (its drift factor, the drift param).
 		Contract: func(_ time.Duration, params map[string]string) (locker.Info, error) {

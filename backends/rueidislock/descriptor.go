@@ -16,8 +16,7 @@ func init() {
 		Servers: backends.Servers{Kind: backends.Redis, Count: 1},
 		KeyLife: keyLife,
 		// It runs on one Redis server, as the redis backend does.
-		NotApplicable: redis.NotApplicable(1),
-		Probe:         redis.Probe,
+		Probe: redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  "rueidislock",
 			Usage: "the single Redis server of rueidislock",

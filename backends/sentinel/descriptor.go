@@ -24,13 +24,6 @@ func init() {
 		Probe: redis.Probe,
 		// WAIT is there for the failover: what it buys.
 		Variants: []backends.Variant{{}, {Params: "wait=1"}},
-		NotApplicable: map[string]string{
-			"crash-minority":   "needs a cluster of at least 3 nodes: the Sentinel set has a master and one replica (losing the master is the failover fault's case)",
-			"latency":          "needs servers the clients reach through proxies; Sentinel's clients follow the master the sentinels name, around any proxy",
-			"partition-leader": "the fault cuts a consensus leader from its followers; a Sentinel set's Redis nodes elect nothing (the sentinels pick the master, and the failover fault cuts its replication)",
-			"partition-halves": "the fault splits the members of a consensus cluster; a Sentinel set's Redis nodes only replicate from the master (the failover fault cuts that replication)",
-			"leader-kill":      "killing a Sentinel set's master is the failover fault's case",
-		},
 		Endpoints: backends.Endpoints{
 			Flag:   "sentinel",
 			Usage:  "the sentinels of the sentinel backend",

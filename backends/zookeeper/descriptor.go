@@ -26,9 +26,6 @@ func init() {
 		},
 		Lease: silentLease,
 		Probe: Probe,
-		NotApplicable: map[string]string{
-			"failover": "ZooKeeper has no Sentinel to fail over: a leader's loss is what leader-kill and partition-leader do",
-		},
 		Endpoints: backends.Endpoints{
 			Flag:  "zookeeper",
 			Usage: "the ZooKeeper ensemble (host:port of each server)",

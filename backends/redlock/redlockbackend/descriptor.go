@@ -36,8 +36,7 @@ func init() {
 		// Without the quarantine, a majority restarted empty grants held
 		// keys again; with plain counters for tokens, nodes restarted
 		// empty forget them: the suites run both for restarts.
-		Variants:      []backends.Variant{{}, {Params: "quarantine=false"}, {Params: "clockfloor=false"}},
-		NotApplicable: redis.NotApplicable(5),
+		Variants: []backends.Variant{{}, {Params: "quarantine=false"}, {Params: "clockfloor=false"}},
 		// Redlock's validity: TTL − elapsed − (TTL×drift + 2 ms), from the
 		// start of the attempt that won (the drift param, DefaultDrift).
 		Contract: func(_ time.Duration, params map[string]string) (locker.Info, error) {

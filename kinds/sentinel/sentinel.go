@@ -1,0 +1,93 @@
+// Package sentinel is the server kind of a Redis master with replicas,
+// watched by redis-sentinel processes that promote a replica when the
+// master fails: it registers what such a set offers the faults.
+package sentinel
+
+import (
+	"context"
+	"slices"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/inventory"
+	"github.com/lockbench/lockbench/kinds"
+	"github.com/lockbench/lockbench/nemesis"
+)
+
+func init() {
+	// A sentinel on a host runs redis-server --sentinel.
+	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start,
+		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.RedisServer} }})
+}
+
+// Offers is what a Sentinel set of n Redis nodes (a master and n-1
+// replicas) offers the faults: a master to find, and a failover whose
+// replication can be held back; its nodes can be paused, killed, cut off
+// from their clients, powered off and have their clocks moved. Its
+// clients reach no node through a proxy, and its nodes elect nothing.
+func Offers(n int) kinds.Offer {
+	o := kinds.Offer{
+		Caps: nemesis.Servers | nemesis.Leadership | nemesis.Failover | nemesis.ClientLinks | nemesis.LosableData | nemesis.MovableClock,
+		Why: map[nemesis.Capability]string{
+			nemesis.Proxy: "needs servers the clients reach through proxies; " +
+				"Sentinel's clients follow the master the sentinels name, around any proxy",
+			nemesis.Election: "a Sentinel set's Redis nodes elect nothing and only replicate from the master: the sentinels pick the master " +
+				"(killing it is the failover fault's case, which cuts its replication too)",
+			nemesis.Minority: "needs a cluster of at least 3 nodes: the Sentinel set has a master and one replica " +
+				"(losing the master is the failover fault's case)",
+		},
+	}
+	if n >= 3 {
+		o.Caps |= nemesis.Minority
+	}
+	return o
+}
+
+// Start starts a Sentinel set of spec.Count Redis nodes, a master and
+// replicas, and the sentinels that watch them: here, with its
+// replication through proxies that the failover fault holds back — but
+// for a set in network namespaces, where a cut of the master's clients
+// would take those proxies in, and with them the replication a real
+// partition of the clients leaves up — or on the hosts spec.On names
+// (see on). Its clients ask its sentinels for the master.
+func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
+	o := compose.SentinelOptions{Replicas: spec.Count - 1, ProxiedReplication: !spec.Needs.Netns, Durability: spec.Durability,
+		LazyFS: spec.Needs.LazyFS, FakeClock: spec.Needs.FakeClock, Netns: spec.Needs.Netns}
+	if !spec.Here() {
+		o = on(spec)
+	}
+	set, err := env.Sentinel(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return &kinds.Cluster{
+		Target:    nemesis.Target{Nodes: set.Nodes(), Leader: set, Sentinel: set},
+		Processes: append(slices.Clone(set.Nodes()), set.Sentinels...),
+		Dial:      set.SentinelAddrs(), Master: set.MasterName,
+	}, nil
+}
+
+// on is a Sentinel set on the inventory's placements (the master on the
+// first, a replica on each other), with a sentinel beside each Redis
+// node: at the port its entry names (Placement.PeerPorts, from
+// sentinel_port) or Sentinel's 26379, in the data dir's sibling
+// "<data>-sentinel".
+func on(spec kinds.Spec) compose.SentinelOptions {
+	pl := slices.Clone(spec.On)
+	for i := range pl {
+		// No proxy: its clients follow the master the sentinels name,
+		// around any proxy (and a sentinel beside a node would take
+		// the node's proxy port).
+		pl[i].Proxy = nil
+	}
+	o := compose.SentinelOptions{Durability: spec.Durability, FakeClock: spec.Needs.FakeClock, LazyFS: spec.Needs.LazyFS, On: pl}
+	for _, p := range pl {
+		port := 26379
+		if len(p.PeerPorts) > 0 && p.PeerPorts[0] != 0 {
+			port = p.PeerPorts[0]
+		}
+		p.Port, p.PeerPorts, p.Dir = port, nil, p.Dir+"-sentinel"
+		o.SentinelsOn = append(o.SentinelsOn, p)
+	}
+	return o
+}

@@ -1,0 +1,46 @@
+// Package zookeeper is the server kind of a ZooKeeper ensemble: it
+// registers what an ensemble offers the faults.
+package zookeeper
+
+import (
+	"context"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/inventory"
+	"github.com/lockbench/lockbench/kinds"
+	"github.com/lockbench/lockbench/nemesis"
+)
+
+func init() {
+	kinds.Register(kinds.Kind{Name: backends.ZooKeeper, Offers: Offers, Start: Start,
+		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.ZooKeeper),
+		OnHost: func() inventory.Needs {
+			return inventory.Needs{Binary: compose.Java, Files: compose.ZooKeeperClasspath}
+		}})
+}
+
+// Offers is what an ensemble of n servers offers the faults: a leader
+// they elect, links between them to cut, and every node fault, its
+// clock's included (a ZooKeeper server is a Java program, which reads its
+// wall clock through libc); it has no Sentinel to fail over.
+func Offers(n int) kinds.Offer {
+	o := kinds.Quorum(n, "ZooKeeper has no Sentinel to fail over: a leader's loss is what leader-kill and partition-leader do")
+	o.Caps |= nemesis.MovableClock
+	return o
+}
+
+// Start starts an ensemble of spec.Count servers: here behind proxies,
+// its members in network namespaces of their own when this machine
+// allows it, or on the hosts spec.On names.
+func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
+	o := compose.ZooKeeperOptions{Durability: spec.Durability, LazyFS: spec.Needs.LazyFS, FakeClock: spec.Needs.FakeClock, On: spec.On}
+	if spec.Here() {
+		o.Proxied, o.PeerNetwork = true, kinds.PeersCut(spec)
+	}
+	z, err := env.ZooKeeper(ctx, spec.Count, o)
+	if err != nil {
+		return nil, err
+	}
+	return kinds.Elected(z.Nodes, z, spec), nil
+}
