@@ -42,7 +42,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), proxyCmd(), judgeCmd(), checkCmd(), hostsCmd(), lazyfsCmd())
+	root.AddCommand(runCmd(), adviseCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), proxyCmd(), judgeCmd(), checkCmd(), hostsCmd(), lazyfsCmd())
 	root.AddCommand(admitCmds()...)
 	return root
 }

@@ -56,6 +56,7 @@ type runFlags struct {
 	out        string
 	noReport   bool
 	endpoints  endpointFlags
+	failOn     []string
 }
 
 func runCmd() *cobra.Command {
@@ -125,12 +126,17 @@ Backends:
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
 	f.endpoints.register(fl)
+	fl.StringSliceVar(&f.failOn, "fail-on", nil, "exit 3 when the run shows any of: lock-bug (a real backend's lock bug), stale-write (a stale write a token-checking resource accepted), undecided (a question the recommendation cannot answer with one backend)")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 func (f *runFlags) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
+	gates, err := parseGates(f.failOn)
+	if err != nil {
+		return err
+	}
 	cases, skipped, err := f.cases(cmd)
 	if err != nil {
 		return err
@@ -265,7 +271,24 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if len(invalid) > 0 {
 		return fmt.Errorf("%d of %d cases not run: %w", len(invalid), len(cases), errors.Join(invalid...))
 	}
-	return nil
+	return failOn(gates, file, "", undecidedRun(file))
+}
+
+// undecidedRun says which question the run's recommendation answers with
+// no single backend (none qualifies, the run cannot judge, or several
+// are recommended alike), or "".
+func undecidedRun(f *results.File) string {
+	rec := report.Recommend(f)
+	var out []string
+	for _, q := range []struct {
+		what string
+		ch   report.Choice
+	}{{"efficiency", rec.Efficiency}, {"correctness", rec.Correctness}} {
+		if q.ch.Backend == "" || len(q.ch.Alike) > 0 {
+			out = append(out, q.what+": "+q.ch.Answer)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // finish renders the report of a run and prints to w where it is, with

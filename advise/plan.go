@@ -1,0 +1,561 @@
+package advise
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/stats"
+	"github.com/lockbench/lockbench/workloads"
+)
+
+// The plan's statistics: the family-wise level, the looks (rounds) it
+// is spent over, and the practical margins each comparison must be able
+// to see.
+const (
+	// Alpha is the family-wise error rate of one answer.
+	Alpha = 0.05
+	// Looks is the most rounds a plan runs: the level is spent over them.
+	Looks = 3
+	// MarginBug is the difference in lock-bug rate per tested injection
+	// (0 against this) that the efficiency ranking must be able to see.
+	MarginBug = 0.5
+	// MarginQualify is the lock-bug rate a qualifier's zero must bound
+	// (at 95%) for a correctness answer: 10 tested injections a class.
+	MarginQualify = 0.26
+	// Power is the chance of seeing a difference at the margin.
+	Power = 0.8
+	// roundOneInjections is what round 1 injects per fault case: enough
+	// to see a lock bug that is common; the rounds add where it counts.
+	roundOneInjections = 3
+	// maxInjections bounds one case's injections (a round splits more
+	// over trials).
+	maxInjections = 10
+)
+
+// Candidate is a backend the plan puts forward.
+type Candidate struct {
+	// Spec is the backend as written (redlock, postgres?mode=advisory).
+	Spec string
+	// Kind is its servers' kind.
+	Kind string
+	// Have is set when the team runs servers of Kind: no new
+	// infrastructure.
+	Have bool
+}
+
+// Class is a fault class and whether the plan runs it, with why.
+type Class struct {
+	Name string
+	// Spec is the fault as the cases run it, with params from the
+	// profile (client-pause?x=2).
+	Spec string
+	In   bool
+	Why  string
+}
+
+// Need is what one comparison (or one qualification, B empty) needs to
+// be decided: more tested injections of a class, or more independent
+// trials.
+type Need struct {
+	A, B string
+	// Measure is MeasureLockBug, MeasureQualify or MeasureSpeed.
+	Measure    string
+	Class      string
+	Injections int
+	Trials     int
+}
+
+// The measures a Need can be about.
+const (
+	MeasureLockBug = "lock-bug"
+	MeasureQualify = "qualify"
+	MeasureSpeed   = "speed"
+)
+
+// Plan is what advise runs for a profile, decided before any server
+// starts.
+type Plan struct {
+	Profile    Profile
+	Budget     time.Duration
+	Candidates []Candidate
+	Classes    []Class
+	// Family is the comparisons that can change the answer (the leader
+	// against each contender, on each deciding measure); Level the level
+	// each is held to: Alpha over Family and Looks.
+	Family int
+	Level  float64
+	// Trials are the independent trials a side speed needs; Injections
+	// the tested injections a side a lock-bug rate needs; Qualify the
+	// tested injections without a lock bug that bound the rate below
+	// MarginQualify.
+	Trials, Injections, Qualify int
+	// Cases are round 1's, in the order they run; Estimate their time.
+	Cases    []bench.Case
+	Estimate time.Duration
+	// Whole is the time every planned comparison would need to be
+	// decided; Cut says what round 1 leaves out for the budget.
+	Whole time.Duration
+	Cut   []string
+	// Skipped are the classes the suite leaves out for a backend, and
+	// why (results.File.Skipped).
+	Skipped []results.Skip
+
+	suite bench.Suite
+}
+
+// New plans the experiment for p within budget (no cap when 0). It
+// starts nothing.
+func New(p Profile, budget time.Duration) (*Plan, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if budget < 0 {
+		return nil, fmt.Errorf("%w: budget %v: must be positive", ErrProfile, budget)
+	}
+	pl := &Plan{Profile: p, Budget: budget}
+	pl.candidates()
+	pl.classes()
+	pl.statistics()
+	if err := pl.build(); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// isDefault reports whether p is make bench's profile, whose plan is the
+// default suite's sweep and catalogue.
+func (p Profile) isDefault() bool { return reflect.DeepEqual(p, Default()) }
+
+// candidates lists the profile's backends, or the default suite's (but
+// the control, and the variants the suite runs under a few faults only
+// to show what a setting buys: redlock?quarantine=false), the team's
+// kinds first.
+func (pl *Plan) candidates() {
+	specs := pl.Profile.Backends
+	if len(specs) == 0 {
+		d := bench.Default()
+		for _, s := range d.Backends {
+			b, err := bench.ParseBackend(s)
+			if _, ablation := d.Variants[s]; err == nil && !b.Descriptor.Control && (!ablation || pl.Profile.isDefault()) {
+				specs = append(specs, s)
+			}
+		}
+	}
+	for _, s := range specs {
+		b, _ := bench.ParseBackend(s) // Validate parsed them
+		kind := string(b.Descriptor.Servers.Kind)
+		pl.Candidates = append(pl.Candidates, Candidate{Spec: s, Kind: kind, Have: slices.Contains(pl.Profile.Have, kind)})
+	}
+	slices.SortStableFunc(pl.Candidates, func(a, b Candidate) int {
+		return boolRank(a.Have) - boolRank(b.Have)
+	})
+}
+
+func boolRank(have bool) int {
+	if have {
+		return 0
+	}
+	return 1
+}
+
+// classes decides which fault classes matter for the profile, and why.
+func (pl *Plan) classes() {
+	p := pl.Profile
+	eff, cor := p.intends(IntentEfficiency), p.intends(IntentCorrectness)
+	add := func(name, spec string, in bool, why string) {
+		if spec == "" {
+			spec = name
+		}
+		pl.Classes = append(pl.Classes, Class{Name: name, Spec: spec, In: in, Why: why})
+	}
+	add("none", "", true, "the baseline: speed from independent trials on fresh servers, and fault-free safety")
+	if p.MaxPause > 0 {
+		x := math.Max(p.MaxPause.Seconds()/p.TTL.Seconds(), 0.05)
+		spec := "client-pause"
+		if p.isDefault() {
+			x = 1.5
+		} else {
+			spec = "client-pause?x=" + strconv.FormatFloat(x, 'g', 3, 64)
+		}
+		add("client-pause", spec, true, fmt.Sprintf("holders stall up to %v (%.2g leases): a lease that expires under a stall lets another in", p.MaxPause, x))
+	} else {
+		add("client-pause", "", false, "the profile's holders never stall (max-pause 0)")
+	}
+	add("server-pause", "", true, "a server that stalls (GC, VM) is the commonest fault: what it costs in grants, and whether a lock holds")
+	add("failover", "", cor || eff, "Sentinel only: a promoted replica that never got the lock")
+	add("restart", "", true, "a server restarted without its data: availability, and a lock lost with it")
+	add("crash-minority", "", true, "a minority of a quorum's nodes crash: a quorum lock should not notice")
+	add("latency", "", cor, orWhy(cor, "slow links under a lease's timing", "efficiency: slow links cost speed, which the baseline measures"))
+	for _, c := range []string{"partition-leader", "partition-halves", "leader-kill"} {
+		add(c, "", cor, orWhy(cor, "a consensus lock's leader lost or cut off", "efficiency: a leader's loss costs what crash-minority measures"))
+	}
+	add("partition", "", true, "clients cut off from the servers: who keeps the lock, and for how long nobody gets it")
+	if p.ClockStep > 0 {
+		by := math.Max(p.ClockStep.Seconds()/p.TTL.Seconds(), 0.05)
+		spec := "clock-jump"
+		if !p.isDefault() {
+			spec = "clock-jump?by=" + strconv.FormatFloat(by, 'g', 3, 64)
+		}
+		add("clock-jump", spec, cor, orWhy(cor, fmt.Sprintf("the servers' clocks step up to %v: keys that expire early", p.ClockStep),
+			"efficiency: a clock step's double grant is a correctness question"))
+	} else {
+		add("clock-jump", "", false, "the profile's clocks only slew (clock-step 0)")
+	}
+	add("clock-rate", "", false, "clocks slew within NTP's 500 ppm: 0.05% of a lease, inside every backend's margin (make bench-full runs it)")
+	add("power-loss", "", cor, orWhy(cor, "servers that lose power lose what they did not sync: a lock granted twice",
+		"efficiency: a power loss's availability cost is a restart's, measured under restart"))
+}
+
+func orWhy(in bool, yes, no string) string {
+	if in {
+		return yes
+	}
+	return no
+}
+
+// statistics sizes the samples each comparison needs at the family's
+// level: the leader against each other candidate, on each measure that
+// decides (lock bugs, availability and speed for efficiency;
+// availability and speed among correctness's qualifiers), over Looks
+// rounds (Bonferroni over comparisons and looks: conservative spending).
+func (pl *Plan) statistics() {
+	measures := 0
+	if pl.Profile.intends(IntentEfficiency) {
+		measures += 3
+	}
+	if pl.Profile.intends(IntentCorrectness) {
+		measures += 2
+	}
+	pl.Family = max(len(pl.Candidates)-1, 1) * measures
+	pl.Level = Alpha / float64(pl.Family*Looks)
+	pl.Trials = stats.SamplesToSeparate(Alpha, pl.Family*Looks)
+	pl.Injections = InjectionsToSeparate(MarginBug, pl.Level, Power)
+	pl.Qualify = InjectionsToBound(MarginQualify, 0.95)
+}
+
+// InjectionsToSeparate is the fewest tested injections a side with which
+// the one-sided exact test (Fisher's, as stats.RankSumAbove computes it
+// on 0/1 samples) sets a lock with no lock bug apart from one with a
+// lock bug in a share margin of its injections, at level, with
+// probability power; 0 past 200.
+func InjectionsToSeparate(margin, level, power float64) int {
+	for n := 2; n <= 200; n++ {
+		zeros := make([]float64, n)
+		seen := 0.0
+		for k := 0; k <= n; k++ {
+			ys := make([]float64, n)
+			for i := range k {
+				ys[i] = 1
+			}
+			s, err := stats.RankSumAbove(ys, zeros, 0)
+			if err == nil && s.P <= level {
+				seen += binomialPMF(n, k, margin)
+			}
+		}
+		if seen >= power {
+			return n
+		}
+	}
+	return 0
+}
+
+// InjectionsToBound is the fewest tested injections without a lock bug
+// whose one-sided upper bound at confidence lies at or below rate.
+func InjectionsToBound(rate, confidence float64) int {
+	for n := 1; n <= 1000; n++ {
+		if b, err := stats.UpperBound(0, n, confidence); err == nil && b <= rate {
+			return n
+		}
+	}
+	return 0
+}
+
+func binomialPMF(n, k int, p float64) float64 {
+	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x + 1)); return v }
+	return math.Exp(lg(n) - lg(k) - lg(n-k) + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
+}
+
+// Suite is the profile as a suite: the default suite's catalogue and
+// settings with the profile's candidates, classes, load and guards.
+func (pl *Plan) Suite() bench.Suite { return pl.suite }
+
+// build expands the plan's suite into round 1's cases and fits them to
+// the budget.
+func (pl *Plan) build() error {
+	p := pl.Profile
+	s := bench.Default()
+	s.Name = "advise"
+	var specs []string
+	for _, c := range pl.Candidates {
+		specs = append(specs, c.Spec)
+	}
+	if p.isDefault() {
+		// make bench: every backend of the default suite, the control too.
+		specs = s.Backends
+	} else {
+		// The budget, not the suite's, decides what runs where.
+		s.Only, s.Deferred = nil, nil
+		s.Workloads = []workloads.Workload{p.Workload()}
+		s.Clients, s.ManyKeysClients = []int{p.Clients}, nil
+		s.FaultClients = p.Clients
+		s.Keys = max(p.Keys, 1)
+		s.Hold = p.Hold()
+		s.TTL = p.TTL
+		s.Guards = guards(p.Token)
+		s.Leases = nil
+		if p.AutoExtend {
+			hold, _ := workloads.Uniform(2*p.TTL, 3*p.TTL)
+			s.Leases = []bench.LeaseLoad{{AutoExtend: true, Hold: hold, AcquireTimeout: 10 * p.TTL, Clients: 3, Seconds: 5,
+				Faults: []string{"client-pause?at=extend"}}}
+		}
+	}
+	s.Backends = specs
+	s.PerfTrials = max(pl.Trials, s.PerfTrials)
+	if !p.intends(IntentEfficiency) && !p.isDefault() {
+		s.PerfTrials = 1 // correctness ranks on speed last: one trial each for the record
+	}
+	s.Injections = roundOneInjections
+	s.Faults = nil
+	for _, c := range pl.Classes {
+		if c.In {
+			s.Faults = append(s.Faults, c.Spec)
+		}
+	}
+	pl.suite = s
+	cases, err := s.Cases()
+	if err != nil {
+		return err
+	}
+	pl.Skipped = s.Skipped()
+	cases = pl.shape(cases)
+	pl.Whole = pl.whole(cases)
+	pl.Cases, pl.Cut = pl.fit(cases)
+	pl.Estimate = Estimate(pl.Cases)
+	return nil
+}
+
+// guards are the guards a resource that can do token checks with its
+// fencing token needs judged, besides none.
+func guards(token string) []judge.Guard {
+	switch token {
+	case TokenWrite:
+		return []judge.Guard{judge.GuardNone, judge.GuardFence}
+	case TokenReadWrite:
+		return []judge.Guard{judge.GuardNone, judge.GuardFenceRW}
+	}
+	return []judge.Guard{judge.GuardNone}
+}
+
+// shape gives the cases what the suites refuse as flags: the profile's
+// auto-extension and an acquire timeout its holds fit, sections held
+// long enough that a restart's recovery fits inside them under the
+// classes that lose data, and fresh servers for the baseline's trials,
+// grouped so that each backend's trial runs on servers of its own.
+func (pl *Plan) shape(cases []bench.Case) []bench.Case {
+	p := pl.Profile
+	if !p.isDefault() {
+		wait := max(workloads.DefaultAcquireTimeout, 2*p.TTL, time.Duration(p.Clients)*p.HoldP99*2)
+		for i := range cases {
+			c := &cases[i]
+			if c.Spec.Load() != "" {
+				continue // the lease loads' own
+			}
+			c.Spec.AutoExtend = p.AutoExtend
+			c.Spec.AcquireTimeout = wait
+			if losesData(c.Fault.Class()) && p.HoldP50 < recoveryHold {
+				c.Spec.Hold, _ = workloads.Uniform(recoveryHold, recoveryHold*3/2)
+				if !p.AutoExtend && recoveryHold*3/2 >= c.Spec.TTL {
+					c.Spec.AutoExtend = true
+				}
+				c.Spec.AcquireTimeout = max(wait, 10*recoveryHold)
+			}
+		}
+	}
+	var perf, rest []bench.Case
+	for _, c := range cases {
+		if c.Fault.Name == "none" && c.ClientsAs == results.ClientsGoroutines {
+			c.Fresh = true
+			perf = append(perf, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	order := map[string]int{}
+	for i, spec := range pl.suite.Backends {
+		order[spec] = i
+	}
+	slices.SortStableFunc(perf, func(a, b bench.Case) int {
+		if a.Trial != b.Trial {
+			return a.Trial - b.Trial
+		}
+		return order[a.Backend.Spec] - order[b.Backend.Spec]
+	})
+	return append(perf, rest...)
+}
+
+// recoveryHold is the shortest section the plan holds under a fault that
+// loses data: a server restarted takes up to about a second here to
+// serve again, and the injection tests exclusion only when another
+// client asks for the key while the lost section is still open.
+const recoveryHold = time.Second
+
+func losesData(class string) bool {
+	return class == "restart" || class == "crash" || class == "power-loss" || class == "failover"
+}
+
+// The order in which a budget keeps classes: for correctness, the ones
+// that break exclusion first (a lost or expired lock, a lost write, a
+// clock that expires keys early); for efficiency, what costs grants.
+var (
+	priorityCorrectness = []string{"none", "client-pause", "restart", "power-loss", "clock-jump", "failover", "crash-minority", "partition",
+		"server-pause", "leader-kill", "partition-leader", "partition-halves", "latency"}
+	priorityEfficiency = []string{"none", "server-pause", "restart", "crash-minority", "partition", "client-pause", "failover"}
+)
+
+// cell is the cases of one backend under one class.
+type cell struct {
+	spec, class string
+	cases       []bench.Case
+	cost        time.Duration
+}
+
+// fit keeps, within the budget (the whole of it for round 1 when the
+// budget covers everything, else three quarters, the rest left to the
+// rounds), the cells in the order of what the answer needs first: the
+// candidates the team runs before those it would add, the classes in
+// the order of the plan's (the baseline, then what breaks exclusion for
+// correctness, what costs grants for efficiency); it returns what it
+// cut, in words.
+func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string) {
+	if pl.Budget == 0 || Estimate(cases) <= pl.Budget*9/10 {
+		return cases, nil
+	}
+	limit := pl.Budget * 3 / 4
+	byKey := map[[2]string]*cell{}
+	var cells []*cell
+	for _, c := range cases {
+		k := [2]string{c.Backend.Spec, c.Fault.Class()}
+		if byKey[k] == nil {
+			byKey[k] = &cell{spec: k[0], class: k[1]}
+			cells = append(cells, byKey[k])
+		}
+		byKey[k].cases = append(byKey[k].cases, c)
+	}
+	have := map[string]bool{}
+	for _, c := range pl.Candidates {
+		have[c.Spec] = c.Have
+	}
+	order := priorityEfficiency
+	if pl.Profile.intends(IntentCorrectness) {
+		order = priorityCorrectness
+	}
+	classRank := map[string]int{}
+	for i, c := range pl.Classes {
+		classRank[c.Name] = len(order) + i
+		if j := slices.Index(order, c.Name); j >= 0 {
+			classRank[c.Name] = j
+		}
+	}
+	ranked := slices.Clone(cells)
+	slices.SortStableFunc(ranked, func(a, b *cell) int {
+		if ha, hb := boolRank(have[a.spec]), boolRank(have[b.spec]); ha != hb {
+			return ha - hb
+		}
+		return classRank[a.class] - classRank[b.class]
+	})
+	keep := map[*cell]bool{}
+	var spent time.Duration
+	var cut []string
+	for _, c := range ranked {
+		c.cost = Estimate(c.cases)
+		if spent+c.cost <= limit {
+			keep[c], spent = true, spent+c.cost
+			continue
+		}
+		cut = append(cut, fmt.Sprintf("%s under %s (≈%s)", c.spec, c.class, seconds(c.cost)))
+	}
+	var out []bench.Case
+	for _, c := range cases {
+		if keep[byKey[[2]string{c.Backend.Spec, c.Fault.Class()}]] {
+			out = append(out, c)
+		}
+	}
+	return out, cut
+}
+
+// whole estimates what deciding every comparison would take: round 1,
+// and for each candidate and class in, the injections up to the
+// qualification's (correctness) or the separation's (efficiency).
+func (pl *Plan) whole(cases []bench.Case) time.Duration {
+	d := Estimate(cases)
+	want := 0
+	if pl.Profile.intends(IntentCorrectness) {
+		want = pl.Qualify
+	}
+	if pl.Profile.intends(IntentEfficiency) {
+		want = max(want, pl.Injections)
+	}
+	for _, c := range cases {
+		if c.Fault.Name == "none" || c.Injections == 0 || want <= c.Injections {
+			continue
+		}
+		more := c
+		more.Injections = want - c.Injections
+		d += Estimate([]bench.Case{more})
+	}
+	return d
+}
+
+// Costs of a case beyond its load, measured on make bench's runs (2
+// cores): about 0.7 s a case for its workers and judge, and a cluster's
+// start.
+const (
+	caseOverhead = 700 * time.Millisecond
+)
+
+// startCost is how long starting backend b's servers takes here.
+func startCost(b bench.Backend) time.Duration {
+	s := b.Descriptor.Servers
+	per := map[backends.Kind]time.Duration{
+		backends.Redis: 300 * time.Millisecond, backends.Sentinel: 4 * time.Second, backends.ZooKeeper: 6 * time.Second,
+		backends.Etcd: 4 * time.Second, backends.Postgres: 3 * time.Second,
+	}[s.Kind]
+	if s.Kind == backends.Redis {
+		return per * time.Duration(max(s.Count, 1))
+	}
+	return per
+}
+
+// Estimate is how long cases take to run here, in order: each case's
+// load as it will run (stretched to fit its injections), its overhead,
+// and a start of servers for each fresh trial and each change of the
+// servers a case needs.
+func Estimate(cases []bench.Case) time.Duration {
+	var d time.Duration
+	last := ""
+	for _, c := range cases {
+		ttl := max(c.Spec.TTL, c.Fault.MinTTL)
+		run := max(c.Spec.Duration, c.Fault.MinDuration(bench.Shape(c.Backend), bench.Lease(c.Backend, ttl), c.Injections))
+		d += run + caseOverhead
+		key := fmt.Sprintf("%v/%v/%s", c.Backend.Descriptor.Servers, c.Fault.Needs, c.Durability)
+		if c.Fresh {
+			key = fmt.Sprintf("%s/%d", c.Backend.Spec, c.Trial)
+		}
+		if key != last || c.Fault.Fresh {
+			d += startCost(c.Backend)
+			last = key
+		}
+	}
+	return d
+}
+
+// seconds writes d rounded to the second.
+func seconds(d time.Duration) string { return d.Round(time.Second).String() }
