@@ -372,6 +372,7 @@ func (r *Runner) record(c Case, spec workloads.Spec) results.Case {
 	rc := results.Case{
 		Backend: c.Backend.Spec, Fault: c.Fault.Spec, FaultClass: c.Fault.Class(), Trial: c.Trial, Host: r.host,
 		Durability: c.Durability, Seed: spec.Seed, Control: c.Backend.Descriptor.Control,
+		ServerKind: string(c.Backend.Descriptor.Servers.Kind),
 	}
 	spec.Describe(&rc)
 	return rc

@@ -55,6 +55,12 @@ type File struct {
 	// suite left it out): the report says "not judged" with the reason
 	// rather than leave a blank, and never reads a skipped class as a pass.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Profile is the service the run answers for (lockbench advise); nil
+	// for a run without one, answered as for a zero Profile.
+	Profile *Profile `json:"profile,omitempty"`
+	// Answer is the decision on the run's evidence (package answer);
+	// nil until a decision was made.
+	Answer *Answer `json:"answer,omitempty"`
 }
 
 // Skip is one fault class the run did not put one backend through.
@@ -82,6 +88,11 @@ type Case struct {
 	Trial   int    `json:"trial"`
 	// Host is the load generator that measured the case.
 	Host string `json:"host,omitempty"`
+	// ServerKind is the server software the backend's servers run
+	// (redis, sentinel, zookeeper, etcd, postgres; empty for none), as
+	// its descriptor declares it: the answer says which candidates a team
+	// already runs (Profile.Have) without knowing backends by name.
+	ServerKind string `json:"server_kind,omitempty"`
 	// FaultClass is the fault's catalogue name without its params
 	// ("client-pause" for "client-pause?x=1.5"): backends are compared on
 	// the classes they all faced.
