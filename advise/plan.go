@@ -22,7 +22,8 @@ import (
 const (
 	// Alpha is the family-wise error rate of one answer.
 	Alpha = 0.05
-	// Looks is the most rounds a plan runs: the level is spent over them.
+	// Looks is the most rounds a plan runs: look k spends Alpha/2^k
+	// (package answer), so that every look together spends at most Alpha.
 	Looks = 3
 	// MarginBug is the difference in lock-bug rate per tested injection
 	// (0 against this) that the efficiency ranking must be able to see.
@@ -32,9 +33,16 @@ const (
 	MarginQualify = 0.26
 	// Power is the chance of seeing a difference at the margin.
 	Power = 0.8
+	// MarginSpeed is the throughput ratio speed must be able to see, and
+	// spreadSpeed the spread of log throughput over fresh trials it
+	// plans with (package answer's).
+	MarginSpeed = 1.25
+	spreadSpeed = 0.2
 	// roundOneInjections is what round 1 injects per fault case: enough
 	// to see a lock bug that is common; the rounds add where it counts.
 	roundOneInjections = 3
+	// roundOneTrials is round 1's independent trials a side for speed.
+	roundOneTrials = 4
 	// maxInjections bounds one case's injections (a round splits more
 	// over trials).
 	maxInjections = 10
@@ -61,25 +69,6 @@ type Class struct {
 	Why  string
 }
 
-// Need is what one comparison (or one qualification, B empty) needs to
-// be decided: more tested injections of a class, or more independent
-// trials.
-type Need struct {
-	A, B string
-	// Measure is MeasureLockBug, MeasureQualify or MeasureSpeed.
-	Measure    string
-	Class      string
-	Injections int
-	Trials     int
-}
-
-// The measures a Need can be about.
-const (
-	MeasureLockBug = "lock-bug"
-	MeasureQualify = "qualify"
-	MeasureSpeed   = "speed"
-)
-
 // Plan is what advise runs for a profile, decided before any server
 // starts.
 type Plan struct {
@@ -89,7 +78,7 @@ type Plan struct {
 	Classes    []Class
 	// Family is the comparisons that can change the answer (the leader
 	// against each contender, on each deciding measure); Level the level
-	// each is held to: Alpha over Family and Looks.
+	// each is held to at the first look: its share, Alpha/2, over Family.
 	Family int
 	Level  float64
 	// Trials are the independent trials a side speed needs; Injections
@@ -221,11 +210,12 @@ func orWhy(in bool, yes, no string) string {
 	return no
 }
 
-// statistics sizes the samples each comparison needs at the family's
-// level: the leader against each other candidate, on each measure that
-// decides (lock bugs, availability and speed for efficiency;
-// availability and speed among correctness's qualifiers), over Looks
-// rounds (Bonferroni over comparisons and looks: conservative spending).
+// statistics sizes the samples each comparison needs at the first
+// look's level: the leader against each other candidate, on each
+// measure that decides (lock bugs, availability and speed for
+// efficiency; availability and speed among correctness's qualifiers),
+// Alpha/2 over them (Bonferroni; the decision's Tarone correction can
+// only do better).
 func (pl *Plan) statistics() {
 	measures := 0
 	if pl.Profile.intends(IntentEfficiency) {
@@ -235,8 +225,8 @@ func (pl *Plan) statistics() {
 		measures += 2
 	}
 	pl.Family = max(len(pl.Candidates)-1, 1) * measures
-	pl.Level = Alpha / float64(pl.Family*Looks)
-	pl.Trials = stats.SamplesToSeparate(Alpha, pl.Family*Looks)
+	pl.Level = Alpha / 2 / float64(pl.Family)
+	pl.Trials = TrialsToSeparate(MarginSpeed, spreadSpeed, pl.Level, Power)
 	pl.Injections = InjectionsToSeparate(MarginBug, pl.Level, Power)
 	pl.Qualify = InjectionsToBound(MarginQualify, 0.95)
 }
@@ -266,6 +256,20 @@ func InjectionsToSeparate(margin, level, power float64) int {
 	}
 	return 0
 }
+
+// TrialsToSeparate is the fewest independent trials a side (at least 3)
+// with which a one-sided test on log throughput at level sees a ratio
+// margin with probability power, for trials whose log throughput
+// spreads by sd: the normal approximation, plus one for the
+// t-distribution's heavier tails.
+func TrialsToSeparate(margin, sd, level, power float64) int {
+	z := zAbove(level) + zAbove(1-power)
+	d := math.Log(margin)
+	return max(int(math.Ceil(2*z*z*sd*sd/(d*d)))+1, 3)
+}
+
+// zAbove is the standard normal quantile with p above it.
+func zAbove(p float64) float64 { return math.Sqrt2 * math.Erfinv(1-2*p) }
 
 // InjectionsToBound is the fewest tested injections without a lock bug
 // whose one-sided upper bound at confidence lies at or below rate.
@@ -318,7 +322,9 @@ func (pl *Plan) build() error {
 		}
 	}
 	s.Backends = specs
-	s.PerfTrials = max(pl.Trials, s.PerfTrials)
+	// Round 1 gives speed the trials a large difference needs (6× shows
+	// in 3 a side); the rounds add where the answer stays tied.
+	s.PerfTrials = max(min(pl.Trials, roundOneTrials), s.PerfTrials)
 	if !p.intends(IntentEfficiency) && !p.isDefault() {
 		s.PerfTrials = 1 // correctness ranks on speed last: one trial each for the record
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -26,16 +27,16 @@ var ErrProfile = errors.New("bad profile")
 
 // The intents a profile can name.
 const (
-	IntentEfficiency  = "efficiency"
-	IntentCorrectness = "correctness"
-	IntentBoth        = "both"
+	IntentEfficiency  = results.IntentEfficiency
+	IntentCorrectness = results.IntentCorrectness
+	IntentBoth        = results.IntentBoth
 )
 
 // The tokens a profile's resource can check (Profile.Token).
 const (
-	TokenNone      = "none"
-	TokenWrite     = "write"
-	TokenReadWrite = "read-write"
+	TokenNone      = results.TokenNone
+	TokenWrite     = results.TokenWrite
+	TokenReadWrite = results.TokenReadWrite
 )
 
 // Kinds are the server kinds a team can say it runs (Profile.Have).
@@ -294,3 +295,20 @@ func (p Profile) Workload() workloads.Workload { return workloads.Workload(p.Key
 
 // intends reports whether p asks the question intent.
 func (p Profile) intends(intent string) bool { return p.Intent == intent || p.Intent == IntentBoth }
+
+// Results is p as results.json records it and the decision reads it,
+// with candidates as its backends (none for make bench's profile: every
+// backend the run measured).
+func (p Profile) Results(candidates []Candidate) results.Profile {
+	rp := results.Profile{
+		Intent: p.Intent, Have: slices.Clone(p.Have), Hold: results.HoldTime{P50: results.Duration(p.HoldP50), P99: results.Duration(p.HoldP99)},
+		TTL: results.Duration(p.TTL), AutoExtend: p.AutoExtend, Clients: p.Clients, Keys: max(p.Keys, 1), KeyDist: p.KeyDist, Token: p.Token,
+		MaxPause: results.Duration(p.MaxPause), ClockStep: results.Duration(p.ClockStep), Unavailability: results.Duration(p.Unavailability),
+	}
+	if !p.isDefault() {
+		for _, c := range candidates {
+			rp.Backends = append(rp.Backends, c.Spec)
+		}
+	}
+	return rp
+}

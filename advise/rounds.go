@@ -4,24 +4,47 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
+	"github.com/lockbench/lockbench/answer"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/results"
 )
 
 // Verdict is what one look at the results says: the answer is decided,
-// or these comparisons could still change it and need more.
+// or these comparisons could still change it, each with the tested
+// injections or independent trials a side it needs in all.
 type Verdict struct {
 	Decided bool
-	Needs   []Need
+	Needs   []results.Need
 }
 
-// Decider looks at the results of the rounds so far (look counts from
-// 1) and says whether the answer is decided and, if not, what would
-// settle it.
-type Decider func(f *results.File, look int) (Verdict, error)
+// Decider looks at the results of the rounds so far and says whether
+// the answer is decided and, if not, what would settle it.
+type Decider func(f *results.File) (Verdict, error)
+
+// Decide is the Decider of the decision procedure (answer.Decide) for
+// profile p: it records the answer in f (f.Answer, which the next look
+// reads to spend its share of alpha) with the profile, and the answer is
+// decided when every intent's is.
+func Decide(p results.Profile) Decider {
+	return func(f *results.File) (Verdict, error) {
+		a, err := answer.Decide(f, p)
+		if err != nil {
+			return Verdict{}, err
+		}
+		f.Answer, f.Profile = &a, &p
+		v := Verdict{Decided: true}
+		for _, ch := range []*results.Choice{a.Correctness, a.Efficiency} {
+			if ch == nil {
+				continue
+			}
+			v.Decided = v.Decided && ch.Decided
+			v.Needs = append(v.Needs, ch.Needs...)
+		}
+		return v, nil
+	}
+}
 
 // RunFunc runs cases and returns every result so far, the earlier
 // rounds' with them (bench.Runner.Run).
@@ -45,7 +68,7 @@ func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.
 		if err != nil {
 			return f, v, err
 		}
-		if v, err = decide(f, look); err != nil {
+		if v, err = decide(f); err != nil {
 			return f, v, err
 		}
 		if v.Decided {
@@ -58,12 +81,15 @@ func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.
 		}
 		left := time.Duration(0)
 		if pl.Budget > 0 {
-			left = pl.Budget - time.Since(start)
+			if left = pl.Budget - time.Since(start); left <= 0 {
+				fmt.Fprintf(log, "advise: the budget is spent after round %d: %d comparisons undecided\n", look, len(v.Needs))
+				return f, v, nil
+			}
 		}
-		var dropped []Need
+		var dropped []results.Need
 		cases, dropped = pl.More(f, v.Needs, left)
 		for _, n := range dropped {
-			fmt.Fprintf(log, "advise: out of budget for %s\n", n)
+			fmt.Fprintf(log, "advise: out of budget for %s\n", Words(n))
 		}
 		if len(cases) == 0 {
 			fmt.Fprintf(log, "advise: nothing more fits the budget (%s left): %d comparisons undecided\n", seconds(left), len(v.Needs))
@@ -72,36 +98,35 @@ func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.
 	}
 }
 
-// String says what n needs in words.
-func (n Need) String() string {
+// Words says what n needs in words.
+func Words(n results.Need) string {
 	who := n.A
 	if n.B != "" {
 		who += " against " + n.B
 	}
-	switch {
-	case n.Measure == MeasureSpeed:
-		return fmt.Sprintf("%s on speed: %d more independent trials", who, n.Trials)
-	default:
-		return fmt.Sprintf("%s on %s under %s: %d more tested injections", who, n.Measure, n.Class, n.Injections)
+	if n.Measure == results.MeasureSpeed {
+		return fmt.Sprintf("%s on speed: %d independent trials a side", who, n.Trials)
 	}
+	return fmt.Sprintf("%s on %s under %s: %d tested injections a side", who, n.Measure, n.Class, n.Injections)
 }
 
 // More turns needs into the next round's cases, for the backends they
 // name, continuing each combination's trials: speed needs fresh trials
-// of the baseline, the others more injections of their class (split
-// into cases of at most maxInjections). Within left (no cap when 0), the
-// needs are taken in order and those that do not fit are returned.
-func (pl *Plan) More(f *results.File, needs []Need, left time.Duration) ([]bench.Case, []Need) {
+// of the baseline, the others injections of their class (split into
+// cases of at most maxInjections), each up to what the need asks in all
+// less what f has. Within left (no cap when 0), the needs are taken in
+// order and those that do not fit are returned.
+func (pl *Plan) More(f *results.File, needs []results.Need, left time.Duration) ([]bench.Case, []results.Need) {
 	type key struct{ spec, class string }
-	want := map[key]Need{}
+	want := map[key]results.Need{}
 	var order []key
 	for _, n := range needs {
 		for _, spec := range []string{n.A, n.B} {
 			if spec == "" {
 				continue
 			}
-			class := n.Class
-			if n.Measure == MeasureSpeed {
+			class := classOf(n.Class)
+			if n.Measure == results.MeasureSpeed {
 				class = "none"
 			}
 			k := key{spec, class}
@@ -115,7 +140,7 @@ func (pl *Plan) More(f *results.File, needs []Need, left time.Duration) ([]bench
 		}
 	}
 	var out []bench.Case
-	var dropped []Need
+	var dropped []results.Need
 	var spent time.Duration
 	for _, k := range order {
 		cs := pl.casesFor(f, want[k])
@@ -129,16 +154,24 @@ func (pl *Plan) More(f *results.File, needs []Need, left time.Duration) ([]bench
 	return out, dropped
 }
 
-// casesFor is the cases that give n's backend what n needs.
-func (pl *Plan) casesFor(f *results.File, n Need) []bench.Case {
+// casesFor is the cases that give n's backend what n needs beyond what
+// f has.
+func (pl *Plan) casesFor(f *results.File, n results.Need) []bench.Case {
 	s := pl.suite
 	s.Backends = []string{n.A}
 	s.Leases = nil
 	s.Only, s.Deferred = nil, nil
-	if n.Measure == MeasureSpeed {
+	have := haveOf(f, n.A, n.Class)
+	if n.Measure == results.MeasureSpeed {
+		if n.Trials <= have.trials {
+			return nil
+		}
 		s.Faults = nil
-		s.PerfTrials = max(n.Trials, 1)
+		s.PerfTrials = n.Trials - have.trials
 	} else {
+		if n.Injections <= have.tested {
+			return nil
+		}
 		s.Workloads = nil
 		spec := n.Class
 		for _, c := range pl.Classes {
@@ -147,7 +180,7 @@ func (pl *Plan) casesFor(f *results.File, n Need) []bench.Case {
 			}
 		}
 		s.Faults = []string{spec}
-		inj := max(n.Injections, 1)
+		inj := n.Injections - have.tested
 		s.Injections = min(inj, maxInjections)
 		s.Trials = (inj + maxInjections - 1) / maxInjections
 	}
@@ -170,79 +203,43 @@ func (pl *Plan) casesFor(f *results.File, n Need) []bench.Case {
 	return cases
 }
 
-// Screen is the plan's own look at the results, for a run without a
-// decision procedure: a candidate with a lock bug in a tested injection
-// (or, for correctness, a stale write its resource accepted) is out at
-// once and gets nothing more; for correctness each class a qualifier
-// faced needs Qualify tested injections; for efficiency each candidate
-// needs Trials independent trials, and a class where one candidate
-// double-granted and another did not needs Injections tested ones a
-// side. It is decided when nothing more is needed.
-func (pl *Plan) Screen(f *results.File, _ int) (Verdict, error) {
-	guard := string(guards(pl.Profile.Token)[len(guards(pl.Profile.Token))-1])
-	bug := map[string]bool{}
-	buggy := map[string]map[string]bool{} // class → specs with a lock bug there
-	tested := map[[2]string]int{}
-	fresh := map[string]map[int]bool{}
+// classOf is the fault class of a need's class label, which may carry a
+// durability profile ("power-loss|durable", "power-loss (durable)").
+func classOf(label string) string {
+	for i, r := range label {
+		if r == '|' || r == ' ' || r == '(' || r == '?' {
+			return label[:i]
+		}
+	}
+	return label
+}
+
+// held is what f holds of a backend: its fresh trials without faults,
+// and its tested injections of a class.
+type held struct{ trials, tested int }
+
+func haveOf(f *results.File, spec, label string) held {
+	var h held
+	if f == nil {
+		return h
+	}
+	class := classOf(label)
+	trials := map[int]bool{}
+	seen := map[string]bool{}
 	for _, c := range f.Cases {
-		if c.IncidentsLockBug > 0 || (pl.Profile.intends(IntentCorrectness) && c.Guard == guard && c.StaleAccepted > 0) {
-			bug[c.Backend] = true
-			if buggy[c.FaultClass] == nil {
-				buggy[c.FaultClass] = map[string]bool{}
-			}
-			buggy[c.FaultClass][c.Backend] = true
-		}
-		if c.Guard != string(guards(pl.Profile.Token)[0]) {
-			continue // one count per case, not per guard
-		}
-		if c.FaultClass != "none" {
-			n, _ := c.Tested()
-			tested[[2]string{c.Backend, c.FaultClass}] += n
-		} else if c.FreshServers {
-			if fresh[c.Backend] == nil {
-				fresh[c.Backend] = map[int]bool{}
-			}
-			fresh[c.Backend][c.Trial] = true
-		}
-	}
-	var needs []Need
-	faced := func(spec, class string) bool {
-		_, ok := tested[[2]string{spec, class}]
-		return ok
-	}
-	for _, cand := range pl.Candidates {
-		if bug[cand.Spec] && !pl.Profile.intends(IntentEfficiency) {
+		if c.Backend != spec {
 			continue
 		}
-		for _, cl := range pl.Classes {
-			if !cl.In || cl.Name == "none" || !faced(cand.Spec, cl.Name) {
-				continue
-			}
-			got := tested[[2]string{cand.Spec, cl.Name}]
-			want := 0
-			if pl.Profile.intends(IntentCorrectness) && !bug[cand.Spec] {
-				want = pl.Qualify
-			}
-			if pl.Profile.intends(IntentEfficiency) && len(buggy[cl.Name]) > 0 && len(buggy[cl.Name]) < len(pl.Candidates) {
-				want = max(want, pl.Injections)
-			}
-			if got < want {
-				m := MeasureQualify
-				if want == pl.Injections && !pl.Profile.intends(IntentCorrectness) {
-					m = MeasureLockBug
-				}
-				needs = append(needs, Need{A: cand.Spec, Measure: m, Class: cl.Name, Injections: want - got})
-			}
+		if c.FaultClass == "none" && c.FreshServers {
+			trials[c.Trial] = true
 		}
-		if pl.Profile.intends(IntentEfficiency) && !bug[cand.Spec] && len(fresh[cand.Spec]) < pl.Trials {
-			needs = append(needs, Need{A: cand.Spec, Measure: MeasureSpeed, Trials: pl.Trials - len(fresh[cand.Spec])})
+		// One count per case, not per guard it was judged under.
+		if id := c.History + "/" + c.Fault + "/" + fmt.Sprint(c.Trial, c.Seed); c.FaultClass == class && !seen[id] {
+			seen[id] = true
+			n, _ := c.Tested()
+			h.tested += n
 		}
 	}
-	// The team's candidates first: what a round can afford goes there.
-	have := map[string]bool{}
-	for _, c := range pl.Candidates {
-		have[c.Spec] = c.Have
-	}
-	slices.SortStableFunc(needs, func(a, b Need) int { return boolRank(have[a.A]) - boolRank(have[b.A]) })
-	return Verdict{Decided: len(needs) == 0, Needs: needs}, nil
+	h.trials = len(trials)
+	return h
 }

@@ -36,10 +36,12 @@ func (pl *Plan) Write(w io.Writer) error {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(&b, "\nWhat each comparison needs, at the family's level: the family is the %d comparisons that can change the answer "+
-		"(the leader against each of the %d other candidates, on each measure that decides), over up to %d rounds: each held to %.2g%% (%.0f%% / %d).\n",
-		pl.Family, max(len(pl.Candidates)-1, 0), Looks, 100*pl.Level, 100*Alpha, pl.Family*Looks)
+		"(the leader against each of the %d other candidates, on each measure that decides); round k's look spends %.0f%%/2^k of the "+
+		"family-wise %.0f%%, up to %d rounds: at the first, each comparison is held to %.2g%%.\n",
+		pl.Family, max(len(pl.Candidates)-1, 0), 100*Alpha, 100*Alpha, Looks, 100*pl.Level)
 	if p.intends(IntentEfficiency) {
-		fmt.Fprintf(&b, "  speed: %d independent trials a side (each on fresh servers), the fewest with which the exact rank-sum test can reach that level\n", pl.Trials)
+		fmt.Fprintf(&b, "  speed: %d independent trials a side (each on fresh servers) to see a %.0f%% difference in throughput (power %.0f%%)\n",
+			pl.Trials, 100*(MarginSpeed-1), 100*Power)
 		fmt.Fprintf(&b, "  lock bugs: %d tested injections a side of a class to see a lock that double-grants in %.0f%% of them against one that never does (power %.0f%%)\n",
 			pl.Injections, 100*MarginBug, 100*Power)
 	}

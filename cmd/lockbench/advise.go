@@ -17,7 +17,6 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
-	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -187,7 +186,9 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 		total += len(cases)
 		return runner.Run(ctx2, cases)
 	}
-	file, verdict, runErr := pl.Rounds(ctx, run, pl.Screen, stderr)
+	rp := p.Results(pl.Candidates)
+	runner.File.Profile = &rp
+	file, verdict, runErr := pl.Rounds(ctx, run, advise.Decide(rp), stderr)
 	if err := env.Close(); err != nil {
 		fmt.Fprintln(stderr, "lockbench: stopping servers:", err)
 	}
@@ -198,7 +199,11 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 		return runErr
 	}
 	fmt.Fprintf(stderr, "advise: %d cases in %s (budget %s)\n", total, time.Since(started).Round(time.Second), orNoCap(f.budget))
-	writeAnswer(stdout, file, p, verdict)
+	// The last look's answer, in the file the runner last wrote without it.
+	if err := results.Write(filepath.Join(f.out, "results.json"), file); err != nil {
+		return err
+	}
+	writeAnswer(stdout, file.Answer, verdict)
 	if err := finish(stdout, f.out, file, f.noReport); err != nil {
 		return err
 	}
@@ -212,7 +217,7 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 	if !verdict.Decided {
 		var needs []string
 		for _, n := range verdict.Needs {
-			needs = append(needs, n.String())
+			needs = append(needs, advise.Words(n))
 		}
 		undecided = "still needed: " + strings.Join(needs, "; ")
 	}
@@ -225,29 +230,43 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 	return failOn(gates, file, guard, undecided)
 }
 
-// writeAnswer prints the answer first: per intent the pick and its
-// evidence in words, and whether the rounds decided it.
-func writeAnswer(w io.Writer, f *results.File, p advise.Profile, v advise.Verdict) {
-	rec := report.Recommend(f)
+// writeAnswer prints the answer first: per intent the pick, its
+// runner-up, whether it is decided, the reasons, bounds and what the
+// profile did not test, in the decision's words; then what would settle
+// what the rounds left undecided.
+func writeAnswer(w io.Writer, a *results.Answer, v advise.Verdict) {
 	fmt.Fprintln(w, "ANSWER")
-	for _, q := range []struct {
-		intent string
-		ch     report.Choice
-	}{{advise.IntentEfficiency, rec.Efficiency}, {advise.IntentCorrectness, rec.Correctness}} {
-		if p.Intent != q.intent && p.Intent != advise.IntentBoth {
+	if a == nil {
+		fmt.Fprintln(w, "  none: the run was cut short before the first look")
+		return
+	}
+	for _, ch := range []*results.Choice{a.Correctness, a.Efficiency} {
+		if ch == nil {
 			continue
 		}
-		fmt.Fprintf(w, "  %s: %s\n", q.intent, q.ch.Answer)
-		for _, e := range q.ch.Evidence {
-			fmt.Fprintf(w, "    * %s\n", e)
+		state := "decided"
+		if !ch.Decided {
+			state = "not decided"
+		}
+		pick := strings.Join(ch.Pick, " or ")
+		if pick == "" {
+			pick = "none qualifies"
+		}
+		fmt.Fprintf(w, "  %s: %s (%s", ch.Intent, pick, state)
+		if ch.RunnerUp != "" {
+			fmt.Fprintf(w, "; runner-up %s", ch.RunnerUp)
+		}
+		fmt.Fprintln(w, ")")
+		for _, group := range [][]string{ch.Reasons, ch.Bounds, ch.NotTested} {
+			for _, r := range group {
+				fmt.Fprintf(w, "    * %s\n", r)
+			}
 		}
 	}
-	if v.Decided {
-		fmt.Fprintln(w, "  The rounds reached every sample size the plan needs.")
-	} else {
-		fmt.Fprintf(w, "  Not decided within the budget; what would settle it (%d):\n", len(v.Needs))
+	if !v.Decided && len(v.Needs) > 0 {
+		fmt.Fprintf(w, "  What would settle the rest (%d):\n", len(v.Needs))
 		for _, n := range v.Needs {
-			fmt.Fprintf(w, "    - %s\n", n)
+			fmt.Fprintf(w, "    - %s\n", advise.Words(n))
 		}
 	}
 	fmt.Fprintln(w)

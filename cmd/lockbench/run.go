@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/lockbench/lockbench/answer"
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
@@ -274,18 +275,26 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	return failOn(gates, file, "", undecidedRun(file))
 }
 
-// undecidedRun says which question the run's recommendation answers with
-// no single backend (none qualifies, the run cannot judge, or several
-// are recommended alike), or "".
+// undecidedRun says which intent the decision (answer.Decide, for make
+// bench's profile unless the file records one) leaves undecided, with
+// its tie, or "".
 func undecidedRun(f *results.File) string {
-	rec := report.Recommend(f)
+	a := f.Answer
+	if a == nil {
+		var p results.Profile
+		if f.Profile != nil {
+			p = *f.Profile
+		}
+		d, err := answer.Decide(f, p)
+		if err != nil {
+			return "no answer: " + err.Error()
+		}
+		a = &d
+	}
 	var out []string
-	for _, q := range []struct {
-		what string
-		ch   report.Choice
-	}{{"efficiency", rec.Efficiency}, {"correctness", rec.Correctness}} {
-		if q.ch.Backend == "" || len(q.ch.Alike) > 0 {
-			out = append(out, q.what+": "+q.ch.Answer)
+	for _, ch := range []*results.Choice{a.Correctness, a.Efficiency} {
+		if ch != nil && !ch.Decided {
+			out = append(out, fmt.Sprintf("%s: %s tied", ch.Intent, strings.Join(ch.Pick, ", ")))
 		}
 	}
 	return strings.Join(out, "; ")
