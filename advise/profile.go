@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -276,8 +277,10 @@ func (p Profile) Validate() error {
 }
 
 // Hold is the profile's hold as a distribution: fixed at the p50 when
-// the p99 equals it, else uniform with that median and 99th percentile
-// (from 0 when such a uniform would start below it).
+// the p99 equals it; else uniform with that median and 99th percentile
+// where one exists (p99 at most about twice the p50), and past that
+// exponential with the p99 (its median is then 15% of the p99: the
+// tail, which is what outlives a lease, is kept over the median).
 func (p Profile) Hold() workloads.Dist {
 	if p.HoldP99 <= p.HoldP50 {
 		d, _ := workloads.Constant(p.HoldP50)
@@ -285,8 +288,11 @@ func (p Profile) Hold() workloads.Dist {
 	}
 	// Uniform on [lo, hi]: p50 = (lo+hi)/2, p99 = lo + 0.99(hi−lo).
 	width := time.Duration(float64(p.HoldP99-p.HoldP50) / 0.49)
-	lo := max(p.HoldP50-width/2, 0)
-	d, _ := workloads.Uniform(lo, lo+width)
+	if lo := p.HoldP50 - width/2; lo >= 0 {
+		d, _ := workloads.Uniform(lo, lo+width)
+		return d
+	}
+	d, _ := workloads.Exponential(time.Duration(float64(p.HoldP99) / math.Log(100)))
 	return d
 }
 
