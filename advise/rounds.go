@@ -29,7 +29,22 @@ type Decider func(f *results.File) (Verdict, error)
 // decided when every intent's is.
 func Decide(p results.Profile) Decider {
 	return func(f *results.File) (Verdict, error) {
-		a, err := answer.Decide(f, p)
+		// The candidates the budget left out are not in the results: the
+		// answer is among those measured.
+		q := p
+		if len(p.Backends) > 0 {
+			measured := map[string]bool{}
+			for _, c := range f.Cases {
+				measured[c.Backend] = true
+			}
+			q.Backends = nil
+			for _, b := range p.Backends {
+				if measured[b] {
+					q.Backends = append(q.Backends, b)
+				}
+			}
+		}
+		a, err := answer.Decide(f, q)
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -54,10 +69,18 @@ type RunFunc func(ctx context.Context, cases []bench.Case) (*results.File, error
 // results, more injections and trials for the comparisons that could
 // still change the answer — those that fit what is left of the budget —
 // until the answer is decided, the budget is spent or Looks rounds have
-// run. It logs each round to log and returns the results and the last
-// verdict.
+// run. The budget is a hard cap: a round still running when it ends is
+// cut short there (its results so far kept, the file marked partial)
+// and the last look is on what was measured. It logs each round to log
+// and returns the results and the last verdict.
 func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.Writer) (*results.File, Verdict, error) {
 	start := time.Now()
+	parent := ctx
+	if pl.Budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pl.Budget)
+		defer cancel()
+	}
 	cases := pl.Cases
 	var f *results.File
 	var v Verdict
@@ -65,11 +88,19 @@ func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.
 		fmt.Fprintf(log, "advise: round %d: %d cases, estimated %s\n", look, len(cases), seconds(Estimate(cases)))
 		var err error
 		f, err = run(ctx, cases)
-		if err != nil {
+		spent := err != nil && parent.Err() == nil && ctx.Err() != nil
+		if err != nil && !spent {
+			return f, v, err
+		}
+		if f == nil {
 			return f, v, err
 		}
 		if v, err = decide(f); err != nil {
 			return f, v, err
+		}
+		if spent {
+			fmt.Fprintf(log, "advise: the budget (%s) ran out during round %d: its cases not run are not in the answer\n", seconds(pl.Budget), look)
+			return f, v, nil
 		}
 		if v.Decided {
 			fmt.Fprintf(log, "advise: decided after round %d (%s)\n", look, seconds(time.Since(start)))
