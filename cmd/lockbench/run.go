@@ -58,6 +58,7 @@ type runFlags struct {
 	noReport   bool
 	endpoints  endpointFlags
 	failOn     []string
+	fresh      bool
 }
 
 func runCmd() *cobra.Command {
@@ -127,6 +128,7 @@ Backends:
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
 	f.endpoints.register(fl)
+	fl.BoolVar(&f.fresh, "fresh-servers", false, "start each backend's servers anew for each trial, so that trials are independent samples (results.json: fresh_servers)")
 	fl.StringSliceVar(&f.failOn, "fail-on", nil, "exit 3 when the run shows any of: lock-bug (a real backend's lock bug), stale-write (a stale write a token-checking resource accepted), undecided (a question the recommendation cannot answer with one backend)")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
@@ -141,6 +143,11 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	cases, skipped, err := f.cases(cmd)
 	if err != nil {
 		return err
+	}
+	if f.fresh {
+		for i := range cases {
+			cases[i].Fresh = true
+		}
 	}
 	external, err := f.endpoints.configs()
 	if err != nil {
