@@ -143,6 +143,25 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 		ch.Reasons = noneQualifies(cands, pending, intent)
 		return ch
 	}
+	// With the servers the team runs named, the answer is among the
+	// candidates on them when any qualifies; the others are named as what
+	// the team would add.
+	var added []string
+	if len(p.Have) > 0 {
+		var own []*backend
+		for _, b := range tier {
+			if owned(b, p.Have) == 1 {
+				own = append(own, b)
+			} else {
+				added = append(added, b.name)
+			}
+		}
+		if len(own) > 0 {
+			tier = own
+		} else {
+			added = nil
+		}
+	}
 	fam := build(tier, intent, level)
 	left, seps := rank(fam, tier, intent, p.Have)
 	for _, b := range left {
@@ -163,6 +182,9 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 	ch.Needs = needs(left, intent, next/float64(max(fam.k, 1)))
 	pick := left[0]
 	ch.Reasons = reasons(ch, pick, left, seps, fam, p, intent, len(tier))
+	if len(added) > 0 {
+		ch.Reasons = append(ch.Reasons, fmt.Sprintf("Qualified too, on servers you do not run (you would add them): %s.", joinAnd(added)))
+	}
 	ch.Bounds = bounds(pick, intent)
 	ch.NotTested = notTested(ev, pick)
 	return ch

@@ -261,7 +261,7 @@ func countTested(c *results.Case, invalid bool) int {
 	if len(c.Targets) > 0 {
 		n := 0
 		for _, t := range c.Targets {
-			if t.Counted() {
+			if t.Counted() && (!invalid || t.Tested != nil) {
 				n++
 			}
 		}
@@ -297,22 +297,42 @@ func (ce *classEvidence) addInjections(c *results.Case, invalid bool) int {
 		return n
 	}
 	n := 0
+	var bug, amb, exp, charged int64
 	for _, t := range c.Targets {
-		if !t.Counted() {
+		charged += t.Incidents
+		if !t.Counted() || (invalid && t.Tested == nil) {
+			// An invalid case's injection counts only when the run judged
+			// it tested: one of them failed, and nothing says which.
 			ce.untested++
-			ce.why = appendNew(ce.why, cmp.Or(t.WhyNot, "no reason recorded"))
+			why := t.WhyNot
+			if invalid && t.Tested == nil {
+				why = "its case was invalid (" + cmp.Or(c.InvalidReason, "no reason recorded") +
+					") and the run did not judge which injection tested anything"
+			}
+			ce.why = appendNew(ce.why, cmp.Or(why, "no reason recorded"))
 			continue
 		}
 		n++
 		switch {
 		case t.IncidentsLockBug > 0:
-			ce.lockBug++
+			bug++
 		case t.IncidentsAmbiguous > 0:
-			ce.ambiguous++
+			amb++
 		case t.Incidents > 0:
-			ce.expired++
+			exp++
 		}
 	}
+	if charged == 0 && c.Incidents+c.Overlaps > 0 && !invalid {
+		// Targets that charge nobody (a file from before their counts):
+		// the case's incidents followed as many of its tested injections,
+		// at most all — the bound cannot then be smaller than the truth.
+		// In an invalid case they may have followed the injection that
+		// failed, and are not charged.
+		bug = min(lockBugs(c), int64(n))
+		amb = min(c.IncidentsAmbiguous, int64(n)-bug)
+		exp = min(c.IncidentsExpiredHolder, int64(n)-bug-amb)
+	}
+	ce.lockBug, ce.ambiguous, ce.expired = ce.lockBug+bug, ce.ambiguous+amb, ce.expired+exp
 	ce.tested += int64(n)
 	if invalid {
 		ce.fromInvalid += int64(n)

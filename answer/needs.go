@@ -133,16 +133,32 @@ func fisherPower(n int, lo, hi, level float64) float64 {
 }
 
 // fisherAbove is Fisher's exact one-sided p-value of k1 events in n
-// trials against k0 in n: P(X ≥ k1) for X hypergeometric, n drawn from
-// 2n holding k1+k0 events. It is what the rank-sum test gives on 0/1
+// trials against k0 in n (see fisherTail).
+func fisherAbove(k1, k0, n int) float64 { return fisherTail(k1, n, k0, n) }
+
+// fisherTail is Fisher's exact one-sided p-value of k1 events in n1
+// trials against k0 in n0: P(X ≥ k1) for X hypergeometric, n1 drawn from
+// n1+n0 holding k1+k0 events. It is what the rank-sum test gives on 0/1
 // samples, without building them.
-func fisherAbove(k1, k0, n int) float64 {
-	total, events := 2*n, k1+k0
+func fisherTail(k1, n1, k0, n0 int) float64 {
+	total, events := n1+n0, k1+k0
 	p := 0.0
-	for x := k1; x <= min(n, events); x++ {
-		p += math.Exp(lchoose(events, x) + lchoose(total-events, n-x) - lchoose(total, n))
+	for x := k1; x <= min(n1, events); x++ {
+		p += math.Exp(lchoose(events, x) + lchoose(total-events, n1-x) - lchoose(total, n1))
 	}
 	return min(p, 1)
+}
+
+// fisherShift is Fisher's exact test of worse's rate above better's as a
+// stats.Shift: the p-value and the smallest p-value the margins allow
+// (all the events on worse's side, as many as it can hold), for Tarone's
+// correction.
+func fisherShift(worse, better stats.Rate) stats.Shift {
+	k1, n1, k0, n0 := int(min(worse.K, worse.N)), int(worse.N), int(min(better.K, better.N)), int(better.N)
+	if n1 == 0 || n0 == 0 {
+		return stats.Shift{P: 1, Least: 1}
+	}
+	return stats.Shift{P: fisherTail(k1, n1, k0, n0), Least: fisherTail(min(n1, k1+k0), n1, max(k1+k0-n1, 0), n0)}
 }
 
 // binomialPMF is P(K = k) for k in 0..n, K ~ Bin(n, p).

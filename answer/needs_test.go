@@ -36,3 +36,23 @@ func TestInjectionsFor(t *testing.T) {
 		t.Logf("%+v: %d injections a side", tt, n)
 	}
 }
+
+// TestFisherShiftAgrees holds fisherShift's p-value and least p-value to
+// the rank-sum test on 0/1 samples of unequal sizes.
+func TestFisherShiftAgrees(t *testing.T) {
+	for _, n := range [][2]int64{{3, 5}, {6, 4}, {12, 12}, {1, 9}} {
+		for k1 := int64(0); k1 <= n[0]; k1++ {
+			for k0 := int64(0); k0 <= n[1]; k0++ {
+				w, b := stats.Rate{K: k1, N: n[0]}, stats.Rate{K: k0, N: n[1]}
+				want, err := stats.RankSumAbove(ones(w), ones(b), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := fisherShift(w, b)
+				if math.Abs(got.P-want.P) > 1e-9 || math.Abs(got.Least-want.Least) > 1e-9 {
+					t.Errorf("%v against %v: fisherShift %+v, rank-sum %+v", w, b, got, want)
+				}
+			}
+		}
+	}
+}

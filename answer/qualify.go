@@ -59,7 +59,8 @@ func efficiency(b *backend) standing {
 		s.reason = "acquired no lock without faults"
 	case f.incidents+f.staleAccepted+f.lostUpdates > 0:
 		s.final = true
-		s.reason = fmt.Sprintf("without faults: %d double-grant incidents, %d stale writes accepted, %d lost updates", f.incidents, f.staleAccepted, f.lostUpdates)
+		s.reason = fmt.Sprintf("without faults: %d double-grant incidents, %d stale writes accepted, %d lost updates",
+			f.incidents, f.staleAccepted, f.lostUpdates)
 	default:
 		s.qualifies = true
 		s.reason = "no double grant without faults: " + boundWords(stats.Rate{K: 0, N: f.contended}, "contended grant")

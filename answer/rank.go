@@ -66,9 +66,10 @@ func steps(intent string) []string {
 }
 
 // build forms the family among the qualifiers: every pair, both
-// directions, on every ranking measure — lock bugs per class both faced,
-// availability over the classes both faced (one test per pair and
-// measure, the classes as strata), speed from independent trials — and
+// directions, on every ranking measure — lock bugs, the in-fault share
+// and the recovery, each per class both faced (a lock that stops under
+// one fault is not rescued by the classes where it does not), and speed
+// from independent trials — and
 // tests it at level alpha with Tarone's correction. A class only one of
 // the two faced enters no comparison of theirs (and is said so), and
 // never leaves anyone else's.
@@ -107,39 +108,25 @@ func pair(better, worse *backend, ranked []string) []hypothesis {
 			if x.tested == 0 || y.tested == 0 {
 				continue
 			}
-			t, err := stats.RankSumAbove(ones(y.bugRate()), ones(x.bugRate()), 0)
-			add(hypothesis{measure: results.MeasureLockBugs, class: x.label()}, t, err)
+			add(hypothesis{measure: results.MeasureLockBugs, class: x.label()}, fisherShift(y.bugRate(), x.bugRate()), nil)
 		}
 	}
-	var sx, sy, rx, ry [][]float64
 	for _, k := range common {
 		x, y := better.classes[k], worse.classes[k]
-		sx, sy = append(sx, x.share), append(sy, y.share)
-		rx, ry = append(rx, x.recovery), append(ry, y.recovery)
-	}
-	if hasPairs(sx, sy) {
-		t, err := stats.StrataAbove(sx, sy, shareMargin)
-		add(hypothesis{measure: results.MeasureAvailability, sub: "share"}, t, err)
-	}
-	if hasPairs(ry, rx) {
-		t, err := stats.StrataAbove(ry, rx, recoveryMargin)
-		add(hypothesis{measure: results.MeasureAvailability, sub: "recovery"}, t, err)
+		if len(x.share) > 0 && len(y.share) > 0 {
+			t, err := stats.RankSumAbove(x.share, y.share, shareMargin)
+			add(hypothesis{measure: results.MeasureAvailability, sub: "share", class: x.label()}, t, err)
+		}
+		if len(x.recovery) > 0 && len(y.recovery) > 0 {
+			t, err := stats.RankSumAbove(y.recovery, x.recovery, recoveryMargin)
+			add(hypothesis{measure: results.MeasureAvailability, sub: "recovery", class: x.label()}, t, err)
+		}
 	}
 	if better.independent && worse.independent && len(better.speeds) >= 2 && len(worse.speeds) >= 2 {
 		t, err := stats.WelchAbove(logs(better.speeds), logs(worse.speeds), 0)
 		add(hypothesis{measure: results.MeasureSpeed}, t, err)
 	}
 	return hs
-}
-
-// hasPairs reports whether some stratum has samples on both sides.
-func hasPairs(xs, ys [][]float64) bool {
-	for i := range xs {
-		if len(xs[i]) > 0 && len(ys[i]) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // commonClasses returns the keys of the classes (and profiles) both

@@ -2,6 +2,7 @@ package answer
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -38,7 +39,8 @@ func reasons(ch *results.Choice, pick *backend, left []*backend, seps []separati
 	case qualified == 1:
 		out = append(out, use+": the only candidate that qualifies.")
 	case ch.Decided:
-		out = append(out, fmt.Sprintf("%s: set apart from every other qualifier at a %.0f%% family-wise level over this run's looks.", use, Alpha*100))
+		out = append(out, fmt.Sprintf("%s: set apart from every other qualifier at a %.0f%% family-wise level over this run's looks.",
+			use, Alpha*100))
 	default:
 		var names []string
 		for _, b := range left {
@@ -51,7 +53,8 @@ func reasons(ch *results.Choice, pick *backend, left []*backend, seps []separati
 		out = append(out, s+". Until then "+pick.name+" comes first ("+tieBreak(left, p.Have)+").")
 	}
 	if len(p.Have) > 0 && !slices.Contains(p.Have, pick.kind) {
-		s := fmt.Sprintf("%s runs on %s, which you do not run: you would add it.", pick.name, orWord(pick.kind, "servers of its own"))
+		s := fmt.Sprintf("None of the candidates on the servers you run (%s) qualifies; the nearest, %s, runs on %s: you would add it.",
+			joinAnd(p.Have), pick.name, orWord(pick.kind, "servers of its own"))
 		out = append(out, s)
 	}
 	for _, s := range seps {
@@ -75,7 +78,8 @@ func settleWords(n results.Need, pick *backend) string {
 		if pick.independent {
 			have = len(pick.speeds)
 		}
-		return fmt.Sprintf("%d independent trials a side on fresh servers (it has %d) would settle %s against %s on speed if they differ by %.0f%%",
+		return fmt.Sprintf("%d independent trials a side on fresh servers (it has %d) would settle %s against %s on speed "+
+			"if they differ by %.0f%%",
 			n.Trials, have, n.A, n.B, (speedMargin-1)*100)
 	case n.Measure == results.MeasureLockBugs:
 		return fmt.Sprintf("%d tested injections of %s a side would settle %s against %s on lock bugs if their rates differ by %.0f points",
@@ -91,7 +95,8 @@ func tieBreak(left []*backend, have []string) string {
 	case owned(a, have) > owned(b, have):
 		return "you run its servers"
 	case a.median() > b.median():
-		return fmt.Sprintf("its median speed is higher, %s against %s grants/s, a difference the test could not confirm", rate(a.median()), rate(b.median()))
+		return fmt.Sprintf("its median speed is higher, %s against %s grants/s, a difference the test could not confirm",
+			rate(a.median()), rate(b.median()))
 	case a.nodes < b.nodes:
 		return fmt.Sprintf("it needs fewer nodes, %d against %d", a.nodes, b.nodes)
 	}
@@ -112,9 +117,13 @@ func sepWords(s separation, fam *family) string {
 		if h.sub == "recovery" {
 			what = fmt.Sprintf("its recovery lies above %s's by more than %.0f s", h.better.name, recoveryMargin)
 		}
-		return fmt.Sprintf("%s set apart on availability over the classes both faced: %s (rank-sum over those classes, %s).", h.worse.name, what, test)
+		x, y := classByLabel(h.worse, h.class), classByLabel(h.better, h.class)
+		return fmt.Sprintf("%s set apart on availability under %s: %s — it served %s of its baseline and recovered in %s, "+
+			"%s %s and %s (rank-sum test, %s).", h.worse.name, h.class, what, medianPct(x.share), medianSeconds(x.recovery),
+			h.better.name, medianPct(y.share), medianSeconds(y.recovery), test)
 	}
-	return fmt.Sprintf("%s set apart on speed: %s against %s's %s grants/s, from %d and %d independent trials (Welch's t on log throughput, %s).",
+	return fmt.Sprintf("%s set apart on speed: %s against %s's %s grants/s, from %d and %d independent trials "+
+		"(Welch's t on log throughput, %s).",
 		h.worse.name, spread(h.worse.speeds), h.better.name, spread(h.better.speeds), len(h.worse.speeds), len(h.better.speeds), test)
 }
 
@@ -160,7 +169,8 @@ func expiredWords(b *backend) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("Expired holders of %s (a holder went on after its lease ended: the lease working, which a fencing token stops; reported, not ranked): %s.",
+	return fmt.Sprintf("Expired holders of %s (a holder went on after its lease ended: the lease working, which a fencing token "+
+		"stops; reported, not ranked): %s.",
 		b.name, strings.Join(parts, "; "))
 }
 
@@ -173,7 +183,8 @@ func speedWords(b *backend) string {
 		return fmt.Sprintf("Speed of %s: %s grants/s at %d clients from %d trials on the same servers, which count as one: not compared.",
 			b.name, spread(b.speeds), b.peakClients, len(b.speeds))
 	}
-	return fmt.Sprintf("Speed of %s: %s grants/s at %d clients from %d independent trials on fresh servers.", b.name, spread(b.speeds), b.peakClients, len(b.speeds))
+	return fmt.Sprintf("Speed of %s: %s grants/s at %d clients from %d independent trials on fresh servers.",
+		b.name, spread(b.speeds), b.peakClients, len(b.speeds))
 }
 
 // bounds are the pick's upper bounds in words, per class.
@@ -191,7 +202,8 @@ func bounds(b *backend, intent string) []string {
 		if r.K == 0 {
 			out = append(out, fmt.Sprintf("no %s in %d %s: at most %s at 95%%", what, r.N, plural(r.N, ce.label()+" injection"), pct(r.Upper95())))
 		} else {
-			out = append(out, fmt.Sprintf("a %s after %d of %d %s: at most %s at 95%%", what, r.K, r.N, plural(r.N, ce.label()+" injection"), pct(r.Upper95())))
+			out = append(out, fmt.Sprintf("a %s after %d of %d %s: at most %s at 95%%",
+				what, r.K, r.N, plural(r.N, ce.label()+" injection"), pct(r.Upper95())))
 		}
 	}
 	if f := b.free; f.contended > 0 {
@@ -292,4 +304,26 @@ func orWord(s, alt string) string {
 		return alt
 	}
 	return s
+}
+
+// medianPct is the median of shares as a percentage, "not measured"
+// without any.
+func medianPct(xs []float64) string {
+	if len(xs) == 0 {
+		return "not measured"
+	}
+	return pct(stats.SpreadOf(xs).Median)
+}
+
+// medianSeconds is the median of recoveries, "never" when it is
+// infinite.
+func medianSeconds(xs []float64) string {
+	switch m := stats.SpreadOf(xs).Median; {
+	case len(xs) == 0:
+		return "not measured"
+	case math.IsInf(m, 1):
+		return "never (median)"
+	default:
+		return fmt.Sprintf("%.1f s (median)", m)
+	}
 }

@@ -310,6 +310,9 @@ func undecidedRun(f *results.File) string {
 // finish renders the report of a run and prints to w where it is, with
 // the summary table.
 func finish(w io.Writer, dir string, file *results.File, noReport bool) error {
+	if err := decide(dir, file); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "results: %s\n", filepath.Join(dir, "results.json"))
 	if !noReport {
 		if err := report.Write(dir, file); err != nil {
@@ -317,7 +320,26 @@ func finish(w io.Writer, dir string, file *results.File, noReport bool) error {
 		}
 		fmt.Fprintf(w, "report:  %s\n         %s\n\n", filepath.Join(dir, "index.html"), filepath.Join(dir, "report.md"))
 	}
+	if err := report.AnswerText(w, file); err != nil {
+		return err
+	}
 	return report.Summary(w, file, 16)
+}
+
+// decide decides the run's answer for its profile (a zero profile when
+// it has none: make bench's default) and stores it in dir's
+// results.json, where the report, CI and the next round read it.
+func decide(dir string, file *results.File) error {
+	var p results.Profile
+	if file.Profile != nil {
+		p = *file.Profile
+	}
+	a, err := answer.Decide(file, p)
+	if err != nil {
+		return fmt.Errorf("answer: %w", err)
+	}
+	file.Answer = &a
+	return results.Write(filepath.Join(dir, "results.json"), file)
 }
 
 // newBar returns a progress bar when w is a terminal, or nil when it is a
