@@ -48,7 +48,7 @@ func Decide(p results.Profile) Decider {
 		if err != nil {
 			return Verdict{}, err
 		}
-		f.Answer, f.Profile = &a, &p
+		f.Answer, f.Profile = &a, &q
 		v := Verdict{Decided: true}
 		for _, ch := range []*results.Choice{a.Correctness, a.Efficiency} {
 			if ch == nil {

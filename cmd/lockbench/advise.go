@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -203,8 +204,17 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 	if err := results.Write(filepath.Join(f.out, "results.json"), file); err != nil {
 		return err
 	}
-	writeAnswer(stdout, file.Answer, verdict)
-	if err := finish(stdout, f.out, file, f.noReport); err != nil {
+	if err := writeAnswer(stdout, file, verdict); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "results: %s\n", filepath.Join(f.out, "results.json"))
+	if !f.noReport {
+		if err := report.Write(f.out, file); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		fmt.Fprintf(stdout, "report:  %s\n         %s\n\n", filepath.Join(f.out, "index.html"), filepath.Join(f.out, "report.md"))
+	}
+	if err := report.Summary(stdout, file, 16); err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -230,46 +240,24 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 	return failOn(gates, file, guard, undecided)
 }
 
-// writeAnswer prints the answer first: per intent the pick, its
-// runner-up, whether it is decided, the reasons, bounds and what the
-// profile did not test, in the decision's words; then what would settle
+// writeAnswer prints the answer first, in the decision's words
+// (results.Answer, as the report renders it), then what would settle
 // what the rounds left undecided.
-func writeAnswer(w io.Writer, a *results.Answer, v advise.Verdict) {
-	fmt.Fprintln(w, "ANSWER")
-	if a == nil {
-		fmt.Fprintln(w, "  none: the run was cut short before the first look")
-		return
+func writeAnswer(w io.Writer, f *results.File, v advise.Verdict) error {
+	if f.Answer == nil {
+		fmt.Fprintln(w, "No answer: the run was cut short before the first look.")
 	}
-	for _, ch := range []*results.Choice{a.Correctness, a.Efficiency} {
-		if ch == nil {
-			continue
-		}
-		state := "decided"
-		if !ch.Decided {
-			state = "not decided"
-		}
-		pick := strings.Join(ch.Pick, " or ")
-		if pick == "" {
-			pick = "none qualifies"
-		}
-		fmt.Fprintf(w, "  %s: %s (%s", ch.Intent, pick, state)
-		if ch.RunnerUp != "" {
-			fmt.Fprintf(w, "; runner-up %s", ch.RunnerUp)
-		}
-		fmt.Fprintln(w, ")")
-		for _, group := range [][]string{ch.Reasons, ch.Bounds, ch.NotTested} {
-			for _, r := range group {
-				fmt.Fprintf(w, "    * %s\n", r)
-			}
-		}
+	if err := report.AnswerText(w, f); err != nil {
+		return err
 	}
 	if !v.Decided && len(v.Needs) > 0 {
-		fmt.Fprintf(w, "  What would settle the rest (%d):\n", len(v.Needs))
+		fmt.Fprintf(w, "What would settle the rest, beyond this run's budget (%d):\n", len(v.Needs))
 		for _, n := range v.Needs {
-			fmt.Fprintf(w, "    - %s\n", advise.Words(n))
+			fmt.Fprintf(w, "  - %s\n", advise.Words(n))
 		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
+	return nil
 }
 
 func orNoCap(d time.Duration) string {
