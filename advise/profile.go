@@ -41,7 +41,9 @@ const (
 )
 
 // Kinds are the server kinds a team can say it runs (Profile.Have).
-var Kinds = []string{string(backends.Redis), string(backends.Sentinel), string(backends.Postgres), string(backends.ZooKeeper), string(backends.Etcd)}
+var Kinds = []string{
+	string(backends.Redis), string(backends.Sentinel), string(backends.Postgres), string(backends.ZooKeeper), string(backends.Etcd),
+}
 
 // Profile is what a service asks of its lock: what the answer is for
 // (Intent), what the team already runs, and the load and faults the

@@ -14,9 +14,13 @@ import (
 func (pl *Plan) Write(w io.Writer) error {
 	p := pl.Profile
 	var b strings.Builder
-	fmt.Fprintf(&b, "Plan for intent %s: hold %v (p99 %v), ttl %v%s, %d clients, %s keys (%d), token %s, pauses up to %v, clock steps up to %v, %v of unavailability acceptable.\n",
-		p.Intent, p.HoldP50, p.HoldP99, p.TTL, map[bool]string{true: " auto-extended", false: ""}[p.AutoExtend], p.Clients, p.KeyDist, max(p.Keys, 1),
-		p.Token, p.MaxPause, p.ClockStep, p.Unavailability)
+	extend := ""
+	if p.AutoExtend {
+		extend = " auto-extended"
+	}
+	fmt.Fprintf(&b, "Plan for intent %s: hold %v (p99 %v), ttl %v%s, %d clients, %s keys (%d), token %s, "+
+		"pauses up to %v, clock steps up to %v, %v of unavailability acceptable.\n",
+		p.Intent, p.HoldP50, p.HoldP99, p.TTL, extend, p.Clients, p.KeyDist, max(p.Keys, 1), p.Token, p.MaxPause, p.ClockStep, p.Unavailability)
 	fmt.Fprintf(&b, "\nCandidates (you run: %s):\n", orNone(strings.Join(p.Have, ", ")))
 	for _, c := range pl.Candidates {
 		where := "you would add " + c.Kind
@@ -42,11 +46,13 @@ func (pl *Plan) Write(w io.Writer) error {
 	if p.intends(IntentEfficiency) {
 		fmt.Fprintf(&b, "  speed: %d independent trials a side (each on fresh servers) to see a %.0f%% difference in throughput (power %.0f%%)\n",
 			pl.Trials, 100*(MarginSpeed-1), 100*Power)
-		fmt.Fprintf(&b, "  lock bugs: %d tested injections a side of a class to see a lock that double-grants in %.0f%% of them against one that never does (power %.0f%%)\n",
+		fmt.Fprintf(&b, "  lock bugs: %d tested injections a side of a class to see a lock that double-grants in %.0f%% of them "+
+			"against one that never does (power %.0f%%)\n",
 			pl.Injections, 100*MarginBug, 100*Power)
 	}
 	if p.intends(IntentCorrectness) {
-		fmt.Fprintf(&b, "  qualification: %d tested injections of each class without a lock bug bound its rate below %.0f%% at 95%%; one lock bug disqualifies at once\n",
+		fmt.Fprintf(&b, "  qualification: %d tested injections of each class without a lock bug bound its rate below %.0f%% at 95%%; "+
+			"one lock bug disqualifies at once\n",
 			pl.Qualify, 100*MarginQualify)
 	}
 	faults := 0

@@ -128,8 +128,10 @@ Backends:
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
 	f.endpoints.register(fl)
-	fl.BoolVar(&f.fresh, "fresh-servers", false, "start each backend's servers anew for each trial, so that trials are independent samples (results.json: fresh_servers)")
-	fl.StringSliceVar(&f.failOn, "fail-on", nil, "exit 3 when the run shows any of: lock-bug (a real backend's lock bug), stale-write (a stale write a token-checking resource accepted), undecided (a question the recommendation cannot answer with one backend)")
+	fl.BoolVar(&f.fresh, "fresh-servers", false,
+		"start each backend's servers anew for each trial, so that trials are independent samples (results.json: fresh_servers)")
+	fl.StringSliceVar(&f.failOn, "fail-on", nil, "exit 3 when the run shows any of: lock-bug (a real backend's lock bug), "+
+		"stale-write (a stale write a token-checking resource accepted), undecided (an intent the answer leaves undecided)")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
