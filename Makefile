@@ -3,6 +3,7 @@
 #   make bench-full  the same with every client-pause point, the lease loads under more faults, every durability profile on every backend and every clock fault
 #   make test    vet and test everything against real servers (-race): CI's suite
 #   make unit    the tests that need no server (go test -short), in about a minute and a half
+#   make sample  docs/sample, the sample report, from a run's results dir (RUN=results/latest)
 
 GO ?= go
 BIN := $(CURDIR)/bin
@@ -14,7 +15,7 @@ export LOCKBENCH_BINARY := $(BIN)/lockbench
 # Where make bench writes results.json and the report.
 OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: all deps build test unit bench bench-quick bench-full clean
+.PHONY: all deps build test unit bench bench-quick bench-full sample clean
 
 all: build
 
@@ -23,8 +24,11 @@ deps:
 
 # Static (CGO_ENABLED=0): lockbench run --inventory uploads this binary to
 # the client hosts, whose C library may differ from this machine's.
+# lockbench --version reads the commit from the build information, or
+# from COMMIT where the toolchain stamps none (GOFLAGS=-buildvcs=false).
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN)/ ./cmd/...
 
 # Every test that starts servers has a deadline of its own (one minute
 # unless it says otherwise: composetest.StartsServers), which fails a hung
@@ -57,6 +61,20 @@ bench-quick: deps build
 bench-full: deps build
 	$(BIN)/lockbench run --suite full --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest
+
+# The sample report the front page links to: RUN's report re-rendered by
+# this code, copied into docs/sample with its results.json and charts
+# (not its histories or server logs: a few MB). Regenerate it from the
+# make bench of the code it describes.
+RUN ?= results/latest
+SAMPLE := docs/sample
+sample: build
+	@test -f $(RUN)/results.json || { echo "make sample: no $(RUN)/results.json (make bench first, or RUN=DIR)"; exit 1; }
+	$(BIN)/lockbench report $(RUN)
+	rm -rf $(SAMPLE) && mkdir -p $(SAMPLE)/charts
+	cp $(RUN)/index.html $(RUN)/report.md $(RUN)/results.json $(SAMPLE)/
+	cp $(RUN)/charts/* $(SAMPLE)/charts/
+	@du -sh $(SAMPLE)
 
 clean:
 	rm -rf $(BIN) results/*/ results/latest

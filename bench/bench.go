@@ -283,7 +283,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	fresh := r.renew(c)
 	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault, c.Durability, spec.TTL)
 	if err != nil {
-		return nil, fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)
+		return nil, serversError{fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)}
 	}
 	if err := c.Fault.Applies(target); err != nil {
 		if r.Clusters.External(c.Backend.Name) {

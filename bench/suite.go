@@ -227,7 +227,8 @@ func Quick() Suite {
 // profile under every fault that may cost servers their data (a restart,
 // a crash, a power loss, a minority's crash) on every backend, both sizes
 // of clock jump and a clock that runs fast, and the lease matrix under
-// more faults: about twice as long as the default.
+// more faults: about three times as long as the default (412 cases,
+// about 39 minutes of planned load against its 12).
 func Full() Suite {
 	s := Default()
 	s.Name = "full"

@@ -16,7 +16,10 @@ import (
 type charts struct {
 	throughput, latency, cdf, timeline []*chart
 	cost, availability, safety         *chart
-	failed                             []string
+	// safetyIntent are the safety figures of the answer's intents
+	// (efficiency, correctness), each one grid that fits a screen.
+	safetyIntent []*chart
+	failed       []string
 }
 
 // build assembles the report document: the run's reproducibility
@@ -222,8 +225,16 @@ func (ds *dataset) chartSection(d *document, cs *charts) {
 		d.h(3, "Availability under faults")
 		d.figure(cs.availability)
 	}
-	if cs.safety != nil {
+	if cs.safety != nil || len(cs.safetyIntent) > 0 {
 		d.h(3, "Safety")
+	}
+	for _, c := range cs.safetyIntent {
+		d.figure(c)
+	}
+	if cs.safety != nil {
+		if len(cs.safetyIntent) > 0 {
+			d.p("Every guard the run judged, each a panel of its own:")
+		}
 		d.figure(cs.safety)
 	}
 	if len(cs.timeline) > 0 {

@@ -56,6 +56,7 @@ type runFlags struct {
 	hosts      hostsFlags
 	out        string
 	noReport   bool
+	keepGoing  bool
 	endpoints  endpointFlags
 	failOn     []string
 	fresh      bool
@@ -97,11 +98,25 @@ still reaches; for a host it lost it says what is left there, which the next run
 
 Backends:
 ` + backendDocs(),
+		Example: `  # what make bench runs: every backend, the fault catalogue, the report in results/now
+  lockbench run --suite default --out results/now
+
+  # a smoke run of a few minutes
+  lockbench run --suite quick --out results/quick
+
+  # only the locks and faults you care about, judged with fencing tokens too
+  lockbench run --backend redlock,etcd --fault none,client-pause,restart --fencing --trials 3 --out results/mine
+
+  # your own servers instead of the ones lockbench starts
+  lockbench run --backend redis --redis-addrs 10.0.0.5:6379 --fault none --out results/prod-like
+
+  # a run over several hosts, reached over SSH
+  lockbench run --suite default --inventory hosts.yaml --out results/hosts`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every durability profile on every backend, every clock fault; about twice as long as default); other flags then override its settings")
+	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every durability profile on every backend, every clock fault; about three times as long as default); other flags then override its settings")
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
 	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
 	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults, with params as name?param=value: "+strings.Join(nemesis.Names(), ", "))
@@ -127,6 +142,7 @@ Backends:
 	fl.StringVar(&f.think, "think", "0", "think time between sections (same forms as --hold)")
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
+	fl.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when some backends' servers would not start and their cases were skipped (the end of the run still names them)")
 	f.endpoints.register(fl)
 	fl.BoolVar(&f.fresh, "fresh-servers", false,
 		"start each backend's servers anew for each trial, so that trials are independent samples (results.json: fresh_servers)")
@@ -177,10 +193,16 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	}
 	defer env.Close()
 
-	stderr := cmd.ErrOrStderr()
+	bar := newBar(cmd.ErrOrStderr(), len(cases))
+	var stderr io.Writer = &lockedWriter{w: cmd.ErrOrStderr()}
 	fmt.Fprintf(stderr, "lockbench: %d cases; servers under %s\n", len(cases), env.Dir)
-	bar := newBar(stderr, len(cases))
-	var invalid []error // cases skipped for bad settings (a backend's params) or refused by the judge
+	var tick *ticker // without a terminal, a line every progressEvery
+	if bar == nil {
+		tick = startTicker(stderr, len(cases), progressEvery)
+		defer tick.Stop()
+	}
+	var invalid []error         // cases skipped for bad settings (a backend's params) or refused by the judge
+	var unstarted []bench.Event // cases skipped because their servers would not start
 	runner := &bench.Runner{
 		Clusters: bench.NewClusters(env, external),
 		Dir:      f.out,
@@ -189,6 +211,12 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 		Progress: func(e bench.Event) {
 			if errors.Is(e.Skipped, locker.ErrInvalid) || errors.Is(e.Skipped, judge.ErrProtocol) {
 				invalid = append(invalid, fmt.Errorf("%s: %w", e.Case, e.Skipped))
+			}
+			if errors.Is(e.Skipped, bench.ErrServers) && !errors.Is(e.Skipped, context.Canceled) {
+				unstarted = append(unstarted, e)
+			}
+			if tick != nil {
+				tick.event(e)
 			}
 			progress(stderr, bar, e)
 		},
@@ -250,6 +278,7 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if bar != nil {
 		_ = bar.Finish()
 	}
+	tick.Stop()
 	// Stop every server before rendering: the report needs none of them,
 	// and their data goes (but for a server that failed): only the logs
 	// stay.
@@ -280,6 +309,9 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	}
 	if len(invalid) > 0 {
 		return fmt.Errorf("%d of %d cases not run: %w", len(invalid), len(cases), errors.Join(invalid...))
+	}
+	if err := unstartedError(stderr, unstarted, len(cases), f.keepGoing); err != nil {
+		return err
 	}
 	return failOn(gates, file, "", undecidedRun(file))
 }
@@ -403,6 +435,10 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 		return nil, nil, fmt.Errorf("%w: --ttl %v: must be positive", bench.ErrConfig, f.ttl)
 	case f.trials < 1:
 		return nil, nil, fmt.Errorf("%w: --trials %d: need at least 1", bench.ErrConfig, f.trials)
+	case f.injections < 1:
+		return nil, nil, fmt.Errorf("%w: --injections %d: need at least 1", bench.ErrConfig, f.injections)
+	case f.keys < 1:
+		return nil, nil, fmt.Errorf("%w: --keys %d: need at least 1", bench.ErrConfig, f.keys)
 	case f.acquireTO <= 0:
 		return nil, nil, fmt.Errorf("%w: --acquire-timeout %v: must be positive", bench.ErrConfig, f.acquireTO)
 	case f.suite != "" && (changed("hold-left") || changed("auto-extend") || changed("acquire-timeout")):
