@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/stats"
+	"github.com/lockbench/lockbench/suites"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -98,7 +99,7 @@ type Plan struct {
 	// why (results.File.Skipped).
 	Skipped []results.Skip
 
-	suite bench.Suite
+	suite suites.Suite
 }
 
 // New plans the experiment for p within budget (no cap when 0). It
@@ -131,11 +132,13 @@ func (p Profile) isDefault() bool { return reflect.DeepEqual(p, Default()) }
 func (pl *Plan) candidates() {
 	specs := pl.Profile.Backends
 	if len(specs) == 0 {
-		d := bench.Default()
-		for _, s := range d.Backends {
-			b, err := bench.ParseBackend(s)
-			if _, ablation := d.Variants[s]; err == nil && !b.Descriptor.Control && (!ablation || pl.Profile.isDefault()) {
-				specs = append(specs, s)
+		// The default suite's backends that run its speed sweep: the
+		// ablation variants run a few faults only.
+		d, _ := suites.Default().Plan()
+		for _, c := range d.Cases {
+			if c.Fault.Name == "none" && c.ClientsAs == results.ClientsGoroutines && !c.Backend.Descriptor.Control &&
+				!slices.Contains(specs, c.Backend.Spec) {
+				specs = append(specs, c.Backend.Spec)
 			}
 		}
 	}
@@ -291,24 +294,22 @@ func binomialPMF(n, k int, p float64) float64 {
 
 // Suite is the profile as a suite: the default suite's catalogue and
 // settings with the profile's candidates, classes, load and guards.
-func (pl *Plan) Suite() bench.Suite { return pl.suite }
+func (pl *Plan) Suite() suites.Suite { return pl.suite }
 
 // build expands the plan's suite into round 1's cases and fits them to
 // the budget.
 func (pl *Plan) build() error {
 	p := pl.Profile
-	s := bench.Default()
+	s := suites.Default()
 	s.Name = "advise"
 	var specs []string
 	for _, c := range pl.Candidates {
 		specs = append(specs, c.Spec)
 	}
-	if p.isDefault() {
-		// make bench: every backend of the default suite, the control too.
-		specs = s.Backends
-	} else {
-		// The budget, not the suite's, decides what runs where.
-		s.Only, s.Deferred = nil, nil
+	if !p.isDefault() {
+		// make bench keeps the default suite's rules (every backend, the
+		// control too); otherwise the budget, not the suite's rules,
+		// decides what runs where.
 		s.Workloads = []workloads.Workload{p.Workload()}
 		s.Clients, s.ManyKeysClients = []int{p.Clients}, nil
 		s.FaultClients = p.Clients
@@ -323,11 +324,10 @@ func (pl *Plan) build() error {
 		s.Leases = nil
 		if p.AutoExtend {
 			hold, _ := workloads.Uniform(2*p.TTL, 3*p.TTL)
-			s.Leases = []bench.LeaseLoad{{AutoExtend: true, Hold: hold, AcquireTimeout: 10 * p.TTL, Clients: 3, Seconds: 5,
+			s.Leases = []suites.LeaseLoad{{AutoExtend: true, Hold: hold, AcquireTimeout: 10 * p.TTL, Clients: 3, Seconds: 5,
 				Faults: []string{"client-pause?at=extend"}}}
 		}
 	}
-	s.Backends = specs
 	// Round 1 gives speed the trials a large difference needs (6× shows
 	// in 3 a side); the rounds add where the answer stays tied.
 	if !p.isDefault() {
@@ -337,23 +337,37 @@ func (pl *Plan) build() error {
 		s.PerfTrials = 1 // correctness ranks on speed last: one trial each for the record
 	}
 	s.Injections = roundOneInjections
-	s.Faults = nil
-	for _, c := range pl.Classes {
-		if c.In {
-			s.Faults = append(s.Faults, c.Spec)
+	if !p.isDefault() {
+		faults := []string{suites.Sweep}
+		for _, c := range pl.Classes {
+			if c.In {
+				faults = append(faults, c.Spec)
+			}
 		}
+		s.Rules = rules(specs, faults)
 	}
 	pl.suite = s
-	cases, err := s.Cases()
+	plan, err := s.Plan()
 	if err != nil {
 		return err
 	}
-	pl.Skipped = s.Skipped()
+	cases := plan.Cases
+	pl.Skipped = plan.Skipped
 	cases = pl.shape(cases)
 	pl.Whole = pl.whole(cases)
 	pl.Cases, pl.Cut = pl.fit(cases)
 	pl.Estimate = Estimate(pl.Cases)
 	return nil
+}
+
+// rules are a hand-built suite's rules: specs run faults (suites.Sweep
+// for the speed sweep), and a power loss under the durability profiles
+// whose promises it tests (fast keeps nothing by design).
+func rules(specs, faults []string) []suites.Rule {
+	return []suites.Rule{
+		{Backends: suites.Specs(specs...), Faults: faults},
+		{Faults: []string{"power-loss"}, Profiles: []string{results.DurabilityPeriodic, results.DurabilityDurable}},
+	}
 }
 
 // guards are the guards a resource that can do token checks with its
@@ -403,8 +417,10 @@ func (pl *Plan) shape(cases []bench.Case) []bench.Case {
 		}
 	}
 	order := map[string]int{}
-	for i, spec := range pl.suite.Backends {
-		order[spec] = i
+	for _, c := range perf {
+		if _, ok := order[c.Backend.Spec]; !ok {
+			order[c.Backend.Spec] = len(order)
+		}
 	}
 	slices.SortStableFunc(perf, func(a, b bench.Case) int {
 		if a.Trial != b.Trial {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/advise"
-	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/suites"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -195,7 +195,8 @@ func TestPlanBudget(t *testing.T) {
 // (without fresh trials) is within a quarter of make bench's measured
 // 14 min 5 s (run e7950b7d, a quiet machine).
 func TestEstimateDefaultSuite(t *testing.T) {
-	cases, err := bench.Default().Cases()
+	plan, err := suites.Default().Plan()
+	cases := plan.Cases
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/lockbench/lockbench/answer"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/suites"
 )
 
 // Verdict is what one look at the results says: the answer is decided,
@@ -189,15 +190,13 @@ func (pl *Plan) More(f *results.File, needs []results.Need, left time.Duration) 
 // f has.
 func (pl *Plan) casesFor(f *results.File, n results.Need) []bench.Case {
 	s := pl.suite
-	s.Backends = []string{n.A}
 	s.Leases = nil
-	s.Only, s.Deferred = nil, nil
 	have := haveOf(f, n.A, n.Class)
 	if n.Measure == results.MeasureSpeed {
 		if n.Trials <= have.trials {
 			return nil
 		}
-		s.Faults = nil
+		s.Rules = rules([]string{n.A}, []string{suites.Sweep})
 		s.PerfTrials = n.Trials - have.trials
 	} else {
 		if n.Injections <= have.tested {
@@ -210,16 +209,16 @@ func (pl *Plan) casesFor(f *results.File, n results.Need) []bench.Case {
 				spec = c.Spec
 			}
 		}
-		s.Faults = []string{spec}
+		s.Rules = rules([]string{n.A}, []string{spec})
 		inj := n.Injections - have.tested
 		s.Injections = min(inj, maxInjections)
 		s.Trials = (inj + maxInjections - 1) / maxInjections
 	}
-	cases, err := s.Cases()
+	plan, err := s.Plan()
 	if err != nil {
 		return nil
 	}
-	cases = pl.shape(cases)
+	cases := pl.shape(plan.Cases)
 	// Continue each combination's trials after the ones already run.
 	next := map[string]int{}
 	if f != nil {

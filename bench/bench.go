@@ -26,6 +26,7 @@ import (
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/worker"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -101,8 +102,8 @@ type Runner struct {
 	// judge asks for one: the worker processes get it in their
 	// environment.
 	JudgeToken string
-	// Worker starts a client process (DefaultWorker when zero).
-	Worker WorkerCommand
+	// Worker starts a client process (worker.Default when zero).
+	Worker worker.Command
 	// Seed is the run's seed: keys, hold times, fault targets and times
 	// derive from it (random when 0; the file records it).
 	Seed uint64
@@ -207,7 +208,7 @@ func (r *Runner) init() error {
 		r.Seed = rand.Uint64() | 1
 	}
 	if r.Worker.Path == "" {
-		w, err := DefaultWorker()
+		w, err := worker.Default()
 		if err != nil {
 			return err
 		}
@@ -393,7 +394,12 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 		return nil, err
 	}
 	defer closeAll(lockers)
-	info, err := r.local.Open(ctx, localHost, judge.CaseSpec{ID: id, Guards: c.Guards, Processes: spec.Clients, Duration: spec.Duration, TimelineStep: spec.TimelineStep})
+	declared, err := c.Backend.declared(spec.TTL, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	info, err := r.local.Open(ctx, localHost, judge.CaseSpec{ID: id, Guards: c.Guards, Processes: spec.Clients, Duration: spec.Duration, TimelineStep: spec.TimelineStep,
+		Contract: judgeContract(declared, spec.TTL)})
 	if err != nil {
 		return nil, err
 	}
@@ -415,6 +421,7 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 		return nil, errors.Join(runErr, err)
 	}
 	o := &workloads.Outcome{Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}
+	o.Declared = declared
 	r.adopt(o, c, rec)
 	if runErr != nil {
 		return o, fmt.Errorf("case %s: %w", id, runErr)

@@ -151,6 +151,15 @@ type Case struct {
 	// contract.
 	PromiseMS     float64 `json:"promise_ms,omitempty"`
 	MaxValidityMS float64 `json:"max_validity_ms,omitempty"`
+	// Contract, when set, is the contract the backend's descriptor
+	// declares for the case's TTL and params, which the checkers judged
+	// its grants by instead of the promise each worker reported; nil when
+	// the backend declares none (the workers' report stands, as
+	// PromiseMS). PromiseDepartures counts the grants and extensions
+	// whose worker reported another promise: a finding lockbench check
+	// fails on.
+	Contract          *Contract `json:"contract,omitempty"`
+	PromiseDepartures int64     `json:"promise_departures,omitempty"`
 
 	// Measurements.
 	Acquired   int64            `json:"acquired"`
@@ -516,4 +525,16 @@ func Write(path string, f *File) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// Contract is a backend's declared contract for one case's grants.
+type Contract struct {
+	// PromiseNS and MaxValidityNS are locker.Info's Promise and
+	// MaxValidity of the case's TTL, in ns.
+	PromiseNS     int64 `json:"promise_ns"`
+	MaxValidityNS int64 `json:"max_validity_ns"`
+	// DriftRate and DriftMS are the drift the lock takes off the TTL
+	// (locker.Info's DriftRate and Drift).
+	DriftRate float64 `json:"drift_rate,omitempty"`
+	DriftMS   float64 `json:"drift_ms,omitempty"`
 }

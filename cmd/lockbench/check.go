@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/workloads"
 )
 
 // The exit codes of lockbench check.
@@ -46,7 +47,10 @@ Exit status:
   2  results.json differs from the re-check, a verdict is unknown (porcupine ran out of time, or
      some grants of a fencing backend carried no token), a history is missing, DIR or its
      results.json cannot be read, or a control case (noop, with at least 2 clients) shows no
-     violation: the checker is blind.
+     violation: the checker is blind; or a history's grants report a promise other than the
+     backend's descriptor declares (the contract line is drawn with the declaration, never with
+     the workers' report), or the declared drift is above a fifth of the TTL; or results.json's
+     injections (tested flags, reasons, targets) differ from the history's inject events.
 Exit 2 outranks exit 1: a lock bug in records that do not hold is reported, but the records come
 first. Expired holders and ambiguous overlaps are not failures (a paused holder under guard none
 is what the run means to show), and neither is a false mutex verdict, which every overlap makes.`,
@@ -151,9 +155,12 @@ func check(dir string, f *results.File, timeout time.Duration) (*checked, error)
 				verdictsOf[c.History] = verdicts{history.Linearizable(ops, timeout), history.LinearizableFenced(ops, timeout)}
 			}
 			v := verdictsOf[c.History]
-			r := history.Check(ops, c.Guard, judge.Guard(c.Guard).Fenced())
+			judged, dep := underContract(&c, ops)
+			r := history.Check(judged, c.Guard, judge.Guard(c.Guard).Fenced())
 			cc.Report, cc.Linearizable, cc.LinearizableFenced = &r, verdictText(v.mutex), verdictText(v.fenced)
 			fd = gates(&c, r, v)
+			fd.untrusted = append(fd.untrusted, contractFindings(&c, dep)...)
+			fd.untrusted = append(fd.untrusted, injectionFindings(&c, ops, r.Pauses)...)
 		}
 		switch {
 		case len(fd.untrusted) > 0:
@@ -292,4 +299,87 @@ func verdictText(v history.Verdict) string {
 		return string(v.Result)
 	}
 	return fmt.Sprintf("%s (%s)", v.Result, v.Reason)
+}
+
+// MaxDriftRate bounds the drift a lock may declare off its TTL: the
+// allowance exists for clock rates (Redlock's 1%) and the slack a lock
+// knows of (etcd's pooled lease, renewed up to a tenth of its TTL before
+// the call: 11%); a lock that takes more than a fifth of its TTL off its
+// promise moves its own contract line so far that a lock bug hides
+// behind it, and that is a finding, not a contract.
+const MaxDriftRate = 0.2
+
+// underContract returns ops as the checkers judge them: with the contract the
+// backend declares (results.json's contract, from its descriptor) in
+// place of the promise each worker reported, and the ops whose report
+// differed. Without a declaration, ops as they are.
+func underContract(c *results.Case, ops []history.Op) ([]history.Op, history.Departures) {
+	if c.Contract == nil {
+		return ops, history.Departures{}
+	}
+	return history.Contract{Promise: c.Contract.PromiseNS, MaxValidity: c.Contract.MaxValidityNS}.Impose(ops)
+}
+
+// contractFindings are what makes a case's contract untrustworthy: a
+// history whose promises differ from the declaration (or from the count
+// results.json gives), or a declared drift above MaxDriftRate.
+func contractFindings(c *results.Case, dep history.Departures) []string {
+	if c.Contract == nil {
+		return nil
+	}
+	var out []string
+	if dep.N > 0 {
+		out = append(out, fmt.Sprintf("%d grants or extensions in the history report a promise other than the backend declares "+
+			"(judged by the declaration): %s", dep.N, strings.Join(dep.Examples, "; ")))
+	}
+	if dep.N != c.PromiseDepartures {
+		out = append(out, fmt.Sprintf("results.json differs from the re-check: promise_departures %d→%d", c.PromiseDepartures, dep.N))
+	}
+	if c.Contract.DriftRate > MaxDriftRate {
+		out = append(out, fmt.Sprintf("the backend declares a drift of %g of its TTL, above the bound of %g: "+
+			"its contract line promises too little to judge by", c.Contract.DriftRate, MaxDriftRate))
+	}
+	return out
+}
+
+// injectionFindings compares the injections results.json records for c
+// with those its history records (inject ops, the pauses' landings read
+// from the same history): a case whose tested flags the files alone do
+// not reproduce cannot be trusted.
+func injectionFindings(c *results.Case, ops []history.Op, pauses []history.Landing) []string {
+	var recorded []results.Target
+	for _, o := range ops {
+		if o.F == history.Inject && o.Injection != nil {
+			recorded = append(recorded, *o.Injection)
+		}
+	}
+	if len(recorded) == 0 && len(c.Targets) == 0 {
+		return nil
+	}
+	if len(recorded) != len(c.Targets) {
+		return []string{fmt.Sprintf("results.json records %d injections, the history %d", len(c.Targets), len(recorded))}
+	}
+	var out []string
+	for i, t := range workloads.Landed(recorded, pauses) {
+		r := c.Targets[i]
+		switch {
+		case testedText(t.Tested) != testedText(r.Tested) || t.WhyNot != r.WhyNot:
+			out = append(out, fmt.Sprintf("injection %d: results.json says tested %s (%q), the history %s (%q)",
+				r.Injection, testedText(r.Tested), r.WhyNot, testedText(t.Tested), t.WhyNot))
+		case strings.Join(t.Nodes, ",") != strings.Join(r.Nodes, ","):
+			out = append(out, fmt.Sprintf("injection %d: results.json says it hit %v, the history %v", r.Injection, r.Nodes, t.Nodes))
+		}
+	}
+	return out
+}
+
+// testedText is an injection's tested flag in words.
+func testedText(b *bool) string {
+	switch {
+	case b == nil:
+		return "unjudged"
+	case *b:
+		return "yes"
+	}
+	return "no"
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/suites"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -56,6 +57,7 @@ type runFlags struct {
 	hosts      hostsFlags
 	out        string
 	noReport   bool
+	dryRun     bool
 	keepGoing  bool
 	endpoints  endpointFlags
 	failOn     []string
@@ -140,15 +142,16 @@ Backends:
 	fl.BoolVar(&f.autoExtend, "auto-extend", false, "leases extend themselves (their watchdog, every TTL/3) while their holders hold: give a --hold of several TTLs")
 	fl.DurationVar(&f.acquireTO, "acquire-timeout", workloads.DefaultAcquireTimeout, "how long each acquire may wait (longer for holds of several TTLs)")
 	fl.StringVar(&f.think, "think", "0", "think time between sections (same forms as --hold)")
-	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required)")
+	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required, but with --dry-run)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
+	fl.BoolVar(&f.dryRun, "dry-run", false,
+		"list the cases the flags select, and the fault classes a backend is not put through and why; run nothing")
 	fl.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when some backends' servers would not start and their cases were skipped (the end of the run still names them)")
 	f.endpoints.register(fl)
 	fl.BoolVar(&f.fresh, "fresh-servers", false,
 		"start each backend's servers anew for each trial, so that trials are independent samples (results.json: fresh_servers)")
 	fl.StringSliceVar(&f.failOn, "fail-on", nil, "exit 3 when the run shows any of: lock-bug (a real backend's lock bug), "+
 		"stale-write (a stale write a token-checking resource accepted), undecided (an intent the answer leaves undecided)")
-	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 
@@ -158,6 +161,9 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if f.out == "" && !f.dryRun {
+		return errors.New(`required flag(s) "out" not set`)
+	}
 	cases, skipped, err := f.cases(cmd)
 	if err != nil {
 		return err
@@ -166,6 +172,9 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 		for i := range cases {
 			cases[i].Fresh = true
 		}
+	}
+	if f.dryRun {
+		return dryRun(cmd.OutOrStdout(), cases, skipped)
 	}
 	external, err := f.endpoints.configs()
 	if err != nil {
@@ -341,6 +350,18 @@ func undecidedRun(f *results.File) string {
 	return strings.Join(out, "; ")
 }
 
+// dryRun lists cases and skipped to w, as the run would take them.
+func dryRun(w io.Writer, cases []bench.Case, skipped []results.Skip) error {
+	for i, c := range cases {
+		fmt.Fprintf(w, "%-9s %s\n", fmt.Sprintf("[%d/%d]", i+1, len(cases)), c)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(w, "skipped   %s under %s: %s\n", s.Backend, s.FaultClass, s.Reason)
+	}
+	fmt.Fprintf(w, "%d cases; %d fault classes left out on a backend\n", len(cases), len(skipped))
+	return nil
+}
+
 // finish renders the report of a run and prints to w where it is, with
 // the summary table.
 func finish(w io.Writer, dir string, file *results.File, noReport bool) error {
@@ -461,72 +482,43 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 		ws[i] = workloads.Workload(w)
 	}
 	if f.suite != "" {
-		var s bench.Suite
-		switch f.suite {
-		case "default":
-			s = bench.Default()
-		case "quick":
-			s = bench.Quick()
-		case "full":
-			s = bench.Full()
-		default:
-			return nil, nil, fmt.Errorf("%w: suite %q: want default, quick or full", bench.ErrConfig, f.suite)
+		s, err := suites.Named(f.suite)
+		if err != nil {
+			return nil, nil, err
 		}
-		if changed("backend") {
-			s.Backends = f.backends
-		}
-		if changed("workload") {
-			s.Workloads = ws
-		}
-		if changed("fault") {
-			s.Faults = f.faults
-		}
-		if changed("guard") || changed("fencing") {
-			s.Guards = guards
-		}
-		if changed("durability") {
-			// Every fault case under each profile given.
-			s.Profiles = map[string][]string{}
-			for _, name := range s.Faults {
-				fault, err := nemesis.Parse(name)
-				if err != nil {
-					return nil, nil, bench.ConfigError(err)
-				}
-				s.Profiles[fault.Class()] = f.durability
+		// Each flag given is a rule over the suite's table, or a setting
+		// of its load.
+		for _, o := range []struct {
+			flag string
+			set  func()
+		}{
+			{"backend", func() { s = s.Narrow(f.backends) }},
+			{"fault", func() { s = s.WithFaults(f.faults) }},
+			{"durability", func() { s = s.WithProfiles(f.durability) }},
+			{"workload", func() { s.Workloads = ws }},
+			{"guard", func() { s.Guards = guards }},
+			{"fencing", func() { s.Guards = guards }},
+			{"injections", func() { s.Injections = f.injections }},
+			{"clients", func() { s.Clients = f.clients }},
+			{"trials", func() { s.Trials = f.trials }},
+			{"ttl", func() { s.TTL = f.ttl }},
+			{"keys", func() { s.Keys = f.keys }},
+			{"hold", func() { s.Hold = hold }},
+			{"think", func() { s.Think = think }},
+			{"duration", func() { s.PerfSeconds, s.FaultSeconds = f.duration.Seconds(), f.duration.Seconds() }},
+		} {
+			if changed(o.flag) {
+				o.set()
 			}
 		}
-		if changed("injections") {
-			s.Injections = f.injections
-		}
-		if changed("clients") {
-			s.Clients = f.clients
-		}
-		if changed("trials") {
-			s.Trials = f.trials
-		}
-		if changed("ttl") {
-			s.TTL = f.ttl
-		}
-		if changed("keys") {
-			s.Keys = f.keys
-		}
-		if changed("hold") {
-			s.Hold = hold
-		}
-		if changed("think") {
-			s.Think = think
-		}
-		if changed("duration") {
-			s.PerfSeconds, s.FaultSeconds = f.duration.Seconds(), f.duration.Seconds()
-		}
-		cases, err := s.Cases()
-		return cases, s.Skipped(), err
+		plan, err := s.Plan()
+		return plan.Cases, plan.Skipped, err
 	}
 	names := f.backends
 	if len(names) == 0 {
 		names = backends.Names()
 	}
-	cases, err := bench.Cross(bench.Matrix{
+	cases, err := suites.Cross(suites.Matrix{
 		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
 		ClientsAs: f.clientsAs, Durabilities: f.durability, Injections: f.injections,
 		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think,
