@@ -39,6 +39,7 @@ test: build
 	@scripts/deps.sh test
 	$(GO) vet ./...
 	$(GO) test -race -timeout 30m ./...
+	$(GO) test -count=1 -timeout 30m -run 'TestAdaptive' -v ./answer/
 
 # Tests that start servers (composetest.StartsServers) or a browser skip
 # under -short: nothing to install but Go.

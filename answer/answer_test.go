@@ -2,6 +2,7 @@ package answer
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -257,5 +258,48 @@ func TestHave(t *testing.T) {
 	ch = a.Efficiency
 	if ch.Pick[0] != "etcd" || !strings.Contains(strings.Join(ch.Reasons, "\n"), "the nearest, etcd, runs on etcd: you would add it") {
 		t.Errorf("have redis: pick %v, reasons:\n%s", ch.Pick, strings.Join(ch.Reasons, "\n"))
+	}
+}
+
+// TestTieSaysItsPrice: a tie names what would settle it and about how
+// long that runs, from the run's own case durations.
+func TestTieSaysItsPrice(t *testing.T) {
+	slow := func(cs []results.Case) []results.Case {
+		for i := range cs {
+			cs[i].DurationS = 60
+		}
+		return cs
+	}
+	a := decideCases(t, results.Profile{Intent: results.IntentEfficiency},
+		slow(free("a", false, 1000, 1100, 900)), slow(free("b", false, 1000, 1050, 950)))
+	ch := a.Efficiency
+	if ch.Decided || len(ch.Needs) == 0 {
+		t.Fatalf("want a tie with needs, got %+v", ch)
+	}
+	n := ch.Needs[0]
+	// Trials on shared servers count as one: n.Trials-1 more a side, a
+	// minute each.
+	want := fmt.Sprintf("(≈ %d min of running, server starts aside)", 2*(n.Trials-1))
+	if !strings.Contains(ch.Reasons[0], want) {
+		t.Errorf("reason %q lacks %q", ch.Reasons[0], want)
+	}
+}
+
+// TestTokenChoosesTheGuard: what the resource can do with a token picks
+// the guard a correctness lock is judged under — a lease whose expired
+// holders' late writes only fencing stops qualifies when the resource
+// checks tokens on writes, and not when it can check none.
+func TestTokenChoosesTheGuard(t *testing.T) {
+	late := faulted("lease", "client-pause", "none", "eeee")
+	late.StaleAccepted = 4
+	cases := append(correct("lease"), late)
+	for _, tt := range []struct {
+		token string
+		want  bool
+	}{{results.TokenWrite, true}, {results.TokenNone, false}} {
+		a := decideCases(t, results.Profile{Intent: results.IntentCorrectness, Token: tt.token}, cases)
+		if got := slices.Contains(a.Correctness.Pick, "lease"); got != tt.want {
+			t.Errorf("token %s: lease picked %v, want %v (out: %q)", tt.token, got, tt.want, a.Correctness.Unqualified)
+		}
 	}
 }

@@ -65,6 +65,8 @@ type freeEvidence struct {
 	incidents, lockBugs        int64
 	staleAccepted, lostUpdates int64
 	tokenRegressions           int64
+	// seconds is how long its fault-free cases ran, for estimates.
+	seconds float64
 }
 
 // classEvidence is a backend's record under one fault class and profile.
@@ -84,9 +86,8 @@ type classEvidence struct {
 	// per fault window, grants as a share of the baseline and the
 	// seconds to recover (+Inf when it did not).
 	share, recovery []float64
-	// fencedTested counts tested injections of cases run with a
-	// fencing guard.
-	fencedTested int64
+	// seconds is how long its cases ran, for estimates of more.
+	seconds float64
 }
 
 // label names the class with its profile: "restart (fast)".
@@ -230,6 +231,7 @@ func (b *backend) class(cls, profile string) *classEvidence {
 func (b *backend) addFree(c *results.Case, first bool) {
 	f := &b.free
 	f.cases++
+	f.seconds += max(c.DurationS, 0)
 	f.maxClients = max(f.maxClients, c.Clients)
 	if first {
 		f.acquired += c.Acquired
@@ -279,6 +281,7 @@ func countTested(c *results.Case, invalid bool) int {
 // the findings of its tested injections: only what was not tested drops
 // out.
 func (ce *classEvidence) addInjections(c *results.Case, invalid bool) int {
+	ce.seconds += max(c.DurationS, 0)
 	if len(c.Targets) == 0 {
 		if invalid {
 			ce.why = appendNew(ce.why, "the case was invalid and recorded no injection of its own")

@@ -195,9 +195,7 @@ func simLocks(n int, factor float64) []simLock {
 // answer says are undecided — sets a backend apart in at most 5% of
 // 1,000 answers.
 func TestAdaptiveErrorRate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1,000 simulated experiments")
-	}
+	skipSimulation(t)
 	r := rand.New(rand.NewPCG(28, 1))
 	const runs = simRuns
 	sep, looks := 0, 0
@@ -221,9 +219,7 @@ func TestAdaptiveErrorRate(t *testing.T) {
 // different, the adaptive experiment sets it apart in at least 80% of
 // 1,000 answers.
 func TestAdaptivePower(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1,000 simulated experiments")
-	}
+	skipSimulation(t)
 	r := rand.New(rand.NewPCG(28, 2))
 	const runs = simRuns
 	sep, right, looks := 0, 0, 0
@@ -246,3 +242,17 @@ func TestAdaptivePower(t *testing.T) {
 
 // simRuns is the number of simulated experiments of each test.
 const simRuns = 1000
+
+// skipSimulation skips the 1,000 simulated experiments under -short, and
+// under -race: they are computation in one goroutine, which the race
+// detector slows tenfold (most of an hour on a loaded machine); make test
+// runs them without it.
+func skipSimulation(t *testing.T) {
+	t.Helper()
+	switch {
+	case testing.Short():
+		t.Skip("1,000 simulated experiments")
+	case raceDetector:
+		t.Skip("1,000 simulated experiments, computation in one goroutine: make test runs them without -race")
+	}
+}

@@ -48,7 +48,7 @@ func reasons(ch *results.Choice, pick *backend, left []*backend, seps []separati
 		}
 		s := fmt.Sprintf("%s are tied: the evidence does not tell them apart at a %.0f%% family-wise level", joinAnd(names), Alpha*100)
 		if len(ch.Needs) > 0 {
-			s += "; " + settleWords(ch.Needs[0], pick)
+			s += "; " + settleWords(ch.Needs[0], pick) + estimate(ch.Needs[0], left)
 		}
 		out = append(out, s+". Until then "+pick.name+" comes first ("+tieBreak(left, p.Have)+").")
 	}
@@ -326,4 +326,33 @@ func medianSeconds(xs []float64) string {
 	default:
 		return fmt.Sprintf("%.1f s (median)", m)
 	}
+}
+
+// estimate is the running time the need asks for, from how long the run's
+// own cases took: " (≈ 12 min of running, server starts aside)", or ""
+// when the run says nothing of it.
+func estimate(n results.Need, left []*backend) string {
+	secs := 0.0
+	for _, b := range left {
+		if b.name != n.A && b.name != n.B {
+			continue
+		}
+		switch {
+		case n.Trials > 0 && b.free.cases > 0:
+			have := min(len(b.speeds), 1)
+			if b.independent {
+				have = len(b.speeds)
+			}
+			secs += float64(max(n.Trials-have, 0)) * b.free.seconds / float64(b.free.cases)
+		case n.Injections > 0:
+			ce := classByLabel(b, n.Class)
+			if ce.tested > 0 {
+				secs += float64(max(int64(n.Injections)-ce.tested, 0)) * ce.seconds / float64(ce.tested)
+			}
+		}
+	}
+	if secs <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (≈ %.0f min of running, server starts aside)", max(secs/60, 1))
 }

@@ -235,9 +235,11 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 		for _, b := range ch.Tied {
 			if ds.nodes(b) == ds.nodes(ch.Backend) {
 				ch.Alike = append(ch.Alike, b)
-				standing[b] = "recommended alike with " + ch.Backend + ": the evidence does not tell them apart on safety, availability or speed, and they need as many nodes"
+				standing[b] = "recommended alike with " + ch.Backend + ": the evidence does not tell them apart on safety, availability " +
+					"or speed, and they need as many nodes"
 			} else {
-				standing[b] = fmt.Sprintf("tied with %s: the evidence does not tell them apart on safety, availability or speed; %s", ch.Backend, costWord(ds, ch.Backend, b))
+				standing[b] = fmt.Sprintf("tied with %s: the evidence does not tell them apart on safety, availability or speed; %s",
+					ch.Backend, costWord(ds, ch.Backend, b))
 			}
 		}
 	}
@@ -314,7 +316,8 @@ func (ds *dataset) bySafety(sep *separation, tier []string, standing, brief map[
 			return rateOf(totals(ds.find(query{Backend: backend, Class: c.class, Durability: c.profile})), kindIncident, c.class)
 		}
 		x, y := rate(b), rate(c.better)
-		standing[b] = fmt.Sprintf("set apart on safety: under %s (%s profile) the tested injections with a double-grant incident, %s, lie above %s's, %s (%s)",
+		standing[b] = fmt.Sprintf("set apart on safety: under %s (%s profile) the tested injections with a double-grant incident, %s, "+
+			"lie above %s's, %s (%s)",
 			c.class, c.profile, x, c.better, y, sep.testWords(c))
 		brief[b] = fmt.Sprintf("safety under %s: double-grant incidents %s vs %s's %s", c.class, x.cell(), c.better, y.cell())
 	}
@@ -343,7 +346,8 @@ func (ds *dataset) byAvailability(sep *separation, tier []string, standing, brie
 		if c.measure == "recovery" {
 			margin = fmt.Sprintf("its recovery lies above %s's by more than %s s", c.better, fmtSeconds(recoveryMargin))
 		}
-		standing[b] = fmt.Sprintf("set apart on availability: under %s it served %s of its baseline and recovered in %s, %s served %s and recovered in %s; %s (%s)",
+		standing[b] = fmt.Sprintf("set apart on availability: under %s it served %s of its baseline and recovered in %s, %s served %s "+
+			"and recovered in %s; %s (%s)",
 			c.class, spreadPct(y.inFault), spreadSeconds(y.recovery), c.better, spreadPct(x.inFault), spreadSeconds(x.recovery), margin, sep.testWords(c))
 		brief[b] = fmt.Sprintf("availability under %s: %s of baseline, recovery %s, vs %s's %s, %s", c.class,
 			fmtPct(y.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: y.recovery.Median}), c.better, fmtPct(x.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: x.recovery.Median}))
