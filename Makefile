@@ -1,5 +1,5 @@
 # lockbench: which distributed lock should this service use?
-#   make bench   run the comparison on this machine and write the report
+#   make bench   answer which lock to use (lockbench advise on the default profile) and write the report
 #   make bench-full  the same with every client-pause point, the lease loads under more faults, every durability profile on every backend and every clock fault
 #   make test    vet and test everything against real servers (-race): CI's suite
 #   make unit    the tests that need no server (go test -short), in about a minute and a half
@@ -46,8 +46,10 @@ test: build
 unit:
 	$(GO) test -short ./...
 
+# lockbench advise on its default profile (both intents, every backend of
+# the default suite, its load): the plan, then rounds within 15 minutes.
 bench: deps build
-	$(BIN)/lockbench run --suite default --out $(OUT)
+	$(BIN)/lockbench advise --budget 15m --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest
 
 bench-quick: deps build

@@ -51,6 +51,13 @@ type Case struct {
 	// think times. Run raises the TTL to the fault's MinTTL and the
 	// duration to its MinDuration on the case's cluster.
 	Spec workloads.Spec
+	// Fresh starts the case's servers anew for its trial, so that its
+	// trials are independent samples (results.Case.FreshServers): the
+	// first case of a backend's trial retires the servers an earlier
+	// case ran on, and the next cases of the same backend and trial
+	// share the new ones. Servers the runner does not start (a backend's
+	// endpoints, an inventory's hosts) are never fresh.
+	Fresh bool
 }
 
 // String names the case for progress lines.
@@ -110,6 +117,12 @@ type Runner struct {
 
 	host  string
 	local *judge.Judge
+	// done counts the cases of earlier calls of Run: a later call's
+	// cases continue their ids and seeds, into the same File.
+	done int
+	// fresh is the backend spec and trial whose servers the last Fresh
+	// case started.
+	fresh string
 	// saved is when results.json was last written (see saveEvery).
 	saved time.Time
 }
@@ -125,26 +138,37 @@ const saveEvery = 30 * time.Second
 // marking the results partial; a case that fails (its servers would not
 // start, its backend would not open) is reported and skipped, not fatal.
 // It returns the results and ctx's error if the run was cut short.
+//
+// A later call of Run adds its cases to the same File (the rounds of
+// lockbench advise): same run id and seed, case ids and seeds that
+// continue the earlier calls'.
 func (r *Runner) Run(ctx context.Context, cases []Case) (*results.File, error) {
 	if err := r.init(); err != nil {
 		return nil, err
 	}
 	if r.local != nil {
-		defer r.local.Close()
+		defer func() {
+			_ = r.local.Close()
+			r.Judge, r.local = nil, nil
+		}()
 	}
-	r.File.Started = time.Now()
+	if r.File.Started.IsZero() {
+		r.File.Started = time.Now()
+	}
 	r.File.Hosts = []string{r.host}
 	r.File.RunID = r.Judge.RunID()
 	r.File.Seed = r.Seed
 	r.File.Cores = runtime.NumCPU()
 	r.File.MemoryBytes = memory()
 	r.File.Machine = fmt.Sprintf("%d cores, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	base := r.done
+	r.done += len(cases)
 	for i, c := range cases {
 		if ctx.Err() != nil {
 			break
 		}
 		r.emit(Event{Index: i, Total: len(cases), Case: c})
-		res, err := r.one(ctx, i, c)
+		res, err := r.one(ctx, base+i, c)
 		switch {
 		case len(res) > 0:
 			r.File.Cases = append(r.File.Cases, res...)
@@ -202,7 +226,8 @@ func (r *Runner) init() error {
 		_, _ = crand.Read(tok)
 		r.JudgeToken, listen = hex.EncodeToString(tok), ":0"
 	}
-	j, err := judge.New(judge.Options{Out: r.Dir, Token: r.JudgeToken, Log: r.Log})
+	// A later call of Run keeps the run's id (its keys' prefix).
+	j, err := judge.New(judge.Options{RunID: r.File.RunID, Out: r.Dir, Token: r.JudgeToken, Log: r.Log})
 	if err != nil {
 		return err
 	}
@@ -256,6 +281,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	}
 	spec := c.Spec
 	spec.TTL = max(spec.TTL, c.Fault.MinTTL)
+	fresh := r.renew(c)
 	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault, c.Durability, spec.TTL)
 	if err != nil {
 		return nil, serversError{fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)}
@@ -319,7 +345,26 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	if len(target.Nodes) == 0 {
 		base.Durability = "" // no servers: no profile
 	}
+	base.FreshServers = fresh
 	return out.Cases(base, c.Guards)
+}
+
+// renew retires, for a Fresh case that starts a backend's trial, the
+// servers an earlier case ran on, so that Setup starts new ones, and
+// reports whether the case runs on servers started for its trial alone:
+// never on servers the runner does not start (endpoints, hosts), nor
+// for a backend without servers (nothing to share).
+func (r *Runner) renew(c Case) bool {
+	if !c.Fresh || r.Hosts != nil || r.Clusters.External(c.Backend.Name) || c.Backend.Descriptor.Servers.Kind == backends.NoServers {
+		r.fresh = "" // whatever it ran on is no longer the trial's alone
+		return false
+	}
+	key := fmt.Sprintf("%s\x00%d", c.Backend.Spec, c.Trial)
+	if r.fresh != key {
+		r.Clusters.Lost(c.Backend)
+		r.fresh = key
+	}
+	return true
 }
 
 // record is what a case's results say of it before it is measured: the

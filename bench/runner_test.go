@@ -385,3 +385,70 @@ func plainShape(b bench.Backend) nemesis.Shape {
 	sh.Caps &^= nemesis.LosableData | nemesis.MovableClock | nemesis.ClientLinks
 	return sh
 }
+
+// TestRunnerFreshServersAcrossRounds: Fresh cases start new servers for
+// each trial of a backend (the cases of one trial share them), their
+// results say so (FreshServers), and cases without Fresh keep the
+// servers they find; a second call of Run appends to the same file, with
+// the same run id and case ids that continue the first call's.
+func TestRunnerFreshServersAcrossRounds(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute)
+	m := suites.Matrix{
+		Backends: []string{"redis", "noop"}, Workloads: []workloads.Workload{workloads.Hot, workloads.UniformKeys}, Faults: []string{"none"},
+		Guards: []judge.Guard{judge.GuardNone}, Clients: []int{2}, Trials: 2,
+		Spec: workloads.Spec{Duration: 300 * time.Millisecond, TTL: time.Second, Keys: 10},
+	}
+	cases, err := suites.Cross(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cases {
+		cases[i].Fresh = true
+	}
+	env := composetest.ForTest(t)
+	r := &bench.Runner{Clusters: bench.NewClusters(env, nil), Dir: t.TempDir(), Worker: testWorker(), Seed: 7}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	f, err := r.Run(ctx, cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisNodes := func() int { return len(env.Nodes()) } // noop starts none
+	if n := redisNodes(); n != 2 {
+		t.Errorf("%d Redis servers started for 2 fresh trials (want 2: the cases of a trial share theirs)", n)
+	}
+	runID, first := f.RunID, len(f.Cases)
+	for _, c := range f.Cases {
+		if want := c.Backend == "redis"; c.FreshServers != want {
+			t.Errorf("%s trial %d %s: fresh servers %v, want %v (noop has no servers)", c.Backend, c.Trial, c.Workload, c.FreshServers, want)
+		}
+	}
+	// A second round: two more Redis cases without Fresh share one set.
+	again, err := suites.Cross(suites.Matrix{Backends: []string{"redis"}, Workloads: m.Workloads, Faults: m.Faults, Guards: m.Guards,
+		Clients: m.Clients, Spec: m.Spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err = r.Run(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != first+2 || f.RunID != runID {
+		t.Fatalf("second round: %d results (want %d), run id %q (want %q)", len(f.Cases), first+2, f.RunID, runID)
+	}
+	if n := redisNodes(); n != 2 {
+		t.Errorf("%d Redis servers after a round without Fresh (want the 2 of before: it keeps the last)", n)
+	}
+	histories := map[string]bool{}
+	for _, c := range f.Cases {
+		if histories[c.History] {
+			t.Errorf("history %s written twice: the second round's case ids repeat the first's", c.History)
+		}
+		histories[c.History] = true
+	}
+	for _, c := range f.Cases[first:] {
+		if c.FreshServers {
+			t.Errorf("%s %s in the second round: fresh servers set without Fresh", c.Backend, c.Workload)
+		}
+	}
+}

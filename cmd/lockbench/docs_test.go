@@ -64,7 +64,7 @@ var foreignFlags = map[string]string{
 // pendingCommands are commands the docs name that a branch merging
 // beside this one adds (lockbench advise): checked once they exist, and
 // to be dropped from this list then.
-var pendingCommands = map[string]bool{"advise": true}
+var pendingCommands = map[string]bool{}
 
 // commandFlags returns every flag of cmd (its own and inherited), by
 // name, and those of every command under root, by command path.

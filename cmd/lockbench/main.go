@@ -45,7 +45,8 @@ func rootCmd() *cobra.Command {
 		Version:       buildVersion(),
 	}
 	root.SetVersionTemplate("lockbench {{.Version}}\n")
-	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), proxyCmd(), judgeCmd(), checkCmd(), hostsCmd(), lazyfsCmd())
+	root.AddCommand(runCmd(), adviseCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), proxyCmd(), judgeCmd(), checkCmd(),
+		hostsCmd(), lazyfsCmd())
 	root.AddCommand(admitCmds()...)
 	return root
 }

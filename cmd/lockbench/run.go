@@ -60,6 +60,8 @@ type runFlags struct {
 	dryRun     bool
 	keepGoing  bool
 	endpoints  endpointFlags
+	failOn     []string
+	fresh      bool
 }
 
 func runCmd() *cobra.Command {
@@ -146,17 +148,30 @@ Backends:
 		"list the cases the flags select, and the fault classes a backend is not put through and why; run nothing")
 	fl.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when some backends' servers would not start and their cases were skipped (the end of the run still names them)")
 	f.endpoints.register(fl)
+	fl.BoolVar(&f.fresh, "fresh-servers", false,
+		"start each backend's servers anew for each trial, so that trials are independent samples (results.json: fresh_servers)")
+	fl.StringSliceVar(&f.failOn, "fail-on", nil, "exit 3 when the run shows any of: lock-bug (a real backend's lock bug), "+
+		"stale-write (a stale write a token-checking resource accepted), undecided (an intent the answer leaves undecided)")
 	return cmd
 }
 
 func (f *runFlags) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
+	gates, err := parseGates(f.failOn)
+	if err != nil {
+		return err
+	}
 	if f.out == "" && !f.dryRun {
 		return errors.New(`required flag(s) "out" not set`)
 	}
 	cases, skipped, err := f.cases(cmd)
 	if err != nil {
 		return err
+	}
+	if f.fresh {
+		for i := range cases {
+			cases[i].Fresh = true
+		}
 	}
 	if f.dryRun {
 		return dryRun(cmd.OutOrStdout(), cases, skipped)
@@ -304,7 +319,35 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if len(invalid) > 0 {
 		return fmt.Errorf("%d of %d cases not run: %w", len(invalid), len(cases), errors.Join(invalid...))
 	}
-	return unstartedError(stderr, unstarted, len(cases), f.keepGoing)
+	if err := unstartedError(stderr, unstarted, len(cases), f.keepGoing); err != nil {
+		return err
+	}
+	return failOn(gates, file, "", undecidedRun(file))
+}
+
+// undecidedRun says which intent the decision (answer.Decide, for make
+// bench's profile unless the file records one) leaves undecided, with
+// its tie, or "".
+func undecidedRun(f *results.File) string {
+	a := f.Answer
+	if a == nil {
+		var p results.Profile
+		if f.Profile != nil {
+			p = *f.Profile
+		}
+		d, err := answer.Decide(f, p)
+		if err != nil {
+			return "no answer: " + err.Error()
+		}
+		a = &d
+	}
+	var out []string
+	for _, ch := range []*results.Choice{a.Correctness, a.Efficiency} {
+		if ch != nil && !ch.Decided {
+			out = append(out, fmt.Sprintf("%s: %s tied", ch.Intent, strings.Join(ch.Pick, ", ")))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // dryRun lists cases and skipped to w, as the run would take them.

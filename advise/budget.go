@@ -1,0 +1,171 @@
+package advise
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/bench"
+)
+
+// The order in which a budget keeps classes: for correctness, the ones
+// that break exclusion first (a lost or expired lock, a lost write, a
+// clock that expires keys early); for efficiency, what costs grants.
+var (
+	priorityCorrectness = []string{"none", "client-pause", "restart", "power-loss", "clock-jump", "failover", "crash-minority", "partition",
+		"server-pause", "leader-kill", "partition-leader", "partition-halves", "latency"}
+	priorityEfficiency = []string{"none", "server-pause", "restart", "crash-minority", "partition", "client-pause", "failover"}
+)
+
+// cell is the cases of one backend under one class.
+type cell struct {
+	spec, class string
+	cases       []bench.Case
+	cost        time.Duration
+}
+
+// fit keeps, within the budget (the whole of it for round 1 when the
+// budget covers everything, else three quarters, the rest left to the
+// rounds), the cells in the order of what the answer needs first: the
+// candidates the team runs before those it would add, the classes in
+// the order of the plan's (the baseline, then what breaks exclusion for
+// correctness, what costs grants for efficiency); it returns what it
+// cut, in words.
+func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string) {
+	if pl.Budget == 0 || Estimate(cases) <= pl.Budget*9/10 {
+		return cases, nil
+	}
+	limit := pl.Budget * 3 / 4
+	if pl.Profile.isDefault() {
+		limit = pl.Budget // make bench: the whole catalogue first, rounds only if time is left
+	}
+	byKey := map[[2]string]*cell{}
+	var cells []*cell
+	for _, c := range cases {
+		k := [2]string{c.Backend.Spec, c.Fault.Class()}
+		if byKey[k] == nil {
+			byKey[k] = &cell{spec: k[0], class: k[1]}
+			cells = append(cells, byKey[k])
+		}
+		byKey[k].cases = append(byKey[k].cases, c)
+	}
+	have := map[string]bool{}
+	for _, c := range pl.Candidates {
+		have[c.Spec] = c.Have
+	}
+	order := priorityEfficiency
+	if pl.Profile.intends(IntentCorrectness) {
+		order = priorityCorrectness
+	}
+	classRank := map[string]int{}
+	for i, c := range pl.Classes {
+		classRank[c.Name] = len(order) + i
+		if j := slices.Index(order, c.Name); j >= 0 {
+			classRank[c.Name] = j
+		}
+	}
+	rank := func(c *cell) int {
+		if b, err := bench.ParseBackend(c.spec); err == nil && b.Descriptor.Control {
+			return -1 // the control proves the checkers see a double grant: first
+		}
+		return boolRank(have[c.spec])
+	}
+	ranked := slices.Clone(cells)
+	slices.SortStableFunc(ranked, func(a, b *cell) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return classRank[a.class] - classRank[b.class]
+	})
+	keep := map[*cell]bool{}
+	var spent time.Duration
+	var cut []string
+	full := false // past the first cell that does not fit, nothing more is kept: priority, not packing
+	for _, c := range ranked {
+		c.cost = Estimate(c.cases)
+		if !full && spent+c.cost <= limit {
+			keep[c], spent = true, spent+c.cost
+			continue
+		}
+		full = true
+		cut = append(cut, fmt.Sprintf("%s under %s (≈%s)", c.spec, c.class, seconds(c.cost)))
+	}
+	var out []bench.Case
+	for _, c := range cases {
+		if keep[byKey[[2]string{c.Backend.Spec, c.Fault.Class()}]] {
+			out = append(out, c)
+		}
+	}
+	return out, cut
+}
+
+// whole estimates what deciding every comparison would take: round 1,
+// and for each candidate and class in, the injections up to the
+// qualification's (correctness) or the separation's (efficiency).
+func (pl *Plan) whole(cases []bench.Case) time.Duration {
+	d := Estimate(cases)
+	want := 0
+	if pl.Profile.intends(IntentCorrectness) {
+		want = pl.Qualify
+	}
+	if pl.Profile.intends(IntentEfficiency) {
+		want = max(want, pl.Injections)
+	}
+	for _, c := range cases {
+		if c.Fault.Name == "none" || c.Injections == 0 || want <= c.Injections {
+			continue
+		}
+		more := c
+		more.Injections = want - c.Injections
+		d += Estimate([]bench.Case{more})
+	}
+	return d
+}
+
+// Costs of a case beyond its load, fitted to make bench's runs on 2
+// cores (14 min 5 s for 11 min 46 s of planned load): its workers and
+// judge, and a start of its servers (startCost) when it needs others.
+const caseOverhead = 500 * time.Millisecond
+
+// startCost is how long starting backend b's servers takes here.
+func startCost(b bench.Backend) time.Duration {
+	s := b.Descriptor.Servers
+	per := map[backends.Kind]time.Duration{
+		backends.Redis: 300 * time.Millisecond, backends.Sentinel: 4 * time.Second, backends.ZooKeeper: 6 * time.Second,
+		backends.Etcd: 4 * time.Second, backends.Postgres: 3 * time.Second,
+	}[s.Kind]
+	if s.Kind == backends.Redis {
+		return per * time.Duration(max(s.Count, 1))
+	}
+	return per
+}
+
+// Estimate is how long cases take to run here, in order: each case's
+// load as it will run (stretched to fit its injections), its overhead,
+// and a start of servers whenever a case needs its backend's servers
+// otherwise than the last case on them (another durability profile, a
+// lazy filesystem, the clock preload, network namespaces), a fresh trial
+// or a fault that spends its cluster.
+func Estimate(cases []bench.Case) time.Duration {
+	var d time.Duration
+	last := map[backends.Servers]string{}
+	for _, c := range cases {
+		ttl := max(c.Spec.TTL, c.Fault.MinTTL)
+		run := max(c.Spec.Duration, c.Fault.MinDuration(bench.Shape(c.Backend), bench.Lease(c.Backend, ttl), c.Injections))
+		d += run + caseOverhead
+		servers := c.Backend.Descriptor.Servers
+		key := fmt.Sprintf("%v/%s", c.Fault.Needs, c.Durability)
+		if c.Fresh {
+			key = fmt.Sprintf("%s/%d", c.Backend.Spec, c.Trial)
+		}
+		if old, ok := last[servers]; !ok || old != key || c.Fault.Fresh {
+			d += startCost(c.Backend)
+			last[servers] = key
+		}
+	}
+	return d
+}
+
+// seconds writes d rounded to the second.
+func seconds(d time.Duration) string { return d.Round(time.Second).String() }
