@@ -1,7 +1,7 @@
 // Package redlock is a Redlock distributed lock over N independent Redis
 // masters, usable on its own as a library: it depends only on go-redis,
 // the OpenTelemetry API and lockbench's small locker package, and
-// registers nothing anywhere (backends/redlock/redlockbackend registers it
+// registers nothing anywhere (backends/redlockbackend registers it
 // with lockbench).
 //
 //	clients := []*redis.Client{redis.NewClient(&redis.Options{Addr: "10.0.0.1:6379"}), ...}
