@@ -3,6 +3,10 @@
 #   make bench-full  the same with every client-pause point, the lease loads under more faults, every durability profile on every backend and every clock fault
 #   make test    vet and test everything against real servers (-race): CI's suite
 #   make unit    the tests that need no server (go test -short), in about a minute and a half
+#
+# Three modules: the benchmark (.) and the Redlock library's two, locker
+# and backends/redlock (go.work joins them for development). make test and
+# make unit test every one.
 
 GO ?= go
 BIN := $(CURDIR)/bin
@@ -14,7 +18,11 @@ export LOCKBENCH_BINARY := $(BIN)/lockbench
 # Where make bench writes results.json and the report.
 OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: all deps build test unit bench bench-quick bench-full clean
+# The library's modules, tested on their own (GOWORK=off): with the
+# dependency versions their go.mod requires, what an adopter builds.
+LIBRARY := locker backends/redlock
+
+.PHONY: all deps build test unit fuzz bench bench-quick bench-full clean
 
 all: build
 
@@ -34,12 +42,22 @@ build:
 test: build
 	@scripts/deps.sh test
 	$(GO) vet ./...
+	@for m in $(LIBRARY); do (cd $$m && GOWORK=off $(GO) vet ./...) || exit 1; done
 	$(GO) test -race -timeout 30m ./...
+	@for m in $(LIBRARY); do echo "== $$m"; (cd $$m && GOWORK=off $(GO) test -race -timeout 20m ./...) || exit 1; done
+	scripts/consumer.sh
+	scripts/serverfree.sh
+	scripts/fuzz.sh
 
 # Tests that start servers (composetest.StartsServers) or a browser skip
 # under -short: nothing to install but Go.
 unit:
 	$(GO) test -short ./...
+	@for m in $(LIBRARY); do (cd $$m && GOWORK=off $(GO) test -short ./...) || exit 1; done
+
+# Every fuzz target, briefly (FUZZTIME each, one at a time).
+fuzz:
+	scripts/fuzz.sh
 
 bench: deps build
 	$(BIN)/lockbench run --suite default --out $(OUT)
