@@ -106,7 +106,7 @@ func (r *Redlock) resolve(key string, opts []locker.Option) (locker.Options, err
 	if err != nil {
 		return o, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := r.k.checkKey(key); err != nil {
 		return o, err
 	}
 	if o.TTL < time.Millisecond {
@@ -394,11 +394,11 @@ func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte
 	b = appendBulk(b, acquireScript.sha)
 	b = appendBulk(b, "6")
 	b = appendBulk(b, a.key)
-	b = appendBulkConcat(b, tokenPrefix, a.key)
-	b = appendBulk(b, nodeKey)
-	b = appendBulkConcat(b, waitersPrefix, a.key)
-	b = appendBulkConcat(b, deadlinesPrefix, a.key)
-	b = appendBulkConcat(b, asksPrefix, a.key)
+	b = appendBulkConcat(b, r.k.token, a.key)
+	b = appendBulk(b, r.k.node)
+	b = appendBulkConcat(b, r.k.waiters, a.key)
+	b = appendBulkConcat(b, r.k.deadlines, a.key)
+	b = appendBulkConcat(b, r.k.asks, a.key)
 	b = appendBulk(b, a.value)
 	b = appendBulkInt(b, a.o.TTL.Milliseconds())
 	b = appendBulk(b, run)

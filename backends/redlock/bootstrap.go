@@ -125,7 +125,7 @@ func (r *Redlock) bootstrapRound(ctx context.Context, mode string, only []bool, 
 	ms := strconv.FormatInt(r.c.maxTTL.Milliseconds(), 10)
 	// The marker records no max TTL yet: the clients that take leases
 	// record theirs.
-	req := appendCommand(nil, "EVALSHA", bootstrapScript.sha, "2", nodeKey, lostKey, mode, ms, flag(o.force), "0")
+	req := appendCommand(nil, "EVALSHA", bootstrapScript.sha, "2", r.k.node, r.k.lost, mode, ms, flag(o.force), "0")
 	exchange(ctx, calls, adminTimeout, 0, func(_ int, c *call) { c.req, c.p.want = req, 1 }, nil)
 	answers := make([]string, len(calls))
 	var errs []error

@@ -237,8 +237,8 @@ func explain(command string, err error) error {
 	// NOPERM, or inside a script (Redis 7.0) "The user executing the
 	// script can't run this command".
 	if errors.As(err, &re) && (strings.Contains(string(re), "NOPERM") || strings.Contains(string(re), "can't run this command")) {
-		return fmt.Errorf("%w: %s refused by the node's ACL: %w (Redlock's user needs %s, and the keys of the locks and those starting with %q)",
-			ErrConfig, command, err, aclCommands, reserved)
+		return fmt.Errorf("%w: %s refused by the node's ACL: %w (Redlock's user needs %s, and the keys of the locks and those starting "+
+			"with its key prefix, by default %q)", ErrConfig, command, err, aclCommands, DefaultKeyPrefix)
 	}
 	return asConfig(fmt.Errorf("%s: %w", command, err))
 }

@@ -39,7 +39,7 @@ func (a *attempt) fence(ctx context.Context) (int64, error) {
 	topStr := strconv.FormatInt(top, 10)
 	life := strconv.FormatInt(a.r.counterLife().Milliseconds(), 10)
 	exchange(ctx, a.calls, a.r.timeout(a.o.TTL), 0, func(_ int, c *call) {
-		c.buf = appendCommand(c.buf, "EVALSHA", raiseScript.sha, "1", tokenPrefix+a.key, topStr, life)
+		c.buf = appendCommand(c.buf, "EVALSHA", raiseScript.sha, "1", a.r.k.token+a.key, topStr, life)
 		c.p.want = 1
 	}, nil)
 	var errs []error

@@ -173,7 +173,7 @@ func (h *handoff) close() {
 func (h *handoff) run(i int, n *node) {
 	defer h.wg.Done()
 	ctx := h.r.life
-	list := wakePrefix + h.r.id
+	list := h.r.k.wake + h.r.id
 	req := appendCommand(nil, "BLPOP", list, strconv.FormatFloat(blockFor.Seconds(), 'f', -1, 64))
 	for ctx.Err() == nil {
 		timeout := n.opt.DialTimeout

@@ -66,7 +66,7 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration, start time.Time) (
 	for i := range calls {
 		calls[i].skip = !h.on[i]
 	}
-	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "2", h.key, nodeKey, h.value, strconv.FormatInt(ttl.Milliseconds(), 10), flag(r.c.quarantine))
+	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "2", h.key, r.k.node, h.value, strconv.FormatInt(ttl.Milliseconds(), 10), flag(r.c.quarantine))
 	ok, notOurs := 0, 0
 	exchange(ctx, calls, r.timeout(ttl), r.quorum, func(_ int, c *call) {
 		c.req, c.p.want = cmd, 1
@@ -272,15 +272,15 @@ func (q *releaseRequest) build(i int, c *call) {
 	b = appendBulk(b, releaseScript.sha)
 	b = appendBulk(b, "5")
 	b = appendBulk(b, key)
-	b = appendBulkConcat(b, waitersPrefix, key)
-	b = appendBulkConcat(b, deadlinesPrefix, key)
-	b = appendBulk(b, nodeKey)
-	b = appendBulkConcat(b, asksPrefix, key)
+	b = appendBulkConcat(b, r.k.waiters, key)
+	b = appendBulkConcat(b, r.k.deadlines, key)
+	b = appendBulk(b, r.k.node)
+	b = appendBulkConcat(b, r.k.asks, key)
 	b = appendBulk(b, q.value)
 	b = appendBulk(b, r.queueID(q.home, i, q.id))
 	b = appendBulk(b, flag(r.queues(q.home, i)))
 	b = appendBulkInt(b, q.reserve.Milliseconds())
-	b = appendBulk(b, wakePrefix)
+	b = appendBulk(b, r.k.wake)
 	b = appendBulkInt(b, wakeLife.Milliseconds())
 	b = appendBulk(b, flag(r.c.quarantine))
 	b = appendBulk(b, q.run(c.node))

@@ -51,6 +51,7 @@ type options struct {
 	nodeTimeout  time.Duration // 0: scaled from the TTL
 	waitReplicas int
 	waitTimeout  time.Duration
+	keyPrefix    string
 	telemetryOptions
 }
 
@@ -73,12 +74,13 @@ type config struct {
 	nodeTimeout  time.Duration
 	waitReplicas int
 	waitTimeout  time.Duration
+	keyPrefix    string
 	telemetryOptions
 }
 
 // resolve applies opts and settles the options that depend on others.
 func resolve(opts []Option) (config, error) {
-	o := options{maxTTL: DefaultMaxTTL, drift: DefaultDrift}
+	o := options{maxTTL: DefaultMaxTTL, drift: DefaultDrift, keyPrefix: DefaultKeyPrefix}
 	for _, opt := range opts {
 		if opt == nil {
 			continue
@@ -99,6 +101,7 @@ func resolve(opts []Option) (config, error) {
 		nodeTimeout:      o.nodeTimeout,
 		waitReplicas:     o.waitReplicas,
 		waitTimeout:      o.waitTimeout,
+		keyPrefix:        o.keyPrefix,
 		telemetryOptions: o.telemetryOptions,
 	}
 	c.clockFloor = c.fencing && o.clockFloor != off
@@ -162,8 +165,8 @@ func WithQuarantine(enable bool) Option {
 // to the next lives on its queue nodes, a bare majority, either way.)
 // What it buys: an Acquire and Release make three of five nodes run a
 // script instead of five, and a refused try sets the key nowhere, so
-// there is nothing to release: measured in the package documentation
-// (Performance). A node of a key's first quorum that hangs costs the
+// there is nothing to release (measured in the repository's
+// docs/measurements.md). A node of a key's first quorum that hangs costs the
 // tries that were waiting for it up to the node timeout, once; after
 // that it is not answering, and the tries ask the others first.
 func WithQuorumFirst(enable bool) Option {
@@ -266,4 +269,27 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // not reach a majority. By default, or given nil, Redlock logs nothing.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error { o.logger = l; return nil }
+}
+
+// WithKeyPrefix sets the prefix of the keys Redlock keeps on the nodes
+// besides the lock keys (DefaultKeyPrefix): the node's state and
+// admission marker, the record of a detected loss, fencing counters, wait
+// queues and wake-up lists. Lock names that start with it are refused, so
+// a lock key is never one of Redlock's own; the empty prefix is refused.
+// Every client of the same nodes must use the same prefix: clients with
+// different prefixes still exclude each other on a lock key, but they do
+// not share quarantine markers, fencing counters or wait queues, so a
+// node that one of them admitted is new to the other (it needs Bootstrap,
+// or one max TTL), and tokens and hand-offs are not ordered across them.
+// Use it to give Redlock keys an application's ACL key pattern allows
+// (for example "app:redlock:" with ~app:*), not to run two lock services
+// on the same nodes.
+func WithKeyPrefix(prefix string) Option {
+	return func(o *options) error {
+		if err := checkPrefix(prefix); err != nil {
+			return err
+		}
+		o.keyPrefix = prefix
+		return nil
+	}
 }

@@ -256,7 +256,7 @@ func (r *Redlock) probeRequest(mode string) []byte {
 	if r.seenAdmitted.Load() {
 		prior = "1"
 	}
-	return appendCommand(nil, "EVALSHA", probeScript.sha, "2", nodeKey, lostKey,
+	return appendCommand(nil, "EVALSHA", probeScript.sha, "2", r.k.node, r.k.lost,
 		strconv.FormatInt(r.quarantineFor().Milliseconds(), 10), prior, mode)
 }
 
@@ -271,8 +271,8 @@ func (r *Redlock) probeRequest(mode string) []byte {
 func (r *Redlock) readMaxTTLs(ctx context.Context) error {
 	calls := r.newCalls()
 	var req []byte
-	req = appendCommand(req, "HGET", nodeKey, markerField)
-	req = appendCommand(req, "HGET", lostKey, "q")
+	req = appendCommand(req, "HGET", r.k.node, r.k.marker)
+	req = appendCommand(req, "HGET", r.k.lost, "q")
 	exchange(ctx, calls, adminTimeout, 0, func(_ int, c *call) { c.req, c.p.want = req, 2 }, nil)
 	answered, intact := 0, 0
 	for i := range calls {

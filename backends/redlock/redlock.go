@@ -26,6 +26,7 @@ type Redlock struct {
 	id     string // this Redlock's name in the nodes' wait queues
 	tel    *telemetry
 	runs   servers
+	k      keyspace // where its own keys live on the nodes
 
 	// Close's order, in stages: ops begins closing (no new operation,
 	// waits wake up on its context) and the operations in flight end; the
@@ -67,22 +68,34 @@ const failoverAddr = "FailoverClient"
 
 // New returns a Redlock over the given nodes, one go-redis client per
 // independent master (5 is the usual number; any N ≥ 1 works, with a
-// quorum of N/2+1). Redlock uses only each client's options (see the
-// package documentation for which, and how) to dial connections of its
-// own: one pipelined connection per node for every request, one more per
-// node for grants that WAIT (WithWait), and, once an Acquire has had to
-// wait, one blocking connection to each node for hand-off notices. Every
-// client must name a different master: the nodes are ordered by address,
-// the same way in every process, and two databases of one server, or two
-// addresses of one server (found by its run_id once connected), are
-// refused (ErrConfig). A Sentinel failover client is accepted, but only
-// one (go-redis gives every one the same address; backends/sentinel is the
-// lock on one Sentinel-managed master); its connections move to a new
-// master when they break. New dials the nodes in the background and
-// returns at once; new nodes need Bootstrap, once. Redlock does not close
-// the clients; keep them open while it runs (a failover client's dialer
-// needs its client).
-func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
+// quorum of N/2+1): a []*redis.Client, a []redis.UniversalClient, or a
+// slice of any other client type of go-redis. Each must be a single
+// master: a *redis.Client (from NewClient, NewFailoverClient, or
+// NewUniversalClient with one address or a MasterName alone) or any type
+// with an Options() *redis.Options method; a *redis.ClusterClient (Redis
+// Cluster, NewFailoverClusterClient, or NewUniversalClient with several
+// addresses, cluster mode or routing to replicas) and a *redis.Ring are
+// refused, with an error wrapping locker.ErrInvalid that names the
+// client's index and why: they spread keys, or reads, over several
+// servers, while Redlock counts each client as one vote.
+//
+// Redlock uses only each client's options (see the package documentation
+// for which, and how) to dial connections of its own: one pipelined
+// connection per node for every request, one more per node for grants
+// that WAIT (WithWait), and, once an Acquire has had to wait, one
+// blocking connection to each node for hand-off notices. So the client's
+// hooks (AddHook) do not see Redlock's commands; its Dialer, TLS and
+// credentials do apply. Every client must name a different master: the
+// nodes are ordered by address, the same way in every process, and two
+// databases of one server, or two addresses of one server (found by its
+// run_id once connected), are refused (ErrConfig). A Sentinel failover
+// client is accepted, but only one (go-redis gives every one the same
+// address; backends/sentinel is the lock on one Sentinel-managed master);
+// its connections move to a new master when they break. New dials the
+// nodes in the background and returns at once; new nodes need Bootstrap,
+// once. Redlock does not close the clients; keep them open while it runs
+// (a failover client's dialer needs its client).
+func New[C redis.UniversalClient](clients []C, opts ...Option) (*Redlock, error) {
 	if len(clients) == 0 {
 		return nil, locker.Invalidf("redlock needs at least one Redis client, got none")
 	}
@@ -94,14 +107,14 @@ func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redlock{quorum: len(clients)/2 + 1, c: c, id: newID(), tel: tel}
+	r := &Redlock{quorum: len(clients)/2 + 1, c: c, id: newID(), tel: tel, k: newKeyspace(c.keyPrefix)}
 	r.nodes = make([]*node, len(clients))
 	failover := -1
 	for i, cl := range clients {
-		if cl == nil {
-			return nil, locker.Invalidf("client %d is nil", i)
+		opt, err := singleMaster(i, cl)
+		if err != nil {
+			return nil, err
 		}
-		opt := cl.Options()
 		if opt.Addr == failoverAddr {
 			if failover >= 0 {
 				return nil, locker.Invalidf("clients %d and %d are both Sentinel failover clients: go-redis gives each the address %q, so Redlock cannot tell them apart nor order them alike in every process; use one *redis.Client per master address", failover, i, failoverAddr)
@@ -126,6 +139,36 @@ func New(clients []*redis.Client, opts ...Option) (*Redlock, error) {
 		n.start()
 	}
 	return r, nil
+}
+
+// singleMaster returns the options of client i, which must be one
+// master's, or why it is refused.
+func singleMaster(i int, client redis.UniversalClient) (*redis.Options, error) {
+	switch cl := client.(type) {
+	case nil:
+		return nil, locker.Invalidf("client %d is nil", i)
+	case *redis.Client:
+		if cl == nil {
+			return nil, locker.Invalidf("client %d is nil", i)
+		}
+		return cl.Options(), nil
+	case *redis.ClusterClient:
+		return nil, locker.Invalidf("client %d is a *redis.ClusterClient (Redis Cluster, NewFailoverClusterClient, or NewUniversalClient "+
+			"with several addresses, cluster mode or routing to replicas): it spreads keys or reads over several servers, and Redlock "+
+			"counts each client as one independent master; give one *redis.Client per master (for Sentinel: NewFailoverClient)", i)
+	case *redis.Ring:
+		return nil, locker.Invalidf("client %d is a *redis.Ring: it shards keys over several servers, and Redlock counts each client as "+
+			"one independent master; give one *redis.Client per shard instead", i)
+	case interface{ Options() *redis.Options }:
+		opt := cl.Options()
+		if opt == nil {
+			return nil, locker.Invalidf("client %d (%T) has no options", i, client)
+		}
+		return opt, nil
+	default:
+		return nil, locker.Invalidf("client %d is a %T, which does not say which single master it talks to (no Options() *redis.Options "+
+			"method); give one *redis.Client per master", i, client)
+	}
 }
 
 // newID returns a random name for a Redlock: 64 bits, hex.

@@ -187,7 +187,7 @@ func addrCounter(tb testing.TB, addrs []string) counter {
 	return c
 }
 
-var compare = flag.Duration("compare", 0, "run TestInterleavedComparison for this long per scenario")
+var compare = flag.Duration("compare", 0, "run TestInterleavedComparison for this long per scenario, TestServerCostPerGrant with rounds this long")
 
 // TestInterleavedComparison measures redlock and redsync in the
 // benchmarks' scenarios, in turns of half a second (locktest.Compare), so

@@ -68,7 +68,7 @@ func admit(cfg backends.Config, created bool) error {
 		params["bootstrap"] = "force"
 	}
 	for k, v := range cfg.Params {
-		if k == "quarantine" || k == "maxttl" {
+		if k == "quarantine" || k == "maxttl" || k == "keyprefix" {
 			params[k] = v
 		}
 	}
@@ -113,7 +113,8 @@ already in use included: nothing to do).`,
 	Example: `  lockbench redlock bootstrap --addrs 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379,10.0.0.4:6379,10.0.0.5:6379 --force
   lockbench redlock bootstrap --addrs ... --username locker --tls-ca ca.pem --maxttl 5m`,
 	Params: map[string]string{
-		"maxttl": "the largest max TTL of the clients (WithMaxTTL, default 1m): nodes up for less are refused unless --force",
+		"maxttl":    "the largest max TTL of the clients (WithMaxTTL, default 1m): nodes up for less are refused unless --force",
+		"keyprefix": "the prefix of Redlock's own keys, if the clients set one (WithKeyPrefix; default \"\\x00redlock:\")",
 	},
 	Run: bootstrap,
 }
@@ -130,16 +131,20 @@ func bootstrap(ctx context.Context, cfg backends.Config, force bool, out io.Writ
 	}
 	clients := Clients(cfg)
 	defer closeAll(clients)
-	r, err := redlock.New(clients, redlock.WithMaxTTL(maxTTL))
+	opts := []redlock.Option{redlock.WithMaxTTL(maxTTL)}
+	if v, ok := cfg.Params["keyprefix"]; ok {
+		opts = append(opts, redlock.WithKeyPrefix(v))
+	}
+	r, err := redlock.New(clients, opts...)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	var opts []redlock.BootstrapOption
+	var bopts []redlock.BootstrapOption
 	if force {
-		opts = append(opts, redlock.Force())
+		bopts = append(bopts, redlock.Force())
 	}
-	if err := r.Bootstrap(ctx, opts...); err != nil {
+	if err := r.Bootstrap(ctx, bopts...); err != nil {
 		return fmt.Errorf("refused, nothing admitted: %w", err)
 	}
 	fmt.Fprintf(out, "admitted %d nodes to the quorum (%d of them must grant a lock): %v\n", len(cfg.Addrs), r.Quorum(), r.Info().Nodes)

@@ -28,7 +28,8 @@ const bootstrapTimeout = 10 * time.Second
 // credentials and TLS) that Close closes. Params: fencing (default true),
 // clockfloor (default true with fencing), quarantine (true), quorumfirst
 // (false: redlock.WithQuorumFirst), maxttl (1m), drift (0.01),
-// nodetimeout (scaled from the TTL), and bootstrap (false):
+// nodetimeout (scaled from the TTL), keyprefix (redlock.DefaultKeyPrefix:
+// redlock.WithKeyPrefix), and bootstrap (false):
 // true makes Open first admit brand-new nodes at once
 // (redlock.Bootstrap), and fail if they may have held locks recently
 // (up for less than the max TTL, or flushed: redlock.ErrMaybeInUse);
@@ -39,7 +40,8 @@ const bootstrapTimeout = 10 * time.Second
 // Bootstrap belongs where the nodes are created, once; lockbench's runner
 // does it there, forced, on the nodes it has just started.
 func Open(cfg backends.Config) (locker.Locker, error) {
-	if err := cfg.Check("fencing", "clockfloor", "quarantine", "quorumfirst", "bootstrap", "maxttl", "drift", "nodetimeout"); err != nil {
+	err := cfg.Check("fencing", "clockfloor", "quarantine", "quorumfirst", "bootstrap", "maxttl", "drift", "nodetimeout", "keyprefix")
+	if err != nil {
 		return nil, err
 	}
 	if err := cfg.NeedAddrs(1); err != nil {
@@ -116,6 +118,9 @@ func options(cfg backends.Config) ([]redlock.Option, error) {
 			return nil, err
 		}
 		opts = append(opts, redlock.WithNodeTimeout(d))
+	}
+	if v, ok := cfg.Params["keyprefix"]; ok {
+		opts = append(opts, redlock.WithKeyPrefix(v))
 	}
 	return opts, nil
 }

@@ -28,6 +28,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		{Name: "bad drift", Config: param("drift", "0.7"), Want: "0.7"},
 		{Name: "bad max TTL", Config: param("maxttl", "0s"), Want: "0s"},
 		{Name: "clock floor without fencing", Config: backends.Config{Addrs: addrs, Params: map[string]string{"fencing": "false", "clockfloor": "true"}}, Want: "WithFencing(false)"},
+		{Name: "empty key prefix", Config: param("keyprefix", ""), Want: `key prefix ""`},
 		{Name: "same node twice", Config: backends.Config{Addrs: []string{"127.0.0.1:1", "127.0.0.1:1"}}, Want: "given twice"},
 	})
 }

@@ -32,7 +32,7 @@
 -- back: if the node evicted keys since its admission, that is how, and
 -- the node leaves the quorum (its marker goes) before it grants the key
 -- again to someone else.
-local M = '\0redlock:'
+local M = string.sub(KEYS[3], 1, -5) -- the key prefix: the node's state is its prefix .. 'node'
 local now
 local function clock()
   if not now then

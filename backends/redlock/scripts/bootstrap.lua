@@ -14,7 +14,7 @@
 -- Returns 'free <run_id>' (check), 'admitted <run_id> <max TTL>' (admit),
 -- 'in-use <run_id> <why>', 'evicts <run_id> <policy>',
 -- 'young <run_id> <uptime s>' or 'flushed <run_id>'.
-local M = '\0redlock:'
+local M = string.sub(KEYS[1], 1, -5) -- the key prefix: the node's state is its prefix .. 'node'
 local server = redis.call('INFO', 'server')
 local run = string.match(server, 'run_id:(%x+)')
 if redis.call('EXISTS', KEYS[1]) == 1 then

@@ -24,7 +24,7 @@
 -- is not admitted. The first client to see that records when (on the
 -- node's clock); the node is admitted once it has served the quarantine
 -- since then.
-local M = '\0redlock:'
+local M = string.sub(KEYS[1], 1, -5) -- the key prefix: the node's state is its prefix .. 'node'
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 local mem = redis.call('INFO', 'memory')
 local limit = string.match(mem, 'maxmemory:(%d+)')

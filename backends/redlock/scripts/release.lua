@@ -67,7 +67,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local votes = ARGV[8] == ''
 if not votes then
-  local m = redis.call('HGET', KEYS[4], '\0redlock:')
+  local m = redis.call('HGET', KEYS[4], string.sub(KEYS[4], 1, -5))
   votes = m ~= false and string.sub(m, 1, string.len(ARGV[8]) + 1) == ARGV[8] .. ' '
 end
 while true do
