@@ -3,6 +3,7 @@
 #   make bench-full  the same with every client-pause point, the lease loads under more faults, every durability profile on every backend and every clock fault
 #   make test    vet and test everything against real servers (-race): CI's suite
 #   make unit    the tests that need no server (go test -short), in about a minute and a half
+#   make sample  docs/sample, the sample report, from a run's results dir (RUN=results/latest)
 #
 # Three modules: the benchmark (.) and the Redlock library's two, locker
 # and backends/redlock (go.work joins them for development). make test and
@@ -22,7 +23,7 @@ OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
 # dependency versions their go.mod requires, what an adopter builds.
 LIBRARY := locker backends/redlock
 
-.PHONY: all deps build test unit fuzz bench bench-quick bench-full clean
+.PHONY: all deps build test unit fuzz bench bench-quick bench-full sample clean
 
 all: build
 
@@ -31,8 +32,11 @@ deps:
 
 # Static (CGO_ENABLED=0): lockbench run --inventory uploads this binary to
 # the client hosts, whose C library may differ from this machine's.
+# lockbench --version reads the commit from the build information, or
+# from COMMIT where the toolchain stamps none (GOFLAGS=-buildvcs=false).
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN)/ ./cmd/...
 
 # Every test that starts servers has a deadline of its own (one minute
 # unless it says otherwise: composetest.StartsServers), which fails a hung
@@ -44,6 +48,7 @@ test: build
 	$(GO) vet ./...
 	@for m in $(LIBRARY); do (cd $$m && GOWORK=off $(GO) vet ./...) || exit 1; done
 	$(GO) test -race -timeout 30m ./...
+	$(GO) test -count=1 -timeout 30m -run 'TestAdaptive' -v ./answer/
 	@for m in $(LIBRARY); do echo "== $$m"; (cd $$m && GOWORK=off $(GO) test -race -timeout 20m ./...) || exit 1; done
 	scripts/consumer.sh
 	scripts/serverfree.sh
@@ -73,6 +78,20 @@ bench-quick: deps build
 bench-full: deps build
 	$(BIN)/lockbench run --suite full --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest
+
+# The sample report the front page links to: RUN's report re-rendered by
+# this code, copied into docs/sample with its results.json and charts
+# (not its histories or server logs: a few MB). Regenerate it from the
+# make bench of the code it describes.
+RUN ?= results/latest
+SAMPLE := docs/sample
+sample: build
+	@test -f $(RUN)/results.json || { echo "make sample: no $(RUN)/results.json (make bench first, or RUN=DIR)"; exit 1; }
+	$(BIN)/lockbench report $(RUN)
+	rm -rf $(SAMPLE) && mkdir -p $(SAMPLE)/charts
+	cp $(RUN)/index.html $(RUN)/report.md $(RUN)/results.json $(SAMPLE)/
+	cp $(RUN)/charts/* $(SAMPLE)/charts/
+	@du -sh $(SAMPLE)
 
 clean:
 	rm -rf $(BIN) results/*/ results/latest

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/lockbench/lockbench/locker"
 )
 
 // Descriptor is everything lockbench needs to know of a backend, declared
@@ -48,6 +50,15 @@ type Descriptor struct {
 	// the lease for a lock that keeps its keys ahead of the leases it
 	// promises. Clock jumps are sized from it. Nil means Lease.
 	KeyLife func(ttl time.Duration, params map[string]string) time.Duration
+	// Contract, when set, declares the lock's contract for a lease of ttl
+	// under params: the fields of locker.Info the contract line is drawn
+	// from (TTLResolution, DriftRate, Drift, Session), as its Lockers'
+	// Info reports them. The judge and lockbench check draw the line
+	// with the declaration, not with the promise each worker reports,
+	// and a worker whose report differs is a finding. Nil declares none:
+	// the workers' report stands, and the results say so. An error names
+	// a param it cannot read.
+	Contract func(ttl time.Duration, params map[string]string) (locker.Info, error)
 	// CaseParams returns the params a case whose TTL is ttl sets, each
 	// unless the backend's spec already does: the settings a lease length
 	// depends on that are not the TTL (Redlock's max TTL, ZooKeeper's
@@ -72,9 +83,9 @@ type Descriptor struct {
 	// servers, not assumed. Without it such a fault's effect on the keys
 	// cannot be verified.
 	Probe Prober
-	// Variants are the specs of the backend that the predefined suites run
-	// and that `lockbench backends` lists. Nil means the plain backend
-	// alone, in every suite, under every fault.
+	// Variants are the specs of the backend worth listing or running, in
+	// the order the suites run them; `lockbench backends` lists those
+	// Listed. Nil means the plain backend alone.
 	Variants []Variant
 	// NotApplicable maps a fault class that cannot apply to the backend to
 	// the reason, in a sentence a reader of the report understands. The
@@ -149,26 +160,9 @@ func (s Servers) String() string {
 	return fmt.Sprintf("%s×%d", s.Kind, s.Count)
 }
 
-// Suites is a set of lockbench's predefined suites: those that run a
-// variant.
-type Suites uint8
-
-// The predefined suites.
-const (
-	// DefaultSuite is `make bench` (lockbench run --suite default).
-	DefaultSuite Suites = 1 << iota
-	// QuickSuite is `make bench-quick`, a smoke run of a few minutes.
-	QuickSuite
-	// FullSuite is `make bench-full`, which runs every variant of the
-	// default suite besides: a variant marked with it alone is measured
-	// only there (the default suite is at its time budget).
-	FullSuite
-	// AllSuites is every predefined suite.
-	AllSuites = DefaultSuite | QuickSuite | FullSuite
-)
-
-// Variant is one spec of a backend worth running or listing: the backend
-// with params.
+// Variant is one spec of a backend worth listing or running: the backend
+// with params. Which suites run it, under which faults, is the case
+// table's to say (package suites), not the backend's.
 type Variant struct {
 	// Params are the variant's params as written after the "?" of its spec
 	// ("quarantine=false"); empty for the plain backend.
@@ -176,28 +170,6 @@ type Variant struct {
 	// Listed means `lockbench backends` describes it beside the plain
 	// backend: its guarantee differs from the plain one's.
 	Listed bool
-	// Suites are the predefined suites that run it (none: listed only).
-	Suites Suites
-	// Faults, when set, are the only fault classes the suites run it under
-	// ("none" for the fault-free sweep), and under the fast durability
-	// profile only: a variant that exists for one argument (Redlock
-	// without its quarantine, for restarts). Empty means every fault that
-	// applies to the backend.
-	Faults []string
-	// Showcase lists the costly fault classes that the default suite runs
-	// only on the variants where the argument about them lives, this one
-	// among them (power-loss: the Redlock spec's claims about fsync and the
-	// delayed restart are about single Redis and Redlock with and without
-	// its quarantine); the full suite runs them everywhere they apply.
-	Showcase []string
-	// Deferred lists fault classes that apply to the variant but that the
-	// default suite leaves to the full suite, to keep `make bench` within
-	// its budget: classes whose argument another backend of the default
-	// suite already makes (a Sentinel set's master under a power loss, a
-	// clock fault or a partition behaves as single Redis does, until a
-	// failover). The full suite runs them; a report of the default suite
-	// says they were not judged, and why, never that they do not apply.
-	Deferred []string
 }
 
 // Spec is the variant's spec for backend name: name, or name?params.
@@ -285,11 +257,11 @@ func (d Descriptor) ParamsFor(ttl time.Duration, spec map[string]string) map[str
 	return out
 }
 
-// AllVariants returns d's variants: Variants, or the plain backend in
-// every suite when d declares none.
+// AllVariants returns d's variants: Variants, or the plain backend when d
+// declares none.
 func (d Descriptor) AllVariants() []Variant {
 	if d.Variants == nil {
-		return []Variant{{Suites: AllSuites}}
+		return []Variant{{}}
 	}
 	return d.Variants
 }

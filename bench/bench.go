@@ -26,6 +26,7 @@ import (
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/worker"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -94,8 +95,8 @@ type Runner struct {
 	// judge asks for one: the worker processes get it in their
 	// environment.
 	JudgeToken string
-	// Worker starts a client process (DefaultWorker when zero).
-	Worker WorkerCommand
+	// Worker starts a client process (worker.Default when zero).
+	Worker worker.Command
 	// Seed is the run's seed: keys, hold times, fault targets and times
 	// derive from it (random when 0; the file records it).
 	Seed uint64
@@ -183,7 +184,7 @@ func (r *Runner) init() error {
 		r.Seed = rand.Uint64() | 1
 	}
 	if r.Worker.Path == "" {
-		w, err := DefaultWorker()
+		w, err := worker.Default()
 		if err != nil {
 			return err
 		}
@@ -257,7 +258,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 	spec.TTL = max(spec.TTL, c.Fault.MinTTL)
 	target, cfg, err := r.Clusters.Setup(ctx, c.Backend, c.Fault, c.Durability, spec.TTL)
 	if err != nil {
-		return nil, fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)
+		return nil, serversError{fmt.Errorf("servers for %s: %w", c.Backend.Spec, err)}
 	}
 	if err := c.Fault.Applies(target); err != nil {
 		if r.Clusters.External(c.Backend.Name) {
@@ -327,6 +328,7 @@ func (r *Runner) record(c Case, spec workloads.Spec) results.Case {
 	rc := results.Case{
 		Backend: c.Backend.Spec, Fault: c.Fault.Spec, FaultClass: c.Fault.Class(), Trial: c.Trial, Host: r.host,
 		Durability: c.Durability, Seed: spec.Seed, Control: c.Backend.Descriptor.Control,
+		ServerKind: string(c.Backend.Descriptor.Servers.Kind),
 	}
 	spec.Describe(&rc)
 	return rc
@@ -347,7 +349,12 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 		return nil, err
 	}
 	defer closeAll(lockers)
-	info, err := r.local.Open(ctx, localHost, judge.CaseSpec{ID: id, Guards: c.Guards, Processes: spec.Clients, Duration: spec.Duration, TimelineStep: spec.TimelineStep})
+	declared, err := c.Backend.declared(spec.TTL, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	info, err := r.local.Open(ctx, localHost, judge.CaseSpec{ID: id, Guards: c.Guards, Processes: spec.Clients, Duration: spec.Duration, TimelineStep: spec.TimelineStep,
+		Contract: judgeContract(declared, spec.TTL)})
 	if err != nil {
 		return nil, err
 	}
@@ -369,6 +376,7 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 		return nil, errors.Join(runErr, err)
 	}
 	o := &workloads.Outcome{Info: lockers[0].Info(), ClientsAs: results.ClientsGoroutines, Result: res}
+	o.Declared = declared
 	r.adopt(o, c, rec)
 	if runErr != nil {
 		return o, fmt.Errorf("case %s: %w", id, runErr)

@@ -14,6 +14,19 @@ import (
 // locker.ErrInvalid, the lock API's.
 var ErrConfig = errors.New("bad configuration")
 
+// ErrServers is what a case wraps when its backend's servers would not
+// start (or, on the user's servers, could not be reached and prepared):
+// the runner skips the case and goes on, and the CLI says at the end of
+// the run which backends went unmeasured, and why.
+var ErrServers = errors.New("servers would not start")
+
+// serversError marks err, the error of starting a case's servers, with
+// ErrServers: it keeps the message and wraps both.
+type serversError struct{ err error }
+
+func (e serversError) Error() string   { return e.err.Error() }
+func (e serversError) Unwrap() []error { return []error{ErrServers, e.err} }
+
 // configErrorf returns an error wrapping ErrConfig with a message that
 // names the bad value.
 func configErrorf(format string, args ...any) error {

@@ -174,7 +174,7 @@ func quorumTarget(nodes []*compose.Node, leader nemesis.Leader, members nemesis.
 // run over an inventory starts it there, for lockbench hosts check: the
 // program it runs when the inventory names none (redis-server, java), the
 // one the run uploads instead (etcd-member), the files it reads
-// (ZooKeeper's jars).
+// (ZooKeeper's jars), the account it runs as (PostgreSQL's).
 func ServerNeeds(name string) inventory.Needs {
 	d, ok := backends.Lookup(name)
 	if !ok {
@@ -188,6 +188,10 @@ func ServerNeeds(name string) inventory.Needs {
 		return inventory.Needs{Binary: compose.Java, Files: compose.ZooKeeperClasspath}
 	case backends.Etcd:
 		return inventory.Needs{Uploaded: "etcd-member"}
+	case backends.Postgres:
+		// The inventory names its postgres; it runs as PostgreSQL's own
+		// account, which refuses root.
+		return inventory.Needs{Account: compose.PostgresUser}
 	}
-	return inventory.Needs{} // PostgreSQL: the inventory names its postgres
+	return inventory.Needs{}
 }

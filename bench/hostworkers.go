@@ -19,6 +19,7 @@ import (
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/worker"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -45,9 +46,15 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 	if len(hosts) == 0 {
 		return nil, configErrorf("the inventory has no host with the clients role")
 	}
+	declared, err := c.Backend.declared(spec.TTL, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
 	record := r.record(c, spec)
+	record.Contract = resultsContract(declared, spec.TTL) // for a judge that records the case itself
 	info, err := r.Judge.Open(ctx, r.host, judge.CaseSpec{ID: id, Name: c.String(), Guards: c.Guards, Processes: spec.Clients,
-		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record})
+		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record,
+		Contract: judgeContract(declared, spec.TTL)})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +81,7 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 		h := hosts[i%len(hosts)]
 		process := info.FirstProcess + i
 		wg.Go(func() {
-			w, err := r.startHostWorker(ctx, h, id, Assignment{Case: id, Host: r.host, Process: process, Backend: c.Backend.Name, Config: cfg, Spec: one})
+			w, err := r.startHostWorker(ctx, h, id, worker.Assignment{Case: id, Host: r.host, Process: process, Backend: c.Backend.Name, Config: cfg, Spec: one})
 			if err != nil {
 				errs[i] = err
 				r.Judge.Gone(id, process, err.Error())
@@ -87,7 +94,7 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 	wg.Wait()
 
 	stopOnCancel := context.AfterFunc(ctx, func() { r.Judge.Stop(id) })
-	watchErr := r.watchHostWorkers(ctx, id, workers, workerGrace(spec))
+	watchErr := r.watchHostWorkers(ctx, id, workers, worker.Grace(spec))
 	stopOnCancel()
 	rec := n.Stop()
 	res, err := r.Judge.Finish(pctx, r.host, id)
@@ -95,6 +102,7 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 		return nil, errors.Join(err, context.Cause(pctx), watchErr, errors.Join(errs...))
 	}
 	o := &workloads.Outcome{ClientsAs: results.ClientsProcesses, Result: res}
+	o.Declared = declared
 	if m := res.All.Info; m != nil {
 		o.Info = *m
 	}
@@ -119,7 +127,7 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 // startHostWorker writes a's assignment to h and starts its worker there,
 // with the run's token in its environment (never in a file or a command
 // line).
-func (r *Runner) startHostWorker(ctx context.Context, h *Host, id string, a Assignment) (*hostWorker, error) {
+func (r *Runner) startHostWorker(ctx context.Context, h *Host, id string, a worker.Assignment) (*hostWorker, error) {
 	a.Judge = r.Judge.Addr() // a judge on a host: where every host reaches it
 	if r.local != nil {
 		judgeAddr, err := h.JudgeAddr(r.Judge.Addr())
@@ -138,7 +146,7 @@ func (r *Runner) startHostWorker(ctx context.Context, h *Host, id string, a Assi
 	}
 	d := remote.Daemon{Path: h.Binary, Args: []string{"worker", "--assignment", base + ".json"}, Pidfile: base + ".pid", Log: base + ".log"}
 	if r.JudgeToken != "" {
-		d.Env = []string{TokenEnv + "=" + r.JudgeToken}
+		d.Env = []string{worker.TokenEnv + "=" + r.JudgeToken}
 	}
 	p, err := remote.Start(ctx, h.SSH, d)
 	if err != nil {

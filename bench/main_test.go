@@ -7,16 +7,16 @@ import (
 	"testing"
 
 	_ "github.com/lockbench/lockbench/backends/all"
-	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/worker"
 )
 
-// workerEnv makes the test binary a worker process (bench.Worker), so
+// workerEnv makes the test binary a worker process (worker.Main), so
 // that the runner's client processes are real processes of this binary.
 const workerEnv = "LOCKBENCH_BENCH_WORKER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
-		if err := bench.Worker(context.Background(), os.Stdin); err != nil {
+		if err := worker.Main(context.Background(), os.Stdin); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -26,6 +26,6 @@ func TestMain(m *testing.M) {
 }
 
 // testWorker starts client processes of this test binary.
-func testWorker() bench.WorkerCommand {
-	return bench.WorkerCommand{Path: os.Args[0], Env: []string{workerEnv + "=1"}}
+func testWorker() worker.Command {
+	return worker.Command{Path: os.Args[0], Env: []string{workerEnv + "=1"}}
 }

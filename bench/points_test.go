@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/suites"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -39,7 +39,7 @@ func TestClientPausePoints(t *testing.T) {
 		t.Run(tc.fault, func(t *testing.T) {
 			spec := tc.spec
 			spec.Duration, spec.TTL = 8*time.Second, time.Second
-			f, _ := runMatrix(t, bench.Matrix{
+			f, _ := runMatrix(t, suites.Matrix{
 				Backends: []string{"redis"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{tc.fault},
 				Guards: []judge.Guard{judge.GuardNone, judge.GuardCAS}, Clients: []int{3}, Injections: 2, Spec: spec,
 			})

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,110 +17,9 @@ import (
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/worker"
 	"github.com/lockbench/lockbench/workloads"
 )
-
-// WorkerCommand is how a runner starts a client process: Path with Args,
-// and Env added to the runner's environment. The process reads its
-// Assignment as one JSON line on stdin and runs Worker.
-type WorkerCommand struct {
-	Path string
-	Args []string
-	Env  []string
-}
-
-// DefaultWorker runs this program's own `worker` subcommand (lockbench
-// worker).
-func DefaultWorker() (WorkerCommand, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return WorkerCommand{}, fmt.Errorf("worker processes: %w", err)
-	}
-	return WorkerCommand{Path: exe, Args: []string{"worker"}}, nil
-}
-
-// Assignment is what a worker process is told to do: which case of which
-// judge it joins as which client, the backend it opens, and the load.
-type Assignment struct {
-	Judge   string          `json:"judge"`
-	Case    string          `json:"case"`
-	Host    string          `json:"host"`
-	Process int             `json:"process"`
-	Backend string          `json:"backend"`
-	Config  backends.Config `json:"config"`
-	// Spec is the load of this one client.
-	Spec workloads.Spec `json:"spec"`
-}
-
-// TokenEnv is the environment variable that hands a worker process the
-// run's judge token (judge.Options.Token): never its command line, its
-// assignment or a log.
-const TokenEnv = "LOCKBENCH_JUDGE_TOKEN"
-
-// Worker is a client process's main: it reads its Assignment from in,
-// opens the backend, joins the case on the judge and runs one client
-// until the case ends. It stops when ctx ends or in is closed (its runner
-// is gone), and when its line to the judge breaks.
-func Worker(ctx context.Context, in io.Reader) error {
-	r := bufio.NewReader(in)
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("worker: reading the assignment: %w", err)
-	}
-	var a Assignment
-	if err := json.Unmarshal(line, &a); err != nil {
-		return fmt.Errorf("worker: assignment: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, r) // until the runner closes stdin, or dies
-		cancel()
-	}()
-	return work(ctx, a)
-}
-
-// WorkerFile is the main of a client process started on another host
-// (a daemon, with a pidfile): it reads its Assignment from the file at
-// path, and stops when ctx ends, when its line to the judge breaks, and
-// at the latest when its case is long over (workerGrace after its
-// duration), so that a worker whose control node vanished does not run
-// on.
-func WorkerFile(ctx context.Context, path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("worker: reading the assignment: %w", err)
-	}
-	var a Assignment
-	if err := json.Unmarshal(b, &a); err != nil {
-		return fmt.Errorf("worker: assignment %s: %w", path, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, workerGrace(a.Spec))
-	defer cancel()
-	return work(ctx, a)
-}
-
-// workerGrace is how long a worker of a case of spec may live: the
-// workers stop by themselves at the end of the case, and a paused one
-// once it is resumed; past that, something is stuck.
-func workerGrace(spec workloads.Spec) time.Duration {
-	return spec.Duration + spec.AcquireTimeout + 2*time.Minute
-}
-
-// work runs the client of assignment a.
-func work(ctx context.Context, a Assignment) error {
-	conn, err := judge.Dial(ctx, a.Judge, a.Case, a.Host, a.Process, os.Getpid(), judge.Token(os.Getenv(TokenEnv)))
-	if err != nil {
-		return fmt.Errorf("worker %d: %w", a.Process, err)
-	}
-	defer conn.Close()
-	l, err := backends.Open(a.Backend, a.Config)
-	if err != nil {
-		return fmt.Errorf("worker %d: %w", a.Process, err)
-	}
-	defer l.Close()
-	return workloads.Run(ctx, a.Spec, []workloads.Client{{Process: a.Process, Locker: l, Judge: conn}})
-}
 
 // processes runs case c with a worker process per client, with nemesis
 // n beside them when the judge is this host's.
@@ -129,9 +27,15 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	if spec.Rate > 0 {
 		return nil, configErrorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
 	}
+	declared, err := c.Backend.declared(spec.TTL, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
 	record := r.record(c, spec)
+	record.Contract = resultsContract(declared, spec.TTL) // for a judge that records the case itself
 	info, err := r.Judge.Open(ctx, r.host, judge.CaseSpec{ID: id, Name: c.String(), Guards: c.Guards, Processes: spec.Clients,
-		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record})
+		Duration: spec.Duration, TimelineStep: spec.TimelineStep, Record: &record,
+		Contract: judgeContract(declared, spec.TTL)})
 	if err != nil {
 		return nil, err
 	}
@@ -141,10 +45,10 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	}
 	one := spec
 	one.Clients, one.MaxOps = 1, (spec.MaxOps+int64(spec.Clients)-1)/int64(spec.Clients)
-	workers := make([]*worker, spec.Clients)
+	workers := make([]*proc, spec.Clients)
 	var wg sync.WaitGroup
 	for i := range workers {
-		w, err := r.startWorker(Assignment{Judge: r.Judge.Addr(), Case: id, Host: r.host, Process: info.FirstProcess + i,
+		w, err := r.startWorker(worker.Assignment{Judge: r.Judge.Addr(), Case: id, Host: r.host, Process: info.FirstProcess + i,
 			Backend: c.Backend.Name, Config: cfg, Spec: one})
 		if err != nil {
 			r.Judge.Gone(id, info.FirstProcess+i, err.Error())
@@ -161,7 +65,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	exited := make(chan struct{})
 	go func() { wg.Wait(); close(exited) }()
 
-	grace := workerGrace(spec)
+	grace := worker.Grace(spec)
 	stopOnCancel := context.AfterFunc(ctx, func() { r.Judge.Stop(id) })
 	select {
 	case <-exited:
@@ -180,6 +84,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 		return nil, errors.Join(err, workersFailed(workers))
 	}
 	o := &workloads.Outcome{ClientsAs: results.ClientsProcesses, Result: res}
+	o.Declared = declared
 	if m := res.All.Info; m != nil {
 		o.Info = *m
 	}
@@ -193,8 +98,8 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	return o, nil
 }
 
-// worker is one client process.
-type worker struct {
+// proc is one client process.
+type proc struct {
 	process int
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
@@ -202,7 +107,7 @@ type worker struct {
 	err     error
 }
 
-func (r *Runner) startWorker(a Assignment) (*worker, error) {
+func (r *Runner) startWorker(a worker.Assignment) (*proc, error) {
 	b, err := json.Marshal(a)
 	if err != nil {
 		return nil, err
@@ -210,9 +115,9 @@ func (r *Runner) startWorker(a Assignment) (*worker, error) {
 	cmd := exec.Command(r.Worker.Path, r.Worker.Args...)
 	cmd.Env = append(os.Environ(), r.Worker.Env...)
 	if r.JudgeToken != "" {
-		cmd.Env = append(cmd.Env, TokenEnv+"="+r.JudgeToken)
+		cmd.Env = append(cmd.Env, worker.TokenEnv+"="+r.JudgeToken)
 	}
-	w := &worker{process: a.Process, cmd: cmd, out: &tail{max: 4096}}
+	w := &proc{process: a.Process, cmd: cmd, out: &tail{max: 4096}}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	// Its own process group, so that Ctrl-C reaches the runner only,
 	// which stops the case in order; and a parent-death signal, so that it
@@ -235,7 +140,7 @@ func (r *Runner) startWorker(a Assignment) (*worker, error) {
 
 // wait reaps the worker; the error says how it failed, with the end of
 // its output.
-func (w *worker) wait() error {
+func (w *proc) wait() error {
 	err := w.cmd.Wait()
 	w.stdin.Close()
 	if err != nil {
@@ -245,14 +150,14 @@ func (w *worker) wait() error {
 }
 
 // kill resumes and kills the worker's process group.
-func (w *worker) kill() {
+func (w *proc) kill() {
 	if w.cmd.Process != nil {
 		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGCONT)
 		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 
-func workersFailed(ws []*worker) error {
+func workersFailed(ws []*proc) error {
 	var errs []error
 	for _, w := range ws {
 		if w != nil && w.err != nil {

@@ -17,15 +17,16 @@ import (
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/suites"
 	"github.com/lockbench/lockbench/workloads"
 )
 
 // runMatrix runs m on fresh servers with client processes of this test
 // binary, writing into a temporary run dir, and returns the file and the
 // dir.
-func runMatrix(t *testing.T, m bench.Matrix) (*results.File, string) {
+func runMatrix(t *testing.T, m suites.Matrix) (*results.File, string) {
 	t.Helper()
-	cases, err := bench.Cross(m)
+	cases, err := suites.Cross(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func find(f *results.File, backend, fault, guard string) *results.Case {
 // the one judged.
 func TestClientsAsProcesses(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 27 s on a 2-core machine loaded about 10×
-	f, dir := runMatrix(t, bench.Matrix{
+	f, dir := runMatrix(t, suites.Matrix{
 		Backends: []string{"noop", "redis", "etcd"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"none"},
 		Guards: []judge.Guard{judge.GuardNone, judge.GuardFence}, Clients: []int{4}, ClientsAs: results.ClientsProcesses,
 		Spec: workloads.Spec{Duration: 1500 * time.Millisecond, TTL: 2 * time.Second},
@@ -118,7 +119,7 @@ func TestClientsAsProcesses(t *testing.T) {
 // it. The overlaps are an expired holder's, never a lock bug.
 func TestClientPauseStopsTheProcess(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute) // 51 s on a 2-core machine loaded about 10×
-	f, _ := runMatrix(t, bench.Matrix{
+	f, _ := runMatrix(t, suites.Matrix{
 		Backends: []string{"redis"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"client-pause?x=3"},
 		Guards: []judge.Guard{judge.GuardNone, judge.GuardFenceRW}, Clients: []int{3}, Injections: 2,
 		Spec: workloads.Spec{Duration: 12 * time.Second, TTL: time.Second},
@@ -282,7 +283,7 @@ func TestClustersStartSentinelForItsFault(t *testing.T) {
 // every request (fence-rw) reject every stale write.
 func TestRunnerNewBackends(t *testing.T) {
 	composetest.StartsServersWithin(t, 5*time.Minute) // 79 s on a 2-core machine loaded about 10×
-	cases, err := bench.Cross(bench.Matrix{
+	cases, err := suites.Cross(suites.Matrix{
 		Backends:  []string{"postgres?mode=advisory", "postgres?mode=lease", "rueidislock"},
 		Workloads: []workloads.Workload{workloads.Hot},
 		Faults:    []string{"none", "client-pause"},

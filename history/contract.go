@@ -1,6 +1,9 @@
 package history
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Class is how an overlap, or an incident, is judged against the lock's
 // contract: the earlier grant's contract line is the moment its Acquire
@@ -107,4 +110,49 @@ func departure(o Op) int64 {
 		return o.WorkerValidUntil - hi
 	}
 	return 0
+}
+
+// Contract is a backend's declared promise for the grants of one case
+// (ns), as its descriptor declares it for the case's TTL and params, not
+// as its workers report it: a checker draws the line with it, so that a
+// worker (or a history) that reports a longer or shorter promise cannot
+// move the line.
+type Contract struct {
+	// Promise is locker.Info.Promise of the case's TTL.
+	Promise int64 `json:"promise"`
+	// MaxValidity is locker.Info.MaxValidity of the case's TTL.
+	MaxValidity int64 `json:"max_validity"`
+}
+
+// Departures are the grants and extensions of a history whose reported
+// promise differs from the declared one.
+type Departures struct {
+	// N counts them.
+	N int64
+	// Examples describe the first few in words.
+	Examples []string
+}
+
+// Impose returns ops with c in place of every promise they report (each
+// grant and extension that carries one), and the ops whose report
+// differed from c: a finding about the records, or about the backend's
+// own account of its contract.
+func (c Contract) Impose(ops []Op) ([]Op, Departures) {
+	out := make([]Op, len(ops))
+	var d Departures
+	for i, o := range ops {
+		if o.Promise != 0 || o.MaxValidity != 0 {
+			if o.Promise != c.Promise || o.MaxValidity != c.MaxValidity {
+				d.N++
+				if len(d.Examples) < maxExamples {
+					d.Examples = append(d.Examples, fmt.Sprintf("process %d %s of key %q (op %d) reported promise %v, "+
+						"max validity %v; declared %v, %v", o.Process, o.F, o.Key, o.Index, time.Duration(o.Promise),
+						time.Duration(o.MaxValidity), time.Duration(c.Promise), time.Duration(c.MaxValidity)))
+				}
+			}
+			o.Promise, o.MaxValidity = c.Promise, c.MaxValidity
+		}
+		out[i] = o
+	}
+	return out, d
 }

@@ -22,6 +22,9 @@ package history
 import (
 	"fmt"
 	"math"
+	"time"
+
+	"github.com/lockbench/lockbench/results"
 )
 
 // Func is what an operation did.
@@ -75,6 +78,13 @@ const (
 	// Where it landed follows from the client's own operations around it
 	// (Landings).
 	Pause Func = "pause"
+	// Inject is one injection of the case's fault by the nemesis, as it
+	// recorded it (Op.Injection: its targets, whether it tested what its
+	// class is meant to test, what it met and did): Invoke is when it
+	// struck, Complete when its window closed, Error why it tested
+	// nothing. The checkers of locks pass it by; lockbench check
+	// verifies a case's tested flags from it.
+	Inject Func = "inject"
 )
 
 // Type is an operation's outcome, as in Jepsen.
@@ -164,6 +174,9 @@ type Op struct {
 	// Length is, for a pause, how long the process stayed stopped at
 	// least (ns): it was resumed no earlier than Length after the stop.
 	Length int64 `json:"length,omitempty"`
+	// Injection is, for an inject op, the injection as the nemesis
+	// recorded it, before the pauses' landings are read from the history.
+	Injection *results.Target `json:"injection,omitempty"`
 }
 
 // String describes the op in one line, for examples and logs.
@@ -184,3 +197,28 @@ func (o Op) String() string {
 
 // seconds formats judge ns as seconds since the case start.
 func seconds(ns int64) string { return fmt.Sprintf("%.6fs", float64(ns)/1e9) }
+
+// Injects returns the injections of a case's nemesis (targets, their
+// windows) as inject ops, indexed from next on: each from its strike
+// (Target.AtS) to the end of its window (the window that began with it;
+// its strike when none did).
+func Injects(targets []results.Target, windows []results.Window, next int) []Op {
+	out := make([]Op, 0, len(targets))
+	for i, t := range targets {
+		at := int64(t.AtS * float64(time.Second))
+		end := at
+		for _, w := range windows {
+			if s := int64(w.StartS * float64(time.Second)); s >= at-int64(time.Millisecond) && s <= at+int64(time.Millisecond) {
+				end = max(end, int64(w.EndS*float64(time.Second)))
+				break
+			}
+		}
+		typ := OK
+		if t.Tested != nil && !*t.Tested {
+			typ = Fail
+		}
+		t := t
+		out = append(out, Op{Index: next + i, F: Inject, Type: typ, Invoke: at, Complete: end, Error: t.WhyNot, Injection: &t})
+	}
+	return out
+}

@@ -39,6 +39,11 @@ type Needs struct {
 	// Files are the files the server reads on its host (ZooKeeper's
 	// jars), each of which must be there, readable and not empty.
 	Files []string
+	// Account, when set, is the account the server runs as on its host
+	// (PostgreSQL refuses root: "postgres"): it must exist and be able to
+	// reach the data dir, or the place it will be made in, through every
+	// parent dir. Empty means the server runs as root.
+	Account string
 }
 
 // Check verifies every host of inv at once, as a run would use it: SSH
@@ -242,11 +247,30 @@ echo "$d"`, sv.Data)
 	switch {
 	case err != nil:
 		c.add(name+" data", false, "%s: %s", sv.Data, firstLine(out, err))
+		return
 	case out == sv.Data:
 		c.add(name+" data", true, "%s exists, writable", sv.Data)
 	default:
 		c.add(name+" data", true, "%s will be made in %s", sv.Data, out)
 	}
+	if need.Account != "" {
+		c.account(ctx, name, sv.Data, out, need.Account)
+	}
+}
+
+// account checks, as the account the server runs as, that it can enter
+// dir, the data dir or the nearest dir of its path that exists (the run
+// makes the rest and hands it to the account): root passing the data
+// check says nothing of an account that cannot pass a parent of it.
+func (c *hostCheck) account(ctx context.Context, name, data, dir, account string) {
+	out, err := c.run(ctx, `id -u -- "$1" >/dev/null 2>&1 || { echo "no account $1 on the host"; exit 1; }
+setpriv --reuid="$1" --regid="$(id -g -- "$1")" --init-groups sh -c 'cd -- "$1"' sh "$2" 2>/dev/null ||
+	{ echo "$1 cannot enter $2"; exit 1; }`, account, dir)
+	if err != nil {
+		c.add(name+" data as "+account, false, "%s: %s: the server runs as %s", data, firstLine(out, err), account)
+		return
+	}
+	c.add(name+" data as "+account, true, "%s can enter %s", account, dir)
 }
 
 // fuse checks /dev/fuse, which power-loss faults mount data dirs with.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -190,5 +191,76 @@ func TestCheck(t *testing.T) {
 		if !slices.Equal(checks[host], want) {
 			t.Errorf("%s: checks %v, want %v", host, checks[host], want)
 		}
+	}
+}
+
+// TestCheckDataDirAsAccount checks each data dir as the account its
+// server runs as: a PostgreSQL data dir under /root (mode 0700) passes
+// root's check but not the postgres account's, which the run would hand
+// it to; the same place is fine for a server that runs as root, and a
+// PostgreSQL data dir under /tmp passes both.
+func TestCheckDataDirAsAccount(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	if st, err := os.Stat("/root"); err != nil || st.Mode().Perm()&0o001 != 0 {
+		t.Skipf("/root is not closed to other accounts here (%v)", err)
+	}
+	if _, err := user.Lookup("postgres"); err != nil {
+		t.Skipf("no postgres account here: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lab := remotetest.New(t, 2)
+	path := labInventory(t, lab, `
+  - name: closed
+    address: %[1]s
+    roles:
+      servers:
+        - {backend: redis, binary: sh, data: /root/lockbench-check/redis, port: 6379}
+        - {backend: postgres, binary: sh, data: /root/lockbench-check/postgres, port: 5432}
+  - name: open
+    address: %[2]s
+    roles:
+      servers:
+        - {backend: postgres, binary: sh, data: /tmp/lockbench/postgres, port: 5432}
+`)
+	inv, err := inventory.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needs := func(backend string) inventory.Needs {
+		if backend == "postgres" {
+			return inventory.Needs{Account: "postgres"}
+		}
+		return inventory.Needs{}
+	}
+	got := map[string]inventory.Finding{}
+	for _, f := range inventory.Check(ctx, inv, needs) {
+		t.Logf("%-7s %-32s %-5v %s", f.Host, f.Check, f.OK, f.Detail)
+		got[f.Host+" "+f.Check] = f
+	}
+	for _, tc := range []struct {
+		check string
+		ok    bool
+		says  string
+	}{
+		{"closed server redis data", true, ""},
+		{"closed server postgres data", true, ""},
+		{"closed server postgres data as postgres", false, "postgres cannot enter /root"},
+		{"open server postgres data", true, ""},
+		{"open server postgres data as postgres", true, "postgres can enter /tmp"},
+	} {
+		f, ok := got[tc.check]
+		switch {
+		case !ok:
+			t.Errorf("%s: not checked", tc.check)
+		case f.OK != tc.ok:
+			t.Errorf("%s: ok=%v, want %v: %s", tc.check, f.OK, tc.ok, f.Detail)
+		case !strings.Contains(f.Detail, tc.says):
+			t.Errorf("%s: %q does not say %q", tc.check, f.Detail, tc.says)
+		}
+	}
+	if _, ok := got["closed server redis data as postgres"]; ok {
+		t.Error("a server that runs as root was checked as postgres")
 	}
 }

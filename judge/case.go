@@ -36,6 +36,12 @@ type CaseSpec struct {
 	// hands it to Options.Finished, so that a judge of its own can record
 	// the joined case as the runners record theirs.
 	Record *results.Case `json:"record,omitempty"`
+	// Contract, when set, is the backend's declared promise for the
+	// case's grants (its descriptor's, for the case's TTL and params): the
+	// reports draw the contract line with it, not with the promise each
+	// worker reports, and count the reports that differ
+	// (Result.Departures).
+	Contract *history.Contract `json:"contract,omitempty"`
 }
 
 func (s CaseSpec) validate() error {

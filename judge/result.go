@@ -54,6 +54,10 @@ type Result struct {
 	// Injections are what the case's nemesis did, as it told the judge
 	// (Peer.Injected) before the first Finish; nil when it told nothing.
 	Injections *Injections `json:"injections,omitempty"`
+	// Departures are the grants and extensions whose reported promise
+	// differs from the backend's declared one (CaseSpec.Contract), which
+	// the reports judged them by instead; zero without a declaration.
+	Departures history.Departures `json:"departures,omitzero"`
 }
 
 func (c *Case) finish(ctx context.Context, host string) (*Result, error) {
@@ -137,12 +141,22 @@ func (c *Case) check() {
 
 	r.All = mergeMetrics(all)
 	r.Reports = make(map[Guard]history.Report, len(c.spec.Guards))
+	judged := ops
+	if c.spec.Contract != nil {
+		judged, r.Departures = c.spec.Contract.Impose(ops)
+	}
 	for _, g := range c.spec.Guards {
-		r.Reports[g] = history.Check(ops, string(g), g.Fenced())
+		r.Reports[g] = history.Check(judged, string(g), g.Fenced())
 	}
 	r.Linearizable = history.Linearizable(ops, c.j.opts.CheckTimeout)
 	r.LinearizableFenced = history.LinearizableFenced(ops, c.j.opts.CheckTimeout)
 	r.Timeline = timeline(ops, "", c.spec.TimelineStep, r.Elapsed)
+	if in := c.injections; in != nil {
+		// The injections join the history, so that their tested flags can
+		// be verified from the files alone.
+		ops = append(ops, history.Injects(in.Targets, in.Windows, len(ops))...)
+		r.Ops = ops
+	}
 	if c.j.opts.Out != "" {
 		rel := filepath.Join("history", c.spec.ID+".jsonl.gz")
 		if err := history.WriteFile(filepath.Join(c.j.opts.Out, rel), ops); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -231,23 +230,11 @@ func between(from, to time.Duration, a judge.Action) judge.SectionHook {
 // reach the new master tested nothing (on a loaded machine they can take
 // seconds to follow the promotion).
 func servedWhileOpen(ctx context.Context, nm *Nemesis, grants int64, lost map[int64]bool) (bool, string) {
-	tick := time.NewTicker(20 * time.Millisecond) // polling the judge's live view
-	defer tick.Stop()
-	for {
-		l := nm.live()
-		open := slices.ContainsFunc(l.Open, func(o judge.OpenSection) bool { return lost[o.Section] })
-		switch {
-		case open && l.Grants > grants:
-			return true, ""
-		case !open && l.Grants > grants:
-			return false, "the sections lost with the master ended as the new master began to grant (within one look at the judge's view): not counted"
-		case !open:
-			return false, "the sections lost with the master ended before the new master granted anything"
-		}
-		select {
-		case <-ctx.Done():
-			return false, "the case ended before the new master granted anything"
-		case <-tick.C:
-		}
-	}
+	return reachedWhileOpen(ctx, nm, danger{
+		lost:    lost,
+		granted: func(l judge.Live) bool { return l.Grants > grants },
+		raced:   "the sections lost with the master ended as the new master began to grant (within one look at the judge's view): not counted",
+		ended:   "the sections lost with the master ended before the new master granted anything",
+		late:    "the case ended before the new master granted anything",
+	})
 }

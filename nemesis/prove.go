@@ -47,6 +47,13 @@ type strike struct {
 	// exclusion says that the fault tests exclusion: a section must be
 	// open when it strikes (every class but latency).
 	exclusion bool
+	// danger says that the fault may cost the section it met its lock (a
+	// majority's restart, crash or power loss, a minority's crash): it is
+	// tested only once the danger window is reached — after do returns
+	// (the servers back, or the minority down), another client asks for
+	// the section's key, or is granted it, while the section is still
+	// open (Env.lostSection).
+	danger bool
 	// pick draws the targets of injection i.
 	pick func(ctx context.Context, i int) ([]*compose.Node, error)
 	// do breaks the targets, calls a.struck at the moment of the strike
@@ -155,11 +162,17 @@ func (e Env) drive(s strike) plan {
 			}
 			strikes++
 			inj := nm.inject(fmt.Sprintf("%s %s", names(nodes), s.label), target)
-			var atStrike *judge.Live
+			var (
+				atStrike *judge.Live
+				first    *look // at the strike, for the danger of a lasting fault
+			)
 			a := attempt{nodes: nodes, key: met.key, substr: cmp.Or(met.key, nm.keyPrefix()), struck: func() {
 				if atStrike == nil {
-					l := nm.live()
-					atStrike = &l
+					x := look{live: nm.live()}
+					if s.danger && s.lasts > 0 {
+						x.acquiring = nm.acquiring()
+					}
+					atStrike, first = &x.live, &x
 				}
 			}}
 			until := time.Now().Add(s.lasts)
@@ -170,6 +183,19 @@ func (e Env) drive(s strike) plan {
 			effect, err := s.do(dctx, a)
 			cancel()
 			a.struck()
+			var reach chan proof // the danger window, watched from here on
+			if s.danger && met.ok && err == nil {
+				reach = make(chan proof, 1)
+				var from *look
+				if s.lasts > 0 {
+					from = first
+				}
+				d := e.lostSection(nm, met, nm.grantsOf(met.key), from)
+				go func() {
+					ok, said := reachedWhileOpen(ctx, nm, d)
+					reach <- proof{tested: ok, whyNot: said}
+				}()
+			}
 			if s.lasts > 0 {
 				sleepUntil(ctx, until) // healed early if the case ends first
 				hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
@@ -198,6 +224,16 @@ func (e Env) drive(s strike) plan {
 				p.tested, p.whyNot = false, "the fault failed: "+err.Error()
 				inj.prove(p)
 				return
+			case reach != nil:
+				r := <-reach
+				switch {
+				case !p.tested:
+				case r.tested:
+					p.precondition += "; the danger window was reached: " + r.whyNot
+				default:
+					p.tested, p.whyNot = false, r.whyNot
+					p.precondition += "; " + r.whyNot
+				}
 			}
 			inj.prove(p)
 			prevEnd = nm.since()

@@ -176,3 +176,49 @@ func TestDriveStopsAtAFailureOrALoss(t *testing.T) {
 		}
 	}
 }
+
+// TestDangerWindow: a fault that may cost the section it met its lock
+// (restart, crash, power loss) tests exclusion only if another client
+// asks for the key, or is granted it, after the servers are back while
+// that section is still open. A recovery that outlasts the section tested
+// nothing, though the section was open when the fault struck (the old
+// rule counted it tested).
+func TestDangerWindow(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, tc := range []struct {
+		name     string
+		recovery time.Duration
+		tested   bool
+		says     string
+	}{
+		{"recovery inside the section", 0, true, "the danger window was reached: "},
+		{"recovery outlasts the section", 400 * time.Millisecond, false, "recovery outlasted the section"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := loadOf(t, 1200*time.Millisecond, 0)
+			e := Env{Target: Target{Nodes: fakeNodes}, Spec: spec, Lease: 200 * time.Millisecond, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))}
+			n := driven(e, strike{label: "down and up", hold: 100 * time.Millisecond, exclusion: true, danger: true,
+				pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
+				do: func(ctx context.Context, a attempt) (string, error) {
+					a.struck()
+					sleepUntil(ctx, time.Now().Add(tc.recovery)) // the nodes coming back
+					return "back", nil
+				}})
+			_, rec := runStretched(t, n, spec)
+			if len(rec.Targets) == 0 || len(rec.Failures) != 0 {
+				t.Fatalf("record %+v: want injections, no failure", rec)
+			}
+			for _, tg := range rec.Targets {
+				if !strings.Contains(tg.Precondition, "open when the fault struck") {
+					t.Errorf("injection %+v: want the section open at the strike", tg)
+				}
+				if tg.Tested == nil || *tg.Tested != tc.tested || !strings.Contains(tg.Precondition, tc.says) {
+					t.Errorf("injection %+v: want tested %v, its precondition saying %q", tg, tc.tested, tc.says)
+				}
+				if !tc.tested && !strings.Contains(tg.WhyNot, tc.says) {
+					t.Errorf("injection %+v: want why not %q", tg, tc.says)
+				}
+			}
+		})
+	}
+}

@@ -59,6 +59,9 @@ type Nemesis struct {
 	targets []results.Target
 	notes   []string
 	lost    string
+	// keyGrants counts the grants of each key, as the section hook saw
+	// them: what a fault's danger window waits for (reachedWhileOpen).
+	keyGrants map[string]int64
 	// armed, when set, is the action the next grant gets, and where the
 	// grant is sent: a schedule waiting to strike at a held key.
 	armed *arming
@@ -73,7 +76,7 @@ type openWindow struct {
 }
 
 func newNemesis() *Nemesis {
-	return &Nemesis{procs: map[int]Process{}, open: map[int]openWindow{}}
+	return &Nemesis{procs: map[int]Process{}, open: map[int]openWindow{}, keyGrants: map[string]int64{}}
 }
 
 // Record is what a nemesis did in one case.
@@ -160,6 +163,7 @@ func (n *Nemesis) section(ev judge.SectionEvent) judge.Action {
 	n.mu.Lock()
 	a := n.armed
 	n.armed = nil
+	n.keyGrants[ev.Key]++
 	n.mu.Unlock()
 	if a != nil {
 		a.grant <- ev
@@ -197,6 +201,25 @@ func (n *Nemesis) live() judge.Live {
 		return judge.Live{}
 	}
 	return c.Live()
+}
+
+// grantsOf is how many grants of key the section hook has seen.
+func (n *Nemesis) grantsOf(key string) int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.keyGrants[key]
+}
+
+// acquiring is the clients in Acquire now, by the judge's account, with
+// since when (none before Attach).
+func (n *Nemesis) acquiring() map[int]time.Duration {
+	n.mu.Lock()
+	c := n.c
+	n.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Acquiring()
 }
 
 // keyPrefix is the prefix of the case's keys ("" before Attach).

@@ -53,7 +53,10 @@ var crashMinority = &Scenario{
 	fits: needMinority,
 	plan: func(e Env) plan {
 		return e.drive(strike{
-			label: "down", lasts: e.window(), exclusion: true,
+			// The section the strike meets holds for most of its TTL, so
+			// that another client can ask for its key while the minority
+			// is down and it is still open: the danger window.
+			label: "down", lasts: e.window(), hold: e.Spec.TTL * 3 / 4, exclusion: true, danger: true,
 			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
 			do:   kill,
 			undo: func(ctx context.Context, nodes []*compose.Node) error { return compose.StartAll(ctx, nodes...) },

@@ -27,9 +27,11 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		return s, nil
 	case ch.Backend == "":
 		if q == forEfficiency {
-			return "No backend qualifies for efficiency locks: every one either counted double grants without faults, was not run with enough clients to show them, or is the control (see the table).", nil
+			return "No backend qualifies for efficiency locks: every one either counted double grants without faults, was not run with " +
+				"enough clients to show them, or is the control (see the table).", nil
 		}
-		return "No backend qualifies for correctness locks in this run: each one had a lock-bug incident, issued no tokens, let a stale write through with fencing on, or was not put through the faults needed (see the table).", nil
+		return "No backend qualifies for correctness locks in this run: each one had a lock-bug incident, issued no tokens, let a stale " +
+			"write through with fencing on, or was not put through the faults needed (see the table).", nil
 	}
 	v := verdictOf(ch, ch.Backend)
 	alike := append([]string{v.Backend}, ch.Alike...)
@@ -44,13 +46,16 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		answer = fmt.Sprintf("Use %s, with fencing tokens checked by the resource.", joinOr(alike))
 	}
 	if len(alike) > 1 {
-		answer += fmt.Sprintf(" The evidence does not tell them apart on safety, availability or speed, and they need as many nodes (%d); the evidence below is %s's.", ds.nodes(v.Backend), v.Backend)
+		answer += fmt.Sprintf(" The evidence does not tell them apart on safety, availability or speed, and they need as many nodes "+
+			"(%d); the evidence below is %s's.", ds.nodes(v.Backend), v.Backend)
 	}
 	if len(costlier) > 0 {
-		answer += fmt.Sprintf(" %s: indistinguishable from %s here, but costlier (%s).", joinAnd(costlier), v.Backend, ds.costLine(v.Backend, costlier))
+		answer += fmt.Sprintf(" %s: indistinguishable from %s here, but costlier (%s).",
+			joinAnd(costlier), v.Backend, ds.costLine(v.Backend, costlier))
 	}
 	if tie := safetyTie(ch); len(tie) > 0 {
-		answer += fmt.Sprintf(" %s %s tied with it on safety and set apart by availability or speed, where the rank-sum test found a difference at a %.0f%% family-wise level over this answer's %d comparisons (why: under \"Recommendation in full\").",
+		answer += fmt.Sprintf(" %s %s tied with it on safety and set apart by availability or speed, where the rank-sum test found a "+
+			"difference at a %.0f%% family-wise level over this answer's %d comparisons (why: under \"Recommendation in full\").",
 			joinAnd(tie), isAre(len(tie)), familyLevel*100, len(ch.sep.comparisons))
 	}
 	var ev []string
@@ -61,15 +66,18 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		ff := totals(ds.find(query{Backend: v.Backend, Guard: guardFenced}))
 		every := totals(ds.find(query{Backend: v.Backend}))
 		free := totals(ds.find(query{Backend: v.Backend, Fault: faultNone}))
-		line := "Lock-bug incidents, per fault class and profile (" + ds.withOne() + "): " + boundsText(ds.classBounds(v.Backend, "", v.Faced, kindLockBug))
+		line := "Lock-bug incidents, per fault class and profile (" + ds.withOne() + "): " + boundsText(ds.classBounds(v.Backend, "",
+			v.Faced, kindLockBug))
 		if free.Cases > 0 {
 			line += fmt.Sprintf("; without faults %s", perGrant(free.lockBugs(), free.Contended).cell())
 		}
 		ev = append(ev, line+".")
-		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted (%s): %s; lost updates and token regressions: 0; %s stale writes rejected; porcupine's fenced-mutex check: %s on every history.",
+		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted (%s): %s; lost updates and token regressions: 0; %s stale "+
+			"writes rejected; porcupine's fenced-mutex check: %s on every history.",
 			ds.withOne(), boundsText(ds.classBounds(v.Backend, guardFenced, v.Faced, kindStale)), fmtCount(ff.StaleRejected), every.LinearizableFenced))
 		if amb := withEvents(ds.classBounds(v.Backend, "", v.Faced, kindAmbiguous)); len(amb) > 0 {
-			ev = append(ev, "Ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired holder): "+boundsText(amb)+".")
+			ev = append(ev, "Ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired "+
+				"holder): "+boundsText(amb)+".")
 		}
 		ev = append(ev, "Fencing "+v.Fencing+".")
 	}
@@ -90,7 +98,8 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 			cls, _, _ := strings.Cut(nj, " — ")
 			classes = append(classes, cls)
 		}
-		ev = append(ev, fmt.Sprintf("Not judged for %s, so not covered: %s (why: under \"What was measured\").", v.Backend, joinAnd(classes)))
+		ev = append(ev, fmt.Sprintf("Not judged for %s, so not covered: %s (why: under \"What was measured\").",
+			v.Backend, joinAnd(classes)))
 	}
 	if prof := ds.profilesOf(v.Backend); prof != "" {
 		ev = append(ev, "Durability profiles of these numbers: "+prof+".")
@@ -122,7 +131,8 @@ func (ds *dataset) comparedLine(ch Choice, q question) string {
 		}
 	}
 	if len(qual) < 2 {
-		return fmt.Sprintf("The only backend that qualified; it faced %s.", orUnset(joinAnd(verdictOf(ch, ch.Backend).Faced), "no fault class"))
+		return fmt.Sprintf("The only backend that qualified; it faced %s.",
+			orUnset(joinAnd(verdictOf(ch, ch.Backend).Faced), "no fault class"))
 	}
 	others := joinAnd(without(qual, ch.Backend))
 	if len(ch.Compared) == 0 {
@@ -145,7 +155,8 @@ func (ds *dataset) availabilityLine(backend string, classes []string) string {
 		if a.inFault.N == 0 && a.recovery.N == 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s, %s", cls, fmtPct(a.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: a.recovery.Median})))
+		parts = append(parts, fmt.Sprintf("%s %s, %s",
+			cls, fmtPct(a.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: a.recovery.Median})))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -192,7 +203,8 @@ func (ds *dataset) speedLine(ch Choice, v Verdict, workload string) string {
 	case g.Speed.N < minSpeedTrials:
 		s += fmt.Sprintf("; from %s, too few to call any backend faster", plural(int64(g.Speed.N), "trial"))
 	case g.independentTrials() < minSpeedTrials:
-		s += fmt.Sprintf("; from %s on the same servers, which count as one: no backend is called faster", plural(int64(g.Speed.N), "trial"))
+		s += fmt.Sprintf("; from %s on the same servers, which count as one: no backend is called faster",
+			plural(int64(g.Speed.N), "trial"))
 	}
 	// The others that reached the speed step, by how they compare.
 	words := map[string][]string{}
@@ -274,7 +286,8 @@ func (ds *dataset) tieLine(ch Choice, workload string) string {
 	if ch.sep.minWindow > 0 && need > ch.sep.minWindow {
 		more = fmt.Sprintf(" (%d more than the fewest here)", need-ch.sep.minWindow)
 	}
-	return fmt.Sprintf("What would settle the order between %s and %s: the rank-sum test sets two backends apart at this answer's %.0f%% level over its %d comparisons with samples (each held to p ≤ %s by Tarone's correction, K = %d) only with at least %d samples a side, and then only when they separate; this run has %s and %s. %d tested injections per class and backend%s, and %d trials each on fresh servers, would let a clear difference show.",
+	return fmt.Sprintf("What would settle the order between %s and %s: the rank-sum test sets two backends apart at this answer's %.0f%% "+
+		"level over its %d comparisons with samples (each held to p ≤ %s by Tarone's correction, K = %d) only with at least %d samples a side, and then only when they separate; this run has %s and %s. %d tested injections per class and backend%s, and %d trials each on fresh servers, would let a clear difference show.",
 		ch.Backend, joinAnd(others), familyLevel*100, ch.sep.sized, fmtP(ch.sep.level), ch.sep.k, need, have, trials, need, more, need)
 }
 

@@ -14,7 +14,10 @@ import (
 // error, no exception and no request outside itself (its charts are
 // inlined), every chart image must decode, and the answer — both
 // recommendations with their evidence — must sit in the first screen of
-// a 1280×900 window. Screenshots of that first screen and of the whole
+// a 1280×900 window; every chart must show at no less than 70% of its
+// size (the full grid of every guard excepted: the safety figures of the
+// two intents come first), and each intent's safety figure be at most
+// 1,600 px tall at full size. Screenshots of that first screen and of the whole
 // page go to the test's artifact dir.
 func TestReportInABrowser(t *testing.T) {
 	if testing.Short() {
@@ -52,6 +55,11 @@ func TestReportInABrowser(t *testing.T) {
 		Answers        int
 		FirstH2        string
 		PageHeight     float64
+		Charts         []struct {
+			ID                 string
+			NaturalW, NaturalH float64
+			ShownW, ShownH     float64
+		}
 	}
 	err = b.evaluate(ctx, s, `(() => {
 		const imgs = [...document.images];
@@ -63,6 +71,10 @@ func TestReportInABrowser(t *testing.T) {
 			Answers: document.querySelectorAll('.answer').length,
 			FirstH2: (document.querySelector('h2') || {}).textContent || '',
 			PageHeight: document.documentElement.scrollHeight,
+			Charts: [...document.querySelectorAll('figure[id^="chart-"] img')].map(i => ({
+				ID: i.closest('figure').id, NaturalW: i.naturalWidth, NaturalH: i.naturalHeight,
+				ShownW: i.getBoundingClientRect().width, ShownH: i.getBoundingClientRect().height,
+			})),
 		};
 	})()`, &facts)
 	if err != nil {
@@ -81,6 +93,23 @@ func TestReportInABrowser(t *testing.T) {
 	}
 	if facts.Answers != 2 || facts.AnswerBottom <= 0 || facts.AnswerBottom > height {
 		t.Errorf("the page does not open with both answers in its first %d px: %d answer boxes ending at %.0f px", height, facts.Answers, facts.AnswerBottom)
+	}
+	intents := 0
+	for _, c := range facts.Charts {
+		scale := c.ShownW / c.NaturalW
+		t.Logf("%s: %.0f×%.0f px, shown at %.0f×%.0f (%.0f%%)", c.ID, c.NaturalW, c.NaturalH, c.ShownW, c.ShownH, 100*scale)
+		if c.ID != "chart-safety" && scale < 0.7 {
+			t.Errorf("%s is %.0f px wide and shown at %.0f px (%.0f%%): its text is too small to read", c.ID, c.NaturalW, c.ShownW, 100*scale)
+		}
+		if strings.HasPrefix(c.ID, "chart-safety-") {
+			intents++
+			if c.NaturalH > 1600 {
+				t.Errorf("%s is %.0f px tall: it does not fit a screen", c.ID, c.NaturalH)
+			}
+		}
+	}
+	if intents != 2 {
+		t.Errorf("%d safety figures of an intent, want 2 (efficiency, correctness)", intents)
 	}
 	if facts.FirstH2 != "The answer" {
 		t.Errorf("the page starts with %q, want the answer", facts.FirstH2)

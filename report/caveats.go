@@ -1,6 +1,7 @@
 package report
 
 import (
+	_ "embed"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,11 +27,11 @@ func (ds *dataset) caveats() []string {
 		if n == 1 {
 			were = "1 case was"
 		}
-		out = append(out, were+" excluded as invalid (the fault failed to inject as planned); they are listed under \"Invalid cases\" and no conclusion uses them.")
+		out = append(out, were+" "+caveatText("excluded-as-invalid-fault"))
 	}
 	for _, b := range ds.Backends {
 		if bugs := ds.lockBugsByClass(b); len(bugs) > 0 {
-			what := "granted the key before the previous grant's contract line: a key it had promised to its holder"
+			what := caveatText("granted-key-before-previous")
 			if ds.isControl(b) {
 				what = "the control excludes nobody: this is the checker seeing double grants, as it should"
 			}
@@ -46,11 +47,11 @@ func (ds *dataset) caveats() []string {
 			}
 			ft := totals(ds.find(query{Backend: b, Class: cls, Guard: guardFence}))
 			nt := totals(ds.find(query{Backend: b, Class: cls, Guard: guardNone}))
-			parts = append(parts, fmt.Sprintf("under %s %s, %s (with fencing %d stale writes rejected, %d accepted; without, %d accepted)",
-				cls, plural(t.IncidentsExpired, "incident"), rateOf(t, kindExpired, cls).hadOne(), ft.StaleRejected, ft.StaleAccepted, nt.StaleAccepted))
+			parts = append(parts, caveatf("under-with-fencing-stale", cls, plural(t.IncidentsExpired, "incident"),
+				rateOf(t, kindExpired, cls).hadOne(), ft.StaleRejected, ft.StaleAccepted, nt.StaleAccepted))
 		}
 		if len(parts) > 0 {
-			out = append(out, fmt.Sprintf("%s: expired-holder incidents %s — a holder went on after its lease had ended (a pause or partition longer than the lease) while another held the key; only a fencing resource makes those writes harmless.", b, strings.Join(parts, "; ")))
+			out = append(out, caveatf("expired-holder-incidents-holder", b, strings.Join(parts, "; ")))
 		}
 	}
 	out = append(out, ds.contractCaveats()...)
@@ -61,8 +62,7 @@ func (ds *dataset) caveats() []string {
 		}
 		for _, b := range ds.Backends {
 			if t := totals(ds.find(query{Backend: b, Class: cls})); t.TokenRegressions > 0 {
-				out = append(out, fmt.Sprintf("%s: %s under %s — a later grant got a lower token, so its tokens do not order holders across this fault.",
-					b, plural(t.TokenRegressions, "token regression"), cls))
+				out = append(out, caveatf("under-later-grant-got", b, plural(t.TokenRegressions, "token regression"), cls))
 			}
 		}
 	}
@@ -70,7 +70,7 @@ func (ds *dataset) caveats() []string {
 		for _, guard := range ds.Guards {
 			gs := ds.find(query{Backend: b, Class: faultPause, Guard: guard})
 			if t := totals(gs); len(gs) > 0 && t.StaleAccepted+t.StaleRejected+t.Incidents == 0 {
-				out = append(out, fmt.Sprintf("%s (guard %s): client-pause produced no stale write and no incident at all — the pauses may not have outlasted the lease, so this result shows little.", b, guard))
+				out = append(out, caveatf("guard-client-pause-produced", b, guard))
 			}
 		}
 	}
@@ -132,15 +132,14 @@ func (ds *dataset) checkerCaveats() []string {
 		}
 	}
 	if unknown.Unknown > 0 {
-		out = append(out, fmt.Sprintf("%s could not be decided by porcupine (\"unknown\"): %s. The overlap counts stand; those histories add no linearizability evidence.",
-			plural(int64(unknown.Unknown), "history verdict"), brief(unknown.Reasons)))
+		out = append(out, caveatf("could-not-be-decided", plural(int64(unknown.Unknown), "history verdict"), brief(unknown.Reasons)))
 	}
 	seen := false
 	for _, g := range ds.Groups {
 		seen = seen || g.Incidents > 0 || g.violations() > 0
 	}
 	if len(ds.Groups) > 0 && !seen {
-		out = append(out, "No case in this run counted any incident or violation. Without a case known to violate (the noop control, or a fault that defeats a lock), these zeros do not show that the checker can see violations.")
+		out = append(out, caveatText("no-case-this-run"))
 	}
 	return out
 }
@@ -167,8 +166,8 @@ func (ds *dataset) limits() []string {
 		}
 	}
 	if hi > 0 {
-		out = append(out, fmt.Sprintf("The bounds this run reaches: a fault class a backend faced under one profile got between %s and %s (summed over trials, guards and variants of the class, never over classes); with none followed by an incident that bounds the rate at ≤ %s and ≤ %s respectively, at 95%%. More injections tighten them.",
-			plural(lo, "tested injection"), plural(hi, "tested injection"), fmtPct(perInjection(0, tally{Injections: max(lo, 1)}).Upper95()), fmtPct(perInjection(0, tally{Injections: hi}).Upper95())))
+		out = append(out, caveatf("bounds-this-run-reaches", plural(lo, "tested injection"), plural(hi, "tested injection"),
+			fmtPct(perInjection(0, tally{Injections: max(lo, 1)}).Upper95()), fmtPct(perInjection(0, tally{Injections: hi}).Upper95())))
 	}
 	fewest := 0
 	for _, g := range ds.find(query{Fault: faultNone}) {
@@ -177,8 +176,7 @@ func (ds *dataset) limits() []string {
 		}
 	}
 	if fewest > 0 && fewest < minSpeedTrials {
-		out = append(out, fmt.Sprintf("Some fault-free cases ran only %s: the speed test cannot separate fewer than %d trials a side, so no backend is called faster than another on them.",
-			plural(int64(fewest), "trial"), minSpeedTrials))
+		out = append(out, caveatf("some-fault-free-cases", plural(int64(fewest), "trial"), minSpeedTrials))
 	}
 	var goroutines []string
 	for _, g := range ds.find(query{Class: faultPause}) {
@@ -187,7 +185,7 @@ func (ds *dataset) limits() []string {
 		}
 	}
 	if len(goroutines) > 0 {
-		out = append(out, fmt.Sprintf("client-pause ran with goroutine clients for %s: a goroutine's sleep is not a process stop (its timers and keepalives ran on), so those pauses flatter or harm the lock in ways a real GC pause would not.", joinAnd(goroutines)))
+		out = append(out, caveatf("client-pause-ran-with", joinAnd(goroutines)))
 	}
 	inferred, unjudged, shared := false, false, false
 	var untested int64
@@ -206,16 +204,16 @@ func (ds *dataset) limits() []string {
 		}
 	}
 	if inferred {
-		out = append(out, "Some fault cases recorded no injection count (a file from before the field): one injection per recorded fault window was assumed.")
+		out = append(out, caveatText("some-fault-cases-recorded"))
 	}
 	if unjudged {
-		out = append(out, "Some fault cases did not judge their injections (whether each met a held key and a granting lock, and had its effect read back): every one of their injections was counted as tested, which a skeptic would not grant; their rates read \"injections\", not \"tested injections\".")
+		out = append(out, caveatText("some-fault-cases-did"))
 	}
 	if untested > 0 {
 		out = append(out, fmt.Sprintf("%s tested nothing and entered no rate: %s.", plural(untested, "injection"), brief(whyNot)))
 	}
 	if shared {
-		out = append(out, "Trials of a combination ran one after another on the same servers (fresh worker processes, servers kept for the run): they are not independent samples, so each combination counts as one trial where independence matters — no backend is called faster than another on their spread — and the ranges shown are run-to-run spread on one set of servers.")
+		out = append(out, caveatText("trials-combination-ran-one"))
 	}
 	return out
 }
@@ -235,8 +233,7 @@ func (ds *dataset) toldCaveats() []string {
 			parts = append(parts, fmt.Sprintf("under %s %d told, %d silent", cls, t.StaleTold, t.StaleSilent))
 		}
 		if len(parts) > 0 {
-			out = append(out, fmt.Sprintf("%s: stale writes made after its lease had told the holder it ended (the lock revoked it in time: a careful client holds back) against those made with the lease saying nothing (only fencing stops them): %s.",
-				b, strings.Join(parts, "; ")))
+			out = append(out, caveatf("stale-writes-made-after", b, strings.Join(parts, "; ")))
 		}
 	}
 	return out
@@ -250,12 +247,12 @@ func (ds *dataset) contractCaveats() []string {
 	for _, b := range ds.realBackends() {
 		t := totals(ds.find(query{Backend: b}))
 		if t.ValidityShort > 0 {
-			out = append(out, fmt.Sprintf("Finding, %s: %s of %s reported a ValidUntil earlier than its contract promises (by up to %s): a line drawn by the lease would have turned its double grants into expired holders; this report draws it by the contract.",
-				b, plural(t.ValidityShort, "lease"), plural(t.Acquired, "grant"), fmtMS(t.ValidityShortMaxMS)))
+			out = append(out, caveatf("finding-reported-validuntil-earlier", b, plural(t.ValidityShort, "lease"), plural(t.Acquired, "grant"),
+				fmtMS(t.ValidityShortMaxMS)))
 		}
 		if t.ValidityLong > 0 {
-			out = append(out, fmt.Sprintf("Finding, %s: %s of %s reported a ValidUntil later than the lock can give (by up to %s): a holder that trusts it may write after the key went to someone else.",
-				b, plural(t.ValidityLong, "lease"), plural(t.Acquired, "grant"), fmtMS(t.ValidityLongMaxMS)))
+			out = append(out, caveatf("finding-reported-validuntil-later", b, plural(t.ValidityLong, "lease"), plural(t.Acquired, "grant"),
+				fmtMS(t.ValidityLongMaxMS)))
 		}
 		var amb []string
 		for _, cls := range ds.Classes {
@@ -264,8 +261,44 @@ func (ds *dataset) contractCaveats() []string {
 			}
 		}
 		if len(amb) > 0 {
-			out = append(out, fmt.Sprintf("%s: ambiguous incidents %s — the later grant fell within the judge's clock bounds of the earlier grant's contract line, so neither a lock bug nor an expired holder can be claimed; they are counted apart.",
-				b, strings.Join(amb, "; ")))
+			out = append(out, caveatf("ambiguous-incidents-later-grant", b, strings.Join(amb, "; ")))
+		}
+	}
+	return out
+}
+
+// caveatf is the caveat named key in caveats.md (embedded), formatted
+// with args.
+func caveatf(key string, args ...any) string { return fmt.Sprintf(caveatText(key), args...) }
+
+// caveatText is the text of the caveat named key in caveats.md; a key
+// missing from it is a bug, named in the text rather than a panic.
+func caveatText(key string) string {
+	if t, ok := caveatTexts[key]; ok {
+		return t
+	}
+	return "(caveat " + key + " missing from caveats.md)"
+}
+
+//go:embed caveats.md
+var caveatsMD string
+
+// caveatTexts are the caveats of caveats.md by key.
+var caveatTexts = sections(caveatsMD)
+
+// sections reads a Markdown text of "## key" headings, each followed by
+// one paragraph, into a map; the lines of a paragraph join with spaces.
+func sections(md string) map[string]string {
+	out := map[string]string{}
+	key := ""
+	for _, block := range strings.Split(md, "\n\n") {
+		block = strings.TrimSpace(block)
+		switch {
+		case strings.HasPrefix(block, "## "):
+			key = strings.TrimSpace(strings.TrimPrefix(block, "## "))
+		case key != "" && block != "":
+			out[key] = strings.ReplaceAll(block, "\n", " ")
+			key = ""
 		}
 	}
 	return out

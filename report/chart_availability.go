@@ -5,6 +5,8 @@ import (
 	"image/color"
 	"math"
 
+	"gonum.org/v1/plot/vg"
+
 	"github.com/lockbench/lockbench/stats"
 )
 
@@ -47,7 +49,7 @@ func (ds *dataset) availabilityChart(dir string) (*chart, error) {
 		Name:  "availability",
 		Title: "Availability under faults: grants inside the fault windows, tail latency and recovery",
 		Read: "Each cell is a fault class (row) for a backend (column): the grants per second inside the fault windows as a share of the same cases' rate before the first window " +
-			"(median over cases; green near 100%, red near 0%), the acquire p99 of the operations begun inside a window, and the median time from a window's end until grants ran at half the baseline again. " +
+			"(median over cases; green near 100%, red near 0%; the scale stops at 100%: a window's share above it — fewer clients contending while one is paused, say — reads \"≥100% of base\"), the acquire p99 of the operations begun inside a window, and the median time from a window's end until grants ran at half the baseline again. " +
 			"Grey: the class was not judged for the backend; blue-grey: it ran but recorded no availability.",
 	}
 	pn := gridPanel{title: "all guards, params and trials of each class pooled", rows: rows}
@@ -68,7 +70,7 @@ func (ds *dataset) availabilityChart(dir string) (*chart, error) {
 			cell := gridCell{fill: cellNoData}
 			if share.N > 0 {
 				cell.fill = shareColor(share.Median)
-				cell.lines = append(cell.lines, cellLine{fmtPct(share.Median) + " of base", share.Median < 0.5})
+				cell.lines = append(cell.lines, cellLine{shareLabel(share.Median), share.Median < 0.5})
 			}
 			if p99.N > 0 {
 				cell.lines = append(cell.lines, cellLine{"p99 " + fmtUS(p99.Median), false})
@@ -88,12 +90,23 @@ func (ds *dataset) availabilityChart(dir string) (*chart, error) {
 	for _, s := range []float64{1, 0.75, 0.5, 0.25, 0} {
 		lg.add(fmt.Sprintf("%s of baseline", fmtPct(s)), swatch{fill: shareColor(s)})
 	}
-	lg.add("ran, no availability data", swatch{fill: cellNoData})
+	lg.add("no availability data", swatch{fill: cellNoData})
 	lg.add("not judged", swatch{fill: cellAbsent})
 	lg.add("")
-	lg.add("p99: in-fault acquire p99")
+	lg.add("p99: in-fault p99")
 	lg.add("rec: median recovery")
-	lg.add("bold: under half the baseline,")
-	lg.add("   or a window never recovered")
-	return gridChart(ch, dir, ds.Backends, []gridPanel{pn}, lg, "fault class")
+	lg.add("bold: under half the")
+	lg.add("baseline, or never")
+	lg.add("recovered")
+	return gridChartW(ch, dir, ds.Backends, []gridPanel{pn}, lg, "fault class", 1.05*vg.Inch, 1.9*vg.Inch)
+}
+
+// shareLabel is a cell's in-fault share of the baseline on the chart's
+// capped scale: at most "≥100% of base", since a share above the
+// baseline says the window was no worse, not how much better.
+func shareLabel(share float64) string {
+	if share > 1 {
+		return "≥100% of base"
+	}
+	return fmtPct(share) + " of base"
 }

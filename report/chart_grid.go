@@ -74,6 +74,13 @@ type gridPanel struct {
 // gridChart draws panels of rows × columns stacked, sharing the column
 // names, with a legend on the right.
 func gridChart(ch *chart, dir string, cols []string, panels []gridPanel, lg *legend, ylabel string) (*chart, error) {
+	return gridChartW(ch, dir, cols, panels, lg, ylabel, vg.Inch*1.55, 2.7*vg.Inch)
+}
+
+// gridChartW is gridChart with columns colW wide and room legendW wide
+// for the legend: a figure meant to be read at the width of a page uses
+// narrow columns of short cell lines and a legend of swatches only.
+func gridChartW(ch *chart, dir string, cols []string, panels []gridPanel, lg *legend, ylabel string, colW, legendW vg.Length) (*chart, error) {
 	lines := 2
 	for _, pn := range panels {
 		for _, row := range pn.cells {
@@ -83,8 +90,7 @@ func gridChart(ch *chart, dir string, cols []string, panels []gridPanel, lg *leg
 		}
 	}
 	rowH := vg.Length(lines)*vg.Points(cellSize*1.25) + vg.Points(10)
-	colW := vg.Inch * 1.55
-	ch.Width = max(10*vg.Inch, vg.Length(len(cols))*colW+2*vg.Inch+2.7*vg.Inch)
+	ch.Width = max(10*vg.Inch, vg.Length(len(cols))*colW+2*vg.Inch+legendW)
 	ch.Height = vg.Inch * 0.55
 	var plots []*plot.Plot
 	var heights []vg.Length

@@ -226,10 +226,13 @@ func spreadBars(sets ...[]tpSeries) []float64 {
 func (ds *dataset) tpPlot(ch *chart, workload, guard string, clients, values []float64, all []tpSeries, lg *legend, ylabel string) *plot.Plot {
 	p := newPlot(ch.Title, "concurrent clients (log scale)", ylabel)
 	p.Title.Text = ""
-	logY := rateAxis(&p.Y, values)
-	if logY {
-		p.Y.Label.Text += ", log scale"
-	}
+	// Every throughput chart on a log axis, whatever its values span: two
+	// charts of a kind read side by side only on the same axis type.
+	logY := true
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Min, p.Y.Max, _ = logRange(values...)
+	p.Y.Tick.Marker = logTicks(fmtRate)
+	p.Y.Label.Text += ", log scale"
 	lo, hi := clients[0], clients[0]
 	var ticks []plot.Tick
 	for _, c := range clients {

@@ -1,19 +1,25 @@
 package report
 
 import (
+	_ "embed"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockbench/lockbench/results"
 )
 
 // charts holds the rendered charts by family, in document order.
 type charts struct {
 	throughput, latency, cdf, timeline []*chart
 	cost, availability, safety         *chart
-	failed                             []string
+	// safetyIntent are the safety figures of the answer's intents
+	// (efficiency, correctness), each one grid that fits a screen.
+	safetyIntent []*chart
+	failed       []string
 }
 
 // build assembles the report document: the run's reproducibility
@@ -32,6 +38,7 @@ func (ds *dataset) build(cs *charts, rec *Recommendation, latencyClients int) *d
 	ds.availabilitySection(d)
 	ds.casesSection(d)
 	ds.coverage(d, cs)
+	decisionSection(d, ds.File.Answer)
 	recommendationSection(d, rec)
 	d.h(2, "Files")
 	d.p("results.json holds every case with its histograms; each case's operation history is beside it (lockbench check DIR re-checks them); results.csv holds one row per case (every trial and host as recorded) with these columns, in this order:")
@@ -167,11 +174,16 @@ func listOrNone(s []string) string {
 // evidence.
 func answerSection(d *document, ds *dataset, rec *Recommendation) {
 	d.h(2, "The answer")
-	d.blocks = append(d.blocks, answers{items: []answerBox{
-		{"For efficiency — a rare double grant is tolerable", rec.Efficiency.Answer, rec.Efficiency.Evidence},
-		{"For correctness — a double grant corrupts data", rec.Correctness.Answer, rec.Correctness.Evidence},
-	}})
 	s := "Derived from the numbers below by the rules stated under \"Recommendation in full\"; nothing is written in advance. Safety numbers are counts with their 95% upper bounds; speeds are medians over trials with their ranges."
+	if a := ds.File.Answer; a != nil {
+		d.blocks = append(d.blocks, answers{items: decisionBoxes(a)})
+		s = "Decided on the evidence below by the procedure stated under \"How the answer is decided\" (results.json holds it as data, under answer); the tables under \"Recommendation in full\" are the evidence per backend."
+	} else {
+		d.blocks = append(d.blocks, answers{items: []answerBox{
+			{"For efficiency — a rare double grant is tolerable", rec.Efficiency.Answer, rec.Efficiency.Evidence},
+			{"For correctness — a double grant corrupts data", rec.Correctness.Answer, rec.Correctness.Evidence},
+		}})
+	}
 	if n := len(rec.Invalid); n > 0 {
 		s += fmt.Sprintf(" %s excluded (listed under \"Invalid cases\").", plural(int64(n), "invalid case"))
 	}
@@ -213,8 +225,16 @@ func (ds *dataset) chartSection(d *document, cs *charts) {
 		d.h(3, "Availability under faults")
 		d.figure(cs.availability)
 	}
-	if cs.safety != nil {
+	if cs.safety != nil || len(cs.safetyIntent) > 0 {
 		d.h(3, "Safety")
+	}
+	for _, c := range cs.safetyIntent {
+		d.figure(c)
+	}
+	if cs.safety != nil {
+		if len(cs.safetyIntent) > 0 {
+			d.p("Every guard the run judged, each a panel of its own:")
+		}
 		d.figure(cs.safety)
 	}
 	if len(cs.timeline) > 0 {
@@ -333,6 +353,19 @@ func recommendationSection(d *document, rec *Recommendation) {
 	d.h(3, "Rules")
 	d.list(Rules)
 }
+
+// decisionSection states how the answer at the top was decided, when the
+// run holds one (results.File.Answer), from decision.md (embedded).
+func decisionSection(d *document, a *results.Answer) {
+	if a == nil {
+		return
+	}
+	d.h(2, "How the answer is decided")
+	d.list(paragraphs(decisionMD))
+}
+
+//go:embed decision.md
+var decisionMD string
 
 func verdictTable(ch Choice, fencing bool) table {
 	t := table{header: []string{"backend", "qualifies", "why", "ranking", "nodes", "peak grants/s (median, min–max)", "at clients", "p99 there", "not judged"},

@@ -52,7 +52,8 @@ const (
 
 // words names a kind as the tables do.
 func (k kind) words() string {
-	return [...]string{"lock-bug incidents", "ambiguous incidents", "expired-holder incidents", "double-grant incidents", "stale writes accepted"}[k]
+	return [...]string{"lock-bug incidents", "ambiguous incidents", "expired-holder incidents", "double-grant incidents",
+		"stale writes accepted"}[k]
 }
 
 // events returns t's events of kind k and the injections charged with one.

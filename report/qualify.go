@@ -102,7 +102,8 @@ func (ds *dataset) correctness() Choice {
 	}
 	if !slices.ContainsFunc(fenced, func(g *group) bool { return isServerFault(g.FaultClass) }) {
 		ch.Judgeable = false
-		ch.Missing = append(ch.Missing, "valid fenced cases under a server-side fault (server-pause, restart, crash-minority, partition, ...)")
+		ch.Missing = append(ch.Missing, "valid fenced cases under a server-side fault (server-pause, restart, crash-minority, partition, "+
+			"...)")
 	}
 	for _, b := range ds.Backends {
 		v := Verdict{Backend: b}
@@ -135,7 +136,8 @@ func (ds *dataset) correctness() Choice {
 		case tf.StaleAccepted+tf.LostUpdates+tf.TokenRegressions > 0:
 			v.Reason = "with fencing: " + ds.fencedFailures(b)
 		case every.LinearizableFenced.False > 0:
-			v.Reason = fmt.Sprintf("porcupine's fenced-mutex check failed %s: its tokens did not order its grants", plural(int64(every.LinearizableFenced.False), "history"))
+			v.Reason = fmt.Sprintf("porcupine's fenced-mutex check failed %s: its tokens did not order its grants",
+				plural(int64(every.LinearizableFenced.False), "history"))
 		case every.LinearizableFenced.Unknown+every.LinearizableFenced.Unchecked > 0:
 			v.Reason = fmt.Sprintf("not judged: porcupine's fenced-mutex check is not true on %s (%s) — unknown is not a pass",
 				plural(int64(every.LinearizableFenced.Unknown+every.LinearizableFenced.Unchecked), "history"), every.LinearizableFenced.withReasons())
@@ -164,9 +166,11 @@ func (ds *dataset) correctnessEvidence(b string, faced []string, every group) st
 		s += "; without faults " + perGrant(free.lockBugs(), free.Contended).cell()
 	}
 	s += "; stale writes accepted with fencing, " + ds.withOne() + ": " + boundsText(ds.classBounds(b, guardFenced, faced, kindStale))
-	s += fmt.Sprintf("; lost updates and token regressions with fencing: 0; porcupine's fenced-mutex check true on every history (%s)", every.LinearizableFenced)
+	s += fmt.Sprintf("; lost updates and token regressions with fencing: 0; porcupine's fenced-mutex check true on every history (%s)",
+		every.LinearizableFenced)
 	if amb := withEvents(ds.classBounds(b, "", faced, kindAmbiguous)); len(amb) > 0 {
-		s += "; ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired holder): " + boundsText(amb)
+		s += "; ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired holder): " +
+			"" + boundsText(amb)
 	}
 	if exp := withEvents(ds.classBounds(b, "", faced, kindExpired)); len(exp) > 0 {
 		s += "; expired-holder incidents (holders that outlived their lease: what fencing is for): " + boundsText(exp)
@@ -187,7 +191,8 @@ func (ds *dataset) lockBugsByClass(backend string) []string {
 			if t.lockBugs() == 0 {
 				continue
 			}
-			s := fmt.Sprintf("under %s (%s profile): %s; %s", cls, d, plural(t.lockBugs(), "incident"), rateOf(t, kindLockBug, cls).hadOne())
+			s := fmt.Sprintf("under %s (%s profile): %s; %s",
+				cls, d, plural(t.lockBugs(), "incident"), rateOf(t, kindLockBug, cls).hadOne())
 			if t.IncidentsUnclassified > 0 {
 				s += fmt.Sprintf(", %d of them not classified by the judge", t.IncidentsUnclassified)
 			}
@@ -207,7 +212,8 @@ func (ds *dataset) fencedFailures(backend string) string {
 		}
 		var parts []string
 		if t.StaleAccepted > 0 {
-			parts = append(parts, fmt.Sprintf("%s stale writes accepted (%s had one)", fmtCount(t.StaleAccepted), rateOf(t, kindStale, cls)))
+			parts = append(parts, fmt.Sprintf("%s stale writes accepted (%s had one)",
+				fmtCount(t.StaleAccepted), rateOf(t, kindStale, cls)))
 		}
 		if t.LostUpdates > 0 {
 			parts = append(parts, plural(t.LostUpdates, "lost update"))
@@ -225,7 +231,8 @@ func (ds *dataset) fencingNeed(backend string) string {
 	var evidence []string
 	for _, cls := range ds.Classes {
 		if t := totals(ds.find(query{Backend: backend, Guard: guardNone, Class: cls})); t.StaleAccepted+t.LostUpdates > 0 {
-			evidence = append(evidence, fmt.Sprintf("without fencing %s under %s", countsText(group{tally: tally{StaleAccepted: t.StaleAccepted, LostUpdates: t.LostUpdates}}, false), cls))
+			evidence = append(evidence, fmt.Sprintf("without fencing %s under %s",
+				countsText(group{tally: tally{StaleAccepted: t.StaleAccepted, LostUpdates: t.LostUpdates}}, false), cls))
 		}
 		if t := totals(ds.find(query{Backend: backend, Class: cls})); t.IncidentsExpired > 0 {
 			evidence = append(evidence, fmt.Sprintf("%s under %s", plural(t.IncidentsExpired, "expired-holder incident"), cls))

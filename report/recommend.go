@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	_ "embed"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,16 +27,28 @@ const (
 	recoveryMargin = 1.0
 )
 
-// Rules states the recommendation rules as the report applies them; the
-// report prints them under the recommendation, and the tests hold the
-// code to them.
-var Rules = []string{
-	"Rule 1, evidence. Only valid cases count: a case whose fault failed to inject as planned is invalid, excluded from every table, chart and conclusion, and listed with its reason. Only tested injections count: an injection that met nothing it could test (no held key at the strike, a lock that was not granting) or whose effect could not be read back enters no rate, and is counted apart with why. Every safety number is a count in a number of trials with its exact one-sided 95% upper bound (Clopper–Pearson; zero in n gives 1 − 0.05^(1/n)): under a fault, the tested injections followed by at least one such event (an injection is a trial, however many incidents follow it); without one, the events per contended grant (a grant made while another client of the key waited, where a double grant could happen). Bounds are per backend, fault class and durability profile, never pooled across classes. A zero is never written without its bound, and a count in no trial is \"not judged\".",
-	"Rule 2, scope. A backend faced a fault class when it has a valid case under it. A class a backend was not put through is \"not judged\" for it, with the reason (the run's record, the report's table of classes that cannot apply, or that the results do not say) — never a pass, and the recommendation names the classes it does not cover. Qualifying backends are ranked only on the fault classes every one of them faced: what one showed under a class another did not face decides nothing between them. The noop control excludes nobody and never qualifies.",
-	"Rule 3, correctness locks (a double grant corrupts data). Incidents are judged against each lock's declared contract — the earlier grant keeps the key until its Acquire was called plus the TTL less the drift the backend declares (or its session timeout) — not against the validity its leases report: a lock bug when the later grant came, for certain, before that line; an expired holder when, for certain, after it; ambiguous when the judge's clock bounds cannot tell. A backend qualifies when it issues fencing tokens (its fenced cases ran with tokens checked); it faced client-pause and at least one server-side fault class with the resource fencing (guard fence or fence-rw), with tested injections in each; it had zero lock-bug incidents — incidents the judge did not classify count as lock bugs — in every valid case of every class, guard and durability profile, stated per class with its bound; with fencing — the strongest token check each case was judged under: fence-rw (reads and writes carry the token) where the case ran it, else fence (writes only, which lets a superseded holder's late write in while its successor has not written yet: the resource's weakness, shown under guard fence, not the lock's) — it let through zero stale writes, lost zero updates and saw zero token regressions; and porcupine's fenced-mutex check is true on every one of its histories (unknown is not a pass). Expired-holder incidents do not disqualify — they are what fencing is for — but they are counted, explained, and make fencing \"required\", as does any stale write accepted or update lost without fencing. Ambiguous incidents do not disqualify either, since nothing shows they were lock bugs; they are counted and shown beside the verdict.",
-	"Rule 4, efficiency locks (an occasional double grant is tolerable). A backend qualifies when it ran without faults with at least 2 clients, acquired locks, and without faults had zero incidents of any kind, zero stale writes accepted and zero lost updates, stated per contended grant with its bound. Under faults its double grants are tolerated but counted, per class, and they rank it (rule 5).",
-	"Rule 5, ranking, in this order, among the qualifying backends and on the classes they all faced. A step sets a backend apart only when a test says so: the one-sided Wilcoxon–Mann–Whitney rank-sum test, exact on the permutations of the two samples (ties included; on the 0/1 samples of injections it is Fisher's exact test), and every comparison the ranking makes for one answer — each ordered pair of qualifiers, under each compared class (and profile, for safety), on each measure below — forms one family held to a 5% family-wise error rate by Tarone's modified Bonferroni correction (each comparison at 5% divided by the number of comparisons whose samples could reach that level at all): the chance that any backend is set apart by a difference that is not there is at most 5% per answer. With 3 fault windows a side the smallest p-value is 1/20, so nothing is set apart by 3 windows in a family of more than one comparison; the answer says how many samples a side the test would need. (1) Safety, for efficiency: a backend drops out when, under some compared class and profile, the test finds its tested injections followed by a double-grant incident more frequent than another's, and under none the reverse; for correctness every qualifier has zero lock bugs and zero stale writes accepted, and zeros cannot be told apart, so safety ranks them no further. (2) Availability, for both questions: a backend drops out when, under some compared class, the test finds its in-fault grant rate (a share of its own baseline, one sample per fault window) below another's by more than 10 points, or its recovery times (one per window) above another's by more than 1 s — the margins are part of the tested hypothesis — and under no compared class the reverse. (3) Speed decides only among the backends left: peak fault-free throughput on the reference workload and durability profile (the ones the most backends ran, many keys rather than the hot key on a tie — on one hot key the 1 ms hold caps every lock near 1,000 grants/s and measures the hold, not the lock — under the guard most ran there), the median over trials with its min–max; a backend drops out only when the test finds its trials slower than another's, both from independent trials (on fresh servers: trials that share servers count as one and are not compared) — otherwise they are \"indistinguishable here\". (4) Cost breaks what is left: fewer nodes; backends that still tie are recommended alike (the evidence shown is the first's by name), and those that need more nodes are named as tied but costlier. When a tie remains, the answer says what would settle it: how many samples a side the test needs at this answer's level, against those the run had.",
-	"Rule 6, durability. Every case carries its profile (fast: no fsync; durable: every write synced; the control has no servers), and so do the header, every table row and the answer. A lock bug under any profile disqualifies, and the reason names the profile. Speed is compared within one profile.",
+// Rules states the recommendation rules as the report applies them, one
+// paragraph each of rules.md (embedded); the report prints them under
+// the recommendation, and the tests hold the code to them.
+var Rules = paragraphs(rulesMD)
+
+//go:embed rules.md
+var rulesMD string
+
+// paragraphs returns the paragraphs of a Markdown text, without its
+// headings and its first paragraph (what the file is).
+func paragraphs(md string) []string {
+	var out []string
+	for _, p := range strings.Split(strings.TrimSpace(md), "\n\n") {
+		p = strings.TrimSpace(p)
+		if p != "" && !strings.HasPrefix(p, "#") {
+			out = append(out, strings.ReplaceAll(p, "\n", " "))
+		}
+	}
+	if len(out) > 0 {
+		out = out[1:]
+	}
+	return out
 }
 
 // Verdict is one backend's standing under one recommendation question.
@@ -222,9 +235,11 @@ func (ds *dataset) rank(ch *Choice, q question, workload, durability string) {
 		for _, b := range ch.Tied {
 			if ds.nodes(b) == ds.nodes(ch.Backend) {
 				ch.Alike = append(ch.Alike, b)
-				standing[b] = "recommended alike with " + ch.Backend + ": the evidence does not tell them apart on safety, availability or speed, and they need as many nodes"
+				standing[b] = "recommended alike with " + ch.Backend + ": the evidence does not tell them apart on safety, availability " +
+					"or speed, and they need as many nodes"
 			} else {
-				standing[b] = fmt.Sprintf("tied with %s: the evidence does not tell them apart on safety, availability or speed; %s", ch.Backend, costWord(ds, ch.Backend, b))
+				standing[b] = fmt.Sprintf("tied with %s: the evidence does not tell them apart on safety, availability or speed; %s",
+					ch.Backend, costWord(ds, ch.Backend, b))
 			}
 		}
 	}
@@ -301,7 +316,8 @@ func (ds *dataset) bySafety(sep *separation, tier []string, standing, brief map[
 			return rateOf(totals(ds.find(query{Backend: backend, Class: c.class, Durability: c.profile})), kindIncident, c.class)
 		}
 		x, y := rate(b), rate(c.better)
-		standing[b] = fmt.Sprintf("set apart on safety: under %s (%s profile) the tested injections with a double-grant incident, %s, lie above %s's, %s (%s)",
+		standing[b] = fmt.Sprintf("set apart on safety: under %s (%s profile) the tested injections with a double-grant incident, %s, "+
+			"lie above %s's, %s (%s)",
 			c.class, c.profile, x, c.better, y, sep.testWords(c))
 		brief[b] = fmt.Sprintf("safety under %s: double-grant incidents %s vs %s's %s", c.class, x.cell(), c.better, y.cell())
 	}
@@ -330,7 +346,8 @@ func (ds *dataset) byAvailability(sep *separation, tier []string, standing, brie
 		if c.measure == "recovery" {
 			margin = fmt.Sprintf("its recovery lies above %s's by more than %s s", c.better, fmtSeconds(recoveryMargin))
 		}
-		standing[b] = fmt.Sprintf("set apart on availability: under %s it served %s of its baseline and recovered in %s, %s served %s and recovered in %s; %s (%s)",
+		standing[b] = fmt.Sprintf("set apart on availability: under %s it served %s of its baseline and recovered in %s, %s served %s "+
+			"and recovered in %s; %s (%s)",
 			c.class, spreadPct(y.inFault), spreadSeconds(y.recovery), c.better, spreadPct(x.inFault), spreadSeconds(x.recovery), margin, sep.testWords(c))
 		brief[b] = fmt.Sprintf("availability under %s: %s of baseline, recovery %s, vs %s's %s, %s", c.class,
 			fmtPct(y.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: y.recovery.Median}), c.better, fmtPct(x.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: x.recovery.Median}))

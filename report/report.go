@@ -137,6 +137,9 @@ func (ds *dataset) renderCharts(dir string, latencyClients int) (*charts, error)
 	}
 	add(func() (*chart, error) { return ds.costChart(dir) }, func(c *chart) { cs.cost = c })
 	add(func() (*chart, error) { return ds.availabilityChart(dir) }, func(c *chart) { cs.availability = c })
+	for _, intent := range []string{intentEfficiency, intentCorrectness} {
+		add(func() (*chart, error) { return ds.intentSafetyChart(dir, intent) }, func(c *chart) { cs.safetyIntent = append(cs.safetyIntent, c) })
+	}
 	add(func() (*chart, error) { return ds.safetyChart(dir) }, func(c *chart) { cs.safety = c })
 	for _, f := range ds.Faults {
 		if f != faultNone {

@@ -65,7 +65,7 @@ func TestMain(m *testing.M) {
 // fault (timelineCharts).
 var allCharts = []string{
 	"throughput-hot", "throughput-uniform", "own-cost", "latency-hot", "latency-uniform", "cdf-hot", "cdf-uniform",
-	"availability", "safety", "timeline-failover", "timeline-restart", "timeline-crash-minority", "timeline-server-pause", "timeline-partition-leader",
+	"availability", "safety-efficiency", "safety-correctness", "safety", "timeline-failover", "timeline-restart", "timeline-crash-minority", "timeline-server-pause", "timeline-partition-leader",
 }
 
 // timelineCharts is the number of timeline charts of the fixture: one

@@ -97,14 +97,17 @@ func (ds *dataset) separate(tier, classes []string, peaks map[string]*group, q q
 					for _, d := range ds.Durabilities {
 						x, y := incidents[[3]string{b, cls, d}], incidents[[3]string{a, cls, d}]
 						if x.Known() && y.Known() {
-							add(comparison{step: stepSafety, measure: "double-grant incidents", better: a, worse: b, class: cls, profile: d},
+							add(comparison{step: stepSafety, measure: "double-grant incidents",
+								better: a, worse: b, class: cls, profile: d},
 								injections(y.Rate), injections(x.Rate), 0, true)
 						}
 					}
 				}
 				ga, gb := samples[a][cls], samples[b][cls]
-				add(comparison{step: stepAvailability, measure: "in-fault share", better: a, worse: b, class: cls}, ga.InFault, gb.InFault, shareMargin, false)
-				add(comparison{step: stepAvailability, measure: "recovery", better: a, worse: b, class: cls}, ga.Recovery, gb.Recovery, recoveryMargin, true)
+				add(comparison{step: stepAvailability, measure: "in-fault share",
+					better: a, worse: b, class: cls}, ga.InFault, gb.InFault, shareMargin, false)
+				add(comparison{step: stepAvailability, measure: "recovery",
+					better: a, worse: b, class: cls}, ga.Recovery, gb.Recovery, recoveryMargin, true)
 			}
 			if pa, pb := peaks[a], peaks[b]; pa != nil && pb != nil && pa.Independent && pb.Independent {
 				add(comparison{step: stepSpeed, measure: "grants/s", better: a, worse: b}, pa.speeds, pb.speeds, 0, false)
@@ -191,7 +194,8 @@ func (s *separation) setApart(step string, tier []string) ([]string, map[string]
 // testWords says what the test found for c: its p-value against the
 // level each of the family's comparisons is held to.
 func (s *separation) testWords(c *comparison) string {
-	return fmt.Sprintf("rank-sum p = %s on %d against %d, under the %s each of this answer's %d comparisons is held to (%.0f%% for all together)",
+	return fmt.Sprintf("rank-sum p = %s on %d against %d, under the %s each of this answer's %d comparisons is held to (%.0f%% for all "+
+		"together)",
 		fmtP(c.test.P), c.n, c.m, fmtP(s.level), len(s.comparisons), familyLevel*100)
 }
 

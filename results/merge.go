@@ -58,6 +58,9 @@ func Merge(files ...*File) (*File, error) {
 			out.Machine = joinNonEmpty("; ", out.Machine, f.Machine)
 		}
 		out.Suite = cmpOr(out.Suite, f.Suite)
+		if out.Profile == nil {
+			out.Profile = f.Profile // the hosts of one run answer for one service; the answer is decided afresh
+		}
 		for _, h := range f.Hosts {
 			if !slices.Contains(out.Hosts, h) {
 				out.Hosts = append(out.Hosts, h)

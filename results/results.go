@@ -55,6 +55,12 @@ type File struct {
 	// suite left it out): the report says "not judged" with the reason
 	// rather than leave a blank, and never reads a skipped class as a pass.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Profile is the service the run answers for (lockbench advise); nil
+	// for a run without one, answered as for a zero Profile.
+	Profile *Profile `json:"profile,omitempty"`
+	// Answer is the decision on the run's evidence (package answer);
+	// nil until a decision was made.
+	Answer *Answer `json:"answer,omitempty"`
 }
 
 // Skip is one fault class the run did not put one backend through.
@@ -82,6 +88,11 @@ type Case struct {
 	Trial   int    `json:"trial"`
 	// Host is the load generator that measured the case.
 	Host string `json:"host,omitempty"`
+	// ServerKind is the server software the backend's servers run
+	// (redis, sentinel, zookeeper, etcd, postgres; empty for none), as
+	// its descriptor declares it: the answer says which candidates a team
+	// already runs (Profile.Have) without knowing backends by name.
+	ServerKind string `json:"server_kind,omitempty"`
 	// FaultClass is the fault's catalogue name without its params
 	// ("client-pause" for "client-pause?x=1.5"): backends are compared on
 	// the classes they all faced.
@@ -140,6 +151,15 @@ type Case struct {
 	// contract.
 	PromiseMS     float64 `json:"promise_ms,omitempty"`
 	MaxValidityMS float64 `json:"max_validity_ms,omitempty"`
+	// Contract, when set, is the contract the backend's descriptor
+	// declares for the case's TTL and params, which the checkers judged
+	// its grants by instead of the promise each worker reported; nil when
+	// the backend declares none (the workers' report stands, as
+	// PromiseMS). PromiseDepartures counts the grants and extensions
+	// whose worker reported another promise: a finding lockbench check
+	// fails on.
+	Contract          *Contract `json:"contract,omitempty"`
+	PromiseDepartures int64     `json:"promise_departures,omitempty"`
 
 	// Measurements.
 	Acquired   int64            `json:"acquired"`
@@ -505,4 +525,16 @@ func Write(path string, f *File) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// Contract is a backend's declared contract for one case's grants.
+type Contract struct {
+	// PromiseNS and MaxValidityNS are locker.Info's Promise and
+	// MaxValidity of the case's TTL, in ns.
+	PromiseNS     int64 `json:"promise_ns"`
+	MaxValidityNS int64 `json:"max_validity_ns"`
+	// DriftRate and DriftMS are the drift the lock takes off the TTL
+	// (locker.Info's DriftRate and Drift).
+	DriftRate float64 `json:"drift_rate,omitempty"`
+	DriftMS   float64 `json:"drift_ms,omitempty"`
 }

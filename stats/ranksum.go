@@ -117,16 +117,17 @@ func topFill(blocks []int, n int) []int {
 // which j are drawn adds j·2·(ys below it) + j·(t − j), in C(t, j) ways.
 func exactAbove(seen, n, m int, blocks []int) Shift {
 	maxU := 2 * n * m
-	ways := make([][]float64, n+1)
+	// Two tables, swapped block by block: allocating one per block cost
+	// more than the counting.
+	ways, next := make([][]float64, n+1), make([][]float64, n+1)
 	for i := range ways {
-		ways[i] = make([]float64, maxU+1)
+		ways[i], next[i] = make([]float64, maxU+1), make([]float64, maxU+1)
 	}
 	ways[0][0] = 1
 	before := 0
 	for _, t := range blocks {
-		next := make([][]float64, n+1)
 		for i := range next {
-			next[i] = make([]float64, maxU+1)
+			clear(next[i])
 		}
 		for i := 0; i <= n; i++ {
 			for u, w := range ways[i] {
@@ -146,7 +147,7 @@ func exactAbove(seen, n, m int, blocks []int) Shift {
 				}
 			}
 		}
-		ways = next
+		ways, next = next, ways
 		before += t
 	}
 	var total, above, top float64

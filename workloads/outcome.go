@@ -22,6 +22,10 @@ import (
 type Outcome struct {
 	// Info describes the backend.
 	Info locker.Info
+	// Declared, when set, is the contract the backend's descriptor
+	// declares for the case (backends.Descriptor.Contract): the results
+	// record it, and the promise, from it rather than from Info.
+	Declared *locker.Info
 	// ClientsAs is results.ClientsProcesses or results.ClientsGoroutines.
 	ClientsAs string
 	// Result is the judge's.
@@ -125,6 +129,19 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	c.Guarantee = o.Info.Guarantee
 	ttl := time.Duration(c.TTLMillis) * time.Millisecond // as Describe recorded it
 	c.PromiseMS, c.MaxValidityMS = ms(o.Info.Promise(ttl)), ms(o.Info.MaxValidity(ttl))
+	if d := c.Contract; d != nil && o.Declared == nil { // declared in the record (a judge of its own)
+		c.PromiseMS, c.MaxValidityMS = float64(d.PromiseNS)/1e6, float64(d.MaxValidityNS)/1e6
+		c.PromiseDepartures = r.Departures.N
+	}
+	if d := o.Declared; d != nil {
+		c.PromiseMS, c.MaxValidityMS = ms(d.Promise(ttl)), ms(d.MaxValidity(ttl))
+		c.Contract = &results.Contract{PromiseNS: int64(d.Promise(ttl)), MaxValidityNS: int64(d.MaxValidity(ttl)),
+			DriftRate: d.DriftRate, DriftMS: ms(d.Drift)}
+		c.PromiseDepartures = r.Departures.N
+		for _, e := range r.Departures.Examples {
+			c.Notes = append(c.Notes, "a worker reported a promise other than the backend declares: "+e)
+		}
+	}
 
 	m := r.Metrics
 	c.Acquired = o.Acquired()

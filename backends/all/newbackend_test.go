@@ -13,12 +13,14 @@ import (
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/suites"
 	"github.com/lockbench/lockbench/workloads"
 )
 
 // throwaway is a backend that exists only in this test binary: a package
 // would register it in its init, and backends/all would import that
-// package. Nothing else in lockbench changes for it.
+// package. Nothing else in lockbench changes for it; its variant, which
+// runs under one fault, is one rule of the case table (package suites).
 const throwaway = "throwaway"
 
 const throwawayWhy = "a throwaway on one Redis server has no replica to fail over to"
@@ -30,11 +32,8 @@ func init() {
 		Open:    redis.Open,
 		Servers: backends.Servers{Kind: backends.Redis, Count: 1},
 		// Its leases outlive their TTL twice over.
-		Lease: func(ttl time.Duration, _ map[string]string) time.Duration { return 2 * ttl },
-		Variants: []backends.Variant{
-			{Suites: backends.AllSuites},
-			{Params: "fencing=false", Listed: true, Suites: backends.DefaultSuite, Faults: []string{"client-pause"}},
-		},
+		Lease:    func(ttl time.Duration, _ map[string]string) time.Duration { return 2 * ttl },
+		Variants: []backends.Variant{{}, {Params: "fencing=false", Listed: true}},
 		NotApplicable: map[string]string{
 			"failover":         throwawayWhy,
 			"crash-minority":   "one server has no minority",
@@ -48,7 +47,7 @@ func init() {
 
 // TestAddingABackendIsOnePackage: a backend registered with a descriptor
 // and nothing else is listed, sized, put by the suites under the faults
-// that apply to it (its variant under the one it declares), skipped under
+// that apply to it (its variant under the one its rule gives), skipped under
 // the others with its own reason, given servers, and measured end to end.
 func TestAddingABackendIsOnePackage(t *testing.T) {
 	if !slices.Contains(bench.Listed(), throwaway) || !slices.Contains(bench.Listed(), throwaway+"?fencing=false") {
@@ -61,11 +60,13 @@ func TestAddingABackendIsOnePackage(t *testing.T) {
 	if got := bench.Lease(b, time.Second); got != 2*time.Second {
 		t.Errorf("lease of a 1s TTL = %v, want the descriptor's 2s", got)
 	}
-	suite := bench.Default()
-	cases, err := suite.Cases()
+	suite := suites.Default()
+	suite.Rules = append(suite.Rules, suites.Rule{Backends: suites.Specs(throwaway + "?fencing=false"), Faults: []string{"client-pause"}})
+	plan, err := suite.Plan()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cases := plan.Cases
 	faults := map[string][]string{}
 	for _, c := range cases {
 		if strings.HasPrefix(c.Backend.Spec, throwaway) {
@@ -77,6 +78,9 @@ func TestAddingABackendIsOnePackage(t *testing.T) {
 			t.Errorf("the default suite does not run %s under %s: %v", throwaway, want, faults[throwaway])
 		}
 	}
+	if len(faults[throwaway+"?fencing=false"]) == 0 {
+		t.Error("the default suite does not run the variant its rule gives")
+	}
 	for _, f := range faults[throwaway+"?fencing=false"] {
 		if !strings.HasPrefix(f, "client-pause") {
 			t.Errorf("the variant runs under %s, not only client-pause", f)
@@ -86,7 +90,7 @@ func TestAddingABackendIsOnePackage(t *testing.T) {
 		t.Error("the throwaway runs a failover its descriptor says cannot apply")
 	}
 	skipped := map[string]string{}
-	for _, s := range suite.Skipped() {
+	for _, s := range plan.Skipped {
 		if s.Backend == throwaway {
 			skipped[s.FaultClass] = s.Reason
 		}
@@ -97,7 +101,7 @@ func TestAddingABackendIsOnePackage(t *testing.T) {
 
 	// End to end: a fault-free case measured on the servers the runner
 	// starts for it, and a failover skipped with its reason in the results.
-	m, err := bench.Cross(bench.Matrix{
+	m, err := suites.Cross(suites.Matrix{
 		Backends: []string{throwaway}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"none", "failover"},
 		Guards: []judge.Guard{judge.GuardFence}, Clients: []int{2}, ClientsAs: results.ClientsGoroutines,
 		Spec: workloads.Spec{Duration: 300 * time.Millisecond, TTL: time.Second},

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/locker"
 )
 
 // TTLResolution is the granularity of an etcd lease's TTL: whole seconds
@@ -16,7 +17,10 @@ func init() {
 		Doc:     "etcd leases and revisions on a three-member cluster, the key's create revision as fencing token",
 		Open:    Open,
 		Servers: backends.Servers{Kind: backends.Etcd, Count: 3},
-		Probe:   Probe,
+		Contract: func(time.Duration, map[string]string) (locker.Info, error) {
+			return locker.Info{TTLResolution: TTLResolution, DriftRate: 0.11, Drift: 2 * time.Millisecond}, nil
+		},
+		Probe: Probe,
 		// The server keeps a silent holder's key for its lease: the TTL
 		// rounded up to whole seconds.
 		Lease: func(ttl time.Duration, _ map[string]string) time.Duration {

@@ -21,9 +21,9 @@ func init() {
 		// within it rather than hours later, which only a partition
 		// tells, so the full suite runs them under partitions alone.
 		Variants: []backends.Variant{
-			{Params: "mode=" + string(Advisory), Listed: true, Suites: backends.AllSuites},
-			{Params: "mode=" + string(Lease), Suites: backends.AllSuites},
-			{Params: "mode=" + string(Advisory) + "&keepalive=" + CaseKeepalive.String(), Listed: true, Suites: backends.FullSuite, Faults: []string{"partition"}},
+			{Params: "mode=" + string(Advisory), Listed: true},
+			{Params: "mode=" + string(Lease)},
+			{Params: "mode=" + string(Advisory) + "&keepalive=" + CaseKeepalive.String(), Listed: true},
 		},
 		NotApplicable: map[string]string{
 			"failover":         "one PostgreSQL server without replicas has nothing to fail over",

@@ -2,21 +2,26 @@ package redis
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/locker"
 )
 
 func init() {
 	backends.Register(backends.Descriptor{
-		Name:    "redis",
-		Doc:     "single-instance Redis: SET NX PX with a per-key fencing counter, safe while its one server runs and keeps its data",
-		Open:    Open,
-		Servers: backends.Servers{Kind: backends.Redis, Count: 1},
-		// The default suite powers it off: the spec's claim that everysec
-		// can lose a key and always cannot is about a Redis node.
-		Variants:      []backends.Variant{{Suites: backends.AllSuites, Showcase: []string{"power-loss"}}},
+		Name:          "redis",
+		Doc:           "single-instance Redis: SET NX PX with a per-key fencing counter, safe while its one server runs and keeps its data",
+		Open:          Open,
+		Servers:       backends.Servers{Kind: backends.Redis, Count: 1},
 		NotApplicable: NotApplicable(1),
-		Probe:         Probe,
+		// lockbench's Redlock on one node: TTL − (TTL×drift + 2 ms), its
+		// default drift, from the start of the attempt that won.
+		Contract: func(time.Duration, map[string]string) (locker.Info, error) {
+			return locker.Info{DriftRate: redlock.DefaultDrift, Drift: 2 * time.Millisecond}, nil
+		},
+		Probe: Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  "redis",
 			Usage: "the single Redis server of the redis backend (host:port)",

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/redis"
 	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/locker"
 )
 
 // Name is the name the library registers under.
@@ -31,18 +33,25 @@ func init() {
 		},
 		Admit:        admit,
 		AdmitCommand: bootstrapCommand,
-		Variants: []backends.Variant{
-			// The default suite powers off Redlock with and without its
-			// quarantine: the spec's delayed restart, measured.
-			{Suites: backends.AllSuites, Showcase: []string{"power-loss"}},
-			// Without the quarantine, a majority restarted empty grants
-			// held keys again; with plain counters for tokens, nodes
-			// restarted empty forget them: both are there for restarts.
-			{Params: "quarantine=false", Suites: backends.AllSuites, Faults: []string{"restart", "power-loss"}, Showcase: []string{"power-loss"}},
-			{Params: "clockfloor=false", Suites: backends.DefaultSuite, Faults: []string{"restart"}},
-		},
+		// Without the quarantine, a majority restarted empty grants held
+		// keys again; with plain counters for tokens, nodes restarted
+		// empty forget them: the suites run both for restarts.
+		Variants:      []backends.Variant{{}, {Params: "quarantine=false"}, {Params: "clockfloor=false"}},
 		NotApplicable: redis.NotApplicable(5),
-		Probe:         redis.Probe,
+		// Redlock's validity: TTL − elapsed − (TTL×drift + 2 ms), from the
+		// start of the attempt that won (the drift param, DefaultDrift).
+		Contract: func(_ time.Duration, params map[string]string) (locker.Info, error) {
+			drift := redlock.DefaultDrift
+			if v, ok := params["drift"]; ok {
+				d, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return locker.Info{}, locker.Invalidf("param drift=%q: not a number", v)
+				}
+				drift = d
+			}
+			return locker.Info{DriftRate: drift, Drift: 2 * time.Millisecond}, nil
+		},
+		Probe: redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  Name,
 			Usage: "the independent Redis masters of redlock",

@@ -1,8 +1,12 @@
 package redsync
 
 import (
+	"strconv"
+	"time"
+
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/redis"
+	"github.com/lockbench/lockbench/locker"
 )
 
 func init() {
@@ -13,7 +17,13 @@ func init() {
 		// Redlock's five masters: both are measured on the same nodes.
 		Servers:       backends.Servers{Kind: backends.Redis, Count: 5},
 		NotApplicable: redis.NotApplicable(5),
-		Probe:         redis.Probe,
+		// redsync's validity: the expiry less the attempt's time less
+		// expiry×drift (its drift factor, the drift param).
+		Contract: func(_ time.Duration, params map[string]string) (locker.Info, error) {
+			drift, err := driftParam(params)
+			return locker.Info{DriftRate: drift}, err
+		},
+		Probe: redis.Probe,
 		Endpoints: backends.Endpoints{
 			Flag:  "redsync",
 			Usage: "the Redis masters of redsync",
@@ -21,4 +31,18 @@ func init() {
 			Auth:  redis.Auth,
 		},
 	})
+}
+
+// driftParam is the drift factor a spec's params give redsync: its
+// default without the drift param.
+func driftParam(params map[string]string) (float64, error) {
+	v, ok := params["drift"]
+	if !ok {
+		return defaultDrift, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f >= 0.5 {
+		return 0, locker.Invalidf("param drift=%q: want a number in [0, 0.5)", v)
+	}
+	return f, nil
 }

@@ -1,8 +1,12 @@
 package sentinel
 
 import (
+	"time"
+
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/redis"
+	"github.com/lockbench/lockbench/backends/redlock"
+	"github.com/lockbench/lockbench/locker"
 )
 
 func init() {
@@ -12,18 +16,14 @@ func init() {
 		Open: Open,
 		// A master and one replica, and the sentinels that watch them.
 		Servers: backends.Servers{Kind: backends.Sentinel, Count: 2, MasterParam: "master"},
-		Probe:   redis.Probe,
-		Variants: []backends.Variant{
-			// Its Redis nodes lose power, have their clocks moved and
-			// their clients cut off as single Redis's node does (the
-			// sentinels, on the clients' host, are cut off from a cut
-			// master too, and may fail it over): the full suite measures
-			// it; the default suite, at its time budget, leaves it there,
-			// single Redis showing what a master alone does.
-			{Suites: backends.AllSuites, Deferred: []string{"power-loss", "clock-jump", "clock-rate", "partition"}},
-			// WAIT is there for the failover: what it buys.
-			{Params: "wait=1", Suites: backends.DefaultSuite, Faults: []string{"failover"}},
+		// lockbench's Redlock on one node: TTL − (TTL×drift + 2 ms), its
+		// default drift, from the start of the attempt that won.
+		Contract: func(time.Duration, map[string]string) (locker.Info, error) {
+			return locker.Info{DriftRate: redlock.DefaultDrift, Drift: 2 * time.Millisecond}, nil
 		},
+		Probe: redis.Probe,
+		// WAIT is there for the failover: what it buys.
+		Variants: []backends.Variant{{}, {Params: "wait=1"}},
 		NotApplicable: map[string]string{
 			"crash-minority":   "needs a cluster of at least 3 nodes: the Sentinel set has a master and one replica (losing the master is the failover fault's case)",
 			"latency":          "needs servers the clients reach through proxies; Sentinel's clients follow the master the sentinels name, around any proxy",

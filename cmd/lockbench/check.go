@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/workloads"
 )
 
 // The exit codes of lockbench check.
@@ -27,6 +29,7 @@ const (
 
 func checkCmd() *cobra.Command {
 	var timeout time.Duration
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "check DIR",
 		Short: "Re-check every history of a saved run: exit 0 if it holds and no real lock broke, 1 if one broke, 2 if the records cannot be trusted",
@@ -34,27 +37,53 @@ func checkCmd() *cobra.Command {
 counts the overlaps again, each judged against the lock's contract (lock bug, ambiguous, expired
 holder), the incidents, contended grants, validity departures, stale writes, lost updates and
 token regressions under the case's guard, and runs porcupine on the history with a mutex model
-and a fenced-mutex model. It prints a line per case with what it found and its verdict.
+and a fenced-mutex model. It prints a line per case with what it found and its verdict, or with
+--json one JSON document: every case's counts, verdicts and findings, the totals and the exit
+status.
 
 Exit status:
   0  every history re-checks to what results.json says, and no real backend has a lock bug;
   1  a real backend has a lock bug, or a false fenced verdict where tokens were checked;
   2  results.json differs from the re-check, a verdict is unknown (porcupine ran out of time, or
-     some grants of a fencing backend carried no token), a history is missing, or a control case
-     (noop, with at least 2 clients) shows no violation: the checker is blind.
+     some grants of a fencing backend carried no token), a history is missing, DIR or its
+     results.json cannot be read, or a control case (noop, with at least 2 clients) shows no
+     violation: the checker is blind; or a history's grants report a promise other than the
+     backend's descriptor declares (the contract line is drawn with the declaration, never with
+     the workers' report), or the declared drift is above a fifth of the TTL; or results.json's
+     injections (tested flags, reasons, targets) differ from the history's inject events.
 Exit 2 outranks exit 1: a lock bug in records that do not hold is reported, but the records come
 first. Expired holders and ambiguous overlaps are not failures (a paused holder under guard none
 is what the run means to show), and neither is a false mutex verdict, which every overlap makes.`,
+		Example: `  lockbench check results/latest
+  lockbench check --json results/latest > check.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, f, err := readRun(args[0])
 			if err != nil {
+				// Records that cannot be read cannot be trusted: not exit 1,
+				// which says a lock broke.
+				err = &exitError{code: exitUntrusted, err: err}
+				if asJSON {
+					_ = writeJSON(cmd.OutOrStdout(), checked{Dir: args[0], Exit: exitUntrusted, Error: err.Error()})
+				}
 				return err
 			}
-			return check(cmd.OutOrStdout(), dir, f, timeout)
+			r, err := check(dir, f, timeout)
+			if asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
+					return err
+				}
+			} else {
+				r.text(cmd.OutOrStdout())
+			}
+			if err != nil {
+				return err
+			}
+			return r.gate()
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", judge.DefaultCheckTimeout, "bound on each linearizability check")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "write the re-check as one JSON document instead of lines")
 	return cmd
 }
 
@@ -66,17 +95,50 @@ type findings struct {
 	broken, untrusted []string
 }
 
-// check re-checks the histories of f, writing a line per case to w, and
-// returns an exitError with the gate's status unless everything holds.
-func check(w io.Writer, dir string, f *results.File, timeout time.Duration) error {
-	checked := map[string]verdicts{}
+// checked is the re-check of a run: what lockbench check --json writes.
+type checked struct {
+	Dir       string        `json:"dir"`
+	Cases     []checkedCase `json:"cases"`
+	Histories int           `json:"histories"`
+	Broken    int           `json:"broken"`
+	Untrusted int           `json:"untrusted"`
+	// Exit is the status lockbench check exits with: 0, 1 (a lock broke)
+	// or 2 (the records cannot be trusted).
+	Exit  int    `json:"exit"`
+	Error string `json:"error,omitempty"`
+}
+
+// checkedCase is the re-check of one case.
+type checkedCase struct {
+	Name   string          `json:"name"`
+	Report *history.Report `json:"report,omitempty"`
+	// Linearizable and LinearizableFenced are porcupine's verdicts, with
+	// the reason when there is one.
+	Linearizable       string   `json:"linearizable,omitempty"`
+	LinearizableFenced string   `json:"linearizable_fenced,omitempty"`
+	Broken             []string `json:"broken,omitempty"`
+	Untrusted          []string `json:"untrusted,omitempty"`
+}
+
+// writeJSON writes v to w as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// check re-checks the histories of f. The error is one that stops the
+// re-check (a history that cannot be read), an exitError for exit 2.
+func check(dir string, f *results.File, timeout time.Duration) (*checked, error) {
+	out := &checked{Dir: dir, Cases: []checkedCase{}}
+	verdictsOf := map[string]verdicts{}
 	histories := map[string][]history.Op{}
-	var broken, untrusted int
 	for _, c := range f.Cases {
 		name := fmt.Sprintf("%s %s/%s guard=%s clients=%d trial=%d", c.Backend, c.Workload, c.Fault, c.Guard, c.Clients, c.Trial)
 		if c.Durability != "" {
 			name += " " + c.Durability
 		}
+		cc := checkedCase{Name: name}
 		var fd findings
 		if c.History == "" {
 			fd.untrusted = append(fd.untrusted, "no history recorded, nothing to re-check")
@@ -85,38 +147,69 @@ func check(w io.Writer, dir string, f *results.File, timeout time.Duration) erro
 			if !ok {
 				var err error
 				if ops, err = history.ReadFile(filepath.Join(dir, c.History)); err != nil {
-					return &exitError{code: exitUntrusted, err: fmt.Errorf("%s: %w", name, err)}
+					err = &exitError{code: exitUntrusted, err: fmt.Errorf("%s: %w", name, err)}
+					out.Exit, out.Error = exitUntrusted, err.Error()
+					return out, err
 				}
 				histories[c.History] = ops
-				checked[c.History] = verdicts{history.Linearizable(ops, timeout), history.LinearizableFenced(ops, timeout)}
+				verdictsOf[c.History] = verdicts{history.Linearizable(ops, timeout), history.LinearizableFenced(ops, timeout)}
 			}
-			v := checked[c.History]
-			r := history.Check(ops, c.Guard, judge.Guard(c.Guard).Fenced())
-			fmt.Fprintf(w, "%s: %d sections (%d contended), %d overlaps (%d lock bug, %d ambiguous, %d expired holder) in %d incidents (%d lock bug, %d ambiguous, %d expired holder), stale writes %d accepted %d rejected (%d after the lease told its holder, %d silent), %d lost updates, %d token regressions, leases outside their contract %d short %d long; linearizable: %s; fenced: %s\n",
-				name, r.Sections, r.ContendedGrants, r.Overlaps, r.OverlapsLockBug, r.OverlapsAmbiguous, r.OverlapsExpiredHolder,
-				r.Incidents, r.IncidentsLockBug, r.IncidentsAmbiguous, r.IncidentsExpiredHolder, r.StaleAccepted, r.StaleRejected, r.StaleTold, r.StaleSilent,
-				r.LostUpdates, r.TokenRegressions, r.ValidityShort, r.ValidityLong, verdictText(v.mutex), verdictText(v.fenced))
+			v := verdictsOf[c.History]
+			judged, dep := underContract(&c, ops)
+			r := history.Check(judged, c.Guard, judge.Guard(c.Guard).Fenced())
+			cc.Report, cc.Linearizable, cc.LinearizableFenced = &r, verdictText(v.mutex), verdictText(v.fenced)
 			fd = gates(&c, r, v)
+			fd.untrusted = append(fd.untrusted, contractFindings(&c, dep)...)
+			fd.untrusted = append(fd.untrusted, injectionFindings(&c, ops, r.Pauses)...)
 		}
 		switch {
 		case len(fd.untrusted) > 0:
-			untrusted++
+			out.Untrusted++
 		case len(fd.broken) > 0:
-			broken++
+			out.Broken++
 		}
-		for _, s := range fd.untrusted {
-			fmt.Fprintf(w, "  UNTRUSTED %s: %s\n", name, s)
+		cc.Broken, cc.Untrusted = fd.broken, fd.untrusted
+		out.Cases = append(out.Cases, cc)
+	}
+	out.Histories = len(histories)
+	switch {
+	case out.Untrusted > 0:
+		out.Exit = exitUntrusted
+	case out.Broken > 0:
+		out.Exit = exitBroken
+	}
+	return out, nil
+}
+
+// text writes the re-check as lines: one per case with what it found,
+// then its findings, then the totals.
+func (c *checked) text(w io.Writer) {
+	for _, cc := range c.Cases {
+		if r := cc.Report; r != nil {
+			fmt.Fprintf(w, "%s: %d sections (%d contended), %d overlaps (%d lock bug, %d ambiguous, %d expired holder) in %d incidents (%d lock bug, %d ambiguous, %d expired holder), stale writes %d accepted %d rejected (%d after the lease told its holder, %d silent), %d lost updates, %d token regressions, leases outside their contract %d short %d long; linearizable: %s; fenced: %s\n",
+				cc.Name, r.Sections, r.ContendedGrants, r.Overlaps, r.OverlapsLockBug, r.OverlapsAmbiguous, r.OverlapsExpiredHolder,
+				r.Incidents, r.IncidentsLockBug, r.IncidentsAmbiguous, r.IncidentsExpiredHolder, r.StaleAccepted, r.StaleRejected, r.StaleTold, r.StaleSilent,
+				r.LostUpdates, r.TokenRegressions, r.ValidityShort, r.ValidityLong, cc.Linearizable, cc.LinearizableFenced)
 		}
-		for _, s := range fd.broken {
-			fmt.Fprintf(w, "  BROKEN %s: %s\n", name, s)
+		for _, s := range cc.Untrusted {
+			fmt.Fprintf(w, "  UNTRUSTED %s: %s\n", cc.Name, s)
+		}
+		for _, s := range cc.Broken {
+			fmt.Fprintf(w, "  BROKEN %s: %s\n", cc.Name, s)
 		}
 	}
-	fmt.Fprintf(w, "%d cases, %d histories: %d with a lock broken, %d whose records cannot be trusted\n", len(f.Cases), len(histories), broken, untrusted)
-	switch {
-	case untrusted > 0:
-		return &exitError{code: exitUntrusted, err: fmt.Errorf("%d of %d cases cannot be trusted (see UNTRUSTED above)", untrusted, len(f.Cases))}
-	case broken > 0:
-		return &exitError{code: exitBroken, err: fmt.Errorf("%d of %d cases show a real lock broken (see BROKEN above)", broken, len(f.Cases))}
+	fmt.Fprintf(w, "%d cases, %d histories: %d with a lock broken, %d whose records cannot be trusted\n",
+		len(c.Cases), c.Histories, c.Broken, c.Untrusted)
+}
+
+// gate returns the exitError of the re-check's status, or nil for 0.
+func (c *checked) gate() error {
+	switch c.Exit {
+	case exitUntrusted:
+		err := fmt.Errorf("%d of %d cases cannot be trusted (see UNTRUSTED above)", c.Untrusted, len(c.Cases))
+		return &exitError{code: exitUntrusted, err: err}
+	case exitBroken:
+		return &exitError{code: exitBroken, err: fmt.Errorf("%d of %d cases show a real lock broken (see BROKEN above)", c.Broken, len(c.Cases))}
 	}
 	return nil
 }
@@ -206,4 +299,87 @@ func verdictText(v history.Verdict) string {
 		return string(v.Result)
 	}
 	return fmt.Sprintf("%s (%s)", v.Result, v.Reason)
+}
+
+// MaxDriftRate bounds the drift a lock may declare off its TTL: the
+// allowance exists for clock rates (Redlock's 1%) and the slack a lock
+// knows of (etcd's pooled lease, renewed up to a tenth of its TTL before
+// the call: 11%); a lock that takes more than a fifth of its TTL off its
+// promise moves its own contract line so far that a lock bug hides
+// behind it, and that is a finding, not a contract.
+const MaxDriftRate = 0.2
+
+// underContract returns ops as the checkers judge them: with the contract the
+// backend declares (results.json's contract, from its descriptor) in
+// place of the promise each worker reported, and the ops whose report
+// differed. Without a declaration, ops as they are.
+func underContract(c *results.Case, ops []history.Op) ([]history.Op, history.Departures) {
+	if c.Contract == nil {
+		return ops, history.Departures{}
+	}
+	return history.Contract{Promise: c.Contract.PromiseNS, MaxValidity: c.Contract.MaxValidityNS}.Impose(ops)
+}
+
+// contractFindings are what makes a case's contract untrustworthy: a
+// history whose promises differ from the declaration (or from the count
+// results.json gives), or a declared drift above MaxDriftRate.
+func contractFindings(c *results.Case, dep history.Departures) []string {
+	if c.Contract == nil {
+		return nil
+	}
+	var out []string
+	if dep.N > 0 {
+		out = append(out, fmt.Sprintf("%d grants or extensions in the history report a promise other than the backend declares "+
+			"(judged by the declaration): %s", dep.N, strings.Join(dep.Examples, "; ")))
+	}
+	if dep.N != c.PromiseDepartures {
+		out = append(out, fmt.Sprintf("results.json differs from the re-check: promise_departures %d→%d", c.PromiseDepartures, dep.N))
+	}
+	if c.Contract.DriftRate > MaxDriftRate {
+		out = append(out, fmt.Sprintf("the backend declares a drift of %g of its TTL, above the bound of %g: "+
+			"its contract line promises too little to judge by", c.Contract.DriftRate, MaxDriftRate))
+	}
+	return out
+}
+
+// injectionFindings compares the injections results.json records for c
+// with those its history records (inject ops, the pauses' landings read
+// from the same history): a case whose tested flags the files alone do
+// not reproduce cannot be trusted.
+func injectionFindings(c *results.Case, ops []history.Op, pauses []history.Landing) []string {
+	var recorded []results.Target
+	for _, o := range ops {
+		if o.F == history.Inject && o.Injection != nil {
+			recorded = append(recorded, *o.Injection)
+		}
+	}
+	if len(recorded) == 0 && len(c.Targets) == 0 {
+		return nil
+	}
+	if len(recorded) != len(c.Targets) {
+		return []string{fmt.Sprintf("results.json records %d injections, the history %d", len(c.Targets), len(recorded))}
+	}
+	var out []string
+	for i, t := range workloads.Landed(recorded, pauses) {
+		r := c.Targets[i]
+		switch {
+		case testedText(t.Tested) != testedText(r.Tested) || t.WhyNot != r.WhyNot:
+			out = append(out, fmt.Sprintf("injection %d: results.json says tested %s (%q), the history %s (%q)",
+				r.Injection, testedText(r.Tested), r.WhyNot, testedText(t.Tested), t.WhyNot))
+		case strings.Join(t.Nodes, ",") != strings.Join(r.Nodes, ","):
+			out = append(out, fmt.Sprintf("injection %d: results.json says it hit %v, the history %v", r.Injection, r.Nodes, t.Nodes))
+		}
+	}
+	return out
+}
+
+// testedText is an injection's tested flag in words.
+func testedText(b *bool) string {
+	switch {
+	case b == nil:
+		return "unjudged"
+	case *b:
+		return "yes"
+	}
+	return "no"
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -114,6 +115,20 @@ func TestCheckGates(t *testing.T) {
 		if exitOf(err) != 0 {
 			t.Fatalf("check of expected expired holders: exit %d (%v)\n%s", exitOf(err), err, stdout)
 		}
+		// Its injections are events of the history: results.json that
+		// calls an injection untested which the history records tested
+		// (or the reverse) no longer checks.
+		if !strings.Contains(stdout, "0 whose records cannot be trusted") {
+			t.Fatalf("check of a clean fault run:\n%s", stdout)
+		}
+		tamper(t, dir, func(c map[string]any) {
+			tg := c["targets"].([]any)[0].(map[string]any)
+			tg["tested"] = !(tg["tested"] == true)
+		})
+		stdout, _, err = lockbench(t, "check", dir)
+		if exitOf(err) != exitUntrusted || !strings.Contains(stdout, "injection 1: results.json says tested") {
+			t.Fatalf("check of a tampered tested flag: exit %d (%v), want %d\n%s", exitOf(err), err, exitUntrusted, stdout)
+		}
 	})
 	t.Run("lock bug", func(t *testing.T) {
 		dir, f := runFor(t, "--backend", "redis", "--fault", "restart", "--injections", "2", "--clients", "3", "--durability", "fast")
@@ -125,4 +140,72 @@ func TestCheckGates(t *testing.T) {
 			t.Fatalf("check of a lock bug: exit %d (%v), want %d\n%s", exitOf(err), err, exitBroken, stdout)
 		}
 	})
+}
+
+// TestCheckTamperedPromise: the contract line is drawn with the promise
+// the backend's descriptor declares, not the one its workers report: a
+// real run of the redis backend checks clean, records the declaration,
+// and fails check (exit 2) once one grant's promise in its history is
+// made longer — the edit a worker would make to turn its lock bugs into
+// expired holders.
+func TestCheckTamperedPromise(t *testing.T) {
+	composetest.StartsServersWithin(t, 2*time.Minute)
+	dir, f := runFor(t, "--backend", "redis", "--clients", "2", "--duration", "400ms")
+	var c *results.Case
+	for i := range f.Cases {
+		if f.Cases[i].Backend == "redis" {
+			c = &f.Cases[i]
+		}
+	}
+	if c == nil || c.Contract == nil || c.Contract.PromiseNS != c.TTLMillis*int64(time.Millisecond)*99/100-int64(2*time.Millisecond) || c.PromiseDepartures != 0 {
+		t.Fatalf("case %+v: want redis's declared contract (its TTL less 1%% and 2 ms), no departure", c)
+	}
+	if stdout, _, err := lockbench(t, "check", dir); exitOf(err) != 0 {
+		t.Fatalf("check of a clean run: exit %d (%v)\n%s", exitOf(err), err, stdout)
+	}
+	path := filepath.Join(dir, c.History)
+	ops, err := history.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := false
+	for i := range ops {
+		if ops[i].Promise > 0 && !tampered {
+			ops[i].Promise *= 10
+			tampered = true
+		}
+	}
+	if !tampered {
+		t.Fatal("no grant in the history carries a promise")
+	}
+	if err := history.WriteFile(path, ops); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := lockbench(t, "check", dir)
+	if exitOf(err) != exitUntrusted || !strings.Contains(stdout, "report a promise other than the backend declares") {
+		t.Fatalf("check of a tampered promise: exit %d (%v), want %d\n%s", exitOf(err), err, exitUntrusted, stdout)
+	}
+}
+
+// tamper edits every case of the results.json in dir with edit.
+func tamper(t *testing.T, dir string, edit func(c map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, "results.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range doc["cases"].([]any) {
+		edit(c.(map[string]any))
+	}
+	if raw, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

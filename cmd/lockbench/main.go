@@ -9,6 +9,7 @@
 //	lockbench report --compare BASE HEAD --out DIR   # compare two runs
 //	lockbench report --merge A B --out DIR           # merge runs from several load generators
 //	lockbench backends                               # what each backend guarantees
+//	lockbench --version                              # the module version and commit of this binary
 //	lockbench cluster --backend redlock              # start servers and print their addresses
 //	lockbench hosts check --inventory hosts.yaml     # verify the hosts of a run over SSH
 package main
@@ -41,7 +42,9 @@ func rootCmd() *cobra.Command {
 		Short:         "Measure distributed locks: throughput, tail latency and safety violations under faults",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
 	}
+	root.SetVersionTemplate("lockbench {{.Version}}\n")
 	root.AddCommand(runCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), proxyCmd(), judgeCmd(), checkCmd(), hostsCmd(), lazyfsCmd())
 	root.AddCommand(admitCmds()...)
 	return root

@@ -209,12 +209,12 @@ func TestBadBackendParams(t *testing.T) {
 	}
 }
 
-// TestBackendsCommand starts every backend's servers and checks the table
-// of what each guarantees: one row per registered backend, with its
+// TestBackendsCommand starts every backend's servers (backends --probe)
+// and checks the table of what each guarantees: one row per registered backend, with its
 // nodes, quorum and fencing as its Info says.
 func TestBackendsCommand(t *testing.T) {
 	composetest.StartsServersWithin(t, 5*time.Minute) // 84 s on a 2-core machine loaded about 10×
-	stdout, _, err := lockbench(t, "backends")
+	stdout, _, err := lockbench(t, "backends", "--probe")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/lockbench/lockbench/answer"
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
@@ -24,6 +25,7 @@ import (
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/suites"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -55,6 +57,8 @@ type runFlags struct {
 	hosts      hostsFlags
 	out        string
 	noReport   bool
+	dryRun     bool
+	keepGoing  bool
 	endpoints  endpointFlags
 }
 
@@ -94,11 +98,25 @@ still reaches; for a host it lost it says what is left there, which the next run
 
 Backends:
 ` + backendDocs(),
+		Example: `  # what make bench runs: every backend, the fault catalogue, the report in results/now
+  lockbench run --suite default --out results/now
+
+  # a smoke run of a few minutes
+  lockbench run --suite quick --out results/quick
+
+  # only the locks and faults you care about, judged with fencing tokens too
+  lockbench run --backend redlock,etcd --fault none,client-pause,restart --fencing --trials 3 --out results/mine
+
+  # your own servers instead of the ones lockbench starts
+  lockbench run --backend redis --redis-addrs 10.0.0.5:6379 --fault none --out results/prod-like
+
+  # a run over several hosts, reached over SSH
+  lockbench run --suite default --inventory hosts.yaml --out results/hosts`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every durability profile on every backend, every clock fault; about twice as long as default); other flags then override its settings")
+	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every durability profile on every backend, every clock fault; about three times as long as default); other flags then override its settings")
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
 	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
 	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults, with params as name?param=value: "+strings.Join(nemesis.Names(), ", "))
@@ -122,18 +140,26 @@ Backends:
 	fl.BoolVar(&f.autoExtend, "auto-extend", false, "leases extend themselves (their watchdog, every TTL/3) while their holders hold: give a --hold of several TTLs")
 	fl.DurationVar(&f.acquireTO, "acquire-timeout", workloads.DefaultAcquireTimeout, "how long each acquire may wait (longer for holds of several TTLs)")
 	fl.StringVar(&f.think, "think", "0", "think time between sections (same forms as --hold)")
-	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required)")
+	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required, but with --dry-run)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
+	fl.BoolVar(&f.dryRun, "dry-run", false,
+		"list the cases the flags select, and the fault classes a backend is not put through and why; run nothing")
+	fl.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when some backends' servers would not start and their cases were skipped (the end of the run still names them)")
 	f.endpoints.register(fl)
-	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 func (f *runFlags) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
+	if f.out == "" && !f.dryRun {
+		return errors.New(`required flag(s) "out" not set`)
+	}
 	cases, skipped, err := f.cases(cmd)
 	if err != nil {
 		return err
+	}
+	if f.dryRun {
+		return dryRun(cmd.OutOrStdout(), cases, skipped)
 	}
 	external, err := f.endpoints.configs()
 	if err != nil {
@@ -161,10 +187,16 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	}
 	defer env.Close()
 
-	stderr := cmd.ErrOrStderr()
+	bar := newBar(cmd.ErrOrStderr(), len(cases))
+	var stderr io.Writer = &lockedWriter{w: cmd.ErrOrStderr()}
 	fmt.Fprintf(stderr, "lockbench: %d cases; servers under %s\n", len(cases), env.Dir)
-	bar := newBar(stderr, len(cases))
-	var invalid []error // cases skipped for bad settings (a backend's params) or refused by the judge
+	var tick *ticker // without a terminal, a line every progressEvery
+	if bar == nil {
+		tick = startTicker(stderr, len(cases), progressEvery)
+		defer tick.Stop()
+	}
+	var invalid []error         // cases skipped for bad settings (a backend's params) or refused by the judge
+	var unstarted []bench.Event // cases skipped because their servers would not start
 	runner := &bench.Runner{
 		Clusters: bench.NewClusters(env, external),
 		Dir:      f.out,
@@ -173,6 +205,12 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 		Progress: func(e bench.Event) {
 			if errors.Is(e.Skipped, locker.ErrInvalid) || errors.Is(e.Skipped, judge.ErrProtocol) {
 				invalid = append(invalid, fmt.Errorf("%s: %w", e.Case, e.Skipped))
+			}
+			if errors.Is(e.Skipped, bench.ErrServers) && !errors.Is(e.Skipped, context.Canceled) {
+				unstarted = append(unstarted, e)
+			}
+			if tick != nil {
+				tick.event(e)
 			}
 			progress(stderr, bar, e)
 		},
@@ -234,6 +272,7 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if bar != nil {
 		_ = bar.Finish()
 	}
+	tick.Stop()
 	// Stop every server before rendering: the report needs none of them,
 	// and their data goes (but for a server that failed): only the logs
 	// stay.
@@ -265,12 +304,27 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	if len(invalid) > 0 {
 		return fmt.Errorf("%d of %d cases not run: %w", len(invalid), len(cases), errors.Join(invalid...))
 	}
+	return unstartedError(stderr, unstarted, len(cases), f.keepGoing)
+}
+
+// dryRun lists cases and skipped to w, as the run would take them.
+func dryRun(w io.Writer, cases []bench.Case, skipped []results.Skip) error {
+	for i, c := range cases {
+		fmt.Fprintf(w, "%-9s %s\n", fmt.Sprintf("[%d/%d]", i+1, len(cases)), c)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(w, "skipped   %s under %s: %s\n", s.Backend, s.FaultClass, s.Reason)
+	}
+	fmt.Fprintf(w, "%d cases; %d fault classes left out on a backend\n", len(cases), len(skipped))
 	return nil
 }
 
 // finish renders the report of a run and prints to w where it is, with
 // the summary table.
 func finish(w io.Writer, dir string, file *results.File, noReport bool) error {
+	if err := decide(dir, file); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "results: %s\n", filepath.Join(dir, "results.json"))
 	if !noReport {
 		if err := report.Write(dir, file); err != nil {
@@ -278,7 +332,26 @@ func finish(w io.Writer, dir string, file *results.File, noReport bool) error {
 		}
 		fmt.Fprintf(w, "report:  %s\n         %s\n\n", filepath.Join(dir, "index.html"), filepath.Join(dir, "report.md"))
 	}
+	if err := report.AnswerText(w, file); err != nil {
+		return err
+	}
 	return report.Summary(w, file, 16)
+}
+
+// decide decides the run's answer for its profile (a zero profile when
+// it has none: make bench's default) and stores it in dir's
+// results.json, where the report, CI and the next round read it.
+func decide(dir string, file *results.File) error {
+	var p results.Profile
+	if file.Profile != nil {
+		p = *file.Profile
+	}
+	a, err := answer.Decide(file, p)
+	if err != nil {
+		return fmt.Errorf("answer: %w", err)
+	}
+	file.Answer = &a
+	return results.Write(filepath.Join(dir, "results.json"), file)
 }
 
 // newBar returns a progress bar when w is a terminal, or nil when it is a
@@ -340,6 +413,10 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 		return nil, nil, fmt.Errorf("%w: --ttl %v: must be positive", bench.ErrConfig, f.ttl)
 	case f.trials < 1:
 		return nil, nil, fmt.Errorf("%w: --trials %d: need at least 1", bench.ErrConfig, f.trials)
+	case f.injections < 1:
+		return nil, nil, fmt.Errorf("%w: --injections %d: need at least 1", bench.ErrConfig, f.injections)
+	case f.keys < 1:
+		return nil, nil, fmt.Errorf("%w: --keys %d: need at least 1", bench.ErrConfig, f.keys)
 	case f.acquireTO <= 0:
 		return nil, nil, fmt.Errorf("%w: --acquire-timeout %v: must be positive", bench.ErrConfig, f.acquireTO)
 	case f.suite != "" && (changed("hold-left") || changed("auto-extend") || changed("acquire-timeout")):
@@ -362,72 +439,43 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 		ws[i] = workloads.Workload(w)
 	}
 	if f.suite != "" {
-		var s bench.Suite
-		switch f.suite {
-		case "default":
-			s = bench.Default()
-		case "quick":
-			s = bench.Quick()
-		case "full":
-			s = bench.Full()
-		default:
-			return nil, nil, fmt.Errorf("%w: suite %q: want default, quick or full", bench.ErrConfig, f.suite)
+		s, err := suites.Named(f.suite)
+		if err != nil {
+			return nil, nil, err
 		}
-		if changed("backend") {
-			s.Backends = f.backends
-		}
-		if changed("workload") {
-			s.Workloads = ws
-		}
-		if changed("fault") {
-			s.Faults = f.faults
-		}
-		if changed("guard") || changed("fencing") {
-			s.Guards = guards
-		}
-		if changed("durability") {
-			// Every fault case under each profile given.
-			s.Profiles = map[string][]string{}
-			for _, name := range s.Faults {
-				fault, err := nemesis.Parse(name)
-				if err != nil {
-					return nil, nil, bench.ConfigError(err)
-				}
-				s.Profiles[fault.Class()] = f.durability
+		// Each flag given is a rule over the suite's table, or a setting
+		// of its load.
+		for _, o := range []struct {
+			flag string
+			set  func()
+		}{
+			{"backend", func() { s = s.Narrow(f.backends) }},
+			{"fault", func() { s = s.WithFaults(f.faults) }},
+			{"durability", func() { s = s.WithProfiles(f.durability) }},
+			{"workload", func() { s.Workloads = ws }},
+			{"guard", func() { s.Guards = guards }},
+			{"fencing", func() { s.Guards = guards }},
+			{"injections", func() { s.Injections = f.injections }},
+			{"clients", func() { s.Clients = f.clients }},
+			{"trials", func() { s.Trials = f.trials }},
+			{"ttl", func() { s.TTL = f.ttl }},
+			{"keys", func() { s.Keys = f.keys }},
+			{"hold", func() { s.Hold = hold }},
+			{"think", func() { s.Think = think }},
+			{"duration", func() { s.PerfSeconds, s.FaultSeconds = f.duration.Seconds(), f.duration.Seconds() }},
+		} {
+			if changed(o.flag) {
+				o.set()
 			}
 		}
-		if changed("injections") {
-			s.Injections = f.injections
-		}
-		if changed("clients") {
-			s.Clients = f.clients
-		}
-		if changed("trials") {
-			s.Trials = f.trials
-		}
-		if changed("ttl") {
-			s.TTL = f.ttl
-		}
-		if changed("keys") {
-			s.Keys = f.keys
-		}
-		if changed("hold") {
-			s.Hold = hold
-		}
-		if changed("think") {
-			s.Think = think
-		}
-		if changed("duration") {
-			s.PerfSeconds, s.FaultSeconds = f.duration.Seconds(), f.duration.Seconds()
-		}
-		cases, err := s.Cases()
-		return cases, s.Skipped(), err
+		plan, err := s.Plan()
+		return plan.Cases, plan.Skipped, err
 	}
 	names := f.backends
 	if len(names) == 0 {
 		names = backends.Names()
 	}
-	cases, err := bench.Cross(bench.Matrix{
+	cases, err := suites.Cross(suites.Matrix{
 		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
 		ClientsAs: f.clientsAs, Durabilities: f.durability, Injections: f.injections,
 		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think,

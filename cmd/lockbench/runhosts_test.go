@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/worker"
 )
 
 // staticLockbench returns a static lockbench binary for the hosts: the one
@@ -283,7 +283,7 @@ func TestRunOnHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets := []string{bench.TokenEnv + "="}
+	secrets := []string{worker.TokenEnv + "="}
 	for _, l := range strings.Split(string(key), "\n") {
 		if len(l) > 40 && !strings.HasPrefix(l, "-----") {
 			secrets = append(secrets, l)
@@ -466,7 +466,7 @@ func TestRunWithTheJudgeOnAHost(t *testing.T) {
 		}
 	}
 	for _, w := range written(out, dir) {
-		if strings.Contains(w, bench.TokenEnv+"=") || strings.Contains(w, "--token ") {
+		if strings.Contains(w, worker.TokenEnv+"=") || strings.Contains(w, "--token ") {
 			t.Error("the run token is in the run's output")
 		}
 	}

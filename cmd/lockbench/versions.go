@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"runtime/debug"
 
@@ -21,4 +22,38 @@ func versions(ctx context.Context) map[string]string {
 		}
 	}
 	return v
+}
+
+// commit is the VCS commit the binary was built from, as the Makefile
+// passes it (-ldflags -X main.commit=...), for a toolchain that does not
+// stamp VCS information into the build (GOFLAGS=-buildvcs=false); the
+// build information's vcs.revision wins when there is one.
+var commit string
+
+// buildVersion is what lockbench --version prints: the module version the
+// binary was built as ("(devel)" from a checkout), the VCS commit it was
+// built from, marked "+dirty" when the tree had changes, and its Go.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (no build information) " + runtime.Version()
+	}
+	version, rev, dirty := bi.Main.Version, "unknown commit", ""
+	if commit != "" {
+		rev = "commit " + commit
+	}
+	if version == "" {
+		version = "(devel)"
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = "commit " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	return fmt.Sprintf("%s %s%s %s", version, rev, dirty, runtime.Version())
 }

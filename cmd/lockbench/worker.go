@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/worker"
 )
 
 func workerCmd() *cobra.Command {
@@ -17,9 +17,9 @@ func workerCmd() *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if assignment != "" {
-				return bench.WorkerFile(cmd.Context(), assignment)
+				return worker.MainFile(cmd.Context(), assignment)
 			}
-			return bench.Worker(cmd.Context(), os.Stdin)
+			return worker.Main(cmd.Context(), os.Stdin)
 		},
 	}
 	cmd.Flags().StringVar(&assignment, "assignment", "", "read the assignment from this file (a worker on another host) instead of stdin")

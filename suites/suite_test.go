@@ -1,4 +1,4 @@
-package bench_test
+package suites_test
 
 import (
 	"slices"
@@ -9,7 +9,21 @@ import (
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/suites"
 )
+
+// casesOf returns the cases of suite s.
+func casesOf(s suites.Suite) ([]bench.Case, error) {
+	p, err := s.Plan()
+	return p.Cases, err
+}
+
+// skipsOf returns the fault classes suite s leaves out on a backend, and
+// why; nil when its plan fails (the tests of its cases say why).
+func skipsOf(s suites.Suite) []results.Skip {
+	p, _ := s.Plan()
+	return p.Skipped
+}
 
 // loadTime is how long a suite's cases load the backends, before setup
 // and reporting: the part of make bench's wall time the suite decides.
@@ -24,15 +38,15 @@ func loadTime(cases []bench.Case) time.Duration {
 func TestSuitesFitTheirBudget(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		suite  bench.Suite
+		suite  suites.Suite
 		budget time.Duration // make bench: 15 min; make bench-quick: 3 min, minus setup
 	}{
-		{"default", bench.Default(), 12*time.Minute + 30*time.Second},
-		{"quick", bench.Quick(), 2*time.Minute + 10*time.Second},
-		{"full", bench.Full(), 45 * time.Minute}, // no budget of make bench's; logged for the README
+		{"default", suites.Default(), 12*time.Minute + 30*time.Second},
+		{"quick", suites.Quick(), 2*time.Minute + 10*time.Second},
+		{"full", suites.Full(), 45 * time.Minute}, // no budget of make bench's; logged for the README
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cases, err := tt.suite.Cases()
+			cases, err := casesOf(tt.suite)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +59,7 @@ func TestSuitesFitTheirBudget(t *testing.T) {
 }
 
 func TestDefaultSuiteCoversTheCatalogue(t *testing.T) {
-	cases, err := bench.Default().Cases()
+	cases, err := casesOf(suites.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +115,7 @@ func TestDefaultSuiteCoversTheCatalogue(t *testing.T) {
 // backend through is listed with the reason, never silently absent.
 func TestSkippedSaysWhy(t *testing.T) {
 	skipped := map[[2]string]string{}
-	for _, s := range bench.Default().Skipped() {
+	for _, s := range skipsOf(suites.Default()) {
 		skipped[[2]string{s.Backend, s.FaultClass}] = s.Reason
 	}
 	for _, want := range []struct{ backend, class, says string }{
@@ -115,7 +129,7 @@ func TestSkippedSaysWhy(t *testing.T) {
 			t.Errorf("%s under %s: skipped for %q, want a reason that says %q", want.backend, want.class, r, want.says)
 		}
 	}
-	cases, err := bench.Default().Cases()
+	cases, err := casesOf(suites.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +144,8 @@ func TestSkippedSaysWhy(t *testing.T) {
 // in both suites; in the default one, postgres under the faults its one
 // server can have, and never under those of a cluster or of Redis keys.
 func TestNewBackendsInTheSuites(t *testing.T) {
-	for name, suite := range map[string]bench.Suite{"default": bench.Default(), "quick": bench.Quick()} {
-		cases, err := suite.Cases()
+	for name, suite := range map[string]suites.Suite{"default": suites.Default(), "quick": suites.Quick()} {
+		cases, err := casesOf(suite)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,8 +194,8 @@ func TestNewBackendsInTheSuites(t *testing.T) {
 // be made to run fast.
 func TestProfilesWhereTheyMatter(t *testing.T) {
 	type run struct{ backend, fault, durability string }
-	ran := func(s bench.Suite) map[run]bool {
-		cases, err := s.Cases()
+	ran := func(s suites.Suite) map[run]bool {
+		cases, err := casesOf(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +205,7 @@ func TestProfilesWhereTheyMatter(t *testing.T) {
 		}
 		return out
 	}
-	def, full := ran(bench.Default()), ran(bench.Full())
+	def, full := ran(suites.Default()), ran(suites.Full())
 	p, d, f := results.DurabilityPeriodic, results.DurabilityDurable, results.DurabilityFast
 	for _, b := range []string{"redis", "redlock", "redlock?quarantine=false", "redsync", "rueidislock"} {
 		for _, prof := range []string{p, d} {
@@ -228,7 +242,7 @@ func TestProfilesWhereTheyMatter(t *testing.T) {
 		}
 	}
 	var why string
-	for _, s := range bench.Full().Skipped() {
+	for _, s := range skipsOf(suites.Full()) {
 		if s.Backend == "etcd" && s.FaultClass == "clock-rate" {
 			why = s.Reason
 		}
@@ -245,7 +259,7 @@ func TestProfilesWhereTheyMatter(t *testing.T) {
 // calls them not judged.
 func TestSentinelFaultsLeftToFull(t *testing.T) {
 	classes := []string{"power-loss", "clock-jump", "clock-rate", "partition"}
-	def, err := bench.Default().Cases()
+	def, err := casesOf(suites.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +269,7 @@ func TestSentinelFaultsLeftToFull(t *testing.T) {
 		}
 	}
 	skipped := map[string]string{}
-	for _, s := range bench.Default().Skipped() {
+	for _, s := range skipsOf(suites.Default()) {
 		if s.Backend == "sentinel" {
 			skipped[s.FaultClass] = s.Reason
 		}
@@ -265,7 +279,7 @@ func TestSentinelFaultsLeftToFull(t *testing.T) {
 			t.Errorf("default suite: sentinel under %s skipped for %q, want it left to the full suite", cls, r)
 		}
 	}
-	full, err := bench.Full().Cases()
+	full, err := casesOf(suites.Full())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +294,7 @@ func TestSentinelFaultsLeftToFull(t *testing.T) {
 			t.Errorf("the full suite lacks sentinel under %s", want)
 		}
 	}
-	for _, s := range bench.Full().Skipped() {
+	for _, s := range skipsOf(suites.Full()) {
 		if s.Backend == "sentinel" && slices.Contains(classes, s.FaultClass) {
 			t.Errorf("the full suite skips sentinel under %s: %s", s.FaultClass, s.Reason)
 		}

@@ -1,11 +1,11 @@
-package bench_test
+package suites_test
 
 import (
 	"testing"
 
-	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/suites"
 )
 
 // TestLeaseMatrix: the default suite runs auto-extending leases paused
@@ -15,15 +15,15 @@ import (
 // clients as processes, and says its load.
 func TestLeaseMatrix(t *testing.T) {
 	for _, tc := range []struct {
-		suite bench.Suite
+		suite suites.Suite
 		loads []string
 		pause []history.Point
 	}{
-		{bench.Default(), []string{results.LoadAutoExtend}, []history.Point{history.PointAfterRead, history.PointExtend}},
-		{bench.Full(), []string{results.LoadValidity, results.LoadAutoExtend}, history.Points},
+		{suites.Default(), []string{results.LoadAutoExtend}, []history.Point{history.PointAfterRead, history.PointExtend}},
+		{suites.Full(), []string{results.LoadValidity, results.LoadAutoExtend}, history.Points},
 	} {
 		t.Run(tc.suite.Name, func(t *testing.T) {
-			cases, err := tc.suite.Cases()
+			cases, err := casesOf(tc.suite)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,9 +53,6 @@ func TestLeaseMatrix(t *testing.T) {
 			}
 			for _, l := range tc.loads {
 				for b := range plain {
-					if _, some := tc.suite.Variants[b]; some {
-						continue // a variant the suite runs under some faults only
-					}
 					if !loads[l][b] {
 						t.Errorf("%s never runs under the %s load", b, l)
 					}

@@ -1,0 +1,48 @@
+package report_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/results"
+)
+
+// TestRendersDecidedAnswer: with an answer in results.json the report
+// opens with it — the pick, its separations, what would settle a tie —
+// says how it was decided, and the terminal prints it; the report's own
+// recommendation stays below as the evidence per backend.
+func TestRendersDecidedAnswer(t *testing.T) {
+	f := twoLocks(t).without(func(*results.Case) bool { return false })
+	f.Answer = &results.Answer{Alpha: 0.05, Looks: []results.Look{{N: 1, Cases: len(f.Cases), Spent: 0.025}},
+		Efficiency: &results.Choice{Intent: results.IntentEfficiency, Pick: []string{"fast", "slow"}, RunnerUp: "slow",
+			Reasons: []string{"fast and slow are tied: the evidence does not tell them apart at a 5% family-wise level."},
+			Needs:   []results.Need{{A: "fast", B: "slow", Measure: results.MeasureSpeed, Trials: 7}}},
+		Correctness: &results.Choice{Intent: results.IntentCorrectness, Pick: []string{"slow"}, Decided: true,
+			Reasons:     []string{"Use slow, with fencing tokens checked by the resource: the only candidate that qualifies."},
+			Separations: []results.Separation{{Winner: "slow", Loser: "fast", Measure: results.MeasureSpeed, P: 1e-5, Level: 1e-3}},
+			Bounds:      []string{"no lock bug in 10 restart injections: at most 26% at 95%"}},
+	}
+	md := render(t, f)
+	answerAt := strings.Index(md, "The answer")
+	for _, want := range []string{
+		"fast and slow are tied", "Would settle fast against slow on speed: 7 independent trials a side on fresh servers",
+		"Use slow, with fencing tokens", "no lock bug in 10 restart injections: at most 26% at 95%",
+		"How the answer is decided", "Recommendation in full",
+	} {
+		i := strings.Index(md, want)
+		if i < 0 {
+			t.Errorf("report.md lacks %q", want)
+		} else if i < answerAt {
+			t.Errorf("%q comes before the answer", want)
+		}
+	}
+	var b bytes.Buffer
+	if err := report.AnswerText(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "For correctness") || !strings.Contains(b.String(), "Runner-up: slow.") {
+		t.Errorf("terminal answer:\n%s", b.String())
+	}
+}
