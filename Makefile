@@ -4,6 +4,10 @@
 #   make test    vet and test everything against real servers (-race): CI's suite
 #   make unit    the tests that need no server (go test -short), in about a minute and a half
 #   make sample  docs/sample, the sample report, from a run's results dir (RUN=results/latest)
+#
+# Three modules: the benchmark (.) and the Redlock library's two, locker
+# and backends/redlock (go.work joins them for development). make test and
+# make unit test every one.
 
 GO ?= go
 BIN := $(CURDIR)/bin
@@ -15,7 +19,11 @@ export LOCKBENCH_BINARY := $(BIN)/lockbench
 # Where make bench writes results.json and the report.
 OUT ?= results/$(shell date +%Y%m%d-%H%M%S)
 
-.PHONY: all deps build test unit bench bench-quick bench-full sample clean
+# The library's modules, tested on their own (GOWORK=off): with the
+# dependency versions their go.mod requires, what an adopter builds.
+LIBRARY := locker backends/redlock
+
+.PHONY: all deps build test unit fuzz bench bench-quick bench-full sample clean
 
 all: build
 
@@ -38,13 +46,23 @@ build:
 test: build
 	@scripts/deps.sh test
 	$(GO) vet ./...
+	@for m in $(LIBRARY); do (cd $$m && GOWORK=off $(GO) vet ./...) || exit 1; done
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -count=1 -timeout 30m -run 'TestAdaptive' -v ./answer/
+	@for m in $(LIBRARY); do echo "== $$m"; (cd $$m && GOWORK=off $(GO) test -race -timeout 20m ./...) || exit 1; done
+	scripts/consumer.sh
+	scripts/serverfree.sh
+	scripts/fuzz.sh
 
 # Tests that start servers (composetest.StartsServers) or a browser skip
 # under -short: nothing to install but Go.
 unit:
 	$(GO) test -short ./...
+	@for m in $(LIBRARY); do (cd $$m && GOWORK=off $(GO) test -short ./...) || exit 1; done
+
+# Every fuzz target, briefly (FUZZTIME each, one at a time).
+fuzz:
+	scripts/fuzz.sh
 
 # lockbench advise on its default profile (both intents, every backend of
 # the default suite, its load): the plan, then rounds within 15 minutes.

@@ -104,7 +104,11 @@ func (c *Closing) Go(f func()) bool {
 	if c.closed {
 		return false
 	}
-	c.work.Go(f)
+	c.work.Add(1)
+	go func() {
+		defer c.work.Done()
+		f()
+	}()
 	return true
 }
 

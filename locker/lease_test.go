@@ -1,3 +1,9 @@
+//go:build go1.25
+
+// synctest needs the timers of Go 1.23 on, which a module at go 1.22
+// does not get by default.
+//go:debug asynctimerchan=0
+
 package locker_test
 
 import (

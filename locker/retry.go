@@ -106,7 +106,7 @@ func Retry(ctx context.Context, s RetryStrategy, wake <-chan struct{}, attempt f
 		if timer == nil {
 			timer = time.NewTimer(d)
 		} else {
-			timer.Reset(d)
+			rearm(timer, d)
 		}
 		select {
 		case <-ctx.Done():
@@ -124,4 +124,18 @@ func ctxError(ctxErr, last error) error {
 		return last
 	}
 	return fmt.Errorf("%w (last attempt: %w)", ctxErr, last)
+}
+
+// rearm sets t to fire after d. It first drops a tick t sent that nobody
+// read: under the timers of Go before 1.23 (asynctimerchan=1, which a
+// main module at go 1.22 runs with) that tick stays in t.C, and Reset
+// alone would let it through at once.
+func rearm(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
 }

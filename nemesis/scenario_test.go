@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/backends"
-	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
+	_ "github.com/lockbench/lockbench/backends/redlockbackend"
 	_ "github.com/lockbench/lockbench/backends/sentinel"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"

@@ -169,6 +169,9 @@ func TestUploadDownload(t *testing.T) {
 // only (no port to collide with), with several threads.
 func redis(t *testing.T, ctx context.Context, tr transport, name string) (remote.Proc, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts redis-server: skipped under -short (make unit)")
+	}
 	dir := path.Join(tr.dir, name)
 	sock := path.Join(dir, "redis.sock")
 	p, err := remote.Start(ctx, tr.r, remote.Daemon{
@@ -595,6 +598,9 @@ func TestResumeOfAProcessThatExits(t *testing.T) {
 // control node reaches a proxy's API beside a placed server — and a
 // closed port there fails.
 func TestDial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server: skipped under -short (make unit)")
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip(err)

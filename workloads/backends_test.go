@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	_ "github.com/lockbench/lockbench/backends/redis"
-	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
+	_ "github.com/lockbench/lockbench/backends/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -50,6 +52,7 @@ func steal(addrs []string) func(testing.TB, string) {
 }
 
 func TestConformance(t *testing.T) {
+	shared(t)
 	for name, opts := range map[string][]redlock.Option{
 		"fencing+quarantine": {redlock.WithFencing(true)},
 		"plain":              {redlock.WithQuarantine(false)},

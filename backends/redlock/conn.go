@@ -190,7 +190,7 @@ func dial(ctx context.Context, opt *redis.Options, hs handshake) (*conn, string,
 
 // infoField returns a field of an INFO reply, "" if it has none.
 func infoField(info, name string) string {
-	for line := range strings.SplitSeq(info, "\n") {
+	for _, line := range strings.Split(info, "\n") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == name {
 			return v
 		}

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -27,7 +28,7 @@ import (
 // while A's lease is valid.
 func TestEvictionSwitchedOnAtRuntime(t *testing.T) {
 	const ttl = 5 * time.Second
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	a, b := newRedlock(t, addrs), newRedlock(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -78,7 +79,7 @@ func TestEvictionSwitchedOnAtRuntime(t *testing.T) {
 // evict switches eviction on at n (maxmemory 300 KB above what it uses,
 // maxmemory-policy volatile-ttl) and writes keys with a TTL of an hour
 // until key is gone, checking that the node's admission marker stays.
-func evict(ctx context.Context, t *testing.T, n *compose.Node, key string) {
+func evict(ctx context.Context, t *testing.T, n *server, key string) {
 	t.Helper()
 	c := direct(t, n)
 	info, err := c.Info(ctx, "memory").Result()
@@ -120,7 +121,7 @@ func evict(ctx context.Context, t *testing.T, n *compose.Node, key string) {
 // nodes for its own max TTL only and be granted the key while A holds it.
 func TestMixedMaxTTLsAndAPartition(t *testing.T) {
 	const long, short, ttl = 6 * time.Second, 500 * time.Millisecond, 5 * time.Second
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	a := newRedlock(t, addrs, redlock.WithMaxTTL(long))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -151,7 +152,7 @@ func TestMixedMaxTTLsAndAPartition(t *testing.T) {
 // -race, they (and A's Acquire) once outlasted 8 s.
 func TestEveryNodeRestartedOneByOne(t *testing.T) {
 	const maxTTL, ttl = 16 * time.Second, 15 * time.Second
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	opts := []redlock.Option{redlock.WithMaxTTL(maxTTL)}
 	a := newRedlock(t, addrs, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -9,27 +11,25 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 // cluster starts five fresh Redis masters for one test, admits them, and
 // returns them with a Redlock factory over them.
-func cluster(t *testing.T, o compose.RedisOptions) ([]*compose.Node, func(opts ...redlock.Option) *redlock.Redlock) {
+func cluster(t *testing.T, o redisOptions) ([]*server, func(opts ...redlock.Option) *redlock.Redlock) {
 	t.Helper()
 	nodes, addrs := fresh(t, 5, o)
 	return nodes, func(opts ...redlock.Option) *redlock.Redlock { return newRedlock(t, addrs, opts...) }
 }
 
 func TestMinorityDown(t *testing.T) {
-	nodes, newRedlock := cluster(t, compose.RedisOptions{})
+	nodes, newRedlock := cluster(t, redisOptions{})
 	// Checked after the Redlock is closed (cleanups run last-in first-out)
 	// and before the cluster is stopped.
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ignore := locktest.Running()
+	t.Cleanup(func() { ignore.Leaked(t) })
 	rl := newRedlock(redlock.WithFencing(true))
 	for _, n := range nodes[:2] {
 		if err := n.Kill(); err != nil {
@@ -55,7 +55,7 @@ func TestMinorityDown(t *testing.T) {
 }
 
 func TestMajorityDown(t *testing.T) {
-	nodes, newRedlock := cluster(t, compose.RedisOptions{})
+	nodes, newRedlock := cluster(t, redisOptions{})
 	rl := newRedlock()
 	for _, n := range nodes[:3] {
 		if err := n.Kill(); err != nil {
@@ -112,7 +112,7 @@ func TestRestartQuarantine(t *testing.T) {
 	} {
 		quarantine, maxTTL, name := tc.quarantine, tc.maxTTL, tc.name
 		t.Run(name, func(t *testing.T) {
-			nodes, newRedlock := cluster(t, compose.RedisOptions{})
+			nodes, newRedlock := cluster(t, redisOptions{})
 			opts := []redlock.Option{redlock.WithQuarantine(quarantine), redlock.WithMaxTTL(maxTTL)}
 			a, b := newRedlock(opts...), newRedlock(opts...)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -155,7 +155,7 @@ func TestRestartQuarantine(t *testing.T) {
 // so that what it covers (grants across restarts) is the same on a fast
 // machine and on a loaded one, and its length follows the restarts' own.
 func TestTokensIncreaseAcrossRestarts(t *testing.T) {
-	nodes, newRedlock := cluster(t, compose.RedisOptions{Durability: compose.DurabilityDurable})
+	nodes, newRedlock := cluster(t, redisOptions{Durable: true})
 	// Plain counters, so that persistence alone is what keeps them
 	// increasing; and no quarantine, which would keep nodes restarted this
 	// often out of the quorum (with their data, they need not be).
@@ -222,7 +222,7 @@ func TestClockFloor(t *testing.T) {
 	for _, floor := range []bool{false, true} {
 		name := map[bool]string{false: "counter only", true: "clock floor"}[floor]
 		t.Run(name, func(t *testing.T) {
-			nodes, newRedlock := cluster(t, compose.RedisOptions{})
+			nodes, newRedlock := cluster(t, redisOptions{})
 			rl := newRedlock(redlock.WithFencing(true), redlock.WithClockFloor(floor), redlock.WithQuarantine(false))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -8,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -57,14 +58,14 @@ func hotKey(t *testing.T, addrs []string, key string, instances int, d time.Dura
 // queueNodes returns the nodes that keep key's queue, in the order the
 // library places them (see handoff.go: quorum nodes in address order
 // from the one FNV-1a of the key picks): part of the layout on the nodes.
-func queueNodes(nodes []*compose.Node, key string) []*compose.Node {
+func queueNodes(nodes []*server, key string) []*server {
 	h := uint32(2166136261)
 	for i := 0; i < len(key); i++ {
 		h ^= uint32(key[i])
 		h *= 16777619
 	}
 	c := canonical(nodes)
-	var q []*compose.Node
+	var q []*server
 	for i := range len(c)/2 + 1 {
 		q = append(q, c[(int(h%uint32(len(c)))+i)%len(c)])
 	}
@@ -77,7 +78,7 @@ func queueNodes(nodes []*compose.Node, key string) []*compose.Node {
 // queue and the wake-ups lived on the first nodes by address: with those
 // two hung, 4 instances on one hot key fell from 1,450 operations/s to 9.
 func TestHungQueueNodes(t *testing.T) {
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	const key, instances = "hot", 4
 	base, baseP99 := hotKey(t, addrs, key, instances, 2*time.Second)
 	t.Logf("no fault: %.0f ops/s, p99 %v", base, baseP99.Round(time.Millisecond))

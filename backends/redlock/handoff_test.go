@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -9,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
+	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 // TestHandoffConnectionsBounded is item 6: 16 Redlocks (as 16 processes
@@ -25,7 +25,7 @@ import (
 // unreachable, then reachable again once redialled. Those redials are
 // allowed on top of the bound, and counted from the library's own log.
 func TestHandoffConnectionsBounded(t *testing.T) {
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	const clients, rounds = 16, 125
 	log := &logs{}
 	lockers := make([]*redlock.Redlock, clients)
@@ -84,7 +84,7 @@ func TestHandoffConnectionsBounded(t *testing.T) {
 // the key from the four, before a newcomer does, long before that TTL.
 func TestWaiterNotStarvedBehindStaleNode(t *testing.T) {
 	const ttl = 5 * time.Second
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	h, w, n := newRedlock(t, addrs), newRedlock(t, addrs), newRedlock(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -146,11 +146,11 @@ func TestWaiterNotStarvedBehindStaleNode(t *testing.T) {
 // hold, as etcd's Session.Close revokes its lease, rather than leave them
 // taken for a TTL; and it ends the hand-off waits it started.
 func TestCloseReleases(t *testing.T) {
-	_, addrs := fresh(t, 5, compose.RedisOptions{})
+	_, addrs := fresh(t, 5, redisOptions{})
 	// Checked once the Redlocks and their clients are closed (cleanups
 	// run last-in first-out).
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ignore := locktest.Running()
+	t.Cleanup(func() { ignore.Leaked(t) })
 	a, b := newRedlock(t, addrs), newRedlock(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -191,9 +191,9 @@ func TestCloseReleases(t *testing.T) {
 // stage of a contended Acquire, many times over: nothing may panic,
 // hang or stay behind.
 func TestCloseWhileWaiting(t *testing.T) {
-	_, addrs := fresh(t, 5, compose.RedisOptions{})
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	_, addrs := fresh(t, 5, redisOptions{})
+	ignore := locktest.Running()
+	t.Cleanup(func() { ignore.Leaked(t) })
 	holder := newRedlock(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -11,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -27,7 +28,7 @@ import (
 // is taken as when its reply came, and 1 ms for the rounding of Redis
 // expiries. Most grants must be hand-offs, or the test proves nothing.
 func TestHandoffNeverOutlivesTheKey(t *testing.T) {
-	composetest.StartsServers(t)
+	startsServers(t)
 	const (
 		clients = 4
 		turns   = 25

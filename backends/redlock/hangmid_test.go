@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -7,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -18,7 +19,7 @@ import (
 // the others first. (By default every node is asked, and a hung minority
 // costs no try anything.)
 func TestNodeHangsMidRun(t *testing.T) {
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	rl := newRedlock(t, addrs, redlock.WithQuorumFirst(true))
 	const key, ttl = "k", 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -14,18 +16,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
-	"github.com/lockbench/lockbench/compose/composetest"
 )
 
 // fresh starts n new Redis masters for one test, admits them to the
 // quorum once (they are new) and returns them with their addresses (the
 // proxies' when o.Proxied).
-func fresh(t *testing.T, n int, o compose.RedisOptions) ([]*compose.Node, []string) {
+func fresh(t *testing.T, n int, o redisOptions) ([]*server, []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, n, o)
+	nodes, err := forTest(t).Redis(ctx, n, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func redlockOver(t testing.TB, clients []*redis.Client, opts ...redlock.Option) 
 
 // direct returns a plain go-redis client to a node's own address (not
 // through its proxy), closed when t ends: the test's hand on the server.
-func direct(t testing.TB, n *compose.Node) *redis.Client {
+func direct(t testing.TB, n *server) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: n.ServerAddr(), MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -84,7 +84,7 @@ func direct(t testing.TB, n *compose.Node) *redis.Client {
 type counter []*redis.Client
 
 // newCounter returns a counter of nodes' connections, closed when t ends.
-func newCounter(t testing.TB, nodes []*compose.Node) counter {
+func newCounter(t testing.TB, nodes []*server) counter {
 	c := make(counter, len(nodes))
 	for i, n := range nodes {
 		c[i] = redis.NewClient(&redis.Options{Addr: n.ServerAddr(), MaxRetries: -1, PoolSize: 1, MinIdleConns: 1})
@@ -144,9 +144,9 @@ func await(t testing.TB, within time.Duration, what string, cond func() bool) {
 // canonical returns the nodes in the order every client of them uses
 // (by address): the first is the one contended clients ask first, and
 // the first two keep the hand-off lists.
-func canonical(nodes []*compose.Node) []*compose.Node {
+func canonical(nodes []*server) []*server {
 	s := slices.Clone(nodes)
-	slices.SortFunc(s, func(a, b *compose.Node) int { return strings.Compare(a.Addr(), b.Addr()) })
+	slices.SortFunc(s, func(a, b *server) int { return strings.Compare(a.Addr(), b.Addr()) })
 	return s
 }
 
@@ -161,3 +161,6 @@ func errorsIs(err, target error) bool { return errors.Is(err, target) }
 // hasGoroutine reports whether a goroutine is running a function whose
 // name contains fn.
 func hasGoroutine(fn string) bool { return strings.Contains(goroutines(), fn) }
+
+// compare runs the long measurements (TestHandoffTail) for this long.
+var compare = flag.Duration("compare", 0, "run TestHandoffTail for this long")

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -8,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -20,7 +21,7 @@ func TestHungNodesAtStart(t *testing.T) {
 	const dialTimeout = 20 * time.Second // what the bugs cost: far above any bound below
 	for _, hung := range []int{1, 2} {
 		t.Run(map[int]string{1: "one hung", 2: "first two hung"}[hung], func(t *testing.T) {
-			nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+			nodes, addrs := fresh(t, 5, redisOptions{})
 			for _, n := range canonical(nodes)[:hung] {
 				if err := n.Pause(); err != nil {
 					t.Fatal(err)

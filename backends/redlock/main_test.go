@@ -1,78 +1,115 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
 	"context"
-	"fmt"
+	"flag"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
 )
 
 // addrs are the five independent Redis masters the examples and the
-// conformance tests share; TestMain starts and bootstraps them. Fault
-// tests start their own; env is where (see justStarted).
+// conformance tests share, started and bootstrapped by the first test
+// that calls shared (nil until then). Fault tests start their own.
 var (
 	addrs []string
-	env   *compose.Env
+
+	sharedOnce    sync.Once
+	sharedErr     error
+	sharedServers []*server // killed by TestMain
+	sharedDir     string
 )
+
+// shared starts the five shared masters on first use, and returns their
+// addresses (also in addrs). Under -short it skips tb: they are servers.
+func shared(tb testing.TB) []string {
+	tb.Helper()
+	startsServers(tb)
+	sharedOnce.Do(func() { sharedErr = startShared() })
+	if sharedErr != nil {
+		tb.Fatal(sharedErr)
+	}
+	return addrs
+}
+
+func startShared() error {
+	dir, err := os.MkdirTemp("", "redlock-test-")
+	if err != nil {
+		return err
+	}
+	sharedDir = dir
+	servers, err := launch(dir, 5, redisOptions{})
+	sharedServers = append(sharedServers, servers...)
+	if err != nil {
+		return err
+	}
+	var a []string
+	for _, s := range servers {
+		a = append(a, s.Addr())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The nodes are new: admit them to the quorum now rather than after
+	// one max TTL. They have just started, so Bootstrap must be forced.
+	if err := bootstrap(ctx, a); err != nil {
+		return err
+	}
+	addrs = a
+	return nil
+}
 
 // justStarted starts n Redis servers that nobody has bootstrapped, for an
 // example of the first contact, and returns their addresses. They stop
 // with the test binary.
 func justStarted(n int) []string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	nodes, err := env.Redis(ctx, n, compose.RedisOptions{})
+	if sharedDir == "" {
+		panic("justStarted before shared")
+	}
+	dir, err := os.MkdirTemp(sharedDir, "just-")
+	if err != nil {
+		panic(err)
+	}
+	servers, err := launch(dir, n, redisOptions{})
+	sharedServers = append(sharedServers, servers...)
 	if err != nil {
 		panic(err)
 	}
 	addrs := make([]string, n)
-	for i, nd := range nodes {
-		addrs[i] = nd.Addr()
+	for i, s := range servers {
+		addrs[i] = s.Addr()
 	}
 	return addrs
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "redlock-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	flag.Parse()
+	if testing.Short() {
+		// The examples talk to the shared servers and cannot skip
+		// themselves: under -short (make unit) they do not run, and no
+		// server starts.
+		if flag.Lookup("test.skip").Value.String() == "" {
+			flag.Set("test.skip", "^Example")
+		}
+	} else {
+		// Without -short the examples run, and they cannot ask for the
+		// servers themselves: start them before any test or example.
+		sharedOnce.Do(func() { sharedErr = startShared() })
 	}
-	defer os.RemoveAll(dir)
-	env, err = compose.New(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	code := m.Run()
+	for _, s := range sharedServers {
+		s.Kill()
 	}
-	defer env.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	nodes, err := env.Redis(ctx, 5, compose.RedisOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
 	}
-	for _, n := range nodes {
-		addrs = append(addrs, n.Addr())
-	}
-
-	// The nodes are new: admit them to the quorum now rather than after
-	// one max TTL. They have just started, so Bootstrap must be forced.
-	if err := bootstrap(ctx, addrs); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(code)
 }
 
 // newClients returns a client for each of addrs, each set by the

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -23,8 +25,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
-	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -36,7 +36,7 @@ import (
 // TestClientNameApplied: every connection Redlock opens (the pipelined
 // one and the hand-off one) carries the client's ClientName.
 func TestClientNameApplied(t *testing.T) {
-	nodes, addrs := fresh(t, 1, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 1, redisOptions{})
 	client := redis.NewClient(&redis.Options{Addr: addrs[0], ClientName: "billing-locks"})
 	defer client.Close()
 	other := newRedlock(t, addrs)
@@ -82,7 +82,7 @@ func TestClientNameApplied(t *testing.T) {
 // (with the restart quarantine); without them it fails at once naming
 // what is missing (TestMisconfigurationFailsAtOnce).
 func TestCredentialsApplied(t *testing.T) {
-	nodes, addrs := fresh(t, 3, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 3, redisOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	clients := make([]*redis.Client, len(nodes))
@@ -124,7 +124,7 @@ const documentedACL = "+evalsha +script|load +blpop +hget +info +get +set +del +
 // is given up (both reported in the log).
 func TestTimeoutsApplied(t *testing.T) {
 	const dialTimeout, readTimeout = 300 * time.Millisecond, 200 * time.Millisecond
-	nodes, addrs := fresh(t, 3, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 3, redisOptions{})
 	hung := canonical(nodes)[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -198,7 +198,7 @@ func TestTLSApplied(t *testing.T) {
 	var tlsAddrs []string
 	for range 3 {
 		port := freeTLSPort(t)
-		_, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{Config: [][]string{
+		_, err := forTest(t).Redis(ctx, 1, redisOptions{Config: [][]string{
 			{"tls-port", strconv.Itoa(port)}, {"tls-cert-file", certFile}, {"tls-key-file", keyFile},
 			{"tls-ca-cert-file", caFile}, {"tls-auth-clients", "no"},
 		}})

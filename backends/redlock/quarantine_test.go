@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -10,8 +12,6 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
-	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -21,7 +21,7 @@ import (
 // ends.
 
 // restartAll restarts nodes at once, with or without their data.
-func restartAll(t *testing.T, nodes []*compose.Node, keepData bool) {
+func restartAll(t *testing.T, nodes []*server, keepData bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -66,7 +66,7 @@ func notGrantedWhileValid(t *testing.T, g locker.Locker, key string, h locker.Le
 // Bootstrap must not admit the restarted nodes.
 func TestBootstrapAfterRestart(t *testing.T) {
 	const maxTTL = 3 * time.Second
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	opts := []redlock.Option{redlock.WithMaxTTL(maxTTL)}
 	h := newRedlock(t, addrs, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -93,7 +93,7 @@ func TestBootstrapAfterRestart(t *testing.T) {
 // that the servers changed.
 func TestRestartWithStaleMarker(t *testing.T) {
 	const maxTTL = 3 * time.Second
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	opts := []redlock.Option{redlock.WithMaxTTL(maxTTL)}
 	h, g := newRedlock(t, addrs, opts...), newRedlock(t, addrs, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -124,7 +124,7 @@ func TestRestartWithStaleMarker(t *testing.T) {
 // must start when the loss is detected.
 func TestDataLossWithoutRestart(t *testing.T) {
 	const maxTTL = 2 * time.Second
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	opts := []redlock.Option{redlock.WithMaxTTL(maxTTL)}
 	h, g := newRedlock(t, addrs, opts...), newRedlock(t, addrs, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -155,7 +155,7 @@ func TestDataLossWithoutRestart(t *testing.T) {
 func TestEvictingNodeRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, 3, compose.RedisOptions{Config: [][]string{{"maxmemory", "64mb"}, {"maxmemory-policy", "volatile-lru"}}})
+	nodes, err := forTest(t).Redis(ctx, 3, redisOptions{Config: [][]string{{"maxmemory", "64mb"}, {"maxmemory-policy", "volatile-lru"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestEvictingNodeRefused(t *testing.T) {
 // max TTL, not its own.
 func TestLargestMaxTTLWins(t *testing.T) {
 	const long, short = 4 * time.Second, 300 * time.Millisecond
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	a := newRedlock(t, addrs, redlock.WithMaxTTL(long))
 	b := newRedlock(t, addrs, redlock.WithMaxTTL(short))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -6,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -15,7 +16,7 @@ import (
 // up: every grant sweeps one record picked at random if it expired, so
 // grants and releases of new keys bring 200 expired records down.
 func TestGrantRecordsSwept(t *testing.T) {
-	nodes, addrs := fresh(t, 3, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 3, redisOptions{})
 	rl := newRedlock(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

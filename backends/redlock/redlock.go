@@ -281,7 +281,7 @@ func (r *Redlock) ready(ctx context.Context, all bool) {
 			if timer == nil {
 				timer = time.NewTimer(left)
 			} else {
-				timer.Reset(left)
+				rearm(timer, left)
 			}
 			grace = timer.C
 		}
@@ -403,10 +403,26 @@ func (s *holds) closeAll() {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, h := range all {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			h.giveBack()
 			h.lease.Lose(locker.ErrClosed)
-		})
+		}()
 	}
 	wg.Wait()
+}
+
+// rearm sets t to fire after d. It first drops a tick t sent that nobody
+// read: under the timers of Go before 1.23 (asynctimerchan=1, which a
+// main module at go 1.22 runs with) that tick stays in t.C, and Reset
+// alone would let it through at once.
+func rearm(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
 }

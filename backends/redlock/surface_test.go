@@ -1,10 +1,11 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -12,9 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -23,6 +22,7 @@ import (
 // them, so locks with any names can be held at once, and each keeps its
 // tokens increasing.
 func TestNoNameCollides(t *testing.T) {
+	shared(t)
 	rl := newRedlock(t, addrs, redlock.WithFencing(true), redlock.WithClockFloor(false))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -55,6 +55,7 @@ func TestNoNameCollides(t *testing.T) {
 // TestReservedPrefixRefused: a lock name in the library's namespace is
 // refused with an error naming it, not silently allowed to collide.
 func TestReservedPrefixRefused(t *testing.T) {
+	shared(t)
 	rl := newRedlock(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -73,6 +74,7 @@ func TestReservedPrefixRefused(t *testing.T) {
 // restart quarantine covers, is refused, in Acquire and in Extend, with
 // an error that names the option that raises it.
 func TestTTLAboveMaxTTL(t *testing.T) {
+	shared(t)
 	rl := newRedlock(t, addrs, redlock.WithMaxTTL(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -92,6 +94,7 @@ func TestTTLAboveMaxTTL(t *testing.T) {
 // TestOptionsInAnyOrder: the options that depend on each other give the
 // same Redlock, or the same refusal, whatever their order.
 func TestOptionsInAnyOrder(t *testing.T) {
+	shared(t)
 	for _, tc := range []struct {
 		name    string
 		opts    []redlock.Option
@@ -181,7 +184,7 @@ func TestNewRefuses(t *testing.T) {
 func TestOneServerUnderTwoAddresses(t *testing.T) {
 	for _, quarantine := range []bool{true, false} {
 		t.Run(fmt.Sprintf("quarantine=%v", quarantine), func(t *testing.T) {
-			_, addrs := fresh(t, 2, compose.RedisOptions{})
+			_, addrs := fresh(t, 2, redisOptions{})
 			_, port, _ := strings.Cut(addrs[0], ":")
 			rl := newRedlock(t, []string{addrs[0], "localhost:" + port, addrs[1]}, redlock.WithQuarantine(quarantine))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -199,7 +202,7 @@ func TestOneServerUnderTwoAddresses(t *testing.T) {
 // operations cut by Close return errors that wrap a locker sentinel, with
 // no "%!w" in their text.
 func TestErrorsWrapSentinels(t *testing.T) {
-	nodes, addrs := fresh(t, 3, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 3, redisOptions{})
 	rl := newRedlock(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -237,7 +240,7 @@ func TestErrorsWrapSentinels(t *testing.T) {
 // retrying: Acquire, even on a context that never ends, fails at once with
 // an error wrapping ErrConfig that says what the user lacks.
 func TestMisconfigurationFailsAtOnce(t *testing.T) {
-	nodes, _ := fresh(t, 1, compose.RedisOptions{})
+	nodes, _ := fresh(t, 1, redisOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, acl := range [][]string{
@@ -303,27 +306,4 @@ func toAny(s []string) []any {
 		a[i] = v
 	}
 	return a
-}
-
-// TestNoRegistration: importing the library registers nothing with
-// lockbench's registry (backends/redlock/redlockbackend does), and it
-// depends on nothing of lockbench's but locker, nor on an OpenTelemetry
-// SDK or exporter.
-func TestNoRegistration(t *testing.T) {
-	if slices.Contains(backends.Names(), "redlock") {
-		t.Errorf("importing backends/redlock registered %q: %v", "redlock", backends.Names())
-	}
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "github.com/lockbench/lockbench/backends/redlock").Output()
-	if err != nil {
-		t.Skipf("go list: %v", err)
-	}
-	for dep := range strings.FieldsSeq(string(out)) {
-		if strings.HasPrefix(dep, "github.com/lockbench/lockbench/") && dep != "github.com/lockbench/lockbench/locker" && dep != "github.com/lockbench/lockbench/backends/redlock" {
-			t.Errorf("backends/redlock depends on %s", dep)
-		}
-		// The OpenTelemetry API, never its SDK: the application chooses one.
-		if strings.HasPrefix(dep, "go.opentelemetry.io/otel/sdk") || strings.HasPrefix(dep, "go.opentelemetry.io/otel/exporters") {
-			t.Errorf("backends/redlock depends on %s", dep)
-		}
-	}
 }

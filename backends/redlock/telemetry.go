@@ -91,7 +91,7 @@ func newTelemetry(c config) (*telemetry, error) {
 		mp = otel.GetMeterProvider()
 	}
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.New(discard{})
 	}
 	t := &telemetry{tracer: tp.Tracer(scope, trace.WithInstrumentationVersion(Version)), log: log, sets: newAttributeSets()}
 	m := mp.Meter(scope, metric.WithInstrumentationVersion(Version))
@@ -270,3 +270,12 @@ func (r *Redlock) event(e event, addr string, cause error, attrs ...slog.Attr) {
 	}
 	t.log.LogAttrs(ctx, ev.level, ev.msg, attrs...)
 }
+
+// discard is a slog.Handler that drops every record (slog.DiscardHandler
+// came with Go 1.24; the module supports Go 1.22).
+type discard struct{}
+
+func (discard) Enabled(context.Context, slog.Level) bool  { return false }
+func (discard) Handle(context.Context, slog.Record) error { return nil }
+func (d discard) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discard) WithGroup(string) slog.Handler           { return d }

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -17,7 +19,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
 )
 
 // logs is a slog handler that keeps every record, for tests.
@@ -129,7 +130,7 @@ func sum(rm metricdata.ResourceMetrics, name string, want ...attribute.KeyValue)
 // metrics its documentation lists, and log records of the events an
 // operator acts on — through the providers and logger it is given.
 func TestTelemetry(t *testing.T) {
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{})
+	nodes, addrs := fresh(t, 5, redisOptions{})
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	reader := sdkmetric.NewManualReader()
@@ -246,6 +247,7 @@ func TestTelemetry(t *testing.T) {
 // global OpenTelemetry providers — which record nothing until the
 // application installs an SDK, even after the Redlock was made.
 func TestGlobalProvidersByDefault(t *testing.T) {
+	shared(t)
 	rl := newRedlock(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

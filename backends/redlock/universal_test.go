@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package redlock_test
 
 import (
@@ -11,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/backends/redlock"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -66,6 +67,7 @@ func TestNewRefusesMultiMasterClients(t *testing.T) {
 // adopter's hooks do not see Redlock's commands, as New's documentation
 // says: Redlock dials connections of its own.
 func TestNewUniversalClients(t *testing.T) {
+	shared(t)
 	var seen atomic.Int64
 	clients := make([]redis.UniversalClient, len(addrs))
 	for i, a := range addrs {
@@ -125,6 +127,7 @@ func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // names under it and the empty prefix, naming each bad value; a client
 // with another prefix still excludes it on the lock key itself.
 func TestKeyPrefix(t *testing.T) {
+	shared(t)
 	for _, c := range []struct {
 		prefix, want string
 	}{
@@ -138,7 +141,7 @@ func TestKeyPrefix(t *testing.T) {
 		}
 	}
 
-	nodes, naddrs := fresh(t, 3, compose.RedisOptions{})
+	nodes, naddrs := fresh(t, 3, redisOptions{})
 	const prefix = "app:rl:"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -194,6 +197,7 @@ type wrapped struct{ *redis.Client }
 // says which master it talks to (an Options() *redis.Options method) is
 // one master, and works.
 func TestNewAcceptsWrappedClient(t *testing.T) {
+	shared(t)
 	clients := make([]wrapped, len(addrs))
 	for i, a := range addrs {
 		clients[i] = wrapped{redis.NewClient(&redis.Options{Addr: a})}

@@ -118,7 +118,9 @@ func Measure(ctx context.Context, clients []Op, more func() bool) Sample {
 	)
 	start := time.Now()
 	for _, op := range clients {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			var mine []time.Duration
 			for more() {
 				t0 := time.Now()
@@ -132,7 +134,7 @@ func Measure(ctx context.Context, clients []Op, more func() bool) Sample {
 			mu.Lock()
 			lat = append(lat, mine...)
 			mu.Unlock()
-		})
+		}()
 	}
 	wg.Wait()
 	s := Sample{Latencies: lat, Failures: int(failures.Load()), Elapsed: time.Since(start)}

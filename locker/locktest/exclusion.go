@@ -45,7 +45,9 @@ func Exclusion(ctx context.Context, lockers []locker.Locker, key string, workers
 	var wg sync.WaitGroup
 	for w := range workers {
 		l := lockers[w%len(lockers)]
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for range sections {
 				lease, err := l.Acquire(ctx, key, locker.WithTTL(time.Minute))
 				if err != nil {
@@ -73,7 +75,7 @@ func Exclusion(ctx context.Context, lockers []locker.Locker, key string, workers
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	mu.Lock()

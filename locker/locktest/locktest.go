@@ -21,8 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -443,7 +441,7 @@ func (s *suite) testTokens(t *testing.T, info locker.Info) {
 }
 
 func (s *suite) testLeak(t *testing.T) {
-	before := goleak.IgnoreCurrent()
+	before := Running()
 	l := s.open(t)
 	other := s.open(t)
 	key := s.key(t)
@@ -461,5 +459,5 @@ func (s *suite) testLeak(t *testing.T) {
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
 	}
-	goleak.VerifyNone(t, before)
+	before.Leaked(t)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/backends/redlock"
-	_ "github.com/lockbench/lockbench/backends/redlock/redlockbackend"
+	_ "github.com/lockbench/lockbench/backends/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 )

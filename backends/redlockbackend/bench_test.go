@@ -1,4 +1,4 @@
-package redlock_test
+package redlockbackend_test
 
 import (
 	"context"
@@ -46,7 +46,7 @@ type contender struct {
 
 func redlockContender(name string, opts ...redlock.Option) contender {
 	return contender{name: name, setup: func(tb testing.TB, n int, keys func(int) string) ([]locktest.Op, func()) {
-		clients := newClients(addrs)
+		clients := newClients(sharedAddrs(tb))
 		rl, err := redlock.New(clients, opts...)
 		if err != nil {
 			tb.Fatal(err)
@@ -64,7 +64,7 @@ func redlockContender(name string, opts ...redlock.Option) contender {
 
 func redsyncContender(name string, opts ...redsync.Option) contender {
 	return contender{name: name, setup: func(tb testing.TB, n int, keys func(int) string) ([]locktest.Op, func()) {
-		clients := newClients(addrs)
+		clients := newClients(sharedAddrs(tb))
 		pools := make([]rsredis.Pool, len(clients))
 		for i, c := range clients {
 			pools[i] = rsgoredis.NewPool(c)
@@ -117,7 +117,7 @@ func BenchmarkHotKey(b *testing.B) {
 func BenchmarkHotKeyProcesses(b *testing.B) {
 	for _, c := range []contender{separate(contenders[0]), separate(contenders[2]), separate(contenders[3])} {
 		b.Run(c.name, func(b *testing.B) {
-			conns := addrCounter(b, addrs)
+			conns := addrCounter(b, sharedAddrs(b))
 			var before int
 			bench(b, c, 16, true, func() { before = conns.count(b) })
 			b.ReportMetric(float64(conns.count(b)-before)*1000/float64(b.N), "conns/1k-ops")
@@ -187,7 +187,7 @@ func addrCounter(tb testing.TB, addrs []string) counter {
 	return c
 }
 
-var compare = flag.Duration("compare", 0, "run TestInterleavedComparison for this long per scenario")
+var compare = flag.Duration("compare", 0, "run TestInterleavedComparison for this long per scenario, TestServerCostPerGrant with rounds this long")
 
 // TestInterleavedComparison measures redlock and redsync in the
 // benchmarks' scenarios, in turns of half a second (locktest.Compare), so
@@ -216,7 +216,7 @@ func TestInterleavedComparison(t *testing.T) {
 			for _, c := range contenders[:4] {
 				cs = append(cs, asContender(t, c, s.shared, s.hot))
 			}
-			conns := addrCounter(t, addrs)
+			conns := addrCounter(t, sharedAddrs(t))
 			before := conns.count(t)
 			samples := locktest.Compare(t, cs, s.clients, 500*time.Millisecond, *compare)
 			total := 0
@@ -316,7 +316,7 @@ func TestCPUPerOperation(t *testing.T) {
 // serverCPU returns the CPU seconds the nodes at addrs have used.
 func serverCPU(t testing.TB) float64 {
 	total := 0.0
-	for _, a := range addrs {
+	for _, a := range sharedAddrs(t) {
 		c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, PoolSize: 1})
 		info, err := c.Info(context.Background(), "cpu").Result()
 		c.Close()

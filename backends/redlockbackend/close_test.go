@@ -1,4 +1,4 @@
-package redlock_test
+package redlockbackend_test
 
 import (
 	"context"

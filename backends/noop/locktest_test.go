@@ -1,4 +1,4 @@
-package locktest_test
+package noop_test
 
 import (
 	"context"

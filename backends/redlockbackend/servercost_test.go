@@ -2,7 +2,6 @@ package redlockbackend_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -21,8 +20,6 @@ import (
 	"github.com/lockbench/lockbench/compose/composetest"
 )
 
-var compare = flag.Duration("compare", 0, "run TestServerCostPerGrant with rounds of this length")
-
 // TestServerCostPerGrant measures our Redlock against redsync as a user's
 // program would: five redis-server processes of its own, the documented
 // constructor (redlock.New over one *redis.Client per node, default
@@ -36,7 +33,7 @@ var compare = flag.Duration("compare", 0, "run TestServerCostPerGrant with round
 // first, and the load average. Skipped unless asked:
 //
 //	LOCKBENCH_TEST_DEADLINE_SCALE=10 go test -run ServerCostPerGrant -v \
-//	    ./backends/redlock/redlockbackend -args -compare=3s
+//	    ./backends/redlockbackend -args -compare=3s
 func TestServerCostPerGrant(t *testing.T) {
 	if *compare <= 0 {
 		t.Skip("set -compare to the length of a round")

@@ -1,0 +1,3 @@
+module github.com/lockbench/lockbench/locker
+
+go 1.22
