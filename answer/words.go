@@ -239,10 +239,21 @@ func notTested(ev *evidence, b *backend) []string {
 	}
 	for _, s := range ev.skipped {
 		if s.Backend == b.name {
-			out = append(out, s.FaultClass+": "+s.Reason)
+			out = append(out, s.FaultClass+": "+firstLine(s.Reason))
 		}
 	}
 	return out
+}
+
+// firstLine is a skip's reason without what follows its first line: a
+// server that failed to start appends its log, which the report's table
+// of skips shows and the answer's sentence must not.
+func firstLine(reason string) string {
+	line, _, cut := strings.Cut(reason, "\n")
+	if cut {
+		return strings.TrimRight(line, " :;") + " (the log is in the report's skipped cases)"
+	}
+	return reason
 }
 
 func skipped(ev *evidence, backend, cls string) bool {
