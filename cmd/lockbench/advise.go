@@ -14,7 +14,6 @@ import (
 
 	"github.com/lockbench/lockbench/advise"
 	"github.com/lockbench/lockbench/bench"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/report"
@@ -154,14 +153,7 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 	if err := pl.Write(stderr); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return err
-	}
-	servers := filepath.Join(f.out, "servers")
-	if err := os.RemoveAll(servers); err != nil {
-		return err
-	}
-	env, err := compose.New(servers)
+	env, err := serverEnv(f.out)
 	if err != nil {
 		return err
 	}

@@ -188,15 +188,7 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 			cases[i].ClientsAs = results.ClientsProcesses // on the client hosts
 		}
 	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return err
-	}
-	// The servers' data and logs of an earlier run into the same dir go.
-	servers := filepath.Join(f.out, "servers")
-	if err := os.RemoveAll(servers); err != nil {
-		return err
-	}
-	env, err := compose.New(servers)
+	env, err := serverEnv(f.out)
 	if err != nil {
 		return err
 	}
@@ -558,4 +550,18 @@ func backendDocs() string {
 	}
 	_ = w.Flush()
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// serverEnv makes the run's dir out and the environment its servers run
+// in, under out/servers: what an earlier run left there (its servers' data
+// and logs) goes first.
+func serverEnv(out string) (*compose.Env, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	servers := filepath.Join(out, "servers")
+	if err := os.RemoveAll(servers); err != nil {
+		return nil, err
+	}
+	return compose.New(servers)
 }
