@@ -5,22 +5,29 @@
 # commit it with the fix, and it stays a test case of plain go test.
 #   scripts/fuzz.sh            run by make test and make fuzz
 #   FUZZTIME=1m scripts/fuzz.sh
+#
+# By default each target runs a number of inputs (-fuzztime Nx, about ten
+# seconds each on a quiet 2-core machine), not a duration: up to Go 1.26 a
+# duration races the coordinator's deadline against its workers and, on a
+# busy machine, fails a target with a bare "context deadline exceeded" and
+# no failing input (go.dev/issue/75804, fixed in Go 1.27). A count has no
+# deadline to race. FUZZTIME, when set, applies to every target as given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzztime=${FUZZTIME:-10s}
 targets=(
-  "./inventory FuzzParse"          # the inventory YAML
-  "./nemesis FuzzParse"            # fault specs: client-pause?x=3
-  "./bench FuzzParseBackend"       # backend specs: redlock?fencing=true
-  "./history FuzzReadFile"         # history files, and the checkers over them
-  "./judge FuzzWire"               # the judge's wire protocol
-  "./results FuzzRead"             # results.json
-  "./results FuzzDecode"           # its HDR histograms
+  "./inventory FuzzParse 40000"          # the inventory YAML
+  "./nemesis FuzzParse 50000"            # fault specs: client-pause?x=3
+  "./bench FuzzParseBackend 10000"       # backend specs: redlock?fencing=true
+  "./history FuzzReadFile 8000"          # history files, and the checkers over them
+  "./judge FuzzWire 30000"               # the judge's wire protocol
+  "./results FuzzRead 15000"             # results.json
+  "./results FuzzDecode 60000"           # its HDR histograms
 )
 start=$(date +%s)
 for t in "${targets[@]}"; do
   set -- $t
-  echo "fuzz: $1 $2 for $fuzztime"
-  go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" "$1"
+  budget=${FUZZTIME:-${3}x}
+  echo "fuzz: $1 $2 for $budget"
+  go test -run '^$' -fuzz "^$2\$" -fuzztime "$budget" "$1"
 done
 echo "fuzz: ${#targets[@]} targets in $(( $(date +%s) - start ))s"
