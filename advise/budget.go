@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -25,19 +26,22 @@ type cell struct {
 	cost        time.Duration
 }
 
-// fit keeps, within the budget (the whole of it for round 1 when the
-// budget covers everything, else three quarters, the rest left to the
-// rounds), the cells in the order of what the answer needs first: the
-// candidates the team runs before those it would add, the classes in
-// the order of the plan's (the baseline, then what breaks exclusion for
-// correctness, what costs grants for efficiency); it returns what it
-// cut, in words.
+// fit orders the cells (a backend's cases under one class) by what the
+// answer needs first — the candidates the team runs before those it
+// would add, the classes in the order of the plan's (the baseline, then
+// what breaks exclusion for correctness, what costs grants for
+// efficiency) — and keeps those that fit the budget (the whole of it for
+// round 1 when the budget covers everything, else three quarters, the
+// rest left to the rounds); it returns what it cut, in words.
 func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string) {
-	if pl.Budget == 0 || Estimate(cases) <= pl.Budget*9/10 {
+	if pl.Budget == 0 {
 		return cases, nil
 	}
 	limit := pl.Budget * 3 / 4
-	if pl.Profile.isDefault() {
+	switch {
+	case Estimate(cases) <= pl.Budget*9/10:
+		limit = math.MaxInt64 // everything, still in priority order
+	case pl.Profile.isDefault():
 		limit = pl.Budget // make bench: the whole catalogue first, rounds only if time is left
 	}
 	byKey := map[[2]string]*cell{}
@@ -91,10 +95,14 @@ func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string) {
 		full = true
 		cut = append(cut, fmt.Sprintf("%s under %s (≈%s)", c.spec, c.class, seconds(c.cost)))
 	}
+	// The cases run in that order too: if the budget's hard cap still
+	// ends the round early (an estimate is an estimate), it cuts the
+	// class that matters least, the same for every candidate as far as
+	// it can, not whatever came last in the suite's order.
 	var out []bench.Case
-	for _, c := range cases {
-		if keep[byKey[[2]string{c.Backend.Spec, c.Fault.Class()}]] {
-			out = append(out, c)
+	for _, c := range ranked {
+		if keep[c] {
+			out = append(out, c.cases...)
 		}
 	}
 	return out, cut

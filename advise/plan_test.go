@@ -257,3 +257,36 @@ func TestMore(t *testing.T) {
 		t.Errorf("a 1s budget: %d cases, %d dropped", len(cases), len(dropped))
 	}
 }
+
+// TestRoundOneRunsInPriorityOrder: make bench's round 1 runs its cases
+// class by class in the order the answer needs them (the baseline, then
+// client pauses, ...), so a budget that ends the round early cuts the
+// class that matters least — not the lease matrix the suite lists last,
+// whose last backend then missed the variant that put the others out.
+func TestRoundOneRunsInPriorityOrder(t *testing.T) {
+	pl, err := advise.New(advise.Default(), 15*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := map[string]int{}
+	last := map[string]int{}
+	for i, c := range pl.Cases {
+		if c.Backend.Descriptor.Control {
+			continue
+		}
+		cls := c.Fault.Class()
+		if _, ok := first[cls]; !ok {
+			first[cls] = i
+		}
+		last[cls] = i
+	}
+	for _, order := range [][2]string{{"none", "client-pause"}, {"client-pause", "restart"}, {"client-pause", "server-pause"}} {
+		a, b := order[0], order[1]
+		if _, ok := first[b]; !ok {
+			continue
+		}
+		if last[a] > first[b] {
+			t.Errorf("a %s case (%d) runs after the first %s case (%d)", a, last[a], b, first[b])
+		}
+	}
+}

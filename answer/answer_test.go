@@ -303,3 +303,42 @@ func TestTokenChoosesTheGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestCutCaseIsNotAPass fails on the old rule, under which a run that
+// stopped before a candidate's last cases judged it on the rest: the
+// variant that put the others out (a pause inside an extension) never
+// ran against z, and z must not qualify on having missed it.
+func TestCutCaseIsNotAPass(t *testing.T) {
+	late := faulted("y", "client-pause", "fence", "ee")
+	late.Fault, late.StaleAccepted = "client-pause?at=extend", 2
+	f := &results.File{}
+	for _, cs := range [][]results.Case{correct("y", late), correct("z")} {
+		f.Cases = append(f.Cases, cs...)
+	}
+	for _, tt := range []struct {
+		name string
+		cut  bool
+		want bool
+	}{{"run to the end", false, true}, {"cut", true, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := *f
+			g.Skipped = nil
+			if tt.cut {
+				g.Skipped = []results.Skip{{Backend: "z", FaultClass: "client-pause", Fault: "client-pause?at=extend", Cut: true,
+					Reason: "not run: the run's time ran out before it ran"}}
+			}
+			a, err := Decide(&g, results.Profile{Intent: results.IntentCorrectness, Token: results.TokenWrite})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(a.Correctness.Pick, "z"); got != tt.want {
+				t.Fatalf("z picked %v, want %v (out: %q)", got, tt.want, a.Correctness.Unqualified)
+			}
+			if tt.cut && !slices.ContainsFunc(a.Correctness.Unqualified, func(s string) bool {
+				return strings.HasPrefix(s, "z: not judged") && strings.Contains(s, "client-pause?at=extend")
+			}) {
+				t.Errorf("z's reason does not name its cut case: %q", a.Correctness.Unqualified)
+			}
+		})
+	}
+}

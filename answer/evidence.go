@@ -55,6 +55,9 @@ type backend struct {
 	speeds      []float64
 	independent bool
 	peakClients int
+	// cut are the fault specs of its planned cases the run stopped
+	// before (results.Skip.Cut).
+	cut []string
 }
 
 // freeEvidence is a backend's fault-free record.
@@ -196,6 +199,11 @@ func gather(f *results.File) *evidence {
 	ev.reference(f)
 	for _, b := range ev.backends {
 		b.addSpeeds(f, ev.workload, ev.durability, invalidRuns)
+	}
+	for _, s := range f.Skipped {
+		if b := ev.backends[s.Backend]; b != nil && s.Cut && !slices.Contains(b.cut, s.Fault) {
+			b.cut = append(b.cut, s.Fault)
+		}
 	}
 	return ev
 }

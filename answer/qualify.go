@@ -87,7 +87,8 @@ func guardFor(token string) string {
 // with the guard the resource can do (fencing tokens, unless it can do
 // none), no stale write accepted, no update lost, no token regression,
 // and the fenced-mutex check true on every history; and put through
-// client-pause and a server-side fault with tested injections.
+// client-pause and a server-side fault with tested injections; and none
+// of its planned cases cut by the run's end.
 func correctness(b *backend, p results.Profile) standing {
 	s := standing{b: b}
 	var bugs []string
@@ -141,6 +142,11 @@ func correctness(b *backend, p results.Profile) standing {
 		s.reason = fmt.Sprintf("not judged: no tested injection of client-pause under guard %s", guard)
 	case !hasServerFault(g):
 		s.reason = fmt.Sprintf("not judged: no tested injection of a server-side fault under guard %s", guard)
+	case len(b.cut) > 0:
+		// The cases a run stops before are its last ones: a candidate
+		// must not qualify on having missed the variant that put the
+		// others out.
+		s.reason = fmt.Sprintf("not judged: the run stopped before its planned cases under %s", strings.Join(b.cut, ", "))
 	default:
 		s.qualifies = true
 		s.reason = fmt.Sprintf("no lock bug in any tested injection; under guard %s no stale write accepted, no update lost", guard)

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -165,6 +166,7 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (*results.File, error) {
 	r.done += len(cases)
 	for i, c := range cases {
 		if ctx.Err() != nil {
+			r.cut(cases[i:], ctx.Err())
 			break
 		}
 		r.emit(Event{Index: i, Total: len(cases), Case: c})
@@ -176,7 +178,10 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (*results.File, error) {
 		case err == nil:
 			err = errors.New("no result")
 		}
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			r.cut(cases[i:i+1], ctx.Err())
+		case err != nil:
 			r.skip(c, err)
 		}
 		r.emit(Event{Index: i, Total: len(cases), Case: c, Results: res, Skipped: err})
@@ -247,6 +252,25 @@ func (r *Runner) skip(c Case, err error) {
 		}
 	}
 	r.File.Skipped = append(r.File.Skipped, results.Skip{Backend: c.Backend.Spec, FaultClass: c.Fault.Class(), Reason: err.Error()})
+}
+
+// cut records in the results the cases the run stopped before (cause:
+// the context's error), once per backend and fault spec: they applied and
+// were planned, so what they would have shown is unknown.
+func (r *Runner) cut(cases []Case, cause error) {
+	why := "the run was interrupted before it ran"
+	if errors.Is(cause, context.DeadlineExceeded) {
+		why = "the run's time ran out before it ran"
+	}
+	for _, c := range cases {
+		if slices.ContainsFunc(r.File.Skipped, func(s results.Skip) bool {
+			return s.Cut && s.Backend == c.Backend.Spec && s.Fault == c.Fault.Spec
+		}) {
+			continue
+		}
+		r.File.Skipped = append(r.File.Skipped, results.Skip{Backend: c.Backend.Spec, FaultClass: c.Fault.Class(), Fault: c.Fault.Spec,
+			Cut: true, Reason: fmt.Sprintf("not run: %s (%s)", why, c)})
+	}
 }
 
 func (r *Runner) emit(e Event) {

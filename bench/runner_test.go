@@ -152,7 +152,7 @@ func TestClientPauseStopsTheProcess(t *testing.T) {
 }
 
 // TestRunnerKeepsPartialResults interrupts a run: what was measured is
-// written, marked partial.
+// written, marked partial, and what was not is recorded as cut.
 func TestRunnerKeepsPartialResults(t *testing.T) {
 	none, _ := nemesis.Parse("none")
 	b, err := bench.ParseBackend("noop")
@@ -178,6 +178,11 @@ func TestRunnerKeepsPartialResults(t *testing.T) {
 	}
 	if !saved.Partial || len(saved.Cases) != 1 || len(f.Cases) != 1 {
 		t.Fatalf("saved %d cases, partial %v; want the 1 measured, partial", len(saved.Cases), saved.Partial)
+	}
+	// The case it stopped before is recorded as cut: planned, applicable,
+	// not run (an answer must not read its absence as a pass).
+	if len(saved.Skipped) != 1 || !saved.Skipped[0].Cut || saved.Skipped[0].Fault != "none" || saved.Skipped[0].Backend != "noop" {
+		t.Fatalf("skipped %+v: want the second case, cut", saved.Skipped)
 	}
 }
 

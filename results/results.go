@@ -71,6 +71,13 @@ type Skip struct {
 	// ("etcd leases run on the server's monotonic clock: a wall-clock jump
 	// cannot expire them").
 	Reason string `json:"reason"`
+	// Cut is set when the case was planned and applies, but the run
+	// stopped (its budget ran out, or it was interrupted) before it ran:
+	// what it would have shown is unknown, not inapplicable. Fault is
+	// then the case's fault spec (client-pause?at=extend), which tells
+	// its variant from the others of its class.
+	Cut   bool   `json:"cut,omitempty"`
+	Fault string `json:"fault,omitempty"`
 }
 
 // Case is one measured combination: a backend under a workload and a
