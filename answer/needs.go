@@ -18,21 +18,27 @@ const maxPlanned = 200
 // the practical margin, on each ranking measure where more samples can
 // separate them. These comparisons are the ones that can change the
 // answer; the rounds of lockbench advise run exactly them.
+//
+// The answer is decided only when the leader beats every one of the m
+// others, so each comparison is planned at power Power^(1/m): planned
+// at Power each, the answer was decided far less often than Power
+// (see docs/measurements.md).
 func needs(left []*backend, intent string, level float64) []results.Need {
 	if len(left) < 2 {
 		return nil
 	}
 	lead := left[0]
+	power := math.Pow(Power, 1/float64(len(left)-1))
 	var out []results.Need
 	for _, c := range left[1:] {
-		out = append(out, need(lead, c, intent, level)...)
+		out = append(out, need(lead, c, intent, level, power)...)
 	}
 	return out
 }
 
-// need is what would settle a against b, on each measure of the intent's
-// steps where more samples can.
-func need(a, b *backend, intent string, level float64) []results.Need {
+// need is what would settle a against b with probability power, on each
+// measure of the intent's steps where more samples can.
+func need(a, b *backend, intent string, level, power float64) []results.Need {
 	var out []results.Need
 	for _, m := range steps(intent) {
 		switch m {
@@ -54,7 +60,7 @@ func need(a, b *backend, intent string, level float64) []results.Need {
 				continue
 			}
 			lo := min(a.classes[best.class+"|"+best.profile].bugRate().Observed(), b.classes[best.class+"|"+best.profile].bugRate().Observed())
-			n := injectionsFor(lo, min(1, lo+lockBugMargin), level)
+			n := injectionsFor(lo, min(1, lo+lockBugMargin), level, power)
 			out = append(out, results.Need{A: a.name, B: b.name, Measure: m, Class: best.label(), Injections: n})
 		case results.MeasureAvailability:
 			// Only a difference past the margin can separate (the margin is
@@ -65,18 +71,13 @@ func need(a, b *backend, intent string, level float64) []results.Need {
 				if len(x.share) == 0 || len(y.share) == 0 || gap <= shareMargin {
 					continue
 				}
-				sd := math.Max(pooledSD(x.share, y.share), 0.05)
-				n := normalN(gap-shareMargin, sd, level)
+				sd := math.Max(upperSD(x.share, y.share), 0.05)
+				n := normalN(gap-shareMargin, sd, level, power)
 				out = append(out, results.Need{A: a.name, B: b.name, Measure: m, Class: x.label(), Injections: n})
 				break
 			}
 		case results.MeasureSpeed:
-			sd := speedSpread
-			if a.independent && b.independent && len(a.speeds) >= 2 && len(b.speeds) >= 2 {
-				sd = math.Max(pooledSD(logs(a.speeds), logs(b.speeds)), 0.02)
-			}
-			n := max(normalN(math.Log(speedMargin), sd, level), 3)
-			out = append(out, results.Need{A: a.name, B: b.name, Measure: m, Trials: n})
+			out = append(out, results.Need{A: a.name, B: b.name, Measure: m, Trials: speedTrials(a, b, level, power)})
 		}
 	}
 	return out
@@ -84,27 +85,28 @@ func need(a, b *backend, intent string, level float64) []results.Need {
 
 // injectionsFor is the fewest tested injections a side with which
 // Fisher's exact test, one-sided at level, separates a rate lo from a
-// rate hi with probability Power (exact, over both binomials).
+// rate hi with probability power (exact, over both binomials).
 // The power is taken as growing with n (bisection); results are
 // remembered, since every look of every round asks again.
-func injectionsFor(lo, hi, level float64) int {
+func injectionsFor(lo, hi, level, power float64) int {
 	// The level rounded down to 2 significant digits: a few more samples
 	// than needed, never fewer, and the answers can be remembered.
 	digits := math.Pow(10, math.Floor(math.Log10(level))-1)
 	// The rates to a tenth: planning needs no finer.
-	key := [3]float64{math.Round(lo*10) / 10, math.Round(hi*10) / 10, math.Floor(level/digits) * digits}
-	level = key[2]
+	// The power to a hundredth, rounded up.
+	key := [4]float64{math.Round(lo*10) / 10, math.Round(hi*10) / 10, math.Floor(level/digits) * digits, math.Ceil(power*100) / 100}
+	level, power = key[2], key[3]
 	if n, ok := planned.Load(key); ok {
 		return n.(int)
 	}
 	a, b := 2, maxPlanned
-	if fisherPower(b, key[0], key[1], level) < Power {
+	if fisherPower(b, key[0], key[1], level) < power {
 		planned.Store(key, maxPlanned)
 		return maxPlanned
 	}
 	for a < b {
 		m := (a + b) / 2
-		if fisherPower(m, key[0], key[1], level) >= Power {
+		if fisherPower(m, key[0], key[1], level) >= power {
 			b = m
 		} else {
 			a = m + 1
@@ -204,46 +206,16 @@ var logFact = func() []float64 {
 
 // normalN is the samples a side with which a one-sided test at level
 // finds a difference delta between two means of spread sd with
-// probability Power (the normal approximation, plus one for the
+// probability power (the normal approximation, plus one for the
 // t-distribution's heavier tails).
-func normalN(delta, sd, level float64) int {
+func normalN(delta, sd, level, power float64) int {
 	if !(delta > 0) {
 		return maxPlanned
 	}
-	z := zAbove(level) + zAbove(1-Power)
+	z := zAbove(level) + zAbove(1-power)
 	n := int(math.Ceil(2*z*z*sd*sd/(delta*delta))) + 1
 	return min(max(n, 2), maxPlanned)
 }
 
 // zAbove is the standard normal quantile with p above it.
 func zAbove(p float64) float64 { return math.Sqrt2 * math.Erfinv(1-2*p) }
-
-// pooledSD is the pooled standard deviation of two samples.
-func pooledSD(xs, ys []float64) float64 {
-	var ss float64
-	n := 0
-	for _, s := range [][]float64{xs, ys} {
-		var finite []float64
-		for _, v := range s {
-			if !math.IsNaN(v) && !math.IsInf(v, 0) {
-				finite = append(finite, v)
-			}
-		}
-		if len(finite) < 2 {
-			continue
-		}
-		m := 0.0
-		for _, v := range finite {
-			m += v
-		}
-		m /= float64(len(finite))
-		for _, v := range finite {
-			ss += (v - m) * (v - m)
-		}
-		n += len(finite) - 1
-	}
-	if n == 0 {
-		return 0
-	}
-	return math.Sqrt(ss / float64(n))
-}

@@ -29,7 +29,7 @@ func TestFisherAboveAgrees(t *testing.T) {
 // fewer does not (the bisection found the least).
 func TestInjectionsFor(t *testing.T) {
 	for _, tt := range []struct{ lo, hi, level float64 }{{0, 0.5, 0.05}, {0, 0.5, 0.001}, {0.2, 0.7, 0.0025}} {
-		n := injectionsFor(tt.lo, tt.hi, tt.level)
+		n := injectionsFor(tt.lo, tt.hi, tt.level, Power)
 		if fisherPower(n, tt.lo, tt.hi, tt.level) < Power {
 			t.Errorf("%+v: %d injections give power %.2f", tt, n, fisherPower(n, tt.lo, tt.hi, tt.level))
 		}
