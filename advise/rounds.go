@@ -136,8 +136,11 @@ func Words(n results.Need) string {
 	if n.B != "" {
 		who += " against " + n.B
 	}
-	if n.Measure == results.MeasureSpeed {
+	switch n.Measure {
+	case results.MeasureSpeed:
 		return fmt.Sprintf("%s on speed: %d independent trials a side", who, n.Trials)
+	case results.MeasureJudged:
+		return fmt.Sprintf("%s, not judged yet: %s again, %d tested injections", who, n.Class, n.Injections)
 	}
 	return fmt.Sprintf("%s on %s under %s: %d tested injections a side", who, n.Measure, n.Class, n.Injections)
 }
@@ -158,8 +161,11 @@ func (pl *Plan) More(f *results.File, needs []results.Need, left time.Duration) 
 				continue
 			}
 			class := classOf(n.Class)
-			if n.Measure == results.MeasureSpeed {
+			switch n.Measure {
+			case results.MeasureSpeed:
 				class = "none"
+			case results.MeasureJudged:
+				class = n.Class // the fault spec as planned, its params with it
 			}
 			k := key{spec, class}
 			if _, ok := want[k]; !ok {
@@ -199,6 +205,9 @@ func (pl *Plan) casesFor(f *results.File, n results.Need) []bench.Case {
 		s.Rules = rules([]string{n.A}, []string{suites.Sweep})
 		s.PerfTrials = n.Trials - have.trials
 	} else {
+		if n.Measure == results.MeasureJudged {
+			have.tested = 0 // what it has did not judge it: n's injections again
+		}
 		if n.Injections <= have.tested {
 			return nil
 		}

@@ -141,6 +141,7 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 	if len(tier) == 0 {
 		ch.Decided = len(pending) == 0
 		ch.Reasons = noneQualifies(cands, pending, intent)
+		ch.Needs = judgedNeeds(pending)
 		return ch
 	}
 	// With the servers the team runs named, the answer is among the
@@ -179,7 +180,7 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 			Winner: s.by.better.name, Loser: s.loser.name, Measure: s.by.measure, Class: s.by.class, P: s.by.test.P, Level: fam.level,
 		})
 	}
-	ch.Needs = needs(left, intent, next/float64(max(fam.k, 1)))
+	ch.Needs = append(needs(left, intent, next/float64(max(fam.k, 1))), judgedNeeds(pending)...)
 	pick := left[0]
 	ch.Reasons = reasons(ch, pick, left, seps, fam, p, intent, len(tier))
 	if len(added) > 0 {

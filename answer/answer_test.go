@@ -339,6 +339,33 @@ func TestCutCaseIsNotAPass(t *testing.T) {
 			}) {
 				t.Errorf("z's reason does not name its cut case: %q", a.Correctness.Unqualified)
 			}
+			// Not judged reaches the plan: the next round re-runs the cut case.
+			judged := slices.ContainsFunc(a.Correctness.Needs, func(n results.Need) bool {
+				return n.A == "z" && n.Measure == results.MeasureJudged && n.Class == "client-pause?at=extend" && n.Injections > 0
+			})
+			if judged != tt.cut || a.Correctness.Decided == tt.cut {
+				t.Errorf("cut %v: needs %+v, decided %v: want a judged need for z's cut case exactly when cut, and undecided then",
+					tt.cut, a.Correctness.Needs, a.Correctness.Decided)
+			}
 		})
+	}
+}
+
+// TestSpeedTrialWithoutGrants: a trial in which a lock granted nothing
+// is its slowest, not a trial left out. A lock that stalled once does
+// not beat a steady one on its two good trials (the logarithm used to
+// drop the stall); and one that is slower anyway, stall included, is
+// still set apart by the rank-sum test.
+func TestSpeedTrialWithoutGrants(t *testing.T) {
+	a := decideCases(t, results.Profile{Intent: results.IntentEfficiency},
+		free("stall", true, 5000, 5100, 0), free("steady", true, 4000, 4100, 4050))
+	if hasSeparation(a.Efficiency, "stall", "steady", results.MeasureSpeed) {
+		t.Errorf("a lock with a trial of zero grants set apart as faster: %+v", a.Efficiency.Separations)
+	}
+	a = decideCases(t, results.Profile{Intent: results.IntentEfficiency},
+		free("redis", true, 4400, 4300, 4500, 4450, 4350, 4420), free("table", true, 730, 0, 760, 700, 710, 740))
+	if !hasSeparation(a.Efficiency, "redis", "table", results.MeasureSpeed) || !a.Efficiency.Decided {
+		t.Errorf("6 trials a side, the slower lock stalled once: separations %+v, decided %v, want redis over table",
+			a.Efficiency.Separations, a.Efficiency.Decided)
 	}
 }

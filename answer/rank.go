@@ -123,11 +123,27 @@ func pair(better, worse *backend, ranked []string) []hypothesis {
 		}
 	}
 	if better.independent && worse.independent && len(better.speeds) >= 2 && len(worse.speeds) >= 2 {
-		t, err := stats.WelchAbove(logs(better.speeds), logs(worse.speeds), 0)
+		t, err := speedTest(better.speeds, worse.speeds)
 		add(hypothesis{measure: results.MeasureSpeed}, t, err)
 	}
 	return hs
 }
+
+// speedTest is the one-sided test of xs faster than ys, each a
+// throughput per independent trial: Welch's t on log throughput, or,
+// when a trial granted nothing (its log is −∞), the exact rank-sum test
+// on the throughputs, where that trial is the slowest of its sample. The
+// logarithm would drop it, and a lock that stalled a whole trial would
+// compare as if it never had.
+func speedTest(xs, ys []float64) (stats.Shift, error) {
+	if slices.ContainsFunc(xs, notPositive) || slices.ContainsFunc(ys, notPositive) {
+		return stats.RankSumAbove(xs, ys, 0)
+	}
+	return stats.WelchAbove(logs(xs), logs(ys), 0)
+}
+
+// notPositive reports a throughput that has no logarithm.
+func notPositive(x float64) bool { return !(x > 0) }
 
 // commonClasses returns the keys of the classes (and profiles) both
 // backends faced with tested injections or availability samples.

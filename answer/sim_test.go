@@ -157,6 +157,9 @@ func simulate(r *rand.Rand, locks []simLock, maxLooks int, planted string) simOu
 		}
 		for _, n := range ch.Needs {
 			for _, name := range []string{n.A, n.B} {
+				if name == "" {
+					continue
+				}
 				if n.Trials > 0 {
 					s.trials(name, min(n.Trials, capSamples))
 				}

@@ -81,6 +81,8 @@ func settleWords(n results.Need, pick *backend) string {
 		return fmt.Sprintf("%d independent trials a side on fresh servers (it has %d) would settle %s against %s on speed "+
 			"if they differ by %.0f%%",
 			n.Trials, have, n.A, n.B, (speedMargin-1)*100)
+	case n.Measure == results.MeasureJudged:
+		return fmt.Sprintf("%s is not judged yet: %d tested injections of %s would judge it", n.A, n.Injections, n.Class)
 	case n.Measure == results.MeasureLockBugs:
 		return fmt.Sprintf("%d tested injections of %s a side would settle %s against %s on lock bugs if their rates differ by %.0f points",
 			n.Injections, n.Class, n.A, n.B, lockBugMargin*100)

@@ -418,6 +418,7 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 		return nil, err
 	}
 	defer closeAll(lockers)
+	warmup(ctx, id, c, spec, lockers)
 	declared, err := c.Backend.declared(spec.TTL, cfg.Params)
 	if err != nil {
 		return nil, err

@@ -40,6 +40,10 @@ func choiceLines(a *results.Answer, ch *results.Choice) []string {
 		lines = append(lines, "Runner-up: "+ch.RunnerUp+".")
 	}
 	for _, n := range ch.Needs {
+		if n.Measure == results.MeasureJudged {
+			lines = append(lines, fmt.Sprintf("Would judge %s: %s again, %d tested injections.", n.A, n.Class, n.Injections))
+			continue
+		}
 		what := fmt.Sprintf("%d tested injections of %s a side", n.Injections, n.Class)
 		if n.Trials > 0 {
 			what = fmt.Sprintf("%d independent trials a side on fresh servers", n.Trials)

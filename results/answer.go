@@ -106,4 +106,10 @@ const (
 	MeasureAvailability = "availability"
 	// MeasureSpeed compares throughput over independent trials.
 	MeasureSpeed = "speed"
+	// MeasureJudged is no comparison: a candidate that is not judged yet
+	// (a case the run stopped before, a class whose injections tested
+	// nothing or whose case was invalid) needs the fault spec in Class
+	// run again, to Injections tested injections in all, before it can
+	// qualify or be ruled out. B is empty.
+	MeasureJudged = "judged"
 )
