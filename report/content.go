@@ -39,7 +39,7 @@ func (ds *dataset) build(cs *charts, rec *Recommendation, latencyClients int) *d
 	ds.casesSection(d)
 	ds.coverage(d, cs)
 	decisionSection(d, ds.File.Answer)
-	recommendationSection(d, rec)
+	recommendationSection(d, rec, ds.File.Answer != nil)
 	d.h(2, "Files")
 	d.p("results.json holds every case with its histograms; each case's operation history is beside it (lockbench check DIR re-checks them); results.csv holds one row per case (every trial and host as recorded) with these columns, in this order:")
 	d.list(CSVColumns())
@@ -177,7 +177,7 @@ func answerSection(d *document, ds *dataset, rec *Recommendation) {
 	s := "Derived from the numbers below by the rules stated under \"Recommendation in full\"; nothing is written in advance. Safety numbers are counts with their 95% upper bounds; speeds are medians over trials with their ranges."
 	if a := ds.File.Answer; a != nil {
 		d.blocks = append(d.blocks, answers{items: decisionBoxes(a)})
-		s = "Decided on the evidence below by the procedure stated under \"How the answer is decided\" (results.json holds it as data, under answer); the tables under \"Recommendation in full\" are the evidence per backend."
+		s = "Decided on the evidence below by the procedure stated under \"How the answer is decided\" (results.json holds it as data, under answer); the tables under \"Evidence per backend\" show each backend's standing."
 	} else {
 		d.blocks = append(d.blocks, answers{items: []answerBox{
 			{"For efficiency — a rare double grant is tolerable", rec.Efficiency.Answer, rec.Efficiency.Evidence},
@@ -324,9 +324,20 @@ func brief(notes []string) string {
 	return strings.Join(out, "; ")
 }
 
-func recommendationSection(d *document, rec *Recommendation) {
-	d.h(2, "Recommendation in full")
-	d.p("Every backend's standing under each question, derived from the numbers above by the rules at the end of this section.")
+// recommendationSection states every backend's standing under each
+// question. With a decided answer (decided) it is the evidence only: the
+// answer at the top is the one answer, and this section neither marks a
+// backend recommended nor states the report's older rules, which would
+// give a second answer that can differ from it.
+func recommendationSection(d *document, rec *Recommendation, decided bool) {
+	if decided {
+		d.h(2, "Evidence per backend")
+		d.p("Every backend's standing under each question, in counts and bounds: the evidence the answer at the top was decided on " +
+			"by the procedure under \"How the answer is decided\".")
+	} else {
+		d.h(2, "Recommendation in full")
+		d.p("Every backend's standing under each question, derived from the numbers above by the rules at the end of this section.")
+	}
 	for _, q := range []struct {
 		title   string
 		ch      Choice
@@ -336,20 +347,25 @@ func recommendationSection(d *document, rec *Recommendation) {
 		{"Locks for correctness (a double grant corrupts data)", rec.Correctness, true},
 	} {
 		d.h(3, q.title)
-		d.strong(q.ch.Answer)
+		if !decided {
+			d.strong(q.ch.Answer)
+		}
 		if len(q.ch.Missing) > 0 {
 			d.p("Missing to judge: " + joinAnd(q.ch.Missing) + ".")
 		}
 		if len(q.ch.Compared) > 0 {
 			d.p("Qualifying backends were compared on the fault classes all of them faced: " + joinAnd(q.ch.Compared) + ".")
 		}
-		d.table(verdictTable(q.ch, q.fencing))
+		d.table(verdictTable(q.ch, q.fencing, !decided))
 	}
 	d.h(3, "Caveats the measurements exposed")
 	if len(rec.Caveats) == 0 {
 		d.p("No caveat was found in the counts.")
 	}
 	d.list(rec.Caveats)
+	if decided {
+		return
+	}
 	d.h(3, "Rules")
 	d.list(Rules)
 }
@@ -367,7 +383,9 @@ func decisionSection(d *document, a *results.Answer) {
 //go:embed decision.md
 var decisionMD string
 
-func verdictTable(ch Choice, fencing bool) table {
+// verdictTable is one question's table; marked sets "yes — recommended"
+// on the report's own pick.
+func verdictTable(ch Choice, fencing, marked bool) table {
 	t := table{header: []string{"backend", "qualifies", "why", "ranking", "nodes", "peak grants/s (median, min–max)", "at clients", "p99 there", "not judged"},
 		numeric: []bool{false, false, false, false, true, true, true, true, false}}
 	if fencing {
@@ -379,7 +397,7 @@ func verdictTable(ch Choice, fencing bool) table {
 		if v.Qualifies {
 			q = "yes"
 		}
-		if v.Backend == ch.Backend || slices.Contains(ch.Alike, v.Backend) {
+		if marked && (v.Backend == ch.Backend || slices.Contains(ch.Alike, v.Backend)) {
 			q = "yes — recommended"
 		}
 		var nj []string

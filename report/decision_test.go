@@ -12,7 +12,9 @@ import (
 // TestRendersDecidedAnswer: with an answer in results.json the report
 // opens with it — the pick, its separations, what would settle a tie —
 // says how it was decided, and the terminal prints it; the report's own
-// recommendation stays below as the evidence per backend.
+// recommendation stays below as the evidence per backend, and is no
+// second answer: no backend marked recommended, no older rules, no
+// second recommendation in the terminal's summary.
 func TestRendersDecidedAnswer(t *testing.T) {
 	f := twoLocks(t).without(func(*results.Case) bool { return false })
 	f.Answer = &results.Answer{Alpha: 0.05, Looks: []results.Look{{N: 1, Cases: len(f.Cases), Spent: 0.025}},
@@ -29,7 +31,7 @@ func TestRendersDecidedAnswer(t *testing.T) {
 	for _, want := range []string{
 		"fast and slow are tied", "Would settle fast against slow on speed: 7 independent trials a side on fresh servers",
 		"Use slow, with fencing tokens", "no lock bug in 10 restart injections: at most 26% at 95%",
-		"How the answer is decided", "Recommendation in full",
+		"How the answer is decided", "Evidence per backend",
 	} {
 		i := strings.Index(md, want)
 		if i < 0 {
@@ -37,6 +39,18 @@ func TestRendersDecidedAnswer(t *testing.T) {
 		} else if i < answerAt {
 			t.Errorf("%q comes before the answer", want)
 		}
+	}
+	for _, second := range []string{"Recommendation in full", "yes — recommended", "Rule 5"} {
+		if strings.Contains(md, second) {
+			t.Errorf("report.md holds %q: a second answer beside the decided one", second)
+		}
+	}
+	var sum bytes.Buffer
+	if err := report.Summary(&sum, f, 16); err != nil {
+		t.Fatal(err)
+	}
+	if s := sum.String(); strings.Contains(s, "Efficiency locks:") || strings.Contains(s, "Correctness locks:") {
+		t.Errorf("the summary prints the older recommendation beside the decided answer:\n%s", s)
 	}
 	var b bytes.Buffer
 	if err := report.AnswerText(&b, f); err != nil {
