@@ -123,7 +123,7 @@ func lookLevel(k int) float64 { return Alpha * math.Pow(2, -float64(k)) }
 func decide(ev *evidence, cands []*backend, p results.Profile, intent string, level, next float64) *results.Choice {
 	ch := &results.Choice{Intent: intent, Pick: []string{}}
 	var tier []*backend
-	var pending []standing
+	var pending, out []standing
 	for _, b := range cands {
 		s := efficiency(b)
 		if intent == results.IntentCorrectness {
@@ -134,6 +134,7 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 			continue
 		}
 		ch.Unqualified = append(ch.Unqualified, b.name+": "+s.reason)
+		out = append(out, s)
 		if !s.final {
 			pending = append(pending, s)
 		}
@@ -141,6 +142,9 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 	if len(tier) == 0 {
 		ch.Decided = len(pending) == 0
 		ch.Reasons = noneQualifies(cands, pending, intent)
+		if w := fenceWords(out, p); w != "" && intent == results.IntentCorrectness {
+			ch.Reasons = slices.Insert(ch.Reasons, 1, w)
+		}
 		ch.Needs = judgedNeeds(pending)
 		return ch
 	}

@@ -132,6 +132,9 @@ func correctness(b *backend, p results.Profile) standing {
 		s.final = true
 		s.reason = fmt.Sprintf("under guard %s: %d stale writes accepted, %d lost updates, %d token regressions (under %s)",
 			guard, g.staleAccepted, g.lostUpdates, g.tokenRegressions, strings.Join(g.staleClasses, ", "))
+		if fenceLimited(s, p) {
+			s.reason += ": late writes after pauses longer than its lease, which a write-only fence lets in for every lease lock"
+		}
 	case guard != guardNone && g.fencedFalse > 0:
 		s.final = true
 		s.reason = fmt.Sprintf("porcupine's fenced-mutex check failed on %d histories: its tokens did not order its grants", g.fencedFalse)
