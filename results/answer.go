@@ -113,3 +113,9 @@ const (
 	// qualify or be ruled out. B is empty.
 	MeasureJudged = "judged"
 )
+
+// SameAs reports whether t is the same separation as s (the same
+// winner, loser, measure and class; p and level may differ).
+func (s Separation) SameAs(t Separation) bool {
+	return s.Winner == t.Winner && s.Loser == t.Loser && s.Measure == t.Measure && s.Class == t.Class
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -19,7 +20,9 @@ func reportCmd() *cobra.Command {
 		Short: "Render a report from results.json, compare two runs, or merge runs of several load generators",
 		Long: `report re-renders DIR's report from DIR/results.json.
 With --compare it writes a comparison of two runs (dirs or results.json files) into --out: per
-case, the throughput and p99 ratios and the change in violations, regressions flagged.
+case, the throughput and p99 ratios and the change in violations, regressions flagged; and it
+prints whether the two runs' answers agree (pick, runner-up, decided), and where not, which
+separation one run made and the other did not.
 With --merge it merges runs measured at the same time by several load-generator hosts into
 --out/results.json and renders the report there: what each host measured adds up (its HDR
 histograms merge without loss), the judge's joint safety counts are taken once, and files of
@@ -37,7 +40,7 @@ different runs are refused.`,
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "comparison: %s\n", out)
-				return nil
+				return agreeText(cmd.OutOrStdout(), args[0], args[1])
 			case merge:
 				if len(args) < 2 || out == "" {
 					return fmt.Errorf("report --merge needs at least two results and --out DIR")
@@ -99,4 +102,18 @@ func resultsPath(p string) string {
 		return filepath.Join(p, "results.json")
 	}
 	return p
+}
+
+// agreeText prints whether the answers of the runs at a and b agree.
+func agreeText(w io.Writer, a, b string) error {
+	fa, err := results.Read(resultsPath(a))
+	if err != nil {
+		return err
+	}
+	fb, err := results.Read(resultsPath(b))
+	if err != nil {
+		return err
+	}
+	_, err = report.AgreeText(w, fa, fb)
+	return err
 }
