@@ -1,0 +1,96 @@
+package answer
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/stats"
+)
+
+// reference picks the workload and durability profile speeds are
+// compared on: among the real locks' valid fault-free cases, the ones
+// the most backends ran, many keys rather than the hot key on a tie (on
+// one hot key the hold is measured, not the lock), then by name.
+func (ev *evidence) reference(f *results.File) {
+	type wd struct{ w, d string }
+	ran := map[wd]map[string]bool{}
+	for i := range f.Cases {
+		c := &f.Cases[i]
+		if c.Invalid || c.Control || classOf(c) != faultNone {
+			continue
+		}
+		k := wd{workloadOf(c), c.Durability}
+		if ran[k] == nil {
+			ran[k] = map[string]bool{}
+		}
+		ran[k][c.Backend] = true
+	}
+	best, most := wd{}, -1
+	keys := make([]wd, 0, len(ran))
+	for k := range ran {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b wd) int { return cmp.Or(cmp.Compare(a.w, b.w), cmp.Compare(a.d, b.d)) })
+	for _, k := range keys {
+		n := len(ran[k])
+		if n > most || (n == most && best.w == workloadHot && k.w != workloadHot) {
+			best, most = k, n
+		}
+	}
+	ev.workload, ev.durability = best.w, best.d
+}
+
+// workloadOf names a case's workload with its load.
+func workloadOf(c *results.Case) string {
+	if c.Load != "" {
+		return c.Workload + "/" + c.Load
+	}
+	return c.Workload
+}
+
+// addSpeeds gathers the backend's fault-free throughput per trial on the
+// reference workload and profile, at the client count and guard where its
+// median is highest. Trials that shared servers are one sample.
+func (b *backend) addSpeeds(f *results.File, workload, durability string, invalidRuns map[string]bool) {
+	type key struct {
+		clients int
+		guard   string
+	}
+	trials := map[key]map[int]float64{}
+	fresh := map[key]bool{}
+	for i := range f.Cases {
+		c := &f.Cases[i]
+		if c.Backend != b.name || c.Invalid || invalidRuns[runOf(c)] || classOf(c) != faultNone ||
+			workloadOf(c) != workload || c.Durability != durability || c.Clients < 1 {
+			continue
+		}
+		k := key{c.Clients, guardOf(c)}
+		if trials[k] == nil {
+			trials[k], fresh[k] = map[int]float64{}, true
+		}
+		tp := c.Throughput
+		if math.IsNaN(tp) || math.IsInf(tp, 0) || tp < 0 {
+			tp = 0
+		}
+		trials[k][c.Trial] += tp
+		fresh[k] = fresh[k] && c.FreshServers
+	}
+	bestMedian := -1.0
+	keys := make([]key, 0, len(trials))
+	for k := range trials {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.clients, b.clients), cmp.Compare(a.guard, b.guard)) })
+	for _, k := range keys {
+		var xs []float64
+		for _, t := range slices.Sorted(maps.Keys(trials[k])) {
+			xs = append(xs, trials[k][t])
+		}
+		if m := stats.SpreadOf(xs).Median; m > bestMedian {
+			bestMedian, b.speeds, b.independent, b.peakClients = m, xs, fresh[k], k.clients
+		}
+	}
+}
