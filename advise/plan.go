@@ -83,6 +83,10 @@ type Plan struct {
 	// each is held to at the first look: its share, Alpha/2, over Family.
 	Family int
 	Level  float64
+	// PowerEach is the power each of the leader's comparisons is planned
+	// at, Power^(1/m) for m contenders: the answer is decided only when
+	// the leader beats each of them (answer.needs plans the rounds so).
+	PowerEach float64
 	// Trials are the independent trials a side speed needs; Injections
 	// the tested injections a side a lock-bug rate needs; Qualify the
 	// tested injections without a lock bug that bound the rate below
@@ -231,8 +235,9 @@ func (pl *Plan) statistics() {
 	}
 	pl.Family = max(len(pl.Candidates)-1, 1) * measures
 	pl.Level = Alpha / 2 / float64(pl.Family)
-	pl.Trials = TrialsToSeparate(MarginSpeed, spreadSpeed, pl.Level, Power)
-	pl.Injections = InjectionsToSeparate(MarginBug, pl.Level, Power)
+	pl.PowerEach = math.Pow(Power, 1/float64(max(len(pl.Candidates)-1, 1)))
+	pl.Trials = TrialsToSeparate(MarginSpeed, spreadSpeed, pl.Level, pl.PowerEach)
+	pl.Injections = InjectionsToSeparate(MarginBug, pl.Level, pl.PowerEach)
 	pl.Qualify = InjectionsToBound(MarginQualify, 0.95)
 }
 
