@@ -133,8 +133,11 @@ type Case struct {
 	// its first access), LoadAutoExtend (the lease's own watchdog extended
 	// it while its holder held), both joined by "+"; empty for plain
 	// holds. It is part of the case's Key.
-	Load       string  `json:"load,omitempty"`
-	HoldLeft   float64 `json:"hold_left,omitempty"`
+	Load     string  `json:"load,omitempty"`
+	HoldLeft float64 `json:"hold_left,omitempty"`
+	// HoldForMS is, for a long-hold load (LoadLongHold), how long each
+	// holder held after its first access, whatever its lease said.
+	HoldForMS  int64   `json:"hold_for_ms,omitempty"`
 	TTLMillis  int64   `json:"ttl_ms"`
 	DurationS  float64 `json:"duration_s"`  // how long the load ran
 	TargetRate float64 `json:"target_rate"` // grants/s asked by an open loop; 0 for a closed loop
@@ -303,6 +306,9 @@ const (
 const (
 	LoadValidity   = "validity"
 	LoadAutoExtend = "auto-extend"
+	// LoadLongHold: each holder held a set time (Case.HoldForMS),
+	// usually several TTLs under LoadAutoExtend.
+	LoadLongHold = "long-hold"
 )
 
 // The durability profiles (Case.Durability).
@@ -335,6 +341,11 @@ type Target struct {
 	// priority node was.
 	Leader   bool `json:"leader,omitempty"`
 	Priority bool `json:"priority,omitempty"`
+	// Class is, for an injection of a mixed schedule, the fault class it
+	// belongs to ("server-pause", "restart+partition" for a composed
+	// pair): its rates and bounds are counted per class, never pooled
+	// with the schedule's others. Empty when it is the case's FaultClass.
+	Class string `json:"class,omitempty"`
 	// Tested says whether the injection met what its class is meant to
 	// test (a section of the faulted keys active at the strike, the lock
 	// granting just before it) and had its effect read back from the
@@ -446,6 +457,9 @@ func (c *Case) Key() string {
 	}
 	if c.Load != "" {
 		k += "|" + c.Load
+	}
+	if c.HoldForMS > 0 {
+		k += fmt.Sprintf("=%dms", c.HoldForMS)
 	}
 	return k
 }

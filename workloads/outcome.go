@@ -71,8 +71,13 @@ func (s Spec) Describe(c *results.Case) {
 	c.Keys = s.Keys
 	c.TTLMillis = s.TTL.Milliseconds()
 	c.TargetRate = s.Rate
-	c.Hold, c.Load, c.HoldLeft = s.Hold.String(), s.Load(), s.HoldLeft
+	c.Hold, c.Load, c.HoldLeft, c.HoldForMS = s.Hold.String(), s.Load(), s.HoldLeft, s.HoldFor.Milliseconds()
 	switch {
+	case s.HoldFor > 0 && s.AutoExtend:
+		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds %v (%.3g TTLs) after its first access while its lease's watchdog extends it every TTL/3; "+
+			"it checks its lease before it writes (lease-end ops say whether it was told)", s.HoldFor, float64(s.HoldFor)/float64(s.TTL)))
+	case s.HoldFor > 0:
+		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds %v after its first access, without extending its lease (TTL %v)", s.HoldFor, s.TTL))
 	case s.HoldLeft > 0:
 		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds a random fraction, up to %g, of the validity its lease has left after its first access: a lease that claims more than its lock keeps is caught", s.HoldLeft))
 	case s.AutoExtend && s.Hold.Max() >= s.TTL:
