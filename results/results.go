@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -376,6 +377,49 @@ type Target struct {
 	IncidentsLockBug   int64   `json:"incidents_lock_bug"`
 	IncidentsAmbiguous int64   `json:"incidents_ambiguous"`
 	StaleAccepted      int64   `json:"stale_accepted"`
+}
+
+// ByClass returns c as the classes of its injections see it: for a case
+// whose injections record a class of their own (a mixed schedule), one
+// view per class, in the order the classes first struck, each with that
+// class as its FaultClass and only that class's injections (Injections
+// and InjectionsTested counted from them), so that rates and bounds stay
+// per class; otherwise c alone. The views share c's other fields: what
+// a case counts as a whole (its guards' stale writes, its verdicts) is
+// the whole schedule's.
+func (c *Case) ByClass() []*Case {
+	var order []string
+	for _, t := range c.Targets {
+		if t.Class == "" {
+			return []*Case{c}
+		}
+		if !slices.Contains(order, t.Class) {
+			order = append(order, t.Class)
+		}
+	}
+	if len(order) == 0 {
+		return []*Case{c}
+	}
+	out := make([]*Case, len(order))
+	for i, cls := range order {
+		v := *c
+		v.FaultClass, v.Targets = cls, nil
+		tested := 0
+		for _, t := range c.Targets {
+			if t.Class == cls {
+				v.Targets = append(v.Targets, t)
+				if t.Counted() {
+					tested++
+				}
+			}
+		}
+		v.Injections = len(v.Targets)
+		if c.InjectionsTested != nil {
+			v.InjectionsTested = &tested
+		}
+		out[i] = &v
+	}
+	return out
 }
 
 // Counted reports whether the injection enters rates and bounds: it was
