@@ -196,6 +196,16 @@ type Case struct {
 	OverlapsLockBug       int64 `json:"overlaps_lock_bug"`
 	OverlapsExpiredHolder int64 `json:"overlaps_expired_holder"`
 	OverlapsAmbiguous     int64 `json:"overlaps_ambiguous"`
+	// AmbiguousWidthMaxMS is the widest uncertainty of an overlap the
+	// clock bounds left undecided (the span the contract line may lie in
+	// and the span the later grant may have returned in, together), and
+	// RoundTripMS the history's median round trip to the judge; an
+	// undecided overlap wider than two of those counts against the lock,
+	// as a lock bug, and OverlapsAmbiguousWide counts those
+	// (history.Report).
+	AmbiguousWidthMaxMS   float64 `json:"ambiguous_width_max_ms,omitempty"`
+	RoundTripMS           float64 `json:"round_trip_ms,omitempty"`
+	OverlapsAmbiguousWide int64   `json:"overlaps_ambiguous_wide,omitempty"`
 	// Incidents counts distinct episodes of two or more holders of a key
 	// (overlapping sections chained into one episode), classified like the
 	// overlaps by their worst overlap: a lock bug when any is, else

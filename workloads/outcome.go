@@ -170,6 +170,7 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder, c.OverlapsAmbiguous = s.Overlaps, s.OverlapsLockBug, s.OverlapsExpiredHolder, s.OverlapsAmbiguous
 	c.Incidents, c.IncidentsLockBug, c.IncidentsExpiredHolder, c.IncidentsAmbiguous = s.Incidents, s.IncidentsLockBug, s.IncidentsExpiredHolder, s.IncidentsAmbiguous
 	c.ContendedGrants = s.ContendedGrants
+	c.AmbiguousWidthMaxMS, c.RoundTripMS, c.OverlapsAmbiguousWide = ms(time.Duration(s.AmbiguousWidthMax)), ms(time.Duration(s.RoundTrip)), s.OverlapsAmbiguousWide
 	c.LeaseEnds, c.StaleTold, c.StaleSilent = s.LeaseEnds, s.StaleTold, s.StaleSilent
 	c.ValidityShort, c.ValidityLong = s.ValidityShort, s.ValidityLong
 	c.ValidityShortMaxMS, c.ValidityLongMaxMS = ms(time.Duration(s.ValidityShortMax)), ms(time.Duration(s.ValidityLongMax))
