@@ -169,7 +169,10 @@ func gather(f *results.File) *evidence {
 		} else {
 			b.valid++
 		}
-		if cls != faultNone && !slices.Contains(ev.classes, cls) {
+		// A mixed schedule's injections are evidence of their own classes,
+		// never pooled: each class's are counted apart (results.Case.ByClass).
+		views := c.ByClass()
+		if cls != faultNone && len(views) == 1 && !slices.Contains(ev.classes, cls) {
 			ev.classes = append(ev.classes, cls)
 		}
 		first := !seenRun[runOf(c)]
@@ -181,18 +184,24 @@ func gather(f *results.File) *evidence {
 			}
 			continue
 		}
-		ce := b.class(cls, c.Durability)
 		tested := 0
-		if first {
-			tested = ce.addInjections(c, invalid)
-		} else {
-			tested = countTested(c, invalid)
+		for _, v := range views {
+			vc := classOf(v)
+			if len(views) > 1 && !slices.Contains(ev.classes, vc) {
+				ev.classes = append(ev.classes, vc)
+			}
+			ce := b.class(vc, c.Durability)
+			if first {
+				tested += ce.addInjections(v, invalid)
+			} else {
+				tested += countTested(v, invalid)
+			}
+			if !invalid && first && len(views) == 1 {
+				ce.addAvailability(c.Availability)
+			}
 		}
 		if !invalid {
 			b.addGuard(c, cls, tested)
-			if first {
-				ce.addAvailability(c.Availability)
-			}
 		}
 	}
 	ev.reference(f)

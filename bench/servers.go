@@ -128,7 +128,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	if err != nil {
 		return nemesis.Target{}, cfg, err
 	}
-	if err := offers(b, prof.needs); err != nil {
+	if prof.needs, err = offers(b, prof.needs); err != nil {
 		return nemesis.Target{}, cfg, err
 	}
 	if k.PeerNetwork {
@@ -227,15 +227,23 @@ func (cl *cluster) stop() error {
 // offers returns nil if backend b's servers can be started with what
 // needs asks (a lazy filesystem, the clock preload, network namespaces),
 // or an error with their kind's reason that they cannot (an etcd member
-// takes no clock preload).
-func offers(b Backend, needs nemesis.Needs) error {
+// takes no clock preload). It returns needs as the servers start with
+// them: for Optional needs, only what the kind offers.
+func offers(b Backend, needs nemesis.Needs) (nemesis.Needs, error) {
 	k, err := kinds.Lookup(b.Descriptor.Servers.Kind)
 	if err != nil {
-		return fmt.Errorf("backend %s: %w", b.Name, err)
+		return needs, fmt.Errorf("backend %s: %w", b.Name, err)
 	}
 	o := k.Offers(b.Descriptor.Servers.Count)
 	asked := map[nemesis.Capability]bool{
 		nemesis.LosableData: needs.LazyFS, nemesis.MovableClock: needs.FakeClock, nemesis.ClientLinks: needs.Netns,
+	}
+	if needs.Optional {
+		needs.LazyFS = needs.LazyFS && o.Caps&nemesis.LosableData != 0
+		needs.FakeClock = needs.FakeClock && o.Caps&nemesis.MovableClock != 0
+		needs.Netns = needs.Netns && o.Caps&nemesis.ClientLinks != 0
+		needs.Optional = false // the servers of equal needs are one cluster
+		return needs, nil
 	}
 	for c, need := range asked {
 		if need && o.Caps&c == 0 {
@@ -243,10 +251,10 @@ func offers(b Backend, needs nemesis.Needs) error {
 			if why == "" {
 				why = c.Takes()
 			}
-			return configErrorf("backend %s: its servers cannot be started with %v: %s", b.Name, c, why)
+			return needs, configErrorf("backend %s: its servers cannot be started with %v: %s", b.Name, c, why)
 		}
 	}
-	return nil
+	return needs, nil
 }
 
 // probe reads what one node holds of a case's keys through backend d's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // Report is what the overlap counter found in a history. Every count is
@@ -81,6 +82,21 @@ type Report struct {
 	ValidityShort, ValidityLong                                 int64
 	ValidityShortMax, ValidityLongMax                           int64
 	Extends, ExtendsFailed                                      int64
+	// AmbiguousWidthMax is the widest uncertainty (ns) of an overlap the
+	// clock bounds left undecided: how long the span the contract line
+	// may lie in and the span the later grant may have returned in are,
+	// together (ambiguousWidth). OverlapsAmbiguousWide counts the
+	// overlaps whose width exceeded the round trips that bound an
+	// overlap in this history (RoundTrip, twice: the earlier grant's and
+	// the later's): a report delayed far beyond what the case's other
+	// reports took leaves room for a lock bug, so such an overlap counts
+	// against the lock, as a lock bug (OverlapsLockBug includes them).
+	AmbiguousWidthMax, OverlapsAmbiguousWide int64
+	// RoundTrip is the median, over the history's granted acquires, of
+	// the time the judge's bounds add to the call (its receipt of the
+	// grant less its Invoke less the call's own duration): the round trip
+	// to the judge that bounds a grant (ns).
+	RoundTrip int64
 	// Pauses are the landings of the pauses of client processes, in the
 	// order they were asked.
 	Pauses []Landing `json:",omitempty"`
@@ -151,6 +167,7 @@ func Check(ops []Op, guard string, fenced bool) Report {
 	slices.SortStableFunc(ops, func(a, b Op) int { return cmp.Compare(a.Index, b.Index) })
 	c := counter{fenced: fenced, keys: map[string]*keyState{}, sections: map[int64]*section{},
 		extends: map[int64][]Op{}, ends: map[int64]int64{}}
+	c.r.RoundTrip = roundTrip(ops)
 	// Extensions are reported after they returned, often after later
 	// grants of their key: take them, and the ends of the sections they
 	// are weighed against, before the grants; and the releases, which an
@@ -306,6 +323,18 @@ func (c *counter) overlap(o Op, k *keyState, s *section) {
 			}
 		}
 	}
+	wide := ""
+	if class == Ambiguous {
+		w := ambiguousWidth(line, returned(o))
+		c.r.AmbiguousWidthMax = max(c.r.AmbiguousWidthMax, w)
+		// Without call durations there are no round trips to weigh by.
+		if bound := 2*c.r.RoundTrip + validityTolerance; c.r.RoundTrip > 0 && w > bound {
+			c.r.OverlapsAmbiguousWide++
+			class = LockBug
+			wide = fmt.Sprintf(" (undecided within %v, wider than two round trips to the judge, %v: counted against the lock)",
+				time.Duration(w).Round(time.Microsecond), time.Duration(bound).Round(time.Microsecond))
+		}
+	}
 	switch class {
 	case LockBug:
 		c.r.OverlapsLockBug++
@@ -321,9 +350,9 @@ func (c *counter) overlap(o Op, k *keyState, s *section) {
 	e := &c.r.Episodes[k.incident]
 	e.Class = worse(e.Class, class)
 	if c.want(exOverlap) {
-		c.example("overlap (%s): key %q section %d (process %d%s) granted at %s while section %d (process %d%s, granted at %s) was active; its contract kept the key until %s",
+		c.example("overlap (%s): key %q section %d (process %d%s) granted at %s while section %d (process %d%s, granted at %s) was active; its contract kept the key until %s%s",
 			class, o.Key, s.id, s.process, tokenText(s.token, s.hasToken), spanText(returned(o)),
-			against.id, against.process, tokenText(against.token, against.hasToken), seconds(against.granted), spanText(line))
+			against.id, against.process, tokenText(against.token, against.hasToken), seconds(against.granted), spanText(line), wide)
 	}
 }
 

@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -83,6 +84,29 @@ func classify(earlier, later Op) Class {
 		return ExpiredHolder
 	}
 	return Ambiguous
+}
+
+// ambiguousWidth is how wide the uncertainty of an undecided overlap is:
+// the span its contract line may lie in and the span the later grant may
+// have returned in, together; each is a round trip to the judge less the
+// call it brackets.
+func ambiguousWidth(line, at span) int64 { return (line.hi - line.lo) + (at.hi - at.lo) }
+
+// roundTrip is the median, over the granted acquires of ops, of what the
+// judge's bounds add to the call: Complete − Invoke − the call's own
+// duration (0 without any).
+func roundTrip(ops []Op) int64 {
+	var rt []int64
+	for _, o := range ops {
+		if o.F == Acquire && o.Type == OK && took(o) > 0 {
+			rt = append(rt, max(o.Complete-o.Invoke-took(o), 0))
+		}
+	}
+	if len(rt) == 0 {
+		return 0
+	}
+	slices.Sort(rt)
+	return rt[len(rt)/2]
 }
 
 // validityTolerance absorbs the clock reads a backend makes inside the

@@ -107,6 +107,7 @@ var catalogue = []*Scenario{
 	partitionLeader,
 	partitionHalves,
 	leaderKill,
+	mixed,
 }
 
 // failover cuts replication, kills the master and waits for Sentinel to

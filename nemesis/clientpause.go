@@ -59,7 +59,7 @@ func (f Fault) CheckSpec(s workloads.Spec) error {
 	switch {
 	case !s.AutoExtend:
 		return faultErrorf("fault %s stops a holder inside an extension of its lease: run it with auto-extending leases (--auto-extend)", f.Spec)
-	case s.HoldLeft == 0 && s.Hold.Max() <= s.TTL/3:
+	case s.HoldLeft == 0 && max(s.Hold.Max(), s.HoldFor) <= s.TTL/3:
 		return faultErrorf("fault %s stops a holder inside an extension of its lease: holds of %v end before the first extension, at TTL/3 (%v); hold for several TTLs", f.Spec, s.Hold, s.TTL/3)
 	}
 	return nil

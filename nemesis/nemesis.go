@@ -41,6 +41,8 @@
 //	partition-leader the ZooKeeper or etcd leader is cut off from the other members (clients still reach it), then healed
 //	partition-halves the ZooKeeper or etcd members are split into a minority and a majority, then healed
 //	leader-kill      the ZooKeeper or etcd leader dies, then restarts with its data
+//	mixed            a seeded schedule of the classes above that apply, an injection every few seconds, composed pairs included
+//	                 (server-pause+partition, restart+partition, clock-jump+restart); each injection records its class; param seconds
 //
 // Every injection proves it tested something (see prove.go): it waits
 // for the lock to grant, strikes while a section of the faulted key is
@@ -268,6 +270,9 @@ type Scenario struct {
 	// gap after it, given the params and the backend's lease: cases
 	// stretch so that every injection fits without meeting the next.
 	span func(p url.Values, sh Shape, lease time.Duration) time.Duration
+	// length, when set, is the shortest case its params ask for (mixed's
+	// seconds): cases stretch to it.
+	length func(p url.Values) time.Duration
 }
 
 // Needs is what a scenario needs of the servers it breaks, beyond their
@@ -282,6 +287,10 @@ type Needs struct {
 	// Netns runs the servers in network namespaces of their own, so that
 	// their clients can be cut off (partition).
 	Netns bool
+	// Optional asks for the above only where the servers' kind offers
+	// them: a scenario that picks what applies to each cluster (mixed)
+	// runs on what it gets, where the others refuse a kind that lacks one.
+	Optional bool
 }
 
 // Fault is a scenario with its params, as a case names it:
@@ -353,6 +362,9 @@ func (f Fault) MinDuration(sh Shape, lease time.Duration, injections int) time.D
 	if f.span != nil {
 		// The injections take the middle three quarters of the case (slots).
 		d = max(d, time.Duration(max(injections, 1))*f.span(f.Params, sh, lease)*4/3)
+	}
+	if f.length != nil {
+		d = max(d, f.length(f.Params))
 	}
 	return d
 }

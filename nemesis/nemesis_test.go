@@ -73,6 +73,7 @@ func TestFits(t *testing.T) {
 		"partition-leader": {"zookeeper", "etcd"},
 		"partition-halves": {"zookeeper", "etcd"},
 		"leader-kill":      {"zookeeper", "etcd"},
+		"mixed":            {"redis", "redis×5", "sentinel", "zookeeper", "etcd", "postgres", "plain"},
 	}
 	for name, fits := range want {
 		s, err := nemesis.Lookup(name)

@@ -35,6 +35,9 @@ type strike struct {
 	// label names the fault in its windows ("paused", "restart without
 	// data"), after the targets' names.
 	label string
+	// class, when set, is the fault class the injection is counted under
+	// (results.Target.Class): a mixed schedule's strikes each name theirs.
+	class string
 	// lasts is how long the fault stays in effect before undo heals it; 0
 	// for a fault that strikes at once (a restart, a clock jump), whose
 	// window closes when do returns.
@@ -123,9 +126,16 @@ func (e Env) tail() time.Duration { return max(e.gap(), e.Spec.Duration/8) }
 // injections (at most twice as many strikes) or its cap; the record says
 // how many it got.
 func (e Env) drive(s strike) plan {
-	at := e.slots(s.lasts, e.gap())
+	p := e.driveEach(e.slots(s.lasts, e.gap()), s.lasts, func(int) strike { return s })
+	p.strike = &s
+	return p
+}
+
+// driveEach is drive with a strike of its own for each injection (next),
+// due at the times at, the longest lasting longest: a mixed schedule.
+func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i int) strike) plan {
 	want := len(at)
-	per := s.lasts + e.gap() + e.grantWait()
+	per := longest + e.gap() + e.grantWait()
 	return plan{planned: e.Spec.Duration, stretch: time.Duration(want) * per, schedule: func(ctx context.Context, nm *Nemesis) {
 		var prevEnd time.Duration
 		strikes := 0
@@ -137,6 +147,7 @@ func (e Env) drive(s strike) plan {
 			}
 		}()
 		for i := 0; nm.tested() < want && i < 2*want; i++ {
+			s := next(i)
 			t := prevEnd + e.gap()
 			if i < len(at) {
 				t = max(t, at[i])
@@ -156,6 +167,7 @@ func (e Env) drive(s strike) plan {
 				continue
 			}
 			target := e.describe(ctx, nodes)
+			target.Class = s.class
 			met := nm.meet(ctx, s.hold, e.grantWait())
 			if ctx.Err() != nil {
 				return

@@ -35,6 +35,9 @@ type plan struct {
 	// longer it may run, at most, for a schedule to get its tested
 	// injections (see Nemesis.Duration).
 	planned, stretch time.Duration
+	// strike is the strike the schedule repeats, for a scenario that
+	// drives one (drive): what a mixed schedule draws from.
+	strike *strike
 }
 
 // Nemesis is one case's fault at work: a peer of the case's clients,

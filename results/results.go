@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -133,8 +134,11 @@ type Case struct {
 	// its first access), LoadAutoExtend (the lease's own watchdog extended
 	// it while its holder held), both joined by "+"; empty for plain
 	// holds. It is part of the case's Key.
-	Load       string  `json:"load,omitempty"`
-	HoldLeft   float64 `json:"hold_left,omitempty"`
+	Load     string  `json:"load,omitempty"`
+	HoldLeft float64 `json:"hold_left,omitempty"`
+	// HoldForMS is, for a long-hold load (LoadLongHold), how long each
+	// holder held after its first access, whatever its lease said.
+	HoldForMS  int64   `json:"hold_for_ms,omitempty"`
 	TTLMillis  int64   `json:"ttl_ms"`
 	DurationS  float64 `json:"duration_s"`  // how long the load ran
 	TargetRate float64 `json:"target_rate"` // grants/s asked by an open loop; 0 for a closed loop
@@ -192,6 +196,16 @@ type Case struct {
 	OverlapsLockBug       int64 `json:"overlaps_lock_bug"`
 	OverlapsExpiredHolder int64 `json:"overlaps_expired_holder"`
 	OverlapsAmbiguous     int64 `json:"overlaps_ambiguous"`
+	// AmbiguousWidthMaxMS is the widest uncertainty of an overlap the
+	// clock bounds left undecided (the span the contract line may lie in
+	// and the span the later grant may have returned in, together), and
+	// RoundTripMS the history's median round trip to the judge; an
+	// undecided overlap wider than two of those counts against the lock,
+	// as a lock bug, and OverlapsAmbiguousWide counts those
+	// (history.Report).
+	AmbiguousWidthMaxMS   float64 `json:"ambiguous_width_max_ms,omitempty"`
+	RoundTripMS           float64 `json:"round_trip_ms,omitempty"`
+	OverlapsAmbiguousWide int64   `json:"overlaps_ambiguous_wide,omitempty"`
 	// Incidents counts distinct episodes of two or more holders of a key
 	// (overlapping sections chained into one episode), classified like the
 	// overlaps by their worst overlap: a lock bug when any is, else
@@ -303,6 +317,9 @@ const (
 const (
 	LoadValidity   = "validity"
 	LoadAutoExtend = "auto-extend"
+	// LoadLongHold: each holder held a set time (Case.HoldForMS),
+	// usually several TTLs under LoadAutoExtend.
+	LoadLongHold = "long-hold"
 )
 
 // The durability profiles (Case.Durability).
@@ -335,6 +352,11 @@ type Target struct {
 	// priority node was.
 	Leader   bool `json:"leader,omitempty"`
 	Priority bool `json:"priority,omitempty"`
+	// Class is, for an injection of a mixed schedule, the fault class it
+	// belongs to ("server-pause", "restart+partition" for a composed
+	// pair): its rates and bounds are counted per class, never pooled
+	// with the schedule's others. Empty when it is the case's FaultClass.
+	Class string `json:"class,omitempty"`
 	// Tested says whether the injection met what its class is meant to
 	// test (a section of the faulted keys active at the strike, the lock
 	// granting just before it) and had its effect read back from the
@@ -365,6 +387,49 @@ type Target struct {
 	IncidentsLockBug   int64   `json:"incidents_lock_bug"`
 	IncidentsAmbiguous int64   `json:"incidents_ambiguous"`
 	StaleAccepted      int64   `json:"stale_accepted"`
+}
+
+// ByClass returns c as the classes of its injections see it: for a case
+// whose injections record a class of their own (a mixed schedule), one
+// view per class, in the order the classes first struck, each with that
+// class as its FaultClass and only that class's injections (Injections
+// and InjectionsTested counted from them), so that rates and bounds stay
+// per class; otherwise c alone. The views share c's other fields: what
+// a case counts as a whole (its guards' stale writes, its verdicts) is
+// the whole schedule's.
+func (c *Case) ByClass() []*Case {
+	var order []string
+	for _, t := range c.Targets {
+		if t.Class == "" {
+			return []*Case{c}
+		}
+		if !slices.Contains(order, t.Class) {
+			order = append(order, t.Class)
+		}
+	}
+	if len(order) == 0 {
+		return []*Case{c}
+	}
+	out := make([]*Case, len(order))
+	for i, cls := range order {
+		v := *c
+		v.FaultClass, v.Targets = cls, nil
+		tested := 0
+		for _, t := range c.Targets {
+			if t.Class == cls {
+				v.Targets = append(v.Targets, t)
+				if t.Counted() {
+					tested++
+				}
+			}
+		}
+		v.Injections = len(v.Targets)
+		if c.InjectionsTested != nil {
+			v.InjectionsTested = &tested
+		}
+		out[i] = &v
+	}
+	return out
 }
 
 // Counted reports whether the injection enters rates and bounds: it was
@@ -446,6 +511,9 @@ func (c *Case) Key() string {
 	}
 	if c.Load != "" {
 		k += "|" + c.Load
+	}
+	if c.HoldForMS > 0 {
+		k += fmt.Sprintf("=%dms", c.HoldForMS)
 	}
 	return k
 }

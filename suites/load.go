@@ -61,6 +61,9 @@ type LeaseLoad struct {
 	HoldLeft   float64
 	AutoExtend bool
 	Hold       workloads.Dist
+	// HoldFor, when set, is how long each holder holds whatever its
+	// lease says (workloads.Spec.HoldFor): long holds through faults.
+	HoldFor time.Duration
 	// AcquireTimeout bounds each acquire (the default when 0): on holds
 	// of several TTLs, waiters wait longer.
 	AcquireTimeout time.Duration
@@ -162,6 +165,7 @@ func loadOf(in Set) Load {
 		l.Leases = []LeaseLoad{
 			validityLoad(4, "none", "client-pause?at=acquire", "client-pause?at=after-write"),
 			autoExtendLoad(l.TTL, 8, 0, "none", "client-pause?at=extend", "client-pause?at=extend&x=0.5", "server-pause", "partition"),
+			longHoldLoad(l.TTL, "partition-leader", "leader-kill"),
 		}
 	}
 	return l
@@ -172,6 +176,15 @@ func loadOf(in Set) Load {
 // under each of faults.
 func validityLoad(seconds float64, faults ...string) LeaseLoad {
 	return LeaseLoad{HoldLeft: 1, Clients: 4, Seconds: seconds, Faults: faults}
+}
+
+// longHoldLoad is the lease matrix's load whose holders hold three TTLs
+// (of ttl), auto-extending, through leader faults (issue 30 §2): a
+// session or lease that dies while its holder works, a waiter granted
+// while it was still alive, show in the history; four clients on one
+// key, each waiting behind the others' holds.
+func longHoldLoad(ttl time.Duration, faults ...string) LeaseLoad {
+	return LeaseLoad{AutoExtend: true, HoldFor: 3 * ttl, AcquireTimeout: 4*3*ttl + 5*time.Second, Clients: 4, Faults: faults}
 }
 
 // autoExtendLoad is the lease matrix's load whose leases (of TTL ttl)

@@ -145,7 +145,7 @@ func (s Suite) leaseCases(r resolved, base workloads.Spec) ([]bench.Case, error)
 					}
 					spec := base
 					spec.Workload, spec.Clients, spec.Duration = workloads.Hot, l.Clients, seconds(l.Seconds)
-					spec.HoldLeft, spec.AutoExtend, spec.AcquireTimeout = l.HoldLeft, l.AutoExtend, l.AcquireTimeout
+					spec.HoldLeft, spec.HoldFor, spec.AutoExtend, spec.AcquireTimeout = l.HoldLeft, l.HoldFor, l.AutoExtend, l.AcquireTimeout
 					if l.Hold != (workloads.Dist{}) {
 						spec.Hold = l.Hold
 					}

@@ -72,6 +72,10 @@ var Table = []Rule{
 		"latency", "partition-leader", "partition-halves", "leader-kill", "partition", "clock-jump?by=0.5&nodes=minority",
 		"clock-jump", "clock-rate", "power-loss"}},
 	{In: InFull, Faults: []string{"restart", "crash", "power-loss", "crash-minority"}, Profiles: []string{fast, periodic, durable}},
+	// Jepsen's schedule on the locks the answer recommends for
+	// correctness: two minutes of an injection every few seconds, drawn
+	// from every class that applies, composed pairs included.
+	{In: InFull, Backends: Kinds(backends.ZooKeeper, backends.Etcd), Faults: []string{"mixed?seconds=120"}},
 
 	// Variants that exist for one argument. Without its quarantine, a
 	// Redlock majority restarted empty grants held keys again; with plain

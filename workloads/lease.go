@@ -130,9 +130,13 @@ func (e *engine) hold(c *client, lease locker.Lease, x *extensions, section int6
 }
 
 // holdFor draws how long the holder of lease holds after its first
-// access: a fraction, up to Spec.HoldLeft, of what the lease has left
-// by its ValidUntil (nothing once that has passed), or Spec.Hold.
+// access: Spec.HoldFor, a fraction, up to Spec.HoldLeft, of what the
+// lease has left by its ValidUntil (nothing once that has passed), or
+// Spec.Hold.
 func (e *engine) holdFor(c *client, lease locker.Lease) time.Duration {
+	if e.spec.HoldFor > 0 {
+		return e.spec.HoldFor
+	}
 	if e.spec.HoldLeft > 0 {
 		if v := lease.ValidUntil(); !v.IsZero() {
 			left := time.Until(v)

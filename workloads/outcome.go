@@ -71,8 +71,13 @@ func (s Spec) Describe(c *results.Case) {
 	c.Keys = s.Keys
 	c.TTLMillis = s.TTL.Milliseconds()
 	c.TargetRate = s.Rate
-	c.Hold, c.Load, c.HoldLeft = s.Hold.String(), s.Load(), s.HoldLeft
+	c.Hold, c.Load, c.HoldLeft, c.HoldForMS = s.Hold.String(), s.Load(), s.HoldLeft, s.HoldFor.Milliseconds()
 	switch {
+	case s.HoldFor > 0 && s.AutoExtend:
+		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds %v (%.3g TTLs) after its first access while its lease's watchdog extends it every TTL/3; "+
+			"it checks its lease before it writes (lease-end ops say whether it was told)", s.HoldFor, float64(s.HoldFor)/float64(s.TTL)))
+	case s.HoldFor > 0:
+		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds %v after its first access, without extending its lease (TTL %v)", s.HoldFor, s.TTL))
 	case s.HoldLeft > 0:
 		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds a random fraction, up to %g, of the validity its lease has left after its first access: a lease that claims more than its lock keeps is caught", s.HoldLeft))
 	case s.AutoExtend && s.Hold.Max() >= s.TTL:
@@ -165,6 +170,7 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 	c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder, c.OverlapsAmbiguous = s.Overlaps, s.OverlapsLockBug, s.OverlapsExpiredHolder, s.OverlapsAmbiguous
 	c.Incidents, c.IncidentsLockBug, c.IncidentsExpiredHolder, c.IncidentsAmbiguous = s.Incidents, s.IncidentsLockBug, s.IncidentsExpiredHolder, s.IncidentsAmbiguous
 	c.ContendedGrants = s.ContendedGrants
+	c.AmbiguousWidthMaxMS, c.RoundTripMS, c.OverlapsAmbiguousWide = ms(time.Duration(s.AmbiguousWidthMax)), ms(time.Duration(s.RoundTrip)), s.OverlapsAmbiguousWide
 	c.LeaseEnds, c.StaleTold, c.StaleSilent = s.LeaseEnds, s.StaleTold, s.StaleSilent
 	c.ValidityShort, c.ValidityLong = s.ValidityShort, s.ValidityLong
 	c.ValidityShortMaxMS, c.ValidityLongMaxMS = ms(time.Duration(s.ValidityShortMax)), ms(time.Duration(s.ValidityLongMax))

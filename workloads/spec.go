@@ -99,6 +99,14 @@ type Spec struct {
 	// stale write), or before the lock's own contract line (a lock bug).
 	// A lease that reports no ValidUntil is held for Hold.
 	HoldLeft float64
+	// HoldFor, when positive, makes each holder hold exactly this long
+	// after its first access, instead of Hold or HoldLeft, whatever its
+	// lease says: with AutoExtend a hold of several TTLs that the lease's
+	// watchdog keeps alive through a server fault (a leader cut off or
+	// killed), where a lock that lets a session or lease die, or grants a
+	// waiter while it is alive, shows. The holder checks its lease before
+	// it writes, so the history says whether it was told.
+	HoldFor time.Duration
 	// AutoExtend acquires every lease with its own auto-extend watchdog
 	// (locker.WithAutoExtend): the lease extends itself while its holder
 	// holds, which with a Hold of several TTLs is where a late keep-alive
@@ -178,6 +186,12 @@ func (s Spec) Normalize() (Spec, error) {
 	if !(s.HoldLeft >= 0 && s.HoldLeft <= 1) {
 		bad("hold left %v: must be a fraction of the validity left, 0 (off) to 1", s.HoldLeft)
 	}
+	switch {
+	case s.HoldFor < 0:
+		bad("hold for %v: must be positive (0 is off)", s.HoldFor)
+	case s.HoldFor > 0 && s.HoldLeft > 0:
+		bad("hold for %v and hold left %v: a holder holds either a duration or a fraction of its validity, not both", s.HoldFor, s.HoldLeft)
+	}
 	if s.TTL == 0 {
 		s.TTL = locker.DefaultTTL
 	}
@@ -221,6 +235,9 @@ func (s Spec) Load() string {
 	var l []string
 	if s.HoldLeft > 0 {
 		l = append(l, results.LoadValidity)
+	}
+	if s.HoldFor > 0 {
+		l = append(l, results.LoadLongHold)
 	}
 	if s.AutoExtend {
 		l = append(l, results.LoadAutoExtend)

@@ -209,3 +209,27 @@ func tamper(t *testing.T, dir string, edit func(c map[string]any)) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckUnknownIsNoVerdict: a verdict porcupine left unknown (it ran
+// out of time) is not contradicted by a re-check that decides it, nor by
+// one that runs out of time where the run decided: unknown is not
+// "false", and no difference of the records. Known verdicts that differ
+// still are.
+func TestCheckUnknownIsNoVerdict(t *testing.T) {
+	known := func(r results.Verdict) history.Verdict { return history.Verdict{Result: r} }
+	for _, tc := range []struct {
+		recorded, found results.Verdict
+		differs         bool
+	}{
+		{results.Unknown, results.NotLinearizable, false},
+		{results.Linearizable, results.Unknown, false},
+		{results.Unknown, results.Unknown, false},
+		{results.Linearizable, results.NotLinearizable, true},
+	} {
+		c := &results.Case{Linearizable: results.Linearizable, LinearizableFenced: tc.recorded}
+		d := differences(c, history.Report{}, verdicts{mutex: known(results.Linearizable), fenced: known(tc.found)})
+		if (len(d) > 0) != tc.differs {
+			t.Errorf("recorded %s, re-checked %s: differences %q, want differing=%v", tc.recorded, tc.found, d, tc.differs)
+		}
+	}
+}

@@ -164,6 +164,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--backend", "noop", "--guard", "nope"}, true, `"nope"`},
 		{[]string{"run", "--backend", "noop", "--hold", "bogus"}, true, `"bogus"`},
 		{[]string{"run", "--backend", "noop", "--hold-left", "2"}, true, "hold left 2"},
+		{[]string{"run", "--backend", "noop", "--hold-left", "-3s"}, true, `--hold-left "-3s"`},
+		{[]string{"run", "--backend", "noop", "--hold-left", "soon"}, true, `--hold-left "soon"`},
 		{[]string{"run", "--backend", "noop", "--acquire-timeout", "0s"}, true, "--acquire-timeout 0s"},
 		{[]string{"run", "--suite", "quick", "--auto-extend"}, true, "--auto-extend"},
 		{[]string{"run", "--backend", "noop", "--fault", "client-pause?at=nowhere"}, true, `at="nowhere"`},

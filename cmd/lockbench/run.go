@@ -46,7 +46,7 @@ type runFlags struct {
 	ttl        time.Duration
 	keys       int
 	hold       string
-	holdLeft   float64
+	holdLeft   string
 	autoExtend bool
 	acquireTO  time.Duration
 	think      string
@@ -138,7 +138,8 @@ Backends:
 	fl.DurationVar(&f.ttl, "ttl", time.Second, "lease TTL (faults raise it where they need longer leases)")
 	fl.IntVar(&f.keys, "keys", 100, "keys of the uniform and zipf workloads")
 	fl.StringVar(&f.hold, "hold", "1ms", "hold time: 2ms, 1ms-5ms (uniform) or exp:2ms")
-	fl.Float64Var(&f.holdLeft, "hold-left", 0, "hold a random fraction, up to this much (at most 1), of the validity the lease has left, instead of --hold: catches a lease that claims more than its lock keeps")
+	fl.StringVar(&f.holdLeft, "hold-left", "", "hold a random fraction, up to this much (at most 1), of the validity the lease has left, instead of --hold: "+
+		"catches a lease that claims more than its lock keeps; or, as a duration (3s), hold that long whatever the lease says (with --auto-extend: long holds through server faults)")
 	fl.BoolVar(&f.autoExtend, "auto-extend", false, "leases extend themselves (their watchdog, every TTL/3) while their holders hold: give a --hold of several TTLs")
 	fl.DurationVar(&f.acquireTO, "acquire-timeout", workloads.DefaultAcquireTimeout, "how long each acquire may wait (longer for holds of several TTLs)")
 	fl.StringVar(&f.think, "think", "0", "think time between sections (same forms as --hold)")
@@ -461,6 +462,14 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 	if err != nil {
 		return nil, nil, bench.ConfigError(err)
 	}
+	left, err := parseHoldLeft(f.holdLeft)
+	if err != nil {
+		return nil, nil, err
+	}
+	acquireTO := f.acquireTO
+	if !changed("acquire-timeout") {
+		acquireTO = left.acquireTimeout(acquireTO, f.clients)
+	}
 	think, err := workloads.ParseDist(f.think)
 	if err != nil {
 		return nil, nil, bench.ConfigError(err)
@@ -514,7 +523,7 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
 		ClientsAs: f.clientsAs, Durabilities: f.durability, Injections: f.injections,
 		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think,
-			HoldLeft: f.holdLeft, AutoExtend: f.autoExtend, AcquireTimeout: f.acquireTO},
+			HoldLeft: left.fraction, HoldFor: left.duration, AutoExtend: f.autoExtend, AcquireTimeout: acquireTO},
 	})
 	return cases, nil, err
 }
