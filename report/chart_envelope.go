@@ -130,7 +130,7 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 			w := lg.width(c)
 			pw := (c.Max.X - c.Min.X - w) / vg.Length(len(plots))
 			for i, pl := range plots {
-				drawPlot(draw.Crop(c, vg.Length(i)*pw, -(w + vg.Length(len(plots)-1-i)*pw), 0, 0), pl)
+				drawPlot(draw.Crop(c, vg.Length(i)*pw, -(w+vg.Length(len(plots)-1-i)*pw), 0, 0), pl)
 			}
 			lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(6)))
 		})

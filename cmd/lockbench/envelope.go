@@ -102,7 +102,7 @@ func (f *envelopeFlags) run(cmd *cobra.Command) error {
 	defer env.Close()
 	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
 	file := &results.File{Started: time.Now(), Seed: f.seed, Command: strings.Join(os.Args, " "), Cores: runtime.NumCPU(),
-		Machine: fmt.Sprintf("%d cores, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version()),
+		Machine:  fmt.Sprintf("%d cores, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version()),
 		Versions: versions(cmd.Context())}
 	envs, cases, runErr := envelope.Run(cmd.Context(), envelope.Options{
 		Clusters: bench.NewClusters(env, nil), Backends: bs, Faults: f.faults, Guards: gs, N: f.n, SafeN: f.safeN,
