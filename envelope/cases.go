@@ -2,8 +2,11 @@ package envelope
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/bench"
@@ -60,6 +63,9 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 	sub := fmt.Sprintf("%s-%02d", c.Sub, c.count)
 	c.count++
 	dir := filepath.Join(c.Dir, "points", sub)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return pt, err
+	}
 	r := &bench.Runner{Clusters: c.Clusters, Dir: dir, Worker: c.Worker, Seed: seed}
 	var skipped error
 	r.Progress = func(e bench.Event) {
@@ -72,16 +78,18 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 	c.last = time.Since(start)
 	pt.Replay = []string{fmt.Sprintf("lockbench run --backend '%s' --workload hot --fault '%s' --clients %d --ttl %v --duration 1s --injections %d --guard %s --seed %d --out DIR",
 		c.Backend.Spec, fault.Spec, clients, c.Family.TTL, n, guardList(c.Guards), seed)}
+	if skipped != nil {
+		return pt, errors.Join(skipped, err)
+	}
 	if err != nil {
 		return pt, err
-	}
-	if skipped != nil {
-		return pt, skipped
 	}
 	for _, rc := range f.Cases {
 		if rc.History != "" {
 			rc.History = filepath.ToSlash(filepath.Join("points", sub, rc.History))
-			pt.Histories = append(pt.Histories, rc.History)
+			if !slices.Contains(pt.Histories, rc.History) { // the guards of a case share its history
+				pt.Histories = append(pt.Histories, rc.History)
+			}
 		}
 		c.Results = append(c.Results, rc)
 		count(&pt, rc)

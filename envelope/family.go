@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/nemesis"
 )
 
 // Family is a fault whose size the search varies: its fault spec without
@@ -41,7 +42,7 @@ type Family struct {
 // and of a minority).
 var families = map[string][]Family{
 	"client-pause": {{
-		Name: "client-pause", Fault: "client-pause", Param: "x", Unit: "lease", Min: 1.0 / 16, Max: 4, TTL: time.Second,
+		Name: "client-pause", Fault: "client-pause", Param: "x", Unit: "lease", Min: 1.0 / 16, Max: 3, TTL: time.Second,
 		Mechanism: "the holder's process was stopped past its lease: the lease expired, another client was granted the key, " +
 			"and the holder woke and wrote late (an expired holder, which only a fencing token stops); " +
 			"a lock bug here would be a grant inside the lease the lock promised",
@@ -91,4 +92,18 @@ func (f Family) spec(size float64) string {
 		sep = "&"
 	}
 	return fmt.Sprintf("%s%s%s=%g", f.Fault, sep, f.Param, size)
+}
+
+// fits says why the family's fault cannot strike backend b's servers
+// here (etcd's leases on a monotonic clock, a clock preload missing), or
+// "".
+func (f Family) fits(b bench.Backend) string {
+	fault, err := nemesis.Parse(f.spec(1))
+	if err != nil {
+		return err.Error()
+	}
+	if err := fault.Fits(bench.Shape(b)); err != nil {
+		return err.Error()
+	}
+	return ""
 }

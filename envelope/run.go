@@ -52,6 +52,14 @@ func Run(ctx context.Context, o Options) ([]results.Envelope, []results.Case, er
 			jobs = append(jobs, job{b, f})
 		}
 	}
+	// Searches whose fault cannot strike the lock here take no share of
+	// the budget.
+	searched := 0
+	for _, j := range jobs {
+		if j.f.fits(j.b) == "" {
+			searched++
+		}
+	}
 	if len(jobs) == 0 {
 		return nil, nil, fmt.Errorf("%w: no backend and family to search", bench.ErrConfig)
 	}
@@ -63,13 +71,23 @@ func Run(ctx context.Context, o Options) ([]results.Envelope, []results.Case, er
 	var envs []results.Envelope
 	var all []results.Case
 	for i, j := range jobs {
-		share := time.Until(end) / time.Duration(len(jobs)-i)
+		share := time.Until(end) / time.Duration(max(searched, 1))
 		c := &Cases{Clusters: o.Clusters, Worker: o.Worker, Backend: j.b, Family: j.f, Guards: o.Guards, Clients: o.Clients,
 			Dir: o.Dir, Sub: fmt.Sprintf("%02d-%s-%s", i, sanitize(j.b.Spec), j.f.Name), Deadline: time.Now().Add(share)}
 		lease := bench.Lease(j.b, j.f.TTL)
 		if j.f.Unit != "lease" {
 			lease = max(bench.KeyLife(j.b, j.f.TTL), j.f.TTL)
 		}
+		env := results.Envelope{Backend: j.b.Spec, Family: j.f.Name, Fault: j.f.Fault, Param: j.f.Param, Unit: j.f.Unit,
+			Mechanism: j.f.Mechanism, LeaseMS: float64(lease) / float64(time.Millisecond), MinSize: j.f.Min, MaxSize: j.f.Max,
+			Resolution: Resolution}
+		if why := j.f.fits(j.b); why != "" {
+			logf(o.Log, "envelope: %s %s: not applicable: %s", j.b.Spec, j.f.Name, why)
+			env.Notes = []string{"not applicable: " + why}
+			envs = append(envs, env)
+			continue
+		}
+		searched--
 		logf(o.Log, "envelope: %s %s: searching %g–%g %ss (%v) for %v", j.b.Spec, j.f.Name, j.f.Min, j.f.Max, j.f.Unit, lease, share.Round(time.Second))
 		s := Search{Min: j.f.Min, Max: j.f.Max, Resolution: Resolution, N: o.N, SafeN: o.SafeN, Events: events, Seed: o.Seed + uint64(i)*1000003}
 		res, err := s.Run(ctx, logged{c, o.Log, j.b.Spec + " " + j.f.Name})
@@ -77,9 +95,7 @@ func Run(ctx context.Context, o Options) ([]results.Envelope, []results.Case, er
 		if err != nil {
 			return envs, all, err
 		}
-		env := results.Envelope{Backend: j.b.Spec, Family: j.f.Name, Fault: j.f.Fault, Param: j.f.Param, Unit: j.f.Unit,
-			Mechanism: j.f.Mechanism, LeaseMS: float64(lease) / float64(time.Millisecond), MinSize: j.f.Min, MaxSize: j.f.Max,
-			Resolution: Resolution, Points: res.Points, Boundaries: res.Boundaries, Notes: res.Notes}
+		env.Points, env.Boundaries, env.Notes = res.Points, res.Boundaries, res.Notes
 		for _, b := range env.Boundaries {
 			logf(o.Log, "envelope: %s %s: %s", j.b.Spec, j.f.Name, b.Describe(j.f.Unit))
 		}

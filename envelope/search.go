@@ -122,9 +122,13 @@ func (s Search) Run(ctx context.Context, p Prober) (Result, error) {
 		return Result{}, err
 	}
 	r := &run{s: s, p: p, sizes: sizes, pts: map[int]*results.EnvelopePoint{}, failed: map[int]bool{}, empty: map[int]int{}}
-	for _, ev := range s.Events {
-		if err := r.bisect(ctx, ev); err != nil {
-			return Result{}, err
+	// Every event's bracket first, then the safe ends' top-ups: a search
+	// short of time spends it on brackets, the cheaper evidence.
+	for _, topUp := range []bool{false, true} {
+		for _, ev := range s.Events {
+			if err := r.bisect(ctx, ev, topUp); err != nil {
+				return Result{}, err
+			}
 		}
 	}
 	res := Result{Notes: r.notes}
@@ -134,7 +138,7 @@ func (s Search) Run(ctx context.Context, p Prober) (Result, error) {
 		}
 	}
 	for _, ev := range s.Events {
-		res.Boundaries = append(res.Boundaries, Boundary(res.Points, ev, s.Resolution, s.SafeN))
+		res.Boundaries = append(res.Boundaries, Boundary(res.Points, ev, s.Min, s.Resolution, s.SafeN))
 	}
 	return res, nil
 }
@@ -224,8 +228,10 @@ func (r *run) seen(k int, ev string) (bool, bool) {
 	return pt.Count(ev) > 0, true
 }
 
-// bisect narrows ev's bracket to neighbouring sizes of the grid.
-func (r *run) bisect(ctx context.Context, ev string) error {
+// bisect narrows ev's bracket to neighbouring sizes of the grid; with
+// topUp it then gives the clean end SafeN tested injections, and goes on
+// below it if they show ev.
+func (r *run) bisect(ctx context.Context, ev string, topUp bool) error {
 	top := len(r.sizes) - 1
 	hi := -1 // smallest size known to show ev
 	for k := range r.sizes {
@@ -241,6 +247,9 @@ func (r *run) bisect(ctx context.Context, ev string) error {
 			return err
 		}
 		if s, _ := r.seen(top, ev); !s {
+			if !topUp {
+				return nil
+			}
 			_, err := r.ensure(ctx, top, r.s.SafeN)
 			if s, _ := r.seen(top, ev); !s || err != nil {
 				return err
@@ -280,6 +289,9 @@ func (r *run) bisect(ctx context.Context, ev string) error {
 			}
 		}
 		// The safe end's top-up.
+		if !topUp {
+			return nil
+		}
 		if _, err := r.ensure(ctx, lo, r.s.SafeN); err != nil || r.out {
 			return err
 		}
@@ -318,8 +330,9 @@ func (r *run) pick(lo, hi int) int {
 // Boundary draws ev's boundary from points (ascending size): the smallest
 // size that showed it, the largest clean size below that one with its
 // exact bound; resolved when the two are neighbours of a grid of ratio
-// res and the clean end has safeN tested injections.
-func Boundary(points []results.EnvelopePoint, ev string, res float64, safeN int) results.Boundary {
+// res and the clean end has safeN tested injections, or when the grid's
+// smallest size, min, showed it.
+func Boundary(points []results.EnvelopePoint, ev string, min, res float64, safeN int) results.Boundary {
 	pts := slices.Clone(points)
 	slices.SortFunc(pts, func(a, b results.EnvelopePoint) int { return cmpFloat(a.Size, b.Size) })
 	b := results.Boundary{Event: ev}
@@ -350,8 +363,8 @@ func Boundary(points []results.EnvelopePoint, ev string, res float64, safeN int)
 	switch {
 	case first >= 0 && safe >= 0:
 		b.Resolved = b.First/b.Safe <= res*(1+1e-3) && b.SafeTested >= safeN
-	case first == 0:
-		b.Resolved = true // below the smallest size tried
+	case first >= 0:
+		b.Resolved = b.First <= min*(1+1e-6) // below the smallest size of the grid
 	}
 	return b
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // regionColor shades the service's own environment on an envelope.
-var regionColor = color.RGBA{120, 170, 230, 70}
+var regionColor = color.NRGBA{120, 170, 230, 70}
 
 // envelopeCharts draws one chart per fault family of f's envelopes: two
 // panels (lock bugs; late writes under the first guard searched), the
@@ -97,8 +97,8 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 				}
 				band := append(upper, reverse(lower)...)
 				if poly, err := plotter.NewPolygon(band); err == nil {
-					c := st.line.Color.(color.RGBA)
-					poly.Color, poly.LineStyle.Width = color.RGBA{c.R, c.G, c.B, 40}, 0
+					r, g, bl, _ := st.line.Color.RGBA()
+					poly.Color, poly.LineStyle.Width = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 45}, 0
 					pl.Add(poly)
 				}
 				l, s, err := plotter.NewLinePoints(line)
