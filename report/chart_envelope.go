@@ -44,7 +44,7 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 			Read: "x: the fault's size over the lock's " + es[0].Unit + " (log); y: the share of tested injections followed by the event, " +
 				"each point a probe, the band its exact 95% bounds; a ring marks each lock's first event (its boundary); " +
 				"the shaded region, when a profile is given, is the service's own environment.",
-			Width: 10 * vg.Inch, Height: 4.6 * vg.Inch,
+			Width: 12 * vg.Inch, Height: 4.6 * vg.Inch,
 		}
 		events := []string{results.EventLockBug}
 		for _, b := range es[0].Boundaries {
@@ -98,7 +98,7 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 				band := append(upper, reverse(lower)...)
 				if poly, err := plotter.NewPolygon(band); err == nil {
 					r, g, bl, _ := st.line.Color.RGBA()
-					poly.Color, poly.LineStyle.Width = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 45}, 0
+					poly.Color, poly.LineStyle.Width = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 30}, 0
 					pl.Add(poly)
 				}
 				l, s, err := plotter.NewLinePoints(line)

@@ -83,6 +83,8 @@ func EnvelopeMargins(f *results.File, p *results.Profile, backend string) []stri
 			switch {
 			case b.None:
 				parts = append(parts, fmt.Sprintf("its %s was never reached up to %g %ss (0 in %d tested, ≤ %.0f%%)", what, b.Safe, e.Unit, b.SafeTested, 100*b.SafeUpper95))
+			case b.First > 0 && b.SafeTested == 0 && !b.Resolved:
+				parts = append(parts, fmt.Sprintf("its %s was seen at %g %ss, no smaller size probed (at or below it)", what, b.First, e.Unit))
 			case b.First > 0 && r.Size > 0:
 				verdict := fmt.Sprintf("%.1f× your %s", b.First/r.Size, r.what())
 				if b.First <= r.Size {
@@ -92,6 +94,13 @@ func EnvelopeMargins(f *results.File, p *results.Profile, backend string) []stri
 			case b.First > 0:
 				parts = append(parts, fmt.Sprintf("its %s was at %g %ss", what, b.First, e.Unit))
 			}
+		}
+		if len(parts) == 0 {
+			why := "no point measured"
+			if len(e.Notes) > 0 {
+				why = e.Notes[0]
+			}
+			parts = append(parts, "not measured ("+why+")")
 		}
 		out = append(out, fmt.Sprintf("%s under %s: %s reach %.3g %ss; %s", e.Backend, e.Family, r.Label, r.Size, e.Unit, strings.Join(parts, "; ")))
 	}
