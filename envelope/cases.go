@@ -76,7 +76,8 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 	start := time.Now()
 	f, err := r.Run(ctx, []bench.Case{bc})
 	c.last = time.Since(start)
-	pt.Replay = []string{fmt.Sprintf("lockbench run --backend '%s' --workload hot --fault '%s' --clients %d --ttl %v --duration 1s --injections %d --guard %s --seed %d --out DIR",
+	pt.Replay = []string{fmt.Sprintf("lockbench run --backend '%s' --workload hot --fault '%s' "+
+		"--clients %d --ttl %v --duration 1s --injections %d --guard %s --seed %d --out DIR",
 		c.Backend.Spec, fault.Spec, clients, c.Family.TTL, n, guardList(c.Guards), seed)}
 	if skipped != nil {
 		return pt, errors.Join(skipped, err)

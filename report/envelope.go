@@ -82,7 +82,8 @@ func EnvelopeMargins(f *results.File, p *results.Profile, backend string) []stri
 			}
 			switch {
 			case b.None:
-				parts = append(parts, fmt.Sprintf("its %s was never reached up to %g %ss (0 in %d tested, ≤ %.0f%%)", what, b.Safe, e.Unit, b.SafeTested, 100*b.SafeUpper95))
+				parts = append(parts, fmt.Sprintf("its %s was never reached up to %g %ss (0 in %d tested, ≤ %.0f%%)",
+					what, b.Safe, e.Unit, b.SafeTested, 100*b.SafeUpper95))
 			case b.First > 0 && b.SafeTested == 0 && !b.Resolved:
 				parts = append(parts, fmt.Sprintf("its %s was seen at %g %ss, no smaller size probed (at or below it)", what, b.First, e.Unit))
 			case b.First > 0 && r.Size > 0:
@@ -140,8 +141,9 @@ func EnvelopeSection(f *results.File, p *results.Profile, charts map[string]*cha
 	var b strings.Builder
 	b.WriteString("## Safety envelopes: where each lock breaks\n\n")
 	b.WriteString("Each point is a probe of a search on the fault's size: its tested injections and how many were followed by a lock bug " +
-		"(a grant inside the earlier holder's promised lease) or by a late write a guard let in. The boundary is the largest size with none in its tested " +
-		"injections (with the exact 95% bound on the rate there) below the smallest size with one; sizes are 2^¼ apart, so a resolved boundary is known " +
+		"(a grant inside the earlier holder's promised lease) or by a late write a guard let in. " +
+		"The boundary is the largest size with none in its tested injections (with the exact 95% bound on the rate there) " +
+		"below the smallest size with one; sizes are 2^¼ apart, so a resolved boundary is known " +
 		"to within a factor 1.19.\n\n")
 	if ms := EnvelopeMargins(f, p, ""); len(ms) > 0 {
 		b.WriteString("**Your service against the envelopes:**\n\n")

@@ -31,7 +31,8 @@ func TestEnvelopesDrawTheProfilesRegion(t *testing.T) {
 	jump := pause
 	jump.Family, jump.Unit, jump.Boundaries = "clock-jump", "key lifetime", []results.Boundary{
 		{Event: results.EventLockBug, Safe: 0.2102, SafeTested: 6, SafeUpper95: 0.39, First: 0.25, FirstCount: 2, FirstTested: 6, Resolved: true}}
-	p := &results.Profile{TTL: results.Duration(10 * time.Second), MaxPause: results.Duration(800 * time.Millisecond), ClockStep: results.Duration(2 * time.Second)}
+	p := &results.Profile{TTL: results.Duration(10 * time.Second), MaxPause: results.Duration(800 * time.Millisecond),
+		ClockStep: results.Duration(2 * time.Second)}
 	f := &results.File{Envelopes: []results.Envelope{pause, jump}, Profile: p}
 	dir := t.TempDir()
 	if err := report.WriteEnvelopes(dir, f, nil); err != nil {

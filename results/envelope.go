@@ -170,13 +170,16 @@ func (e Envelope) Check() error {
 func (b Boundary) Describe(unit string) string {
 	switch {
 	case b.None:
-		return fmt.Sprintf("%s: none up to %g %ss, the largest tried (0 in %d tested, rate ≤ %.0f%%)", b.Event, b.Safe, unit, b.SafeTested, 100*b.SafeUpper95)
+		return fmt.Sprintf("%s: none up to %g %ss, the largest tried (0 in %d tested, rate ≤ %.0f%%)",
+			b.Event, b.Safe, unit, b.SafeTested, 100*b.SafeUpper95)
 	case b.First == 0:
 		return fmt.Sprintf("%s: not probed", b.Event)
 	case b.SafeTested == 0 && b.Resolved:
-		return fmt.Sprintf("%s: already at %g %ss, the smallest size of the search (%d of %d tested)", b.Event, b.First, unit, b.FirstCount, b.FirstTested)
+		return fmt.Sprintf("%s: already at %g %ss, the smallest size of the search (%d of %d tested)",
+			b.Event, b.First, unit, b.FirstCount, b.FirstTested)
 	case b.SafeTested == 0:
-		return fmt.Sprintf("%s: seen at %g %ss (%d of %d tested); no smaller size probed within the budget", b.Event, b.First, unit, b.FirstCount, b.FirstTested)
+		return fmt.Sprintf("%s: seen at %g %ss (%d of %d tested); no smaller size probed within the budget",
+			b.Event, b.First, unit, b.FirstCount, b.FirstTested)
 	}
 	res := ""
 	if !b.Resolved {

@@ -18,7 +18,8 @@ func goodEnvelope() results.Envelope {
 			{Size: 0.21, Tested: 6, Injections: 6, LateWrites: map[string]int{"none": 0}, Seeds: []uint64{1}},
 			{Size: 0.25, Tested: 3, Injections: 3, LockBugs: 2, LateWrites: map[string]int{"none": 2}, Seeds: []uint64{2}},
 		},
-		Boundaries: []results.Boundary{{Event: results.EventLockBug, Safe: 0.21, SafeTested: 6, SafeUpper95: 0.39, First: 0.25, FirstCount: 2, FirstTested: 3, Resolved: true}},
+		Boundaries: []results.Boundary{{Event: results.EventLockBug, Safe: 0.21, SafeTested: 6, SafeUpper95: 0.39,
+			First: 0.25, FirstCount: 2, FirstTested: 3, Resolved: true}},
 	}
 }
 
@@ -59,7 +60,8 @@ func FuzzReadEnvelopes(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, s := range []string{string(good), `{"version":1,"envelopes":[{}]}`, `{"version":1,"envelopes":[{"min_size":1,"max_size":1,"resolution":2,"points":[{"size":1,"tested":-1}]}]}`,
+	for _, s := range []string{string(good), `{"version":1,"envelopes":[{}]}`,
+		`{"version":1,"envelopes":[{"min_size":1,"max_size":1,"resolution":2,"points":[{"size":1,"tested":-1}]}]}`,
 		`{"version":1,"envelopes":[{"boundaries":[{"safe":1e400}]}]}`, `{"version":1,"envelopes":null}`} {
 		f.Add([]byte(s))
 	}

@@ -40,15 +40,17 @@ end topped up to --safe-injections before the search stops. It writes DIR/result
 probe's cases, and the envelopes: points, boundaries, the seed that replays each point) and the
 envelope report (DIR/envelope.md, DIR/envelope.png). --budget is the whole run's time, shared
 equally by the searches; a search out of time says how far it got.`,
-		Example: `  lockbench envelope --backend redis,redlock,zookeeper,etcd,'postgres?mode=lease' --fault client-pause,clock-jump --budget 10m --out results/envelope`,
-		Args:    cobra.NoArgs,
+		Example: `  lockbench envelope --backend redis,redlock,zookeeper,etcd,'postgres?mode=lease' \
+    --fault client-pause,clock-jump --budget 10m --out results/envelope`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to search (required)")
-	fl.StringSliceVar(&f.faults, "fault", envelope.Names(), "fault families: "+strings.Join(envelope.Names(), ", ")+" (clock-jump searches a majority and, on several nodes, a minority)")
+	fl.StringSliceVar(&f.faults, "fault", envelope.Names(),
+		"fault families: "+strings.Join(envelope.Names(), ", ")+" (clock-jump searches a majority and, on several nodes, a minority)")
 	fl.StringSliceVar(&f.guards, "guard", []string{"none", "fence"}, "guards each probe is judged under; late writes are searched under the first")
 	fl.DurationVar(&f.budget, "budget", 10*time.Minute, "the whole run's time")
 	fl.StringVar(&f.out, "out", "", "output dir (required)")
