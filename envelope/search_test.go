@@ -94,7 +94,7 @@ func brackets(b results.Boundary, threshold, res float64) bool {
 // what the search must get right is its claim: the true chance at the
 // reported safe end lies under the reported 95% bound in at least 95% of
 // 1000 seeded searches (measured: 98.9%), and the first size with a bug
-// lies below 1.5t (where the chance is 0.5) in most (measured: 99.6%).
+// lies below 1.5t·2^¼ (where the chance is 0.5) in at least 90% (measured: 100%).
 func TestSearchOnANoisyRamp(t *testing.T) {
 	const runs = 1000
 	var covered, below, probes int
