@@ -98,6 +98,11 @@ func (o Options) Write(dir string, f *results.File) error {
 			errs = append(errs, err)
 		}
 	}
+	if f != nil && len(f.Envelopes) > 0 && !o.NoCharts { // lockbench envelope's, or advise --envelopes: envelope.md beside
+		if err := WriteEnvelopes(dir, f, f.Profile); err != nil {
+			errs = append(errs, fmt.Errorf("report: envelopes: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

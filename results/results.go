@@ -62,6 +62,9 @@ type File struct {
 	// Answer is the decision on the run's evidence (package answer);
 	// nil until a decision was made.
 	Answer *Answer `json:"answer,omitempty"`
+	// Envelopes are where each lock broke against a fault's size
+	// (lockbench envelope); see Envelope.
+	Envelopes []Envelope `json:"envelopes,omitempty"`
 }
 
 // Skip is one fault class the run did not put one backend through.
@@ -577,6 +580,11 @@ func Read(path string) (*File, error) {
 	}
 	if f.Version != Version {
 		return nil, fmt.Errorf("%s: schema version %d, this lockbench reads %d", path, f.Version, Version)
+	}
+	for _, e := range f.Envelopes {
+		if err := e.Check(); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	return &f, nil
 }

@@ -22,6 +22,7 @@ targets=(
   "./judge FuzzWire 30000"               # the judge's wire protocol
   "./results FuzzRead 15000"             # results.json
   "./results FuzzDecode 60000"           # its HDR histograms
+  "./results FuzzReadEnvelopes 5000"     # lockbench envelope's results.json
 )
 start=$(date +%s)
 for t in "${targets[@]}"; do

@@ -31,6 +31,9 @@ type adviseFlags struct {
 	seed     uint64
 	noReport bool
 	failOn   []string
+	// envelopes is an envelope run's dir whose boundaries the answer
+	// measures the profile against (envelope_advise.go).
+	envelopes string
 }
 
 func adviseCmd() *cobra.Command {
@@ -85,6 +88,7 @@ The profile in YAML (every field optional; durations as 200ms, 5s):
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required unless --dry-run)")
 	fl.Uint64Var(&f.seed, "seed", 0, "the run's seed (default random; results.json records it)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
+	fl.StringVar(&f.envelopes, "envelopes", "", "an envelope run (lockbench envelope --out DIR): say how far the profile's pauses and clock steps lie from each lock's boundary, and shade them on its charts (with --dry-run too)")
 	fl.StringSliceVar(&f.failOn, "fail-on", nil, "exit 3 when any of these holds: lock-bug (a real backend's lock bug), "+
 		"stale-write (a stale write the profile's resource accepted), undecided (the answer is not decided)")
 	return cmd
@@ -145,7 +149,11 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if f.dryRun {
-		return pl.Write(stdout)
+		if err := pl.Write(stdout); err != nil || f.envelopes == "" {
+			return err
+		}
+		rp := p.Results(pl.Candidates)
+		return adviseEnvelopes(stdout, f.envelopes, f.out, &results.File{Profile: &rp})
 	}
 	if f.out == "" {
 		return fmt.Errorf("%w: --out: required (or give --dry-run)", bench.ErrConfig)
@@ -199,6 +207,11 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 	}
 	if err := writeAnswer(stdout, file, verdict); err != nil {
 		return err
+	}
+	if f.envelopes != "" {
+		if err := adviseEnvelopes(stdout, f.envelopes, f.out, file); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "results: %s\n", filepath.Join(f.out, "results.json"))
 	if !f.noReport {

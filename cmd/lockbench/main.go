@@ -46,7 +46,7 @@ func rootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate("lockbench {{.Version}}\n")
 	root.AddCommand(runCmd(), adviseCmd(), reportCmd(), backendsCmd(), clusterCmd(), workerCmd(), proxyCmd(), judgeCmd(), checkCmd(),
-		hostsCmd(), lazyfsCmd())
+		hostsCmd(), lazyfsCmd(), envelopeCmd())
 	root.AddCommand(admitCmds()...)
 	return root
 }

@@ -1,0 +1,109 @@
+package envelope
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/nemesis"
+)
+
+// Family is a fault whose size the search varies: its fault spec without
+// the size, the param that sizes it, what a size of 1 is, the range
+// searched, and the way the debate says it breaks a lock.
+type Family struct {
+	// Name names the family in results and charts (client-pause,
+	// clock-jump, clock-jump-minority).
+	Name string
+	// Fault is the fault spec the size's param is added to.
+	Fault string
+	// Param is the param that sizes the fault, in Units of the lock.
+	Param string
+	// Unit is what a size of 1 is: the lease (pauses) or the key's
+	// lifetime on the servers (clock jumps).
+	Unit string
+	// Min and Max are the sizes searched.
+	Min, Max float64
+	// TTL is the lease the cases ask for (a fault raises it to its
+	// MinTTL).
+	TTL time.Duration
+	// Mechanism is the debate's account of how this family breaks a
+	// lock, for the report.
+	Mechanism string
+	// multiNode is set for a family that needs several nodes (a minority
+	// is not the whole of one node).
+	multiNode bool
+}
+
+// families are the families lockbench envelope knows, by the fault name
+// --fault takes; a name may stand for several (a clock jump of a majority
+// and of a minority).
+var families = map[string][]Family{
+	"client-pause": {{
+		Name: "client-pause", Fault: "client-pause", Param: "x", Unit: "lease", Min: 1.0 / 16, Max: 3, TTL: time.Second,
+		Mechanism: "the holder's process was stopped past its lease: the lease expired, another client was granted the key, " +
+			"and the holder woke and wrote late (an expired holder, which only a fencing token stops); " +
+			"a lock bug here would be a grant inside the lease the lock promised",
+	}},
+	"clock-jump": {{
+		Name: "clock-jump", Fault: "clock-jump?nodes=majority", Param: "by", Unit: "key lifetime", Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
+		Mechanism: "the servers' wall clock jumped forward while a holder held: a key timed by that clock expired early, " +
+			"and another client was granted it inside the holder's lease",
+	}, {
+		Name: "clock-jump-minority", Fault: "clock-jump?nodes=minority", Param: "by", Unit: "key lifetime", Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
+		Mechanism: "a minority's wall clock jumped forward: its keys expired early; a majority lock should still hold, " +
+			"since a new grant needs a majority and the jumped minority alone is not one",
+		multiNode: true,
+	}},
+}
+
+// Names are the fault names Families takes.
+func Names() []string { return []string{"client-pause", "clock-jump"} }
+
+// Families returns the families of the fault names given, for backend b:
+// a family that needs several nodes is left out for a lock on one.
+func Families(names []string, b bench.Backend) ([]Family, error) {
+	var out []Family
+	for _, n := range names {
+		fs, ok := families[strings.TrimSpace(n)]
+		if !ok {
+			return nil, fmt.Errorf("%w: envelope fault %q: want one of %v", bench.ErrConfig, n, Names())
+		}
+		for _, f := range fs {
+			if f.multiNode && bench.Shape(b).Nodes < 3 {
+				continue
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// Resolution is the ratio between neighbouring sizes of every search's
+// grid: a boundary is found to within 2^¼ ≈ 1.19 of its size.
+var Resolution = math.Pow(2, 0.25)
+
+// spec is the family's fault at size.
+func (f Family) spec(size float64) string {
+	sep := "?"
+	if strings.Contains(f.Fault, "?") {
+		sep = "&"
+	}
+	return fmt.Sprintf("%s%s%s=%g", f.Fault, sep, f.Param, size)
+}
+
+// fits says why the family's fault cannot strike backend b's servers
+// here (etcd's leases on a monotonic clock, a clock preload missing), or
+// "".
+func (f Family) fits(b bench.Backend) string {
+	fault, err := nemesis.Parse(f.spec(1))
+	if err != nil {
+		return err.Error()
+	}
+	if err := fault.Fits(bench.Shape(b)); err != nil {
+		return err.Error()
+	}
+	return ""
+}

@@ -1,0 +1,56 @@
+package report_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/report"
+	"github.com/lockbench/lockbench/results"
+)
+
+// TestEnvelopesDrawTheProfilesRegion: an envelope file with a profile
+// gets a chart per family and a section whose margins cite the profile's
+// pause and clock step against each boundary.
+func TestEnvelopesDrawTheProfilesRegion(t *testing.T) {
+	res := math.Pow(2, 0.25)
+	pause := results.Envelope{Backend: "redis", Family: "client-pause", Fault: "client-pause", Param: "x", Unit: "lease", LeaseMS: 1000,
+		MinSize: 0.0625, MaxSize: 3, Resolution: res,
+		Points: []results.EnvelopePoint{
+			{Size: 0.8409, Tested: 6, Injections: 6, LateWrites: map[string]int{"none": 0}},
+			{Size: 1, Tested: 3, Injections: 3, LateWrites: map[string]int{"none": 3}},
+			{Size: 3, Tested: 6, Injections: 6, LateWrites: map[string]int{"none": 6}},
+		},
+		Boundaries: []results.Boundary{
+			{Event: results.EventLockBug, Safe: 3, SafeTested: 6, SafeUpper95: 0.39, None: true},
+			{Event: "late-write:none", Safe: 0.8409, SafeTested: 6, SafeUpper95: 0.39, First: 1, FirstCount: 3, FirstTested: 3, Resolved: true},
+		}}
+	jump := pause
+	jump.Family, jump.Unit, jump.Boundaries = "clock-jump", "key lifetime", []results.Boundary{
+		{Event: results.EventLockBug, Safe: 0.2102, SafeTested: 6, SafeUpper95: 0.39, First: 0.25, FirstCount: 2, FirstTested: 6, Resolved: true}}
+	p := &results.Profile{TTL: results.Duration(10 * time.Second), MaxPause: results.Duration(800 * time.Millisecond),
+		ClockStep: results.Duration(2 * time.Second)}
+	f := &results.File{Envelopes: []results.Envelope{pause, jump}, Profile: p}
+	dir := t.TempDir()
+	if err := report.WriteEnvelopes(dir, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "envelope.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"reach 0.08 leases", "was at 1 leases (12.5× your pauses)", "never reached up to 3 leases",
+		"reach 0.2 key lifetimes", "was at 0.25 key lifetimes (1.2× your clock steps)", "charts/envelope-clock-jump.png"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("envelope.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, c := range []string{"envelope-client-pause.png", "envelope-clock-jump.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, "charts", c)); err != nil {
+			t.Error(err)
+		}
+	}
+}
