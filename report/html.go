@@ -75,13 +75,7 @@ func writeHTML(w io.Writer, d *document, link bool) error {
 			b.WriteString("<div class=\"answers\">\n")
 			for _, a := range x.items {
 				fmt.Fprintf(&b, "<section class=\"answer\">\n<h3>%s</h3>\n<p class=\"strong\">%s</p>\n", e(a.title), e(a.answer))
-				if len(a.evidence) > 0 {
-					b.WriteString("<ul>\n")
-					for _, it := range a.evidence {
-						fmt.Fprintf(&b, "<li>%s</li>\n", e(it))
-					}
-					b.WriteString("</ul>\n")
-				}
+				writeEvidence(&b, a.evidence)
 				b.WriteString("</section>\n")
 			}
 			b.WriteString("</div>\n")
@@ -108,6 +102,34 @@ func writeHTML(w io.Writer, d *document, link bool) error {
 	b.WriteString("</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// answerShown is how many lines of an answer's evidence its box shows
+// open: a real run's answer has dozens (every candidate set apart, what
+// would settle each tie), which would push the other intent's answer
+// and the page's first screen down; the rest open on a click.
+const answerShown = 3
+
+// writeEvidence writes an answer's evidence: its first answerShown lines,
+// the rest folded under a summary that counts them.
+func writeEvidence(b *strings.Builder, evidence []string) {
+	e := html.EscapeString
+	list := func(items []string) {
+		b.WriteString("<ul>\n")
+		for _, it := range items {
+			fmt.Fprintf(b, "<li>%s</li>\n", e(it))
+		}
+		b.WriteString("</ul>\n")
+	}
+	if len(evidence) == 0 {
+		return
+	}
+	list(evidence[:min(len(evidence), answerShown)])
+	if rest := evidence[min(len(evidence), answerShown):]; len(rest) > 0 {
+		fmt.Fprintf(b, "<details><summary>The rest of the evidence (%d lines)</summary>\n", len(rest))
+		list(rest)
+		b.WriteString("</details>\n")
+	}
 }
 
 func writeHTMLTable(b *strings.Builder, t table) {
