@@ -95,17 +95,19 @@ bench-envelope: deps build
 	@ln -sfn $(notdir $(OUT)) results/latest
 
 # The sample report the front page links to: RUN's report re-rendered by
-# this code, copied into docs/sample with its results.json and charts
-# (not its histories or server logs: a few MB). Regenerate it from the
-# make bench of the code it describes.
+# this code into docs/sample from RUN's results.json alone (not its
+# histories or server logs), its charts as paletted PNGs that index.html
+# links, without SVGs: a few MB. Regenerate it from the make bench of the
+# code it describes.
 RUN ?= results/latest
 SAMPLE := docs/sample
 sample: build
 	@test -f $(RUN)/results.json || { echo "make sample: no $(RUN)/results.json (make bench first, or RUN=DIR)"; exit 1; }
-	$(BIN)/lockbench report $(RUN)
-	rm -rf $(SAMPLE) && mkdir -p $(SAMPLE)/charts
-	cp $(RUN)/index.html $(RUN)/report.md $(RUN)/results.json $(SAMPLE)/
-	cp $(RUN)/charts/* $(SAMPLE)/charts/
+	rm -rf $(SAMPLE).new && mkdir -p $(SAMPLE).new
+	cp $(RUN)/results.json $(SAMPLE).new/
+	$(BIN)/lockbench report --link-charts --no-svg $(SAMPLE).new
+	rm -f $(SAMPLE).new/results.csv
+	rm -rf $(SAMPLE) && mv $(SAMPLE).new $(SAMPLE)
 	@du -sh $(SAMPLE)
 
 clean:

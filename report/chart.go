@@ -25,8 +25,8 @@ const chartDir = "charts"
 // chartDPI is the resolution of the PNGs: 10 in wide is 960 px.
 const chartDPI = 96
 
-// chart is one rendered figure: its files are charts/<Name>.png and
-// charts/<Name>.svg.
+// chart is one rendered figure: its files are charts/<Name>.png and,
+// unless a report leaves them out, charts/<Name>.svg.
 type chart struct {
 	Name  string
 	Title string
@@ -34,46 +34,67 @@ type chart struct {
 	Read string
 	// Notes say what the chart leaves out and which choices it made.
 	Notes []string
-	// PNG is the rendered image, kept to inline it in index.html.
+	// PNG is the rendered image (at most maxColours colours), kept to
+	// inline it in index.html.
 	PNG           []byte
 	Width, Height vg.Length
+	// draw draws the figure on a canvas: kept to draw the SVG when the
+	// chart is written.
+	draw func(c draw.Canvas)
+	// svg is set once the chart's SVG is written.
+	svg bool
 }
 
-// render draws a chart with fn into PNG and SVG files under dir. Any
-// panic inside gonum/plot (it panics on, for example, a non-positive
-// value on a log axis) becomes an error naming the chart, so bad input
-// never takes the process down.
-func (ch *chart) render(dir string, fn func(c draw.Canvas)) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(error); ok {
-				err = fmt.Errorf("chart %s: plotting failed: %w", ch.Name, e)
-			} else {
-				err = fmt.Errorf("chart %s: plotting failed: %v", ch.Name, r)
-			}
-		}
-	}()
+// render draws a chart with fn into its PNG. Any panic inside gonum/plot
+// (it panics on, for example, a non-positive value on a log axis)
+// becomes an error naming the chart, so bad input never takes the
+// process down.
+func (ch *chart) render(fn func(c draw.Canvas)) (err error) {
+	defer ch.recoverPlot(&err)
 	img := vgimg.NewWith(vgimg.UseWH(ch.Width, ch.Height), vgimg.UseDPI(chartDPI), vgimg.UseBackgroundColor(color.White))
 	fn(draw.New(img))
-	var png bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&png); err != nil {
+	png, err := palettedPNG(img.Image())
+	if err != nil {
 		return fmt.Errorf("chart %s: png: %w", ch.Name, err)
 	}
-	svg := vgsvg.New(ch.Width, ch.Height)
-	fn(draw.New(svg))
-	var sv bytes.Buffer
-	if _, err := svg.WriteTo(&sv); err != nil {
-		return fmt.Errorf("chart %s: svg: %w", ch.Name, err)
-	}
+	ch.PNG, ch.draw = png, fn
+	return nil
+}
+
+// write writes the chart's PNG under dir, and its SVG (drawn now) when
+// svg is set.
+func (ch *chart) write(dir string, svg bool) (err error) {
+	defer ch.recoverPlot(&err)
 	base := filepath.Join(dir, chartDir, ch.Name)
-	if err := os.WriteFile(base+".png", png.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(base+".png", ch.PNG, 0o644); err != nil {
 		return fmt.Errorf("chart %s: %w", ch.Name, err)
+	}
+	if !svg {
+		return nil
+	}
+	c := vgsvg.New(ch.Width, ch.Height)
+	ch.draw(draw.New(c))
+	var sv bytes.Buffer
+	if _, err := c.WriteTo(&sv); err != nil {
+		return fmt.Errorf("chart %s: svg: %w", ch.Name, err)
 	}
 	if err := os.WriteFile(base+".svg", sv.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("chart %s: %w", ch.Name, err)
 	}
-	ch.PNG = png.Bytes()
+	ch.svg = true
 	return nil
+}
+
+// recoverPlot turns a panic inside gonum/plot into *err, naming the
+// chart.
+func (ch *chart) recoverPlot(err *error) {
+	if r := recover(); r != nil {
+		if e, ok := r.(error); ok {
+			*err = fmt.Errorf("chart %s: plotting failed: %w", ch.Name, e)
+		} else {
+			*err = fmt.Errorf("chart %s: plotting failed: %v", ch.Name, r)
+		}
+	}
 }
 
 // Text sizes, chosen to stay legible when a 960 px chart is shown

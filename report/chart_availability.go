@@ -29,7 +29,7 @@ var cellNoData = color.RGBA{225, 225, 232, 255}
 // (columns): in each cell the grants inside the fault windows as a share
 // of the backend's own rate before them (the median over cases), the
 // acquire p99 inside the windows and the time to recover after each.
-func (ds *dataset) availabilityChart(dir string) (*chart, error) {
+func (ds *dataset) availabilityChart() (*chart, error) {
 	var rows []string
 	measured := false
 	for _, cls := range ds.Classes {
@@ -98,7 +98,7 @@ func (ds *dataset) availabilityChart(dir string) (*chart, error) {
 	lg.add("bold: under half the")
 	lg.add("baseline, or never")
 	lg.add("recovered")
-	return gridChartW(ch, dir, ds.Backends, []gridPanel{pn}, lg, "fault class", 1.05*vg.Inch, 1.9*vg.Inch)
+	return gridChartW(ch, ds.Backends, []gridPanel{pn}, lg, "fault class", 1.05*vg.Inch, 1.9*vg.Inch)
 }
 
 // shareLabel is a cell's in-fault share of the baseline on the chart's

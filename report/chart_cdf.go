@@ -46,7 +46,7 @@ func cdfOf(g *group) cdfCurve {
 // most x, from the merged HDR histograms, on a log time axis. Backends
 // with no histogram, or not run at the chosen client count, are named in
 // the legend and the notes.
-func (ds *dataset) cdfChart(dir, workload string, want int) (*chart, error) {
+func (ds *dataset) cdfChart(workload string, want int) (*chart, error) {
 	guard := ds.primaryGuard(workload, faultNone)
 	clients := ds.latencyClients(workload, guard, want)
 	if clients == 0 {
@@ -116,7 +116,7 @@ func (ds *dataset) cdfChart(dir, workload string, want int) (*chart, error) {
 	}
 	lg.add("p50, p99, p99.9 levels", lineOnly{ref})
 	addMissing(lg, notes)
-	return ch, ch.render(dir, func(c draw.Canvas) { drawWithLegend(c, p, lg) })
+	return ch, ch.render(func(c draw.Canvas) { drawWithLegend(c, p, lg) })
 }
 
 // ninesScale spaces fractions by their nines: 0.9, 0.99 and 0.999 are

@@ -54,7 +54,7 @@ func (ds *dataset) costGroups() (picked []*group, clients int, workload, profile
 // over trials of p50 acquire + p50 release with the trials' range, and
 // the p99 sum. On one hot key the hold caps every fast lock at the same
 // rate; this is what the lock itself adds.
-func (ds *dataset) costChart(dir string) (*chart, error) {
+func (ds *dataset) costChart() (*chart, error) {
 	picked, clients, workload, profile := ds.costGroups()
 	if len(picked) == 0 {
 		return nil, nil
@@ -121,5 +121,5 @@ func (ds *dataset) costChart(dir string) (*chart, error) {
 	}
 	ch.Notes = append(ch.Notes, missing...)
 	addMissing(lg, missing)
-	return ch, ch.render(dir, func(c draw.Canvas) { drawWithLegend(c, p, lg) })
+	return ch, ch.render(func(c draw.Canvas) { drawWithLegend(c, p, lg) })
 }

@@ -125,7 +125,7 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 		}
 		lg.add("ring: first event")
 		lg.add("band: 95% bounds")
-		err := ch.render(dir, func(c draw.Canvas) {
+		err := ch.render(func(c draw.Canvas) {
 			c = drawTitle(c, ch.Title)
 			w := lg.width(c)
 			pw := (c.Max.X - c.Min.X - w) / vg.Length(len(plots))
@@ -134,6 +134,9 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 			}
 			lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(6)))
 		})
+		if err == nil {
+			err = ch.write(dir, true)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -73,14 +73,14 @@ type gridPanel struct {
 
 // gridChart draws panels of rows × columns stacked, sharing the column
 // names, with a legend on the right.
-func gridChart(ch *chart, dir string, cols []string, panels []gridPanel, lg *legend, ylabel string) (*chart, error) {
-	return gridChartW(ch, dir, cols, panels, lg, ylabel, vg.Inch*1.55, 2.7*vg.Inch)
+func gridChart(ch *chart, cols []string, panels []gridPanel, lg *legend, ylabel string) (*chart, error) {
+	return gridChartW(ch, cols, panels, lg, ylabel, vg.Inch*1.55, 2.7*vg.Inch)
 }
 
 // gridChartW is gridChart with columns colW wide and room legendW wide
 // for the legend: a figure meant to be read at the width of a page uses
 // narrow columns of short cell lines and a legend of swatches only.
-func gridChartW(ch *chart, dir string, cols []string, panels []gridPanel, lg *legend, ylabel string, colW, legendW vg.Length) (*chart, error) {
+func gridChartW(ch *chart, cols []string, panels []gridPanel, lg *legend, ylabel string, colW, legendW vg.Length) (*chart, error) {
 	lines := 2
 	for _, pn := range panels {
 		for _, row := range pn.cells {
@@ -132,7 +132,7 @@ func gridChartW(ch *chart, dir string, cols []string, panels []gridPanel, lg *le
 		spare = least - ch.Height
 		ch.Height = least
 	}
-	return ch, ch.render(dir, func(c draw.Canvas) {
+	return ch, ch.render(func(c draw.Canvas) {
 		c = drawTitle(c, ch.Title)
 		w := lg.width(c)
 		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(30)))

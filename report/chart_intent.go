@@ -85,7 +85,7 @@ func (ds *dataset) intentCell(backend, fault, intent string) gridCell {
 // of faults (rows) by backends (columns), judged under the guard the
 // intent needs, small enough for a screen. Expired holders — the lease
 // working — are drawn apart from lock bugs, in a colour of their own.
-func (ds *dataset) intentSafetyChart(dir, intent string) (*chart, error) {
+func (ds *dataset) intentSafetyChart(intent string) (*chart, error) {
 	guard := intentGuard(intent)
 	var rows []string
 	for _, f := range ds.Faults {
@@ -136,7 +136,7 @@ func (ds *dataset) intentSafetyChart(dir, intent string) (*chart, error) {
 		}
 		pn.cells = append(pn.cells, row)
 	}
-	return gridChartW(ch, dir, ds.Backends, []gridPanel{pn}, lg, "fault", 1.05*vg.Inch, 1.9*vg.Inch)
+	return gridChartW(ch, ds.Backends, []gridPanel{pn}, lg, "fault", 1.05*vg.Inch, 1.9*vg.Inch)
 }
 
 // guardTitleOf titles the panel of a safety figure judged under guard,

@@ -69,7 +69,7 @@ func (ds *dataset) latencyCases(workload, guard string, clients int) (present []
 // one client count, on a log axis. Each backend's three percentiles sit
 // side by side, joined by a grey line whose slope shows how fast the
 // tail grows. Backends without data are named in the legend.
-func (ds *dataset) latencyChart(dir, workload string, want int) (*chart, error) {
+func (ds *dataset) latencyChart(workload string, want int) (*chart, error) {
 	guard := ds.primaryGuard(workload, faultNone)
 	clients := ds.latencyClients(workload, guard, want)
 	if clients == 0 {
@@ -138,7 +138,7 @@ func (ds *dataset) latencyChart(dir, workload string, want int) (*chart, error) 
 		ch.Notes = append(ch.Notes, "A percentile of 0 µs (below the histogram's 1 µs resolution) is drawn on the axis floor.")
 	}
 	addMissing(lg, notes)
-	return ch, ch.render(dir, func(c draw.Canvas) { drawWithLegend(c, p, lg) })
+	return ch, ch.render(func(c draw.Canvas) { drawWithLegend(c, p, lg) })
 }
 
 // addMissing lists, under "no data here:", the backends that notes

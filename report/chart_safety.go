@@ -79,7 +79,7 @@ func (ds *dataset) safetyCell(backend, fault, guard string) gridCell {
 // accepted and rejected, over every workload, client count, profile and
 // trial. A combination not run is grey and says "not judged", never a
 // reassuring zero.
-func (ds *dataset) safetyChart(dir string) (*chart, error) {
+func (ds *dataset) safetyChart() (*chart, error) {
 	if len(ds.Groups) == 0 {
 		return nil, nil
 	}
@@ -138,7 +138,7 @@ func (ds *dataset) safetyChart(dir string) (*chart, error) {
 			}
 		}
 	}
-	return gridChart(ch, dir, ds.Backends, panels, lg, "fault")
+	return gridChart(ch, ds.Backends, panels, lg, "fault")
 }
 
 func reversed(s []string) []string {

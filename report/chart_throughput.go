@@ -53,13 +53,13 @@ type tpSeries struct {
 // panel; the noop control, which excludes nobody and so runs an order
 // of magnitude faster, gets a panel and a scale of its own below, so it
 // never squeezes the real locks into one band.
-func (ds *dataset) throughputChart(dir, workload string) (*chart, error) {
+func (ds *dataset) throughputChart(workload string) (*chart, error) {
 	tp := ds.throughputPlots(workload)
 	if tp == nil {
 		return nil, nil
 	}
 	ch, main, below, lg := tp.ch, tp.main, tp.below, tp.lg
-	return ch, ch.render(dir, func(c draw.Canvas) {
+	return ch, ch.render(func(c draw.Canvas) {
 		if below == nil {
 			main.Title.Text = ch.Title
 			drawWithLegend(c, main, lg)

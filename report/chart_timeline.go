@@ -147,7 +147,7 @@ func (ds *dataset) classOfFault(fault string) string {
 // second in each timeline step (the mean over trials), with the fault
 // windows shaded. Panels share the time axis but not the rate axis, so
 // a slow backend's dip is as visible as a fast one's.
-func (ds *dataset) timelineChart(dir, fault string) (*chart, error) {
+func (ds *dataset) timelineChart(fault string) (*chart, error) {
 	common, picked, notes := ds.timelineGroups(fault)
 	if len(picked) == 0 {
 		return nil, nil
@@ -219,7 +219,7 @@ func (ds *dataset) timelineChart(dir, fault string) (*chart, error) {
 	lg.add("(mean over trials)")
 	lg.add("fault window", swatch{fill: shadeFill, edge: shadeEdge})
 	addMissing(lg, notes)
-	return ch, ch.render(dir, func(c draw.Canvas) {
+	return ch, ch.render(func(c draw.Canvas) {
 		c = drawTitle(c, ch.Title)
 		w := lg.width(c)
 		lg.l.Draw(draw.Crop(c, c.Max.X-c.Min.X-w+vg.Points(10), 0, 0, -vg.Points(20)))

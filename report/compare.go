@@ -233,7 +233,7 @@ func (o CompareOptions) Compare(dir string, base, head *results.File) (*Comparis
 	}
 	doc := c.document()
 	var md, page bytes.Buffer
-	if err := errors.Join(writeMarkdown(&md, doc), writeHTML(&page, doc)); err != nil {
+	if err := errors.Join(writeMarkdown(&md, doc), writeHTML(&page, doc, false)); err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
 	if err := errors.Join(writeFile(filepath.Join(dir, "compare.md"), md.Bytes()), writeFile(filepath.Join(dir, "compare.html"), page.Bytes())); err != nil {

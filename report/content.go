@@ -26,14 +26,14 @@ type charts struct {
 // header, the two answers with their evidence, then the charts, the
 // tables behind them, what was and was not measured, the invalid cases,
 // and the recommendation in full with its rules.
-func (ds *dataset) build(cs *charts, rec *Recommendation, latencyClients int) *document {
+func (ds *dataset) build(cs *charts, rec *Recommendation, o Options) *document {
 	d := &document{title: "lockbench report"}
 	d.blocks = append(d.blocks, para{text: ds.runLine(), small: true})
 	answerSection(d, ds, rec)
 	d.blocks = append(d.blocks, contents{})
 	ds.header(d)
 	ds.chartSection(d, cs)
-	ds.speedSection(d, latencyClients)
+	ds.speedSection(d, o.LatencyClients)
 	ds.safetySection(d)
 	ds.availabilitySection(d)
 	ds.casesSection(d)
@@ -43,7 +43,17 @@ func (ds *dataset) build(cs *charts, rec *Recommendation, latencyClients int) *d
 	d.h(2, "Files")
 	d.p("results.json holds every case with its histograms; each case's operation history is beside it (lockbench check DIR re-checks them); results.csv holds one row per case (every trial and host as recorded) with these columns, in this order:")
 	d.list(CSVColumns())
-	d.p("Each chart is in charts/ as PNG and SVG; this page inlines the PNGs.")
+	switch {
+	case o.NoCharts:
+	case o.NoSVG && o.LinkCharts:
+		d.p("Each chart is in charts/ as a PNG, which this page links.")
+	case o.NoSVG:
+		d.p("Each chart is in charts/ as a PNG; this page inlines them.")
+	case o.LinkCharts:
+		d.p("Each chart is in charts/ as PNG and SVG; this page links the PNGs.")
+	default:
+		d.p("Each chart is in charts/ as PNG and SVG; this page inlines the PNGs.")
+	}
 	return d
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net/url"
 	"strings"
 )
 
@@ -30,9 +31,11 @@ p.small{font-size:.85em;color:#555;margin-top:-.4em}h1+p.small+h2{margin-top:.5e
 
 // writeHTML renders d as one self-contained HTML page: the charts are
 // inlined as PNG data URIs and the style is inline, so the file works
-// offline, requests nothing and can be mailed on its own. The table of
-// contents goes where the document put its contents marker.
-func writeHTML(w io.Writer, d *document) error {
+// offline, requests nothing and can be mailed on its own. With link the
+// page links its charts (charts/<name>.png) instead: a page a tenth of
+// the size, for a place that keeps the charts beside it (docs/sample).
+// The table of contents goes where the document put its contents marker.
+func writeHTML(w io.Writer, d *document, link bool) error {
 	var b strings.Builder
 	e := html.EscapeString
 	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<h1>%s</h1>\n", e(d.title), css, e(d.title))
@@ -72,13 +75,7 @@ func writeHTML(w io.Writer, d *document) error {
 			b.WriteString("<div class=\"answers\">\n")
 			for _, a := range x.items {
 				fmt.Fprintf(&b, "<section class=\"answer\">\n<h3>%s</h3>\n<p class=\"strong\">%s</p>\n", e(a.title), e(a.answer))
-				if len(a.evidence) > 0 {
-					b.WriteString("<ul>\n")
-					for _, it := range a.evidence {
-						fmt.Fprintf(&b, "<li>%s</li>\n", e(it))
-					}
-					b.WriteString("</ul>\n")
-				}
+				writeEvidence(&b, a.evidence)
 				b.WriteString("</section>\n")
 			}
 			b.WriteString("</div>\n")
@@ -86,8 +83,12 @@ func writeHTML(w io.Writer, d *document) error {
 			b.WriteString(nav)
 		case figure:
 			c := x.c
-			fmt.Fprintf(&b, "<figure id=\"chart-%s\">\n<img alt=\"%s\" src=\"data:image/png;base64,%s\">\n<figcaption><strong>How to read it:</strong> %s",
-				e(c.Name), e(c.Title), base64.StdEncoding.EncodeToString(c.PNG), e(c.Read))
+			src := "data:image/png;base64," + base64.StdEncoding.EncodeToString(c.PNG)
+			if link {
+				src = chartDir + "/" + url.PathEscape(c.Name) + ".png"
+			}
+			fmt.Fprintf(&b, "<figure id=\"chart-%s\">\n<img alt=\"%s\" src=\"%s\">\n<figcaption><strong>How to read it:</strong> %s",
+				e(c.Name), e(c.Title), e(src), e(c.Read))
 			if len(c.Notes) > 0 {
 				b.WriteString("\n<ul>\n")
 				for _, n := range c.Notes {
@@ -101,6 +102,34 @@ func writeHTML(w io.Writer, d *document) error {
 	b.WriteString("</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// answerShown is how many lines of an answer's evidence its box shows
+// open: a real run's answer has dozens (every candidate set apart, what
+// would settle each tie), which would push the other intent's answer
+// and the page's first screen down; the rest open on a click.
+const answerShown = 3
+
+// writeEvidence writes an answer's evidence: its first answerShown lines,
+// the rest folded under a summary that counts them.
+func writeEvidence(b *strings.Builder, evidence []string) {
+	e := html.EscapeString
+	list := func(items []string) {
+		b.WriteString("<ul>\n")
+		for _, it := range items {
+			fmt.Fprintf(b, "<li>%s</li>\n", e(it))
+		}
+		b.WriteString("</ul>\n")
+	}
+	if len(evidence) == 0 {
+		return
+	}
+	list(evidence[:min(len(evidence), answerShown)])
+	if rest := evidence[min(len(evidence), answerShown):]; len(rest) > 0 {
+		fmt.Fprintf(b, "<details><summary>The rest of the evidence (%d lines)</summary>\n", len(rest))
+		list(rest)
+		b.WriteString("</details>\n")
+	}
 }
 
 func writeHTMLTable(b *strings.Builder, t table) {

@@ -51,7 +51,11 @@ func writeMarkdown(w io.Writer, d *document) error {
 			c := x.c
 			png := path.Join(chartDir, c.Name+".png")
 			fmt.Fprintf(&b, "![%s](%s)\n\n", mdEscape(c.Title), png)
-			fmt.Fprintf(&b, "*How to read it:* %s ([SVG](%s))\n", mdEscape(c.Read), path.Join(chartDir, c.Name+".svg"))
+			if c.svg {
+				fmt.Fprintf(&b, "*How to read it:* %s ([SVG](%s))\n", mdEscape(c.Read), path.Join(chartDir, c.Name+".svg"))
+			} else {
+				fmt.Fprintf(&b, "*How to read it:* %s\n", mdEscape(c.Read))
+			}
 			if len(c.Notes) > 0 {
 				b.WriteString("\n")
 				for _, n := range c.Notes {

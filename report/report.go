@@ -49,6 +49,12 @@ type Options struct {
 	// NoCharts leaves the charts out: the CSV, the tables and the
 	// recommendation only, in a fraction of the time drawing takes.
 	NoCharts bool
+	// LinkCharts makes index.html link its charts (charts/<name>.png
+	// beside it) instead of inlining them: a page a tenth of the size,
+	// which then needs its charts dir (docs/sample keeps it).
+	LinkCharts bool
+	// NoSVG leaves the SVG files out: the PNGs only (make sample).
+	NoSVG bool
 }
 
 // Write renders the report of f into dir with the default Options.
@@ -71,10 +77,10 @@ func (o Options) Write(dir string, f *results.File) error {
 	ds := analyse(f)
 	cs, chartErr := &charts{}, error(nil)
 	if !o.NoCharts {
-		cs, chartErr = ds.renderCharts(dir, o.LatencyClients)
+		cs, chartErr = ds.renderCharts(dir, o)
 	}
 	rec := ds.recommend()
-	doc := ds.build(cs, rec, o.LatencyClients)
+	doc := ds.build(cs, rec, o)
 
 	var errs []error
 	if chartErr != nil {
@@ -88,7 +94,7 @@ func (o Options) Write(dir string, f *results.File) error {
 	}{
 		{"results.csv", &csvBuf, func() error { return WriteCSV(&csvBuf, ds.File) }},
 		{"report.md", &md, func() error { return writeMarkdown(&md, doc) }},
-		{"index.html", &page, func() error { return writeHTML(&page, doc) }},
+		{"index.html", &page, func() error { return writeHTML(&page, doc, o.LinkCharts) }},
 	} {
 		if err := out.write(); err != nil {
 			errs = append(errs, fmt.Errorf("report: %s: %w", out.name, err))
@@ -116,9 +122,11 @@ func Render(dir string) error {
 	return Write(dir, f)
 }
 
-// renderCharts draws every chart the data supports. A chart without data
-// is skipped (the document says so); a chart that fails is recorded.
-func (ds *dataset) renderCharts(dir string, latencyClients int) (*charts, error) {
+// renderCharts draws every chart the data supports and writes its files
+// into dir as o says. A chart without data is skipped (the document says
+// so); a chart that fails is recorded.
+func (ds *dataset) renderCharts(dir string, o Options) (*charts, error) {
+	latencyClients := o.LatencyClients
 	// Each chart is drawn on its own, so they are drawn at once, a core
 	// each: drawing is most of a report's time (on make bench's 328
 	// cases, 23 s of 28 on a loaded 2-core machine), and make bench
@@ -136,19 +144,19 @@ func (ds *dataset) renderCharts(dir string, latencyClients int) (*charts, error)
 		slots = append(slots, &slot{draw: draw, into: into})
 	}
 	for _, w := range ds.workloadsUnder(faultNone) {
-		add(func() (*chart, error) { return ds.throughputChart(dir, w) }, func(c *chart) { cs.throughput = append(cs.throughput, c) })
-		add(func() (*chart, error) { return ds.latencyChart(dir, w, latencyClients) }, func(c *chart) { cs.latency = append(cs.latency, c) })
-		add(func() (*chart, error) { return ds.cdfChart(dir, w, latencyClients) }, func(c *chart) { cs.cdf = append(cs.cdf, c) })
+		add(func() (*chart, error) { return ds.throughputChart(w) }, func(c *chart) { cs.throughput = append(cs.throughput, c) })
+		add(func() (*chart, error) { return ds.latencyChart(w, latencyClients) }, func(c *chart) { cs.latency = append(cs.latency, c) })
+		add(func() (*chart, error) { return ds.cdfChart(w, latencyClients) }, func(c *chart) { cs.cdf = append(cs.cdf, c) })
 	}
-	add(func() (*chart, error) { return ds.costChart(dir) }, func(c *chart) { cs.cost = c })
-	add(func() (*chart, error) { return ds.availabilityChart(dir) }, func(c *chart) { cs.availability = c })
+	add(func() (*chart, error) { return ds.costChart() }, func(c *chart) { cs.cost = c })
+	add(func() (*chart, error) { return ds.availabilityChart() }, func(c *chart) { cs.availability = c })
 	for _, intent := range []string{intentEfficiency, intentCorrectness} {
-		add(func() (*chart, error) { return ds.intentSafetyChart(dir, intent) }, func(c *chart) { cs.safetyIntent = append(cs.safetyIntent, c) })
+		add(func() (*chart, error) { return ds.intentSafetyChart(intent) }, func(c *chart) { cs.safetyIntent = append(cs.safetyIntent, c) })
 	}
-	add(func() (*chart, error) { return ds.safetyChart(dir) }, func(c *chart) { cs.safety = c })
+	add(func() (*chart, error) { return ds.safetyChart() }, func(c *chart) { cs.safety = c })
 	for _, f := range ds.Faults {
 		if f != faultNone {
-			add(func() (*chart, error) { return ds.timelineChart(dir, f) }, func(c *chart) { cs.timeline = append(cs.timeline, c) })
+			add(func() (*chart, error) { return ds.timelineChart(f) }, func(c *chart) { cs.timeline = append(cs.timeline, c) })
 		}
 	}
 	work := make(chan *slot)
@@ -157,6 +165,9 @@ func (ds *dataset) renderCharts(dir string, latencyClients int) (*charts, error)
 		wg.Go(func() {
 			for s := range work {
 				s.c, s.err = s.draw()
+				if s.err == nil && s.c != nil {
+					s.err = s.c.write(dir, !o.NoSVG)
+				}
 			}
 		})
 	}

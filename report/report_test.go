@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/xml"
 	"errors"
+	"image"
 	"image/png"
 	"io"
 	"math"
@@ -85,16 +86,10 @@ func read(t *testing.T, path string) []byte {
 }
 
 // checkChart asserts a chart exists as a decodable PNG of sensible size
-// and as well-formed SVG.
+// and at most 256 colours, and as well-formed SVG.
 func checkChart(t *testing.T, dir, name string) {
 	t.Helper()
-	img, err := png.Decode(bytes.NewReader(read(t, filepath.Join(dir, "charts", name+".png"))))
-	if err != nil {
-		t.Fatalf("%s.png: %v", name, err)
-	}
-	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 || b.Dx() > 4000 || b.Dy() > 4000 {
-		t.Errorf("%s.png is %dx%d px", name, b.Dx(), b.Dy())
-	}
+	checkPNG(t, dir, name)
 	dec := xml.NewDecoder(bytes.NewReader(read(t, filepath.Join(dir, "charts", name+".svg"))))
 	for {
 		_, err := dec.Token()
@@ -104,6 +99,46 @@ func checkChart(t *testing.T, dir, name string) {
 		if err != nil {
 			t.Fatalf("%s.svg is not XML: %v", name, err)
 		}
+	}
+}
+
+// checkPNG asserts charts/<name>.png is a paletted PNG (at most 256
+// colours: a fraction of a true-colour file) of sensible size.
+func checkPNG(t *testing.T, dir, name string) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(read(t, filepath.Join(dir, "charts", name+".png"))))
+	if err != nil {
+		t.Fatalf("%s.png: %v", name, err)
+	}
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 || b.Dx() > 4000 || b.Dy() > 4000 {
+		t.Errorf("%s.png is %dx%d px", name, b.Dx(), b.Dy())
+	}
+	if p, ok := img.(*image.Paletted); !ok || len(p.Palette) > 256 {
+		t.Errorf("%s.png is a %T, want a paletted image of at most 256 colours", name, img)
+	}
+}
+
+// TestLinkedChartsWithoutSVG renders the fixture as make sample does
+// (--link-charts --no-svg): index.html links each chart's PNG, which
+// exists, inlines none, and neither page names an SVG.
+func TestLinkedChartsWithoutSVG(t *testing.T) {
+	dir := t.TempDir()
+	if err := (report.Options{LinkCharts: true, NoSVG: true}).Write(dir, sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	page := string(read(t, filepath.Join(dir, "index.html")))
+	md := string(read(t, filepath.Join(dir, "report.md")))
+	if strings.Contains(page, "data:image") {
+		t.Error("index.html inlines a chart under LinkCharts")
+	}
+	for _, name := range allCharts {
+		if !strings.Contains(page, `src="charts/`+name+`.png"`) {
+			t.Errorf("index.html does not link charts/%s.png", name)
+		}
+		checkPNG(t, dir, name)
+	}
+	if svgs, _ := filepath.Glob(filepath.Join(dir, "charts", "*.svg")); len(svgs) > 0 || strings.Contains(md, ".svg") {
+		t.Errorf("NoSVG: %d SVG files written, report.md names an SVG: %v", len(svgs), strings.Contains(md, ".svg"))
 	}
 }
 

@@ -66,6 +66,9 @@ func (s Suite) Plan() (Plan, error) {
 	var cases []bench.Case
 	for trial := range max(s.PerfTrials, 1) {
 		for _, w := range s.Workloads {
+			if w == workloads.Hot && s.HotTrials > 0 && trial >= s.HotTrials {
+				continue
+			}
 			clients := s.Clients
 			if w != workloads.Hot && len(s.ManyKeysClients) > 0 {
 				clients = s.ManyKeysClients

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,6 +55,7 @@ var foreignFlags = map[string]string{
 	"race":                  "go test",
 	"short":                 "go test",
 	"no-install-recommends": "apt-get",
+	"quiet":                 "git diff, in the Makefile",
 	// lockbench lazyfs parses its own flags (compose's lazy filesystem
 	// daemon, started on hosts): cobra does not know them.
 	"backing": "lockbench lazyfs",
@@ -128,7 +130,6 @@ var (
 // from the README, or user docs refer to issues or internal history.
 func TestDocsNameWhatExists(t *testing.T) {
 	root := rootCmd()
-	allFlags, byPath := commandFlags(root)
 	targets := makeTargets(t)
 	faults := nemesis.Names()
 	pages := userDocs(t)
@@ -152,31 +153,8 @@ func TestDocsNameWhatExists(t *testing.T) {
 				t.Errorf("%s names lockbench %s: %s has no subcommand %s", p.path, m[1], c.CommandPath(), rest[0])
 			}
 		}
-		// A flag on a line that runs a lockbench command must be that
-		// command's; any other must be some command's, or a foreign one.
-		inCode := false
-		for line := range strings.Lines(p.text) {
-			if strings.HasPrefix(strings.TrimSpace(line), "```") {
-				inCode = !inCode
-			}
-			cmdFlags := map[string]bool(nil)
-			if m := commandRefs(line, inCode); len(m) > 0 && strings.Count(line, "lockbench ") == 1 {
-				if c, _, err := root.Find(strings.Fields(m[0][1])); err == nil && c != root {
-					cmdFlags = byPath[c.CommandPath()]
-				}
-			}
-			for _, m := range flagRef.FindAllStringSubmatch(line, -1) {
-				name := m[1]
-				if _, ok := foreignFlags[name]; ok {
-					continue
-				}
-				switch {
-				case !allFlags[name]:
-					t.Errorf("%s names the flag --%s: no lockbench command has it", p.path, name)
-				case cmdFlags != nil && !cmdFlags[name] && !strings.Contains(line, "go test"):
-					t.Errorf("%s: %q gives --%s to a command that does not take it", p.path, strings.TrimSpace(line), name)
-				}
-			}
+		for _, problem := range flagProblems(root, p, false) {
+			t.Error(problem)
 		}
 		for _, m := range suiteRef.FindAllStringSubmatch(p.text, -1) {
 			_, _, err := lockbench(t, "run", "--suite", m[1], "--backend", "no-such-backend", "--out", filepath.Join(t.TempDir(), "out"))
@@ -220,6 +198,67 @@ func TestDocsNameWhatExists(t *testing.T) {
 	}
 	if n := strings.Count(readme, "\n"); n > 250 {
 		t.Errorf("README.md has %d lines, want at most 250", n)
+	}
+}
+
+// flagProblems returns what page p gets wrong about flags: a flag on a
+// line that runs a lockbench command must be that command's; any other
+// must be some command's, or a foreign one. startInCode reads p as if
+// inside a code block from its start (the Makefile's recipes).
+func flagProblems(root *cobra.Command, p docPage, startInCode bool) []string {
+	allFlags, byPath := commandFlags(root)
+	var problems []string
+	inCode := startInCode
+	for line := range strings.Lines(p.text) {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inCode = !inCode
+		}
+		cmdFlags := map[string]bool(nil)
+		if m := commandRefs(line, inCode); len(m) > 0 && strings.Count(line, "lockbench ") == 1 {
+			if c, _, err := root.Find(strings.Fields(m[0][1])); err == nil && c != root {
+				cmdFlags = byPath[c.CommandPath()]
+			}
+		}
+		for _, m := range flagRef.FindAllStringSubmatch(line, -1) {
+			name := m[1]
+			if _, ok := foreignFlags[name]; ok {
+				continue
+			}
+			switch {
+			case !allFlags[name]:
+				problems = append(problems, fmt.Sprintf("%s names the flag --%s: no lockbench command has it", p.path, name))
+			case cmdFlags != nil && !cmdFlags[name] && !strings.Contains(line, "go test"):
+				problems = append(problems, fmt.Sprintf("%s: %q gives --%s to a command that does not take it", p.path, strings.TrimSpace(line), name))
+			}
+		}
+	}
+	return problems
+}
+
+// TestMakefileFlags checks the flags the Makefile's recipes give
+// lockbench as the docs' are checked.
+func TestMakefileFlags(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "$(BIN)/lockbench ", "lockbench ")
+	if !strings.Contains(text, "\tlockbench advise ") {
+		t.Fatal("the Makefile runs no lockbench advise: the recipes' form changed, this test reads none")
+	}
+	for _, problem := range flagProblems(rootCmd(), docPage{path: "Makefile", text: text}, true) {
+		t.Error(problem)
+	}
+}
+
+// TestDocsDriftSeesAMissingFlag: the flag check fails a page that names
+// a flag no command has (as when a named flag is removed), and one that
+// gives a command another's flag.
+func TestDocsDriftSeesAMissingFlag(t *testing.T) {
+	page := docPage{path: "x.md", text: "Run `lockbench run --no-such-flag` or:\n\n```\nlockbench check --budget 5m DIR\n```\n"}
+	got := flagProblems(rootCmd(), page, false)
+	if len(got) != 2 || !strings.Contains(got[0], "--no-such-flag") || !strings.Contains(got[1], "--budget") {
+		t.Errorf("flag problems %q, want --no-such-flag named and --budget given to check", got)
 	}
 }
 

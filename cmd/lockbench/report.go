@@ -15,6 +15,7 @@ import (
 func reportCmd() *cobra.Command {
 	var compare, merge bool
 	var out string
+	var opts report.Options
 	cmd := &cobra.Command{
 		Use:   "report DIR | report --compare BASE HEAD --out DIR | report --merge RESULTS... --out DIR",
 		Short: "Render a report from results.json, compare two runs, or merge runs of several load generators",
@@ -63,7 +64,7 @@ different runs are refused.`,
 				if err := results.Write(filepath.Join(out, "results.json"), merged); err != nil {
 					return err
 				}
-				return finish(cmd.OutOrStdout(), out, merged, false)
+				return finish(cmd.OutOrStdout(), out, merged, &opts)
 			default:
 				if len(args) != 1 {
 					return fmt.Errorf("report needs the run's dir")
@@ -72,13 +73,16 @@ different runs are refused.`,
 				if err != nil {
 					return err
 				}
-				return finish(cmd.OutOrStdout(), dir, f, false)
+				return finish(cmd.OutOrStdout(), dir, f, &opts)
 			}
 		},
 	}
 	cmd.Flags().BoolVar(&compare, "compare", false, "compare two runs: BASE HEAD")
 	cmd.Flags().BoolVar(&merge, "merge", false, "merge the runs of several load generators")
 	cmd.Flags().StringVar(&out, "out", "", "output dir for --compare and --merge")
+	cmd.Flags().BoolVar(&opts.LinkCharts, "link-charts", false,
+		"index.html links its charts (charts/*.png beside it) instead of inlining them: a page a tenth of the size")
+	cmd.Flags().BoolVar(&opts.NoSVG, "no-svg", false, "write the charts as PNG only, without their SVG files")
 	return cmd
 }
 

@@ -303,7 +303,11 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	} else if runErr != nil {
 		return runErr
 	}
-	if err := finish(cmd.OutOrStdout(), f.out, file, f.noReport); err != nil {
+	ro := &report.Options{}
+	if f.noReport {
+		ro = nil
+	}
+	if err := finish(cmd.OutOrStdout(), f.out, file, ro); err != nil {
 		return err
 	}
 	if lost != nil {
@@ -355,15 +359,15 @@ func dryRun(w io.Writer, cases []bench.Case, skipped []results.Skip) error {
 	return nil
 }
 
-// finish renders the report of a run and prints to w where it is, with
-// the summary table.
-func finish(w io.Writer, dir string, file *results.File, noReport bool) error {
+// finish decides the run's answer, renders its report as opts says (no
+// report when nil) and prints to w where it is, with the summary table.
+func finish(w io.Writer, dir string, file *results.File, opts *report.Options) error {
 	if err := decide(dir, file); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "results: %s\n", filepath.Join(dir, "results.json"))
-	if !noReport {
-		if err := report.Write(dir, file); err != nil {
+	if opts != nil {
+		if err := opts.Write(dir, file); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 		fmt.Fprintf(w, "report:  %s\n         %s\n\n", filepath.Join(dir, "index.html"), filepath.Join(dir, "report.md"))
