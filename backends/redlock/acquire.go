@@ -140,6 +140,8 @@ type attempt struct {
 	runs  []string // the run_id each node's grant is for
 	token []int64  // the node's token, or how long the key has left there when held
 	set   []bool   // we may have set the key there: release it on failure
+	mine  []bool   // the lean grant wrote the key's record there (see lean.go)
+	full  bool     // the lean try met work for the full script (see lean.go)
 	cause []error  // why a node failed or was excluded
 	slow  []bool   // the node was not answering when the try began: not waited for
 	first []bool   // the nodes a try asks first (see pick)
@@ -168,7 +170,7 @@ func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt 
 		n := len(r.nodes)
 		a = &attempt{
 			r: r, calls: r.newCalls(),
-			state: make([]uint8, n), runs: make([]string, n), slow: make([]bool, n), first: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
+			state: make([]uint8, n), runs: make([]string, n), slow: make([]bool, n), first: make([]bool, n), token: make([]int64, n), set: make([]bool, n), mine: make([]bool, n),
 			cause: make([]error, n), wake: make(chan struct{}, 1),
 		}
 	}
@@ -217,6 +219,17 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	}
 	a.tries++
 	a.begin()
+	if a.lean() {
+		if lease, err := a.runLean(ctx); lease != nil || err != nil {
+			return lease, err
+		}
+		// Given back: a full try, at once; one that contends (queues
+		// even where granted) if the key was held.
+		if a.count(held) > 0 {
+			a.tries++
+		}
+		a.begin()
+	}
 	a.pick()
 	a.ask(ctx, func(i int) bool { return a.first[i] })
 	if g := a.count(granted); g < a.r.quorum && g+a.spare >= a.r.quorum {
@@ -511,26 +524,23 @@ func (a *attempt) fail(ctx context.Context, why string) error {
 	}
 	a.pause = a.expiry()
 	g, h := a.count(granted), a.count(held)
+	if h > 0 {
+		a.r.hot.mark(a.key, time.Now())
+	}
 	if why == "" {
 		why = fmt.Sprintf("%d of %d nodes granted, quorum %d", g, len(a.state), a.r.quorum)
 		if h > 0 {
 			why += fmt.Sprintf("; held by another client on %d", h)
 		}
 	}
+	if err := a.refused(); err != nil {
+		return err
+	}
 	var causes []error
-	refused := 0
 	for _, c := range a.cause {
 		if c != nil {
 			causes = append(causes, c)
-			if errors.Is(c, ErrConfig) {
-				refused++
-			}
 		}
-	}
-	if refused > len(a.state)-a.r.quorum {
-		// No quorum without nodes that refuse the configuration: retrying
-		// cannot help.
-		return fmt.Errorf("acquire %q: %d of %d nodes refused Redlock's configuration, too many for a quorum of %d: %w", a.key, refused, len(a.state), a.r.quorum, errors.Join(causes...))
 	}
 	if len(causes) == 0 {
 		return fmt.Errorf("%w: %q: %s", locker.ErrNotAcquired, a.key, why)

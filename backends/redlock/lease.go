@@ -20,6 +20,8 @@ type hold struct {
 	handoff    string // the value of a hand-off to the Acquire it came from, which it frees too (see release.lua)
 	ttl        time.Duration
 	on         []bool      // the nodes that may hold the key for us: Extend and Release ask them
+	lean       bool        // granted on the lean path: released by release_lean.lua (see lean.go)
+	mine       []bool      // with lean, the nodes where its grant wrote the key's record
 	left       atomic.Bool // the key's turn has been handed on
 	ended      atomic.Bool // the lease ended other than by Release
 	lease      *locker.Handle
@@ -130,7 +132,7 @@ func (h *hold) release(ctx context.Context) error {
 	r := h.r
 	calls := h.calls()
 	defer r.putCalls(calls)
-	ok, notOurs, errs := r.release(ctx, calls, h.key, h.value, h.handoff, r.reserveFor(h.ttl), true)
+	ok, notOurs, errs := h.releaseAll(ctx, calls)
 	switch {
 	case ok == 0 && len(errs) == 0:
 		r.holds.remove(h)
@@ -171,10 +173,19 @@ func (h *hold) giveBack() {
 	defer cancel()
 	calls := h.calls()
 	defer h.r.putCalls(calls)
-	ok, notOurs, _ := h.r.release(ctx, calls, h.key, h.value, h.handoff, h.r.reserveFor(h.ttl), true)
+	ok, notOurs, _ := h.releaseAll(ctx, calls)
 	if h.r.freed(calls, ok, notOurs) {
 		h.r.holds.remove(h)
 	}
+}
+
+// releaseAll releases the key on the calls not skipped: by the script of
+// the path it was granted on.
+func (h *hold) releaseAll(ctx context.Context, calls []call) (ok, notOurs int, errs []error) {
+	if h.lean {
+		return h.releaseLean(ctx, calls)
+	}
+	return h.r.release(ctx, calls, h.key, h.value, h.handoff, h.r.reserveFor(h.ttl), true)
 }
 
 // calls returns the calls of a release of h: to the nodes that may hold
