@@ -49,7 +49,9 @@ import (
 // The lean path is not taken with fencing tokens (the counter's floor and
 // write-back need the script), WithWait or WithQuorumFirst. A lease
 // granted on it is released by release_lean.lua, a compare-and-delete
-// that leaves a key with waiters to release.lua, which hands it on.
+// that deletes the grant's record and sweeps one expired record (as the
+// acquire script's grants do), and leaves a key with waiters to
+// release.lua, which hands it on.
 //
 // The record's expiry is this client's clock plus the TTL, plus recordPad
 // for the difference between its clock and the node's (the script uses
