@@ -15,9 +15,9 @@ import (
 )
 
 // TestLeanPath (issue 29): an uncontended Acquire + Release with default
-// options costs each node one transaction of plain commands and one small
-// script, as INFO commandstats counts them: no acquire script, none of
-// the full scripts' record writes, queue reads or clock reads.
+// options costs each node one transaction of plain commands and the
+// release script, as INFO commandstats counts them: no acquire script
+// (none of its record writes, queue checks or counters).
 func TestLeanPath(t *testing.T) {
 	a := shared(t)
 	rl := newRedlock(t, a)
@@ -59,18 +59,18 @@ func TestLeanPath(t *testing.T) {
 	}
 	slices.Sort(parts)
 	t.Logf("commands per node per Acquire + Release: %.1f (%s)", total, strings.Join(parts, ", "))
-	// The transaction (MULTI, SET, HSETNX, HGET, EXEC) and release_lean
-	// (EVALSHA, EXISTS, GET, DEL, HDEL, HRANDFIELD, and HGET and TIME when
-	// the sweep picks another lock's record): 11 to 13.
-	if total > 13 {
-		t.Errorf("%.1f commands per node per Acquire + Release, want at most 13", total)
+	// The transaction (MULTI, SET, HSETNX, HGET, EXEC) and release.lua
+	// (EVALSHA, GET, ZRANGE, HDEL, DEL, HDEL, HRANDFIELD, and HGET, TIME
+	// and HDEL when the sweep picks another lock's record): 12 to 15.
+	if total > 15 {
+		t.Errorf("%.1f commands per node per Acquire + Release, want at most 15", total)
 	}
 	// A node that answers a try later than the per-node timeout (a
 	// loaded machine) sends it to the full path: allow a few.
 	if per["multi"] < 0.9 || per["evalsha"] > 1.1 {
 		t.Errorf("multi %.2f, evalsha %.2f per node per operation: want one transaction and one script (the release)", per["multi"], per["evalsha"])
 	}
-	for _, full := range []string{"hset", "zrange", "incr"} {
+	for _, full := range []string{"hset", "exists", "incr"} { // acquire.lua's
 		if per[full] > 0.1 {
 			t.Errorf("%s ran %.2f times per node per operation: the full scripts ran", full, per[full])
 		}

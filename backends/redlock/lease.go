@@ -20,8 +20,7 @@ type hold struct {
 	handoff    string // the value of a hand-off to the Acquire it came from, which it frees too (see release.lua)
 	ttl        time.Duration
 	on         []bool      // the nodes that may hold the key for us: Extend and Release ask them
-	lean       bool        // granted on the lean path: released by release_lean.lua (see lean.go)
-	mine       []bool      // with lean, the nodes where its grant wrote the key's record
+	lean       bool        // granted on the lean path: its release sweeps a record (see lean.go)
 	left       atomic.Bool // the key's turn has been handed on
 	ended      atomic.Bool // the lease ended other than by Release
 	lease      *locker.Handle
@@ -179,13 +178,10 @@ func (h *hold) giveBack() {
 	}
 }
 
-// releaseAll releases the key on the calls not skipped: by the script of
-// the path it was granted on.
+// releaseAll releases the key on the calls not skipped; one granted on
+// the lean path sweeps a record too, as a grant of the full path does.
 func (h *hold) releaseAll(ctx context.Context, calls []call) (ok, notOurs int, errs []error) {
-	if h.lean {
-		return h.releaseLean(ctx, calls)
-	}
-	return h.r.release(ctx, calls, h.key, h.value, h.handoff, h.r.reserveFor(h.ttl), true)
+	return h.r.release(ctx, calls, releaseRequest{key: h.key, value: h.value, also: h.handoff, reserve: h.r.reserveFor(h.ttl), sweep: h.lean}, true)
 }
 
 // calls returns the calls of a release of h: to the nodes that may hold
@@ -226,10 +222,9 @@ func (h *hold) leave() {
 // nodes wake that waiter. With dequeue, this Redlock also
 // leaves the key's queue (a holder's release: its place is stale); a
 // failed attempt that releases what it got keeps its place.
-func (r *Redlock) release(ctx context.Context, calls []call, key, value, also string, reserve time.Duration, dequeue bool) (ok, notOurs int, errs []error) {
-	id := ""
+func (r *Redlock) release(ctx context.Context, calls []call, rel releaseRequest, dequeue bool) (ok, notOurs int, errs []error) {
 	if dequeue {
-		id = r.id
+		rel.id = r.id
 	}
 	asked, answered, released := 0, 0, 0
 	for i := range calls {
@@ -237,7 +232,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value, also st
 			asked++
 		}
 	}
-	rel := releaseRequest{r: r, key: key, value: value, also: also, id: id, reserve: reserve, home: r.home(key)}
+	rel.r, rel.home = r, r.home(rel.key)
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
 	// It wakes once the nodes that have not answered are too few for a
@@ -274,11 +269,12 @@ type releaseRequest struct {
 	id         string // our waiter id, to leave the key's queue; "" to keep our place
 	reserve    time.Duration
 	home       int
+	sweep      bool // sweep one expired record (a lease granted on the lean path)
 }
 
 func (q *releaseRequest) build(i int, c *call) {
 	r, key := q.r, q.key
-	b := appendArray(c.buf, 17)
+	b := appendArray(c.buf, 18)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, releaseScript.sha)
 	b = appendBulk(b, "5")
@@ -296,6 +292,7 @@ func (q *releaseRequest) build(i int, c *call) {
 	b = appendBulk(b, flag(r.c.quarantine))
 	b = appendBulk(b, q.run(c.node))
 	b = appendBulk(b, q.also)
+	b = appendBulk(b, flag(q.sweep))
 	c.buf = b
 	c.p.want = 1
 }
