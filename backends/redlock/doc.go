@@ -36,7 +36,9 @@
 // quorum first: faster, with less margin). Release deletes the key where
 // it still holds the lease's random value, and says when fewer than a
 // majority confirmed it (then retried in the background and by Close).
-// Errors say which node said what (locker.NodeError) and wrap a locker
+// An uncontended grant without fencing costs each node one transaction
+// of plain commands (MULTI, SET NX PX, HSETNX, HGET, EXEC) rather than a
+// script. Errors say which node said what (locker.NodeError) and wrap a locker
 // sentinel or ErrConfig, ErrInUse or ErrMaybeInUse.
 //
 // Beyond the published algorithm:
