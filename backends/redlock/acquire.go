@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -118,90 +116,6 @@ func (r *Redlock) resolve(key string, opts []locker.Option) (locker.Options, err
 	return o, nil
 }
 
-// Per-node outcome of one attempt.
-const (
-	notAsked uint8 = iota
-	granted        // the node set the key for us and may vote
-	held           // the key has another value there
-	excluded       // the node may not vote now (quarantine)
-	failed         // unreachable, timed out, or an error reply
-	late           // not waited for: a majority had answered
-)
-
-// attempt is one Acquire's state across its tries.
-type attempt struct {
-	r     *Redlock
-	key   string
-	o     locker.Options
-	value string
-	start time.Time
-	calls []call
-	state []uint8
-	runs  []string // the run_id each node's grant is for
-	token []int64  // the node's token, or how long the key has left there when held
-	set   []bool   // we may have set the key there: release it on failure
-	cause []error  // why a node failed or was excluded
-	slow  []bool   // the node was not answering when the try began: not waited for
-	first []bool   // the nodes a try asks first (see pick)
-	spare int      // how many nodes the try may still ask after those
-	home  int      // the first of the key's queue nodes (see handoff.go)
-
-	// queue: the attempt queues on the nodes when the key is held
-	// (Acquire, not TryAcquire), as waiter r.id arrived at arrival (µs).
-	queue   bool
-	arrival string
-	handoff string        // the value a release that hands the key to this Acquire sets (handedValue+...)
-	queued  bool          // some node queued it: give the place up on failure
-	pause   time.Duration // after a refusal: until the key expires on a majority, when queued
-
-	tries    int
-	rounds   int // sent to the nodes, for the redlock.acquire.rounds metric
-	wake     chan struct{}
-	watching bool
-}
-
-// newAttempt returns an attempt for key, recycled when possible: its
-// buffers then need no allocation.
-func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt {
-	a, ok := r.attempts.Get().(*attempt)
-	if !ok {
-		n := len(r.nodes)
-		a = &attempt{
-			r: r, calls: r.newCalls(),
-			state: make([]uint8, n), runs: make([]string, n), slow: make([]bool, n), first: make([]bool, n), token: make([]int64, n), set: make([]bool, n),
-			cause: make([]error, n), wake: make(chan struct{}, 1),
-		}
-	}
-	a.key, a.o, a.queue, a.queued, a.pause, a.tries, a.rounds = key, o, queue, false, 0, 0, 0
-	a.handoff = ""
-	a.home = r.home(key)
-	if queue {
-		a.arrival = strconv.FormatInt(time.Now().UnixMicro(), 10)
-	}
-	return a
-}
-
-// done ends an Acquire's attempt and keeps it for the next one.
-func (r *Redlock) done(a *attempt) {
-	if a.watching {
-		r.handoff.unwatch(a.key)
-		a.watching = false
-	}
-	select { // a wake-up after the last try must not wake the next owner
-	case <-a.wake:
-	default:
-	}
-	r.attempts.Put(a)
-}
-
-// watch starts delivering the key's wake-ups to the attempt, once.
-func (a *attempt) watch() {
-	if !a.watching {
-		a.watching = true
-		a.r.handoff.watch(a.key, a.wake)
-	}
-}
-
 // run makes one try: it asks the nodes for the key, and either returns
 // a lease held on a majority within its validity, or releases whatever
 // it got and returns an error wrapping locker.ErrNotAcquired.
@@ -217,6 +131,17 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	}
 	a.tries++
 	a.begin()
+	if a.lean() {
+		if lease, err := a.runLean(ctx); lease != nil || err != nil {
+			return lease, err
+		}
+		// Given back: a full try, at once; one that contends (queues
+		// even where granted) if the key was held.
+		if a.count(held) > 0 {
+			a.tries++
+		}
+		a.begin()
+	}
 	a.pick()
 	a.ask(ctx, func(i int) bool { return a.first[i] })
 	if g := a.count(granted); g < a.r.quorum && g+a.spare >= a.r.quorum {
@@ -241,72 +166,6 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	h.lease = locker.NewLease(a.r.life, h, g, a.o)
 	a.r.holds.add(h)
 	return h.lease, nil
-}
-
-// begin starts a try: a new value, its clock, and no outcome yet.
-func (a *attempt) begin() {
-	a.value = newValue()
-	if a.queue && a.handoff == "" {
-		// Random like a lock value, and unlike any (see handedValue).
-		a.handoff = handedValue + a.value
-	}
-	a.start = time.Now()
-	clear(a.state)
-	clear(a.set)
-	clear(a.cause)
-}
-
-// pick chooses the nodes a try asks first: every node, or with
-// WithQuorumFirst a quorum of the nodes that vote and answer, the key's
-// queue nodes first (where the key is handed over, and where its waiters
-// queue), then the nodes that follow them in canonical order. A grant
-// needs a majority only, and every node asked costs a request to run on
-// a server and one to release: asking a quorum first makes an
-// uncontended Acquire and Release run 6 scripts instead of 10, and a
-// contended try, refused by the queue nodes, sets the key nowhere and has
-// nothing to release. The other nodes are asked when one of the first
-// refuses or fails (spare is how many); with fewer than a quorum voting
-// and answering (at start, or with nodes down), every node is asked at
-// once. A node on which no acquire script of this Redlock has run yet is
-// asked first too, once: the script records the Redlock's max TTL on the
-// node, and the restart quarantine needs it on more nodes than a quorum
-// (if the nodes that granted a lease all lose their data, the others
-// still tell how long to keep them out).
-func (a *attempt) pick() {
-	r := a.r
-	clear(a.first)
-	a.spare = 0
-	if r.c.quorumFirst {
-		now := time.Now()
-		picked, spare := 0, 0
-		for k := range r.nodes {
-			i := (a.home + k) % len(r.nodes)
-			if _, ok, _ := r.nodes[i].votes(now); !ok {
-				continue
-			}
-			switch {
-			case picked < r.quorum && r.nodes[i].answering(now):
-				a.first[i] = true
-				picked++
-			case !r.nodes[i].recorded.Load():
-				a.first[i] = true
-			default:
-				spare++
-			}
-		}
-		if picked == r.quorum {
-			a.spare = spare
-			return
-		}
-	}
-	for i := range a.first {
-		a.first[i] = true
-	}
-}
-
-// driftAllowance is TTL×drift + 2 ms, what validity loses to clock drift.
-func (a *attempt) driftAllowance() time.Duration {
-	return time.Duration(float64(a.o.TTL)*a.r.c.drift) + 2*time.Millisecond
 }
 
 // ask sends the acquire script to the nodes for which which(i) holds and
@@ -481,73 +340,4 @@ func (a *attempt) record(i int, c *call) {
 		}
 	}
 	a.state[i] = granted
-}
-
-func (a *attempt) count(s uint8) int {
-	n := 0
-	for _, x := range a.state {
-		if x == s {
-			n++
-		}
-	}
-	return n
-}
-
-// fail releases whatever the try may have set and returns the error that
-// explains the refusal, naming each failing node. The release is sent
-// and not waited for: the next try's requests follow it on the same
-// connections, so the nodes run it first.
-func (a *attempt) fail(ctx context.Context, why string) error {
-	release := false
-	for _, s := range a.set {
-		release = release || s
-	}
-	if release {
-		for i := range a.calls {
-			a.calls[i].skip = !a.set[i]
-			a.calls[i].extra, a.calls[i].slow = 0, false
-		}
-		a.r.send(ctx, a.calls, a.key, a.value, a.r.reserveFor(a.o.TTL))
-	}
-	a.pause = a.expiry()
-	g, h := a.count(granted), a.count(held)
-	if why == "" {
-		why = fmt.Sprintf("%d of %d nodes granted, quorum %d", g, len(a.state), a.r.quorum)
-		if h > 0 {
-			why += fmt.Sprintf("; held by another client on %d", h)
-		}
-	}
-	var causes []error
-	refused := 0
-	for _, c := range a.cause {
-		if c != nil {
-			causes = append(causes, c)
-			if errors.Is(c, ErrConfig) {
-				refused++
-			}
-		}
-	}
-	if refused > len(a.state)-a.r.quorum {
-		// No quorum without nodes that refuse the configuration: retrying
-		// cannot help.
-		return fmt.Errorf("acquire %q: %d of %d nodes refused Redlock's configuration, too many for a quorum of %d: %w", a.key, refused, len(a.state), a.r.quorum, errors.Join(causes...))
-	}
-	if len(causes) == 0 {
-		return fmt.Errorf("%w: %q: %s", locker.ErrNotAcquired, a.key, why)
-	}
-	return fmt.Errorf("%w: %q: %s: %w", locker.ErrNotAcquired, a.key, why, errors.Join(causes...))
-}
-
-// newValue returns a fresh 128-bit random lock value, hex-encoded.
-func newValue() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return hex.EncodeToString(b[:])
-}
-
-func flag(on bool) string {
-	if on {
-		return "1"
-	}
-	return "0"
 }

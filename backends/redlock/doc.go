@@ -36,7 +36,9 @@
 // quorum first: faster, with less margin). Release deletes the key where
 // it still holds the lease's random value, and says when fewer than a
 // majority confirmed it (then retried in the background and by Close).
-// Errors say which node said what (locker.NodeError) and wrap a locker
+// An uncontended grant without fencing costs each node one transaction
+// of plain commands (MULTI, SET NX PX, HSETNX, HGET, EXEC) rather than a
+// script. Errors say which node said what (locker.NodeError) and wrap a locker
 // sentinel or ErrConfig, ErrInUse or ErrMaybeInUse.
 //
 // Beyond the published algorithm:
@@ -71,7 +73,8 @@
 //
 // Redis 6.2 or later (tested with 7.0), maxmemory-policy noeviction (or no
 // maxmemory). With ACLs, Redlock's user needs +evalsha +script|load
-// +blpop +hget, +info with the restart quarantine, and inside its scripts
+// +blpop +hget +multi +exec +set, +hsetnx and +info with the restart
+// quarantine, and inside its scripts
 // +get +set +del +exists +pttl +pexpire +incr +time +hget +hset +hdel
 // +hmget +hrandfield +zadd +zrange +zrem +zscore +rpush +ltrim
 // (+client|setname with a ClientName, +select with a DB, +wait with

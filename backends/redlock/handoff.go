@@ -330,7 +330,7 @@ func (r *Redlock) cede(key, handoff string) {
 	defer cancel()
 	calls := r.getCalls()
 	defer r.putCalls(calls)
-	r.release(ctx, calls, key, reservedValue+r.id, handoff, r.reserveFor(DefaultMaxTTL), true)
+	r.release(ctx, calls, releaseRequest{key: key, value: reservedValue + r.id, also: handoff, reserve: r.reserveFor(DefaultMaxTTL)}, true)
 }
 
 // sleep waits d or until ctx ends.

@@ -20,6 +20,7 @@ type hold struct {
 	handoff    string // the value of a hand-off to the Acquire it came from, which it frees too (see release.lua)
 	ttl        time.Duration
 	on         []bool      // the nodes that may hold the key for us: Extend and Release ask them
+	lean       bool        // granted on the lean path: its release sweeps a record (see lean.go)
 	left       atomic.Bool // the key's turn has been handed on
 	ended      atomic.Bool // the lease ended other than by Release
 	lease      *locker.Handle
@@ -130,7 +131,7 @@ func (h *hold) release(ctx context.Context) error {
 	r := h.r
 	calls := h.calls()
 	defer r.putCalls(calls)
-	ok, notOurs, errs := r.release(ctx, calls, h.key, h.value, h.handoff, r.reserveFor(h.ttl), true)
+	ok, notOurs, errs := h.releaseAll(ctx, calls)
 	switch {
 	case ok == 0 && len(errs) == 0:
 		r.holds.remove(h)
@@ -171,10 +172,16 @@ func (h *hold) giveBack() {
 	defer cancel()
 	calls := h.calls()
 	defer h.r.putCalls(calls)
-	ok, notOurs, _ := h.r.release(ctx, calls, h.key, h.value, h.handoff, h.r.reserveFor(h.ttl), true)
+	ok, notOurs, _ := h.releaseAll(ctx, calls)
 	if h.r.freed(calls, ok, notOurs) {
 		h.r.holds.remove(h)
 	}
+}
+
+// releaseAll releases the key on the calls not skipped; one granted on
+// the lean path sweeps a record too, as a grant of the full path does.
+func (h *hold) releaseAll(ctx context.Context, calls []call) (ok, notOurs int, errs []error) {
+	return h.r.release(ctx, calls, releaseRequest{key: h.key, value: h.value, also: h.handoff, reserve: h.r.reserveFor(h.ttl), sweep: h.lean}, true)
 }
 
 // calls returns the calls of a release of h: to the nodes that may hold
@@ -215,10 +222,9 @@ func (h *hold) leave() {
 // nodes wake that waiter. With dequeue, this Redlock also
 // leaves the key's queue (a holder's release: its place is stale); a
 // failed attempt that releases what it got keeps its place.
-func (r *Redlock) release(ctx context.Context, calls []call, key, value, also string, reserve time.Duration, dequeue bool) (ok, notOurs int, errs []error) {
-	id := ""
+func (r *Redlock) release(ctx context.Context, calls []call, rel releaseRequest, dequeue bool) (ok, notOurs int, errs []error) {
 	if dequeue {
-		id = r.id
+		rel.id = r.id
 	}
 	asked, answered, released := 0, 0, 0
 	for i := range calls {
@@ -226,7 +232,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, key, value, also st
 			asked++
 		}
 	}
-	rel := releaseRequest{r: r, key: key, value: value, also: also, id: id, reserve: reserve, home: r.home(key)}
+	rel.r, rel.home = r, r.home(rel.key)
 	// A release is on no lease's clock: give slow nodes time to answer
 	// rather than leave the key taken until its TTL.
 	// It wakes once the nodes that have not answered are too few for a
@@ -263,11 +269,12 @@ type releaseRequest struct {
 	id         string // our waiter id, to leave the key's queue; "" to keep our place
 	reserve    time.Duration
 	home       int
+	sweep      bool // sweep one expired record (a lease granted on the lean path)
 }
 
 func (q *releaseRequest) build(i int, c *call) {
 	r, key := q.r, q.key
-	b := appendArray(c.buf, 17)
+	b := appendArray(c.buf, 18)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, releaseScript.sha)
 	b = appendBulk(b, "5")
@@ -285,6 +292,7 @@ func (q *releaseRequest) build(i int, c *call) {
 	b = appendBulk(b, flag(r.c.quarantine))
 	b = appendBulk(b, q.run(c.node))
 	b = appendBulk(b, q.also)
+	b = appendBulk(b, flag(q.sweep))
 	c.buf = b
 	c.p.want = 1
 }

@@ -42,6 +42,7 @@ type Redlock struct {
 	queue   queue
 	handoff handoff
 	holds   holds
+	hot     hotKeys     // keys that take the full path for a while (see lean.go)
 	warm    atomic.Bool // the first rounds no longer wait for dials
 	dials   dialProgress
 

@@ -54,13 +54,15 @@ func appendCommand(b []byte, args ...string) []byte {
 	return b
 }
 
-// reply is one RESP reply. Of an array (only BLPOP returns one) it keeps
-// the text of each element, not nested arrays.
+// reply is one RESP reply. Of an array (BLPOP's, EXEC's) it keeps the
+// kind and text of each element (an integer's in decimal), not nested
+// arrays.
 type reply struct {
 	kind  byte     // '+' status, '-' error, ':' integer, '$' bulk, '*' array, 0 nil
 	n     int64    // the integer, or the array length
 	s     string   // the status, error or bulk text
 	elems []string // an array's elements' texts
+	kinds []byte   // an array's elements' kinds
 }
 
 // err returns the reply as a Go error when it is a Redis error reply.
@@ -115,14 +117,18 @@ func readReply(r *bufio.Reader) (reply, error) {
 			return reply{}, nil
 		}
 		elems := make([]string, 0, min(n, 16))
+		kinds := make([]byte, 0, min(n, 16))
 		for range n {
 			e, err := readReply(r)
 			if err != nil {
 				return reply{}, err
 			}
-			elems = append(elems, e.s)
+			if e.kind == ':' {
+				e.s = strconv.FormatInt(e.n, 10)
+			}
+			elems, kinds = append(elems, e.s), append(kinds, e.kind)
 		}
-		return reply{kind: '*', n: n, elems: elems}, nil
+		return reply{kind: '*', n: n, elems: elems, kinds: kinds}, nil
 	default:
 		return reply{}, fmt.Errorf("%w: unexpected reply type %q", errProtocol, kind)
 	}

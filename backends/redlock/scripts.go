@@ -25,6 +25,8 @@ var (
 	extendLua string
 	//go:embed scripts/release.lua
 	releaseLua string
+	//go:embed scripts/release_lean.lua
+	releaseLeanLua string
 	//go:embed scripts/raise.lua
 	raiseLua string
 	//go:embed scripts/probe.lua
@@ -35,9 +37,10 @@ var (
 	acquireScript   = newScript(acquireLua)
 	extendScript    = newScript(extendLua)
 	releaseScript   = newScript(releaseLua)
+	leanScript      = newScript(releaseLeanLua)
 	raiseScript     = newScript(raiseLua)
 	probeScript     = newScript(probeLua)
 	bootstrapScript = newScript(bootstrapLua)
 
-	allScripts = []*script{acquireScript, extendScript, releaseScript, raiseScript, probeScript, bootstrapScript}
+	allScripts = []*script{acquireScript, extendScript, releaseScript, leanScript, raiseScript, probeScript, bootstrapScript}
 )

@@ -236,7 +236,9 @@ func TestErrorsWrapSentinels(t *testing.T) {
 
 // TestMisconfigurationFailsAtOnce (issue 19, §3): a refusal of
 // Redlock's configuration — a wrong password, an ACL that refuses INFO
-// (the restart quarantine needs it) or EVALSHA — cannot be cured by
+// (the restart quarantine needs it), EVALSHA, or MULTI or HSETNX (the
+// lean path's transaction: what TestLeanRefusedByACL would start a server
+// for) — cannot be cured by
 // retrying: Acquire, even on a context that never ends, fails at once with
 // an error wrapping ErrConfig that says what the user lacks.
 func TestMisconfigurationFailsAtOnce(t *testing.T) {
@@ -247,6 +249,8 @@ func TestMisconfigurationFailsAtOnce(t *testing.T) {
 		{"ACL", "SETUSER", "locker", "on", ">secret", "~*", "&*", "+@all"},
 		{"ACL", "SETUSER", "noinfo", "on", ">secret", "~*", "&*", "+@all", "-info"},
 		{"ACL", "SETUSER", "noeval", "on", ">secret", "~*", "&*", "+@all", "-evalsha"},
+		{"ACL", "SETUSER", "nomulti", "on", ">secret", "~*", "&*", "+@all", "-multi"},
+		{"ACL", "SETUSER", "nohsetnx", "on", ">secret", "~*", "&*", "+@all", "-hsetnx"},
 	} {
 		if err := direct(t, nodes[0]).Do(ctx, toAny(acl)...).Err(); err != nil {
 			t.Fatal(err)
@@ -259,6 +263,9 @@ func TestMisconfigurationFailsAtOnce(t *testing.T) {
 		{"wrong password", "locker", "wrong", []string{"WRONGPASS"}},
 		{"ACL without INFO", "noinfo", "secret", []string{"ACL", "+info"}},
 		{"ACL without EVALSHA", "noeval", "secret", []string{"ACL", "+evalsha"}},
+		// The lean path's transaction (issue 29; TestLeanRefusedByACL).
+		{"ACL without MULTI", "nomulti", "secret", []string{"ACL", "+multi"}},
+		{"ACL without HSETNX", "nohsetnx", "secret", []string{"ACL", "+hsetnx"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: tc.user, Password: tc.pass})

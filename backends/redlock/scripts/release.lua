@@ -15,6 +15,9 @@
 -- ARGV[9] another value of ours the key may hold, or '': the hand-off
 -- value of the Acquire the lease came from (a hand-off it did not claim
 -- here), or of a waiter that gives up.
+-- ARGV[10] '1': also sweep one record of a lock that expired without a
+-- release (the lease was granted on the lean path, which does not; see
+-- acquire.lua's sweep).
 -- Returns 1 when released, 2 when released and reserved or handed to the
 -- next waiter, 0 when the key was not ours.
 --
@@ -32,6 +35,16 @@
 -- key is only reserved for the waiter (every other client is refused)
 -- until it claims it or the reservation expires.
 local records = ARGV[7] == '1'
+if records and ARGV[10] == '1' then
+  local f = redis.call('HRANDFIELD', KEYS[4])
+  if f and f ~= string.sub(KEYS[4], 1, -5) and f ~= KEYS[1] then
+    local r = redis.call('HGET', KEYS[4], f)
+    local t = redis.call('TIME')
+    if r and tonumber(string.match(r, '^%d+')) <= tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then
+      redis.call('HDEL', KEYS[4], f)
+    end
+  end
+end
 local cur = redis.call('GET', KEYS[1])
 local ours = cur and (cur == ARGV[1] or cur == ARGV[9] or (ARGV[2] ~= '' and cur == 'reserved:' .. ARGV[2]))
 if records and not cur then
