@@ -104,7 +104,7 @@ func Named(name string) (Suite, error) {
 }
 
 // Default is `make bench`: every backend, a client sweep on a hot key and
-// on 100 keys, and the fault catalogue, within about 15 minutes on 2
+// on 100 keys, and the fault catalogue, within about 20 minutes on 2
 // cores.
 func Default() Suite { s, _ := Named("default"); return s }
 
