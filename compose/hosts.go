@@ -49,7 +49,7 @@ type Placement struct {
 	// name, found on the host's PATH.
 	Binary string
 	// ClockPreload is a prebuilt clock preload on the host; "" builds it
-	// there with CC from compose's source.
+	// there with Programs.CC from compose's source.
 	ClockPreload string
 	// Lockbench is the lockbench binary on the host (a static one): it
 	// serves the lazy filesystem of a server started with LazyFS there,

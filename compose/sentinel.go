@@ -127,9 +127,6 @@ type SentinelOptions struct {
 	SentinelsOn []Placement
 }
 
-// RedisSentinel is the redis-sentinel binary compose runs.
-var RedisSentinel = "redis-sentinel"
-
 // SentinelSet is a Redis master with replicas and the sentinels that watch
 // them and promote a replica when the master fails.
 //
@@ -230,10 +227,10 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			return nil, err
 		}
 	} else {
-		if redisBin, err = exec.LookPath(RedisServer); err != nil {
+		if redisBin, err = exec.LookPath(e.Programs.RedisServer); err != nil {
 			return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
 		}
-		if sentinelBin, err = exec.LookPath(RedisSentinel); err != nil {
+		if sentinelBin, err = exec.LookPath(e.Programs.RedisSentinel); err != nil {
 			return nil, fmt.Errorf("compose: %w (install Debian's redis-sentinel: make deps)", err)
 		}
 		if l, err = e.layOut(1+replicas, o.Netns, 6379); err != nil {
@@ -258,7 +255,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		}
 		l.place(&sp, i)
 		if sp.place != nil {
-			sp.bin = sp.place.binary(RedisServer)
+			sp.bin = sp.place.binary(e.Programs.RedisServer)
 		}
 		const conf = "redis.conf"
 		sp.args = []string{e.nodeFile(sp, conf)}
@@ -333,7 +330,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		if sp.place != nil {
 			// redis-sentinel is redis-server under another name: the
 			// host needs the one program only.
-			sp.bin, sp.args = sp.place.binary(RedisServer), append(sp.args, "--sentinel")
+			sp.bin, sp.args = sp.place.binary(e.Programs.RedisServer), append(sp.args, "--sentinel")
 		}
 		sp.prepare = func(ctx context.Context, n *Node) error {
 			// A sentinel rewrites its file with what it learns: keep it
