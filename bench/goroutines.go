@@ -24,7 +24,8 @@ const localHost = "local"
 
 // goroutines runs case c with a goroutine of this process per client, on
 // the in-process judge, with nemesis n beside them.
-func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, n *nemesis.Nemesis) (*workloads.Outcome, error) {
+func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config,
+	n *nemesis.Nemesis) (*workloads.Outcome, error) {
 	if c.Fault.Processes {
 		return nil, configErrorf("fault %s stops client processes: run it with clients as processes", c.Fault.Spec)
 	}
@@ -37,8 +38,9 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 	if err != nil {
 		return nil, err
 	}
-	info, err := r.local.Open(ctx, localHost, judge.CaseSpec{ID: id, Guards: c.Guards, Processes: spec.Clients, Duration: spec.Duration, TimelineStep: spec.TimelineStep,
-		Contract: judgeContract(declared, spec.TTL)})
+	info, err := r.local.Open(ctx, localHost, judge.CaseSpec{ID: id, Guards: c.Guards, Processes: spec.Clients, Duration: spec.Duration,
+		TimelineStep: spec.TimelineStep,
+		Contract:     judgeContract(declared, spec.TTL)})
 	if err != nil {
 		return nil, err
 	}

@@ -50,9 +50,11 @@ func (e *Env) clockPreloadOn(ctx context.Context, n *Node) (string, error) {
 		return "", fmt.Errorf("compose: clock preload: %w", err)
 	}
 	var out bytes.Buffer
-	err := n.host.Run(ctx, remote.Cmd{Path: e.Programs.CC, Args: []string{"-shared", "-fPIC", "-O2", "-o", so, src}, Stdout: &out, Stderr: &out})
+	err := n.host.Run(ctx, remote.Cmd{Path: e.Programs.CC, Args: []string{"-shared", "-fPIC", "-O2", "-o", so, src}, Stdout: &out,
+		Stderr: &out})
 	if err != nil {
-		return "", fmt.Errorf("compose: build the clock preload on %s with %s (Debian's gcc, or a prebuilt one): %w", n.host.Name(), e.Programs.CC, err)
+		return "", fmt.Errorf("compose: build the clock preload on %s with %s (Debian's gcc, or a prebuilt one): "+
+			"%w", n.host.Name(), e.Programs.CC, err)
 	}
 	e.preloads[key] = so
 	e.mu.Lock()
@@ -195,7 +197,8 @@ func (c *nodeClock) currentRate() float64 {
 
 // errNoClock is the error of a clock control on a node without FakeClock.
 func (n *Node) errNoClock() error {
-	return fmt.Errorf("compose: %s runs without FakeClock: its clock cannot be moved (a Go server such as an etcd member cannot have one: Go reads the clock from the vDSO, which no preload reaches)", n.Name)
+	return fmt.Errorf("compose: %s runs without FakeClock: its clock cannot be moved (a Go server such as an etcd member cannot have one: "+
+		"Go reads the clock from the vDSO, which no preload reaches)", n.Name)
 }
 
 // JumpClock steps the node's wall clock by d, forward when d > 0, as

@@ -229,7 +229,8 @@ func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 // rule refused to route it (EINVAL). A connection, or a refusal (a reset:
 // the far kernel answered), is no cut; what names the far end.
 func tryFrom(ctx context.Context, c Peer, what string, addr netip.Addr, port int, secs string) error {
-	err := c.Host.Run(ctx, remote.Cmd{Path: "timeout", Args: []string{secs, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", addr.String(), strconv.Itoa(port)}})
+	err := c.Host.Run(ctx, remote.Cmd{Path: "timeout", Args: []string{secs, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", addr.String(),
+		strconv.Itoa(port)}})
 	switch e, ok := remote.IsExit(err); {
 	case err == nil:
 		return fmt.Errorf("compose: %s (%s) is reachable from %s", what, net.JoinHostPort(addr.String(), strconv.Itoa(port)), c.Host.Name())

@@ -285,10 +285,12 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 		n.host, n.Dir = p.Host, p.Dir
 		n.proc.Pidfile, n.log = p.Dir+".pid", p.Dir+".log"
 		if proxied {
-			return nil, fmt.Errorf("compose: %s on %s: a node placed on a host has no proxy here, where its clients cannot reach it (its Placement's Proxy runs one on its host)", s.name, p.Host.Name())
+			return nil, fmt.Errorf("compose: %s on %s: a node placed on a host has no proxy here, where its clients cannot reach it (its "+
+				"Placement's Proxy runs one on its host)", s.name, p.Host.Name())
 		}
 		if s.lazyFS && p.Lockbench == "" {
-			return nil, fmt.Errorf("compose: %s on %s: LazyFS needs the lockbench binary on the host (Placement.Lockbench), which serves it there", s.name, p.Host.Name())
+			return nil, fmt.Errorf("compose: %s on %s: LazyFS needs the lockbench binary on the host (Placement.Lockbench), which serves it "+
+				"there", s.name, p.Host.Name())
 		}
 	}
 	n.proc.Remote = n.host

@@ -181,9 +181,11 @@ func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (
 	}
 	switch {
 	case o.Proxied, o.Netns:
-		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Proxied and Netns apply to servers on this machine only", p.Host.Name())
+		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Proxied and Netns apply to servers on this machine "+
+			"only", p.Host.Name())
 	case p.Binary == "" || !path.IsAbs(p.Binary):
-		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Binary %q: want the absolute path of its postgres program (initdb is beside it)", p.Host.Name(), p.Binary)
+		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Binary %q: want the absolute path of its postgres program (initdb "+
+			"is beside it)", p.Host.Name(), p.Binary)
 	}
 	trust := []string{}
 	for _, c := range p.Clients {
@@ -275,7 +277,8 @@ func postgresBinDir(dir string) (string, error) {
 	}
 	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 	if len(found) == 0 {
-		return "", errors.New("compose: no PostgreSQL server: neither pg_config --bindir nor /usr/lib/postgresql/*/bin has postgres (install Debian's postgresql: make deps)")
+		return "", errors.New("compose: no PostgreSQL server: neither pg_config --bindir nor /usr/lib/postgresql/*/bin has postgres (install " +
+			"Debian's postgresql: make deps)")
 	}
 	// The newest version: sort by the number in the version directory.
 	version := func(p string) int {
@@ -294,7 +297,8 @@ func postgresAccount(account string) (string, error) {
 		return "", nil
 	}
 	if _, err := user.Lookup(account); err != nil {
-		return "", fmt.Errorf("compose: PostgreSQL refuses to run as root and there is no user %q to run it as: %w (Debian's postgresql package creates it: make deps)", account, err)
+		return "", fmt.Errorf("compose: PostgreSQL refuses to run as root and there is no user %q to run it as: %w (Debian's postgresql "+
+			"package creates it: make deps)", account, err)
 	}
 	return account, nil
 }

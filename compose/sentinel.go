@@ -209,7 +209,8 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		}
 	}
 	if o.Netns && o.ProxiedReplication {
-		return nil, errors.New("compose: a Sentinel set with Netns and ProxiedReplication: the replication links' proxies run on this host, where a cut of a node's clients would cut its replication too; choose one")
+		return nil, errors.New("compose: a Sentinel set with Netns and ProxiedReplication: the replication links' proxies run on this host, " +
+			"where a cut of a node's clients would cut its replication too; choose one")
 	}
 	d, err := durability(o.Durability, DurabilityFast)
 	if err != nil {
@@ -350,7 +351,8 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			// which carry by default the address it reaches the nodes
 			// from: with Netns, this host's address in their network,
 			// where it does not listen.
-			text := fmt.Sprintf("port %d\nbind %s\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\nsentinel announce-ip %s\n", port, host, n.Dir, host) +
+			text := fmt.Sprintf("port %d\nbind %s\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\nsentinel announce-ip "+
+				"%s\n", port, host, n.Dir, host) +
 				fmt.Sprintf("sentinel monitor %s %s %s %d\n", name, mhost, mport, s.quorum) +
 				fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", name, downAfter.Milliseconds()) +
 				fmt.Sprintf("sentinel failover-timeout %s %d\n", name, failoverTimeout.Milliseconds()) +

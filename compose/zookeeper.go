@@ -97,7 +97,8 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		return nil, err
 	}
 	if d == DurabilityPeriodic {
-		return nil, fmt.Errorf("compose: ZooKeeper has no periodic durability: a server fsyncs its transaction log at every commit (forceSync=yes) or never (forceSync=no): %w", ErrNoDurability)
+		return nil, fmt.Errorf("compose: ZooKeeper has no periodic durability: a server fsyncs its transaction log at every commit "+
+			"(forceSync=yes) or never (forceSync=no): %w", ErrNoDurability)
 	}
 	level := orDefault(o.LogLevel, "WARN")
 	switch strings.ToUpper(level) {

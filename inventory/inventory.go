@@ -35,7 +35,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/lockbench/lockbench/remote"
 )
 
@@ -126,7 +125,8 @@ func (inv *Inventory) CheckBackends(known []string) error {
 	for _, h := range inv.Hosts {
 		for _, s := range h.Servers {
 			if s.Backend != "" && !slices.Contains(known, s.Backend) {
-				errs = append(errs, fmt.Errorf("%s:%d: host %s: unknown backend %q (known: %s)", inv.Path, s.Line, h.Name, s.Backend, strings.Join(known, ", ")))
+				errs = append(errs, fmt.Errorf("%s:%d: host %s: unknown backend %q (known: "+
+					"%s)", inv.Path, s.Line, h.Name, s.Backend, strings.Join(known, ", ")))
 			}
 		}
 	}

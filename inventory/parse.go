@@ -221,7 +221,8 @@ func (p *parser) server(name string, rs rawServer) Server {
 	case s.ProxyPort == 0 && s.Port >= 1 && s.Port+DefaultProxyOffset <= 65535:
 		s.ProxyPort = s.Port + DefaultProxyOffset
 	case s.ProxyPort == 0 && s.Port >= 1:
-		p.errorf(rs.line, "host %s: server %s: port %d has no default proxy_port (port+%d is beyond 65535): name one", name, s.Backend, s.Port, DefaultProxyOffset)
+		p.errorf(rs.line, "host %s: server %s: port %d has no default proxy_port (port+%d is beyond 65535): name "+
+			"one", name, s.Backend, s.Port, DefaultProxyOffset)
 	case s.ProxyPort < 0 || s.ProxyPort > 65535:
 		p.errorf(rs.line, "host %s: server %s: proxy_port %d: want 1 to 65535", name, s.Backend, s.ProxyPort)
 	}
@@ -280,7 +281,8 @@ func (p *parser) across(inv *Inventory) {
 		}
 	}
 	if len(judges) > 1 {
-		p.errs = append(p.errs, fmt.Errorf("%s: %d hosts have the judge role (%s): one at most", p.where, len(judges), strings.Join(judges, ", ")))
+		p.errs = append(p.errs, fmt.Errorf("%s: %d hosts have the judge role (%s): one at "+
+			"most", p.where, len(judges), strings.Join(judges, ", ")))
 	}
 }
 

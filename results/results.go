@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
 )
 
 // Version is the schema version this package writes.

@@ -66,14 +66,14 @@ func runCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run cases against real servers and write DIR/results.json (and the report)",
-		Long: `run measures every case of a suite (--suite default or quick: what make bench and
-make bench-quick run; full: every durability profile on every backend) or of the cross product of the flags: backends × workloads × faults ×
-clients × trials, each case judged under every --guard at once. It starts the servers the
-backends need on 127.0.0.1 (or uses the endpoints you give) and a judge that every client
-reports to, runs the clients as worker processes (lockbench worker) or goroutines, writes
-DIR/results.json every 30 s and at the end, with each case's history under DIR/history, and renders the
-report into DIR. Ctrl-C stops the run, stops every server and worker and keeps the results
-measured so far.
+		Long: `run measures every case of a suite (--suite default or quick: what make bench and make
+bench-quick run; full: every durability profile on every backend) or of the cross product of the
+flags: backends × workloads × faults × clients × trials, each case judged under every --guard at
+once. It starts the servers the backends need on 127.0.0.1 (or uses the endpoints you give) and
+a judge that every client reports to, runs the clients as worker processes (lockbench worker) or
+goroutines, writes DIR/results.json every 30 s and at the end, with each case's history under
+DIR/history, and renders the report into DIR. Ctrl-C stops the run, stops every server and
+worker and keeps the results measured so far.
 
 A backend is a registered name with optional params: redlock, redlock?quarantine=false,
 sentinel?wait=1, redsync?retrydelay=1ms, postgres?mode=advisory. So is a fault: client-pause?x=3,
@@ -115,15 +115,19 @@ Backends:
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every durability profile on every backend, every clock fault; about three times as long as default); other flags then override its settings")
+	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every "+
+		"durability profile on every backend, every clock fault; about three times as long as default); other flags then override its settings")
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
 	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
 	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults, with params as name?param=value: "+strings.Join(nemesis.Names(), ", "))
 	fl.BoolVar(&f.fencing, "fencing", false, "judge the resource with fencing tokens too (adds --guard fence)")
-	fl.StringSliceVar(&f.guards, "guard", nil, "resource guards, each case judged under all of them at once: none, fence, fence-rw, cas (default none)")
+	fl.StringSliceVar(&f.guards, "guard", nil, "resource guards, each case judged under all of them at once: none, fence, fence-rw, cas "+
+		"(default none)")
 	fl.IntSliceVar(&f.clients, "clients", []int{8}, "concurrent clients, each with its own connections")
-	fl.StringVar(&f.clientsAs, "clients-as", "", "run the clients as processes or goroutines (default: goroutines without a fault, processes under one)")
-	fl.StringSliceVar(&f.durability, "durability", []string{"fast"}, "servers' profiles, each case run under each: fast (no fsync), periodic (a sync about once a second; ZooKeeper and etcd have none) or durable (every write synced)")
+	fl.StringVar(&f.clientsAs, "clients-as", "", "run the clients as processes or goroutines (default: goroutines without a fault, "+
+		"processes under one)")
+	fl.StringSliceVar(&f.durability, "durability", []string{"fast"}, "servers' profiles, each case run under each: fast (no fsync), "+
+		"periodic (a sync about once a second; ZooKeeper and etcd have none) or durable (every write synced)")
 	fl.IntVar(&f.injections, "injections", 3, "times each fault case injects its fault")
 	fl.Uint64Var(&f.seed, "seed", 0, "the run's seed: keys, hold times, fault targets and times (default random; results.json records it)")
 	fl.StringVar(&f.judge, "judge", "", "join the judge at this address (lockbench judge) instead of running one")
@@ -135,15 +139,19 @@ Backends:
 	fl.DurationVar(&f.ttl, "ttl", time.Second, "lease TTL (faults raise it where they need longer leases)")
 	fl.IntVar(&f.keys, "keys", 100, "keys of the uniform and zipf workloads")
 	fl.StringVar(&f.hold, "hold", "1ms", "hold time: 2ms, 1ms-5ms (uniform) or exp:2ms")
-	fl.Float64Var(&f.holdLeft, "hold-left", 0, "hold a random fraction, up to this much (at most 1), of the validity the lease has left, instead of --hold: catches a lease that claims more than its lock keeps")
-	fl.BoolVar(&f.autoExtend, "auto-extend", false, "leases extend themselves (their watchdog, every TTL/3) while their holders hold: give a --hold of several TTLs")
-	fl.DurationVar(&f.acquireTO, "acquire-timeout", workloads.DefaultAcquireTimeout, "how long each acquire may wait (longer for holds of several TTLs)")
+	fl.Float64Var(&f.holdLeft, "hold-left", 0, "hold a random fraction, up to this much (at most 1), of the validity the lease has left, "+
+		"instead of --hold: catches a lease that claims more than its lock keeps")
+	fl.BoolVar(&f.autoExtend, "auto-extend", false, "leases extend themselves (their watchdog, every TTL/3) while their holders hold: give "+
+		"a --hold of several TTLs")
+	fl.DurationVar(&f.acquireTO, "acquire-timeout", workloads.DefaultAcquireTimeout, "how long each acquire may wait (longer for holds of "+
+		"several TTLs)")
 	fl.StringVar(&f.think, "think", "0", "think time between sections (same forms as --hold)")
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required, but with --dry-run)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
 	fl.BoolVar(&f.dryRun, "dry-run", false,
 		"list the cases the flags select, and the fault classes a backend is not put through and why; run nothing")
-	fl.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when some backends' servers would not start and their cases were skipped (the end of the run still names them)")
+	fl.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when some backends' servers would not start and their cases were skipped "+
+		"(the end of the run still names them)")
 	f.endpoints.register(fl)
 	fl.BoolVar(&f.fresh, "fresh-servers", false,
 		"start each backend's servers anew for each trial, so that trials are independent samples (results.json: fresh_servers)")
@@ -179,7 +187,8 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	}
 	if f.hosts.inventory != "" {
 		if f.judge != "" || len(external) > 0 {
-			return fmt.Errorf("%w: --inventory runs servers, clients and the judge on its hosts (or the judge here): not with --judge or a backend's endpoints", bench.ErrConfig)
+			return fmt.Errorf("%w: --inventory runs servers, clients and the judge on its hosts (or the judge here): not with --judge or a "+
+				"backend's endpoints", bench.ErrConfig)
 		}
 		for i := range cases {
 			cases[i].ClientsAs = results.ClientsProcesses // on the client hosts

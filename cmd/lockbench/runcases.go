@@ -37,7 +37,8 @@ func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, erro
 	case f.acquireTO <= 0:
 		return nil, nil, fmt.Errorf("%w: --acquire-timeout %v: must be positive", bench.ErrConfig, f.acquireTO)
 	case f.suite != "" && (changed("hold-left") || changed("auto-extend") || changed("acquire-timeout")):
-		return nil, nil, fmt.Errorf("%w: --hold-left, --auto-extend and --acquire-timeout shape a matrix given by flags: a suite runs its own lease loads", bench.ErrConfig)
+		return nil, nil, fmt.Errorf("%w: --hold-left, --auto-extend and --acquire-timeout shape a matrix given by flags: a suite runs its own "+
+			"lease loads", bench.ErrConfig)
 	}
 	hold, err := workloads.ParseDist(f.hold)
 	if err != nil {

@@ -120,7 +120,8 @@ func (w *watch) expire() {
 		return
 	}
 	closers := w.closers
-	fmt.Fprintf(os.Stderr, "servertest: %s is still running %v after it started servers, its deadline (%s multiplies it); its servers are killed now. Every goroutine:\n%s\n",
+	fmt.Fprintf(os.Stderr, "servertest: %s is still running %v after it started servers, its deadline (%s multiplies it); its servers are "+
+		"killed now. Every goroutine:\n%s\n",
 		w.tb.Name(), w.deadline, ScaleEnv, stacks())
 	w.tb.Errorf("ran past its deadline of %v: goroutines dumped to stderr, servers killed", w.deadline)
 	w.mu.Unlock()
