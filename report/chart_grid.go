@@ -80,7 +80,8 @@ func gridChart(ch *chart, dir string, cols []string, panels []gridPanel, lg *leg
 // gridChartW is gridChart with columns colW wide and room legendW wide
 // for the legend: a figure meant to be read at the width of a page uses
 // narrow columns of short cell lines and a legend of swatches only.
-func gridChartW(ch *chart, dir string, cols []string, panels []gridPanel, lg *legend, ylabel string, colW, legendW vg.Length) (*chart, error) {
+func gridChartW(ch *chart, dir string, cols []string, panels []gridPanel, lg *legend, ylabel string, colW, legendW vg.Length) (*chart,
+	error) {
 	lines := 2
 	for _, pn := range panels {
 		for _, row := range pn.cells {
@@ -145,7 +146,8 @@ func gridChartW(ch *chart, dir string, cols []string, panels []gridPanel, lg *le
 		full := body.Max.Y - body.Min.Y
 		for k, p := range plots {
 			h := full * heights[k] / total
-			drawPlot(draw.Canvas{Canvas: body.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: body.Min.X, Y: top - h}, Max: vg.Point{X: body.Max.X, Y: top}}}, p)
+			drawPlot(draw.Canvas{Canvas: body.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: body.Min.X, Y: top - h},
+				Max: vg.Point{X: body.Max.X, Y: top}}}, p)
 			top -= h
 		}
 	})
