@@ -107,7 +107,8 @@ func (hs *Hosts) StartJudge(ctx context.Context) (*judge.Remote, string, error) 
 		}
 		select {
 		case <-wctx.Done():
-			return nil, "", fmt.Errorf("the judge on %s does not answer at %s after %v: %w (its log: %s)", h.Name, j.addr, JudgeStartTimeout, err, j.tail(ctx, 2048))
+			return nil, "", fmt.Errorf("the judge on %s does not answer at %s after %v: %w (its log: "+
+				"%s)", h.Name, j.addr, JudgeStartTimeout, err, j.tail(ctx, 2048))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -188,7 +189,8 @@ func (hs *Hosts) StopJudge(ctx context.Context, dir string) error {
 			errs = append(errs, fmt.Errorf("%s from the judge on %s: %w", path.Base(src), j.host.Name, err))
 		}
 	}
-	out, err := remote.Output(ctx, j.host.SSH, "sh", "-c", `cd -- "$1" 2>/dev/null && for f in *; do [ -f "$f" ] && echo "$f"; done; true`, "sh", path.Join(j.out(), "history"))
+	out, err := remote.Output(ctx, j.host.SSH, "sh", "-c", `cd -- "$1" 2>/dev/null && for f in *; do [ -f "$f" ] && echo "$f"; done; true`,
+		"sh", path.Join(j.out(), "history"))
 	if err != nil {
 		errs = append(errs, err)
 	}

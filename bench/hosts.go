@@ -157,7 +157,8 @@ func staticBinary(p string) ([]byte, error) {
 	defer f.Close()
 	for _, prog := range f.Progs {
 		if prog.Type == elf.PT_INTERP {
-			return nil, fmt.Errorf("%s is linked dynamically: the hosts need a static lockbench (CGO_ENABLED=0 go build ./cmd/lockbench, as make build does)", p)
+			return nil, fmt.Errorf("%s is linked dynamically: the hosts need a static lockbench (CGO_ENABLED=0 go build ./cmd/lockbench, as make "+
+				"build does)", p)
 		}
 	}
 	return os.ReadFile(p)
@@ -253,7 +254,8 @@ func (hs *Hosts) provideLockbench(ctx context.Context, pl []compose.Placement) e
 // the host of each placement in pl whose field (a path on its host) is
 // empty, as the lockbench binary is uploaded (by its hash, under the
 // host's work dir), and sets that field to its path there.
-func (hs *Hosts) provide(ctx context.Context, pl []compose.Placement, name string, file func() (string, error), field func(*compose.Placement) *string) error {
+func (hs *Hosts) provide(ctx context.Context, pl []compose.Placement, name string, file func() (string, error),
+	field func(*compose.Placement) *string) error {
 	var binary []byte
 	var sum string
 	for i := range pl {
@@ -453,7 +455,8 @@ func (hs *Hosts) leftOn(h *Host) error {
 	if j := hs.judgeLeftOn(h); j != "" {
 		workers = j + "; " + workers
 	}
-	msg := fmt.Sprintf("the link to host %s broke: what the run started there may still run — servers %s; %s; cuts of rule priority %d. the next run against this inventory kills them by their pidfiles and lifts the cuts as it starts",
+	msg := fmt.Sprintf("the link to host %s broke: what the run started there may still run — servers %s; %s; cuts of rule priority %d. the "+
+		"next run against this inventory kills them by their pidfiles and lifts the cuts as it starts",
 		h.Name, strings.Join(servers, ", "), workers, remote.CutPref)
 	if len(servers) == 0 {
 		msg = strings.Replace(msg, "servers ; ", "", 1)

@@ -38,7 +38,8 @@ type hostWorker struct {
 // judge's host), with nemesis n beside them as the judge's peer. It
 // watches them by their pidfiles: a worker gone without Done is dead to
 // the judge, with the end of its log as the reason.
-func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, n *nemesis.Nemesis) (*workloads.Outcome, error) {
+func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config,
+	n *nemesis.Nemesis) (*workloads.Outcome, error) {
 	if spec.Rate > 0 {
 		return nil, configErrorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
 	}
@@ -81,7 +82,8 @@ func (r *Runner) hostProcesses(ctx context.Context, id string, c Case, spec work
 		h := hosts[i%len(hosts)]
 		process := info.FirstProcess + i
 		wg.Go(func() {
-			w, err := r.startHostWorker(ctx, h, id, worker.Assignment{Case: id, Host: r.host, Process: process, Backend: c.Backend.Name, Config: cfg, Spec: one})
+			w, err := r.startHostWorker(ctx, h, id, worker.Assignment{Case: id, Host: r.host, Process: process, Backend: c.Backend.Name,
+				Config: cfg, Spec: one})
 			if err != nil {
 				errs[i] = err
 				r.Judge.Gone(id, process, err.Error())

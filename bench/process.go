@@ -23,7 +23,8 @@ import (
 
 // processes runs case c with a worker process per client, with nemesis
 // n beside them when the judge is this host's.
-func (r *Runner) processes(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, n *nemesis.Nemesis) (*workloads.Outcome, error) {
+func (r *Runner) processes(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config,
+	n *nemesis.Nemesis) (*workloads.Outcome, error) {
 	if spec.Rate > 0 {
 		return nil, configErrorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
 	}

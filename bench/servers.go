@@ -92,7 +92,8 @@ func (c *Clusters) External(name string) bool {
 // of a case of that TTL, so that Redlock's admission records the case's
 // max TTL rather than the library's default minute, which would make a
 // node that lost its data sit out a minute instead of one TTL.
-func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durability string, ttl time.Duration) (nemesis.Target, backends.Config, error) {
+func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durability string, ttl time.Duration) (nemesis.Target,
+	backends.Config, error) {
 	d := b.Descriptor
 	cfg := backends.Config{Params: map[string]string{}}
 	for k, v := range b.Params {
@@ -276,7 +277,8 @@ func profileOf(durability string, f nemesis.Fault) (profile, error) {
 	}
 	d, err := compose.ParseDurability(durability)
 	if err != nil {
-		return profile{}, configErrorf("durability %q: want %s, %s or %s", durability, results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable)
+		return profile{}, configErrorf("durability %q: want %s, %s or "+
+			"%s", durability, results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable)
 	}
 	var needs nemesis.Needs
 	if f.Scenario != nil {

@@ -39,7 +39,8 @@ func (n *Node) CutClients() error {
 		return n.cutPlaced(true)
 	}
 	if n.spec.net == nil {
-		return fmt.Errorf("compose: %s runs in this host's network namespace: start it with Netns (or PeerNetwork) to cut its clients off", n.Name)
+		return fmt.Errorf("compose: %s runs in this host's network namespace: start it with Netns (or PeerNetwork) to cut its clients "+
+			"off", n.Name)
 	}
 	return n.spec.net.cutClients(n.spec.member, true)
 }

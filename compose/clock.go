@@ -20,10 +20,6 @@ import (
 //go:embed preload/clock.c
 var clockSource []byte
 
-// CC is the C compiler that builds the clock preload, on each host
-// where a server runs under it.
-var CC = "gcc"
-
 // The clock preload is built once per host of an Env, from the source
 // uploaded there, into the Env's dir on that host (a host placed by the
 // caller may name a prebuilt one instead: Placement.ClockPreload); each
@@ -54,9 +50,11 @@ func (e *Env) clockPreloadOn(ctx context.Context, n *Node) (string, error) {
 		return "", fmt.Errorf("compose: clock preload: %w", err)
 	}
 	var out bytes.Buffer
-	err := n.host.Run(ctx, remote.Cmd{Path: CC, Args: []string{"-shared", "-fPIC", "-O2", "-o", so, src}, Stdout: &out, Stderr: &out})
+	err := n.host.Run(ctx, remote.Cmd{Path: e.Programs.CC, Args: []string{"-shared", "-fPIC", "-O2", "-o", so, src}, Stdout: &out,
+		Stderr: &out})
 	if err != nil {
-		return "", fmt.Errorf("compose: build the clock preload on %s with %s (Debian's gcc, or a prebuilt one): %w", n.host.Name(), CC, err)
+		return "", fmt.Errorf("compose: build the clock preload on %s with %s (Debian's gcc, or a prebuilt one): "+
+			"%w", n.host.Name(), e.Programs.CC, err)
 	}
 	e.preloads[key] = so
 	e.mu.Lock()
@@ -199,7 +197,8 @@ func (c *nodeClock) currentRate() float64 {
 
 // errNoClock is the error of a clock control on a node without FakeClock.
 func (n *Node) errNoClock() error {
-	return fmt.Errorf("compose: %s runs without FakeClock: its clock cannot be moved (a Go server such as an etcd member cannot have one: Go reads the clock from the vDSO, which no preload reaches)", n.Name)
+	return fmt.Errorf("compose: %s runs without FakeClock: its clock cannot be moved (a Go server such as an etcd member cannot have one: "+
+		"Go reads the clock from the vDSO, which no preload reaches)", n.Name)
 }
 
 // JumpClock steps the node's wall clock by d, forward when d > 0, as

@@ -22,6 +22,9 @@ type Env struct {
 	// Dir is the run dir: one sub-directory per node (data and config) and
 	// one log file per node.
 	Dir string
+	// Programs are the servers' programs; New sets DefaultPrograms.
+	// Change them before the first server starts.
+	Programs Programs
 
 	mu      sync.Mutex
 	nodes   []*Node
@@ -65,7 +68,7 @@ func New(dir string) (*Env, error) {
 	if entries, err := os.ReadDir(abs); err != nil || len(entries) > 0 {
 		return nil, fmt.Errorf("compose: run dir %q is not empty: give a new or empty one", dir)
 	}
-	return &Env{Dir: abs}, nil
+	return &Env{Dir: abs, Programs: DefaultPrograms()}, nil
 }
 
 // Nodes returns every node started in this Env, in start order.

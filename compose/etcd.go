@@ -106,14 +106,16 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	hb := orDefault(o.HeartbeatInterval, 50*time.Millisecond)
 	el := orDefault(o.ElectionTimeout, 300*time.Millisecond)
 	if hb < time.Millisecond || el < 5*hb {
-		return nil, fmt.Errorf("compose: etcd heartbeat %v, election timeout %v: want a heartbeat of 1ms or more and an election timeout of at least 5 heartbeats", hb, el)
+		return nil, fmt.Errorf("compose: etcd heartbeat %v, election timeout %v: want a heartbeat of 1ms or more and an election timeout of at "+
+			"least 5 heartbeats", hb, el)
 	}
 	d, err := durability(o.Durability, DurabilityDurable)
 	if err != nil {
 		return nil, err
 	}
 	if d == DurabilityPeriodic {
-		return nil, fmt.Errorf("compose: etcd has no periodic durability: a member fdatasyncs its WAL at every raft write or never (--unsafe-no-fsync): %w", ErrNoDurability)
+		return nil, fmt.Errorf("compose: etcd has no periodic durability: a member fdatasyncs its WAL at every raft write or never "+
+			"(--unsafe-no-fsync): %w", ErrNoDurability)
 	}
 	level := orDefault(o.LogLevel, "warn")
 	switch level {
@@ -256,7 +258,8 @@ func (c *EtcdCluster) othersHaveQuorum(ctx context.Context, self int) error {
 		}
 	}
 	if quorum := len(c.dataDirs)/2 + 1; kept < quorum {
-		return fmt.Errorf("%d of the other %d members have their data, and the cluster's quorum is %d: a majority that lost its data has lost the cluster (restore a snapshot, or --force-new-cluster on a survivor)",
+		return fmt.Errorf("%d of the other %d members have their data, and the cluster's quorum is %d: a majority that lost its data has lost "+
+			"the cluster (restore a snapshot, or --force-new-cluster on a survivor)",
 			kept, len(c.dataDirs)-1, quorum)
 	}
 	return nil

@@ -62,7 +62,8 @@ func (p *placedPeers) partition(nodes []*Node, groups [][]*Node) error {
 				continue
 			}
 			if pa.Addr == pb.Addr {
-				return fmt.Errorf("compose: partition: %s and %s share the address %s of %s: members are cut apart by rules on their hosts, so each needs a host of its own", a.Name, b.Name, pa.Addr, pa.Host.Name())
+				return fmt.Errorf("compose: partition: %s and %s share the address %s of %s: members are cut apart by rules on their hosts, so each "+
+					"needs a host of its own", a.Name, b.Name, pa.Addr, pa.Host.Name())
 			}
 			for _, q := range pb.PeerPorts {
 				cuts[a] = append(cuts[a], remote.Path{Addr: pb.Addr, DPort: uint16(q)})

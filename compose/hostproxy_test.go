@@ -175,7 +175,7 @@ func TestPlacedProxy(t *testing.T) {
 		}
 		var out bytes.Buffer
 		err = client.Run(ctx, remote.Cmd{Path: path.Join(path.Dir(pgBin), "psql"), Env: []string{"PGCONNECT_TIMEOUT=30"}, Stdout: &out,
-			Args: []string{"-h", addr.String(), "-p", "15432", "-U", compose.PostgresUser, "-d", "postgres", "-Atc", "select 1"}})
+			Args: []string{"-h", addr.String(), "-p", "15432", "-U", compose.DefaultPrograms().PostgresUser, "-d", "postgres", "-Atc", "select 1"}})
 		if err != nil || strings.TrimSpace(out.String()) != "1" {
 			t.Errorf("select 1 from %s through the proxy: %q (%v)", lab.Hosts[1].Name, out.String(), err)
 		}

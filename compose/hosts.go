@@ -49,7 +49,7 @@ type Placement struct {
 	// name, found on the host's PATH.
 	Binary string
 	// ClockPreload is a prebuilt clock preload on the host; "" builds it
-	// there with CC from compose's source.
+	// there with Programs.CC from compose's source.
 	ClockPreload string
 	// Lockbench is the lockbench binary on the host (a static one): it
 	// serves the lazy filesystem of a server started with LazyFS there,
@@ -229,7 +229,8 @@ func (n *Node) unreachablePlaced(ctx context.Context, d time.Duration) error {
 // rule refused to route it (EINVAL). A connection, or a refusal (a reset:
 // the far kernel answered), is no cut; what names the far end.
 func tryFrom(ctx context.Context, c Peer, what string, addr netip.Addr, port int, secs string) error {
-	err := c.Host.Run(ctx, remote.Cmd{Path: "timeout", Args: []string{secs, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", addr.String(), strconv.Itoa(port)}})
+	err := c.Host.Run(ctx, remote.Cmd{Path: "timeout", Args: []string{secs, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2"`, "bash", addr.String(),
+		strconv.Itoa(port)}})
 	switch e, ok := remote.IsExit(err); {
 	case err == nil:
 		return fmt.Errorf("compose: %s (%s) is reachable from %s", what, net.JoinHostPort(addr.String(), strconv.Itoa(port)), c.Host.Name())

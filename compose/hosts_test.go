@@ -64,8 +64,8 @@ func TestPlaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	user, err := remote.Output(ctx, hosts[1], "stat", "-c", "%U", "/proc/"+strconv.Itoa(pg.PID()))
-	if err != nil || strings.TrimSpace(string(user)) != compose.PostgresUser {
-		t.Errorf("the placed PostgreSQL server runs as %q (%v), want %s", user, err, compose.PostgresUser)
+	if err != nil || strings.TrimSpace(string(user)) != compose.DefaultPrograms().PostgresUser {
+		t.Errorf("the placed PostgreSQL server runs as %q (%v), want %s", user, err, compose.DefaultPrograms().PostgresUser)
 	}
 	for _, n := range []*compose.Node{redisNodes[0], pg} {
 		t.Run(n.Name, func(t *testing.T) {

@@ -81,7 +81,8 @@ func (n *lazyNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 
 // Create creates the file on the disk at once (the name is durable, its
 // data is not).
-func (n *lazyNode) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+func (n *lazyNode) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32,
+	syscall.Errno) {
 	ch, fh, fuseFlags, errno := n.LoopbackNode.Create(ctx, name, flags&^syscall.O_TRUNC, mode, out)
 	if errno != 0 {
 		return nil, nil, 0, errno
@@ -217,6 +218,7 @@ func (n *lazyNode) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.En
 }
 
 // CopyFileRange refuses, so that the kernel copies through Read and Write.
-func (n *lazyNode) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint64, out *fs.Inode, fhOut fs.FileHandle, offOut, length, flags uint64) (uint32, syscall.Errno) {
+func (n *lazyNode) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint64, out *fs.Inode, fhOut fs.FileHandle, offOut,
+	length, flags uint64) (uint32, syscall.Errno) {
 	return 0, syscall.EOPNOTSUPP
 }

@@ -43,7 +43,7 @@ type PostgresOptions struct {
 	LazyFS bool
 	// FakeClock runs the server under compose's clock preload, so that
 	// Node.JumpClock and Node.SetClockRate move its wall clock (now() reads it). It
-	// needs a C compiler (CC).
+	// needs a C compiler (Programs.CC).
 	FakeClock bool
 	// Proxied starts the server behind a Proxy, so that it can be
 	// partitioned from, or slowed for, its clients.
@@ -60,22 +60,15 @@ type PostgresOptions struct {
 	// {"max_connections", "500"}.
 	Config [][2]string
 	// On, when set, puts the server on a host (see Placement): it runs
-	// there as PostgresUser, from Placement.Binary (the postgres program,
+	// there as Programs.PostgresUser, from Placement.Binary (the postgres program,
 	// initdb beside it), and trusts connections from the client hosts and
 	// the control node only. Proxied, Netns and LazyFS do not apply.
 	On *Placement
 }
 
-// PostgresUser is the account the server runs as when lockbench runs as
-// root (PostgreSQL refuses to run as root): the one Debian's package
-// creates. It is also the server's superuser, which clients log in as
-// without a password from 127.0.0.1.
-var PostgresUser = "postgres"
-
-// PostgresBinDir is the directory of initdb and postgres. Empty means
-// `pg_config --bindir`, else the newest /usr/lib/postgresql/*/bin (where
-// Debian's postgresql package puts them: they are not on PATH).
-var PostgresBinDir = ""
+// postgresRole is the database superuser initdb makes, whom compose's
+// servers trust and PostgresURL connects as.
+const postgresRole = "postgres"
 
 // PostgresMaxConnections is the servers' max_connections: every client
 // of the postgres backend's advisory mode holds a session per lock it
@@ -85,10 +78,10 @@ const PostgresMaxConnections = 300
 // Postgres starts one PostgreSQL server (Debian's postgresql package) and
 // waits until it accepts connections. Its cluster is made by initdb in its
 // dir before the first start, with trust authentication on 127.0.0.1; the
-// superuser is PostgresUser and the database "postgres". The server
+// superuser is "postgres" and the database "postgres". The server
 // listens on 127.0.0.1 only (no Unix socket) and logs to the node's log.
 //
-// Run as root, the server runs as PostgresUser, and its dir is made under
+// Run as root, the server runs as Programs.PostgresUser, and its dir is made under
 // the system's temporary dir, owned by that user, rather than in the run
 // dir, which may lie under a dir that user cannot enter; the run dir then
 // holds a link to it, and Env.Close removes it.
@@ -114,11 +107,11 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	if o.On != nil {
 		return e.postgresOn(ctx, o, d)
 	}
-	bin, err := postgresBinDir()
+	bin, err := postgresBinDir(e.Programs.PostgresBinDir)
 	if err != nil {
 		return nil, err
 	}
-	account, err := postgresAccount()
+	account, err := postgresAccount(e.Programs.PostgresUser)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +173,7 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	return node, nil
 }
 
-// postgresOn starts a server placed on a host, run as PostgresUser.
+// postgresOn starts a server placed on a host, run as Programs.PostgresUser.
 func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (*Node, error) {
 	p := o.On
 	if err := p.check("PostgreSQL"); err != nil {
@@ -188,9 +181,11 @@ func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (
 	}
 	switch {
 	case o.Proxied, o.Netns:
-		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Proxied and Netns apply to servers on this machine only", p.Host.Name())
+		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Proxied and Netns apply to servers on this machine "+
+			"only", p.Host.Name())
 	case p.Binary == "" || !path.IsAbs(p.Binary):
-		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Binary %q: want the absolute path of its postgres program (initdb is beside it)", p.Host.Name(), p.Binary)
+		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Binary %q: want the absolute path of its postgres program (initdb "+
+			"is beside it)", p.Host.Name(), p.Binary)
 	}
 	trust := []string{}
 	for _, c := range p.Clients {
@@ -206,7 +201,7 @@ func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (
 	host := p.Addr.String()
 	s := spec{
 		name: e.newNames("postgres", 1)[0], port: p.Port, host: host, bin: p.Binary, place: p,
-		user: PostgresUser, term: syscall.SIGINT, fakeClock: o.FakeClock, lazyFS: o.LazyFS,
+		user: e.Programs.PostgresUser, term: syscall.SIGINT, fakeClock: o.FakeClock, lazyFS: o.LazyFS,
 		ready: postgresReady(hostAddr(host, p.Port)), clock: postgresTime,
 		args: postgresArgs(path.Join(p.Dir, "data"), host, p.Port, d, o.Config),
 	}
@@ -215,7 +210,7 @@ func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (
 		if n.lazy != nil {
 			dir = diskOf(dir) // straight to the disk, as on this machine
 		}
-		return initdb(ctx, n, path.Join(path.Dir(p.Binary), "initdb"), dir, PostgresUser, trust)
+		return initdb(ctx, n, path.Join(path.Dir(p.Binary), "initdb"), dir, e.Programs.PostgresUser, trust)
 	}
 	return e.startNode(ctx, s, false)
 }
@@ -259,17 +254,18 @@ func postgresArgs(data, host string, port int, d Durability, extra [][2]string) 
 // beside it), found as Postgres finds it: a run over hosts whose
 // inventory names no binary assumes the same path there.
 func PostgresBinary() (string, error) {
-	dir, err := postgresBinDir()
+	dir, err := postgresBinDir(DefaultPrograms().PostgresBinDir)
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(dir, "postgres"), nil
 }
 
-// postgresBinDir finds the directory of initdb and postgres.
-func postgresBinDir() (string, error) {
-	if PostgresBinDir != "" {
-		return PostgresBinDir, nil
+// postgresBinDir finds the directory of initdb and postgres: dir, when
+// it is set (Programs.PostgresBinDir).
+func postgresBinDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
 	}
 	if pgConfig, err := exec.LookPath("pg_config"); err == nil {
 		if out, err := exec.Command(pgConfig, "--bindir").Output(); err == nil {
@@ -281,7 +277,8 @@ func postgresBinDir() (string, error) {
 	}
 	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 	if len(found) == 0 {
-		return "", errors.New("compose: no PostgreSQL server: neither pg_config --bindir nor /usr/lib/postgresql/*/bin has postgres (install Debian's postgresql: make deps)")
+		return "", errors.New("compose: no PostgreSQL server: neither pg_config --bindir nor /usr/lib/postgresql/*/bin has postgres (install " +
+			"Debian's postgresql: make deps)")
 	}
 	// The newest version: sort by the number in the version directory.
 	version := func(p string) int {
@@ -293,15 +290,17 @@ func postgresBinDir() (string, error) {
 }
 
 // postgresAccount returns the account to run the server as on this
-// machine: PostgresUser when we are root, "" (ourselves) otherwise.
-func postgresAccount() (string, error) {
+// machine: account (Programs.PostgresUser) when we are root, ""
+// (ourselves) otherwise.
+func postgresAccount(account string) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", nil
 	}
-	if _, err := user.Lookup(PostgresUser); err != nil {
-		return "", fmt.Errorf("compose: PostgreSQL refuses to run as root and there is no user %q to run it as: %w (Debian's postgresql package creates it: make deps)", PostgresUser, err)
+	if _, err := user.Lookup(account); err != nil {
+		return "", fmt.Errorf("compose: PostgreSQL refuses to run as root and there is no user %q to run it as: %w (Debian's postgresql "+
+			"package creates it: make deps)", account, err)
 	}
-	return PostgresUser, nil
+	return account, nil
 }
 
 // initdb makes the cluster in dir/data on n's host unless it is there, as
@@ -331,7 +330,7 @@ rm -rf -- "$1/data"`, "sh", dir, account}, Stdout: &out})
 "$1" -D "$2" -U "$3" --auth=trust --encoding=UTF8 --locale=C --no-sync --no-instructions
 f=$2/pg_hba.conf
 shift 3
-for l; do printf '%s\n' "$l" >> "$f"; done`, "sh", initdbBin, data, PostgresUser}, hba...),
+for l; do printf '%s\n' "$l" >> "$f"; done`, "sh", initdbBin, data, postgresRole}, hba...),
 		Stdout: &out, Stderr: &out,
 	})
 	if err != nil {
@@ -379,5 +378,5 @@ func postgresTime(ctx context.Context, addr string) (time.Time, error) {
 // (a node's Addr or ServerAddr): the superuser and database initdb made,
 // no TLS.
 func PostgresURL(addr string) string {
-	return "postgres://" + PostgresUser + "@" + addr + "/postgres?sslmode=disable&connect_timeout=5"
+	return "postgres://" + postgresRole + "@" + addr + "/postgres?sslmode=disable&connect_timeout=5"
 }

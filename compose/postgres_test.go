@@ -88,7 +88,7 @@ func TestPostgresKillRestartPause(t *testing.T) {
 	if os.Geteuid() == 0 {
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.PID()))
 		if err != nil || strings.Contains(string(st), "\nUid:\t0\t") {
-			t.Fatalf("run as root, the server must run as %s: %v\n%s", compose.PostgresUser, err, st)
+			t.Fatalf("run as root, the server must run as %s: %v\n%s", compose.DefaultPrograms().PostgresUser, err, st)
 		}
 	}
 	var fsync string

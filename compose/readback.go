@@ -102,12 +102,13 @@ func (c *EtcdCluster) Isolated(ctx context.Context, n *Node) error {
 }
 
 // FakeClockAvailable returns nil when servers here can run under the
-// clock preload (FakeClock options): the C compiler CC that builds it, on
+// clock preload (FakeClock options): the C compiler (DefaultPrograms().CC) that builds it, on
 // each host on first use, is installed. (A host placed elsewhere may name
 // a prebuilt one: Placement.ClockPreload.)
 func FakeClockAvailable() error {
-	if _, err := exec.LookPath(CC); err != nil {
-		return fmt.Errorf("compose: the clock preload is built with %s (Debian's gcc): %w", CC, err)
+	cc := DefaultPrograms().CC
+	if _, err := exec.LookPath(cc); err != nil {
+		return fmt.Errorf("compose: the clock preload is built with %s (Debian's gcc): %w", cc, err)
 	}
 	return nil
 }

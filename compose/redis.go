@@ -24,7 +24,7 @@ type RedisOptions struct {
 	LazyFS bool
 	// FakeClock runs the server under compose's clock preload, so that
 	// Node.JumpClock and Node.SetClockRate move its wall clock (Redis expires keys by it). It
-	// needs a C compiler (CC).
+	// needs a C compiler (Programs.CC).
 	FakeClock bool
 	// Proxied starts each node behind a Proxy, so that it can be
 	// partitioned from, or slowed for, its clients.
@@ -43,9 +43,6 @@ type RedisOptions struct {
 	On []Placement
 }
 
-// RedisServer is the redis-server binary compose runs.
-var RedisServer = "redis-server"
-
 // Redis starts n standalone redis-server nodes (independent masters, as
 // Redlock wants them) and waits until each answers PING.
 func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error) {
@@ -59,7 +56,7 @@ func (e *Env) Redis(ctx context.Context, n int, o RedisOptions) ([]*Node, error)
 	if o.On != nil {
 		return e.redisOn(ctx, n, o, d)
 	}
-	bin, err := exec.LookPath(RedisServer)
+	bin, err := exec.LookPath(e.Programs.RedisServer)
 	if err != nil {
 		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
 	}
@@ -110,7 +107,7 @@ func (e *Env) redisOn(ctx context.Context, n int, o RedisOptions, d Durability) 
 			args = append(args, append([]string{"--" + c[0]}, c[1:]...)...)
 		}
 		s := spec{
-			name: name, kind: kindRedis, port: p.Port, host: host, bin: p.binary(RedisServer), args: args, place: p,
+			name: name, kind: kindRedis, port: p.Port, host: host, bin: p.binary(e.Programs.RedisServer), args: args, place: p,
 			ready: redisReady(hostAddr(host, p.Port)), clock: redisTime, fakeClock: o.FakeClock, lazyFS: o.LazyFS,
 		}
 		node, err := e.startNode(ctx, s, false)

@@ -127,9 +127,6 @@ type SentinelOptions struct {
 	SentinelsOn []Placement
 }
 
-// RedisSentinel is the redis-sentinel binary compose runs.
-var RedisSentinel = "redis-sentinel"
-
 // SentinelSet is a Redis master with replicas and the sentinels that watch
 // them and promote a replica when the master fails.
 //
@@ -212,7 +209,8 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		}
 	}
 	if o.Netns && o.ProxiedReplication {
-		return nil, errors.New("compose: a Sentinel set with Netns and ProxiedReplication: the replication links' proxies run on this host, where a cut of a node's clients would cut its replication too; choose one")
+		return nil, errors.New("compose: a Sentinel set with Netns and ProxiedReplication: the replication links' proxies run on this host, " +
+			"where a cut of a node's clients would cut its replication too; choose one")
 	}
 	d, err := durability(o.Durability, DurabilityFast)
 	if err != nil {
@@ -230,10 +228,10 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			return nil, err
 		}
 	} else {
-		if redisBin, err = exec.LookPath(RedisServer); err != nil {
+		if redisBin, err = exec.LookPath(e.Programs.RedisServer); err != nil {
 			return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
 		}
-		if sentinelBin, err = exec.LookPath(RedisSentinel); err != nil {
+		if sentinelBin, err = exec.LookPath(e.Programs.RedisSentinel); err != nil {
 			return nil, fmt.Errorf("compose: %w (install Debian's redis-sentinel: make deps)", err)
 		}
 		if l, err = e.layOut(1+replicas, o.Netns, 6379); err != nil {
@@ -258,7 +256,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		}
 		l.place(&sp, i)
 		if sp.place != nil {
-			sp.bin = sp.place.binary(RedisServer)
+			sp.bin = sp.place.binary(e.Programs.RedisServer)
 		}
 		const conf = "redis.conf"
 		sp.args = []string{e.nodeFile(sp, conf)}
@@ -333,7 +331,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		if sp.place != nil {
 			// redis-sentinel is redis-server under another name: the
 			// host needs the one program only.
-			sp.bin, sp.args = sp.place.binary(RedisServer), append(sp.args, "--sentinel")
+			sp.bin, sp.args = sp.place.binary(e.Programs.RedisServer), append(sp.args, "--sentinel")
 		}
 		sp.prepare = func(ctx context.Context, n *Node) error {
 			// A sentinel rewrites its file with what it learns: keep it
@@ -353,7 +351,8 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			// which carry by default the address it reaches the nodes
 			// from: with Netns, this host's address in their network,
 			// where it does not listen.
-			text := fmt.Sprintf("port %d\nbind %s\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\nsentinel announce-ip %s\n", port, host, n.Dir, host) +
+			text := fmt.Sprintf("port %d\nbind %s\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\nsentinel announce-ip "+
+				"%s\n", port, host, n.Dir, host) +
 				fmt.Sprintf("sentinel monitor %s %s %s %d\n", name, mhost, mport, s.quorum) +
 				fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", name, downAfter.Milliseconds()) +
 				fmt.Sprintf("sentinel failover-timeout %s %d\n", name, failoverTimeout.Milliseconds()) +

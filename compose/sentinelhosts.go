@@ -43,7 +43,8 @@ func (o *SentinelOptions) checkPlaced() error {
 func sentinelsSide(placed, netns bool) string {
 	switch {
 	case placed:
-		return "the sentinels run on their own hosts (beside the Redis nodes, or apart), on the servers' side of a cut of the clients: they keep seeing the master"
+		return "the sentinels run on their own hosts (beside the Redis nodes, or apart), on the servers' side of a cut of the clients: they " +
+			"keep seeing the master"
 	case netns:
 		return "the sentinels run on the clients' host, on the clients' side of a cut: they lose the master with them"
 	}
@@ -101,7 +102,8 @@ func (l *hostLink) paths() (toMaster, fromMaster remote.Path) {
 func (l *hostLink) Partition() error {
 	m, r := l.master.spec.place, l.replica.spec.place
 	if m.Addr == r.Addr {
-		return fmt.Errorf("compose: replication link %s → %s: both at %s; rules on addresses need a host each", l.master.Name, l.replica.Name, m.Addr)
+		return fmt.Errorf("compose: replication link %s → %s: both at %s; rules on addresses need a host "+
+			"each", l.master.Name, l.replica.Name, m.Addr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()

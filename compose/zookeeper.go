@@ -46,7 +46,7 @@ type ZooKeeperOptions struct {
 	LazyFS bool
 	// FakeClock runs the server under compose's clock preload, so that
 	// Node.JumpClock and Node.SetClockRate move its wall clock (it stamps znodes with it; sessions are timed on the monotonic clock). It
-	// needs a C compiler (CC).
+	// needs a C compiler (Programs.CC).
 	FakeClock bool
 	// LogLevel is the log4j level of the servers' logs; "" means WARN.
 	LogLevel string
@@ -65,19 +65,6 @@ type ZooKeeperOptions struct {
 	// partitioned (Partition) by rules on their hosts. Proxied,
 	// PeerNetwork and LazyFS apply to servers on this machine only.
 	On []Placement
-}
-
-// Java is the java binary that runs ZooKeeper.
-var Java = "java"
-
-// ZooKeeperClasspath is the classpath of a ZooKeeper server: Debian's
-// package (whose jar names its other dependencies in its manifest) and a
-// log4j binding for slf4j, so that the servers log.
-var ZooKeeperClasspath = []string{
-	"/etc/zookeeper/conf",
-	"/usr/share/java/zookeeper.jar",
-	"/usr/share/java/slf4j-log4j12.jar",
-	"/usr/share/java/log4j-1.2.jar",
 }
 
 // zkDefaultJVMFlags start a server in under a second on a small machine.
@@ -110,7 +97,8 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		return nil, err
 	}
 	if d == DurabilityPeriodic {
-		return nil, fmt.Errorf("compose: ZooKeeper has no periodic durability: a server fsyncs its transaction log at every commit (forceSync=yes) or never (forceSync=no): %w", ErrNoDurability)
+		return nil, fmt.Errorf("compose: ZooKeeper has no periodic durability: a server fsyncs its transaction log at every commit "+
+			"(forceSync=yes) or never (forceSync=no): %w", ErrNoDurability)
 	}
 	level := orDefault(o.LogLevel, "WARN")
 	switch strings.ToUpper(level) {
@@ -133,10 +121,10 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	}
 	var java string
 	if o.On == nil {
-		if java, err = exec.LookPath(Java); err != nil {
+		if java, err = exec.LookPath(e.Programs.Java); err != nil {
 			return nil, fmt.Errorf("compose: %w (ZooKeeper needs Java: make deps)", err)
 		}
-		for _, p := range ZooKeeperClasspath {
+		for _, p := range e.Programs.ZooKeeperClasspath {
 			if _, err := os.Stat(p); err != nil {
 				return nil, fmt.Errorf("compose: ZooKeeper classpath entry %s: %w (install Debian's zookeeper: make deps)", p, err)
 			}
@@ -175,7 +163,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			"-Djava.net.preferIPv4Stack=true",
 			"-Dzookeeper.jmx.log4j.disable=true",
 			"-Dlog4j.configuration=file:"+filepath.Join(dir, "log4j.properties"),
-			"-cp", strings.Join(ZooKeeperClasspath, string(os.PathListSeparator)),
+			"-cp", strings.Join(e.Programs.ZooKeeperClasspath, string(os.PathListSeparator)),
 			"org.apache.zookeeper.server.quorum.QuorumPeerMain",
 			filepath.Join(dir, "zoo.cfg"))
 		cfg := zkConfig(dir, hosts[i], client, tick, d) + servers.String()
@@ -199,7 +187,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		}
 		l.place(&specs[i], i)
 		if l.places != nil {
-			specs[i].bin = l.places[i].binary(Java)
+			specs[i].bin = l.places[i].binary(e.Programs.Java)
 		}
 	}
 	nodes, err := e.startNodes(ctx, specs, o.Proxied)

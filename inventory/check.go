@@ -135,7 +135,8 @@ func (c *hostCheck) privilege(ctx context.Context) bool {
 		if e, ok := remote.IsExit(err); ok {
 			why = errors.New(strings.TrimSpace(e.Stderr))
 		}
-		c.add("privilege", false, "%s is not root and `sudo -n` does not make it root (%v): faults need root; give %s passwordless sudo or log in as root (no further checks)",
+		c.add("privilege", false, "%s is not root and `sudo -n` does not make it root (%v): faults need root; give %s passwordless sudo or log "+
+			"in as root (no further checks)",
 			c.h.User, why, c.h.User)
 		return false
 	}
@@ -179,7 +180,8 @@ func (c *hostCheck) tools(ctx context.Context) {
 	case err != nil:
 		c.add("tools", false, "%v", err)
 	case out != "":
-		c.add("tools", false, "missing %s: starting servers, signalling them and moving files need them (coreutils, awk, util-linux)", strings.Join(strings.Fields(out), ", "))
+		c.add("tools", false, "missing %s: starting servers, signalling them and moving files need them (coreutils, awk, "+
+			"util-linux)", strings.Join(strings.Fields(out), ", "))
 	default:
 		c.add("tools", true, "sh, coreutils, awk, setsid, setpriv")
 	}
@@ -232,7 +234,8 @@ func (c *hostCheck) server(ctx context.Context, sv Server, need Needs) {
 		case err != nil:
 			c.add(name+" files", false, "%v", err)
 		case out != "":
-			c.add(name+" files", false, "missing %s: a %s server reads them (its Debian package)", strings.Join(strings.Fields(out), ", "), sv.Backend)
+			c.add(name+" files", false, "missing %s: a %s server reads them (its Debian "+
+				"package)", strings.Join(strings.Fields(out), ", "), sv.Backend)
 		default:
 			c.add(name+" files", true, "%s", strings.Join(need.Files, ", "))
 		}
@@ -321,7 +324,8 @@ func (c *hostCheck) forwarding(ctx context.Context) {
 	case err == nil, errors.As(err, &oc) && oc.Reason == ssh.ConnectionFailed:
 		c.add("forwarding", true, "sshd opens connections on the host for the control node (the proxies' APIs are reached so)")
 	default:
-		c.add("forwarding", false, "sshd does not open connections on the host for the control node (AllowTcpForwarding; the proxies' APIs, on the host's loopback, are reached so, and latency faults need them): %v", err)
+		c.add("forwarding", false, "sshd does not open connections on the host for the control node (AllowTcpForwarding; the proxies' APIs, on "+
+			"the host's loopback, are reached so, and latency faults need them): %v", err)
 	}
 }
 

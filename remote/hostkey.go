@@ -46,12 +46,15 @@ type HostKeyError struct {
 func (e *HostKeyError) Error() string {
 	switch {
 	case e.Revoked:
-		return fmt.Sprintf("remote: %s (%s): its host key %s is marked @revoked in %s: refusing to connect", e.Host, e.Addr, e.Presented, e.Source)
+		return fmt.Sprintf("remote: %s (%s): its host key %s is marked @revoked in %s: refusing to "+
+			"connect", e.Host, e.Addr, e.Presented, e.Source)
 	case len(e.Known) == 0:
-		return fmt.Sprintf("remote: %s (%s): unknown host: its key %s is not in %s; check that fingerprint with the host's owner and record it — refusing to connect",
+		return fmt.Sprintf("remote: %s (%s): unknown host: its key %s is not in %s; check that fingerprint with the host's owner and record it "+
+			"— refusing to connect",
 			e.Host, e.Addr, e.Presented, e.Source)
 	}
-	return fmt.Sprintf("remote: %s (%s): HOST KEY CHANGED: it presented %s, but %s records %s — someone may be intercepting the connection, or the host was reinstalled; refusing to connect",
+	return fmt.Sprintf("remote: %s (%s): HOST KEY CHANGED: it presented %s, but %s records %s — someone may be intercepting the connection, "+
+		"or the host was reinstalled; refusing to connect",
 		e.Host, e.Addr, e.Presented, e.Source, strings.Join(e.Known, ", "))
 }
 

@@ -239,7 +239,8 @@ func pathArgs(r Remote, paths []Path) ([]string, error) {
 		case slices.Contains(kept, p) && path.DPort == 0 && path.SPort == 0:
 			// The cut of one server's port leaves the kept paths: a judge
 			// on a server's host still hears the clients cut from it.
-			errs = append(errs, fmt.Errorf("peer %s must stay reachable from %s (the control node's or the judge's path): cut only a server's port there", p, r.Name()))
+			errs = append(errs, fmt.Errorf("peer %s must stay reachable from %s (the control node's or the judge's path): cut only a server's "+
+				"port there", p, r.Name()))
 		}
 		args[i] = path.unmap().String()
 	}

@@ -247,7 +247,8 @@ cat > "$t"
 chmod "$2" "$t"
 mv -f -- "$t" "$1"
 trap - EXIT`
-	err := r.Run(ctx, Cmd{Path: "sh", Args: []string{"-c", body, "lockbench-upload", dst, strconv.FormatUint(uint64(mode.Perm()), 8)}, Stdin: src})
+	err := r.Run(ctx, Cmd{Path: "sh", Args: []string{"-c", body, "lockbench-upload", dst, strconv.FormatUint(uint64(mode.Perm()), 8)},
+		Stdin: src})
 	if err != nil {
 		return fmt.Errorf("remote: upload to %s:%s: %w", r.Name(), dst, err)
 	}

@@ -170,7 +170,8 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 			if validFloat(w.StartS) && validFloat(w.EndS) && w.EndS >= w.StartS {
 				g.Windows = appendNew(g.Windows, w)
 			} else {
-				problems = append(problems, fmt.Sprintf("%s trial %d: fault window %q %v–%v s is not a valid span; left out", key, c.Trial, w.Label, w.StartS, w.EndS))
+				problems = append(problems, fmt.Sprintf("%s trial %d: fault window %q %v–%v s is not a valid span; left "+
+					"out", key, c.Trial, w.Label, w.StartS, w.EndS))
 			}
 		}
 
@@ -193,9 +194,11 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 		switch {
 		case len(c.Timeline) == 0:
 		case !(c.TimelineStepS > 0) || math.IsInf(c.TimelineStepS, 0):
-			problems = append(problems, fmt.Sprintf("%s trial %d: timeline step %v s is not positive; timeline left out", key, c.Trial, c.TimelineStepS))
+			problems = append(problems, fmt.Sprintf("%s trial %d: timeline step %v s is not positive; timeline left "+
+				"out", key, c.Trial, c.TimelineStepS))
 		case t.step != c.TimelineStepS:
-			problems = append(problems, fmt.Sprintf("%s trial %d: timeline step %v s differs from %v s of the same trial; left out", key, c.Trial, c.TimelineStepS, t.step))
+			problems = append(problems, fmt.Sprintf("%s trial %d: timeline step %v s differs from %v s of the same trial; left "+
+				"out", key, c.Trial, c.TimelineStepS, t.step))
 		default:
 			for len(t.timeline) < len(c.Timeline) {
 				t.timeline = append(t.timeline, 0)
@@ -224,7 +227,8 @@ func aggregate(key string, cases []results.Case) (*group, []string) {
 			g.TimelineStepS = t.step
 		}
 		if t.step != g.TimelineStepS {
-			problems = append(problems, fmt.Sprintf("%s trial %d: timeline step %v s differs from %v s of trial %d; left out of the mean", key, id, t.step, g.TimelineStepS, trialOrder[0]))
+			problems = append(problems, fmt.Sprintf("%s trial %d: timeline step %v s differs from %v s of trial %d; left out of the "+
+				"mean", key, id, t.step, g.TimelineStepS, trialOrder[0]))
 			continue
 		}
 		for len(sums) < len(t.timeline) {
@@ -305,7 +309,8 @@ func hasOps(cases []results.Case) bool {
 // hosts): from the histogram itself when one host measured it, merged
 // when several did, from the recorded percentiles (the larger) when a
 // histogram is missing or does not decode.
-func trialPercentiles(cases []results.Case, get func(*results.Case) (string, results.Percentiles), decode func(string) (*hdr.Histogram, error)) (p50, p99 int64) {
+func trialPercentiles(cases []results.Case, get func(*results.Case) (string, results.Percentiles), decode func(string) (*hdr.Histogram,
+	error)) (p50, p99 int64) {
 	var hs []*hdr.Histogram
 	for i := range cases {
 		enc, sum := get(&cases[i])
@@ -341,7 +346,8 @@ func trialPercentiles(cases []results.Case, get func(*results.Case) (string, res
 // cases that had one is returned for CDFs either way. Problems are
 // named only when key is set (the per-trial pass stays quiet, having
 // been reported by the pass over all cases).
-func pool(key, what string, cases []results.Case, get func(*results.Case) (string, results.Percentiles), decode func(string) (*hdr.Histogram, error)) (results.Percentiles, *hdr.Histogram, bool, []string) {
+func pool(key, what string, cases []results.Case, get func(*results.Case) (string, results.Percentiles),
+	decode func(string) (*hdr.Histogram, error)) (results.Percentiles, *hdr.Histogram, bool, []string) {
 	var problems []string
 	var merged *hdr.Histogram
 	complete := true
@@ -356,7 +362,8 @@ func pool(key, what string, cases []results.Case, get func(*results.Case) (strin
 		h, err := decode(enc)
 		if err != nil {
 			if key != "" {
-				problems = append(problems, fmt.Sprintf("%s trial %d: %s histogram does not decode (%v); using its recorded percentiles", key, c.Trial, what, err))
+				problems = append(problems, fmt.Sprintf("%s trial %d: %s histogram does not decode (%v); using its recorded "+
+					"percentiles", key, c.Trial, what, err))
 			}
 			complete = false
 			continue
@@ -371,7 +378,8 @@ func pool(key, what string, cases []results.Case, get func(*results.Case) (strin
 			merged = results.NewHistogram()
 		}
 		if dropped := merged.Merge(h); dropped > 0 && key != "" {
-			problems = append(problems, fmt.Sprintf("%s trial %d: %d %s values outside the histogram range were dropped", key, c.Trial, dropped, what))
+			problems = append(problems, fmt.Sprintf("%s trial %d: %d %s values outside the histogram range were "+
+				"dropped", key, c.Trial, dropped, what))
 		}
 	}
 	if complete && merged != nil {

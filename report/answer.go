@@ -22,7 +22,8 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 	case !ch.Judgeable:
 		s := "This run cannot recommend a lock for " + use + ": it has no " + joinAnd(ch.Missing) + "."
 		if q == forCorrectness {
-			s = "This run cannot recommend a lock for " + use + ": it lacks " + joinAnd(ch.Missing) + ". Rerun with those faults and fencing before trusting any backend with correctness."
+			s = "This run cannot recommend a lock for " + use + ": it lacks " + joinAnd(ch.Missing) + ". Rerun with those faults and fencing " +
+				"before trusting any backend with correctness."
 		}
 		return s, nil
 	case ch.Backend == "":
@@ -74,7 +75,8 @@ func (ds *dataset) answer(ch Choice, q question, workload string) (string, []str
 		ev = append(ev, line+".")
 		ev = append(ev, fmt.Sprintf("With fencing, stale writes accepted (%s): %s; lost updates and token regressions: 0; %s stale "+
 			"writes rejected; porcupine's fenced-mutex check: %s on every history.",
-			ds.withOne(), boundsText(ds.classBounds(v.Backend, guardFenced, v.Faced, kindStale)), fmtCount(ff.StaleRejected), every.LinearizableFenced))
+			ds.withOne(), boundsText(ds.classBounds(v.Backend, guardFenced, v.Faced,
+				kindStale)), fmtCount(ff.StaleRejected), every.LinearizableFenced))
 		if amb := withEvents(ds.classBounds(v.Backend, "", v.Faced, kindAmbiguous)); len(amb) > 0 {
 			ev = append(ev, "Ambiguous incidents (inside the clock bounds of the contract line: neither a lock bug nor an expired "+
 				"holder): "+boundsText(amb)+".")
@@ -287,7 +289,9 @@ func (ds *dataset) tieLine(ch Choice, workload string) string {
 		more = fmt.Sprintf(" (%d more than the fewest here)", need-ch.sep.minWindow)
 	}
 	return fmt.Sprintf("What would settle the order between %s and %s: the rank-sum test sets two backends apart at this answer's %.0f%% "+
-		"level over its %d comparisons with samples (each held to p ≤ %s by Tarone's correction, K = %d) only with at least %d samples a side, and then only when they separate; this run has %s and %s. %d tested injections per class and backend%s, and %d trials each on fresh servers, would let a clear difference show.",
+		"level over its %d comparisons with samples (each held to p ≤ %s by Tarone's correction, K = %d) only with at least %d samples a side, "+
+		"and then only when they separate; this run has %s and %s. %d tested injections per class and backend%s, and %d trials each on fresh "+
+		"servers, would let a clear difference show.",
 		ch.Backend, joinAnd(others), familyLevel*100, ch.sep.sized, fmtP(ch.sep.level), ch.sep.k, need, have, trials, need, more, need)
 }
 

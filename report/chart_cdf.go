@@ -54,12 +54,14 @@ func (ds *dataset) cdfChart(workload string, want int) (*chart, error) {
 	}
 	present, notes := ds.latencyCases(workload, guard, clients)
 	ch := &chart{
-		Name:   "cdf-" + fileSafe(workload),
-		Title:  fmt.Sprintf("Acquire latency CDF — workload %s, %d clients, fault none, guard %s, %s profile", workload, clients, guard, ds.profileOf(workload)),
+		Name: "cdf-" + fileSafe(workload),
+		Title: fmt.Sprintf("Acquire latency CDF — workload %s, %d clients, fault none, guard %s, %s "+
+			"profile", workload, clients, guard, ds.profileOf(workload)),
 		Width:  10 * vg.Inch,
 		Height: 5.6 * vg.Inch,
 		Read: "A point (x, y) means a fraction y of all acquires waited at most x. Curves further left are faster; " +
-			"a curve that bends right before reaching 1 has a long tail (read p99 where it crosses the dashed 0.99 line). The vertical axis spaces 0.9, 0.99, 0.999 evenly so the tail is visible.",
+			"a curve that bends right before reaching 1 has a long tail (read p99 where it crosses the dashed 0.99 line). The vertical axis " +
+			"spaces 0.9, 0.99, 0.999 evenly so the tail is visible.",
 	}
 	var curves []cdfCurve
 	var values []float64

@@ -60,12 +60,15 @@ func (ds *dataset) costChart() (*chart, error) {
 		return nil, nil
 	}
 	ch := &chart{
-		Name:   "own-cost",
-		Title:  fmt.Sprintf("Each lock's own cost: acquire + release at %d client, no fault (workload %s, %s profile)", clients, workload, profile),
+		Name: "own-cost",
+		Title: fmt.Sprintf("Each lock's own cost: acquire + release at %d client, no fault (workload %s, %s "+
+			"profile)", clients, workload, profile),
 		Width:  10 * vg.Inch,
 		Height: 5.6 * vg.Inch,
-		Read: "What one lock + unlock costs a client when nobody else wants the key, without the time the lock is held: the dot is the median over trials of p50 acquire + p50 release, " +
-			"its bar the trials' range, the triangle the p99 of acquire + release. Lower is better; the axis is logarithmic. On one hot key the 1 ms hold caps every fast lock near 1,000 grants/s, so this, not the throughput chart, shows what each lock itself adds.",
+		Read: "What one lock + unlock costs a client when nobody else wants the key, without the time the lock is held: the dot is the median " +
+			"over trials of p50 acquire + p50 release, " +
+			"its bar the trials' range, the triangle the p99 of acquire + release. Lower is better; the axis is logarithmic. On one hot key the 1 " +
+			"ms hold caps every fast lock near 1,000 grants/s, so this, not the throughput chart, shows what each lock itself adds.",
 	}
 	if clients > 1 {
 		ch.Notes = append(ch.Notes, fmt.Sprintf("No fault-free case ran with 1 client; the fewest was %d, so some waiting is included.", clients))
@@ -116,7 +119,8 @@ func (ds *dataset) costChart() (*chart, error) {
 			found = found || g.Backend == b
 		}
 		if !found && len(ds.find(query{Backend: b, Fault: faultNone})) > 0 {
-			missing = append(missing, fmt.Sprintf("%s: no fault-free case with %d client on workload %s (%s profile).", b, clients, workload, profile))
+			missing = append(missing, fmt.Sprintf("%s: no fault-free case with %d client on workload %s (%s "+
+				"profile).", b, clients, workload, profile))
 		}
 	}
 	ch.Notes = append(ch.Notes, missing...)

@@ -145,7 +145,8 @@ func gridChartW(ch *chart, cols []string, panels []gridPanel, lg *legend, ylabel
 		full := body.Max.Y - body.Min.Y
 		for k, p := range plots {
 			h := full * heights[k] / total
-			drawPlot(draw.Canvas{Canvas: body.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: body.Min.X, Y: top - h}, Max: vg.Point{X: body.Max.X, Y: top}}}, p)
+			drawPlot(draw.Canvas{Canvas: body.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: body.Min.X, Y: top - h},
+				Max: vg.Point{X: body.Max.X, Y: top}}}, p)
 			top -= h
 		}
 	})

@@ -119,7 +119,8 @@ func (ds *dataset) intentSafetyChart(intent string) (*chart, error) {
 			"the key granted before the earlier grant's contract line — with the 95% upper bound u (without a fault, k in n contended grants). " +
 			"Dark red: a lock bug. Lavender: expired holders — a holder outlived its lease and wrote late, which no lease prevents " +
 			"and fencing is for; " +
-			"\"exp\" counts them, \"late … unfenced\" the writes an unfenced resource took from them: reported, not ranked. Green: nothing; grey: not judged."
+			"\"exp\" counts them, \"late … unfenced\" the writes an unfenced resource took from them: reported, not ranked. Green: nothing; grey: " +
+			"not judged."
 		lg.add("expired holders", swatch{fill: cellExpired})
 	}
 	lg.add("nothing counted", swatch{fill: cellClean})

@@ -50,7 +50,8 @@ var percentileStyles = []struct {
 func (ds *dataset) latencyCases(workload, guard string, clients int) (present []*group, notes []string) {
 	profile, _ := ds.profileUnder(workload, faultNone)
 	for _, b := range ds.Backends {
-		gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: clients, Durability: profile, EveryProfile: true})
+		gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: clients, Durability: profile,
+			EveryProfile: true})
 		switch {
 		case len(gs) == 0 && len(ds.find(query{Backend: b, Fault: faultNone})) == 0:
 			// never run without faults (a variant): nothing to miss here
@@ -80,8 +81,9 @@ func (ds *dataset) latencyChart(workload string, want int) (*chart, error) {
 		return nil, nil
 	}
 	ch := &chart{
-		Name:   "latency-" + fileSafe(workload),
-		Title:  fmt.Sprintf("Acquire latency percentiles — workload %s, %d clients, fault none, guard %s, %s profile", workload, clients, guard, ds.profileOf(workload)),
+		Name: "latency-" + fileSafe(workload),
+		Title: fmt.Sprintf("Acquire latency percentiles — workload %s, %d clients, fault none, guard %s, %s "+
+			"profile", workload, clients, guard, ds.profileOf(workload)),
 		Width:  10 * vg.Inch,
 		Height: 5.6 * vg.Inch,
 		Notes:  notes,
@@ -90,7 +92,8 @@ func (ds *dataset) latencyChart(workload string, want int) (*chart, error) {
 			"so a steep grey line means a long tail.",
 	}
 	if want > 0 && clients != want {
-		ch.Notes = append(ch.Notes, fmt.Sprintf("%d clients were asked for but not measured on workload %s; showing %d.", want, workload, clients))
+		ch.Notes = append(ch.Notes, fmt.Sprintf("%d clients were asked for but not measured on workload %s; showing "+
+			"%d.", want, workload, clients))
 	}
 	var values []float64
 	var names []string

@@ -86,10 +86,14 @@ func (ds *dataset) safetyChart() (*chart, error) {
 	ch := &chart{
 		Name:  "safety",
 		Title: "Safety per fault × backend: tested injections with an incident, with their 95% upper bounds",
-		Read: "One panel per resource guard. In each cell (a fault, a backend), \"bug k/n ≤u\" says that k of the n tested injections were followed by a lock-bug incident — the key granted before the earlier grant's contract line — " +
-			"with the 95% upper bound u on that rate (without a fault, k incidents in n contended grants); \"exp\" the same for expired-holder incidents, what fencing is for, and \"amb\" for ambiguous ones, inside the clock bounds of the line; " +
-			"\"stale\" the stale writes the resource accepted and rejected. Dark red: a lock bug; light red: another violation; blue: holders outlived their lease but nothing stale got through; " +
-			"green: nothing; yellow: fenced, but the backend issues no tokens; grey: not judged (see the coverage table for why). A cell that pools durability profiles names them; the safety table splits them.",
+		Read: "One panel per resource guard. In each cell (a fault, a backend), \"bug k/n ≤u\" says that k of the n tested injections were " +
+			"followed by a lock-bug incident — the key granted before the earlier grant's contract line — " +
+			"with the 95% upper bound u on that rate (without a fault, k incidents in n contended grants); \"exp\" the same for expired-holder " +
+			"incidents, what fencing is for, and \"amb\" for ambiguous ones, inside the clock bounds of the line; " +
+			"\"stale\" the stale writes the resource accepted and rejected. Dark red: a lock bug; light red: another violation; blue: holders " +
+			"outlived their lease but nothing stale got through; " +
+			"green: nothing; yellow: fenced, but the backend issues no tokens; grey: not judged (see the coverage table for why). A cell that " +
+			"pools durability profiles names them; the safety table splits them.",
 	}
 	var panels []gridPanel
 	for _, guard := range ds.Guards {
@@ -134,7 +138,8 @@ func (ds *dataset) safetyChart() (*chart, error) {
 				}
 			}
 			if len(faults) > 0 {
-				ch.Notes = append(ch.Notes, fmt.Sprintf("%s: guard %s ran under %s, but the backend issued no tokens for the resource to check.", b, guard, joinAnd(faults)))
+				ch.Notes = append(ch.Notes, fmt.Sprintf("%s: guard %s ran under %s, but the backend issued no tokens for the resource to "+
+					"check.", b, guard, joinAnd(faults)))
 			}
 		}
 	}

@@ -94,7 +94,8 @@ func (ds *dataset) throughputPlots(workload string) *tpPlots {
 		Width:  10 * vg.Inch,
 		Height: 5.6 * vg.Inch,
 		Read: "Each line is a lock; higher is better. Points are the median over trials, the bars span the slowest to the fastest trial: " +
-			"where two locks' bars overlap, this run cannot tell which is faster. The noop control (no exclusion) is drawn apart below, on its own scale.",
+			"where two locks' bars overlap, this run cannot tell which is faster. The noop control (no exclusion) is drawn apart below, on its " +
+			"own scale.",
 	}
 	for _, o := range others {
 		ch.Notes = append(ch.Notes, fmt.Sprintf("Fault-free cases under the %s profile are in the speed table, not drawn here.", o))
@@ -115,14 +116,16 @@ func (ds *dataset) throughputPlots(workload string) *tpPlots {
 		}
 	}
 	if len(apart) > 0 {
-		ch.Notes = append(ch.Notes, fmt.Sprintf("Measured another way, so not drawn on these lines (they are in the speed table): %s.", joinAnd(apart)))
+		ch.Notes = append(ch.Notes, fmt.Sprintf("Measured another way, so not drawn on these lines (they are in the speed table): "+
+			"%s.", joinAnd(apart)))
 	}
 	var real, ctrl []tpSeries
 	var values, ctrlValues, clients []float64
 	var notFree []string
 	for _, b := range ds.Backends {
 		s := tpSeries{backend: b, nodes: ds.nodes(b), ctrl: ds.isControl(b)}
-		for _, g := range ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Durability: profile, EveryProfile: true}) {
+		for _, g := range ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Durability: profile,
+			EveryProfile: true}) {
 			if g.Clients <= 0 || wayOf(g) != way {
 				continue
 			}
@@ -223,7 +226,8 @@ func spreadBars(sets ...[]tpSeries) []float64 {
 
 // tpPlot draws series into a plot over the given client counts and
 // adds them to the legend.
-func (ds *dataset) tpPlot(ch *chart, workload, guard string, clients, values []float64, all []tpSeries, lg *legend, ylabel string) *plot.Plot {
+func (ds *dataset) tpPlot(ch *chart, workload, guard string, clients, values []float64, all []tpSeries, lg *legend,
+	ylabel string) *plot.Plot {
 	p := newPlot(ch.Title, "concurrent clients (log scale)", ylabel)
 	p.Title.Text = ""
 	// Every throughput chart on a log axis, whatever its values span: two
@@ -284,7 +288,8 @@ func (ds *dataset) tpPlot(ch *chart, workload, guard string, clients, values []f
 			zg := st.glyph
 			zg.Shape, zg.Radius = draw.CrossGlyph{}, vg.Points(5)
 			p.Add(&glyphsAt{xs: zx, ys: zy, g: zg})
-			ch.Notes = append(ch.Notes, fmt.Sprintf("%s: zero grants/s at %s clients, drawn as a cross on the axis floor.", s.backend, floatsText(zx)))
+			ch.Notes = append(ch.Notes, fmt.Sprintf("%s: zero grants/s at %s clients, drawn as a cross on the axis "+
+				"floor.", s.backend, floatsText(zx)))
 		}
 		name := fmt.Sprintf("%s (%s)", s.backend, nodesText(s.nodes))
 		if s.ctrl {

@@ -97,7 +97,8 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 		combos = append(combos, c)
 	}
 	order := func(a, b timelineCombo) int {
-		return cmp.Or(cmp.Compare(count[b], count[a]), compareGuards(a.guard, b.guard), cmp.Compare(rank(a.profile, results.DurabilityFast), rank(b.profile, results.DurabilityFast)),
+		return cmp.Or(cmp.Compare(count[b], count[a]), compareGuards(a.guard, b.guard), cmp.Compare(rank(a.profile, results.DurabilityFast),
+			rank(b.profile, results.DurabilityFast)),
 			cmp.Compare(slices.Index(ds.Workloads, a.workload), slices.Index(ds.Workloads, b.workload)),
 			cmp.Compare(b.clients, a.clients))
 	}
@@ -121,7 +122,8 @@ func (ds *dataset) timelineGroups(fault string) (common timelineCombo, picked []
 			if len(g.Timeline) == 0 {
 				continue
 			}
-			if best == nil || order(timelineCombo{g.Workload, g.Guard, g.profile(), g.Clients}, timelineCombo{best.Workload, best.Guard, best.profile(), best.Clients}) < 0 {
+			if best == nil || order(timelineCombo{g.Workload, g.Guard, g.profile(), g.Clients}, timelineCombo{best.Workload, best.Guard,
+				best.profile(), best.Clients}) < 0 {
 				best = g
 			}
 		}

@@ -148,7 +148,8 @@ func Diff(base, head *results.File, o CompareOptions) (*Comparison, error) {
 		b, h Choice
 	}{{"efficiency", br.Efficiency, hr.Efficiency}, {"correctness", br.Correctness, hr.Correctness}} {
 		if q.b.Backend != q.h.Backend {
-			c.Changes = append(c.Changes, fmt.Sprintf("The %s recommendation changed from %s to %s.", q.what, orUnset(q.b.Backend, "none"), orUnset(q.h.Backend, "none")))
+			c.Changes = append(c.Changes, fmt.Sprintf("The %s recommendation changed from %s to "+
+				"%s.", q.what, orUnset(q.b.Backend, "none"), orUnset(q.h.Backend, "none")))
 		}
 	}
 	return c, nil
@@ -236,7 +237,8 @@ func (o CompareOptions) Compare(dir string, base, head *results.File) (*Comparis
 	if err := errors.Join(writeMarkdown(&md, doc), writeHTML(&page, doc, false)); err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
-	if err := errors.Join(writeFile(filepath.Join(dir, "compare.md"), md.Bytes()), writeFile(filepath.Join(dir, "compare.html"), page.Bytes())); err != nil {
+	if err := errors.Join(writeFile(filepath.Join(dir, "compare.md"), md.Bytes()), writeFile(filepath.Join(dir, "compare.html"),
+		page.Bytes())); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -301,10 +303,13 @@ func (c *Comparison) document() *document {
 	}
 	d.strong(verdict)
 	d.list(c.Changes)
-	d.p(fmt.Sprintf("A case regresses when its median throughput fell by more than %.0f%%, its acquire p99 rose by more than %.0f%%, or any of overlaps, lock-bug incidents, stale writes accepted, lost updates or token regressions increased. Ratios are new/baseline; trials are aggregated as in the report (median throughput over trials, merged histograms, summed counts); invalid cases are left out.",
+	d.p(fmt.Sprintf("A case regresses when its median throughput fell by more than %.0f%%, its acquire p99 rose by more than %.0f%%, or any "+
+		"of overlaps, lock-bug incidents, stale writes accepted, lost updates or token regressions increased. Ratios are new/baseline; trials "+
+		"are aggregated as in the report (median throughput over trials, merged histograms, summed counts); invalid cases are left out.",
 		c.Options.ThroughputDrop*100, c.Options.P99Rise*100))
 	t := table{
-		header:  []string{"backend", "workload", "fault", "guard", "clients", "grants/s base → new", "ratio", "p99 base → new", "ratio", "violations base → new", "verdict"},
+		header: []string{"backend", "workload", "fault", "guard", "clients", "grants/s base → new", "ratio", "p99 base → " +
+			"new", "ratio", "violations base → new", "verdict"},
 		numeric: []bool{false, false, false, false, true, true, true, true, true, true, false},
 	}
 	for _, r := range c.Rows {

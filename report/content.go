@@ -41,7 +41,8 @@ func (ds *dataset) build(cs *charts, rec *Recommendation, o Options) *document {
 	decisionSection(d, ds.File.Answer)
 	recommendationSection(d, rec, ds.File.Answer != nil)
 	d.h(2, "Files")
-	d.p("results.json holds every case with its histograms; each case's operation history is beside it (lockbench check DIR re-checks them); results.csv holds one row per case (every trial and host as recorded) with these columns, in this order:")
+	d.p("results.json holds every case with its histograms; each case's operation history is beside it (lockbench check DIR re-checks " +
+		"them); results.csv holds one row per case (every trial and host as recorded) with these columns, in this order:")
 	d.list(CSVColumns())
 	switch {
 	case o.NoCharts:
@@ -93,7 +94,8 @@ func (ds *dataset) header(d *document) {
 		versions = strings.Join(vs, ", ")
 	}
 	items := []string{
-		"Run id: " + orUnset(f.RunID, "not recorded") + "; seed: " + seed + "; suite: " + orUnset(f.Suite, "not recorded (a matrix given by flags, or an older file)"),
+		"Run id: " + orUnset(f.RunID, "not recorded") + "; seed: " + seed + "; suite: " + orUnset(f.Suite, "not recorded (a matrix given by "+
+			"flags, or an older file)"),
 		"When: " + when,
 		"Machine: " + machine + "; load-generator hosts: " + orUnset(strings.Join(f.Hosts, ", "), "not recorded"),
 		"Versions: " + versions,
@@ -115,7 +117,8 @@ func (ds *dataset) header(d *document) {
 		partial = "PARTIAL — the run was interrupted before every case ran; missing combinations show as not run"
 	}
 	items = append(items,
-		fmt.Sprintf("Cases: %d valid in %d combinations (up to %s each), %d invalid and excluded; %s", len(f.Cases)-len(ds.Invalid), len(ds.Groups), plural(int64(maxTrials), "trial"), len(ds.Invalid), partial),
+		fmt.Sprintf("Cases: %d valid in %d combinations (up to %s each), %d invalid and excluded; "+
+			"%s", len(f.Cases)-len(ds.Invalid), len(ds.Groups), plural(int64(maxTrials), "trial"), len(ds.Invalid), partial),
 		"Backends: "+listOrNone(ds.Backends)+"; workloads: "+listOrNone(ds.Workloads)+"; client counts: "+listOrNone(clients),
 		"Fault classes: "+listOrNone(ds.Classes)+"; guards: "+listOrNone(ds.Guards),
 	)
@@ -184,7 +187,8 @@ func listOrNone(s []string) string {
 // evidence.
 func answerSection(d *document, ds *dataset, rec *Recommendation) {
 	d.h(2, "The answer")
-	s := "Derived from the numbers below by the rules stated under \"Recommendation in full\"; nothing is written in advance. Safety numbers are counts with their 95% upper bounds; speeds are medians over trials with their ranges."
+	s := "Derived from the numbers below by the rules stated under \"Recommendation in full\"; nothing is written in advance. Safety " +
+		"numbers are counts with their 95% upper bounds; speeds are medians over trials with their ranges."
 	if a := ds.File.Answer; a != nil {
 		d.blocks = append(d.blocks, answers{items: decisionBoxes(a)})
 		s = "Decided on the evidence below by the procedure stated under \"How the answer is decided\" (results.json holds it as data, under answer); the tables under \"Evidence per backend\" show each backend's standing."
@@ -265,7 +269,8 @@ func (ds *dataset) coverage(d *document, cs *charts) {
 	if len(ds.Groups)+len(ds.Invalid) == 0 {
 		d.strong("The results file has no cases: nothing was measured, so there is nothing to chart or recommend.")
 	} else {
-		d.p("Guards run for each fault class (row) and backend (column), over every valid case. \"not judged\" marks a class a backend was not put through; the reasons follow the table. A class not judged is never a pass: every conclusion is limited to what ran.")
+		d.p("Guards run for each fault class (row) and backend (column), over every valid case. \"not judged\" marks a class a backend was not " +
+			"put through; the reasons follow the table. A class not judged is never a pass: every conclusion is limited to what ran.")
 		t := table{header: append([]string{"fault class"}, ds.Backends...)}
 		var reasons []string
 		for _, cls := range ds.Classes {
@@ -294,10 +299,13 @@ func (ds *dataset) coverage(d *document, cs *charts) {
 	}
 	if len(ds.Invalid) > 0 {
 		d.h(3, "Invalid cases")
-		d.p("A fault that failed to inject as planned invalidates its case: it did not measure what its name promises. These cases are excluded from every table, chart and conclusion above.")
-		t := table{header: []string{"backend", "fault", "guard", "durability", "clients", "trial", "why invalid"}, numeric: []bool{false, false, false, false, true, true, false}}
+		d.p("A fault that failed to inject as planned invalidates its case: it did not measure what its name promises. These cases are " +
+			"excluded from every table, chart and conclusion above.")
+		t := table{header: []string{"backend", "fault", "guard", "durability", "clients", "trial", "why invalid"}, numeric: []bool{false,
+			false, false, false, true, true, false}}
 		for _, c := range ds.Invalid {
-			t.rows = append(t.rows, []string{c.Backend, c.Fault, c.Guard, orUnset(c.Durability, durabilityUnset), strconv.Itoa(c.Clients), strconv.Itoa(c.Trial), orUnset(c.InvalidReason, "no reason recorded")})
+			t.rows = append(t.rows, []string{c.Backend, c.Fault, c.Guard, orUnset(c.Durability, durabilityUnset), strconv.Itoa(c.Clients),
+				strconv.Itoa(c.Trial), orUnset(c.InvalidReason, "no reason recorded")})
 		}
 		d.table(t)
 	}
@@ -415,7 +423,8 @@ func verdictTable(ch Choice, fencing, marked bool) table {
 			cls, _, _ := strings.Cut(n, " — ")
 			nj = append(nj, cls)
 		}
-		row := []string{v.Backend, q, v.Reason, orUnset(v.Standing, "—"), strconv.Itoa(v.Nodes), "—", "—", "—", orUnset(strings.Join(nj, ", "), "—")}
+		row := []string{v.Backend, q, v.Reason, orUnset(v.Standing, "—"), strconv.Itoa(v.Nodes), "—", "—", "—", orUnset(strings.Join(nj, ", "),
+			"—")}
 		if v.Throughput > 0 {
 			row[5] = spreadRate(statsOf(v))
 			row[6], row[7] = strconv.Itoa(v.Clients), fmtUS(float64(v.P99US))

@@ -38,16 +38,20 @@ var knownErrors = []string{results.ErrNotAcquired, results.ErrNode, results.ErrL
 
 func csvColumns() []csvColumn {
 	cols := []csvColumn{
-		{"key", "results.Case.Key() with empty names filled in: backend|workload|fault|guard|clients[|durability][|load], equal for trials of one combination", func(c *results.Case) string {
+		{"key", "results.Case.Key() with empty names filled in: backend|workload|fault|guard|clients[|durability][|load], equal for trials of " +
+			"one combination", func(c *results.Case) string {
 			n := normalised(*c)
 			return n.Key()
 		}},
 		{"backend", "lock backend", func(c *results.Case) string { return c.Backend }},
 		{"workload", "load generator (key choice)", func(c *results.Case) string { return c.Workload }},
-		{"load", "how holders held beyond a drawn time: validity (a fraction of what their lease had left), auto-extend (their lease extended itself), or empty", func(c *results.Case) string { return c.Load }},
+		{"load", "how holders held beyond a drawn time: validity (a fraction of what their lease had left), auto-extend (their lease extended " +
+			"itself), or empty", func(c *results.Case) string { return c.Load }},
 		{"fault", "injected fault scenario, with its params", func(c *results.Case) string { return c.Fault }},
-		{"fault_class", "the fault's catalogue name without params (from the name when not recorded)", func(c *results.Case) string { return classOf(c) }},
-		{"guard", "resource guard mode: none, fence or cas (empty in the file: derived from fencing)", func(c *results.Case) string { return guardOf(c) }},
+		{"fault_class", "the fault's catalogue name without params (from the name when not " +
+			"recorded)", func(c *results.Case) string { return classOf(c) }},
+		{"guard", "resource guard mode: none, fence or cas (empty in the file: derived from " +
+			"fencing)", func(c *results.Case) string { return guardOf(c) }},
 		{"fencing", "whether the resource checked fencing tokens", func(c *results.Case) string { return strconv.FormatBool(c.Fencing) }},
 		{"clients", "concurrent clients (per host)", func(c *results.Case) string { return strconv.Itoa(c.Clients) }},
 		{"trial", "trial number of the combination", func(c *results.Case) string { return strconv.Itoa(c.Trial) }},
@@ -55,7 +59,8 @@ func csvColumns() []csvColumn {
 		{"clients_as", "how the clients ran: processes or goroutines", func(c *results.Case) string { return c.ClientsAs }},
 		{"durability", "the servers' durability profile: fast or durable", func(c *results.Case) string { return c.Durability }},
 		{"seed", "the case's seed, derived from the run's", func(c *results.Case) string { return strconv.FormatUint(c.Seed, 10) }},
-		{"invalid", "whether the fault failed to inject (the case is excluded from every conclusion)", func(c *results.Case) string { return strconv.FormatBool(c.Invalid) }},
+		{"invalid", "whether the fault failed to inject (the case is excluded from every " +
+			"conclusion)", func(c *results.Case) string { return strconv.FormatBool(c.Invalid) }},
 		{"invalid_reason", "why the case is invalid", func(c *results.Case) string { return c.InvalidReason }},
 		{"keys", "number of lock keys", func(c *results.Case) string { return strconv.Itoa(c.Keys) }},
 		{"ttl_ms", "lease TTL, ms", func(c *results.Case) string { return itoa(c.TTLMillis) }},
@@ -76,23 +81,38 @@ func csvColumns() []csvColumn {
 	cols = append(cols,
 		csvColumn{"errors_extra", "errors of any other kind, as kind=count;… sorted by kind", extraErrors},
 		csvColumn{"overlaps", "two critical sections of one key at once", func(c *results.Case) string { return itoa(c.Overlaps) }},
-		csvColumn{"stale_accepted", "writes with a stale lease the resource accepted", func(c *results.Case) string { return itoa(c.StaleAccepted) }},
-		csvColumn{"stale_rejected", "writes with a stale lease the resource rejected", func(c *results.Case) string { return itoa(c.StaleRejected) }},
-		csvColumn{"lost_updates", "lost increments of the read-modify-write counter", func(c *results.Case) string { return itoa(c.LostUpdates) }},
-		csvColumn{"token_regressions", "grants whose token was not above an earlier grant's", func(c *results.Case) string { return itoa(c.TokenRegressions) }},
-		csvColumn{"overlaps_lock_bug", "overlaps granted before the previous grant's contract line", func(c *results.Case) string { return itoa(c.OverlapsLockBug) }},
-		csvColumn{"overlaps_expired_holder", "overlaps after the previous holder's lease had ended", func(c *results.Case) string { return itoa(c.OverlapsExpiredHolder) }},
-		csvColumn{"overlaps_ambiguous", "overlaps within the clock bounds of the previous grant's contract line", func(c *results.Case) string { return itoa(c.OverlapsAmbiguous) }},
+		csvColumn{"stale_accepted", "writes with a stale lease the resource " +
+			"accepted", func(c *results.Case) string { return itoa(c.StaleAccepted) }},
+		csvColumn{"stale_rejected", "writes with a stale lease the resource " +
+			"rejected", func(c *results.Case) string { return itoa(c.StaleRejected) }},
+		csvColumn{"lost_updates", "lost increments of the read-modify-write " +
+			"counter", func(c *results.Case) string { return itoa(c.LostUpdates) }},
+		csvColumn{"token_regressions", "grants whose token was not above an earlier " +
+			"grant's", func(c *results.Case) string { return itoa(c.TokenRegressions) }},
+		csvColumn{"overlaps_lock_bug", "overlaps granted before the previous grant's contract " +
+			"line", func(c *results.Case) string { return itoa(c.OverlapsLockBug) }},
+		csvColumn{"overlaps_expired_holder", "overlaps after the previous holder's lease had " +
+			"ended", func(c *results.Case) string { return itoa(c.OverlapsExpiredHolder) }},
+		csvColumn{"overlaps_ambiguous", "overlaps within the clock bounds of the previous grant's contract " +
+			"line", func(c *results.Case) string { return itoa(c.OverlapsAmbiguous) }},
 		csvColumn{"incidents", "distinct episodes of two holders", func(c *results.Case) string { return itoa(c.Incidents) }},
 		csvColumn{"incidents_lock_bug", "incidents with a lock-bug overlap", func(c *results.Case) string { return itoa(c.IncidentsLockBug) }},
-		csvColumn{"incidents_expired_holder", "incidents of expired holders only", func(c *results.Case) string { return itoa(c.IncidentsExpiredHolder) }},
-		csvColumn{"incidents_ambiguous", "incidents with an ambiguous overlap and no lock-bug one", func(c *results.Case) string { return itoa(c.IncidentsAmbiguous) }},
-		csvColumn{"contended_grants", "grants made while another client of the key waited", func(c *results.Case) string { return itoa(c.ContendedGrants) }},
-		csvColumn{"promise_ms", "the contract: ms after the call of Acquire nobody else may get the key", func(c *results.Case) string { return fmtFloat(c.PromiseMS) }},
-		csvColumn{"validity_short", "grants and extensions whose lease reported less validity than its contract", func(c *results.Case) string { return itoa(c.ValidityShort) }},
-		csvColumn{"validity_long", "grants and extensions whose lease reported more validity than its lock can give", func(c *results.Case) string { return itoa(c.ValidityLong) }},
-		csvColumn{"extends", "extensions of the leases reported (their auto-extend watchdog's)", func(c *results.Case) string { return itoa(c.Extends) }},
-		csvColumn{"extends_failed", "extensions the lock refused, or whose outcome is unknown", func(c *results.Case) string { return itoa(c.ExtendsFailed) }},
+		csvColumn{"incidents_expired_holder", "incidents of expired holders " +
+			"only", func(c *results.Case) string { return itoa(c.IncidentsExpiredHolder) }},
+		csvColumn{"incidents_ambiguous", "incidents with an ambiguous overlap and no lock-bug " +
+			"one", func(c *results.Case) string { return itoa(c.IncidentsAmbiguous) }},
+		csvColumn{"contended_grants", "grants made while another client of the key " +
+			"waited", func(c *results.Case) string { return itoa(c.ContendedGrants) }},
+		csvColumn{"promise_ms", "the contract: ms after the call of Acquire nobody else may get the " +
+			"key", func(c *results.Case) string { return fmtFloat(c.PromiseMS) }},
+		csvColumn{"validity_short", "grants and extensions whose lease reported less validity than its " +
+			"contract", func(c *results.Case) string { return itoa(c.ValidityShort) }},
+		csvColumn{"validity_long", "grants and extensions whose lease reported more validity than its lock can " +
+			"give", func(c *results.Case) string { return itoa(c.ValidityLong) }},
+		csvColumn{"extends", "extensions of the leases reported (their auto-extend " +
+			"watchdog's)", func(c *results.Case) string { return itoa(c.Extends) }},
+		csvColumn{"extends_failed", "extensions the lock refused, or whose outcome is " +
+			"unknown", func(c *results.Case) string { return itoa(c.ExtendsFailed) }},
 		csvColumn{"injections", "times the fault was injected", func(c *results.Case) string { return strconv.Itoa(c.Injections) }},
 		csvColumn{"injections_tested", "injections that tested what their class tests; empty when not judged", func(c *results.Case) string {
 			if c.InjectionsTested == nil {
@@ -100,7 +120,8 @@ func csvColumns() []csvColumn {
 			}
 			return strconv.Itoa(*c.InjectionsTested)
 		}},
-		csvColumn{"incident_rate_upper95", "one-sided 95% upper bound on the tested injections followed by an incident", func(c *results.Case) string { return fmtFloat(c.IncidentRateUpper95) }},
+		csvColumn{"incident_rate_upper95", "one-sided 95% upper bound on the tested injections followed by an " +
+			"incident", func(c *results.Case) string { return fmtFloat(c.IncidentRateUpper95) }},
 		csvColumn{"targets", "what each injection hit: n:node+node[leader][priority][untested];…", func(c *results.Case) string {
 			var parts []string
 			for _, t := range c.Targets {
@@ -118,8 +139,10 @@ func csvColumns() []csvColumn {
 			}
 			return strings.Join(parts, ";")
 		}},
-		csvColumn{"linearizable", "porcupine against a mutex model: true, false, unknown or empty", func(c *results.Case) string { return verdictCell(c.Linearizable) }},
-		csvColumn{"linearizable_fenced", "porcupine against a fenced-mutex model", func(c *results.Case) string { return verdictCell(c.LinearizableFenced) }},
+		csvColumn{"linearizable", "porcupine against a mutex model: true, false, unknown or " +
+			"empty", func(c *results.Case) string { return verdictCell(c.Linearizable) }},
+		csvColumn{"linearizable_fenced", "porcupine against a fenced-mutex " +
+			"model", func(c *results.Case) string { return verdictCell(c.LinearizableFenced) }},
 		csvColumn{"history", "the operation history, relative to the run dir", func(c *results.Case) string { return c.History }},
 		csvColumn{"baseline_throughput", "grants/s before the first fault window", func(c *results.Case) string {
 			return availCell(c, func(a *results.Availability) string { return fmtFloat(a.BaselineThroughput) })

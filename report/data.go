@@ -151,11 +151,13 @@ func analyse(f *results.File) *dataset {
 			continue
 		}
 		if c.Clients <= 0 {
-			ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s): clients %d is not positive; it is kept in the tables but left out of per-client charts", i, c.Key(), c.Clients))
+			ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s): clients %d is not positive; it is kept in the tables but left out of "+
+				"per-client charts", i, c.Key(), c.Clients))
 		}
 		if n, _ := c.Tested(); n > 0 && c.IncidentRateUpper95 > 0 && !plausibleUpper95(c) {
 			own := (stats.Rate{K: tallyOf(&c).Hit.Incident, N: int64(n)}).Upper95()
-			ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s trial %d): incident_rate_upper95 %.4f in the file, %.4f from its %d incidents in %d tested injections; the report uses its own",
+			ds.Problems = append(ds.Problems, fmt.Sprintf("case %d (%s trial %d): incident_rate_upper95 %.4f in the file, %.4f from its %d "+
+				"incidents in %d tested injections; the report uses its own",
 				i, c.Key(), c.Trial, c.IncidentRateUpper95, own, c.Incidents, n))
 		}
 		k := c.Key()
@@ -203,7 +205,8 @@ func analyse(f *results.File) *dataset {
 	slices.Sort(ds.Clients)
 	slices.SortFunc(ds.Durabilities, func(a, b string) int {
 		order := []string{results.DurabilityFast, results.DurabilityPeriodic, results.DurabilityDurable}
-		return cmp.Or(cmp.Compare(rank(a, order...), rank(b, order...)), cmp.Compare(btoi(a == profileNoServers), btoi(b == profileNoServers)), cmp.Compare(a, b))
+		return cmp.Or(cmp.Compare(rank(a, order...), rank(b, order...)), cmp.Compare(btoi(a == profileNoServers), btoi(b == profileNoServers)),
+			cmp.Compare(a, b))
 	})
 	return ds
 }

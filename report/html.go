@@ -12,7 +12,8 @@ import (
 // css is the whole style of index.html: inline, system fonts only, so
 // the page needs no network.
 const css = `
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif;color:#1b1b1b;max-width:1180px;margin:0 auto;padding:1.5em 2em 4em;background:#fff}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation " +
+	"Sans",Arial,sans-serif;color:#1b1b1b;max-width:1180px;margin:0 auto;padding:1.5em 2em 4em;background:#fff}
 h1{font-size:1.8em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:2px solid #e3e3e3;padding-bottom:.2em}h3{margin-top:1.6em}
 table{border-collapse:collapse;margin:.8em 0;font-size:.92em}th,td{border:1px solid #d6d6d6;padding:.3em .6em;text-align:left;vertical-align:top}
 th{background:#f3f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.flag td{background:#fde4dc;font-weight:600}
@@ -38,7 +39,9 @@ p.small{font-size:.85em;color:#555;margin-top:-.4em}h1+p.small+h2{margin-top:.5e
 func writeHTML(w io.Writer, d *document, link bool) error {
 	var b strings.Builder
 	e := html.EscapeString
-	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<h1>%s</h1>\n", e(d.title), css, e(d.title))
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" "+
+		"content=\"width=device-width, "+
+		"initial-scale=1\">\n<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<h1>%s</h1>\n", e(d.title), css, e(d.title))
 	var toc []string
 	for i, blk := range d.blocks {
 		if h, ok := blk.(heading); ok && h.level == 2 {

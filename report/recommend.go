@@ -348,9 +348,11 @@ func (ds *dataset) byAvailability(sep *separation, tier []string, standing, brie
 		}
 		standing[b] = fmt.Sprintf("set apart on availability: under %s it served %s of its baseline and recovered in %s, %s served %s "+
 			"and recovered in %s; %s (%s)",
-			c.class, spreadPct(y.inFault), spreadSeconds(y.recovery), c.better, spreadPct(x.inFault), spreadSeconds(x.recovery), margin, sep.testWords(c))
+			c.class, spreadPct(y.inFault), spreadSeconds(y.recovery), c.better, spreadPct(x.inFault), spreadSeconds(x.recovery),
+			margin, sep.testWords(c))
 		brief[b] = fmt.Sprintf("availability under %s: %s of baseline, recovery %s, vs %s's %s, %s", c.class,
-			fmtPct(y.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: y.recovery.Median}), c.better, fmtPct(x.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: x.recovery.Median}))
+			fmtPct(y.inFault.Median), spreadSeconds(stats.Spread{N: 1,
+				Median: y.recovery.Median}), c.better, fmtPct(x.inFault.Median), spreadSeconds(stats.Spread{N: 1, Median: x.recovery.Median}))
 	}
 	return keep
 }

@@ -33,7 +33,8 @@ func Summary(w io.Writer, f *results.File, latencyClients int) error {
 	}
 	fmt.Fprintln(&b, title)
 	if f := ds.File; f.RunID != "" || f.Seed != 0 || f.Suite != "" {
-		fmt.Fprintf(&b, "run %s, seed %d, suite %s; durability: %s\n", orUnset(f.RunID, "?"), f.Seed, orUnset(f.Suite, "by flags"), strings.Join(ds.Durabilities, ", "))
+		fmt.Fprintf(&b, "run %s, seed %d, suite %s; durability: "+
+			"%s\n", orUnset(f.RunID, "?"), f.Seed, orUnset(f.Suite, "by flags"), strings.Join(ds.Durabilities, ", "))
 	}
 	if len(ds.Groups) == 0 {
 		fmt.Fprintln(&b, "\nNo cases: nothing was measured.")
@@ -42,7 +43,8 @@ func Summary(w io.Writer, f *results.File, latencyClients int) error {
 		guard := ds.primaryGuard(wl, faultNone)
 		clients := ds.latencyClients(wl, guard, latencyClients)
 		profile, _ := ds.profileUnder(wl, faultNone)
-		fmt.Fprintf(&b, "\nworkload %s, fault none, guard %s, %s profile (grants/s by clients, median and range over trials; latency at %d clients)\n", wl, guard, profile, clients)
+		fmt.Fprintf(&b, "\nworkload %s, fault none, guard %s, %s profile (grants/s by clients, median and range over trials; latency at %d "+
+			"clients)\n", wl, guard, profile, clients)
 		writeText(&b, ds.summaryTable(wl, guard, profile, clients))
 	}
 	for _, q := range []struct {

@@ -35,7 +35,12 @@ func (ds *dataset) speedSection(d *document, latencyClients int) {
 			guard := ds.primaryGuard(w, faultNone)
 			clients := ds.latencyClients(w, guard, latencyClients)
 			d.h(3, fmt.Sprintf("Workload %s, %s profile", w, dur))
-			d.p(fmt.Sprintf("Fault none, guard %s. Each cell is the median over trials with the slowest–fastest trial in brackets: throughput in grants/s at each client count, acquire latency percentiles at %d clients. Own cost is acquire p50 + release p50 at 1 client, where nobody waits. A difference counts only where the rank-sum test over independent trials (on fresh servers: trials that share servers count as one) finds it at the recommendation's family-wise 5%% level: never with fewer than %d trials each. Fault-free incidents are per contended grant (a grant made while another client of the key waited: an uncontended one cannot overlap), with their 95%% bound.", guard, clients, minSpeedTrials))
+			d.p(fmt.Sprintf("Fault none, guard %s. Each cell is the median over trials with the slowest–fastest trial in brackets: throughput in "+
+				"grants/s at each client count, acquire latency percentiles at %d clients. Own cost is acquire p50 + release p50 at 1 client, where "+
+				"nobody waits. A difference counts only where the rank-sum test over independent trials (on fresh servers: trials that share "+
+				"servers count as one) finds it at the recommendation's family-wise 5%% level: never with fewer than %d trials each. Fault-free "+
+				"incidents are per contended grant (a grant made while another client of the key waited: an uncontended one cannot overlap), with "+
+				"their 95%% bound.", guard, clients, minSpeedTrials))
 			d.table(ds.summaryTable(w, guard, dur, clients))
 		}
 	}
@@ -66,7 +71,8 @@ func (ds *dataset) summaryTable(workload, guard, durability string, latClients i
 		}
 		t.header = append(t.header, h)
 	}
-	t.header = append(t.header, fmt.Sprintf("p50 @%d", latClients), fmt.Sprintf("p99 @%d", latClients), "own cost @1", "trials", "incidents, no fault")
+	t.header = append(t.header, fmt.Sprintf("p50 @%d", latClients), fmt.Sprintf("p99 @%d", latClients), "own cost @1", "trials",
+		"incidents, no fault")
 	for i := range t.header {
 		t.numeric = append(t.numeric, i > 0)
 	}
@@ -83,19 +89,22 @@ func (ds *dataset) summaryTable(workload, guard, durability string, latClients i
 		trials := 0
 		for _, c := range clients {
 			cell := "—"
-			if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: c, Durability: durability, EveryProfile: true}); len(gs) > 0 {
+			if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: c, Durability: durability,
+				EveryProfile: true}); len(gs) > 0 {
 				cell = spreadRate(gs[0].Speed)
 				trials = max(trials, gs[0].Trials)
 			}
 			row = append(row, cell)
 		}
-		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: latClients, Durability: durability, EveryProfile: true}); len(gs) > 0 && gs[0].Acquired > 0 {
+		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Guard: guard, Clients: latClients, Durability: durability,
+			EveryProfile: true}); len(gs) > 0 && gs[0].Acquired > 0 {
 			row = append(row, spreadUS(gs[0].P50), spreadUS(gs[0].P99))
 		} else {
 			row = append(row, "—", "—")
 		}
 		cost := "—"
-		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Clients: 1, Durability: durability, EveryProfile: true}); len(gs) > 0 && gs[0].Acquired > 0 {
+		if gs := ds.find(query{Backend: b, Workload: workload, Fault: faultNone, Clients: 1, Durability: durability,
+			EveryProfile: true}); len(gs) > 0 && gs[0].Acquired > 0 {
 			cost = spreadUS(gs[0].OwnCost)
 		}
 		tt := totals(gs)
@@ -115,11 +124,27 @@ func (ds *dataset) safetySection(d *document) {
 		d.p("No valid cases, so no safety measurements.")
 		return
 	}
-	d.p("Under a fault each count is k/n ≤u: k of the n tested injections of the class were followed by at least one such event (an injection is a trial: three incidents after one are one failure), with u the one-sided 95% upper bound on that rate (exact binomial; zero in n gives 1 − 0.05^(1/n)). An injection is tested when it met what its class is meant to test (a held key at the strike, a lock that was granting) and its effect was read back; the others are counted apart and enter no rate. Without a fault, k events in n contended grants: grants made while another client of the key was waiting. Classes are never pooled: each row is one backend under one fault class and durability profile.")
-	d.p("A stale write is told when the holder's lease had told it, before it wrote, that it had ended (expired, lost, or past its ValidUntil: the lock revoked it in time, and a careful client that checks its lease holds back), silent when the lease said nothing (only a fencing resource stops it). An incident is an episode of two holders of one key, judged against the lock's contract, not against what its leases reported: the earlier grant keeps the key until its Acquire was called plus the Promise its backend declares (the TTL less the declared drift, or its session timeout). A lock bug when the later grant returned, for certain, before that line (incidents the judge did not classify count as lock bugs); an expired holder when, for certain, after it — the earlier holder went on after its lease had ended, what fencing is for; ambiguous when the judge's clock bounds (its round trips to the clients) cannot place it on either side: counted and shown, never folded into either. Stale writes are writes by a holder whose lease had ended, which the resource accepted or rejected.")
+	d.p("Under a fault each count is k/n ≤u: k of the n tested injections of the class were followed by at least one such event (an " +
+		"injection is a trial: three incidents after one are one failure), with u the one-sided 95% upper bound on that rate (exact binomial; " +
+		"zero in n gives 1 − 0.05^(1/n)). An injection is tested when it met what its class is meant to test (a held key at the strike, a " +
+		"lock that was granting) and its effect was read back; the others are counted apart and enter no rate. Without a fault, k events in " +
+		"n contended grants: grants made while another client of the key was waiting. Classes are never pooled: each row is one backend " +
+		"under one fault class and durability profile.")
+	d.p("A stale write is told when the holder's lease had told it, before it wrote, that it had ended (expired, lost, or past its " +
+		"ValidUntil: the lock revoked it in time, and a careful client that checks its lease holds back), silent when the lease said nothing " +
+		"(only a fencing resource stops it). An incident is an episode of two holders of one key, judged against the lock's contract, not " +
+		"against what its leases reported: the earlier grant keeps the key until its Acquire was called plus the Promise its backend " +
+		"declares (the TTL less the declared drift, or its session timeout). A lock bug when the later grant returned, for certain, before " +
+		"that line (incidents the judge did not classify count as lock bugs); an expired holder when, for certain, after it — the earlier " +
+		"holder went on after its lease had ended, what fencing is for; ambiguous when the judge's clock bounds (its round trips to the " +
+		"clients) cannot place it on either side: counted and shown, never folded into either. Stale writes are writes by a holder whose " +
+		"lease had ended, which the resource accepted or rejected.")
 	d.h(3, "Per backend and fault class")
-	d.p("\"Fenced\" is the strongest token check a case was judged under, as the rules take it: guard fence-rw (reads and writes carry the token) where the case ran it, else fence (writes only, which lets a superseded holder's late write in while its successor has not written yet); the table after this one shows every guard apart.")
-	t := table{header: []string{"backend", "fault class", "profile", "cases", "tested injections", "lock-bug incidents", "ambiguous incidents", "expired-holder incidents", "stale accepted, fenced", "stale accepted, unfenced", "stale rejected"},
+	d.p("\"Fenced\" is the strongest token check a case was judged under, as the rules take it: guard fence-rw (reads and writes carry the " +
+		"token) where the case ran it, else fence (writes only, which lets a superseded holder's late write in while its successor has not " +
+		"written yet); the table after this one shows every guard apart.")
+	t := table{header: []string{"backend", "fault class", "profile", "cases", "tested injections", "lock-bug incidents",
+		"ambiguous incidents", "expired-holder incidents", "stale accepted, fenced", "stale accepted, unfenced", "stale rejected"},
 		numeric: []bool{false, false, false, true, true, true, true, true, true, true, true}}
 	for _, b := range ds.Backends {
 		for _, cls := range ds.Classes {
@@ -129,7 +154,8 @@ func (ds *dataset) safetySection(d *document) {
 					continue
 				}
 				s := totals(gs)
-				fs, ns := totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardFenced})), totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardNone}))
+				fs, ns := totals(ds.find(query{Backend: b, Class: cls, Durability: dur, Guard: guardFenced})), totals(ds.find(query{Backend: b,
+					Class: cls, Durability: dur, Guard: guardNone}))
 				rate := func(x group, k kind) string { return rateOf(x, k, cls).cell() }
 				fenced, unfenced := "not run", "not run"
 				switch {
@@ -141,7 +167,8 @@ func (ds *dataset) safetySection(d *document) {
 				if ns.Cases > 0 {
 					unfenced = rate(ns, kindStale)
 				}
-				t.rows = append(t.rows, []string{b, cls, dur, strconv.Itoa(s.Cases), injectionsText(s), rate(s, kindLockBug), rate(s, kindAmbiguous), rate(s, kindExpired), fenced, unfenced, itoa(s.StaleRejected)})
+				t.rows = append(t.rows, []string{b, cls, dur, strconv.Itoa(s.Cases), injectionsText(s), rate(s, kindLockBug), rate(s, kindAmbiguous),
+					rate(s, kindExpired), fenced, unfenced, itoa(s.StaleRejected)})
 				t.flag = append(t.flag, (s.lockBugs() > 0 || (fs.Fencing && fs.StaleAccepted > 0)) && !ds.isControl(b))
 			}
 		}
@@ -151,7 +178,9 @@ func (ds *dataset) safetySection(d *document) {
 
 	d.h(3, "Per fault, guard and profile")
 	full := table{
-		header:  []string{"fault", "backend", "guard", "profile", "tokens checked", "tested injections", "lock-bug incidents", "ambiguous incidents", "expired-holder incidents", "stale accepted", "stale rejected", "stale: told / silent", "lost updates", "token regressions", "porcupine: mutex", "porcupine: fenced", "trials", "notes"},
+		header: []string{"fault", "backend", "guard", "profile", "tokens checked", "tested injections", "lock-bug incidents",
+			"ambiguous incidents", "expired-holder incidents", "stale accepted", "stale rejected", "stale: told / silent", "lost updates",
+			"token regressions", "porcupine: mutex", "porcupine: fenced", "trials", "notes"},
 		numeric: []bool{false, false, false, false, false, true, true, true, true, true, true, true, true, true, false, false, true, false},
 		folded:  "Every fault (with its params) × backend × guard × durability profile",
 	}
@@ -182,8 +211,10 @@ func (ds *dataset) safetySection(d *document) {
 						}
 						return itoa(k)
 					}
-					full.rows = append(full.rows, []string{f, b, guard, dur, tokens, injectionsText(s), rate(kindLockBug), rate(kindAmbiguous), rate(kindExpired),
-						rate(kindStale), itoa(s.StaleRejected), fmt.Sprintf("%d / %d", s.StaleTold, s.StaleSilent), count(s.LostUpdates), count(s.TokenRegressions),
+					full.rows = append(full.rows, []string{f, b, guard, dur, tokens, injectionsText(s), rate(kindLockBug), rate(kindAmbiguous),
+						rate(kindExpired),
+						rate(kindStale), itoa(s.StaleRejected), fmt.Sprintf("%d / %d", s.StaleTold,
+							s.StaleSilent), count(s.LostUpdates), count(s.TokenRegressions),
 						s.Linearizable.String(), s.LinearizableFenced.String(), strconv.Itoa(s.Trials), brief(s.Notes)})
 					full.flag = append(full.flag, s.violations() > 0)
 				}
@@ -197,7 +228,8 @@ func (ds *dataset) safetySection(d *document) {
 // contractSection tabulates, per backend, the contract its checks were
 // drawn by and how its leases' own ValidUntil compared with it.
 func (ds *dataset) contractSection(d *document) {
-	t := table{header: []string{"backend", "TTL", "promise (contract line)", "longest validity", "grants", "reported less than the contract", "reported more than the lock can give"},
+	t := table{header: []string{"backend", "TTL", "promise (contract line)", "longest validity", "grants", "reported less than the " +
+		"contract", "reported more than the lock can give"},
 		numeric: []bool{false, true, true, true, true, true, true}}
 	for _, b := range ds.Backends {
 		type contract struct{ ttl, promise, most float64 }
@@ -231,7 +263,12 @@ func (ds *dataset) contractSection(d *document) {
 		return
 	}
 	d.h(3, "Leases against their contract")
-	d.p("The line between a lock bug and an expired holder is each backend's declared contract, not what its leases report: nobody else is granted the key until the Acquire call plus the promise (the TTL less the drift the backend declares, or its session timeout), and no grant keeps it longer than the longest validity (the TTL as the backend applies it, capped at the session). Each grant's own ValidUntil is recorded beside it; a lease that reported less than the promise would, if it drew the line, turn the lock's double grants into expired holders, and one that reported more than the lock can give lets a holder that trusts it write after the key went to someone else. Rows in bold departed in either direction: a finding about the backend, whatever its incidents.")
+	d.p("The line between a lock bug and an expired holder is each backend's declared contract, not what its leases report: nobody else is " +
+		"granted the key until the Acquire call plus the promise (the TTL less the drift the backend declares, or its session timeout), and no " +
+		"grant keeps it longer than the longest validity (the TTL as the backend applies it, capped at the session). Each grant's own " +
+		"ValidUntil is recorded beside it; a lease that reported less than the promise would, if it drew the line, turn the lock's double " +
+		"grants into expired holders, and one that reported more than the lock can give lets a holder that trusts it write after the key " +
+		"went to someone else. Rows in bold departed in either direction: a finding about the backend, whatever its incidents.")
 	d.table(t)
 }
 
@@ -266,7 +303,8 @@ func injectionsText(t group) string {
 // availabilitySection tabulates the service inside the fault windows.
 func (ds *dataset) availabilitySection(d *document) {
 	d.h(2, "Availability under faults")
-	t := table{header: []string{"backend", "fault", "profile", "cases", "baseline grants/s", "in-fault grants, share of baseline", "in-fault acquire p99", "recovery after a window", "not recovered"},
+	t := table{header: []string{"backend", "fault", "profile", "cases", "baseline grants/s", "in-fault grants, share of " +
+		"baseline", "in-fault acquire p99", "recovery after a window", "not recovered"},
 		numeric: []bool{false, false, false, true, true, true, true, true, true}}
 	for _, b := range ds.Backends {
 		for _, f := range ds.Faults {
@@ -282,7 +320,8 @@ func (ds *dataset) availabilitySection(d *document) {
 						never++
 					}
 				}
-				t.rows = append(t.rows, []string{b, f, dur, strconv.Itoa(s.Cases), ds.baselineText(gs), spreadPct(stats.SpreadOf(s.InFault)), spreadUS(stats.SpreadOf(s.InFaultP99)),
+				t.rows = append(t.rows, []string{b, f, dur, strconv.Itoa(s.Cases), ds.baselineText(gs), spreadPct(stats.SpreadOf(s.InFault)),
+					spreadUS(stats.SpreadOf(s.InFaultP99)),
 					spreadSeconds(stats.SpreadOf(s.Recovery)), fmt.Sprintf("%d of %d windows", never, len(s.Recovery))})
 				t.flag = append(t.flag, never > 0)
 			}
@@ -292,7 +331,9 @@ func (ds *dataset) availabilitySection(d *document) {
 		d.p("No valid case recorded availability inside fault windows, so availability could not count for either recommendation.")
 		return
 	}
-	d.p("Inside the fault windows: grants per second as a share of the same case's rate before the first window (median over cases, range in brackets), the acquire p99 of operations begun inside a window, and per window the time from its end until grants ran at half the baseline again. Rows in bold had a window after which the backend did not recover before the case ended.")
+	d.p("Inside the fault windows: grants per second as a share of the same case's rate before the first window (median over cases, range " +
+		"in brackets), the acquire p99 of operations begun inside a window, and per window the time from its end until grants ran at half the " +
+		"baseline again. Rows in bold had a window after which the backend did not recover before the case ended.")
 	d.table(t)
 }
 
@@ -332,9 +373,13 @@ func (ds *dataset) casesSection(d *document) {
 		d.p("No valid cases.")
 		return
 	}
-	d.p("Per combination of backend, workload, fault, guard, clients and profile (trials pooled): how its clients ran (worker processes, which a pause freezes whole, or goroutines), what the nemesis hit, the incidents by class, and porcupine's verdicts against a mutex model and a fenced-mutex model (tokens strictly increasing in real-time order). A false mutex verdict is expected wherever incidents were counted.")
+	d.p("Per combination of backend, workload, fault, guard, clients and profile (trials pooled): how its clients ran (worker processes, " +
+		"which a pause freezes whole, or goroutines), what the nemesis hit, the incidents by class, and porcupine's verdicts against a mutex " +
+		"model and a fenced-mutex model (tokens strictly increasing in real-time order). A false mutex verdict is expected wherever incidents " +
+		"were counted.")
 	t := table{
-		header:  []string{"backend", "workload", "fault", "guard", "profile", "clients", "clients as", "trials", "tested injections", "targets", "incidents: lock bug / ambiguous / expired / unclassified", "porcupine: mutex", "porcupine: fenced", "histories"},
+		header: []string{"backend", "workload", "fault", "guard", "profile", "clients", "clients as", "trials", "tested injections",
+			"targets", "incidents: lock bug / ambiguous / expired / unclassified", "porcupine: mutex", "porcupine: fenced", "histories"},
 		numeric: []bool{false, false, false, false, false, true, false, true, true, false, false, false, false, false},
 		folded:  fmt.Sprintf("%d combinations", len(ds.Groups)),
 	}
@@ -348,7 +393,8 @@ func (ds *dataset) casesSection(d *document) {
 		}
 		lin, fen := g.Linearizable.withReasons(), g.LinearizableFenced.withReasons()
 		t.rows = append(t.rows, []string{g.Backend, g.Workload, g.Fault, g.Guard, orUnset(g.Durability, durabilityUnset), strconv.Itoa(g.Clients),
-			orUnset(strings.Join(g.ClientsAs, ", "), "not recorded"), strconv.Itoa(g.Trials), injectionsText(totals([]*group{g})), targetsText(g.Targets),
+			orUnset(strings.Join(g.ClientsAs, ", "),
+				"not recorded"), strconv.Itoa(g.Trials), injectionsText(totals([]*group{g})), targetsText(g.Targets),
 			fmt.Sprintf("%d / %d / %d / %d", g.IncidentsLockBug, g.IncidentsAmbiguous, g.IncidentsExpired, g.IncidentsUnclassified), lin, fen, hist})
 		t.flag = append(t.flag, g.violations() > 0 && !ds.isControl(g.Backend))
 	}

@@ -204,7 +204,8 @@ func hitsOf(c *results.Case, t tally) hits {
 	var h, sum hits
 	for _, tg := range c.Targets {
 		expired := tg.Incidents - tg.IncidentsLockBug - tg.IncidentsAmbiguous
-		sum.add(hits{Incident: tg.Incidents, LockBug: tg.IncidentsLockBug, Ambiguous: tg.IncidentsAmbiguous, Expired: expired, Stale: tg.StaleAccepted})
+		sum.add(hits{Incident: tg.Incidents, LockBug: tg.IncidentsLockBug, Ambiguous: tg.IncidentsAmbiguous, Expired: expired,
+			Stale: tg.StaleAccepted})
 		if !tg.Counted() {
 			continue
 		}

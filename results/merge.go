@@ -237,13 +237,15 @@ func mergeSafety(m *Case, a, b Case, joint bool) {
 	}
 	m.IncidentRateUpper95 = max(a.IncidentRateUpper95, b.IncidentRateUpper95)
 	m.Linearizable, m.LinearizableReason = worse(a.Linearizable, a.LinearizableReason, b.Linearizable, b.LinearizableReason)
-	m.LinearizableFenced, m.LinearizableFencedReason = worse(a.LinearizableFenced, a.LinearizableFencedReason, b.LinearizableFenced, b.LinearizableFencedReason)
+	m.LinearizableFenced, m.LinearizableFencedReason = worse(a.LinearizableFenced, a.LinearizableFencedReason, b.LinearizableFenced,
+		b.LinearizableFencedReason)
 	if joint && (a.Linearizable != b.Linearizable || a.LinearizableFenced != b.LinearizableFenced) {
 		differ = append(differ, "linearizability verdicts")
 	}
 	m.History = cmpOr(a.History, b.History)
 	if len(differ) > 0 {
-		m.Notes = append(m.Notes, fmt.Sprintf("merge: hosts %s and %s carried different joint safety counts (%s); the judge's counts should be identical on every host, so the larger of each was kept",
+		m.Notes = append(m.Notes, fmt.Sprintf("merge: hosts %s and %s carried different joint safety counts (%s); the judge's counts should be "+
+			"identical on every host, so the larger of each was kept",
 			orDash(a.Host), orDash(b.Host), strings.Join(differ, ", ")))
 	}
 }

@@ -31,8 +31,9 @@ func checkCmd() *cobra.Command {
 	var timeout time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "check DIR",
-		Short: "Re-check every history of a saved run: exit 0 if it holds and no real lock broke, 1 if one broke, 2 if the records cannot be trusted",
+		Use: "check DIR",
+		Short: "Re-check every history of a saved run: exit 0 if it holds and no real lock broke, 1 if one broke, 2 if the records cannot be " +
+			"trusted",
 		Long: `check reads DIR/results.json and, for every case, its history (DIR/history/*.jsonl.gz): it
 counts the overlaps again, each judged against the lock's contract (lock bug, ambiguous, expired
 holder), the incidents, contended grants, validity departures, stale writes, lost updates and
@@ -186,9 +187,13 @@ func check(dir string, f *results.File, timeout time.Duration) (*checked, error)
 func (c *checked) text(w io.Writer) {
 	for _, cc := range c.Cases {
 		if r := cc.Report; r != nil {
-			fmt.Fprintf(w, "%s: %d sections (%d contended), %d overlaps (%d lock bug, %d ambiguous, %d expired holder) in %d incidents (%d lock bug, %d ambiguous, %d expired holder), stale writes %d accepted %d rejected (%d after the lease told its holder, %d silent), %d lost updates, %d token regressions, leases outside their contract %d short %d long; ambiguous width up to %v (%d wider than two round trips of %v, counted as lock bugs); linearizable: %s; fenced: %s\n",
+			fmt.Fprintf(w, "%s: %d sections (%d contended), %d overlaps (%d lock bug, %d ambiguous, %d expired holder) in %d incidents (%d lock "+
+				"bug, %d ambiguous, %d expired holder), stale writes %d accepted %d rejected (%d after the lease told its holder, %d silent), %d "+
+				"lost updates, %d token regressions, leases outside their contract %d short %d long; ambiguous width up to %v (%d wider "+
+				"than two round trips of %v, counted as lock bugs); linearizable: %s; fenced: %s\n",
 				cc.Name, r.Sections, r.ContendedGrants, r.Overlaps, r.OverlapsLockBug, r.OverlapsAmbiguous, r.OverlapsExpiredHolder,
-				r.Incidents, r.IncidentsLockBug, r.IncidentsAmbiguous, r.IncidentsExpiredHolder, r.StaleAccepted, r.StaleRejected, r.StaleTold, r.StaleSilent,
+				r.Incidents, r.IncidentsLockBug, r.IncidentsAmbiguous, r.IncidentsExpiredHolder,
+				r.StaleAccepted, r.StaleRejected, r.StaleTold, r.StaleSilent,
 				r.LostUpdates, r.TokenRegressions, r.ValidityShort, r.ValidityLong, time.Duration(r.AmbiguousWidthMax).Round(time.Microsecond),
 				r.OverlapsAmbiguousWide, time.Duration(r.RoundTrip).Round(time.Microsecond), cc.Linearizable, cc.LinearizableFenced)
 		}
@@ -241,7 +246,8 @@ func gates(c *results.Case, r history.Report, v verdicts) findings {
 				break
 			}
 		}
-		fd.broken = append(fd.broken, fmt.Sprintf("%d lock-bug incidents (%d overlaps): the key was granted before the earlier grant's contract line%s",
+		fd.broken = append(fd.broken, fmt.Sprintf("%d lock-bug incidents (%d overlaps): the key was granted before the earlier grant's "+
+			"contract line%s",
 			r.IncidentsLockBug, r.OverlapsLockBug, ex))
 	}
 	if c.Fencing && v.fenced.Result == results.NotLinearizable {

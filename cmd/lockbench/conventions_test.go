@@ -139,9 +139,7 @@ func TestCheckJSON(t *testing.T) {
 // the run goes on, keeps the control's case, and exits non-zero naming
 // the backend at the end — unless --keep-going, which says it still.
 func TestUnstartedBackendFailsTheRun(t *testing.T) {
-	was := compose.RedisServer
-	compose.RedisServer = filepath.Join(t.TempDir(), "no-redis-server")
-	t.Cleanup(func() { compose.RedisServer = was })
+	t.Setenv(compose.RedisServerEnv, filepath.Join(t.TempDir(), "no-redis-server"))
 	for _, keepGoing := range []bool{false, true} {
 		dir := t.TempDir()
 		args := []string{"run", "--backend", "redis,noop", "--duration", "200ms", "--out", dir, "--no-report"}

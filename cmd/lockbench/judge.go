@@ -76,7 +76,8 @@ without it is refused and named on stderr.`,
 	fl.StringVar(&out, "out", "", "dir for the joined results.json and the histories (required)")
 	fl.IntVar(&hosts, "hosts", 1, "hosts that join each case")
 	fl.StringVar(&runID, "run-id", "", "the run's id (default random)")
-	fl.StringVar(&tokenFile, "token-file", "", "the run's token, read from this file, or made and written there (needed to listen beyond loopback)")
+	fl.StringVar(&tokenFile, "token-file", "", "the run's token, read from this file, or made and written there (needed to listen beyond "+
+		"loopback)")
 	return cmd
 }
 

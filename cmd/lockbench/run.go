@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,13 +18,11 @@ import (
 	"github.com/lockbench/lockbench/answer"
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/suites"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -69,14 +66,14 @@ func runCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run cases against real servers and write DIR/results.json (and the report)",
-		Long: `run measures every case of a suite (--suite default or quick: what make bench and
-make bench-quick run; full: every durability profile on every backend) or of the cross product of the flags: backends × workloads × faults ×
-clients × trials, each case judged under every --guard at once. It starts the servers the
-backends need on 127.0.0.1 (or uses the endpoints you give) and a judge that every client
-reports to, runs the clients as worker processes (lockbench worker) or goroutines, writes
-DIR/results.json every 30 s and at the end, with each case's history under DIR/history, and renders the
-report into DIR. Ctrl-C stops the run, stops every server and worker and keeps the results
-measured so far.
+		Long: `run measures every case of a suite (--suite default or quick: what make bench and make
+bench-quick run; full: every durability profile on every backend) or of the cross product of the
+flags: backends × workloads × faults × clients × trials, each case judged under every --guard at
+once. It starts the servers the backends need on 127.0.0.1 (or uses the endpoints you give) and
+a judge that every client reports to, runs the clients as worker processes (lockbench worker) or
+goroutines, writes DIR/results.json every 30 s and at the end, with each case's history under
+DIR/history, and renders the report into DIR. Ctrl-C stops the run, stops every server and
+worker and keeps the results measured so far.
 
 A backend is a registered name with optional params: redlock, redlock?quarantine=false,
 sentinel?wait=1, redsync?retrydelay=1ms, postgres?mode=advisory. So is a fault: client-pause?x=3,
@@ -118,15 +115,19 @@ Backends:
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every durability profile on every backend, every clock fault; about three times as long as default); other flags then override its settings")
+	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every "+
+		"durability profile on every backend, every clock fault; about three times as long as default); other flags then override its settings")
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
 	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
 	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults, with params as name?param=value: "+strings.Join(nemesis.Names(), ", "))
 	fl.BoolVar(&f.fencing, "fencing", false, "judge the resource with fencing tokens too (adds --guard fence)")
-	fl.StringSliceVar(&f.guards, "guard", nil, "resource guards, each case judged under all of them at once: none, fence, fence-rw, cas (default none)")
+	fl.StringSliceVar(&f.guards, "guard", nil, "resource guards, each case judged under all of them at once: none, fence, fence-rw, cas "+
+		"(default none)")
 	fl.IntSliceVar(&f.clients, "clients", []int{8}, "concurrent clients, each with its own connections")
-	fl.StringVar(&f.clientsAs, "clients-as", "", "run the clients as processes or goroutines (default: goroutines without a fault, processes under one)")
-	fl.StringSliceVar(&f.durability, "durability", []string{"fast"}, "servers' profiles, each case run under each: fast (no fsync), periodic (a sync about once a second; ZooKeeper and etcd have none) or durable (every write synced)")
+	fl.StringVar(&f.clientsAs, "clients-as", "", "run the clients as processes or goroutines (default: goroutines without a fault, "+
+		"processes under one)")
+	fl.StringSliceVar(&f.durability, "durability", []string{"fast"}, "servers' profiles, each case run under each: fast (no fsync), "+
+		"periodic (a sync about once a second; ZooKeeper and etcd have none) or durable (every write synced)")
 	fl.IntVar(&f.injections, "injections", 3, "times each fault case injects its fault")
 	fl.Uint64Var(&f.seed, "seed", 0, "the run's seed: keys, hold times, fault targets and times (default random; results.json records it)")
 	fl.StringVar(&f.judge, "judge", "", "join the judge at this address (lockbench judge) instead of running one")
@@ -138,16 +139,20 @@ Backends:
 	fl.DurationVar(&f.ttl, "ttl", time.Second, "lease TTL (faults raise it where they need longer leases)")
 	fl.IntVar(&f.keys, "keys", 100, "keys of the uniform and zipf workloads")
 	fl.StringVar(&f.hold, "hold", "1ms", "hold time: 2ms, 1ms-5ms (uniform) or exp:2ms")
-	fl.StringVar(&f.holdLeft, "hold-left", "", "hold a random fraction, up to this much (at most 1), of the validity the lease has left, instead of --hold: "+
-		"catches a lease that claims more than its lock keeps; or, as a duration (3s), hold that long whatever the lease says (with --auto-extend: long holds through server faults)")
-	fl.BoolVar(&f.autoExtend, "auto-extend", false, "leases extend themselves (their watchdog, every TTL/3) while their holders hold: give a --hold of several TTLs")
-	fl.DurationVar(&f.acquireTO, "acquire-timeout", workloads.DefaultAcquireTimeout, "how long each acquire may wait (longer for holds of several TTLs)")
+	fl.StringVar(&f.holdLeft, "hold-left", "", "hold a random fraction, up to this much (at most 1), of the validity the lease has left, "+
+		"instead of --hold: catches a lease that claims more than its lock keeps; or, as a duration (3s), hold that long whatever the "+
+		"lease says (with --auto-extend: long holds through server faults)")
+	fl.BoolVar(&f.autoExtend, "auto-extend", false, "leases extend themselves (their watchdog, every TTL/3) while their holders hold: give "+
+		"a --hold of several TTLs")
+	fl.DurationVar(&f.acquireTO, "acquire-timeout", workloads.DefaultAcquireTimeout, "how long each acquire may wait (longer for holds of "+
+		"several TTLs)")
 	fl.StringVar(&f.think, "think", "0", "think time between sections (same forms as --hold)")
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required, but with --dry-run)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
 	fl.BoolVar(&f.dryRun, "dry-run", false,
 		"list the cases the flags select, and the fault classes a backend is not put through and why; run nothing")
-	fl.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when some backends' servers would not start and their cases were skipped (the end of the run still names them)")
+	fl.BoolVar(&f.keepGoing, "keep-going", false, "exit 0 even when some backends' servers would not start and their cases were skipped "+
+		"(the end of the run still names them)")
 	f.endpoints.register(fl)
 	fl.BoolVar(&f.fresh, "fresh-servers", false,
 		"start each backend's servers anew for each trial, so that trials are independent samples (results.json: fresh_servers)")
@@ -183,7 +188,8 @@ func (f *runFlags) run(cmd *cobra.Command) error {
 	}
 	if f.hosts.inventory != "" {
 		if f.judge != "" || len(external) > 0 {
-			return fmt.Errorf("%w: --inventory runs servers, clients and the judge on its hosts (or the judge here): not with --judge or a backend's endpoints", bench.ErrConfig)
+			return fmt.Errorf("%w: --inventory runs servers, clients and the judge on its hosts (or the judge here): not with --judge or a "+
+				"backend's endpoints", bench.ErrConfig)
 		}
 		for i := range cases {
 			cases[i].ClientsAs = results.ClientsProcesses // on the client hosts
@@ -440,119 +446,6 @@ func progress(w io.Writer, bar *progressbar.ProgressBar, e bench.Event) {
 	}
 }
 
-// cases builds the case list from the suite and the flags, with the fault
-// classes a suite leaves out for some backends, and why.
-func (f *runFlags) cases(cmd *cobra.Command) ([]bench.Case, []results.Skip, error) {
-	changed := cmd.Flags().Changed
-	// Zero would mean "the default" further down: say so rather than
-	// run something else than asked.
-	switch {
-	case f.duration <= 0:
-		return nil, nil, fmt.Errorf("%w: --duration %v: must be positive", bench.ErrConfig, f.duration)
-	case f.ttl <= 0:
-		return nil, nil, fmt.Errorf("%w: --ttl %v: must be positive", bench.ErrConfig, f.ttl)
-	case f.trials < 1:
-		return nil, nil, fmt.Errorf("%w: --trials %d: need at least 1", bench.ErrConfig, f.trials)
-	case f.injections < 1:
-		return nil, nil, fmt.Errorf("%w: --injections %d: need at least 1", bench.ErrConfig, f.injections)
-	case f.keys < 1:
-		return nil, nil, fmt.Errorf("%w: --keys %d: need at least 1", bench.ErrConfig, f.keys)
-	case f.acquireTO <= 0:
-		return nil, nil, fmt.Errorf("%w: --acquire-timeout %v: must be positive", bench.ErrConfig, f.acquireTO)
-	case f.suite != "" && (changed("hold-left") || changed("auto-extend") || changed("acquire-timeout")):
-		return nil, nil, fmt.Errorf("%w: --hold-left, --auto-extend and --acquire-timeout shape a matrix given by flags: a suite runs its own lease loads", bench.ErrConfig)
-	}
-	hold, err := workloads.ParseDist(f.hold)
-	if err != nil {
-		return nil, nil, bench.ConfigError(err)
-	}
-	left, err := parseHoldLeft(f.holdLeft)
-	if err != nil {
-		return nil, nil, err
-	}
-	acquireTO := f.acquireTO
-	if !changed("acquire-timeout") {
-		acquireTO = left.acquireTimeout(acquireTO, f.clients)
-	}
-	think, err := workloads.ParseDist(f.think)
-	if err != nil {
-		return nil, nil, bench.ConfigError(err)
-	}
-	guards, err := f.guardList()
-	if err != nil {
-		return nil, nil, bench.ConfigError(err)
-	}
-	ws := make([]workloads.Workload, len(f.workloads))
-	for i, w := range f.workloads {
-		ws[i] = workloads.Workload(w)
-	}
-	if f.suite != "" {
-		s, err := suites.Named(f.suite)
-		if err != nil {
-			return nil, nil, err
-		}
-		// Each flag given is a rule over the suite's table, or a setting
-		// of its load.
-		for _, o := range []struct {
-			flag string
-			set  func()
-		}{
-			{"backend", func() { s = s.Narrow(f.backends) }},
-			{"fault", func() { s = s.WithFaults(f.faults) }},
-			{"durability", func() { s = s.WithProfiles(f.durability) }},
-			{"workload", func() { s.Workloads = ws }},
-			{"guard", func() { s.Guards = guards }},
-			{"fencing", func() { s.Guards = guards }},
-			{"injections", func() { s.Injections = f.injections }},
-			{"clients", func() { s.Clients = f.clients }},
-			{"trials", func() { s.Trials = f.trials }},
-			{"ttl", func() { s.TTL = f.ttl }},
-			{"keys", func() { s.Keys = f.keys }},
-			{"hold", func() { s.Hold = hold }},
-			{"think", func() { s.Think = think }},
-			{"duration", func() { s.PerfSeconds, s.FaultSeconds = f.duration.Seconds(), f.duration.Seconds() }},
-		} {
-			if changed(o.flag) {
-				o.set()
-			}
-		}
-		plan, err := s.Plan()
-		return plan.Cases, plan.Skipped, err
-	}
-	names := f.backends
-	if len(names) == 0 {
-		names = backends.Names()
-	}
-	cases, err := suites.Cross(suites.Matrix{
-		Backends: names, Workloads: ws, Faults: f.faults, Guards: guards, Clients: f.clients, Trials: f.trials,
-		ClientsAs: f.clientsAs, Durabilities: f.durability, Injections: f.injections,
-		Spec: workloads.Spec{Duration: f.duration, TTL: f.ttl, Keys: f.keys, Hold: hold, Think: think,
-			HoldLeft: left.fraction, HoldFor: left.duration, AutoExtend: f.autoExtend, AcquireTimeout: acquireTO},
-	})
-	return cases, nil, err
-}
-
-func (f *runFlags) guardList() ([]judge.Guard, error) {
-	names := f.guards
-	if len(names) == 0 {
-		names = []string{"none"}
-	}
-	if f.fencing && !slices.Contains(names, "fence") {
-		names = append(slices.Clone(names), "fence")
-	}
-	var gs []judge.Guard
-	for _, n := range names {
-		g, err := judge.ParseGuard(n)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(gs, g) {
-			gs = append(gs, g)
-		}
-	}
-	return gs, nil
-}
-
 // backendDocs lists the registered backends, each with what its
 // descriptor says it is, for the help.
 func backendDocs() string {
@@ -563,18 +456,4 @@ func backendDocs() string {
 	}
 	_ = w.Flush()
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// serverEnv makes the run's dir out and the environment its servers run
-// in, under out/servers: what an earlier run left there (its servers' data
-// and logs) goes first.
-func serverEnv(out string) (*compose.Env, error) {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
-	}
-	servers := filepath.Join(out, "servers")
-	if err := os.RemoveAll(servers); err != nil {
-		return nil, err
-	}
-	return compose.New(servers)
 }

@@ -26,9 +26,11 @@ type hostsFlags struct {
 }
 
 func (h *hostsFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&h.inventory, "inventory", "", "run over the hosts of this inventory (YAML; see lockbench hosts check): servers, clients and faults on them, the judge on the host given its role (else here)")
+	fl.StringVar(&h.inventory, "inventory", "", "run over the hosts of this inventory (YAML; see lockbench hosts check): servers, clients "+
+		"and faults on them, the judge on the host given its role (else here)")
 	fl.StringVar(&h.binary, "binary", "", "the static lockbench binary to upload to the client and judge hosts (default: this one, if static)")
-	fl.DurationVar(&h.linkTimeout, "link-timeout", 15*time.Second, "with --inventory: a host whose link leaves keepalives (sent every third of this) unanswered this long is lost, and the run stops")
+	fl.DurationVar(&h.linkTimeout, "link-timeout", 15*time.Second, "with --inventory: a host whose link leaves keepalives (sent every third "+
+		"of this) unanswered this long is lost, and the run stops")
 }
 
 // dial loads the inventory and connects to its hosts, clearing what an

@@ -1,62 +1,51 @@
 // Package composetest is what tests need of compose: a compose.Env per
-// test, servers that the tests of a package share, and the one place that
-// decides whether a test may start servers and how long it may then run.
+// test and servers that the tests of a package share. Whether a test may
+// start servers and how long it may then run is decided by
+// internal/servertest, which StartsServers and Context forward to (so
+// that test helpers below compose need not import it); an Env of ForTest
+// is killed at its test's deadline.
 //
 // A test that starts servers — through ForTest or a Shared, or by running
 // something that starts them, such as a lockbench run — is marked by
-// StartsServers. Under -short (make unit) it is skipped, so that a
-// contributor without the servers installed can run every other test in
-// about a minute; make test runs it. Once started it has a deadline of
-// its own (DefaultDeadline, one minute, unless it says otherwise), its
-// cleanups included: past that it fails with a dump of every goroutine
-// instead of hanging until go test's 10-minute package timeout.
+// StartsServers. Under -short (make unit) it is skipped; make test runs it.
 package composetest
 
 import (
-	"os"
-	"strconv"
+	"context"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/internal/servertest"
 )
 
 // DefaultDeadline is how long a test that starts servers may run, its
-// cleanups included: a hung test fails within a minute of its start. A
-// test that legitimately runs longer on a loaded machine (one that starts
-// every backend's servers, or runs whole lockbench runs) says so with
-// StartsServersWithin.
-const DefaultDeadline = time.Minute
+// cleanups included (servertest.DefaultDeadline).
+const DefaultDeadline = servertest.DefaultDeadline
 
 // ScaleEnv names the environment variable that multiplies every test's
-// deadline (a number such as "3"), for a machine much slower or busier
-// than the 2-core machine the deadlines were measured on, or a test held
-// in a debugger.
-const ScaleEnv = "LOCKBENCH_TEST_DEADLINE_SCALE"
+// deadline (servertest.ScaleEnv).
+const ScaleEnv = servertest.ScaleEnv
 
-// StartsServers marks tb as a test that starts servers. Under -short it
-// skips tb; otherwise it arms tb's deadline, DefaultDeadline from now: if
-// tb has not ended by then, cleanups included, every goroutine's stack is
-// written to stderr, tb fails, the servers of its Envs are killed (which
-// unblocks most hangs), and if tb still has not ended ten seconds later
-// the test binary panics.
+// StartsServers marks tb as a test that starts servers: skipped under
+// -short, failed past DefaultDeadline (servertest.StartsServers).
 func StartsServers(tb testing.TB) {
 	tb.Helper()
-	StartsServersWithin(tb, DefaultDeadline)
+	servertest.StartsServersWithin(tb, DefaultDeadline)
 }
 
 // StartsServersWithin is StartsServers with a deadline of d from now
-// instead of DefaultDeadline. A deadline only ever moves later: called
-// again for tb, or for a subtest of a test that has a deadline, it moves
-// that deadline to d from now if that is later. A subtest runs under its
-// parent's deadline when the parent has one, so a test whose subtests
-// start servers gives the whole test its budget.
+// (servertest.StartsServersWithin).
 func StartsServersWithin(tb testing.TB, d time.Duration) {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skip("starts servers: skipped under -short (make unit); make test runs it")
-	}
-	arm(tb, scaled(d))
+	servertest.StartsServersWithin(tb, d)
+}
+
+// Context returns a context for the work of tb that ends a tenth of tb's
+// deadline before it (servertest.Context).
+func Context(tb testing.TB) context.Context {
+	tb.Helper()
+	return servertest.Context(tb)
 }
 
 // ForTest returns a compose.Env in a temporary directory, closed when tb
@@ -79,15 +68,6 @@ func ForTest(tb testing.TB) *compose.Env {
 			tb.Error(err)
 		}
 	})
-	watching(tb, e)
+	servertest.Watch(tb, e)
 	return e
-}
-
-// scaled returns d multiplied by ScaleEnv's value, when that is a
-// positive number.
-func scaled(d time.Duration) time.Duration {
-	if f, err := strconv.ParseFloat(os.Getenv(ScaleEnv), 64); err == nil && f > 0 {
-		return time.Duration(float64(d) * f)
-	}
-	return d
 }

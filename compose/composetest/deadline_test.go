@@ -1,7 +1,6 @@
 package composetest
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -13,6 +12,10 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 )
+
+// grace is servertest's: how long a test whose servers were killed at its
+// deadline has to end before the test binary panics.
+const grace = 10 * time.Second
 
 // helperEnv names the variable that makes a Test* function below play the
 // test under test, in a child process of this test binary.
@@ -98,75 +101,5 @@ func TestDeadlineKillsServers(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("child's output:\n%s", out)
-	}
-}
-
-// TestHelperIgnoresItsServers hangs whatever happens to its servers.
-func TestHelperIgnoresItsServers(t *testing.T) {
-	helper(t)
-	grace = 100 * time.Millisecond // before the deadline's timer starts
-	StartsServers(t)
-	t.Log("hanging")
-	select {}
-}
-
-// TestDeadlineEndsAHungBinary: a test that still hangs once its servers
-// are killed ends the test binary with a panic that names it, one grace
-// after its deadline, rather than at go test's 10-minute timeout.
-func TestDeadlineEndsAHungBinary(t *testing.T) {
-	// DefaultDeadline × 0.005: 300 ms.
-	out, err, took := child(t, "TestHelperIgnoresItsServers", "0.005")
-	if err == nil || !strings.Contains(out, "hanging") || !strings.Contains(out, "panic: composetest: TestHelperIgnoresItsServers still running") ||
-		!bytes.Contains([]byte(out), []byte("composetest.TestHelperIgnoresItsServers(")) || took > time.Minute {
-		t.Fatalf("child: %v after %v, want a panic naming the test, with its stack, well before a minute:\n%s", err, took, out)
-	}
-}
-
-// TestSubtestsShareTheirParentsDeadline: a subtest of a test that has a
-// deadline runs under it, and a longer budget asked for by the subtest
-// moves it; a test without one gets its own.
-func TestSubtestsShareTheirParentsDeadline(t *testing.T) {
-	arm(t, time.Hour)
-	parent := func() *watch {
-		watchesMu.Lock()
-		defer watchesMu.Unlock()
-		return watches[t.Name()]
-	}()
-	t.Run("sub", func(t *testing.T) {
-		arm(t, 2*time.Hour)
-		watchesMu.Lock()
-		_, own := watches[t.Name()]
-		w := watchOf(t.Name())
-		watchesMu.Unlock()
-		if own || w != parent {
-			t.Fatalf("the subtest has a deadline of its own (%v), or another test's", own)
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.deadline < 2*time.Hour {
-			t.Fatalf("parent's deadline %v after the subtest asked for 2h from now", w.deadline)
-		}
-	})
-	arm(t, time.Minute) // never earlier
-	parent.mu.Lock()
-	if parent.deadline < 2*time.Hour {
-		t.Errorf("a shorter budget moved the deadline to %v", parent.deadline)
-	}
-	parent.mu.Unlock()
-}
-
-// TestContextEndsBeforeTheDeadline checks that Context ends a tenth of
-// the test's deadline before it, and moves with ScaleEnv as the deadline
-// does.
-func TestContextEndsBeforeTheDeadline(t *testing.T) {
-	t.Setenv(ScaleEnv, "2")
-	StartsServersWithin(t, 10*time.Second)
-	start := time.Now()
-	d, ok := Context(t).Deadline()
-	if !ok {
-		t.Fatal("the context has no deadline")
-	}
-	if got, want := d.Sub(start), 18*time.Second; got > want || got < want-time.Second {
-		t.Errorf("the context ends %v after the test's deadline was armed, want about %v (0.9 × 2 × 10 s)", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/internal/servertest"
 )
 
 // Shared is a set of servers that many tests of a package share, such as
@@ -55,14 +56,14 @@ func (s *Shared[T]) Get(tb testing.TB) T {
 		if s.env, s.err = compose.New(s.dir); s.err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), scaled(DefaultDeadline))
+		ctx, cancel := context.WithTimeout(context.Background(), servertest.Scaled(DefaultDeadline))
 		defer cancel()
 		if s.val, s.err = s.start(ctx, s.env); s.err != nil {
 			s.err = fmt.Errorf("composetest: starting shared servers: %w", s.err)
 		}
 	})
 	if started { // the start is not charged to tb
-		arm(tb, scaled(DefaultDeadline))
+		servertest.StartsServersWithin(tb, DefaultDeadline)
 	}
 	if s.err != nil {
 		tb.Fatal(s.err)

@@ -17,7 +17,7 @@ func init() {
 	// The inventory names its postgres; it runs as PostgreSQL's own
 	// account, which refuses root.
 	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start,
-		OnHost: func() inventory.Needs { return inventory.Needs{Account: compose.PostgresUser} }})
+		OnHost: func() inventory.Needs { return inventory.Needs{Account: compose.DefaultPrograms().PostgresUser} }})
 }
 
 // Offers is what one PostgreSQL server offers the faults: every fault of

@@ -16,7 +16,7 @@ import (
 
 func init() {
 	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers, Start: Start,
-		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.RedisServer} }})
+		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.DefaultPrograms().RedisServer} }})
 }
 
 // Offers is what n independent Redis masters offer the faults: each can be

@@ -17,7 +17,7 @@ import (
 func init() {
 	// A sentinel on a host runs redis-server --sentinel.
 	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start,
-		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.RedisServer} }})
+		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.DefaultPrograms().RedisServer} }})
 }
 
 // Offers is what a Sentinel set of n Redis nodes (a master and n-1

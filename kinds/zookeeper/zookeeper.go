@@ -16,7 +16,7 @@ func init() {
 	kinds.Register(kinds.Kind{Name: backends.ZooKeeper, Offers: Offers, Start: Start,
 		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.ZooKeeper),
 		OnHost: func() inventory.Needs {
-			return inventory.Needs{Binary: compose.Java, Files: compose.ZooKeeperClasspath}
+			return inventory.Needs{Binary: compose.DefaultPrograms().Java, Files: compose.DefaultPrograms().ZooKeeperClasspath}
 		}})
 }
 

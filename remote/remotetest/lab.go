@@ -35,7 +35,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/internal/servertest"
 	"github.com/lockbench/lockbench/remote"
 )
 
@@ -119,11 +119,11 @@ func SudoAvailable() bool {
 }
 
 // New starts a lab of n hosts for t, and closes it when t ends. Its
-// sshds are servers: t StartsServers (composetest), so it is skipped
+// sshds are servers: t StartsServers (servertest), so it is skipped
 // under -short and has a deadline. It skips t when labs cannot run here.
 func New(t testing.TB, n int, opts ...Option) *Lab {
 	t.Helper()
-	composetest.StartsServers(t)
+	servertest.StartsServers(t)
 	if err := Available(); err != nil {
 		t.Skip(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/internal/servertest"
 	"github.com/lockbench/lockbench/remote"
 )
 
@@ -166,7 +166,7 @@ func (m marks) waitGone(t *testing.T, d time.Duration) {
 // TestCloseLeavesNothing: after Close no process, namespace, link or dir
 // of the lab is left, servers started on its hosts over SSH included.
 func TestCloseLeavesNothing(t *testing.T) {
-	composetest.StartsServers(t)
+	servertest.StartsServers(t)
 	if err := Available(); err != nil {
 		t.Skip(err)
 	}
@@ -217,7 +217,7 @@ func labParent() {
 // them, its namespaces and link go, a daemon remote.Local started dies
 // too, and the next lab removes its dir.
 func TestKilledLeavesNothing(t *testing.T) {
-	composetest.StartsServers(t)
+	servertest.StartsServers(t)
 	if err := Available(); err != nil {
 		t.Skip(err)
 	}

@@ -1,16 +1,15 @@
-package composetest
+package servertest
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/lockbench/lockbench/compose"
 )
 
 // grace is how long a test that ran past its deadline, and whose servers
@@ -28,8 +27,8 @@ type watch struct {
 	mu       sync.Mutex
 	deadline time.Duration // from start
 	timer    *time.Timer
-	done     bool // tb ended in time
-	envs     []*compose.Env
+	done     bool        // tb ended in time
+	closers  []io.Closer // closed at the deadline: the test's servers
 }
 
 // watches holds the watch of every test that started servers and has not
@@ -81,8 +80,10 @@ func arm(tb testing.TB, d time.Duration) {
 	}
 }
 
-// watching adds e to the Envs whose servers tb's deadline kills.
-func watching(tb testing.TB, e *compose.Env) {
+// Watch adds c to what tb's deadline closes, with its servers in mind:
+// an Env whose Close kills them, a simulated host. It does nothing when
+// tb has no deadline (tb did not call StartsServers).
+func Watch(tb testing.TB, c io.Closer) {
 	watchesMu.Lock()
 	w := watchOf(tb.Name())
 	watchesMu.Unlock()
@@ -91,7 +92,7 @@ func watching(tb testing.TB, e *compose.Env) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.envs = append(w.envs, e)
+	w.closers = append(w.closers, c)
 }
 
 // stop is tb's last cleanup: the test ended, in time or not.
@@ -110,7 +111,7 @@ func (w *watch) stop() {
 
 // expire runs when the deadline passes before the test has ended: it
 // writes every goroutine's stack to stderr (a test's own log is lost if
-// it never ends), fails the test, kills its servers and gives it grace to
+// it never ends), fails the test, closes what it watches (its servers) and gives it grace to
 // end before it ends the test binary.
 func (w *watch) expire() {
 	w.mu.Lock()
@@ -118,20 +119,21 @@ func (w *watch) expire() {
 		w.mu.Unlock()
 		return
 	}
-	envs := w.envs
-	fmt.Fprintf(os.Stderr, "composetest: %s is still running %v after it started servers, its deadline (%s multiplies it); its servers are killed now. Every goroutine:\n%s\n",
+	closers := w.closers
+	fmt.Fprintf(os.Stderr, "servertest: %s is still running %v after it started servers, its deadline (%s multiplies it); its servers are "+
+		"killed now. Every goroutine:\n%s\n",
 		w.tb.Name(), w.deadline, ScaleEnv, stacks())
 	w.tb.Errorf("ran past its deadline of %v: goroutines dumped to stderr, servers killed", w.deadline)
 	w.mu.Unlock()
-	for _, e := range envs {
-		if err := e.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "composetest: %s: killing its servers: %v\n", w.tb.Name(), err)
+	for _, c := range closers {
+		if err := c.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "servertest: %s: killing its servers: %v\n", w.tb.Name(), err)
 		}
 	}
 	select {
 	case <-w.ended:
 	case <-time.After(grace):
-		panic(fmt.Sprintf("composetest: %s still running %v after its deadline of %v, its servers killed", w.tb.Name(), grace, w.deadline))
+		panic(fmt.Sprintf("servertest: %s still running %v after its deadline of %v, its servers killed", w.tb.Name(), grace, w.deadline))
 	}
 }
 
