@@ -99,3 +99,34 @@ func TestPromiseFromWinningAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestLandingAtGranted: a worker armed inside Acquire stops itself once
+// Acquire returned, before it reports the grant; the report reaches the
+// judge after the resume. The landing is "granted": the return certainly
+// came before the resume (so before the stop), the report after the stop.
+func TestLandingAtGranted(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		returned int64 // the judge's mapped return (ms); 0: unknown
+		want     Point
+	}{
+		{"the return mapped by the clock offset", 20, PointGranted},
+		{"no clock offset: the bounds do not tell", 0, PointUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &builder{}
+			s := b.grant(1, "k", 10, 200, 0, 1000)
+			b.took(10)
+			b.returnedBy(tc.returned)
+			b.read(1, "k", s, 201, 0)
+			b.write(1, "k", s, 202, 1)
+			b.end(1, "k", s, 203)
+			b.pause(1, 15, 150*ms, PointGranted, 0) // armed at 15, seen stopped at 16
+			b.ops[len(b.ops)-1].Complete = 21 * ms
+			got := Landings(b.ops)
+			if len(got) != 1 || got[0].Landed != tc.want || got[0].Hit() != (tc.want == PointGranted) {
+				t.Fatalf("Landings = %+v, want landed at %s", got, tc.want)
+			}
+		})
+	}
+}
