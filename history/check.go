@@ -454,9 +454,10 @@ func (c *counter) end(key string, s *section) {
 		return
 	}
 	k.active = slices.Delete(k.active, i, i+1)
-	if len(k.active) == 0 || (len(k.active) == 1 && k.active[0].seq == k.grants) {
-		// The episode ends when no holder is left but the key's newest:
-		// every older one, whom a later grant overtook, is gone.
+	if len(k.active) == 0 || (len(k.active) == 1 && !c.superseded(k, k.active[0])) {
+		// The episode ends when no holder is left but the key's newest
+		// (in the lock's order, as superseded has it): every older one,
+		// whom a later grant overtook, is gone.
 		k.incident = -1
 	}
 }

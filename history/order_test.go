@@ -130,3 +130,27 @@ func TestLandingAtGranted(t *testing.T) {
 		})
 	}
 }
+
+// TestLateReportEndsItsIncident: the late holder ends first, the later
+// one holds on alone: the incident is over (it is the newest holder in
+// the lock's order, though its grant reached the judge first), and the
+// next overtaking is an incident of its own.
+func TestLateReportEndsItsIncident(t *testing.T) {
+	var b builder
+	b.next = 1
+	late := Op{Process: 1, F: Acquire, Type: OK, Key: "k", Section: 1, Invoke: 0, Complete: 160 * ms,
+		WorkerInvoke: base, WorkerComplete: base + 5*ms, Token: 1, HasToken: true,
+		ValidUntil: 100 * ms, WorkerValidUntil: base + 100*ms, Promise: 100 * ms, MaxValidity: 100 * ms, Returned: 6 * ms}
+	s := b.grant(2, "k", 140, 150, 2, 240) // after the late one's line
+	b.read(2, "k", s, 151, 0)
+	late.Index = len(b.ops)
+	b.ops = append(b.ops, late)
+	b.end(1, "k", 1, 163)                  // the late holder gone: 2 holds alone
+	c := b.grant(3, "k", 300, 400, 3, 500) // 2 paused past its line: a second incident
+	b.end(2, "k", s, 401)
+	b.end(3, "k", c, 402)
+	r := Check(b.ops, "", true)
+	if r.Incidents != 2 || r.IncidentsExpiredHolder != 2 {
+		t.Errorf("incidents %d (expired holder %d), episodes %+v; want 2, 2", r.Incidents, r.IncidentsExpiredHolder, r.Episodes)
+	}
+}
