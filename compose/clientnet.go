@@ -69,6 +69,12 @@ func NewClientNet(nodes []*Node) (*ClientNet, error) {
 	return p.addClient()
 }
 
+// InPeerNetwork reports whether n is a member of a peer network of this
+// machine, the same as first's: a client namespace can join them both.
+func (n *Node) InPeerNetwork(first *Node) bool {
+	return n != nil && first != nil && n.spec.place == nil && n.spec.net != nil && n.spec.net == first.spec.net
+}
+
 // addClient creates a client namespace and links it to the router.
 func (p *peerNet) addClient() (_ *ClientNet, err error) {
 	p.mu.Lock()

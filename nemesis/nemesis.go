@@ -115,6 +115,9 @@ type Target struct {
 	Members Members
 	// Sentinel, when set, is the Sentinel set whose master failover loses.
 	Sentinel *compose.SentinelSet
+	// Quorum is set when the backend's client asks a quorum of the
+	// independent nodes itself (Redlock, redsync): ClientQuorum.
+	Quorum bool
 	// Why says why the cluster lacks a capability it lacks, in its kind's
 	// words (Shape.Why).
 	Why map[Capability]string
@@ -190,13 +193,28 @@ func (t Target) Shape() Shape {
 	}
 	for c, has := range map[Capability]bool{
 		Minority: len(t.Nodes) >= 3, Leadership: t.Leader != nil, Election: t.Elects, PeerLinks: t.Members != nil,
-		Failover: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0,
+		Failover:   t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0,
+		ClientNets: t.clientNets(), ClientQuorum: t.Quorum,
 	} {
 		if has {
 			sh.Caps |= c
 		}
 	}
 	return sh
+}
+
+// clientNets reports whether every node of t is a member of one peer
+// network of this machine, which client namespaces can join.
+func (t Target) clientNets() bool {
+	if len(t.Nodes) == 0 || t.Sentinel != nil {
+		return false
+	}
+	for _, n := range t.Nodes {
+		if !n.InPeerNetwork(t.Nodes[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Env is what a scenario acts on in one case.
