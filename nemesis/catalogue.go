@@ -108,6 +108,8 @@ var catalogue = []*Scenario{
 	partitionLeader,
 	partitionHalves,
 	leaderKill,
+	splitView,
+	clientLeader,
 }
 
 // failover cuts replication, kills the master and waits for Sentinel to

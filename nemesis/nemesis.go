@@ -41,6 +41,8 @@
 //	partition-leader the ZooKeeper or etcd leader is cut off from the other members (clients still reach it), then healed
 //	partition-halves the ZooKeeper or etcd members are split into a minority and a majority, then healed
 //	leader-kill      the ZooKeeper or etcd leader dies, then restarts with its data
+//	split-view       two clients, each in a namespace of its own, are cut from different minorities: of 5 nodes A sees {0,1,2}, B {2,3,4}
+//	client-leader    one client, in a namespace of its own, is cut from the leader alone; the others keep it
 //
 // Every injection proves it tested something (see prove.go): it waits
 // for the lock to grant, strikes while a section of the faulted key is
@@ -239,6 +241,8 @@ type Env struct {
 	// Params are the fault's params (client-pause?x=1.5 gives x).
 	Params url.Values
 
+	// nets are the case's client namespaces (the nemesis's).
+	nets *clientNets
 	// wait, when set, replaces grantWait (tests).
 	wait time.Duration
 }
@@ -260,6 +264,10 @@ type Scenario struct {
 	// Processes means the scenario stops clients' processes: the case
 	// must run its clients as processes.
 	Processes bool
+	// SplitNets means the runner starts each client process in a network
+	// namespace of its own on the nodes' peer network (compose.ClientNet)
+	// and hands it over (Nemesis.AddClientNet): split views.
+	SplitNets bool
 	// Needs is what the case's servers must be started with.
 	Needs Needs
 	// Fresh means the scenario leaves the cluster changed for good (a
@@ -386,6 +394,7 @@ func (f Fault) Nemesis(e Env) *Nemesis {
 		return n
 	}
 	e.Params = f.Params
+	e.nets = &n.nets
 	e.Injections = max(e.Injections, 1)
 	if e.Rand == nil {
 		e.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))

@@ -53,6 +53,7 @@ type Nemesis struct {
 	start   time.Time // zero until the start barrier
 	cancel  func()
 	procs   map[int]Process
+	nets    clientNets
 	atGrant map[int]bool // processes to stop at their next grant (armAtGrant)
 	windows []results.Window
 	open    map[int]openWindow
