@@ -205,20 +205,6 @@ func (t Target) Shape() Shape {
 	return sh
 }
 
-// clientNets reports whether every node of t is a member of one peer
-// network of this machine, which client namespaces can join.
-func (t Target) clientNets() bool {
-	if len(t.Nodes) == 0 || t.Sentinel != nil {
-		return false
-	}
-	for _, n := range t.Nodes {
-		if !n.InPeerNetwork(t.Nodes[0]) {
-			return false
-		}
-	}
-	return true
-}
-
 // Env is what a scenario acts on in one case.
 type Env struct {
 	Target Target

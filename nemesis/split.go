@@ -21,6 +21,20 @@ import (
 // keeps them. A Redlock client counts a majority of the nodes it reaches:
 // two clients that reach different majorities each count one.
 
+// clientNets reports whether every node of t is a member of one peer
+// network of this machine, which client namespaces can join.
+func (t Target) clientNets() bool {
+	if len(t.Nodes) == 0 || t.Sentinel != nil {
+		return false
+	}
+	for _, n := range t.Nodes {
+		if !n.InPeerNetwork(t.Nodes[0]) {
+			return false
+		}
+	}
+	return true
+}
+
 // clientNets are a case's client namespaces, by process number on the
 // judge, as the runner hands them over (AddClientNet).
 type clientNets struct {
@@ -146,7 +160,8 @@ func without(nodes, cut []*compose.Node) []*compose.Node {
 func (e Env) drawClients(k int) ([]int, []*compose.ClientNet, []*compose.ClientNet, error) {
 	procs, nets := e.nets.sorted()
 	if len(nets) < k {
-		return nil, nil, nil, fmt.Errorf("%d clients in namespaces of their own, want %d (the runner starts them so for this fault)", len(nets), k)
+		return nil, nil, nil, fmt.Errorf("%d clients in namespaces of their own, want %d (the runner starts them so for this fault)",
+			len(nets), k)
 	}
 	idx := e.Rand.Perm(len(nets))
 	var ps []int
