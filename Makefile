@@ -76,8 +76,8 @@ bench-quick: deps build
 	@ln -sfn $(notdir $(OUT)) results/latest
 
 # Every client-pause point, the lease loads under more faults, every
-# durability profile on every backend and every clock fault: about three
-# times as long as make bench.
+# durability profile on every backend, every clock fault, split views,
+# long holds and mixed schedules: about four times make bench's planned load.
 bench-full: deps build
 	$(BIN)/lockbench run --suite full --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest

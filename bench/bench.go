@@ -351,7 +351,7 @@ func (r *Runner) one(ctx context.Context, i int, c Case) ([]results.Case, error)
 		if r.local == nil && c.Fault.Name != "none" {
 			return nil, configErrorf("fault %s: faults need this host's own judge (run without --judge)", c.Fault.Spec)
 		}
-		out, runErr = r.processes(ctx, id, c, spec, cfg, n)
+		out, runErr = r.processes(ctx, id, c, spec, cfg, n, target.Nodes)
 	}
 	if out == nil {
 		return nil, runErr

@@ -15,14 +15,16 @@ import (
 
 // TestClientPausePoints stops worker processes for real at each point of
 // their cycle. Where the judge makes the pause (before the read, after
-// the write) it lands there, every time; inside Acquire or inside an
+// the write) it lands there, every time, and so does a worker armed to
+// stop itself between Acquire's return and its grant's report (granted),
+// whose late report is no lock bug; inside Acquire or inside an
 // extension the nemesis aims by the judge's live view, and every pause
 // says where it landed. A holder paused past its lease before its read
 // writes after its successors: a stale write (whether the cas guard lets
 // it in depends on whether another section marked the key between its
 // late read and its write: measured, not asserted).
 func TestClientPausePoints(t *testing.T) {
-	composetest.StartsServersWithin(t, 4*time.Minute) // four matrices of two 8 s cases with worker processes
+	composetest.StartsServersWithin(t, 5*time.Minute) // five matrices of two 8 s cases with worker processes
 	hold, _ := workloads.Constant(time.Millisecond)
 	long, _ := workloads.Constant(2 * time.Second)
 	for _, tc := range []struct {
@@ -34,6 +36,7 @@ func TestClientPausePoints(t *testing.T) {
 		{"client-pause?at=before-read&x=2", workloads.Spec{Hold: hold}, true},
 		{"client-pause?at=after-write&x=2", workloads.Spec{Hold: hold}, true},
 		{"client-pause?at=acquire&x=2", workloads.Spec{Hold: hold}, false},
+		{"client-pause?at=granted&x=2", workloads.Spec{Hold: hold}, true},
 		{"client-pause?at=extend&x=2", workloads.Spec{Hold: long, AutoExtend: true, AcquireTimeout: 10 * time.Second}, false},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
@@ -55,7 +58,7 @@ func TestClientPausePoints(t *testing.T) {
 			if c.Invalid || c.Injections == 0 || landed < c.Injections {
 				t.Fatalf("invalid %v (%s): %d injections, pauses landed %v", c.Invalid, c.InvalidReason, c.Injections, c.PausesLanded)
 			}
-			known := []string{"acquire", "before-read", "after-read", "after-write", "release", "idle", "unknown"}
+			known := []string{"acquire", "granted", "before-read", "after-read", "after-write", "release", "idle", "unknown"}
 			for _, x := range c.Targets {
 				at, _, inExtend := strings.Cut(x.Landed, "+")
 				if x.Aimed != string(aimed) || !slices.Contains(known, at) || (inExtend && x.Landed != at+"+extend") || x.Tested == nil {

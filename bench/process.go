@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
+	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
@@ -23,14 +24,25 @@ import (
 
 // processes runs case c with a worker process per client, with nemesis
 // n beside them when the judge is this host's.
-func (r *Runner) processes(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config,
-	n *nemesis.Nemesis) (*workloads.Outcome, error) {
+// A fault that cuts clients one by one (SplitNets) gets each worker in a
+// network namespace of its own on the peer network of nodes.
+func (r *Runner) processes(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, n *nemesis.Nemesis,
+	nodes []*compose.Node) (*workloads.Outcome, error) {
 	if spec.Rate > 0 {
 		return nil, configErrorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
 	}
 	declared, err := c.Backend.declared(spec.TTL, cfg.Params)
 	if err != nil {
 		return nil, err
+	}
+	judgeAddr := r.Judge.Addr()
+	var split *splitClients
+	if c.Fault.SplitNets {
+		if split, err = newSplitClients(nodes, judgeAddr); err != nil {
+			return nil, fmt.Errorf("fault %s: %w", c.Fault.Spec, err)
+		}
+		defer split.Close()
+		judgeAddr = split.JudgeAddr()
 	}
 	record := r.record(c, spec)
 	record.Contract = resultsContract(declared, spec.TTL) // for a judge that records the case itself
@@ -49,8 +61,18 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	workers := make([]*proc, spec.Clients)
 	var wg sync.WaitGroup
 	for i := range workers {
-		w, err := r.startWorker(worker.Assignment{Judge: r.Judge.Addr(), Case: id, Host: r.host, Process: info.FirstProcess + i,
-			Backend: c.Backend.Name, Config: cfg, Spec: one})
+		start := (*exec.Cmd).Start
+		if split != nil {
+			start = func(cmd *exec.Cmd) error {
+				cn, err := split.start(i, cmd)
+				if err == nil {
+					n.AddClientNet(info.FirstProcess+i, cn)
+				}
+				return err
+			}
+		}
+		w, err := r.startWorker(worker.Assignment{Judge: judgeAddr, Case: id, Host: r.host, Process: info.FirstProcess + i,
+			Backend: c.Backend.Name, Config: cfg, Spec: one}, start)
 		if err != nil {
 			r.Judge.Gone(id, info.FirstProcess+i, err.Error())
 			continue
@@ -108,7 +130,8 @@ type proc struct {
 	err     error
 }
 
-func (r *Runner) startWorker(a worker.Assignment) (*proc, error) {
+// startWorker starts a worker with start (cmd.Start, or in a namespace).
+func (r *Runner) startWorker(a worker.Assignment, start func(*exec.Cmd) error) (*proc, error) {
 	b, err := json.Marshal(a)
 	if err != nil {
 		return nil, err
@@ -128,7 +151,7 @@ func (r *Runner) startWorker(a worker.Assignment) (*proc, error) {
 	if w.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		return nil, fmt.Errorf("worker %d: %w", a.Process, err)
 	}
 	if _, err := w.stdin.Write(append(b, '\n')); err != nil {

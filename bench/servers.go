@@ -143,6 +143,7 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 	}
 	t := cl.Target
 	t.Priority, t.Probe, t.Why = d.Priority, probe(d, cfg), Shape(b).Why
+	t.Quorum = Shape(b).Has(nemesis.ClientQuorum)
 	cfg.Addrs = cl.Addrs(f.Proxied)
 	if cl.Master != "" && d.Servers.MasterParam != "" {
 		cfg.Params[d.Servers.MasterParam] = cl.Master

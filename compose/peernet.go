@@ -42,6 +42,9 @@ type peerNet struct {
 	mu     sync.Mutex
 	closed bool
 	cut    []int // members cut off from the host (CutClients)
+	// clients are the client namespaces on the network (ClientNet), by
+	// their number, each with the members it is cut from.
+	clients map[int][]int
 }
 
 const (

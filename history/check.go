@@ -141,6 +141,9 @@ type section struct {
 	token    uint64
 	hasToken bool
 	told     bool // its lease told the holder it had ended
+	// overtaken: a grant of the key that reached the judge earlier
+	// certainly returned after this one (this one was reported late).
+	overtaken bool
 }
 
 // keyState is the counter's view of one key.
@@ -148,9 +151,14 @@ type keyState struct {
 	grants    int64
 	lastToken uint64
 	haveLast  bool
-	counter   int64
-	accepted  int64
-	active    []*section
+	lastRet   span // when the grant that carried lastToken returned
+	// returns are when each grant of the key returned, by its position
+	// (seq − 1); latestLo is the latest lower bound among them.
+	returns  []span
+	latestLo int64
+	counter  int64
+	accepted int64
+	active   []*section
 	// incident is open while two or more sections are active: the
 	// index of its Episode in the report; -1 when none is open.
 	incident int
@@ -288,39 +296,51 @@ func (c *counter) grant(o Op) {
 	c.sections[o.Section] = s
 	c.r.Sections++
 	c.departed(o)
+	ret := returned(o)
+	s.overtaken = len(k.returns) > 0 && k.latestLo > ret.hi
+	k.returns = append(k.returns, ret)
+	k.latestLo = max(k.latestLo, ret.lo)
 	if len(k.active) > 0 {
 		c.overlap(o, k, s)
 	}
 	if s.hasToken {
-		if k.haveLast && s.token <= k.lastToken {
+		// Tokens grow in the order the lock granted them: a grant
+		// reported late, which certainly returned before the key's last
+		// token-carrying grant, must carry a smaller token, and leaves
+		// the last one as it is.
+		early := k.haveLast && ret.hi < k.lastRet.lo
+		if k.haveLast && (s.token <= k.lastToken) != early {
 			c.r.TokenRegressions++
 			if c.want(exRegression) {
 				c.example("token regression: key %q section %d got token %d after token %d", o.Key, s.id, s.token, k.lastToken)
 			}
 		}
-		k.lastToken, k.haveLast = s.token, true
+		if !early {
+			k.lastToken, k.haveLast, k.lastRet = s.token, true, ret
+		}
 	}
 	k.active = append(k.active, s)
 }
 
 // overlap counts and classifies the grant of s while k had active
-// sections: against each one's contract — its grant's line, and the line
-// of each extension the lock granted it before s ended — the worst class
-// wins.
+// sections. Each pair is ordered by the lock's own bounds — when each
+// Acquire returned (returned) — not by the judge's order of arrival: a
+// holder stopped between its Acquire's return and its report arrives
+// after grants that came later, and is the earlier grant of the pair. The
+// later grant is judged against the earlier's contract (its grant's line,
+// and the line of each extension the lock granted it before the later
+// section ended); when the returns' bounds do not order the pair, both
+// orders are judged, and a class they disagree on is ambiguous. The worst
+// pair wins.
 func (c *counter) overlap(o Op, k *keyState, s *section) {
 	c.r.Overlaps++
 	var class Class
 	var against *section
 	var line span
-	end, ended := c.ends[s.id]
 	for _, a := range k.active {
-		for _, promise := range append([]Op{a.grant}, c.extends[a.id]...) {
-			if promise.F == Extend && ended && called(promise).lo >= end {
-				continue // extended after s had ended: s was no longer in its way
-			}
-			if x := classify(promise, o); worse(class, x) != class || against == nil {
-				class, against, line = worse(class, x), a, contractLine(promise)
-			}
+		x, l := c.pair(a, s)
+		if worse(class, x) != class || against == nil {
+			class, against, line = worse(class, x), a, l
 		}
 	}
 	wide := ""
@@ -350,10 +370,46 @@ func (c *counter) overlap(o Op, k *keyState, s *section) {
 	e := &c.r.Episodes[k.incident]
 	e.Class = worse(e.Class, class)
 	if c.want(exOverlap) {
-		c.example("overlap (%s): key %q section %d (process %d%s) granted at %s while section %d (process %d%s, granted at %s) was active; its contract kept the key until %s%s",
+		c.example("overlap (%s): key %q section %d (process %d%s) granted at %s while section %d (process %d%s, granted at %s) was active; "+
+			"the earlier grant's contract kept the key until %s%s",
 			class, o.Key, s.id, s.process, tokenText(s.token, s.hasToken), spanText(returned(o)),
 			against.id, against.process, tokenText(against.token, against.hasToken), seconds(against.granted), spanText(line), wide)
 	}
+}
+
+// pair classifies two sections of a key active at once, in the order of
+// their Acquires' returns, and returns the contract line that decided.
+func (c *counter) pair(a, b *section) (Class, span) {
+	ra, rb := returned(a.grant), returned(b.grant)
+	switch {
+	case ra.hi < rb.lo:
+		return c.against(a, b)
+	case rb.hi < ra.lo:
+		return c.against(b, a)
+	}
+	x, l := c.against(a, b)
+	if y, _ := c.against(b, a); y != x {
+		return Ambiguous, l
+	}
+	return x, l
+}
+
+// against judges the grant of later against the contract of earlier: its
+// grant's, and each extension's the lock granted earlier before later
+// ended; the worst class wins.
+func (c *counter) against(earlier, later *section) (Class, span) {
+	var class Class
+	var line span
+	end, ended := c.ends[later.id]
+	for i, promise := range append([]Op{earlier.grant}, c.extends[earlier.id]...) {
+		if promise.F == Extend && ended && called(promise).lo >= end {
+			continue // extended after later had ended: later was no longer in its way
+		}
+		if x := classify(promise, later.grant); worse(class, x) != class || i == 0 {
+			class, line = worse(class, x), contractLine(promise)
+		}
+	}
+	return class, line
 }
 
 // spanText formats a moment known within bounds.
@@ -373,7 +429,7 @@ func (c *counter) write(o Op, s *section) {
 	if c.fenced && !s.hasToken {
 		c.r.Unfenced++
 	}
-	stale := k.grants > s.seq
+	stale := c.superseded(k, s)
 	ok := o.Type == OK
 	switch {
 	case stale && s.told:
@@ -404,6 +460,23 @@ func (c *counter) write(o Op, s *section) {
 	}
 }
 
+// superseded reports whether a later grant of the key than s's has
+// reached the judge: one that arrived after s's and did not certainly
+// return before it, or one that arrived earlier but certainly returned
+// after it (s's grant was reported late).
+func (c *counter) superseded(k *keyState, s *section) bool {
+	if s.overtaken {
+		return true
+	}
+	own := k.returns[s.seq-1]
+	for _, r := range k.returns[s.seq:] {
+		if r.hi >= own.lo {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *counter) end(key string, s *section) {
 	k := c.key(key)
 	i := slices.Index(k.active, s)
@@ -411,9 +484,10 @@ func (c *counter) end(key string, s *section) {
 		return
 	}
 	k.active = slices.Delete(k.active, i, i+1)
-	if len(k.active) == 0 || (len(k.active) == 1 && k.active[0].seq == k.grants) {
-		// The episode ends when no holder is left but the key's newest:
-		// every older one, whom a later grant overtook, is gone.
+	if len(k.active) == 0 || (len(k.active) == 1 && !c.superseded(k, k.active[0])) {
+		// The episode ends when no holder is left but the key's newest
+		// (in the lock's order, as superseded has it): every older one,
+		// whom a later grant overtook, is gone.
 		k.incident = -1
 	}
 }

@@ -54,27 +54,62 @@ func took(o Op) int64 {
 }
 
 // called is when an acquire was called: no earlier than Invoke, no later
-// than the judge's receipt less the call's own duration.
-func called(o Op) span { return span{o.Invoke, max(o.Complete-took(o), o.Invoke)} }
+// than the latest it returned (returned) less the call's own duration.
+func called(o Op) span { return span{o.Invoke, max(latest(o)-took(o), o.Invoke)} }
+
+// latest is the latest an op returned: the judge's receipt, or, when the
+// judge mapped the client's moment of return (Returned), that.
+func latest(o Op) int64 {
+	if o.Returned > 0 && o.Returned < o.Complete {
+		return max(o.Returned, o.Invoke)
+	}
+	return o.Complete
+}
 
 // returned is when an acquire returned to its client: no earlier than
-// Invoke plus the call's own duration, no later than the judge's receipt.
-func returned(o Op) span { return span{min(o.Invoke+took(o), o.Complete), o.Complete} }
+// Invoke plus the call's own duration, no later than the judge's receipt
+// or, when the judge mapped the client's moment of return (Returned),
+// than that.
+func returned(o Op) span {
+	hi := latest(o)
+	return span{min(o.Invoke+took(o), hi), hi}
+}
 
 // contractLine is the earliest moment, by the contract, at which a
-// grant's key may go to someone else: the call plus the Promise. A grant
-// without a declared promise promised nothing beyond its call; one with
-// NoExpiry promised the key until its release.
+// grant's key may go to someone else: the start of its promise plus the
+// Promise. The promise starts at the call, or later where the lease itself
+// says so (promiseStart). A grant without a declared promise promised
+// nothing beyond its call; one with NoExpiry promised the key until its
+// release.
 func contractLine(o Op) span {
 	c := called(o)
 	if o.Promise >= NoExpiry-max(c.hi, 0) {
 		return span{NoExpiry, NoExpiry}
 	}
-	return span{c.lo + o.Promise, c.hi + o.Promise}
+	d := promiseStart(o)
+	return span{c.lo + d + o.Promise, c.hi + d + o.Promise}
 }
 
-// classify judges the grant later against the contract of earlier, a
-// grant whose section was still active when later was granted.
+// promiseStart is how long after the call a grant's promise started, on
+// its client's clock: when the lease reported a ValidUntil later than the
+// call plus the Promise, its lock counted the grant's life from a later
+// moment — Redlock from the start of its winning attempt, which retries
+// inside Acquire can put long after the call — and promised the key
+// until then; capped at the return, the latest any promise of the grant
+// can start (a ValidUntil beyond the return plus the Promise claims more
+// than that, which departure reports). 0 when the lease reported less,
+// or nothing: the line never moves earlier than the call's, whatever the
+// lease said.
+func promiseStart(o Op) int64 {
+	if o.WorkerValidUntil == 0 || o.WorkerInvoke == 0 || o.Promise <= 0 || o.Promise == NoExpiry {
+		return 0
+	}
+	return min(max(o.WorkerValidUntil-o.Promise-o.WorkerInvoke, 0), took(o))
+}
+
+// classify judges the grant later against the contract of earlier (a
+// grant or an extension of the section earlier holds), a section still
+// active when later was granted.
 func classify(earlier, later Op) Class {
 	line, at := contractLine(earlier), returned(later)
 	switch {

@@ -140,6 +140,14 @@ type Op struct {
 	// client's own wall clock (Unix ns), for acquire and release.
 	WorkerInvoke   int64 `json:"w_invoke,omitempty"`
 	WorkerComplete int64 `json:"w_complete,omitempty"`
+	// Returned is, for an acquire ok, the latest its Acquire returned on
+	// the judge's clock: the client's own moment of return (WorkerComplete)
+	// mapped with the upper bound of its clock's offset from the judge's,
+	// at or after the real moment and at or before Complete. A grant
+	// reported late (its holder stopped between the return and the report)
+	// is ordered by it, not by its arrival. 0 when the offset was unknown:
+	// Complete bounds the return then.
+	Returned int64 `json:"returned,omitempty"`
 	// Token is the grant's fencing token, if HasToken (acquire ok and
 	// write).
 	Token    uint64 `json:"token,omitempty"`

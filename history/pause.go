@@ -13,6 +13,11 @@ type Point string
 const (
 	// PointAcquire is inside Acquire: called, not yet returned.
 	PointAcquire Point = "acquire"
+	// PointGranted is after Acquire returned, before its grant reached
+	// the judge: a holder that cannot know yet that it is late, whose
+	// grant the judge hears of only when it runs again. The worker stops
+	// itself there when armed (the window lasts microseconds).
+	PointGranted Point = "granted"
 	// PointBeforeRead is after Acquire returned, before the section's
 	// first access to the resource (under the cas guard, before its mark).
 	PointBeforeRead Point = "before-read"
@@ -38,7 +43,7 @@ const (
 )
 
 // Points lists the points a pause can be aimed at, in the cycle's order.
-var Points = []Point{PointAcquire, PointBeforeRead, PointAfterRead, PointAfterWrite, PointExtend}
+var Points = []Point{PointAcquire, PointGranted, PointBeforeRead, PointAfterRead, PointAfterWrite, PointExtend}
 
 // Landing is where one pause of a client's process landed.
 type Landing struct {
@@ -198,6 +203,8 @@ func cyclePoint(own []Op, stop pauseSpan) (Point, int64) {
 		}
 		s := sections[q.Section]
 		switch {
+		case stop.ranBefore(returned(q).hi) && stop.hi < q.Complete:
+			return PointGranted, q.Section // returned before the stop, reported after it
 		case stop.ranBefore(returned(q).hi) && stop.hi < s.read:
 			return PointBeforeRead, q.Section
 		case within(s.read, s.write, false):

@@ -151,7 +151,12 @@ func (c *Case) grant(process int, g GrantReport) (Grant, error) {
 		WorkerInvoke: g.Invoke, WorkerComplete: g.Complete,
 		Token: g.Token, HasToken: g.HasToken, ValidUntil: valid, WorkerValidUntil: g.ValidUntil, Promise: g.Promise, MaxValidity: g.MaxValidity,
 	})
-	op := c.ops[len(c.ops)-1]
+	op := &c.ops[len(c.ops)-1]
+	if g.ThetaHi != noBound && g.Complete != 0 {
+		// The latest the Acquire returned, by the client's clock: a
+		// holder stopped before it reported is ordered by it.
+		op.Returned = min(now, max(g.Complete+g.ThetaHi-c.startWall(), op.Invoke))
+	}
 	s := &sectionState{key: g.Key, process: process, token: g.Token, hasToken: g.HasToken, granted: now, invoke: op.Invoke,
 		returned: min(op.Invoke+max(g.Complete-g.Invoke, 0), now)}
 	c.sections[id] = s

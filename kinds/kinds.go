@@ -120,7 +120,7 @@ type Offer struct {
 // Mechanisms are the capabilities a node gets from a fault mechanism it is
 // started with, rather than from its kind: network namespaces (client and
 // peer links), the proxy, the lazy filesystem and the clock preload.
-const Mechanisms = nemesis.ClientLinks | nemesis.PeerLinks | nemesis.Proxy | nemesis.LosableData | nemesis.MovableClock
+const Mechanisms = nemesis.ClientLinks | nemesis.ClientNets | nemesis.PeerLinks | nemesis.Proxy | nemesis.LosableData | nemesis.MovableClock
 
 var (
 	mu       sync.RWMutex
@@ -216,6 +216,7 @@ var Available = sync.OnceValue(func() map[nemesis.Capability]error {
 	return map[nemesis.Capability]error{
 		nemesis.ClientLinks:  netns,
 		nemesis.PeerLinks:    netns,
+		nemesis.ClientNets:   netns,
 		nemesis.Proxy:        nil,
 		nemesis.LosableData:  compose.LazyFSAvailable(),
 		nemesis.MovableClock: compose.FakeClockAvailable(),
@@ -273,8 +274,9 @@ func NoPeriodic(kind backends.Kind) map[compose.Durability]string {
 func Quorum(n int, failover string) Offer {
 	o := Offer{
 		Caps: nemesis.Servers | nemesis.Leadership | nemesis.Election | nemesis.PeerLinks |
-			nemesis.ClientLinks | nemesis.Proxy | nemesis.LosableData,
-		Why: map[nemesis.Capability]string{nemesis.Failover: failover},
+			nemesis.ClientLinks | nemesis.ClientNets | nemesis.Proxy | nemesis.LosableData,
+		Why: map[nemesis.Capability]string{nemesis.Failover: failover,
+			nemesis.ClientQuorum: "its clients ask the elected leader, not a quorum of independent nodes"},
 	}
 	if n >= 3 {
 		o.Caps |= nemesis.Minority

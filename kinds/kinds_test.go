@@ -48,7 +48,7 @@ func TestShape(t *testing.T) {
 	}
 	// A mechanism this machine lacks is lacking, for its own reason.
 	for c, err := range kinds.Available() {
-		sh := kinds.Shape(backends.Servers{Kind: backends.Redis, Count: 1})
+		sh := kinds.Shape(backends.Servers{Kind: backends.Redis, Count: 5})
 		if c == nemesis.PeerLinks {
 			continue // Redis masters have no peers to cut apart
 		}

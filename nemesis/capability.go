@@ -46,14 +46,24 @@ const (
 	// MovableClock: every node runs under the clock preload, whose wall
 	// clock can jump or run fast.
 	MovableClock
+	// ClientNets: every node is a member of one peer network of this
+	// machine, which each client process can join in a network namespace
+	// of its own (compose.ClientNet), so that a fault cuts one client off
+	// from chosen nodes while the other clients keep them (split views).
+	ClientNets
+	// ClientQuorum: the lock's client asks a set of independent nodes
+	// itself and counts their answers (Redlock, redsync): two clients that
+	// see different majorities can both count one.
+	ClientQuorum
 
-	lastCapability = MovableClock
+	lastCapability = ClientQuorum
 )
 
 // capNames are the capabilities' names, as errors and tests print them.
 var capNames = map[Capability]string{
 	Servers: "servers", Minority: "minority", Leadership: "leadership", Election: "election", PeerLinks: "peer links",
 	Failover: "failover", ClientLinks: "client links", Proxy: "proxy", LosableData: "losable data", MovableClock: "movable clock",
+	ClientNets: "client nets", ClientQuorum: "client quorum",
 }
 
 // lacking is what a cluster lacking a capability is told when neither its
@@ -69,6 +79,9 @@ var lacking = map[Capability]string{
 	Proxy:        "needs servers the clients reach through proxies",
 	LosableData:  "needs servers whose data sits on a lazy filesystem (root and /dev/fuse)",
 	MovableClock: "needs servers run under the clock preload",
+	ClientNets: "needs every node a member of one peer network of this machine (root and the ip command), " +
+		"which each client process joins in a namespace of its own",
+	ClientQuorum: "applies to locks whose client asks a quorum of independent nodes itself (Redlock, redsync)",
 }
 
 // Takes says what a cluster needs to have capability c (one capability):

@@ -68,10 +68,11 @@ var catalogue = []*Scenario{
 	{
 		Name: "client-pause",
 		Doc: "a client's process is stopped (SIGSTOP) for x times the backend's lease (its TTL, or its session timeout when longer), then resumed, at a point of its cycle: " +
-			"after its read (default: it writes late, the GC pause), before its first access, after its write, inside Acquire, or inside an extension of its auto-extending lease; " +
+			"after its read (default: it writes late, the GC pause), before its first access, after its write, inside Acquire, between Acquire's return and its report to the judge, " +
+			"or inside an extension of its auto-extending lease; " +
 			"where each pause landed is recorded",
 		Params: map[string]string{"x": "the pause in leases (default 1.5)",
-			"at": "after-read (default), before-read, after-write, acquire or extend (needs auto-extending leases)"},
+			"at": "after-read (default), before-read, after-write, acquire, granted or extend (needs auto-extending leases)"},
 		Processes: true,
 		check:     checkClientPause,
 		// Pauses never overlap: two at once would be one incident of the
@@ -108,6 +109,8 @@ var catalogue = []*Scenario{
 	partitionHalves,
 	leaderKill,
 	mixed,
+	splitView,
+	clientLeader,
 }
 
 // failover cuts replication, kills the master and waits for Sentinel to

@@ -2,14 +2,19 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/remote"
+	"github.com/lockbench/lockbench/worker"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -22,6 +27,10 @@ import (
 //   - acquire: a client that is in Acquire by the judge's live view (its
 //     release answered, no grant since) is stopped at that moment, a
 //     random one of its wait;
+//   - granted: a client in Acquire is armed (worker.ArmSignal) and stops
+//     itself once its Acquire returns a lease, before it reports the grant
+//     to the judge, which hears of it only after the resume: the late
+//     report the history must order by the lock's own bounds;
 //   - extend: a holder whose lease extends itself (the load's
 //     auto-extend) is stopped as soon as it says its watchdog has begun
 //     an extension: the signal's own latency puts the stop at a random
@@ -31,7 +40,7 @@ import (
 // one that missed its point is recorded so and not tested.
 
 // pausePoints are the points at= takes, in the cycle's order.
-var pausePoints = []history.Point{history.PointAcquire, history.PointBeforeRead, history.PointAfterRead, history.PointAfterWrite, history.PointExtend}
+var pausePoints = []history.Point{history.PointAcquire, history.PointGranted, history.PointBeforeRead, history.PointAfterRead, history.PointAfterWrite, history.PointExtend}
 
 // pausePoint is the point the params aim at.
 func pausePoint(p url.Values) history.Point {
@@ -71,7 +80,7 @@ func clientPausePlan(e Env) plan {
 	at := e.slots(d, gap)
 	point := pausePoint(e.Params)
 	switch point {
-	case history.PointAcquire, history.PointExtend:
+	case history.PointAcquire, history.PointGranted, history.PointExtend:
 		return plan{schedule: func(ctx context.Context, nm *Nemesis) {
 			for _, t := range at {
 				if !nm.at(ctx, t) {
@@ -80,13 +89,16 @@ func clientPausePlan(e Env) plan {
 				c := nm.judgeCase()
 				var p int
 				var ok bool
-				if point == history.PointAcquire {
+				if point != history.PointExtend {
 					p, ok = aimAcquire(ctx, nm, c, e, t+d)
 				} else {
 					p, ok = aimExtend(ctx, nm, c, t+d)
 				}
 				if !ok {
 					continue // no client there in this slot: the case says how many pauses it made
+				}
+				if point == history.PointGranted {
+					nm.armAtGrant(p)
 				}
 				nm.fail(c.Pause(p, d, point))
 			}
@@ -164,4 +176,41 @@ func aimExtend(ctx context.Context, nm *Nemesis, c judge.Peer, until time.Durati
 		return 0, false
 	}
 	return h.Process, true
+}
+
+// armAtGrant makes the next Pause of process arm it to stop itself at
+// its next grant (history.PointGranted) rather than stop it at once.
+func (n *Nemesis) armAtGrant(process int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.atGrant[process] = true
+}
+
+// A selfStopper is a client process that can be armed to stop itself
+// (worker.ArmSignal), as a worker of this machine can.
+type selfStopper interface {
+	// StopAtGrant arms the process and returns once it has stopped
+	// itself, or an error when it has not within worker.ArmWindow (an arm
+	// it then ignores).
+	StopAtGrant(ctx context.Context) error
+}
+
+// stopAtGrant arms proc and waits until it stopped itself.
+func stopAtGrant(ctx context.Context, proc Process) error {
+	s, ok := proc.(selfStopper)
+	if !ok {
+		return fmt.Errorf("a pause at %s needs a client process of this machine, which the nemesis can arm", history.PointGranted)
+	}
+	return s.StopAtGrant(ctx)
+}
+
+func (l localProcess) StopAtGrant(context.Context) error {
+	if err := l.p.Signal(worker.ArmSignal); errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("%w: %w", remote.ErrGone, err)
+	} else if err != nil {
+		return err
+	}
+	// A worker stops itself within the window from the arm's receipt or
+	// ignores the arm; a second more covers the signal's delivery.
+	return compose.WaitStopped(l.p.Pid, worker.ArmWindow+time.Second)
 }

@@ -11,7 +11,7 @@ import (
 
 func TestClientPauseParams(t *testing.T) {
 	for _, good := range []string{"client-pause", "client-pause?at=acquire", "client-pause?at=before-read&x=3", "client-pause?at=after-read",
-		"client-pause?at=after-write", "client-pause?at=extend&x=0.5"} {
+		"client-pause?at=after-write", "client-pause?at=extend&x=0.5", "client-pause?at=granted"} {
 		if _, err := nemesis.Parse(good); err != nil {
 			t.Errorf("Parse(%q) = %v", good, err)
 		}

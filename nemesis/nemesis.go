@@ -43,6 +43,8 @@
 //	leader-kill      the ZooKeeper or etcd leader dies, then restarts with its data
 //	mixed            a seeded schedule of the classes above that apply, an injection every few seconds, composed pairs included
 //	                 (server-pause+partition, restart+partition, clock-jump+restart); each injection records its class; param seconds
+//	split-view       two clients, each in a namespace of its own, are cut from different minorities: of 5 nodes A sees {0,1,2}, B {2,3,4}
+//	client-leader    one client, in a namespace of its own, is cut from the leader alone; the others keep it
 //
 // Every injection proves it tested something (see prove.go): it waits
 // for the lock to grant, strikes while a section of the faulted key is
@@ -117,6 +119,9 @@ type Target struct {
 	Members Members
 	// Sentinel, when set, is the Sentinel set whose master failover loses.
 	Sentinel *compose.SentinelSet
+	// Quorum is set when the backend's client asks a quorum of the
+	// independent nodes itself (Redlock, redsync): ClientQuorum.
+	Quorum bool
 	// Why says why the cluster lacks a capability it lacks, in its kind's
 	// words (Shape.Why).
 	Why map[Capability]string
@@ -192,7 +197,8 @@ func (t Target) Shape() Shape {
 	}
 	for c, has := range map[Capability]bool{
 		Minority: len(t.Nodes) >= 3, Leadership: t.Leader != nil, Election: t.Elects, PeerLinks: t.Members != nil,
-		Failover: t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0,
+		Failover:   t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0,
+		ClientNets: t.clientNets(), ClientQuorum: t.Quorum,
 	} {
 		if has {
 			sh.Caps |= c
@@ -223,6 +229,8 @@ type Env struct {
 	// Params are the fault's params (client-pause?x=1.5 gives x).
 	Params url.Values
 
+	// nets are the case's client namespaces (the nemesis's).
+	nets *clientNets
 	// wait, when set, replaces grantWait (tests).
 	wait time.Duration
 }
@@ -244,6 +252,10 @@ type Scenario struct {
 	// Processes means the scenario stops clients' processes: the case
 	// must run its clients as processes.
 	Processes bool
+	// SplitNets means the runner starts each client process in a network
+	// namespace of its own on the nodes' peer network (compose.ClientNet)
+	// and hands it over (Nemesis.AddClientNet): split views.
+	SplitNets bool
 	// Needs is what the case's servers must be started with.
 	Needs Needs
 	// Fresh means the scenario leaves the cluster changed for good (a
@@ -380,6 +392,7 @@ func (f Fault) Nemesis(e Env) *Nemesis {
 		return n
 	}
 	e.Params = f.Params
+	e.nets = &n.nets
 	e.Injections = max(e.Injections, 1)
 	if e.Rand == nil {
 		e.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))

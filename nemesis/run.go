@@ -15,6 +15,7 @@ import (
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/worker"
 )
 
 // plan is what a scenario does to one case: a section hook the judge
@@ -55,6 +56,8 @@ type Nemesis struct {
 	start   time.Time // zero until the start barrier
 	cancel  func()
 	procs   map[int]Process
+	nets    clientNets
+	atGrant map[int]bool // processes to stop at their next grant (armAtGrant)
 	windows []results.Window
 	open    map[int]openWindow
 	nextID  int
@@ -79,7 +82,7 @@ type openWindow struct {
 }
 
 func newNemesis() *Nemesis {
-	return &Nemesis{procs: map[int]Process{}, open: map[int]openWindow{}, keyGrants: map[string]int64{}}
+	return &Nemesis{procs: map[int]Process{}, atGrant: map[int]bool{}, open: map[int]openWindow{}, keyGrants: map[string]int64{}}
 }
 
 // Record is what a nemesis did in one case.
@@ -371,9 +374,18 @@ func (n *Nemesis) Pause(process int, d time.Duration) error {
 	if _, ok := n.started(); proc == nil || !ok {
 		return fmt.Errorf("process %d: not a client process of this case, or the case has not started", process)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), worker.ArmWindow+10*time.Second)
 	defer cancel()
-	err := proc.Pause(ctx)
+	n.mu.Lock()
+	armed := n.atGrant[process]
+	delete(n.atGrant, process)
+	n.mu.Unlock()
+	var err error
+	if armed {
+		err = stopAtGrant(ctx, proc)
+	} else {
+		err = proc.Pause(ctx)
+	}
 	if err != nil && errors.Is(err, remote.ErrGone) {
 		return fmt.Errorf("pause process %d: %w", process, err)
 	}
@@ -398,7 +410,11 @@ func (n *Nemesis) Pause(process int, d time.Duration) error {
 		inj.prove(proof{whyNot: err.Error()})
 		return err
 	}
-	inj.prove(proof{tested: true, precondition: "inside the section the judge granted it", effect: fmt.Sprintf("every thread of process %d stopped (state T)", process)})
+	pre := "inside the section the judge granted it"
+	if armed {
+		pre = "in Acquire when armed; it stopped itself once Acquire returned a lease, before reporting it (where it landed, the history says)"
+	}
+	inj.prove(proof{tested: true, precondition: pre, effect: fmt.Sprintf("every thread of process %d stopped (state T)", process)})
 	return nil
 }
 

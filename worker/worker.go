@@ -117,5 +117,7 @@ func work(ctx context.Context, a Assignment) error {
 		return fmt.Errorf("worker %d: %w", a.Process, err)
 	}
 	defer l.Close()
-	return workloads.Run(ctx, a.Spec, []workloads.Client{{Process: a.Process, Locker: l, Judge: conn}})
+	granted, stop := stopAtGrant()
+	defer stop()
+	return workloads.Run(ctx, a.Spec, []workloads.Client{{Process: a.Process, Locker: l, Judge: conn, Granted: granted}})
 }

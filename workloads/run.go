@@ -31,6 +31,11 @@ type Client struct {
 	Process int
 	Locker  locker.Locker
 	Judge   judge.Conn
+	// Granted, when set, is called after each Acquire that returned a
+	// lease and before its grant is reported to the judge: a worker
+	// process stops itself there when a client pause is aimed at that
+	// moment (history.PointGranted).
+	Granted func()
 }
 
 // Run runs spec's load with clients (one goroutine each) until the
@@ -277,6 +282,9 @@ func (e *engine) operate(c *client, start time.Time) (bool, error) {
 		}
 		return false, e.report(c, judge.OpReport{F: history.Acquire, Type: typ, Key: key,
 			Invoke: invoke.UnixNano(), Complete: complete.UnixNano(), Error: err.Error()})
+	}
+	if c.Granted != nil {
+		c.Granted()
 	}
 	return true, e.section(c, lease, x, invoke, complete)
 }

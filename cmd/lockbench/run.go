@@ -116,7 +116,7 @@ Backends:
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.suite, "suite", "", "a predefined suite: default (make bench), quick (make bench-quick) or full (make bench-full: every "+
-		"durability profile on every backend, every clock fault; about three times as long as default); other flags then override its settings")
+		"durability profile on every backend, every clock fault; about four times the default's load); other flags then override its settings")
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to measure (default: every registered backend)")
 	fl.StringSliceVar(&f.workloads, "workload", []string{"hot"}, "workloads: hot, uniform, zipf")
 	fl.StringSliceVar(&f.faults, "fault", []string{"none"}, "faults, with params as name?param=value: "+strings.Join(nemesis.Names(), ", "))

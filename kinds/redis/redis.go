@@ -28,12 +28,16 @@ func Offers(n int) kinds.Offer {
 		Why:  map[nemesis.Capability]string{},
 	}
 	if n >= 3 {
-		o.Caps |= nemesis.Minority
+		// Independent masters: a lock on them asks a quorum of them from
+		// its client, and each client can sit in a namespace of its own.
+		o.Caps |= nemesis.Minority | nemesis.ClientNets | nemesis.ClientQuorum
 	}
 	if n == 1 {
 		o.Why[nemesis.Failover] = "one standalone Redis server has no replica to fail over to (the sentinel kind measures a failover)"
 		o.Why[nemesis.Minority] = "needs a cluster of at least 3 nodes: one Redis server has no minority to crash " +
 			"(its loss is what restart and server-pause do)"
+		o.Why[nemesis.ClientNets] = "one Redis server: there is no set of nodes to split its clients' views of"
+		o.Why[nemesis.ClientQuorum] = "a client of one Redis server asks that server, not a quorum"
 		o.Why[nemesis.Election] = "one Redis server has no peers and elects no leader: " +
 			"there is no leader to kill or cut off from its followers, " +
 			"and no members to split (its loss is what restart and server-pause do)"

@@ -29,6 +29,9 @@ func Offers(n int) kinds.Offer {
 	o := kinds.Offer{
 		Caps: nemesis.Servers | nemesis.Leadership | nemesis.Failover | nemesis.ClientLinks | nemesis.LosableData | nemesis.MovableClock,
 		Why: map[nemesis.Capability]string{
+			nemesis.ClientNets: "a Sentinel set's clients ask its sentinels, which run on this host, for the master: " +
+				"a client namespace of the nodes' network does not reach them",
+			nemesis.ClientQuorum: "a Sentinel set's clients ask the one master its sentinels name, not a quorum",
 			nemesis.Proxy: "needs servers the clients reach through proxies; " +
 				"Sentinel's clients follow the master the sentinels name, around any proxy",
 			nemesis.Election: "a Sentinel set's Redis nodes elect nothing and only replicate from the master: the sentinels pick the master " +
