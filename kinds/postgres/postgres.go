@@ -29,6 +29,7 @@ func Offers(int) kinds.Offer {
 			nemesis.Failover: "one PostgreSQL server without replicas has nothing to fail over",
 			nemesis.Minority: "needs a cluster of at least 3 nodes: one PostgreSQL server has no minority to crash " +
 				"(its loss is what restart and server-pause do)",
+			nemesis.Leadership: "one PostgreSQL server is the only node: there is no leader among nodes to cut a client from",
 			nemesis.Election: "one PostgreSQL server has no peers and elects no leader: there is no leader to kill or cut off from its followers, " +
 				"and no members to split (its loss is what restart and server-pause do)",
 		},

@@ -38,6 +38,7 @@ func Offers(n int) kinds.Offer {
 			"(its loss is what restart and server-pause do)"
 		o.Why[nemesis.ClientNets] = "one Redis server: there is no set of nodes to split its clients' views of"
 		o.Why[nemesis.ClientQuorum] = "a client of one Redis server asks that server, not a quorum"
+		o.Why[nemesis.Leadership] = "one Redis server is the only node: there is no leader among nodes to cut a client from"
 		o.Why[nemesis.Election] = "one Redis server has no peers and elects no leader: " +
 			"there is no leader to kill or cut off from its followers, " +
 			"and no members to split (its loss is what restart and server-pause do)"
@@ -46,6 +47,8 @@ func Offers(n int) kinds.Offer {
 	o.Why[nemesis.Failover] = fmt.Sprintf("the %d independent Redis masters have no replicas: "+
 		"there is nothing to fail over (the sentinel kind measures a failover)", n)
 	o.Why[nemesis.Minority] = fmt.Sprintf("needs a cluster of at least 3 nodes: %d Redis masters have no minority to crash", n)
+	o.Why[nemesis.Leadership] = fmt.Sprintf("the %d independent Redis masters are peers: none leads (split-view cuts a client "+
+		"from some of them)", n)
 	o.Why[nemesis.Election] = fmt.Sprintf("the %d independent Redis masters elect no leader and never talk to one another: "+
 		"there is no leader to kill (crash-minority kills any of them) and no traffic between them to cut", n)
 	return o
