@@ -111,7 +111,8 @@ func (r *Redlock) resolve(key string, opts []locker.Option) (locker.Options, err
 		return o, locker.Invalidf("TTL %v for key %q: Redis expires in whole milliseconds", o.TTL, key)
 	}
 	if r.c.quarantine && o.TTL > r.c.maxTTL {
-		return o, locker.Invalidf("TTL %v for key %q: above the max TTL %v that the restart quarantine covers (see WithMaxTTL)", o.TTL, key, r.c.maxTTL)
+		return o, locker.Invalidf("TTL %v for key %q: above the max TTL %v that the restart quarantine covers (see "+
+			"WithMaxTTL)", o.TTL, key, r.c.maxTTL)
 	}
 	return o, nil
 }
@@ -159,7 +160,8 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	}
 	validUntil := a.start.Add(a.o.TTL - a.driftAllowance())
 	if !time.Now().Before(validUntil) {
-		return nil, a.fail(ctx, fmt.Sprintf("validity exhausted: the grant took %v of a %v TTL", time.Since(a.start).Round(time.Microsecond), a.o.TTL))
+		return nil, a.fail(ctx, fmt.Sprintf("validity exhausted: the grant took %v of a %v TTL",
+			time.Since(a.start).Round(time.Microsecond), a.o.TTL))
 	}
 	h := &hold{r: a.r, key: a.key, value: a.value, handoff: a.handoff, ttl: a.o.TTL, on: slices.Clone(a.set)}
 	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.c.fencing, ValidUntil: validUntil}
@@ -335,7 +337,8 @@ func (a *attempt) record(i int, c *call) {
 	if r.c.waitReplicas > 0 {
 		if w := c.rep[len(c.rep)-1]; w.err() != nil || w.n < int64(r.c.waitReplicas) {
 			a.state[i] = failed
-			a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: fmt.Errorf("WAIT: %d of %d replicas acknowledged in %v (%v)", w.n, r.c.waitReplicas, r.c.waitTimeout, w.err())}
+			a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: fmt.Errorf("WAIT: %d of %d replicas acknowledged in %v "+
+				"(%v)", w.n, r.c.waitReplicas, r.c.waitTimeout, w.err())}
 			return
 		}
 	}

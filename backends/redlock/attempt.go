@@ -67,7 +67,8 @@ func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt 
 		n := len(r.nodes)
 		a = &attempt{
 			r: r, calls: r.newCalls(),
-			state: make([]uint8, n), runs: make([]string, n), slow: make([]bool, n), first: make([]bool, n), token: make([]int64, n), set: make([]bool, n), mine: make([]bool, n),
+			state: make([]uint8, n), runs: make([]string, n), slow: make([]bool, n), first: make([]bool, n), token: make([]int64, n),
+			set: make([]bool, n), mine: make([]bool, n),
 			cause: make([]error, n), wake: make(chan struct{}, 1),
 		}
 	}

@@ -88,7 +88,8 @@ func (r *Redlock) bootstrap(ctx context.Context, o bootstrapOptions) error {
 			inUse = append(inUse, &locker.NodeError{Node: node, Err: fmt.Errorf("in use (%s)", rest)})
 		case "young":
 			_, up, _ := strings.Cut(rest, " ")
-			maybe = append(maybe, &locker.NodeError{Node: node, Err: fmt.Errorf("its server has been up for %ss, less than the max TTL %v", up, r.c.maxTTL)})
+			maybe = append(maybe, &locker.NodeError{Node: node, Err: fmt.Errorf("its server has been up for %ss, less than the max "+
+				"TTL %v", up, r.c.maxTTL)})
 		case "flushed":
 			maybe = append(maybe, &locker.NodeError{Node: node, Err: errors.New("its server was flushed (FLUSHALL or FLUSHDB)")})
 		case "free":
@@ -99,7 +100,8 @@ func (r *Redlock) bootstrap(ctx context.Context, o bootstrapOptions) error {
 		return fmt.Errorf("bootstrap: %w: %w", ErrInUse, errors.Join(inUse...))
 	}
 	if len(maybe) > 0 {
-		return fmt.Errorf("bootstrap: %w (if you have just created them, Bootstrap with Force, or lockbench redlock bootstrap --force): %w", ErrMaybeInUse, errors.Join(maybe...))
+		return fmt.Errorf("bootstrap: %w (if you have just created them, Bootstrap with Force, or lockbench redlock bootstrap --force): "+
+			"%w", ErrMaybeInUse, errors.Join(maybe...))
 	}
 	answers, more := r.bootstrapRound(ctx, "admit", free, o)
 	errs = append(errs, more...)

@@ -29,7 +29,8 @@ type hold struct {
 // unconfirmed is the error of a release that fewer than a majority of the
 // nodes confirmed: the key may stay taken until its TTL, unless a retry
 // (in the background at once, and by Close) reaches them.
-var errUnconfirmed = errors.New("the release did not reach a majority of the nodes: the key may stay taken until its TTL; it is retried in the background and by Close")
+var errUnconfirmed = errors.New("the release did not reach a majority of the nodes: the key may stay taken until its TTL; it is retried " +
+	"in the background and by Close")
 
 var (
 	_ locker.Holder = (*hold)(nil)
@@ -46,7 +47,8 @@ func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: Redis expires in whole milliseconds", ttl, h.key)
 	}
 	if r.c.quarantine && ttl > r.c.maxTTL {
-		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: above the max TTL %v that the restart quarantine covers (raise it with WithMaxTTL)", ttl, h.key, r.c.maxTTL)
+		return time.Time{}, locker.Invalidf("extend TTL %v for key %q: above the max TTL %v that the restart quarantine covers (raise it with "+
+			"WithMaxTTL)", ttl, h.key, r.c.maxTTL)
 	}
 	if err := r.begin(); err != nil {
 		return time.Time{}, fmt.Errorf("extend %q: %w", h.key, err)
@@ -67,7 +69,8 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration, start time.Time) (
 	for i := range calls {
 		calls[i].skip = !h.on[i]
 	}
-	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "2", h.key, r.k.node, h.value, strconv.FormatInt(ttl.Milliseconds(), 10), flag(r.c.quarantine))
+	cmd := appendCommand(nil, "EVALSHA", extendScript.sha, "2", h.key, r.k.node, h.value,
+		strconv.FormatInt(ttl.Milliseconds(), 10), flag(r.c.quarantine))
 	ok, notOurs := 0, 0
 	exchange(ctx, calls, r.timeout(ttl), r.quorum, func(_ int, c *call) {
 		c.req, c.p.want = cmd, 1
@@ -89,11 +92,14 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration, start time.Time) (
 	case ok >= r.quorum && time.Now().Before(validUntil):
 		return validUntil, nil
 	case notOurs > len(r.nodes)-r.quorum:
-		return time.Time{}, withCauses(fmt.Errorf("%w: %q is ours on %d of %d nodes, quorum %d", locker.ErrNotHeld, h.key, ok, len(r.nodes), r.quorum), errs)
+		return time.Time{}, withCauses(fmt.Errorf("%w: %q is ours on %d of %d nodes, quorum %d", locker.ErrNotHeld, h.key, ok,
+			len(r.nodes), r.quorum), errs)
 	case ok >= r.quorum:
-		return time.Time{}, fmt.Errorf("%w: %q extended on %d of %d nodes, but only after its new validity had passed", locker.ErrUnavailable, h.key, ok, len(r.nodes))
+		return time.Time{}, fmt.Errorf("%w: %q extended on %d of %d nodes, but only after its new validity had "+
+			"passed", locker.ErrUnavailable, h.key, ok, len(r.nodes))
 	default:
-		return time.Time{}, withCauses(fmt.Errorf("%w: %q extended on %d of %d nodes, quorum %d", locker.ErrUnavailable, h.key, ok, len(r.nodes), r.quorum), errs)
+		return time.Time{}, withCauses(fmt.Errorf("%w: %q extended on %d of %d nodes, quorum "+
+			"%d", locker.ErrUnavailable, h.key, ok, len(r.nodes), r.quorum), errs)
 	}
 }
 
@@ -140,7 +146,8 @@ func (h *hold) release(ctx context.Context) error {
 		// Fewer than a majority confirmed: the key may still be held.
 		// Retry now, within releaseTimeout, and leave the hold to Close
 		// if that fails too.
-		err := fmt.Errorf("%w: %q released on %d of %d nodes: %w: %w", locker.ErrUnavailable, h.key, ok, len(calls), errUnconfirmed, errors.Join(errs...))
+		err := fmt.Errorf("%w: %q released on %d of %d nodes: %w: %w", locker.ErrUnavailable, h.key, ok, len(calls),
+			errUnconfirmed, errors.Join(errs...))
 		r.event(eventUnconfirmed, "", err, slog.String("key", h.key))
 		r.background(func() { h.giveBack() })
 		return err
@@ -181,7 +188,8 @@ func (h *hold) giveBack() {
 // releaseAll releases the key on the calls not skipped; one granted on
 // the lean path sweeps a record too, as a grant of the full path does.
 func (h *hold) releaseAll(ctx context.Context, calls []call) (ok, notOurs int, errs []error) {
-	return h.r.release(ctx, calls, releaseRequest{key: h.key, value: h.value, also: h.handoff, reserve: h.r.reserveFor(h.ttl), sweep: h.lean}, true)
+	return h.r.release(ctx, calls, releaseRequest{key: h.key, value: h.value, also: h.handoff,
+		reserve: h.r.reserveFor(h.ttl), sweep: h.lean}, true)
 }
 
 // calls returns the calls of a release of h: to the nodes that may hold

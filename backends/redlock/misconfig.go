@@ -23,7 +23,8 @@ var ErrConfig = errors.New("redlock: a node refused Redlock's configuration")
 
 // aclCommands is what Redlock's user must be allowed to run on every
 // node, scripts included (an ACL applies inside them).
-const aclCommands = "+evalsha +script|load +blpop +hget +multi +exec +set, +hsetnx and +info with the restart quarantine, and inside the scripts " +
+const aclCommands = "+evalsha +script|load +blpop +hget +multi +exec +set, +hsetnx and +info with the restart quarantine, " +
+	"and inside the scripts " +
 	"+get +set +del +exists +pttl +pexpire +incr +time +hget +hset +hdel +hmget +hrandfield " +
 	"+zadd +zrange +zrem +zscore +rpush +ltrim (+client|setname with a ClientName, +select with a DB, +wait with WithWait)"
 
@@ -119,7 +120,8 @@ func (t *twin) get() error {
 // process run, as one server: neither votes, for good (a Redlock's
 // configuration does not change).
 func (n *node) sameServer(other *node, run string) {
-	err := fmt.Errorf("%w: nodes %s and %s are one server (run_id %s), not independent masters: a quorum of them is not a quorum of servers", ErrConfig, other.addr, n.addr, run)
+	err := fmt.Errorf("%w: nodes %s and %s are one server (run_id %s), not independent masters: a quorum of them is not a quorum of "+
+		"servers", ErrConfig, other.addr, n.addr, run)
 	n.twin.set(err)
 	other.twin.set(err)
 	n.r.event(eventConfig, n.addr, err)

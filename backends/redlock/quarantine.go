@@ -146,7 +146,8 @@ func (n *node) observeLocked(answer string, now time.Time) {
 		if len(f) > 4 && f[4] != "1" {
 			// No client that probed it had seen these nodes in use: new
 			// nodes, most likely, that nobody admitted.
-			h.why = fmt.Errorf("not admitted: new nodes are admitted once by Bootstrap (redlock.(*Redlock).Bootstrap, or lockbench redlock bootstrap --addrs ...) where they are created; left alone, or if it lost its data, it votes from %s", h.until.Format(time.RFC3339Nano))
+			h.why = fmt.Errorf("not admitted: new nodes are admitted once by Bootstrap (redlock.(*Redlock).Bootstrap, or lockbench redlock "+
+				"bootstrap --addrs ...) where they are created; left alone, or if it lost its data, it votes from %s", h.until.Format(time.RFC3339Nano))
 		} else {
 			h.why = fmt.Errorf("lost its data, restarted or evicted keys: quarantined until %s", h.until.Format(time.RFC3339Nano))
 		}
@@ -296,7 +297,8 @@ func (r *Redlock) readMaxTTLs(ctx context.Context) error {
 	if answered == len(r.nodes) || intact >= r.quorum {
 		return nil
 	}
-	return fmt.Errorf("this client read the max TTLs recorded on %d of %d nodes (%d of them admitted): too few to know how long the quarantine must be, so it admits nothing until more answer", answered, len(r.nodes), intact)
+	return fmt.Errorf("this client read the max TTLs recorded on %d of %d nodes (%d of them admitted): too few to know how long the "+
+		"quarantine must be, so it admits nothing until more answer", answered, len(r.nodes), intact)
 }
 
 // quarantineFor is how long a node that lost its data stays out: the

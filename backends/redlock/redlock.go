@@ -118,7 +118,8 @@ func New[C redis.UniversalClient](clients []C, opts ...Option) (*Redlock, error)
 		}
 		if opt.Addr == failoverAddr {
 			if failover >= 0 {
-				return nil, locker.Invalidf("clients %d and %d are both Sentinel failover clients: go-redis gives each the address %q, so Redlock cannot tell them apart nor order them alike in every process; use one *redis.Client per master address", failover, i, failoverAddr)
+				return nil, locker.Invalidf("clients %d and %d are both Sentinel failover clients: go-redis gives each the address %q, so Redlock "+
+					"cannot tell them apart nor order them alike in every process; use one *redis.Client per master address", failover, i, failoverAddr)
 			}
 			failover = i
 		}
@@ -130,7 +131,8 @@ func New[C redis.UniversalClient](clients []C, opts ...Option) (*Redlock, error)
 			if a.opt.DB == b.opt.DB {
 				return nil, locker.Invalidf("node %s (db %d) given twice: the masters must be independent", b.addr, b.opt.DB)
 			}
-			return nil, locker.Invalidf("node %s given twice (databases %d and %d): databases of one server are one master, which a restart or a failure takes down at once; the masters must be independent servers", b.addr, a.opt.DB, b.opt.DB)
+			return nil, locker.Invalidf("node %s given twice (databases %d and %d): databases of one server are one master, which a restart or a "+
+				"failure takes down at once; the masters must be independent servers", b.addr, a.opt.DB, b.opt.DB)
 		}
 	}
 	r.life, r.cancel = context.WithCancelCause(context.Background())
@@ -190,7 +192,8 @@ func (r *Redlock) Info() locker.Info {
 	}
 	g := fmt.Sprintf("a majority (%d of %d) of independent Redis masters hold the key; ", r.quorum, len(r.nodes))
 	if r.c.quarantine {
-		g += fmt.Sprintf("a node that lost its data (restart, flush, eviction) is kept out of the quorum for the largest max TTL of its clients (this one's: %v) after the loss is detected; ", r.c.maxTTL)
+		g += fmt.Sprintf("a node that lost its data (restart, flush, eviction) is kept out of the quorum for the largest max TTL of its "+
+			"clients (this one's: %v) after the loss is detected; ", r.c.maxTTL)
 	} else {
 		g += "unsafe if a majority of the nodes restarts without its data; "
 	}

@@ -109,7 +109,8 @@ func newTelemetry(c config) (*telemetry, error) {
 	t.nodeErrors, errs[4] = m.Int64Counter("redlock.node.errors", metric.WithUnit("{error}"),
 		metric.WithDescription("Requests a node failed: timed out, unreachable, refused, or answered with an error."))
 	t.nodeEvents, errs[5] = m.Int64Counter("redlock.node.events", metric.WithUnit("{event}"),
-		metric.WithDescription("A node quarantined (it lost its data), admitted, refused for its memory policy or the configuration, lost or found again."))
+		metric.WithDescription("A node quarantined (it lost its data), admitted, refused for its memory policy or the "+
+			"configuration, lost or found again."))
 	t.handoffs, errs[6] = m.Int64Counter("redlock.handoffs", metric.WithUnit("{handoff}"),
 		metric.WithDescription("Waiters woken by a release that handed them the key."))
 	if err := errors.Join(errs[:]...); err != nil {
@@ -213,7 +214,8 @@ func newAttributeSets() attributeSets {
 // nodeError counts a node's failure, of a kind (timeout, unreachable,
 // refused, reply, config).
 func (t *telemetry) nodeError(addr, kind string) {
-	t.nodeErrors.Add(context.Background(), 1, metric.WithAttributes(attribute.String("server.address", addr), attribute.String("redlock.error", kind)))
+	t.nodeErrors.Add(context.Background(), 1, metric.WithAttributes(attribute.String("server.address", addr),
+		attribute.String("redlock.error", kind)))
 }
 
 // An event is something that changed in a node's standing, or in the
@@ -237,15 +239,17 @@ var events = [...]struct {
 	level slog.Level
 	msg   string
 }{
-	eventQuarantined:  {"quarantined", slog.LevelWarn, "redlock: node lost its data, restarted or evicted keys: out of the quorum for its quarantine"},
+	eventQuarantined: {"quarantined", slog.LevelWarn, "redlock: node lost its data, restarted or evicted keys: out of the " +
+		"quorum for its quarantine"},
 	eventAdmitted:     {"admitted", slog.LevelInfo, "redlock: node admitted to the quorum"},
 	eventEvicts:       {"evicts", slog.LevelWarn, "redlock: node may evict lock keys (maxmemory-policy): out of the quorum"},
 	eventConfig:       {"config", slog.LevelError, "redlock: node refused Redlock's configuration"},
 	eventUnreachable:  {"unreachable", slog.LevelWarn, "redlock: node unreachable"},
 	eventReachable:    {"reachable", slog.LevelInfo, "redlock: node reachable again"},
 	eventBootstrapped: {"bootstrapped", slog.LevelInfo, "redlock: Bootstrap admitted the nodes"},
-	eventUnconfirmed:  {"release_unconfirmed", slog.LevelWarn, "redlock: a release did not reach a majority of the nodes: retried in the background and by Close"},
-	eventHandoff:      {"handoff", slog.LevelDebug, "redlock: a release handed a key to a waiter of this process"},
+	eventUnconfirmed: {"release_unconfirmed", slog.LevelWarn, "redlock: a release did not reach a majority of the nodes: retried in the " +
+		"background and by Close"},
+	eventHandoff: {"handoff", slog.LevelDebug, "redlock: a release handed a key to a waiter of this process"},
 }
 
 // event reports e, about node addr ("" for the lock as a whole), with its
