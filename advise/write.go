@@ -44,7 +44,8 @@ func (pl *Plan) Write(w io.Writer) error {
 		"family-wise %.0f%%, up to %d rounds: at the first, each comparison is held to %.2g%%.\n",
 		pl.Family, max(len(pl.Candidates)-1, 0), 100*Alpha, 100*Alpha, Looks, 100*pl.Level)
 	if p.intends(IntentEfficiency) {
-		fmt.Fprintf(&b, "  speed: %d independent trials a side (each on fresh servers) to see a %.0f%% difference in throughput (power %.0f%% each, %.0f%% for the answer)\n",
+		fmt.Fprintf(&b, "  speed: %d independent trials a side (each on fresh servers) to see a %.0f%% difference in throughput (power %.0f%% "+
+			"each, %.0f%% for the answer)\n",
 			pl.Trials, 100*(MarginSpeed-1), 100*pl.PowerEach, 100*Power)
 		fmt.Fprintf(&b, "  lock bugs: %d tested injections a side of a class to see a lock that double-grants in %.0f%% of them "+
 			"against one that never does (power %.0f%% each)\n",

@@ -455,7 +455,8 @@ func (hs *Hosts) leftOn(h *Host) error {
 	if j := hs.judgeLeftOn(h); j != "" {
 		workers = j + "; " + workers
 	}
-	msg := fmt.Sprintf("the link to host %s broke: what the run started there may still run — servers %s; %s; cuts of rule priority %d. the "+
+	msg := fmt.Sprintf("the link to host %s broke: what the run started there may still run — servers %s; %s; cuts of "+
+		"rule priority %d. the "+
 		"next run against this inventory kills them by their pidfiles and lifts the cuts as it starts",
 		h.Name, strings.Join(servers, ", "), workers, remote.CutPref)
 	if len(servers) == 0 {

@@ -52,7 +52,8 @@ var families = map[string][]Family{
 		Mechanism: "the servers' wall clock jumped forward while a holder held: a key timed by that clock expired early, " +
 			"and another client was granted it inside the holder's lease",
 	}, {
-		Name: "clock-jump-minority", Fault: "clock-jump?nodes=minority", Param: "by", Unit: "key lifetime", Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
+		Name: "clock-jump-minority", Fault: "clock-jump?nodes=minority", Param: "by", Unit: "key lifetime",
+		Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
 		Mechanism: "a minority's wall clock jumped forward: its keys expired early; a majority lock should still hold, " +
 			"since a new grant needs a majority and the jumped minority alone is not one",
 		multiNode: true,

@@ -384,7 +384,8 @@ func (c *Case) report(process int, r OpReport) error {
 		}
 		lo = ext.invoke
 	default:
-		return protocolf("case %s: process %d reports a %s %s: only failed acquires, releases, lease ends and extensions are reported", c.spec.ID, process, r.F, r.Type)
+		return protocolf("case %s: process %d reports a %s %s: only failed acquires, releases, lease ends and extensions are "+
+			"reported", c.spec.ID, process, r.F, r.Type)
 	}
 	now := c.since()
 	hi := now

@@ -100,7 +100,8 @@ func (r *reply) error() error {
 // token (Options.Token).
 func (j *Judge) Listen(addr string) error {
 	if j.opts.Token == "" && !loopback(addr) {
-		return configf("judge: listen on %s: beyond loopback every process that reaches it could report: give the run a token (Options.Token; lockbench judge --token-file)", addr)
+		return configf("judge: listen on %s: beyond loopback every process that reaches it could report: give the run a token (Options.Token; "+
+			"lockbench judge --token-file)", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -67,8 +67,10 @@ var catalogue = []*Scenario{
 	},
 	{
 		Name: "client-pause",
-		Doc: "a client's process is stopped (SIGSTOP) for x times the backend's lease (its TTL, or its session timeout when longer), then resumed, at a point of its cycle: " +
-			"after its read (default: it writes late, the GC pause), before its first access, after its write, inside Acquire, between Acquire's return and its report to the judge, " +
+		Doc: "a client's process is stopped (SIGSTOP) for x times the backend's lease (its TTL, or its session timeout when longer), then " +
+			"resumed, at a point of its cycle: " +
+			"after its read (default: it writes late, the GC pause), before its first access, after its write, inside Acquire, between Acquire's " +
+			"return and its report to the judge, " +
 			"or inside an extension of its auto-extending lease; " +
 			"where each pause landed is recorded",
 		Params: map[string]string{"x": "the pause in leases (default 1.5)",

@@ -40,7 +40,8 @@ import (
 // one that missed its point is recorded so and not tested.
 
 // pausePoints are the points at= takes, in the cycle's order.
-var pausePoints = []history.Point{history.PointAcquire, history.PointGranted, history.PointBeforeRead, history.PointAfterRead, history.PointAfterWrite, history.PointExtend}
+var pausePoints = []history.Point{history.PointAcquire, history.PointGranted, history.PointBeforeRead, history.PointAfterRead,
+	history.PointAfterWrite, history.PointExtend}
 
 // pausePoint is the point the params aim at.
 func pausePoint(p url.Values) history.Point {
@@ -69,7 +70,8 @@ func (f Fault) CheckSpec(s workloads.Spec) error {
 	case !s.AutoExtend:
 		return faultErrorf("fault %s stops a holder inside an extension of its lease: run it with auto-extending leases (--auto-extend)", f.Spec)
 	case s.HoldLeft == 0 && max(s.Hold.Max(), s.HoldFor) <= s.TTL/3:
-		return faultErrorf("fault %s stops a holder inside an extension of its lease: holds of %v end before the first extension, at TTL/3 (%v); hold for several TTLs", f.Spec, s.Hold, s.TTL/3)
+		return faultErrorf("fault %s stops a holder inside an extension of its lease: holds of %v end before the first extension, at TTL/3 "+
+			"(%v); hold for several TTLs", f.Spec, s.Hold, s.TTL/3)
 	}
 	return nil
 }

@@ -21,10 +21,12 @@ import (
 // the held key's remaining life on each.
 
 var clockJump = &Scenario{
-	Name:     "clock-jump",
-	span:     instantly,
-	Doc:      "the wall clock of a random minority or majority of the nodes (the leader first, where there is one) jumps forward by a number of key lifetimes, for real, while a holder is inside its section",
-	Params:   map[string]string{"by": "the jump in key lifetimes: the TTL, or longer where the backend keeps its keys longer (default 1)", "nodes": "minority or majority (default)"},
+	Name: "clock-jump",
+	span: instantly,
+	Doc: "the wall clock of a random minority or majority of the nodes (the leader first, where there is one) jumps forward by a " +
+		"number of key lifetimes, for real, while a holder is inside its section",
+	Params: map[string]string{"by": "the jump in key lifetimes: the TTL, or longer where the backend keeps its keys longer (default 1)",
+		"nodes": "minority or majority (default)"},
 	MinTTL:   2 * time.Second,
 	Needs:    Needs{FakeClock: true},
 	Requires: Servers | MovableClock,
@@ -69,11 +71,14 @@ var clockJump = &Scenario{
 }
 
 var clockRate = &Scenario{
-	Name:   "clock-rate",
-	span:   lasting,
-	Doc:    "the wall clock of a random minority or majority of the nodes (the leader first, where there is one) runs fast, rate times real time, for a lease (at least a second), while a holder is inside its section; then at real speed again",
-	Params: map[string]string{"rate": "how fast the clock runs, in real seconds per second (default 2)", "nodes": "minority or majority (default)"},
-	Note: "clock-rate scales the servers' wall clock only: a lock whose server times its leases on a monotonic clock (ZooKeeper's sessions) is not reached, " +
+	Name: "clock-rate",
+	span: lasting,
+	Doc: "the wall clock of a random minority or majority of the nodes (the leader first, where there is one) runs fast, rate times real " +
+		"time, for a lease (at least a second), while a holder is inside its section; then at real speed again",
+	Params: map[string]string{"rate": "how fast the clock runs, in real seconds per second (default 2)",
+		"nodes": "minority or majority (default)"},
+	Note: "clock-rate scales the servers' wall clock only: a lock whose server times its leases on a monotonic clock (ZooKeeper's " +
+		"sessions) is not reached, " +
 		"so its dependence on a clock's rate could not be measured here",
 	MinTTL:   2 * time.Second,
 	Needs:    Needs{FakeClock: true},

@@ -22,7 +22,8 @@ import (
 var restart = &Scenario{
 	Name: "restart",
 	span: instantly,
-	Doc: "a random majority of the nodes (the single server of a one-node backend) is shut down in order (SIGTERM) and started again while a holder is inside its section: " +
+	Doc: "a random majority of the nodes (the single server of a one-node backend) is shut down in order (SIGTERM) and started again while " +
+		"a holder is inside its section: " +
 		"it keeps what it persists at shutdown (nothing for Redis without persistence, everything elsewhere)",
 	MinTTL:   2 * time.Second,
 	Requires: Servers,
@@ -32,7 +33,8 @@ var restart = &Scenario{
 var crash = &Scenario{
 	Name: "crash",
 	span: instantly,
-	Doc: "a random majority of the nodes (the single server of a one-node backend) is killed (SIGKILL) and started again on the same disk while a holder is inside its section: " +
+	Doc: "a random majority of the nodes (the single server of a one-node backend) is killed (SIGKILL) and started again on the same disk " +
+		"while a holder is inside its section: " +
 		"the kernel kept every write the server made, synced or not (a process crash, not a machine's)",
 	MinTTL:   2 * time.Second,
 	Requires: Servers,
@@ -44,7 +46,8 @@ var powerLoss = &Scenario{
 	span: powerLossSpan,
 	Doc: "a random majority of the nodes (the single server of a one-node backend) loses power while a holder is inside its section: " +
 		"every write not synced is lost (their data sits on a lazy filesystem), then they start again, at once or after a delay",
-	Params:   map[string]string{"delay": "how long the nodes stay down, in key lifetimes (default 0: they start at once; 1 is the Redlock spec's delayed restart)"},
+	Params: map[string]string{"delay": "how long the nodes stay down, in key lifetimes (default 0: they start at once; 1 is the Redlock " +
+		"spec's delayed restart)"},
 	MinTTL:   2 * time.Second,
 	Needs:    Needs{LazyFS: true},
 	check:    func(v url.Values) error { return checkNonNegative(v, "delay") },
@@ -176,7 +179,8 @@ func (e Env) keysAcross(op func(ctx context.Context, a attempt) (string, error))
 			if pid := n.PID(); pid != pids[i] {
 				proc = fmt.Sprintf(" (pid %d → %d)", pids[i], pid)
 			}
-			out = append(out, fmt.Sprintf("%s%s: %s %v before; %d of them kept as they were; %v after", n.Name, proc, what, before[i], after[i].Kept(before[i]), after[i]))
+			out = append(out, fmt.Sprintf("%s%s: %s %v before; %d of them kept as they were; %v "+
+				"after", n.Name, proc, what, before[i], after[i].Kept(before[i]), after[i]))
 		}
 		return strings.Join(out, "; "), opErr
 	}

@@ -20,9 +20,11 @@ import (
 // class (results.Target.Class), so that rates and bounds stay per class.
 var mixed = &Scenario{
 	Name: "mixed",
-	Doc: "a seeded schedule over the whole case, an injection every few seconds, each of a class drawn among those that apply to the servers: " +
+	Doc: "a seeded schedule over the whole case, an injection every few seconds, each of a class drawn among those that " +
+		"apply to the servers: " +
 		"server-pause, crash-minority, partition, partition-leader, partition-halves, leader-kill, restart, clock-jump, clock-rate, " +
-		"and the composed pairs server-pause+partition, restart+partition, clock-jump+restart; each proven as its class proves it and recorded with its class",
+		"and the composed pairs server-pause+partition, restart+partition, clock-jump+restart; each proven as its class proves it and " +
+		"recorded with its class",
 	Params: map[string]string{"seconds": "the case's length, at least, in seconds (default: the run's --duration)"},
 	Note: "a mixed case's injections are counted per class (each injection records its own): a rate or bound of the case as a whole " +
 		"pools classes, which the answer never does",

@@ -25,18 +25,21 @@
 // consensus system exists for:
 //
 //	none             no fault: the baseline, where every real backend must show zero violations
-//	client-pause     a client's process is stopped (SIGSTOP) for x × the backend's lease, then resumed: after its read, so that it writes late (Kleppmann's GC pause),
-//	                 or at=before-read, after-write, acquire (inside Acquire) or extend (inside its lease's auto-extension); param x (default 1.5)
+//	client-pause     a client's process is stopped (SIGSTOP) for x × the backend's lease, then resumed: after its read, so that it writes
+//	                 late (Kleppmann's GC pause), or at=before-read, after-write, acquire (inside Acquire) or extend (inside its
+//	                 lease's auto-extension); param x (default 1.5)
 //	server-pause     a minority of the servers, or the leader (the master, the single server), is stopped (SIGSTOP) for a while, then resumed
 //	failover         Sentinel: the lock is written to the master but held back from the replica, then a failover promotes the replica
 //	restart          a majority of the nodes (the single server) is shut down in order and started again while a holder is inside its section
 //	crash            a majority is killed (SIGKILL) and started again on the same disk: the kernel kept what it wrote, synced or not
-//	power-loss       a majority loses power: every write not synced is lost (a lazy filesystem), then it starts again; param delay (in key lifetimes)
+//	power-loss       a majority loses power: every write not synced is lost (a lazy filesystem), then it starts again; param delay (in key
+//	                 lifetimes)
 //	clock-jump       the wall clock of a minority or majority (the leader first) jumps forward, for real (a clock preload);
 //	                 params by (in key lifetimes, default 1) and nodes=minority|majority (default majority)
 //	clock-rate       the wall clock of a minority or majority runs fast for a while; params rate (default 2) and nodes
 //	crash-minority   a minority of the nodes (any of them: the leader, Redlock's priority node) dies for a while, then restarts with its data
-//	partition        the clients are cut off from a minority of the nodes (the single server, a Sentinel set's master and its sentinels with it): routes dropped, no clean close
+//	partition        the clients are cut off from a minority of the nodes (the single server, a Sentinel set's master and its sentinels with
+//	                 it): routes dropped, no clean close
 //	latency          responses from a minority of the nodes (the single server) are slowed by 50 ms
 //	partition-leader the ZooKeeper or etcd leader is cut off from the other members (clients still reach it), then healed
 //	partition-halves the ZooKeeper or etcd members are split into a minority and a majority, then healed

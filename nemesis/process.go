@@ -95,7 +95,8 @@ func (n *Nemesis) Pause(process int, d time.Duration) error {
 		return fmt.Errorf("pause process %d: %w", process, err)
 	}
 	// Stopped, or stopped in part: resumed after d all the same.
-	inj := n.inject(fmt.Sprintf("process %d stopped for %v", process, d), results.Target{Nodes: []string{fmt.Sprintf("process %d", process)}, Hosts: hostOf(proc)})
+	inj := n.inject(fmt.Sprintf("process %d stopped for %v", process, d), results.Target{Nodes: []string{fmt.Sprintf("process "+
+		"%d", process)}, Hosts: hostOf(proc)})
 	n.pauses.Add(1)
 	time.AfterFunc(d, func() {
 		defer n.pauses.Done()

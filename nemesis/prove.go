@@ -294,7 +294,8 @@ func (m met) proof(s strike, at judge.Live) proof {
 	if !m.ok {
 		return proof{whyNot: m.why, precondition: m.why}
 	}
-	pre := fmt.Sprintf("the lock granted section %d at %.3fs, %v after the injection was due", m.section, m.granted.Seconds(), m.waited.Round(time.Millisecond))
+	pre := fmt.Sprintf("the lock granted section %d at %.3fs, %v after the injection was due", m.section, m.granted.Seconds(),
+		m.waited.Round(time.Millisecond))
 	if !s.exclusion {
 		return proof{tested: true, precondition: pre}
 	}

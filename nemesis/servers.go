@@ -18,8 +18,9 @@ var serverPause = &Scenario{
 	Name:           "server-pause",
 	span:           lasting,
 	QuorumDuration: quorumCase,
-	Doc:            "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every other injection; the master of a Sentinel set, the single server of a one-node backend)",
-	Requires:       Servers,
+	Doc: "servers are stopped (SIGSTOP) for a lease (at least a second), then resumed: a random minority, or the leader (every " +
+		"other injection; the master of a Sentinel set, the single server of a one-node backend)",
+	Requires: Servers,
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "paused", lasts: e.window(), exclusion: true,
@@ -47,9 +48,10 @@ var serverPause = &Scenario{
 }
 
 var crashMinority = &Scenario{
-	Name:     "crash-minority",
-	span:     lasting,
-	Doc:      "a random minority of the nodes (2 of 5 Redis nodes, 1 of 3 members: any of them, the leader or a priority node included) is killed for a lease (at least a second), then restarted with what it persisted",
+	Name: "crash-minority",
+	span: lasting,
+	Doc: "a random minority of the nodes (2 of 5 Redis nodes, 1 of 3 members: any of them, the leader or a priority node included) is " +
+		"killed for a lease (at least a second), then restarted with what it persisted",
 	Requires: Minority,
 	plan: func(e Env) plan {
 		return e.drive(strike{
@@ -67,9 +69,12 @@ var crashMinority = &Scenario{
 var partition = &Scenario{
 	Name: "partition",
 	span: func(_ url.Values, sh Shape, lease time.Duration) time.Duration { return cutWindow(sh, lease) + lease/2 },
-	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for a lease (at least a second), or from a Sentinel set's master for 4 s: " +
-		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as in a real partition); " +
-		"a Sentinel set's sentinels run on the clients' host and are cut off from the master too, so they may fail it over within the window (on hosts they sit beside the Redis nodes and keep seeing it; each injection says whether they failed it over)",
+	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for a lease (at least a second), or from " +
+		"a Sentinel set's master for 4 s: " +
+		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as " +
+		"in a real partition); " +
+		"a Sentinel set's sentinels run on the clients' host and are cut off from the master too, so they may fail it over within the window " +
+		"(on hosts they sit beside the Redis nodes and keep seeing it; each injection says whether they failed it over)",
 	Needs:    Needs{Netns: true},
 	Requires: Servers | ClientLinks,
 	plan: func(e Env) plan {
@@ -142,10 +147,12 @@ func sentinelsThrough(ctx context.Context, s *compose.SentinelSet, master *compo
 			if n := s.Node(addr); n != nil {
 				name = n.Name
 			}
-			return fmt.Sprintf("%s, and reported %s as the master %v after the cut: a failover", head, name, time.Since(cut).Round(10*time.Millisecond))
+			return fmt.Sprintf("%s, and reported %s as the master %v after the cut: a failover", head, name,
+				time.Since(cut).Round(10*time.Millisecond))
 		}
 		if !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
-			return fmt.Sprintf("%s, and still reported it as the master at the end of the window (%v after the cut): no failover", head, time.Since(cut).Round(10*time.Millisecond))
+			return fmt.Sprintf("%s, and still reported it as the master at the end of the window (%v after the cut): no "+
+				"failover", head, time.Since(cut).Round(10*time.Millisecond))
 		}
 	}
 }
@@ -171,9 +178,10 @@ var latency = &Scenario{
 }
 
 var partitionLeader = &Scenario{
-	Name:     "partition-leader",
-	span:     lasting,
-	Doc:      "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every member) for 2 s, then healed",
+	Name: "partition-leader",
+	span: lasting,
+	Doc: "the ZooKeeper or etcd leader is cut off from the other members (their traffic dropped both ways; clients still reach every " +
+		"member) for 2 s, then healed",
 	Requires: Election | PeerLinks, QuorumDuration: quorumCase,
 	plan: func(e Env) plan {
 		return e.peerCut("cut off from the other members", func(ctx context.Context, _ int) ([]*compose.Node, error) {
@@ -184,9 +192,10 @@ var partitionLeader = &Scenario{
 }
 
 var partitionHalves = &Scenario{
-	Name:     "partition-halves",
-	span:     lasting,
-	Doc:      "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot reach each other, for 2 s, then healed",
+	Name: "partition-halves",
+	span: lasting,
+	Doc: "the ZooKeeper or etcd members are split into a random minority and the majority (the leader on either side), which cannot " +
+		"reach each other, for 2 s, then healed",
 	Requires: Election | PeerLinks, QuorumDuration: quorumCase,
 	plan: func(e Env) plan {
 		return e.peerCut("split from the majority", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil })
@@ -313,7 +322,8 @@ func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.N
 				if last != nil {
 					return "", fmt.Errorf("%s did not lose its peers within the window: %w", n.Name, last)
 				}
-				out = append(out, fmt.Sprintf("%s lost its peers %v after the cut (it says so; putting the cut in force took %v)", n.Name, time.Since(from).Round(10*time.Millisecond), took))
+				out = append(out, fmt.Sprintf("%s lost its peers %v after the cut (it says so; putting the cut in force took "+
+					"%v)", n.Name, time.Since(from).Round(10*time.Millisecond), took))
 			}
 			return strings.Join(out, "; "), nil
 		},

@@ -185,7 +185,8 @@ func splitSpan(_ url.Values, sh Shape, lease time.Duration) time.Duration {
 var splitView = &Scenario{
 	Name: "split-view",
 	span: splitSpan,
-	Doc: "two clients, each in a network namespace of its own, are cut from different minorities of the nodes for a lease (at least a second): " +
+	Doc: "two clients, each in a network namespace of its own, are cut from different minorities of the nodes for a lease " +
+		"(at least a second): " +
 		"of 5 nodes client A loses {3,4} and client B {0,1}, so A sees {0,1,2} and B {2,3,4}, overlapping majorities " +
 		"(of 3 members A loses member 2, B member 0); every other client, and this host, keep every node",
 	Needs:     Needs{Netns: true},
@@ -216,7 +217,8 @@ var splitView = &Scenario{
 var clientLeader = &Scenario{
 	Name: "client-leader",
 	span: splitSpan,
-	Doc: "one client, in a network namespace of its own, is cut from the leader alone (the ZooKeeper or etcd leader, a Sentinel set's master) " +
+	Doc: "one client, in a network namespace of its own, is cut from the leader alone (the ZooKeeper or etcd leader, a " +
+		"Sentinel set's master) " +
 		"for a lease (at least a second), while it reaches every other member and every other client reaches the leader",
 	Needs:     Needs{Netns: true},
 	Processes: true,

@@ -53,7 +53,8 @@ func (e *HostKeyError) Error() string {
 			"— refusing to connect",
 			e.Host, e.Addr, e.Presented, e.Source)
 	}
-	return fmt.Sprintf("remote: %s (%s): HOST KEY CHANGED: it presented %s, but %s records %s — someone may be intercepting the connection, "+
+	return fmt.Sprintf("remote: %s (%s): HOST KEY CHANGED: it presented %s, but %s records %s — someone may be "+
+		"intercepting the connection, "+
 		"or the host was reinstalled; refusing to connect",
 		e.Host, e.Addr, e.Presented, e.Source, strings.Join(e.Known, ", "))
 }

@@ -147,7 +147,8 @@ func commandLine(path string, args []string) string {
 // asUser is the command that runs the rest of a command line as user
 // (uid, primary group, groups), with setpriv (util-linux), which needs no
 // PAM session and leaves the process's pid as it is: "" runs it as it is.
-const asUser = `lb_as() { [ -z "$LB_USER" ] || { g=$(id -g -- "$LB_USER") || exit 126; set -- setpriv --reuid="$LB_USER" --regid="$g" --init-groups -- "$@"; }; unset LB_USER; exec "$@"; }`
+const asUser = `lb_as() { [ -z "$LB_USER" ] || { g=$(id -g -- "$LB_USER") || exit 126; set -- setpriv --reuid="$LB_USER" --regid="$g" ` +
+	`--init-groups -- "$@"; }; unset LB_USER; exec "$@"; }`
 
 // checkUser rejects a user name a shell or setpriv could take for
 // something else.

@@ -51,7 +51,8 @@ func (ds *dataset) availabilityChart() (*chart, error) {
 		Read: "Each cell is a fault class (row) for a backend (column): the grants per second inside the fault windows as a share of the same " +
 			"cases' rate before the first window " +
 			"(median over cases; green near 100%, red near 0%; the scale stops at 100%: a window's share above it — fewer clients contending " +
-			"while one is paused, say — reads \"≥100% of base\"), the acquire p99 of the operations begun inside a window, and the median time " +
+			"while one is paused, say — reads \"≥100% of base\"), the acquire p99 of the operations begun inside a " +
+			"window, and the median time " +
 			"from a window's end until grants ran at half the baseline again. " +
 			"Grey: the class was not judged for the backend; blue-grey: it ran but recorded no availability.",
 	}

@@ -101,7 +101,8 @@ func (ds *dataset) intentSafetyChart(intent string) (*chart, error) {
 	lg.add("lock-bug incident", swatch{fill: cellLockBug})
 	if intent == intentCorrectness {
 		ch.Title = "For correctness: lock bugs, and late writes the fenced resource accepted"
-		ch.Read = "Each cell (a fault, a backend) under fencing — the strongest token check its cases ran (fence-rw where it ran, else fence). " +
+		ch.Read = "Each cell (a fault, a backend) under fencing — the strongest token check its cases ran (fence-rw where " +
+			"it ran, else fence). " +
 			"\"bug k/n ≤u\": k of the n tested injections were followed by a lock bug — the key granted before the earlier grant's " +
 			"contract line — with the 95% upper bound u " +
 			"(without a fault, k in n contended grants); \"exp\": the same for expired holders, who outlived their lease; \"late\": " +
@@ -119,7 +120,8 @@ func (ds *dataset) intentSafetyChart(intent string) (*chart, error) {
 			"the key granted before the earlier grant's contract line — with the 95% upper bound u (without a fault, k in n contended grants). " +
 			"Dark red: a lock bug. Lavender: expired holders — a holder outlived its lease and wrote late, which no lease prevents " +
 			"and fencing is for; " +
-			"\"exp\" counts them, \"late … unfenced\" the writes an unfenced resource took from them: reported, not ranked. Green: nothing; grey: " +
+			"\"exp\" counts them, \"late … unfenced\" the writes an unfenced resource took from them: reported, not ranked. " +
+			"Green: nothing; grey: " +
 			"not judged."
 		lg.add("expired holders", swatch{fill: cellExpired})
 	}

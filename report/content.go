@@ -191,7 +191,8 @@ func answerSection(d *document, ds *dataset, rec *Recommendation) {
 		"numbers are counts with their 95% upper bounds; speeds are medians over trials with their ranges."
 	if a := ds.File.Answer; a != nil {
 		d.blocks = append(d.blocks, answers{items: decisionBoxes(a)})
-		s = "Decided on the evidence below by the procedure stated under \"How the answer is decided\" (results.json holds it as data, under answer); the tables under \"Evidence per backend\" show each backend's standing."
+		s = "Decided on the evidence below by the procedure stated under \"How the answer is decided\" (results.json holds it as data, under " +
+			"answer); the tables under \"Evidence per backend\" show each backend's standing."
 	} else {
 		d.blocks = append(d.blocks, answers{items: []answerBox{
 			{"For efficiency — a rare double grant is tolerable", rec.Efficiency.Answer, rec.Efficiency.Evidence},
@@ -404,7 +405,8 @@ var decisionMD string
 // verdictTable is one question's table; marked sets "yes — recommended"
 // on the report's own pick.
 func verdictTable(ch Choice, fencing, marked bool) table {
-	t := table{header: []string{"backend", "qualifies", "why", "ranking", "nodes", "peak grants/s (median, min–max)", "at clients", "p99 there", "not judged"},
+	t := table{header: []string{"backend", "qualifies", "why", "ranking", "nodes", "peak grants/s (median, min–max)",
+		"at clients", "p99 there", "not judged"},
 		numeric: []bool{false, false, false, false, true, true, true, true, false}}
 	if fencing {
 		t.header = append(t.header, "fencing")
@@ -423,8 +425,9 @@ func verdictTable(ch Choice, fencing, marked bool) table {
 			cls, _, _ := strings.Cut(n, " — ")
 			nj = append(nj, cls)
 		}
-		row := []string{v.Backend, q, v.Reason, orUnset(v.Standing, "—"), strconv.Itoa(v.Nodes), "—", "—", "—", orUnset(strings.Join(nj, ", "),
-			"—")}
+		row := []string{v.Backend, q, v.Reason, orUnset(v.Standing, "—"), strconv.Itoa(v.Nodes), "—", "—", "—",
+			orUnset(strings.Join(nj, ", "),
+				"—")}
 		if v.Throughput > 0 {
 			row[5] = spreadRate(statsOf(v))
 			row[6], row[7] = strconv.Itoa(v.Clients), fmtUS(float64(v.P99US))

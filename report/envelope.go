@@ -103,7 +103,8 @@ func EnvelopeMargins(f *results.File, p *results.Profile, backend string) []stri
 			}
 			parts = append(parts, "not measured ("+why+")")
 		}
-		out = append(out, fmt.Sprintf("%s under %s: %s reach %.3g %ss; %s", e.Backend, e.Family, r.Label, r.Size, e.Unit, strings.Join(parts, "; ")))
+		out = append(out, fmt.Sprintf("%s under %s: %s reach %.3g %ss; %s", e.Backend, e.Family, r.Label, r.Size, e.Unit,
+			strings.Join(parts, "; ")))
 	}
 	return out
 }
@@ -169,7 +170,8 @@ func EnvelopeSection(f *results.File, p *results.Profile, charts map[string]*cha
 				pts = append(pts, fmt.Sprintf("%g: %d/%d", pt.Size, pt.LockBugs, pt.Tested))
 			}
 			for _, bd := range e.Boundaries {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", e.Backend, bd.Event, strings.TrimPrefix(bd.Describe(e.Unit), bd.Event+": "), strings.Join(pts, ", "))
+				fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", e.Backend, bd.Event, strings.TrimPrefix(bd.Describe(e.Unit),
+					bd.Event+": "), strings.Join(pts, ", "))
 			}
 		}
 		if mech != "" {

@@ -15,7 +15,8 @@ const css = `
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation " +
 	"Sans",Arial,sans-serif;color:#1b1b1b;max-width:1180px;margin:0 auto;padding:1.5em 2em 4em;background:#fff}
 h1{font-size:1.8em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:2px solid #e3e3e3;padding-bottom:.2em}h3{margin-top:1.6em}
-table{border-collapse:collapse;margin:.8em 0;font-size:.92em}th,td{border:1px solid #d6d6d6;padding:.3em .6em;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:.8em 0;font-size:.92em}th,td{border:1px solid #d6d6d6;padding:.3em ` +
+	`.6em;text-align:left;vertical-align:top}
 th{background:#f3f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.flag td{background:#fde4dc;font-weight:600}
 tbody tr:nth-child(even):not(.flag) td{background:#fafafa}
 figure{margin:1.5em 0;padding:0}figure img{max-width:100%;height:auto;border:1px solid #e3e3e3}
@@ -24,7 +25,8 @@ p.strong{font-weight:600;background:#eef6ff;border-left:4px solid #0072b2;paddin
 nav ul{columns:3;font-size:.92em}code{font-size:.92em}
 .tw{overflow-x:auto;max-width:100%}details{margin:.8em 0}summary{cursor:pointer;font-weight:600}
 .answers{display:grid;grid-template-columns:1fr 1fr;gap:1em;margin:.6em 0}
-.answer{border:1px solid #c9d8ea;border-top:5px solid #0072b2;border-radius:4px;padding:.3em .9em;background:#f8fbff;font-size:.84em;line-height:1.35}
+.answer{border:1px solid #c9d8ea;border-top:5px solid #0072b2;border-radius:4px;padding:.3em ` +
+	`.9em;background:#f8fbff;font-size:.84em;line-height:1.35}
 .answer h3{margin:.3em 0 .4em}.answer p.strong{margin:.3em 0}.answer ul{margin:.3em 0;padding-left:1.2em}.answer li{margin:.15em 0}
 p.small{font-size:.85em;color:#555;margin-top:-.4em}h1+p.small+h2{margin-top:.5em}
 @media (max-width:900px){.answers{grid-template-columns:1fr}}

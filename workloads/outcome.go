@@ -74,16 +74,21 @@ func (s Spec) Describe(c *results.Case) {
 	c.Hold, c.Load, c.HoldLeft, c.HoldForMS = s.Hold.String(), s.Load(), s.HoldLeft, s.HoldFor.Milliseconds()
 	switch {
 	case s.HoldFor > 0 && s.AutoExtend:
-		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds %v (%.3g TTLs) after its first access while its lease's watchdog extends it every TTL/3; "+
+		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds %v (%.3g TTLs) after its first access while its lease's watchdog "+
+			"extends it every TTL/3; "+
 			"it checks its lease before it writes (lease-end ops say whether it was told)", s.HoldFor, float64(s.HoldFor)/float64(s.TTL)))
 	case s.HoldFor > 0:
-		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds %v after its first access, without extending its lease (TTL %v)", s.HoldFor, s.TTL))
+		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds %v after its first access, without extending its lease (TTL "+
+			"%v)", s.HoldFor, s.TTL))
 	case s.HoldLeft > 0:
-		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds a random fraction, up to %g, of the validity its lease has left after its first access: a lease that claims more than its lock keeps is caught", s.HoldLeft))
+		c.Notes = append(c.Notes, fmt.Sprintf("each holder holds a random fraction, up to %g, of the validity its lease has left after its "+
+			"first access: a lease that claims more than its lock keeps is caught", s.HoldLeft))
 	case s.AutoExtend && s.Hold.Max() >= s.TTL:
-		c.Notes = append(c.Notes, fmt.Sprintf("holders hold %v, beyond the TTL %v, while their lease's watchdog extends it every TTL/3", s.Hold, s.TTL))
+		c.Notes = append(c.Notes, fmt.Sprintf("holders hold %v, beyond the TTL %v, while their lease's watchdog extends it "+
+			"every TTL/3", s.Hold, s.TTL))
 	case s.Hold.Max() >= s.TTL:
-		c.Notes = append(c.Notes, fmt.Sprintf("hold time %v can reach the TTL %v: holders may outlive their leases without any fault", s.Hold, s.TTL))
+		c.Notes = append(c.Notes, fmt.Sprintf("hold time %v can reach the TTL %v: holders may outlive their leases without "+
+			"any fault", s.Hold, s.TTL))
 	}
 }
 
@@ -167,10 +172,13 @@ func (o *Outcome) Fill(c *results.Case, guard judge.Guard) error {
 		*x.to = results.Summarise(h)
 	}
 
-	c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder, c.OverlapsAmbiguous = s.Overlaps, s.OverlapsLockBug, s.OverlapsExpiredHolder, s.OverlapsAmbiguous
-	c.Incidents, c.IncidentsLockBug, c.IncidentsExpiredHolder, c.IncidentsAmbiguous = s.Incidents, s.IncidentsLockBug, s.IncidentsExpiredHolder, s.IncidentsAmbiguous
+	c.Overlaps, c.OverlapsLockBug, c.OverlapsExpiredHolder, c.OverlapsAmbiguous = s.Overlaps, s.OverlapsLockBug,
+		s.OverlapsExpiredHolder, s.OverlapsAmbiguous
+	c.Incidents, c.IncidentsLockBug, c.IncidentsExpiredHolder, c.IncidentsAmbiguous = s.Incidents, s.IncidentsLockBug,
+		s.IncidentsExpiredHolder, s.IncidentsAmbiguous
 	c.ContendedGrants = s.ContendedGrants
-	c.AmbiguousWidthMaxMS, c.RoundTripMS, c.OverlapsAmbiguousWide = ms(time.Duration(s.AmbiguousWidthMax)), ms(time.Duration(s.RoundTrip)), s.OverlapsAmbiguousWide
+	c.AmbiguousWidthMaxMS, c.RoundTripMS, c.OverlapsAmbiguousWide = ms(time.Duration(s.AmbiguousWidthMax)),
+		ms(time.Duration(s.RoundTrip)), s.OverlapsAmbiguousWide
 	c.LeaseEnds, c.StaleTold, c.StaleSilent = s.LeaseEnds, s.StaleTold, s.StaleSilent
 	c.ValidityShort, c.ValidityLong = s.ValidityShort, s.ValidityLong
 	c.ValidityShortMaxMS, c.ValidityLongMaxMS = ms(time.Duration(s.ValidityShortMax)), ms(time.Duration(s.ValidityLongMax))
@@ -390,14 +398,17 @@ func (o *Outcome) notes(guard judge.Guard) []string {
 		n = append(n, "client died: "+d)
 	}
 	if guard.Fenced() && rep.Unfenced > 0 {
-		n = append(n, fmt.Sprintf("guard %s: %s issues no fencing tokens, so %d of %d writes could not be fenced and were accepted as with guard none",
+		n = append(n, fmt.Sprintf("guard %s: %s issues no fencing tokens, so %d of %d writes could not be fenced and were "+
+			"accepted as with guard none",
 			guard, o.Info.Name, rep.Unfenced, rep.Writes))
 	}
 	if guard == judge.GuardCAS {
-		n = append(n, "guard cas: each section marks the resource with its unique id at its first access and writes only while the mark is its own; it does not order writers")
+		n = append(n, "guard cas: each section marks the resource with its unique id at its first access and writes only while the mark is its "+
+			"own; it does not order writers")
 	}
 	if x := rep.RejectedCurrent; x > 0 {
-		n = append(n, fmt.Sprintf("%d writes of holders that had not been superseded were rejected (their token was below one the resource had seen): safe, but work lost", x))
+		n = append(n, fmt.Sprintf("%d writes of holders that had not been superseded were rejected (their token was below one the resource had "+
+			"seen): safe, but work lost", x))
 	}
 	for _, v := range []struct {
 		what string

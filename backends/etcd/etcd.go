@@ -290,7 +290,8 @@ func (l *Locker) Info() locker.Info {
 		// than that renewal plus the TTL, less 1% + 2 ms for clock rates.
 		DriftRate: 0.11,
 		Drift:     2 * time.Millisecond,
-		Guarantee: "the cluster's raft majority orders a queue of keys per lock (the lowest create revision holds), each attached to a lease of its own, " +
+		Guarantee: "the cluster's raft majority orders a queue of keys per lock (the lowest create revision holds), each attached " +
+			"to a lease of its own, " +
 			"so a grant is safe while a majority runs; the server frees the lock when the lease expires (its TTL in whole seconds), " +
 			"so a holder that stalls past its TTL keeps writing - fence with the token (the lock key's create revision)",
 	}
@@ -395,7 +396,8 @@ func (l *Locker) outcome(caller, op context.Context, err error) error {
 	if op.Err() != nil && errors.Is(context.Cause(op), locker.ErrClosed) {
 		return locker.ErrClosed
 	}
-	if errors.Is(err, locker.ErrClosed) || errors.Is(err, locker.ErrInvalid) || errors.Is(err, locker.ErrNotAcquired) || errors.Is(err, locker.ErrNotHeld) {
+	if errors.Is(err, locker.ErrClosed) || errors.Is(err, locker.ErrInvalid) || errors.Is(err, locker.ErrNotAcquired) ||
+		errors.Is(err, locker.ErrNotHeld) {
 		return err
 	}
 	return l.nodeErr(err)

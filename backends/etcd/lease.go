@@ -217,7 +217,8 @@ func (ls *lease) lost(rev int64) {
 	if ls.releasing.Load() || !time.Now().Before(ls.h.ValidUntil()) {
 		return
 	}
-	ls.h.Lose(fmt.Errorf("key %s was deleted at revision %d: its lease was revoked or expired, or the key deleted, behind the holder's back", ls.path, rev))
+	ls.h.Lose(fmt.Errorf("key %s was deleted at revision %d: its lease was revoked or expired, or the key deleted, behind the "+
+		"holder's back", ls.path, rev))
 }
 
 // register records a granted lease, making its Handle with newHandle,

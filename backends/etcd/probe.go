@@ -27,7 +27,8 @@ func Probe(ctx context.Context, cfg backends.Config, substr string) (backends.St
 	if err != nil {
 		return backends.Stored{}, err
 	}
-	cc := clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second, Username: cfg.Username, Password: cfg.Password, Logger: zap.NewNop()}
+	cc := clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second, Username: cfg.Username,
+		Password: cfg.Password, Logger: zap.NewNop()}
 	if cfg.TLS != nil {
 		cc.TLS = cfg.TLS.Clone()
 	}

@@ -35,7 +35,8 @@ type keepalive struct {
 // of the rest.
 func splitKeepalive(d time.Duration) (keepalive, error) {
 	if d < MinKeepalive || d%time.Second != 0 {
-		return keepalive{}, locker.Invalidf("keepalive %v: want whole seconds, at least %v (the server counts its keepalives in seconds)", d, MinKeepalive)
+		return keepalive{}, locker.Invalidf("keepalive %v: want whole seconds, at least %v (the server counts its keepalives in "+
+			"seconds)", d, MinKeepalive)
 	}
 	interval := d / 3 / time.Second * time.Second
 	return keepalive{Idle: d - 2*interval, Interval: interval, Count: 2, UserTimeout: d}, nil
@@ -112,7 +113,8 @@ func checkKeepalive(cc *pgx.ConnConfig, d time.Duration) error {
 	}
 	for name, v := range k.settings() {
 		if got := cc.RuntimeParams[name]; got != v {
-			return locker.Invalidf("keepalive %v: the pool's sessions set %s=%q, want %q (configure the pool with ConfigureKeepalive)", d, name, got, v)
+			return locker.Invalidf("keepalive %v: the pool's sessions set %s=%q, want %q (configure the pool with "+
+				"ConfigureKeepalive)", d, name, got, v)
 		}
 	}
 	return nil

@@ -45,8 +45,9 @@ func leaseStatements(table string) statements {
 ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
 	WHERE l.expires_at <= now() OR l.holder = excluded.holder
 RETURNING token`,
-		extend:  `UPDATE ` + table + ` SET expires_at = now() + $3::interval WHERE key = $1 AND holder = $2 AND expires_at > now()`,
-		release: `UPDATE ` + table + ` SET expires_at = '-infinity' WHERE key = $1 AND holder = $2 AND (expires_at > now() OR expires_at = '-infinity')`,
+		extend: `UPDATE ` + table + ` SET expires_at = now() + $3::interval WHERE key = $1 AND holder = $2 AND expires_at > now()`,
+		release: `UPDATE ` + table + ` SET expires_at = '-infinity' WHERE key = $1 AND holder = $2 AND (expires_at > now() OR ` +
+			`expires_at = '-infinity')`,
 	}
 }
 

@@ -186,7 +186,8 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 		return nil, err
 	}
 	if _, ok := cfg.Params["keepalive"]; ok && mode != Advisory {
-		return nil, locker.Invalidf("param keepalive=%q: mode=%s holds no session to keep alive (mode=%s does)", cfg.Params["keepalive"], mode, Advisory)
+		return nil, locker.Invalidf("param keepalive=%q: mode=%s holds no session to keep alive (mode=%s "+
+			"does)", cfg.Params["keepalive"], mode, Advisory)
 	}
 	pc, err := poolConfig(cfg)
 	if err != nil {
@@ -259,20 +260,27 @@ func (l *Locker) Info() locker.Info {
 	info := locker.Info{Name: "postgres", Nodes: []string{l.addr}, Quorum: 1}
 	switch l.mode {
 	case Advisory:
-		info.Guarantee = "mode=advisory: a session advisory lock on one PostgreSQL server (single node, no failover), held by a session of its own with no TTL on the server " +
-			"(the holder's client unlocks at its TTL): safe while the server and the holder's connection live; a server restart or crash drops every advisory lock; no fencing token"
+		info.Guarantee = "mode=advisory: a session advisory lock on one PostgreSQL server (single node, no failover), held by a session of its " +
+			"own with no TTL on the server " +
+			"(the holder's client unlocks at its TTL): safe while the server and the holder's connection live; a server restart or crash drops " +
+			"every advisory lock; no fencing token"
 		if l.session > 0 {
 			info.Session = l.session
-			info.Guarantee += fmt.Sprintf("; keepalive %v: the server ends a silent session, and frees its lock, no sooner than %v after last hearing from its client, "+
-				"and a lease promises at most %v from its grant or last Extend, so a cut-off holder's lease ends before its lock is freed", l.keepalive, l.keepalive, l.session)
+			info.Guarantee += fmt.Sprintf("; keepalive %v: the server ends a silent session, and frees its lock, no sooner than %v after last "+
+				"hearing from its client, "+
+				"and a lease promises at most %v from its grant or last Extend, so a cut-off holder's lease ends before its lock is "+
+				"freed", l.keepalive, l.keepalive, l.session)
 		} else {
-			info.Guarantee += "; a cut-off holder's lock stays taken until the server's TCP keepalives give up on its session (Linux's defaults: 2 h 11 min), unless the keepalive param bounds it"
+			info.Guarantee += "; a cut-off holder's lock stays taken until the server's TCP keepalives give up on its session (Linux's defaults: " +
+				"2 h 11 min), unless the keepalive param bounds it"
 		}
 	default:
 		info.Fencing = true
 		info.DriftRate, info.Drift = 0.01, 2*time.Millisecond // drift(ttl), the server's clock
-		info.Guarantee = "mode=lease: a lease row per key in table " + l.table + " on one PostgreSQL server (single node, no failover), expiring by the server's clock, " +
-			"granted in one statement with a fencing token incremented on every grant: safe while the server keeps its committed rows (under fsync/synchronous_commit off a crash forgets the last grants); " +
+		info.Guarantee = "mode=lease: a lease row per key in table " + l.table + " on one PostgreSQL server (single node, no failover), " +
+			"expiring by the server's clock, " +
+			"granted in one statement with a fencing token incremented on every grant: safe while the server keeps its committed rows (under " +
+			"fsync/synchronous_commit off a crash forgets the last grants); " +
 			"a holder that pauses past its TTL overlaps the next, and the tokens let the resource reject it"
 	}
 	return info

@@ -34,7 +34,8 @@ func Probe(ctx context.Context, cfg backends.Config, substr string) (backends.St
 	defer conn.Close(context.WithoutCancel(ctx))
 	var s backends.Stored
 	if Mode(cfg.String("mode", string(Lease))) == Advisory {
-		rows, err := conn.Query(ctx, `SELECT classid::text || ':' || objid::text || ':' || objsubid::text, pid::text FROM pg_locks WHERE locktype = 'advisory' AND granted`)
+		rows, err := conn.Query(ctx, `SELECT classid::text || ':' || objid::text || ':' || objsubid::text, pid::text FROM pg_locks WHERE `+
+			`locktype = 'advisory' AND granted`)
 		if err != nil {
 			return backends.Stored{}, fmt.Errorf("probe %s: advisory locks: %w", cfg.Addrs[0], err)
 		}
@@ -52,7 +53,8 @@ func Probe(ctx context.Context, cfg backends.Config, substr string) (backends.St
 	if !identifier.MatchString(table) {
 		return backends.Stored{}, fmt.Errorf("probe: table %q: want a lower-case identifier", table)
 	}
-	rows, err := conn.Query(ctx, `SELECT key, holder::text, token::text, CASE WHEN expires_at > now() THEN extract(epoch FROM expires_at - now()) * 1000 ELSE -1 END
+	rows, err := conn.Query(ctx, `SELECT key, holder::text, token::text, CASE WHEN expires_at > now() THEN extract(epoch FROM expires_at - `+
+		`now()) * 1000 ELSE -1 END
 FROM `+table+` WHERE strpos(key, $1) > 0`, substr)
 	if isUndefinedTable(err) {
 		return backends.Stored{}, nil

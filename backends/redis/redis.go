@@ -42,7 +42,8 @@ const DefaultNodeTimeout = 250 * time.Millisecond
 // DefaultNodeTimeout), so they can override them. New does not close
 // client.
 func New(client *goredis.Client, opts ...redlock.Option) (*Locker, error) {
-	opts = append([]redlock.Option{redlock.WithQuarantine(false), redlock.WithClockFloor(false), redlock.WithFencing(true), redlock.WithNodeTimeout(DefaultNodeTimeout)}, opts...)
+	opts = append([]redlock.Option{redlock.WithQuarantine(false), redlock.WithClockFloor(false), redlock.WithFencing(true),
+		redlock.WithNodeTimeout(DefaultNodeTimeout)}, opts...)
 	r, err := redlock.New([]*goredis.Client{client}, opts...)
 	if err != nil {
 		return nil, err

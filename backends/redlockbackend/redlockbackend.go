@@ -97,7 +97,8 @@ func options(cfg backends.Config) ([]redlock.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []redlock.Option{redlock.WithFencing(fencing), redlock.WithQuarantine(quarantine), redlock.WithQuorumFirst(quorumFirst), redlock.WithMaxTTL(maxTTL)}
+	opts := []redlock.Option{redlock.WithFencing(fencing), redlock.WithQuarantine(quarantine), redlock.WithQuorumFirst(quorumFirst),
+		redlock.WithMaxTTL(maxTTL)}
 	if _, ok := cfg.Params["clockfloor"]; ok {
 		floor, err := cfg.Bool("clockfloor", true)
 		if err != nil {

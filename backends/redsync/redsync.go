@@ -309,7 +309,8 @@ func (h *hold) Release(ctx context.Context) error {
 	if h.l.notOurs(err) {
 		return fmt.Errorf("%w: %q: %w", locker.ErrNotHeld, h.key, h.l.nodeErrors(err))
 	}
-	return withCtx(ctx, fmt.Errorf("%q released on fewer than %d nodes; it stays taken on the others until its TTL: %w", h.key, h.l.quorum, h.l.nodeErrors(err)))
+	return withCtx(ctx, fmt.Errorf("%q released on fewer than %d nodes; it stays taken on the others until its TTL: "+
+		"%w", h.key, h.l.quorum, h.l.nodeErrors(err)))
 }
 
 // notOurs reports whether a failed extend or unlock says the key is no

@@ -160,7 +160,8 @@ func Open(cfg backends.Config) (locker.Locker, error) {
 		return nil, err
 	}
 	if len(cfg.Addrs) > 1 {
-		return nil, locker.Invalidf("%d addresses %q: rueidislock runs on one Redis server (its keys go through one client; it cannot use independent masters as Redlock does)", len(cfg.Addrs), cfg.Addrs)
+		return nil, locker.Invalidf("%d addresses %q: rueidislock runs on one Redis server (its keys go through one client; it cannot use "+
+			"independent masters as Redlock does)", len(cfg.Addrs), cfg.Addrs)
 	}
 	majority, err := cfg.Int("majority", DefaultKeyMajority)
 	if err != nil {
@@ -235,9 +236,11 @@ func (l *Locker) Info() locker.Info {
 		// The keys outlast the horizon even when the holder stops right
 		// after the grant; the adapter ends every lease by then.
 		Session: l.horizon,
-		Guarantee: fmt.Sprintf("rueidislock (the Redis maintainers' Go lock) holds %d of %d keys on one Redis server, extended in the background and watched with client-side caching: "+
+		Guarantee: fmt.Sprintf("rueidislock (the Redis maintainers' Go lock) holds %d of %d keys on one Redis server, extended in the "+
+			"background and watched with client-side caching: "+
 			"safe while that server runs and keeps its data; no fencing token, so a holder that pauses past its keys' validity overlaps the next; "+
-			"a lease's validity is capped at %v (the keys' validity less the extension interval, less a margin)", l.majority, 2*l.majority-1, l.horizon),
+			"a lease's validity is capped at %v (the keys' validity less the extension interval, less a "+
+			"margin)", l.majority, 2*l.majority-1, l.horizon),
 	}
 }
 
@@ -332,7 +335,8 @@ func (l *Locker) lock(ctx context.Context, key string, opts []locker.Option, wai
 			lease.Lose(cause) // Close ended the lock
 			return
 		}
-		lease.Lose(fmt.Errorf("rueidislock ended the lock on %q (a majority of its keys lost): %w", key, &locker.NodeError{Node: l.addr, Err: context.Cause(lctx)}))
+		lease.Lose(fmt.Errorf("rueidislock ended the lock on %q (a majority of its keys lost): "+
+			"%w", key, &locker.NodeError{Node: l.addr, Err: context.Cause(lctx)}))
 	})
 	return lease, nil
 }

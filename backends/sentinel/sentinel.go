@@ -137,7 +137,8 @@ func New(fo goredis.FailoverOptions, opts ...Option) (*Locker, error) {
 		}
 	}
 	if fo.RouteByLatency || fo.RouteRandomly || fo.ReplicaOnly {
-		return nil, locker.Invalidf("FailoverOptions route to replicas (RouteByLatency %v, RouteRandomly %v, ReplicaOnly %v): a lock must be taken on the master",
+		return nil, locker.Invalidf("FailoverOptions route to replicas (RouteByLatency %v, RouteRandomly %v, ReplicaOnly %v): a lock must "+
+			"be taken on the master",
 			fo.RouteByLatency, fo.RouteRandomly, fo.ReplicaOnly)
 	}
 	c := config{fencing: true}

@@ -163,7 +163,8 @@ func (q *queue) attempt(ctx context.Context, o locker.Options, first time.Time) 
 		}
 	}
 	if q.seq < 0 {
-		return nil, "", fmt.Errorf("key %q: ZooKeeper's sequence numbers for %s are used up (2^31 grants): delete the parent to reuse the key, knowing that its tokens restart", q.key, q.parent)
+		return nil, "", fmt.Errorf("key %q: ZooKeeper's sequence numbers for %s are used up (2^31 grants): delete the parent to reuse the key, "+
+			"knowing that its tokens restart", q.key, q.parent)
 	}
 	// Ours is first. Grant only with a recent proof that the session is
 	// alive on the leader; heartbeats keep one while we wait.

@@ -210,7 +210,8 @@ func (s *session) check() {
 		return
 	}
 	lost := s.takeLocked()
-	cause := fmt.Errorf("session %#x not confirmed by the leader since %s: with a %v timeout it may have expired and the key been granted again",
+	cause := fmt.Errorf("session %#x not confirmed by the leader since %s: with a %v timeout it may have expired and the "+
+		"key been granted again",
 		s.id, s.acked.Format(time.StampMilli), s.timeout)
 	s.mu.Unlock()
 	for _, ls := range lost {

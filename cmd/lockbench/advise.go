@@ -99,7 +99,8 @@ The profile in YAML (every field optional; durations as 200ms, 5s):
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required unless --dry-run)")
 	fl.Uint64Var(&f.seed, "seed", 0, "the run's seed (default random; results.json records it)")
 	fl.BoolVar(&f.noReport, "no-report", false, "write results.json only")
-	fl.StringVar(&f.envelopes, "envelopes", "", "an envelope run (lockbench envelope --out DIR): say how far the profile's pauses and clock steps lie from each lock's boundary, and shade them on its charts (with --dry-run too)")
+	fl.StringVar(&f.envelopes, "envelopes", "", "an envelope run (lockbench envelope --out DIR): say how far the profile's pauses and clock "+
+		"steps lie from each lock's boundary, and shade them on its charts (with --dry-run too)")
 	fl.StringSliceVar(&f.failOn, "fail-on", nil, "exit 3 when any of these holds: lock-bug (a real backend's lock bug), "+
 		"stale-write (a stale write the profile's resource accepted), undecided (the answer is not decided)")
 	return cmd

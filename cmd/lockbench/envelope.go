@@ -51,7 +51,8 @@ equally by the searches; a search out of time says how far it got.`,
 	fl.StringSliceVar(&f.backends, "backend", nil, "backends to search (required)")
 	fl.StringSliceVar(&f.faults, "fault", envelope.Names(),
 		"fault families: "+strings.Join(envelope.Names(), ", ")+" (clock-jump searches a majority and, on several nodes, a minority)")
-	fl.StringSliceVar(&f.guards, "guard", []string{"none", "fence"}, "guards each probe is judged under; late writes are searched under the first")
+	fl.StringSliceVar(&f.guards, "guard", []string{"none", "fence"}, "guards each probe is judged under; late writes are "+
+		"searched under the first")
 	fl.DurationVar(&f.budget, "budget", 10*time.Minute, "the whole run's time")
 	fl.StringVar(&f.out, "out", "", "output dir (required)")
 	fl.IntVar(&f.n, "injections", 3, "tested injections per probe")
