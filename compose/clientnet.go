@@ -21,7 +21,7 @@ import (
 //
 // so that a cut can separate this client from a chosen set of the
 // cluster's members while every other client, and the host, keep them:
-// the split views of issue 30 (client A reaches members 0–2, client B
+// the split views (client A reaches members 0–2, client B
 // members 2–4), which a cut between the host and a node (CutClients)
 // cannot make, since every client of the host sits behind it. The client
 // reaches the host (where the judge listens) at HostAddr through the

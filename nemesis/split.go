@@ -15,7 +15,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 )
 
-// Split views (issue 30 §1): each client process sits in a network
+// Split views: each client process sits in a network
 // namespace of its own on the nodes' peer network (compose.ClientNet), and
 // a fault cuts one client off from chosen nodes while every other client
 // keeps them. A Redlock client counts a majority of the nodes it reaches:

@@ -189,7 +189,7 @@ func validityLoad(seconds float64, faults ...string) LeaseLoad {
 }
 
 // longHoldLoad is the lease matrix's load whose holders hold three TTLs
-// (of ttl), auto-extending, through leader faults (issue 30 §2): a
+// (of ttl), auto-extending, through leader faults: a
 // session or lease that dies while its holder works, a waiter granted
 // while it was still alive, show in the history; four clients on one
 // key, each waiting behind the others' holds.

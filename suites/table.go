@@ -72,7 +72,7 @@ var Table = []Rule{
 		"crash", "crash-minority",
 		"latency", "partition-leader", "partition-halves", "leader-kill", "partition", "clock-jump?by=0.5&nodes=minority",
 		"clock-jump", "clock-rate", "power-loss"}},
-	// Split views (issue 30): clients in namespaces of their own, cut from
+	// Split views: clients in namespaces of their own, cut from
 	// different minorities (Redlock's, redsync's overlapping majorities;
 	// ZooKeeper's and etcd's members) or one from the leader alone.
 	{In: InFull, Backends: Every, Faults: []string{"split-view", "client-leader"}},
