@@ -387,7 +387,7 @@ func TestClustersRenewRestartedRedlockNodes(t *testing.T) {
 // shape the suites plan with, without them.
 func plainShape(b bench.Backend) nemesis.Shape {
 	sh := bench.Shape(b)
-	sh.Caps &^= nemesis.LosableData | nemesis.MovableClock | nemesis.ClientLinks
+	sh.Caps &^= nemesis.LosableData | nemesis.MovableClock | nemesis.ClientLinks | nemesis.ClientNets
 	return sh
 }
 
