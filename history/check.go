@@ -134,7 +134,8 @@ const maxExamples = 2
 // section is what the counter tracks of one grant.
 type section struct {
 	id       int64
-	seq      int64 // position among the key's grants, from 1
+	key      string // the key it holds; its writes and end count against it
+	seq      int64  // position among the key's grants, from 1
 	process  int
 	granted  int64
 	grant    Op // the acquire that opened it
@@ -278,7 +279,7 @@ func (c *counter) apply(o Op) {
 		}
 	case End:
 		if s := c.sections[o.Section]; s != nil {
-			c.end(o.Key, s)
+			c.end(s)
 		}
 	case LeaseEnd:
 		if s := c.sections[o.Section]; s != nil && !s.told {
@@ -291,7 +292,7 @@ func (c *counter) apply(o Op) {
 func (c *counter) grant(o Op) {
 	k := c.key(o.Key)
 	k.grants++
-	s := &section{id: o.Section, seq: k.grants, process: o.Process, granted: o.Complete,
+	s := &section{id: o.Section, key: o.Key, seq: k.grants, process: o.Process, granted: o.Complete,
 		grant: o, token: o.Token, hasToken: o.HasToken}
 	c.sections[o.Section] = s
 	c.r.Sections++
@@ -423,8 +424,8 @@ func spanText(s span) string {
 	return seconds(s.lo) + "–" + seconds(s.hi)
 }
 
-func (c *counter) end(key string, s *section) {
-	k := c.key(key)
+func (c *counter) end(s *section) {
+	k := c.key(s.key)
 	i := slices.Index(k.active, s)
 	if i < 0 {
 		return

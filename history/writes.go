@@ -1,7 +1,9 @@
 package history
 
+// write counts a write made in section s against s's key: a section
+// protects its own key, whatever key a malformed history names.
 func (c *counter) write(o Op, s *section) {
-	k := c.key(o.Key)
+	k := c.key(s.key)
 	c.r.Writes++
 	if c.fenced && !s.hasToken {
 		c.r.Unfenced++
@@ -20,14 +22,14 @@ func (c *counter) write(o Op, s *section) {
 		c.r.StaleAcceptedAt = append(c.r.StaleAcceptedAt, o.Complete)
 		if c.want(exStale) {
 			c.example("stale write accepted: key %q section %d (process %d%s) wrote %d at %s after section #%d of the key was granted",
-				o.Key, s.id, s.process, tokenText(s.token, s.hasToken), o.Value, seconds(o.Complete), k.grants)
+				s.key, s.id, s.process, tokenText(s.token, s.hasToken), o.Value, seconds(o.Complete), k.grants)
 		}
 	case !ok && stale:
 		c.r.StaleRejected++
 	case !ok:
 		c.r.RejectedCurrent++
 		if c.want(exRejected) {
-			c.example("write of the newest holder rejected: key %q section %d%s", o.Key, s.id, tokenText(s.token, s.hasToken))
+			c.example("write of the newest holder rejected: key %q section %d%s", s.key, s.id, tokenText(s.token, s.hasToken))
 		}
 	}
 	if ok {
