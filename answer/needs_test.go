@@ -2,6 +2,8 @@ package answer
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/lockbench/lockbench/stats"
@@ -54,5 +56,47 @@ func TestFisherShiftAgrees(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSpeedTrialsFollowTheTrend: trials that lean far apart plan a few
+// more, not the hundreds a difference at the margin would need (make
+// bench's rueidislock against etcd, about 10× apart from 3 trials a
+// side, once asked for 200); and the trials planned are enough: drawn
+// from what was measured (its means and spread), the completed samples
+// separate at the level with at least the power asked. Trials that lean
+// within the margin still plan for the margin.
+func TestSpeedTrialsFollowTheTrend(t *testing.T) {
+	const level, power = 0.0125 / 106, 0.97
+	fast := &backend{name: "fast", independent: true, speeds: []float64{7030, 8260, 9340}}
+	slow := &backend{name: "slow", independent: true, speeds: []float64{404, 804, 862}}
+	near := &backend{name: "near", independent: true, speeds: []float64{7200, 8130, 8900}}
+	n := speedTrials(fast, slow, level, power)
+	t.Logf("10x apart from 3 trials a side: %d trials a side", n)
+	if n > 20 {
+		t.Errorf("10x apart: %d trials a side planned, want a few", n)
+	}
+	if m := speedTrials(fast, near, level, power); m < 50 {
+		t.Errorf("2%% apart: %d trials a side planned, want what the 25%% margin needs (dozens)", m)
+	}
+	r := rand.New(rand.NewPCG(28, 3))
+	la, lb := logs(fast.speeds), logs(slow.speeds)
+	sd, _ := pooledSD(la, lb)
+	const sims = 2000
+	hit := 0
+	for range sims {
+		xs, ys := slices.Clone(la), slices.Clone(lb)
+		for len(xs) < n {
+			xs = append(xs, mean(la)+sd*r.NormFloat64())
+		}
+		for len(ys) < n {
+			ys = append(ys, mean(lb)+sd*r.NormFloat64())
+		}
+		if s, err := stats.WelchAbove(xs, ys, 0); err == nil && s.P <= level {
+			hit++
+		}
+	}
+	if got := float64(hit) / sims; got < power-0.02 {
+		t.Errorf("%d trials a side drawn as measured separate in %.1f%%, want at least %.0f%%", n, got*100, power*100)
 	}
 }

@@ -8,17 +8,20 @@ import (
 
 // speedTrials is the independent trials a side, in all, with which
 // Welch's test on log throughput at level sets a apart from b with
-// probability power, were the new trials to differ by the practical
-// margin (speedMargin) in the direction the trials so far lean.
+// probability power, were the new trials to differ as the trials so far
+// lean: by the lower 80% confidence bound of their difference, and by
+// no less than the practical margin (speedMargin).
 //
 // It is conditional power: the trials already run stay in the test,
 // and a comparison still undecided after a look is, more often than
 // not, one whose first trials came out unluckily close; planning as if
 // they had not been run (unconditional power) leaves exactly those
-// comparisons short. The spread is the upper 80% confidence bound of
-// the pooled one, not its estimate: from a few trials the estimate is
-// below the truth about half the time, and a plan on it falls short
-// as often.
+// comparisons short. The new trials follow the trend, not the margin:
+// a lock measured at a tenth of the other's speed is not planned for as
+// if the rest of its trials were to come within 25% of it, which asks
+// for hundreds of trials where a few settle it. The bound, not the
+// estimate, keeps a lucky start from planning too few; the spread is
+// the upper 80% confidence bound of the pooled one for the same reason.
 func speedTrials(a, b *backend, level, power float64) int {
 	la, lb := logs(a.speeds), logs(b.speeds)
 	if !a.independent || !b.independent || len(la) < 2 || len(lb) < 2 {
@@ -31,8 +34,9 @@ func speedTrials(a, b *backend, level, power float64) int {
 	if d0 < 0 {
 		d0, na, nb = -d0, nb, na
 	}
+	delta := math.Max(math.Log(speedMargin), d0-tAbove(0.2, float64(df))*sd*math.Sqrt(1/float64(na)+1/float64(nb)))
 	for n := max(na, nb, 2); n <= maxPlanned; n++ {
-		if conditionalPower(n, na, nb, d0, math.Log(speedMargin), sd, level) >= power {
+		if conditionalPower(n, na, nb, d0, delta, sd, level) >= power {
 			return n
 		}
 	}
