@@ -25,7 +25,9 @@
 //   - Error control. Every comparison of every pair of qualifiers, both
 //     directions, on every ranking measure, is one family held by
 //     Tarone's correction (exact tests whose best p-value cannot reach
-//     the level do not count) to this look's share of alpha: look k
+//     the level do not count), applied step-down as Holm applies
+//     Bonferroni's (each difference found relaxes the level of the
+//     rest), to this look's share of alpha: look k
 //     spends alpha/2^k, so that the whole run — however many rounds the
 //     adaptive experiment takes, and whichever comparisons it feeds —
 //     sets apart candidates that do not differ with probability at most
@@ -181,7 +183,7 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 	}
 	for _, s := range seps {
 		ch.Separations = append(ch.Separations, results.Separation{
-			Winner: s.by.better.name, Loser: s.loser.name, Measure: s.by.measure, Class: s.by.class, P: s.by.test.P, Level: fam.level,
+			Winner: s.by.better.name, Loser: s.loser.name, Measure: s.by.measure, Class: s.by.class, P: s.by.test.P, Level: s.by.level,
 		})
 	}
 	ch.Needs = append(needs(left, intent, next/float64(max(fam.k, 1))), judgedNeeds(pending)...)

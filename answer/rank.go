@@ -42,6 +42,8 @@ type hypothesis struct {
 	sub   string
 	class string
 	test  stats.Shift
+	// level is what the step-down procedure held test.P to.
+	level float64
 }
 
 // family is the comparisons of one answer at one look, and which of them
@@ -49,10 +51,11 @@ type hypothesis struct {
 type family struct {
 	hs     []hypothesis
 	reject []bool
-	// level is what each p-value was held to, k the number of
-	// comparisons Tarone's correction counted.
-	level float64
-	k     int
+	// counted is the number of comparisons Tarone's correction counted
+	// in the whole family; k is the number it counted among those left
+	// standing when the step-down procedure stopped, whose level,
+	// alpha/k, the undecided comparisons still have to reach.
+	counted, k int
 }
 
 // steps are the measures that rank, in order, for an intent: lock bugs
@@ -69,10 +72,10 @@ func steps(intent string) []string {
 // directions, on every ranking measure — lock bugs, the in-fault share
 // and the recovery, each per class both faced (a lock that stops under
 // one fault is not rescued by the classes where it does not), and speed
-// from independent trials — and
-// tests it at level alpha with Tarone's correction. A class only one of
-// the two faced enters no comparison of theirs (and is said so), and
-// never leaves anyone else's.
+// from independent trials — and tests it at level alpha with Tarone's
+// correction applied step-down (stats.StepDown). A class only one of the
+// two faced enters no comparison of theirs (and is said so), and never
+// leaves anyone else's.
 func build(tier []*backend, intent string, alpha float64) *family {
 	fam := &family{}
 	ranked := steps(intent)
@@ -87,7 +90,12 @@ func build(tier []*backend, intent string, alpha float64) *family {
 	for i, h := range fam.hs {
 		tests[i] = h.test
 	}
-	fam.reject, fam.level, fam.k, _ = stats.Significant(tests, alpha)
+	var levels []float64
+	fam.reject, levels, fam.k, _ = stats.StepDown(tests, alpha)
+	_, _, fam.counted, _ = stats.Significant(tests, alpha)
+	for i := range fam.hs {
+		fam.hs[i].level = levels[i]
+	}
 	return fam
 }
 

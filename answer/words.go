@@ -108,7 +108,7 @@ func tieBreak(left []*backend, have []string) string {
 // sepWords words one separation.
 func sepWords(s separation, fam *family) string {
 	h := s.by
-	test := fmt.Sprintf("p = %s, each of the family's %d counted comparisons held to %s", fmtP(h.test.P), fam.k, fmtP(fam.level))
+	test := fmt.Sprintf("p = %s, held to %s, step-down over the family's %d counted comparisons", fmtP(h.test.P), fmtP(h.level), fam.counted)
 	switch h.measure {
 	case results.MeasureLockBugs:
 		x, y := classByLabel(h.worse, h.class), classByLabel(h.better, h.class)

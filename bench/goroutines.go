@@ -54,6 +54,12 @@ func (r *Runner) goroutines(ctx context.Context, id string, c Case, spec workloa
 		clients[i] = workloads.Client{Process: p, Locker: l, Judge: jc.Local(localHost, p)}
 	}
 	runErr := workloads.Run(ctx, spec, clients)
+	// A client that left without Done — its context ended at the start
+	// barrier, after the last one had arrived — is gone, as a worker
+	// process is when it exits; Finish would wait for it forever.
+	for _, cl := range clients {
+		_ = cl.Judge.Close() // never fails in process; a client that said Done is not touched
+	}
 	rec := n.Stop()
 	if ctx.Err() != nil {
 		jc.Stop()
