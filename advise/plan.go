@@ -81,6 +81,8 @@ type Plan struct {
 	// Family is the comparisons that can change the answer (the leader
 	// against each contender, on each deciding measure); Level the level
 	// each is held to at the first look: its share, Alpha/2, over Family.
+	// The answer's step-down procedure reaches that level once the
+	// comparisons with clear differences are set apart.
 	Family int
 	Level  float64
 	// PowerEach is the power each of the leader's comparisons is planned

@@ -39,9 +39,10 @@ func (pl *Plan) Write(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Spec, in, c.Why)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(&b, "\nWhat each comparison needs, at the family's level: the family is the %d comparisons that can change the answer "+
-		"(the leader against each of the %d other candidates, on each measure that decides); round k's look spends %.0f%%/2^k of the "+
-		"family-wise %.0f%%, up to %d rounds: at the first, each comparison is held to %.2g%%.\n",
+	fmt.Fprintf(&b, "\nWhat each comparison needs, at the family's level: the answer holds every comparison it makes to one "+
+		"family-wise level, step-down, so that once the clear differences are set apart the %d comparisons that can still change "+
+		"the answer (the leader against each of the %d other candidates, on each measure that decides) share it; round k's look "+
+		"spends %.0f%%/2^k of the family-wise %.0f%%, up to %d rounds: at the first, each of them is held to %.2g%%.\n",
 		pl.Family, max(len(pl.Candidates)-1, 0), 100*Alpha, 100*Alpha, Looks, 100*pl.Level)
 	if p.intends(IntentEfficiency) {
 		fmt.Fprintf(&b, "  speed: %d independent trials a side (each on fresh servers) to see a %.0f%% difference in throughput (power %.0f%% "+
