@@ -290,3 +290,38 @@ func TestRoundOneRunsInPriorityOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMoreSpeedAtItsPoint: more speed trials run only where the answer
+// compares speed — the reference workload at the backend's peak client
+// count — not the whole sweep, which would cost five times as much and
+// decide nothing.
+func TestMoreSpeedAtItsPoint(t *testing.T) {
+	pl, err := advise.New(advise.Default(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &results.File{}
+	for trial := range 3 {
+		for clients, tp := range map[int]float64{1: 500, 16: 4000, 64: 3000} {
+			f.Cases = append(f.Cases, results.Case{Backend: "redis", Workload: "uniform", Fault: "none", FaultClass: "none", Guard: "none",
+				Clients: clients, Trial: trial, FreshServers: true, Throughput: tp + float64(trial)})
+		}
+		f.Cases = append(f.Cases, results.Case{Backend: "redis", Workload: "hot", Fault: "none", FaultClass: "none", Guard: "none",
+			Clients: 16, Trial: trial, FreshServers: true, Throughput: 300})
+	}
+	cases, _ := pl.More(f, []results.Need{{A: "redis", B: "redlock", Measure: results.MeasureSpeed, Trials: 6}}, 0)
+	var redis []string
+	for _, c := range cases {
+		if c.Backend.Spec != "redis" {
+			continue
+		}
+		redis = append(redis, c.String())
+		if c.Spec.Workload != "uniform" || c.Spec.Clients != 16 || c.Trial < 3 || !c.Fresh {
+			t.Errorf("%s: %s at %d clients, trial %d, fresh %v; want uniform at 16, after the 3 run, fresh",
+				c, c.Spec.Workload, c.Spec.Clients, c.Trial, c.Fresh)
+		}
+	}
+	if len(redis) != 3 {
+		t.Errorf("redis's next round: %d cases %v, want the 3 missing trials at its point", len(redis), redis)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockbench/lockbench/bench"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/suites"
+	"github.com/lockbench/lockbench/workloads"
 )
 
 // Verdict is what one look at the results says: the answer is decided,
@@ -204,6 +205,13 @@ func (pl *Plan) casesFor(f *results.File, n results.Need) []bench.Case {
 		}
 		s.Rules = rules([]string{n.A}, []string{suites.Sweep})
 		s.PerfTrials = n.Trials - have.trials
+		// Only the workload and client count the answer compares speed
+		// at: the rest of the sweep would cost four times as much and
+		// decide nothing.
+		if w, clients, ok := answer.SpeedPoint(f, n.A); ok {
+			s.Workloads, s.Clients, s.ManyKeysClients = []workloads.Workload{workloads.Workload(w)}, []int{clients}, []int{clients}
+			s.HotTrials = 0
+		}
 	} else {
 		if n.Measure == results.MeasureJudged {
 			have.tested = 0 // what it has did not judge it: n's injections again

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/stats"
 )
 
@@ -98,5 +99,30 @@ func TestSpeedTrialsFollowTheTrend(t *testing.T) {
 	}
 	if got := float64(hit) / sims; got < power-0.02 {
 		t.Errorf("%d trials a side drawn as measured separate in %.1f%%, want at least %.0f%%", n, got*100, power*100)
+	}
+}
+
+// TestSpeedPointKeepsItsTrials: once the rounds added trials at a
+// backend's peak client count, that count stays the one compared even
+// when another's median of fewer trials comes out higher; the trials
+// added are not thrown away.
+func TestSpeedPointKeepsItsTrials(t *testing.T) {
+	f := &results.File{}
+	add := func(clients, trial int, tp float64) {
+		f.Cases = append(f.Cases, results.Case{Backend: "redis", Workload: "uniform", Fault: "none", FaultClass: "none", Guard: "none",
+			Clients: clients, Trial: trial, FreshServers: true, Throughput: tp})
+	}
+	for trial := range 8 {
+		add(16, trial, 4000)
+	}
+	for trial := range 3 {
+		add(64, trial, 4100)
+	}
+	w, clients, ok := SpeedPoint(f, "redis")
+	if !ok || w != "uniform" || clients != 16 {
+		t.Errorf("SpeedPoint = %q, %d, %v; want uniform at 16 clients, its 8 trials", w, clients, ok)
+	}
+	if _, _, ok := SpeedPoint(f, "etcd"); ok {
+		t.Error("SpeedPoint of a backend without trials: ok")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/stats"
@@ -52,8 +53,11 @@ func workloadOf(c *results.Case) string {
 }
 
 // addSpeeds gathers the backend's fault-free throughput per trial on the
-// reference workload and profile, at the client count and guard where its
-// median is highest. Trials that shared servers are one sample.
+// reference workload and profile, at the client count and guard with the
+// most trials, and among those where its median is highest: in round 1
+// every count has as many trials, and the peak is chosen; later rounds
+// add trials at that count alone (SpeedPoint), which then stays the one
+// compared. Trials that shared servers are one sample.
 func (b *backend) addSpeeds(f *results.File, workload, durability string, invalidRuns map[string]bool) {
 	type key struct {
 		clients int
@@ -78,7 +82,7 @@ func (b *backend) addSpeeds(f *results.File, workload, durability string, invali
 		trials[k][c.Trial] += tp
 		fresh[k] = fresh[k] && c.FreshServers
 	}
-	bestMedian := -1.0
+	bestMedian, most := -1.0, 0
 	keys := make([]key, 0, len(trials))
 	for k := range trials {
 		keys = append(keys, k)
@@ -89,8 +93,27 @@ func (b *backend) addSpeeds(f *results.File, workload, durability string, invali
 		for _, t := range slices.Sorted(maps.Keys(trials[k])) {
 			xs = append(xs, trials[k][t])
 		}
-		if m := stats.SpreadOf(xs).Median; m > bestMedian {
-			bestMedian, b.speeds, b.independent, b.peakClients = m, xs, fresh[k], k.clients
+		if m := stats.SpreadOf(xs).Median; len(xs) > most || (len(xs) == most && m > bestMedian) {
+			bestMedian, most, b.speeds, b.independent, b.peakClients = m, len(xs), xs, fresh[k], k.clients
 		}
 	}
+}
+
+// SpeedPoint returns where the answer compares backend's speed on the
+// evidence of f: the reference workload (as results.Case.Workload names
+// it) and the client count. More trials for a speed comparison are
+// needed there alone: the other client counts and workloads do not
+// enter it. ok is false when f has no fault-free trial of the backend
+// on the reference workload.
+func SpeedPoint(f *results.File, backend string) (workload string, clients int, ok bool) {
+	if f == nil {
+		return "", 0, false
+	}
+	ev := gather(f)
+	b := ev.backends[backend]
+	if b == nil || len(b.speeds) == 0 {
+		return "", 0, false
+	}
+	w, _, _ := strings.Cut(ev.workload, "/")
+	return w, b.peakClients, true
 }
