@@ -207,10 +207,10 @@ func (pl *Plan) casesFor(f *results.File, n results.Need) []bench.Case {
 		s.PerfTrials = n.Trials - have.trials
 		// Only the workload the answer compares speed on, and its client
 		// counts up to the one compared, in the sweep's order: the cases
-		// before it are what warmed the servers in round 1's trials. A
-		// case alone on servers started for it is not the same trial (on
-		// a 2-core machine the advisory lock's 16 clients ran at a third
-		// of their round 1 rate, Sentinel's at two thirds).
+		// before it are what warmed the servers in round 1's trials, and
+		// a case alone on servers started for it measures a colder
+		// server, by a different amount for each backend
+		// (docs/measurements.md, run a33b51bf).
 		if w, clients, ok := answer.SpeedPoint(f, n.A); ok {
 			s.Workloads, s.HotTrials = []workloads.Workload{workloads.Workload(w)}, 0
 			s.ManyKeysClients = upTo(s.ManyKeysClients, clients)

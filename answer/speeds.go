@@ -56,8 +56,8 @@ func workloadOf(c *results.Case) string {
 // reference workload and profile, at the client count and guard with the
 // most trials, and among those where its median is highest: in round 1
 // every count has as many trials, and the peak is chosen; later rounds
-// add trials at that count alone (SpeedPoint), which then stays the one
-// compared. Trials that shared servers are one sample.
+// add trials at the counts up to it (SpeedPoint), so the trials they add
+// stay in the comparison. Trials that shared servers are one sample.
 func (b *backend) addSpeeds(f *results.File, workload, durability string, invalidRuns map[string]bool) {
 	type key struct {
 		clients int
@@ -101,10 +101,10 @@ func (b *backend) addSpeeds(f *results.File, workload, durability string, invali
 
 // SpeedPoint returns where the answer compares backend's speed on the
 // evidence of f: the reference workload (as results.Case.Workload names
-// it) and the client count. More trials for a speed comparison are
-// needed there alone: the other client counts and workloads do not
-// enter it. ok is false when f has no fault-free trial of the backend
-// on the reference workload.
+// it) and the client count. The counts past it and the other workloads
+// do not enter the comparison, so more trials need not run them. ok is
+// false when f has no fault-free trial of the backend on the reference
+// workload.
 func SpeedPoint(f *results.File, backend string) (workload string, clients int, ok bool) {
 	if f == nil {
 		return "", 0, false
