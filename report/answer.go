@@ -289,7 +289,8 @@ func (ds *dataset) tieLine(ch Choice, workload string) string {
 		more = fmt.Sprintf(" (%d more than the fewest here)", need-ch.sep.minWindow)
 	}
 	return fmt.Sprintf("What would settle the order between %s and %s: the rank-sum test sets two backends apart at this answer's %.0f%% "+
-		"level over its %d comparisons with samples (each held to p ≤ %s by Tarone's correction, K = %d) only with at "+
+		"level over its %d comparisons with samples (those still standing held to p ≤ %s by Tarone's correction applied "+
+		"step-down, K = %d) only with at "+
 		"least %d samples a side, "+
 		"and then only when they separate; this run has %s and %s. %d tested injections per class and backend%s, and %d trials each on fresh "+
 		"servers, would let a clear difference show.",

@@ -515,7 +515,7 @@ func TestRealDifferenceSetsApart(t *testing.T) {
 		}
 		v := verdict(t, ch, "etcd")
 		if !strings.HasPrefix(v.Standing, "set apart on availability: under partition") || !strings.Contains(v.Standing, "rank-sum p = ") ||
-			!strings.Contains(v.Standing, "by more than 10 points") {
+			!strings.Contains(v.Standing, "by more than 10 points") || !strings.Contains(v.Standing, "step-down over this answer's") {
 			t.Errorf("etcd's standing %q", v.Standing)
 		}
 	}

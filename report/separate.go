@@ -38,7 +38,8 @@ type comparison struct {
 // and profile (efficiency only), on the in-fault share and the recovery
 // per compared class, and on speed when both sides have independent
 // trials — and which of them the test rejects at familyLevel, Tarone's
-// correction applied to the whole family. A step sets a backend apart
+// correction applied step-down to the whole family (stats.StepDown), as
+// the answer's own family is. A step sets a backend apart
 // only through a rejected comparison, so the whole ranking errs with
 // probability at most familyLevel, however many backends and classes
 // it compares: with 3 windows a side the best p-value is 1/20 and
@@ -46,9 +47,12 @@ type comparison struct {
 type separation struct {
 	comparisons []comparison
 	rejected    []bool
-	// level is what each comparison's p-value was held to, k the
-	// number of comparisons Tarone's correction counted, sized the
-	// comparisons with samples on both sides.
+	// levels are what each comparison's p-value was held to; level is
+	// the one the comparisons left standing still have to reach, k the
+	// number of comparisons Tarone's correction counted among them when
+	// the step-down stopped, sized the comparisons with samples on both
+	// sides.
+	levels    []float64
 	level     float64
 	k, sized  int
 	minWindow int // fewest fault windows a side among the availability comparisons
@@ -128,7 +132,14 @@ func (ds *dataset) separate(tier, classes []string, peaks map[string]*group, q q
 	if s.minWindow == math.MaxInt {
 		s.minWindow = 0
 	}
-	s.rejected, s.level, s.k, _ = stats.Significant(tests, familyLevel)
+	s.rejected, s.levels, s.k, _ = stats.StepDown(tests, familyLevel)
+	s.level = familyLevel / float64(max(s.k, 1))
+	for i, r := range s.rejected {
+		if !r {
+			s.level = s.levels[i]
+			break
+		}
+	}
 	return s
 }
 
@@ -192,11 +203,25 @@ func (s *separation) setApart(step string, tier []string) ([]string, map[string]
 }
 
 // testWords says what the test found for c: its p-value against the
-// level each of the family's comparisons is held to.
+// level the step-down procedure held it to.
 func (s *separation) testWords(c *comparison) string {
-	return fmt.Sprintf("rank-sum p = %s on %d against %d, under the %s each of this answer's %d comparisons is held to (%.0f%% for all "+
+	level := s.level
+	if i := s.index(c); i >= 0 {
+		level = s.levels[i]
+	}
+	return fmt.Sprintf("rank-sum p = %s on %d against %d, held to %s, step-down over this answer's %d comparisons (%.0f%% for all "+
 		"together)",
-		fmtP(c.test.P), c.n, c.m, fmtP(s.level), len(s.comparisons), familyLevel*100)
+		fmtP(c.test.P), c.n, c.m, fmtP(level), len(s.comparisons), familyLevel*100)
+}
+
+// index returns the position of c in the family, or -1.
+func (s *separation) index(c *comparison) int {
+	for i := range s.comparisons {
+		if &s.comparisons[i] == c {
+			return i
+		}
+	}
+	return -1
 }
 
 // settle says how many samples a side the test needs before it could
