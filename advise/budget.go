@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/results"
 )
 
 // The order in which a budget keeps classes: for correctness, the ones
@@ -32,10 +33,11 @@ type cell struct {
 // what breaks exclusion for correctness, what costs grants for
 // efficiency) — and keeps those that fit the budget (the whole of it for
 // round 1 when the budget covers everything, else three quarters, the
-// rest left to the rounds); it returns what it cut, in words.
-func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string) {
+// rest left to the rounds); it returns what it cut, in words and as cases
+// cut for the results (leftOut).
+func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string, []results.Skip) {
 	if pl.Budget == 0 {
-		return cases, nil
+		return cases, nil, nil
 	}
 	limit := pl.Budget * 3 / 4
 	switch {
@@ -105,7 +107,30 @@ func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string) {
 			out = append(out, c.cases...)
 		}
 	}
-	return out, cut
+	return out, cut, leftOut(ranked, keep)
+}
+
+// leftOut records the cells round 1 leaves out for the budget as cases
+// cut (results.Skip.Cut), once per backend and fault spec: they apply and
+// were planned, so what they would show is unknown, and the answer does
+// not judge a candidate without them — its rounds run them when the
+// candidate could still qualify.
+func leftOut(cells []*cell, keep map[*cell]bool) []results.Skip {
+	var out []results.Skip
+	for _, c := range cells {
+		if keep[c] {
+			continue
+		}
+		for _, k := range c.cases {
+			if slices.ContainsFunc(out, func(s results.Skip) bool { return s.Backend == k.Backend.Spec && s.Fault == k.Fault.Spec }) {
+				continue
+			}
+			out = append(out, results.Skip{Backend: k.Backend.Spec, FaultClass: k.Fault.Class(), Fault: k.Fault.Spec, Cut: true,
+				Reason: fmt.Sprintf("not run in round 1: left out for the budget (≈%s); a later round runs it if the answer needs it",
+					seconds(c.cost))})
+		}
+	}
+	return out
 }
 
 // whole estimates what deciding every comparison would take: round 1,

@@ -362,7 +362,9 @@ func (pl *Plan) build() error {
 	pl.Skipped = plan.Skipped
 	cases = pl.shape(cases)
 	pl.Whole = pl.whole(cases)
-	pl.Cases, pl.Cut = pl.fit(cases)
+	var left []results.Skip
+	pl.Cases, pl.Cut, left = pl.fit(cases)
+	pl.Skipped = append(pl.Skipped, left...)
 	pl.Estimate = Estimate(pl.Cases)
 	return nil
 }

@@ -165,6 +165,25 @@ func TestPlanBudget(t *testing.T) {
 	if pl.Estimate > 6*time.Minute || len(pl.Cut) == 0 || len(pl.Cases) >= len(whole.Cases) {
 		t.Fatalf("8m budget: round 1 estimated %v with %d of %d cases, %d cut", pl.Estimate, len(pl.Cases), len(whole.Cases), len(pl.Cut))
 	}
+	// What round 1 leaves out is in the results as cases cut, so that the
+	// answer judges no candidate without them (answer.TestCutCaseIsNotAPass):
+	// every cut cell, and none that runs.
+	cutSkips := map[string]bool{}
+	for _, s := range pl.Skipped {
+		if s.Cut {
+			cutSkips[s.Backend+" under "+s.FaultClass] = true
+		}
+	}
+	for _, cut := range pl.Cut {
+		if cell, _, _ := strings.Cut(cut, " (≈"); !cutSkips[cell] {
+			t.Errorf("%q cut from round 1, but not recorded as a case cut (skips %v)", cut, cutSkips)
+		}
+	}
+	for _, c := range pl.Cases {
+		if cutSkips[c.Backend.Spec+" under "+c.Fault.Class()] {
+			t.Errorf("%s runs in round 1, yet is recorded as cut", c)
+		}
+	}
 	have := map[string]bool{}
 	for _, c := range pl.Candidates {
 		have[c.Spec] = c.Have

@@ -315,15 +315,26 @@ func TestCutCaseIsNotAPass(t *testing.T) {
 	for _, cs := range [][]results.Case{correct("y", late), correct("z")} {
 		f.Cases = append(f.Cases, cs...)
 	}
+	ranLater := faulted("z", "client-pause", "fence", "...")
+	ranLater.Fault, ranLater.Trial = "client-pause?at=extend", 2
 	for _, tt := range []struct {
 		name string
 		cut  bool
 		want bool
-	}{{"run to the end", false, true}, {"cut", true, false}} {
+		// later is a later round's case of the cut spec.
+		later []results.Case
+	}{
+		{"run to the end", false, true, nil},
+		{"cut", true, false, nil},
+		// A cell round 1 left out for the budget and a later round ran
+		// is not missing any more.
+		{"cut, then run", false, true, []results.Case{ranLater}},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := *f
+			g.Cases = append(slices.Clone(f.Cases), tt.later...)
 			g.Skipped = nil
-			if tt.cut {
+			if tt.cut || tt.later != nil {
 				g.Skipped = []results.Skip{{Backend: "z", FaultClass: "client-pause", Fault: "client-pause?at=extend", Cut: true,
 					Reason: "not run: the run's time ran out before it ran"}}
 			}

@@ -88,7 +88,8 @@ func guardFor(token string) string {
 // none), no stale write accepted, no update lost, no token regression,
 // and the fenced-mutex check true on every history; and put through
 // client-pause and a server-side fault with tested injections; and none
-// of its planned cases cut by the run's end.
+// of its planned cases cut (by the run's end, or left out of round 1 for
+// the budget) and not run since.
 func correctness(b *backend, p results.Profile) standing {
 	s := standing{b: b}
 	var bugs []string
@@ -149,7 +150,8 @@ func correctness(b *backend, p results.Profile) standing {
 		// The cases a run stops before are its last ones: a candidate
 		// must not qualify on having missed the variant that put the
 		// others out.
-		s.reason = fmt.Sprintf("not judged: the run stopped before its planned cases under %s", strings.Join(b.cut, ", "))
+		s.reason = fmt.Sprintf("not judged: its planned cases under %s did not run (left out for the budget, or the run stopped before them)",
+			strings.Join(b.cut, ", "))
 	default:
 		s.qualifies = true
 		s.reason = fmt.Sprintf("no lock bug in any tested injection; under guard %s no stale write accepted, no update lost", guard)
