@@ -174,7 +174,14 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 	for _, b := range left {
 		ch.Pick = append(ch.Pick, b.name)
 	}
-	ch.Decided = len(left) == 1
+	// The pick, and those tied with it, are decided only on every class
+	// the plan put them through: a class never faced cannot have put one
+	// out (efficiency; a correctness qualifier has no cut class).
+	var unrun []results.Need
+	for _, b := range left {
+		unrun = append(unrun, cutNeeds(b)...)
+	}
+	ch.Decided = len(left) == 1 && len(unrun) == 0
 	switch {
 	case len(left) > 1:
 		ch.RunnerUp = left[1].name
@@ -186,7 +193,7 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 			Winner: s.by.better.name, Loser: s.loser.name, Measure: s.by.measure, Class: s.by.class, P: s.by.test.P, Level: s.by.level,
 		})
 	}
-	ch.Needs = append(needs(left, intent, next/float64(max(fam.k, 1))), judgedNeeds(pending)...)
+	ch.Needs = slices.Concat(unrun, needs(left, intent, next/float64(max(fam.k, 1))), judgedNeeds(pending))
 	pick := left[0]
 	ch.Reasons = reasons(ch, pick, left, seps, fam, p, intent, len(tier))
 	if len(added) > 0 {

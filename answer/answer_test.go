@@ -380,3 +380,37 @@ func TestSpeedTrialWithoutGrants(t *testing.T) {
 			a.Efficiency.Separations, a.Efficiency.Decided)
 	}
 }
+
+// TestPickWithCutClassIsProvisional: an efficiency pick set apart on
+// speed whose planned restart cases were left out of round 1 for the
+// budget is not decided — under restart it could still lose its lock —
+// and the answer asks for those cases first; once a round ran them, it
+// is decided.
+func TestPickWithCutClassIsProvisional(t *testing.T) {
+	f := &results.File{}
+	f.Cases = slices.Concat(free("fast", true, 4400, 4300, 4500, 4450, 4350, 4420), free("slow", true, 730, 760, 700, 710, 740, 720),
+		one(faulted("slow", "restart", "none", "...")))
+	f.Skipped = []results.Skip{{Backend: "fast", FaultClass: "restart", Fault: "restart", Cut: true,
+		Reason: "not run in round 1: left out for the budget"}}
+	a, err := Decide(f, results.Profile{Intent: results.IntentEfficiency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := a.Efficiency
+	if len(ch.Pick) == 0 || ch.Pick[0] != "fast" || ch.Decided {
+		t.Fatalf("pick %v decided %v: want fast, not decided", ch.Pick, ch.Decided)
+	}
+	if len(ch.Needs) == 0 || ch.Needs[0].A != "fast" || ch.Needs[0].Measure != results.MeasureJudged || ch.Needs[0].Class != "restart" {
+		t.Errorf("needs %+v: want fast's restart first", ch.Needs)
+	}
+	if len(ch.Reasons) == 0 || !strings.Contains(ch.Reasons[0], "provisionally") || !strings.Contains(ch.Reasons[0], "restart") {
+		t.Errorf("reasons %q: want the pick called provisional, naming restart", ch.Reasons)
+	}
+	f.Cases = append(f.Cases, faulted("fast", "restart", "none", "..."))
+	if a, err = Decide(f, results.Profile{Intent: results.IntentEfficiency}); err != nil {
+		t.Fatal(err)
+	}
+	if ch := a.Efficiency; len(ch.Pick) == 0 || ch.Pick[0] != "fast" || !ch.Decided {
+		t.Errorf("after the round ran fast's restart: pick %v decided %v, want fast, decided (%q)", ch.Pick, ch.Decided, ch.Reasons)
+	}
+}

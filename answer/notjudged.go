@@ -20,25 +20,35 @@ const judgedInjections = 3
 // let through) needs nothing.
 func judgedNeeds(pending []standing) []results.Need {
 	var out []results.Need
-	add := func(b *backend, spec string, tested int64) {
+	add := func(b *backend, spec string) {
 		if slices.ContainsFunc(out, func(n results.Need) bool { return n.A == b.name && n.Class == spec }) {
 			return
 		}
-		out = append(out, results.Need{A: b.name, Measure: results.MeasureJudged, Class: spec,
-			Injections: int(tested) + judgedInjections})
+		out = append(out, results.Need{A: b.name, Measure: results.MeasureJudged, Class: spec, Injections: judgedInjections})
 	}
 	for _, s := range pending {
 		if s.final || s.qualifies {
 			continue
 		}
-		for _, spec := range s.b.cut {
-			add(s.b, spec, 0)
-		}
+		out = append(out, cutNeeds(s.b)...)
 		for _, ce := range s.b.sortedClasses() {
 			if ce.tested == 0 && ce.untested > 0 {
-				add(s.b, ce.class, 0)
+				add(s.b, ce.class)
 			}
 		}
+	}
+	return out
+}
+
+// cutNeeds returns what would judge b on the planned cases it did not
+// run (left out of round 1 for the budget, or cut by the run's end): each
+// of their fault specs, as a need with the measure "judged". A pick is
+// not decided before they ran: a class it never faced cannot have put it
+// out.
+func cutNeeds(b *backend) []results.Need {
+	var out []results.Need
+	for _, spec := range b.cut {
+		out = append(out, results.Need{A: b.name, Measure: results.MeasureJudged, Class: spec, Injections: judgedInjections})
 	}
 	return out
 }

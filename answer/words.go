@@ -36,6 +36,10 @@ func reasons(ch *results.Choice, pick *backend, left []*backend, seps []separati
 		use += ", with fencing tokens checked by the resource"
 	}
 	switch {
+	case len(left) == 1 && len(pick.cut) > 0:
+		out = append(out, fmt.Sprintf("%s, provisionally: it was not run under its planned cases under %s (left out for the budget, "+
+			"or the run stopped before them), which could still put it out; a round that runs them would decide.",
+			use, strings.Join(pick.cut, ", ")))
 	case qualified == 1:
 		out = append(out, use+": the only candidate that qualifies.")
 	case ch.Decided:
