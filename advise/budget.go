@@ -126,6 +126,7 @@ func leftOut(cells []*cell, keep map[*cell]bool) []results.Skip {
 				continue
 			}
 			out = append(out, results.Skip{Backend: k.Backend.Spec, FaultClass: k.Fault.Class(), Fault: k.Fault.Spec, Cut: true,
+				ServerKind: string(k.Backend.Descriptor.Servers.Kind),
 				Reason: fmt.Sprintf("not run in round 1: left out for the budget (≈%s); a later round runs it if the answer needs it",
 					seconds(c.cost))})
 		}

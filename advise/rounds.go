@@ -31,13 +31,16 @@ type Decider func(f *results.File) (Verdict, error)
 // decided when every intent's is.
 func Decide(p results.Profile) Decider {
 	return func(f *results.File) (Verdict, error) {
-		// The candidates the budget left out are not in the results: the
-		// answer is among those measured.
+		// A candidate is in the answer once measured, or planned and cut
+		// (not judged); one the suite never planned here is not.
 		q := p
 		if len(p.Backends) > 0 {
 			measured := map[string]bool{}
 			for _, c := range f.Cases {
 				measured[c.Backend] = true
+			}
+			for _, s := range f.Skipped {
+				measured[s.Backend] = measured[s.Backend] || s.Cut
 			}
 			q.Backends = nil
 			for _, b := range p.Backends {
@@ -141,7 +144,7 @@ func Words(n results.Need) string {
 	case results.MeasureSpeed:
 		return fmt.Sprintf("%s on speed: %d independent trials a side", who, n.Trials)
 	case results.MeasureJudged:
-		return fmt.Sprintf("%s, not judged yet: %s again, %d tested injections", who, n.Class, n.Injections)
+		return fmt.Sprintf("%s, not judged yet: %d tested injections of %s", who, n.Injections, n.Class)
 	}
 	return fmt.Sprintf("%s on %s under %s: %d tested injections a side", who, n.Measure, n.Class, n.Injections)
 }

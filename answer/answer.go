@@ -181,7 +181,18 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 	for _, b := range left {
 		unrun = append(unrun, cutNeeds(b)...)
 	}
-	ch.Decided = len(left) == 1 && len(unrun) == 0
+	// Nor while a candidate that could still join them is not judged yet
+	// for want of cases a round can run: one on the team's servers when
+	// the pick is, any otherwise.
+	judged := judgedNeeds(pending)
+	ownTier := len(p.Have) > 0 && owned(tier[0], p.Have) == 1
+	var contenders []string
+	for _, s := range pending {
+		if slices.ContainsFunc(judged, func(n results.Need) bool { return n.A == s.b.name }) && (!ownTier || owned(s.b, p.Have) == 1) {
+			contenders = append(contenders, s.b.name)
+		}
+	}
+	ch.Decided = len(left) == 1 && len(unrun) == 0 && len(contenders) == 0
 	switch {
 	case len(left) > 1:
 		ch.RunnerUp = left[1].name
@@ -193,9 +204,13 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 			Winner: s.by.better.name, Loser: s.loser.name, Measure: s.by.measure, Class: s.by.class, P: s.by.test.P, Level: s.by.level,
 		})
 	}
-	ch.Needs = slices.Concat(unrun, needs(left, intent, next/float64(max(fam.k, 1))), judgedNeeds(pending))
+	ch.Needs = slices.Concat(unrun, needs(left, intent, next/float64(max(fam.k, 1))), judged)
 	pick := left[0]
 	ch.Reasons = reasons(ch, pick, left, seps, fam, p, intent, len(tier))
+	if len(contenders) > 0 {
+		ch.Reasons = slices.Insert(ch.Reasons, 1, fmt.Sprintf("Not decided yet: %s not judged, and could still qualify and change "+
+			"this answer.", joinAnd(contenders)))
+	}
 	if len(added) > 0 {
 		ch.Reasons = append(ch.Reasons, fmt.Sprintf("Qualified too, on servers you do not run (you would add them): %s.", joinAnd(added)))
 	}

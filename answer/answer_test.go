@@ -414,3 +414,37 @@ func TestPickWithCutClassIsProvisional(t *testing.T) {
 		t.Errorf("after the round ran fast's restart: pick %v decided %v, want fast, decided (%q)", ch.Pick, ch.Decided, ch.Reasons)
 	}
 }
+
+// TestCandidateNeverRunIsNotJudged: a candidate the budget left out of
+// round 1 altogether is named not judged, with what would judge it — not
+// dropped from the answer as if it had never been a candidate.
+func TestCandidateNeverRunIsNotJudged(t *testing.T) {
+	f := &results.File{Cases: correct("y")}
+	f.Skipped = []results.Skip{{Backend: "z", FaultClass: "client-pause", Fault: "client-pause", Cut: true, Reason: "left out"},
+		{Backend: "z", FaultClass: "restart", Fault: "restart", Cut: true, Reason: "left out"}}
+	a, err := Decide(f, results.Profile{Intent: results.IntentCorrectness, Token: results.TokenWrite, Backends: []string{"y", "z"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := a.Correctness
+	if !slices.ContainsFunc(ch.Unqualified, func(s string) bool {
+		return strings.HasPrefix(s, "z: not judged: its planned cases under client-pause, restart did not run")
+	}) {
+		t.Errorf("z not named not judged: %q", ch.Unqualified)
+	}
+	if slices.Contains(ch.Pick, "z") || !slices.Contains(ch.Pick, "y") {
+		t.Errorf("pick %v: want y, never z", ch.Pick)
+	}
+	// y qualifies alone, but z could still qualify and outrank it.
+	if ch.Decided || !slices.ContainsFunc(ch.Needs, func(n results.Need) bool { return n.A == "z" && n.Class == "restart" }) ||
+		len(ch.Reasons) < 2 || !strings.HasPrefix(ch.Reasons[1], "Not decided yet: z not judged") {
+		t.Errorf("decided %v, needs %+v, reasons %q: want undecided until z's cut cases ran", ch.Decided, ch.Needs, ch.Reasons)
+	}
+	// Without a profile naming it, a backend of cut cases only is no candidate.
+	if a, err = Decide(f, results.Profile{Intent: results.IntentCorrectness, Token: results.TokenWrite}); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(a.Correctness.Unqualified, func(s string) bool { return strings.HasPrefix(s, "z:") }) {
+		t.Errorf("z a candidate without being named: %q", a.Correctness.Unqualified)
+	}
+}

@@ -32,6 +32,9 @@ type evidence struct {
 	// workload and durability are the reference speeds are compared on.
 	workload, durability string
 	skipped              []results.Skip
+	// unrun are the backends of cut cases only, by name: none of their
+	// planned cases ran.
+	unrun map[string]*backend
 }
 
 // backend is the evidence of one backend.
@@ -151,7 +154,7 @@ func runOf(c *results.Case) string {
 
 // gather reads the evidence of f.
 func gather(f *results.File) *evidence {
-	ev := &evidence{backends: map[string]*backend{}, skipped: f.Skipped}
+	ev := &evidence{backends: map[string]*backend{}, unrun: map[string]*backend{}, skipped: f.Skipped}
 	invalidRuns := map[string]bool{}
 	for i := range f.Cases {
 		if c := &f.Cases[i]; c.Invalid {
@@ -215,7 +218,20 @@ func gather(f *results.File) *evidence {
 		ran[[2]string{c.Backend, c.Fault}] = true
 	}
 	for _, s := range f.Skipped {
-		if b := ev.backends[s.Backend]; b != nil && s.Cut && !ran[[2]string{s.Backend, s.Fault}] && !slices.Contains(b.cut, s.Fault) {
+		if !s.Cut || ran[[2]string{s.Backend, s.Fault}] {
+			continue
+		}
+		b := ev.backends[s.Backend]
+		if b == nil {
+			// Every case of it was cut: a profile that names it as a
+			// candidate finds it planned, never judged (candidates).
+			b = ev.unrun[s.Backend]
+			if b == nil {
+				b = &backend{name: s.Backend, kind: s.ServerKind, classes: map[string]*classEvidence{}, guards: map[string]*guardEvidence{}}
+				ev.unrun[s.Backend] = b
+			}
+		}
+		if !slices.Contains(b.cut, s.Fault) {
 			b.cut = append(b.cut, s.Fault)
 		}
 	}

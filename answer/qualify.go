@@ -35,6 +35,9 @@ func (ev *evidence) candidates(p results.Profile) ([]*backend, error) {
 	for _, n := range p.Backends {
 		b := ev.backends[n]
 		if b == nil {
+			b = ev.unrun[n]
+		}
+		if b == nil {
 			return nil, fmt.Errorf("profile backend %q: not in the results (they hold %s)", n, strings.Join(ev.names, ", "))
 		}
 		if !b.control {
@@ -119,11 +122,13 @@ func correctness(b *backend, p results.Profile) standing {
 		g = b.guards[guard]
 	}
 	switch {
-	case b.valid == 0 && len(bugs) == 0:
-		s.reason = "not judged: every case it ran was invalid"
 	case len(bugs) > 0:
 		s.final = true
 		s.reason = "lock bugs: " + strings.Join(bugs, "; ")
+	case b.valid+b.invalid == 0:
+		s.reason = "not judged: " + cutWords(b)
+	case b.valid == 0:
+		s.reason = "not judged: every case it ran was invalid"
 	case g == nil:
 		s.reason = fmt.Sprintf("not judged: never run under guard %s (what the resource can do with a token)", guard)
 	case guard != guardNone && !g.fencing:
@@ -150,13 +155,21 @@ func correctness(b *backend, p results.Profile) standing {
 		// The cases a run stops before are its last ones: a candidate
 		// must not qualify on having missed the variant that put the
 		// others out.
-		s.reason = fmt.Sprintf("not judged: its planned cases under %s did not run (left out for the budget, or the run stopped before them)",
-			strings.Join(b.cut, ", "))
+		s.reason = "not judged: " + cutWords(b)
 	default:
 		s.qualifies = true
 		s.reason = fmt.Sprintf("no lock bug in any tested injection; under guard %s no stale write accepted, no update lost", guard)
 	}
 	return s
+}
+
+// cutWords says which of b's planned cases did not run.
+func cutWords(b *backend) string {
+	if len(b.cut) == 0 {
+		return "it ran no case"
+	}
+	return fmt.Sprintf("its planned cases under %s did not run (left out for the budget, or the run stopped before them)",
+		strings.Join(b.cut, ", "))
 }
 
 // hasServerFault reports whether the guard's cases had tested injections

@@ -16,7 +16,8 @@ func noneQualifies(cands []*backend, pending []standing, intent string) []string
 	if len(cands) == 0 {
 		return []string{"No candidate: the run holds no backend the profile asks about (controls never qualify)."}
 	}
-	out := []string{fmt.Sprintf("No candidate qualifies for %s locks: each one is out for the reason listed under unqualified.", intent)}
+	out := []string{fmt.Sprintf("No candidate qualifies for %s locks: each one is out, or not judged yet, for the reason listed under "+
+		"unqualified.", intent)}
 	if len(pending) > 0 {
 		var names []string
 		for _, s := range pending {

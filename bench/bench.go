@@ -267,7 +267,7 @@ func (r *Runner) cut(cases []Case, cause error) {
 			continue
 		}
 		r.File.Skipped = append(r.File.Skipped, results.Skip{Backend: c.Backend.Spec, FaultClass: c.Fault.Class(), Fault: c.Fault.Spec,
-			Cut: true, Reason: fmt.Sprintf("not run: %s (%s)", why, c)})
+			Cut: true, ServerKind: string(c.Backend.Descriptor.Servers.Kind), Reason: fmt.Sprintf("not run: %s (%s)", why, c)})
 	}
 }
 

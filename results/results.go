@@ -79,6 +79,10 @@ type Skip struct {
 	// its variant from the others of its class.
 	Cut   bool   `json:"cut,omitempty"`
 	Fault string `json:"fault,omitempty"`
+	// ServerKind is the server software of the backend's servers (as
+	// Case.ServerKind), set on a case cut: a candidate none of whose cases
+	// ran is still known to run on servers the team has or would add.
+	ServerKind string `json:"server_kind,omitempty"`
 }
 
 // Case is one measured combination: a backend under a workload and a
