@@ -97,6 +97,12 @@ type Plan struct {
 	// Cases are round 1's, in the order they run; Estimate their time.
 	Cases    []bench.Case
 	Estimate time.Duration
+	// RoundOne is how long round 1 starts cases for (zero: until the
+	// budget ends): three quarters of a service's budget, so that the
+	// rounds keep a quarter for what the answer still needs — the
+	// survivors' classes round 1 did not reach — however slow the
+	// machine; make bench runs its whole catalogue first.
+	RoundOne time.Duration
 	// Whole is the time every planned comparison would need to be
 	// decided; Cut says what round 1 leaves out for the budget.
 	Whole time.Duration
@@ -366,6 +372,9 @@ func (pl *Plan) build() error {
 	pl.Cases, pl.Cut, left = pl.fit(cases)
 	pl.Skipped = append(pl.Skipped, left...)
 	pl.Estimate = Estimate(pl.Cases)
+	if pl.Budget > 0 && !p.isDefault() {
+		pl.RoundOne = pl.Budget * 3 / 4
+	}
 	return nil
 }
 

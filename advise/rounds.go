@@ -67,8 +67,9 @@ func Decide(p results.Profile) Decider {
 }
 
 // RunFunc runs cases and returns every result so far, the earlier
-// rounds' with them (bench.Runner.Run).
-type RunFunc func(ctx context.Context, cases []bench.Case) (*results.File, error)
+// rounds' with them (bench.Runner.Run); it starts no case after startBy,
+// when set, and records those left as cut (bench.Runner.StartBy).
+type RunFunc func(ctx context.Context, cases []bench.Case, startBy time.Time) (*results.File, error)
 
 // Rounds runs the plan: round 1's cases, then, after each look at the
 // results, more injections and trials for the comparisons that could
@@ -91,8 +92,12 @@ func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.
 	var v Verdict
 	for look := 1; ; look++ {
 		fmt.Fprintf(log, "advise: round %d: %d cases, estimated %s\n", look, len(cases), seconds(Estimate(cases)))
+		var startBy time.Time
+		if look == 1 && pl.RoundOne > 0 {
+			startBy = start.Add(pl.RoundOne)
+		}
 		var err error
-		f, err = run(ctx, cases)
+		f, err = run(ctx, cases, startBy)
 		spent := err != nil && parent.Err() == nil && ctx.Err() != nil
 		if err != nil && !spent {
 			return f, v, err

@@ -69,10 +69,15 @@ func (pl *Plan) Write(w io.Writer) error {
 	if pl.Budget == 0 {
 		fmt.Fprintln(&b, "no budget given: the rounds go on until the answer is decided or the looks are spent.")
 	} else {
-		fmt.Fprintf(&b, "the budget is %s: later rounds spend what round 1 leaves on what is still undecided.\n", seconds(pl.Budget))
+		fmt.Fprintf(&b, "the budget is %s: later rounds spend what round 1 leaves on what is still undecided", seconds(pl.Budget))
+		if pl.RoundOne > 0 {
+			fmt.Fprintf(&b, " (round 1 starts no case after %s, however slow the machine)", seconds(pl.RoundOne))
+		}
+		fmt.Fprintln(&b, ".")
 	}
 	if len(pl.Cut) > 0 {
-		fmt.Fprintf(&b, "Not run within the budget, so not decided by this plan (%d):\n", len(pl.Cut))
+		fmt.Fprintf(&b, "Left out of round 1 for the budget (%d): a candidate is not judged without them until a round runs them:\n",
+			len(pl.Cut))
 		for _, c := range pl.Cut {
 			fmt.Fprintf(&b, "  - %s\n", c)
 		}

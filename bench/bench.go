@@ -109,6 +109,10 @@ type Runner struct {
 	// Host names this runner on the judge and in the results (the
 	// hostname when empty); the hosts of one run need distinct names.
 	Host string
+	// StartBy, when set, is the time after which Run starts no case: the
+	// cases left are recorded cut (ErrStartBy), and Run returns without
+	// an error. lockbench advise gives round 1 its share of the budget so.
+	StartBy time.Time
 	// Progress, if set, is called when each case starts and ends.
 	Progress func(Event)
 	// File holds the results so far; Run fills in its metadata.
@@ -165,6 +169,10 @@ func (r *Runner) Run(ctx context.Context, cases []Case) (*results.File, error) {
 	for i, c := range cases {
 		if ctx.Err() != nil {
 			r.cut(cases[i:], ctx.Err())
+			break
+		}
+		if !r.StartBy.IsZero() && !time.Now().Before(r.StartBy) {
+			r.cut(cases[i:], ErrStartBy)
 			break
 		}
 		r.emit(Event{Index: i, Total: len(cases), Case: c})
@@ -253,12 +261,16 @@ func (r *Runner) skip(c Case, err error) {
 }
 
 // cut records in the results the cases the run stopped before (cause:
-// the context's error), once per backend and fault spec: they applied and
-// were planned, so what they would have shown is unknown.
+// the context's error, or ErrStartBy), once per backend and fault spec:
+// they applied and were planned, so what they would have shown is
+// unknown.
 func (r *Runner) cut(cases []Case, cause error) {
 	why := "the run was interrupted before it ran"
-	if errors.Is(cause, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(cause, context.DeadlineExceeded):
 		why = "the run's time ran out before it ran"
+	case errors.Is(cause, ErrStartBy):
+		why = "its round's share of the time ran out before it ran; a later round runs it if the answer needs it"
 	}
 	for _, c := range cases {
 		if slices.ContainsFunc(r.File.Skipped, func(s results.Skip) bool {

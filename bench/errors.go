@@ -71,3 +71,7 @@ func inapplicable(err error) string {
 	}
 	return err.Error()
 }
+
+// ErrStartBy is the cause recorded for the cases a run did not start
+// because its Runner.StartBy had passed.
+var ErrStartBy = errors.New("past the time to start cases by")

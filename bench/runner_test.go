@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -455,5 +456,36 @@ func TestRunnerFreshServersAcrossRounds(t *testing.T) {
 		if c.FreshServers {
 			t.Errorf("%s %s in the second round: fresh servers set without Fresh", c.Backend, c.Workload)
 		}
+	}
+}
+
+// TestRunnerStartBy: a runner whose StartBy has passed starts no case;
+// it records each one cut, with why, and returns without an error, so
+// that a round given its share of a budget ends and the next can run.
+func TestRunnerStartBy(t *testing.T) {
+	cases, err := suites.Cross(suites.Matrix{
+		Backends: []string{"noop"}, Workloads: []workloads.Workload{workloads.Hot}, Faults: []string{"none"},
+		Guards: []judge.Guard{judge.GuardNone}, Clients: []int{2}, Trials: 2,
+		Spec: workloads.Spec{Duration: 200 * time.Millisecond, TTL: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &bench.Runner{Clusters: bench.NewClusters(composetest.ForTest(t), nil), Worker: testWorker(), Seed: 3,
+		StartBy: time.Now().Add(time.Hour)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := r.Run(ctx, cases[:1])
+	if err != nil || len(f.Cases) != 1 {
+		t.Fatalf("before StartBy: %d results, error %v (want 1, nil)", len(f.Cases), err)
+	}
+	r.StartBy = time.Now()
+	f, err = r.Run(ctx, cases[1:])
+	if err != nil || len(f.Cases) != 1 || f.Partial {
+		t.Fatalf("after StartBy: %d results, partial %v, error %v (want the 1 of before, not partial, nil)", len(f.Cases), f.Partial, err)
+	}
+	i := slices.IndexFunc(f.Skipped, func(s results.Skip) bool { return s.Cut && s.Backend == "noop" && s.Fault == "none" })
+	if i < 0 || !strings.Contains(f.Skipped[i].Reason, "share of the time ran out") {
+		t.Errorf("the case not started is not recorded cut with why: %+v", f.Skipped)
 	}
 }

@@ -196,8 +196,9 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 	runner.File.Skipped = pl.Skipped
 	runner.File.Versions = versions(ctx)
 	started := time.Now()
-	run := func(ctx2 context.Context, cases []bench.Case) (*results.File, error) {
+	run := func(ctx2 context.Context, cases []bench.Case, startBy time.Time) (*results.File, error) {
 		total += len(cases)
+		runner.StartBy = startBy
 		return runner.Run(ctx2, cases)
 	}
 	rp := p.Results(pl.Candidates)
