@@ -60,17 +60,6 @@ func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string, []results.Skip)
 	for _, c := range pl.Candidates {
 		have[c.Spec] = c.Have
 	}
-	order := priorityEfficiency
-	if pl.Profile.intends(IntentCorrectness) {
-		order = priorityCorrectness
-	}
-	classRank := map[string]int{}
-	for i, c := range pl.Classes {
-		classRank[c.Name] = len(order) + i
-		if j := slices.Index(order, c.Name); j >= 0 {
-			classRank[c.Name] = j
-		}
-	}
 	rank := func(c *cell) int {
 		if b, err := bench.ParseBackend(c.spec); err == nil && b.Descriptor.Control {
 			return -1 // the control proves the checkers see a double grant: first
@@ -82,7 +71,7 @@ func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string, []results.Skip)
 		if ra, rb := rank(a), rank(b); ra != rb {
 			return ra - rb
 		}
-		return classRank[a.class] - classRank[b.class]
+		return pl.classRank(a.class) - pl.classRank(b.class)
 	})
 	keep := map[*cell]bool{}
 	var spent time.Duration
@@ -108,6 +97,26 @@ func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string, []results.Skip)
 		}
 	}
 	return out, cut, leftOut(ranked, keep)
+}
+
+// classRank is where class comes in the order the plan spends its
+// budget on classes: the baseline, then what breaks exclusion for
+// correctness, what costs grants for efficiency, then the plan's other
+// classes in its order.
+func (pl *Plan) classRank(class string) int {
+	order := priorityEfficiency
+	if pl.Profile.intends(IntentCorrectness) {
+		order = priorityCorrectness
+	}
+	if j := slices.Index(order, class); j >= 0 {
+		return j
+	}
+	for i, c := range pl.Classes {
+		if c.Name == class {
+			return len(order) + i
+		}
+	}
+	return len(order) + len(pl.Classes)
 }
 
 // leftOut records the cells round 1 leaves out for the budget as cases

@@ -278,6 +278,30 @@ func TestMore(t *testing.T) {
 	}
 }
 
+// TestMoreJudgesByClass: a round short of time judges the classes that
+// put locks out first, whichever candidate's they are — redlock's clock
+// jump before the lease table's server pause, though the lease table
+// comes first among the candidates (run 838c0bbd's round 2 spent its
+// quarter on the lease table's partition and server-pause).
+func TestMoreJudgesByClass(t *testing.T) {
+	pl, err := advise.New(doneWhen(), 8*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needs := []results.Need{
+		{A: "postgres?mode=lease", Measure: results.MeasureJudged, Class: "server-pause", Injections: 3},
+		{A: "redlock", Measure: results.MeasureJudged, Class: "clock-jump?by=0.1", Injections: 3},
+	}
+	all, _ := pl.More(nil, needs, 0)
+	if len(all) < 2 || all[0].Backend.Spec != "redlock" || all[0].Fault.Class() != "clock-jump" {
+		t.Fatalf("without a budget: %v (want redlock's clock jump first)", all)
+	}
+	cases, dropped := pl.More(nil, needs, advise.Estimate(all[:1])+time.Second)
+	if len(cases) != 1 || cases[0].Backend.Spec != "redlock" || len(dropped) != 1 || dropped[0].A != "postgres?mode=lease" {
+		t.Errorf("room for one: ran %v, dropped %+v (want redlock's clock jump run, the lease table's server pause dropped)", cases, dropped)
+	}
+}
+
 // TestRoundOneRunsInPriorityOrder: make bench's round 1 runs its cases
 // class by class in the order the answer needs them (the baseline, then
 // client pauses, ...), so a budget that ends the round early cuts the

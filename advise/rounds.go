@@ -1,9 +1,12 @@
 package advise
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/lockbench/lockbench/answer"
@@ -161,6 +164,20 @@ func Words(n results.Need) string {
 // less what f has. Within left (no cap when 0), the needs are taken in
 // order and those that do not fit are returned.
 func (pl *Plan) More(f *results.File, needs []results.Need, left time.Duration) ([]bench.Case, []results.Need) {
+	// What would judge a candidate comes first, class by class in the
+	// plan's order (the candidates in the answer's within a class): a
+	// not-judged candidate keeps the answer undecided, and a short round
+	// spends itself on the classes that put locks out.
+	needs = slices.Clone(needs)
+	slices.SortStableFunc(needs, func(a, b results.Need) int {
+		rank := func(n results.Need) int {
+			if n.Measure != results.MeasureJudged {
+				return math.MaxInt
+			}
+			return pl.classRank(classOf(n.Class))
+		}
+		return cmp.Compare(rank(a), rank(b))
+	})
 	type key struct{ spec, class string }
 	want := map[key]results.Need{}
 	var order []key

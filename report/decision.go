@@ -39,9 +39,9 @@ func choiceLines(a *results.Answer, ch *results.Choice) []string {
 	if ch.RunnerUp != "" {
 		lines = append(lines, "Runner-up: "+ch.RunnerUp+".")
 	}
+	lines = append(lines, judgeLines(ch.Needs)...)
 	for _, n := range ch.Needs {
 		if n.Measure == results.MeasureJudged {
-			lines = append(lines, fmt.Sprintf("Would judge %s: %s again, %d tested injections.", n.A, n.Class, n.Injections))
 			continue
 		}
 		what := fmt.Sprintf("%d tested injections of %s a side", n.Injections, n.Class)
@@ -57,13 +57,61 @@ func choiceLines(a *results.Answer, ch *results.Choice) []string {
 		lines = append(lines, "Not tested for this pick: "+strings.Join(ch.NotTested, "; ")+".")
 	}
 	for _, u := range ch.Unqualified {
-		lines = append(lines, "Out: "+u+".")
+		prefix := "Out: "
+		if _, reason, _ := strings.Cut(u, ": "); strings.HasPrefix(reason, "not judged") {
+			prefix = "Not judged yet: "
+		}
+		lines = append(lines, prefix+u+".")
 	}
 	if n := len(a.Looks); n > 0 {
 		l := a.Looks[n-1]
 		lines = append(lines, fmt.Sprintf("Look %d of this run: %s of the %s family-wise level spent so far.", l.N, fmtP(l.Spent), fmtP(a.Alpha)))
 	}
 	return lines
+}
+
+// judgeLines says, one line a candidate, what would judge each candidate
+// not judged yet: the tested injections of each fault its needs name.
+func judgeLines(needs []results.Need) []string {
+	var order []string
+	by := map[string][]results.Need{}
+	for _, n := range needs {
+		if n.Measure != results.MeasureJudged {
+			continue
+		}
+		if by[n.A] == nil {
+			order = append(order, n.A)
+		}
+		by[n.A] = append(by[n.A], n)
+	}
+	var lines []string
+	for _, a := range order {
+		ns := by[a]
+		same := true
+		var specs []string
+		for _, n := range ns {
+			same = same && n.Injections == ns[0].Injections
+			specs = append(specs, n.Class)
+		}
+		if !same {
+			for i, n := range ns {
+				specs[i] = fmt.Sprintf("%s (%d)", n.Class, n.Injections)
+			}
+			lines = append(lines, fmt.Sprintf("Would judge %s: tested injections of %s.", a, strings.Join(specs, ", ")))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("Would judge %s: %s of %s.", a, plural(int64(ns[0].Injections), "tested injection")+eachOf(len(ns)),
+			strings.Join(specs, ", ")))
+	}
+	return lines
+}
+
+// eachOf is " each" for more than one.
+func eachOf(n int) string {
+	if n > 1 {
+		return " each"
+	}
+	return ""
 }
 
 // AnswerText writes the decided answer of f in words, one intent after

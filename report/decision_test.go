@@ -60,3 +60,28 @@ func TestRendersDecidedAnswer(t *testing.T) {
 		t.Errorf("terminal answer:\n%s", b.String())
 	}
 }
+
+// TestNotJudgedReadsAsNotJudged: a candidate the run did not judge is
+// listed as not judged yet, not as out, and what would judge it is one
+// line a candidate, not one a fault.
+func TestNotJudgedReadsAsNotJudged(t *testing.T) {
+	f := &results.File{Answer: &results.Answer{Alpha: 0.05, Correctness: &results.Choice{Intent: results.IntentCorrectness,
+		Reasons:     []string{"No candidate qualifies for correctness locks."},
+		Unqualified: []string{"redis: lock bugs: under restart", "redlock: not judged: its planned cases under power-loss did not run"},
+		Needs: []results.Need{{A: "redlock", Measure: results.MeasureJudged, Class: "power-loss", Injections: 3},
+			{A: "redlock", Measure: results.MeasureJudged, Class: "clock-jump?by=0.1", Injections: 3},
+			{A: "etcd", Measure: results.MeasureJudged, Class: "none", Injections: 3}}}}}
+	var b bytes.Buffer
+	if err := report.AnswerText(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Would judge redlock: 3 tested injections each of power-loss, clock-jump?by=0.1.",
+		"Would judge etcd: 3 tested injections of none.", "Out: redis: lock bugs", "Not judged yet: redlock: not judged"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the answer does not say %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "again") || strings.Contains(b.String(), "Out: redlock") {
+		t.Errorf("a case never run said run again, or a not-judged candidate said out:\n%s", b.String())
+	}
+}
