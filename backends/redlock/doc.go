@@ -75,7 +75,8 @@
 // Redis 6.2 or later (tested with 7.0), maxmemory-policy noeviction (or no
 // maxmemory). With ACLs, Redlock's user needs +evalsha +script|load
 // +blpop +hget +multi +exec +set, +hsetnx and +info with the restart
-// quarantine, and inside its scripts
+// quarantine, +incr with fencing tokens without the clock floor, and
+// inside its scripts
 // +get +set +del +exists +pttl +pexpire +incr +time +hget +hset +hdel
 // +hmget +hrandfield +zadd +zrange +zrem +zscore +rpush +ltrim
 // (+client|setname with a ClientName, +select with a DB, +wait with

@@ -10,8 +10,9 @@ import (
 
 // Fencing tokens: each node's per-key counter, advanced by the acquire
 // script or, on the lean path, by the advance script inside the grant's
-// transaction (both run fence.lua); a grant's token is the highest its
-// majority returned, written back until a majority has it.
+// transaction (both run fence.lua; without the clock floor the lean path
+// runs what fence.lua then does, INCR); a grant's token is the highest
+// its majority returned, written back until a majority has it.
 
 // floor returns the floor of the tokens of a try that begins at now: its
 // clock in µs with the clock floor, else 0.

@@ -25,8 +25,9 @@ import (
 //	EVALSHA advance 1 counter floor life; EXEC
 //
 // (without the restart quarantine, no HSETNX and HGET; without fencing
-// tokens, no EVALSHA), and takes client-side the decisions the script
-// takes on the node:
+// tokens, no EVALSHA; with them but without the clock floor, INCR counter
+// instead, which is what the advance script does then), and takes
+// client-side the decisions the script takes on the node:
 //
 //   - the quarantine: the marker the node returned (read after the SET,
 //     in the same transaction) must admit the server process the
@@ -40,7 +41,9 @@ import (
 //     full script must raise it;
 //   - the fencing token: the advance script (advance.lua) runs the
 //     acquire script's own tail (fence.lua) on the key's counter, so each
-//     node returns the token the full script would have; the lease's token
+//     node returns the token the full script would have (without the
+//     clock floor that tail is an INCR, and a plain INCR spares the node a
+//     script's cost); the lease's token
 //     is the highest the granting nodes returned, written back until a
 //     majority has it (fence), as on the full path.
 //
@@ -83,7 +86,7 @@ const hotFor = time.Second
 const recordPad = 2 * time.Second
 
 // leanWhat names the lean grant in errors.
-const leanWhat = "the lean grant (MULTI, SET, HSETNX, HGET, EVALSHA with fencing, EXEC)"
+const leanWhat = "the lean grant (MULTI, SET, HSETNX, HGET, EVALSHA or INCR with fencing, EXEC)"
 
 // hotKeys are the keys that take the full path for a while: their last
 // lean try found them held.
@@ -218,7 +221,8 @@ func (a *attempt) appendLean(b []byte, record string, floor int64) ([]byte, int)
 		b = appendCommand(b, "HGET", r.k.node, r.k.marker)
 		want += 2
 	}
-	if r.c.fencing {
+	switch {
+	case r.c.fencing && r.c.clockFloor:
 		b = appendArray(b, 6)
 		b = appendBulk(b, "EVALSHA")
 		b = appendBulk(b, advanceScript.sha)
@@ -226,6 +230,13 @@ func (a *attempt) appendLean(b []byte, record string, floor int64) ([]byte, int)
 		b = appendBulkConcat(b, r.k.token, a.key)
 		b = appendBulkInt(b, floor)
 		b = appendBulkInt(b, r.counterLife().Milliseconds())
+		want++
+	case r.c.fencing:
+		// fence.lua with no floor and a counter that lives for ever
+		// (counterLife): INCR alone.
+		b = appendArray(b, 2)
+		b = appendBulk(b, "INCR")
+		b = appendBulkConcat(b, r.k.token, a.key)
 		want++
 	}
 	return appendCommand(b, "EXEC"), want
@@ -282,7 +293,7 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 	if r.c.fencing {
 		t, err := strconv.ParseInt(exec.elems[len(exec.elems)-1], 10, 64)
 		if exec.kinds[len(exec.kinds)-1] != ':' || err != nil {
-			fail(errProtocolf("%s: the advance script answered %q", leanWhat, exec.elems[len(exec.elems)-1]))
+			fail(errProtocolf("%s: the fencing counter answered %q", leanWhat, exec.elems[len(exec.elems)-1]))
 			return
 		}
 		a.token[i] = t

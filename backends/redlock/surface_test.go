@@ -239,7 +239,8 @@ func TestErrorsWrapSentinels(t *testing.T) {
 // (the restart quarantine needs it), EVALSHA, or MULTI or HSETNX (the
 // lean path's transaction: what TestLeanRefusedByACL would start a server
 // for), or INCR with fencing tokens (inside the lean path's advance
-// script) — cannot be cured by
+// script, or in its transaction without the clock floor) — cannot be
+// cured by
 // retrying: Acquire, even on a context that never ends, fails at once with
 // an error wrapping ErrConfig that says what the user lacks.
 func TestMisconfigurationFailsAtOnce(t *testing.T) {
@@ -271,6 +272,8 @@ func TestMisconfigurationFailsAtOnce(t *testing.T) {
 		{"ACL without HSETNX", "nohsetnx", "secret", []string{"ACL", "+hsetnx"}, nil},
 		// The lean path's advance script, with fencing.
 		{"ACL without INCR, fencing", "noincr", "secret", []string{"ACL", "+incr"}, []redlock.Option{redlock.WithFencing(true)}},
+		{"ACL without INCR, fencing without the clock floor", "noincr", "secret", []string{"ACL", "+incr"},
+			[]redlock.Option{redlock.WithFencing(true), redlock.WithClockFloor(false)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: tc.user, Password: tc.pass})
