@@ -10,8 +10,12 @@ local function fence(counter, floor, life)
   local token = redis.call('INCR', counter)
   local f = tonumber(floor)
   if token < f then
-    redis.call('SET', counter, floor)
     token = f
+    if life ~= '0' then
+      redis.call('SET', counter, floor, 'PX', life)
+      return token
+    end
+    redis.call('SET', counter, floor)
   end
   if life ~= '0' then
     redis.call('PEXPIRE', counter, life)
