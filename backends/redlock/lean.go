@@ -43,9 +43,9 @@ import (
 //     acquire script's own tail (fence.lua) on the key's counter, so each
 //     node returns the token the full script would have (without the
 //     clock floor that tail is an INCR, and a plain INCR spares the node a
-//     script's cost); the lease's token
-//     is the highest the granting nodes returned, written back until a
-//     majority has it (fence), as on the full path.
+//     script's cost); the lease's token is the highest the granting nodes
+//     returned, written back until a majority has it (fence), as on the
+//     full path.
 //
 // The counter advances whether or not the SET set the key: the
 // transaction cannot branch, and a counter advanced for no grant (a node
