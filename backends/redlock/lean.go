@@ -69,9 +69,9 @@ import (
 // script that left that to a second round lost the hand-off on the nodes
 // whose answer came after the round had its majority (a key stuck until
 // its TTL on queue nodes: 117 ops/s and a p99 of 1.8 s on one hot key
-// with 16 Redlocks). It also sweeps one expired record there, which the
-// lean grant does not. release_lean.lua only gives back what a lean try
-// set.
+// with 16 Redlocks). It also sweeps expired records there, now and then
+// (see sweepBatch), which the lean grant does not. release_lean.lua only
+// gives back what a lean try set.
 //
 // The record's expiry is this client's clock plus the TTL, plus recordPad
 // for the difference between its clock and the node's (the script uses
