@@ -163,11 +163,22 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 		return nil, a.fail(ctx, fmt.Sprintf("validity exhausted: the grant took %v of a %v TTL",
 			time.Since(a.start).Round(time.Microsecond), a.o.TTL))
 	}
-	h := &hold{r: a.r, key: a.key, value: a.value, handoff: a.handoff, ttl: a.o.TTL, on: slices.Clone(a.set)}
+	return a.lease(token, validUntil, false), nil
+}
+
+// lease returns the lease of the try, granted (on the lean path, or not)
+// with token until validUntil, and counts it among the Redlock's holds.
+func (a *attempt) lease(token int64, validUntil time.Time, lean bool) locker.Lease {
+	h := &hold{r: a.r, key: a.key, value: a.value, ttl: a.o.TTL, on: slices.Clone(a.set), lean: lean}
+	if !lean {
+		// A hand-off to this Acquire, which only a try that queued can
+		// have had, is freed with the key.
+		h.handoff = a.handoff
+	}
 	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.c.fencing, ValidUntil: validUntil}
 	h.lease = locker.NewLease(a.r.life, h, g, a.o)
 	a.r.holds.add(h)
-	return h.lease, nil
+	return h.lease
 }
 
 // ask sends the acquire script to the nodes for which which(i) holds and
@@ -175,10 +186,7 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 	r := a.r
 	now := time.Now()
-	floor := int64(0)
-	if r.c.clockFloor {
-		floor = now.UnixMicro()
-	}
+	floor := r.floor(now)
 	for i := range a.calls {
 		c := &a.calls[i]
 		c.skip = !which(i)

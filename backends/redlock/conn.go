@@ -78,9 +78,10 @@ func (r *round) poke() {
 	}
 }
 
-// maxReplies bounds the commands of one request (scripts reloaded in
-// front of the longest request).
-const maxReplies = 10
+// maxReplies bounds the commands of one request: the scripts reloaded in
+// front of the longest request (the acquire script and WAIT), or the lean
+// grant's transaction with fencing and the restart quarantine.
+const maxReplies = 12
 
 // finish completes p and tells its round. Once done is set, p belongs to
 // its owner again (which may recycle it): p is not touched after that.

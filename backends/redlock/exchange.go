@@ -158,15 +158,25 @@ func maxExtra(calls []call) time.Duration {
 // request again, waiting for it alone. The requests are idempotent up to
 // their scripts, which NOSCRIPT did not run.
 func (c *call) reload(ctx context.Context, deadline time.Time) error {
+	return c.load(ctx, deadline, true)
+}
+
+// load loads the scripts on the call's node, followed by the call's
+// request again when again is set (its replies then replace the call's),
+// and waits for the node's answer.
+func (c *call) load(ctx context.Context, deadline time.Time, again bool) error {
 	var req []byte
 	for _, s := range allScripts {
 		req = appendCommand(req, "SCRIPT", "LOAD", s.src)
 	}
-	req = append(req, c.req...)
 	rnd := &round{signal: make(chan struct{}, 1)}
 	rnd.left.Store(1)
 	p := newPending(rnd)
-	p.want, p.deadline = len(allScripts)+c.p.want, deadline
+	p.want, p.deadline = len(allScripts), deadline
+	if again {
+		req = append(req, c.req...)
+		p.want += c.p.want
+	}
 	if err := c.node.send(p, req, c.slow, c.run); err != nil {
 		return err
 	}
@@ -186,6 +196,10 @@ func (c *call) reload(ctx context.Context, deadline time.Time) error {
 		if err := r.err(); err != nil {
 			return err
 		}
+	}
+	if !again {
+		recycle(p)
+		return nil
 	}
 	recycle(c.p)
 	c.p = p

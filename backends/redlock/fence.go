@@ -5,10 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Fencing tokens: each node's per-key counter, advanced by the acquire
-// script; a grant's token is the highest its majority returned.
+// script or, on the lean path, by the advance script inside the grant's
+// transaction (both run fence.lua; without the clock floor the lean path
+// runs what fence.lua then does, INCR); a grant's token is the highest
+// its majority returned, written back until a majority has it.
+
+// floor returns the floor of the tokens of a try that begins at now: its
+// clock in µs with the clock floor, else 0.
+func (r *Redlock) floor(now time.Time) int64 {
+	if !r.c.clockFloor {
+		return 0
+	}
+	return now.UnixMicro()
+}
 
 // fence returns the lease's token: the highest the granting nodes
 // returned, written back until a majority of nodes has it.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +21,13 @@ import (
 // of it. Its first try sends each node one transaction of plain commands
 // instead,
 //
-//	MULTI; SET key value NX PX ttl; HSETNX state key '<expiry> <value>'; HGET state marker; EXEC
+//	MULTI; SET key value NX PX ttl; HSETNX state key '<expiry> <value>'; HGET state marker;
+//	EVALSHA advance 1 counter floor life; EXEC
 //
-// (without the restart quarantine, the SET alone), and takes client-side
-// the decisions the script takes on the node:
+// (without the restart quarantine, no HSETNX and HGET; without fencing
+// tokens, no EVALSHA; with them but without the clock floor, INCR counter
+// instead, which is what the advance script does then), and takes
+// client-side the decisions the script takes on the node:
 //
 //   - the quarantine: the marker the node returned (read after the SET,
 //     in the same transaction) must admit the server process the
@@ -36,7 +38,22 @@ import (
 //     there already — a lock that expired without a release, or one
 //     evicted — which the full script must judge;
 //   - the max TTL recorded on the marker must cover this client's, or the
-//     full script must raise it.
+//     full script must raise it;
+//   - the fencing token: the advance script (advance.lua) runs the
+//     acquire script's own tail (fence.lua) on the key's counter, so each
+//     node returns the token the full script would have (without the
+//     clock floor that tail is an INCR, and a plain INCR spares the node a
+//     script's cost); the lease's token is the highest the granting nodes
+//     returned, written back until a majority has it (fence), as on the
+//     full path.
+//
+// The counter advances whether or not the SET set the key: the
+// transaction cannot branch, and a counter advanced for no grant (a node
+// where the key was held, one given back, a try that falls back to the
+// full path, which advances it again) leaves a gap between tokens, never
+// a decrease. Every grant's token is on a majority of the nodes before
+// its lease exists, so the next grant's majority meets a node whose
+// counter is at least that token, and its own token is above it.
 //
 // A try that finds the key held, a record there already, a marker to
 // raise, or too few nodes granting gives back what it set (release_lean:
@@ -46,16 +63,15 @@ import (
 // takes the full path directly for hotFor, so that a hot key's waiters
 // do not pay a lean round before each full one.
 //
-// The lean path is not taken with fencing tokens (the counter's floor and
-// write-back need the script), WithWait or WithQuorumFirst. A lease
+// The lean path is not taken with WithWait or WithQuorumFirst. A lease
 // granted on it is released by release.lua, as any other: a release must
 // hand the key to its waiters on every node that has them, and a small
 // script that left that to a second round lost the hand-off on the nodes
 // whose answer came after the round had its majority (a key stuck until
 // its TTL on queue nodes: 117 ops/s and a p99 of 1.8 s on one hot key
-// with 16 Redlocks). It also sweeps one expired record there, which the
-// lean grant does not. release_lean.lua only gives back what a lean try
-// set.
+// with 16 Redlocks). It also sweeps expired records there, now and then
+// (see sweepBatch), which the lean grant does not. release_lean.lua only
+// gives back what a lean try set.
 //
 // The record's expiry is this client's clock plus the TTL, plus recordPad
 // for the difference between its clock and the node's (the script uses
@@ -70,7 +86,7 @@ const hotFor = time.Second
 const recordPad = 2 * time.Second
 
 // leanWhat names the lean grant in errors.
-const leanWhat = "the lean grant (MULTI, SET, HSETNX, HGET, EXEC)"
+const leanWhat = "the lean grant (MULTI, SET, HSETNX, HGET, EVALSHA or INCR with fencing, EXEC)"
 
 // hotKeys are the keys that take the full path for a while: their last
 // lean try found them held.
@@ -103,7 +119,7 @@ func (h *hotKeys) hot(key string, now time.Time) bool {
 // try, with options the lean path serves, on a key not found held lately.
 func (a *attempt) lean() bool {
 	c := &a.r.c
-	return a.tries == 1 && !c.fencing && c.waitReplicas == 0 && !c.quorumFirst && !a.r.hot.hot(a.key, time.Now())
+	return a.tries == 1 && c.waitReplicas == 0 && !c.quorumFirst && !a.r.hot.hot(a.key, time.Now())
 }
 
 // runLean makes the attempt's try on the lean path. It returns the lease,
@@ -130,11 +146,12 @@ func (a *attempt) runLean(ctx context.Context) (locker.Lease, error) {
 	clear(a.mine)
 	a.rounds++
 	record := strconv.FormatInt(now.Add(a.o.TTL+recordPad).UnixMilli(), 10) + " "
+	floor := r.floor(now)
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), r.quorum, func(i int, c *call) {
 		c.run = a.runs[i]
-		c.buf, c.p.want = a.appendLean(c.buf, record)
+		c.buf, c.p.want = a.appendLean(c.buf, record, floor)
 	}, func(i int, c *call) bool {
-		a.recordLean(i, c)
+		a.recordLean(ctx, i, c)
 		g, open := 0, 0
 		for i, s := range a.state {
 			switch {
@@ -154,16 +171,17 @@ func (a *attempt) runLean(ctx context.Context) (locker.Lease, error) {
 		if c.err == errNoReply {
 			a.state[i], a.set[i] = late, true // it may still set the key
 		} else {
-			a.recordLean(i, c)
+			a.recordLean(ctx, i, c)
 		}
 	}
 	if !a.full && a.count(granted) >= r.quorum {
-		validUntil := a.start.Add(a.o.TTL - a.driftAllowance())
-		if time.Now().Before(validUntil) {
-			h := &hold{r: r, key: a.key, value: a.value, ttl: a.o.TTL, on: slices.Clone(a.set), lean: true}
-			h.lease = locker.NewLease(r.life, h, locker.Grant{Key: a.key, ValidUntil: validUntil}, a.o)
-			r.holds.add(h)
-			return h.lease, nil
+		// A token that fails to reach a majority gives the grant back: the
+		// full try that follows explains a refusal.
+		if token, err := a.fence(ctx); err == nil {
+			validUntil := a.start.Add(a.o.TTL - a.driftAllowance())
+			if time.Now().Before(validUntil) {
+				return a.lease(token, validUntil, true), nil
+			}
 		}
 	}
 	a.undo(ctx)
@@ -181,9 +199,9 @@ func (a *attempt) runLean(ctx context.Context) (locker.Lease, error) {
 	return nil, nil
 }
 
-// appendLean appends the lean grant's transaction to b, and returns how
-// many replies it has.
-func (a *attempt) appendLean(b []byte, record string) ([]byte, int) {
+// appendLean appends the lean grant's transaction to b, with floor for
+// its fencing token, and returns how many replies it has.
+func (a *attempt) appendLean(b []byte, record string, floor int64) ([]byte, int) {
 	r := a.r
 	b = appendCommand(b, "MULTI")
 	b = appendArray(b, 6)
@@ -193,21 +211,40 @@ func (a *attempt) appendLean(b []byte, record string) ([]byte, int) {
 	b = appendBulk(b, "NX")
 	b = appendBulk(b, "PX")
 	b = appendBulkInt(b, a.o.TTL.Milliseconds())
-	if !r.c.quarantine {
-		return appendCommand(b, "EXEC"), 3
+	want := 3
+	if r.c.quarantine {
+		b = appendArray(b, 4)
+		b = appendBulk(b, "HSETNX")
+		b = appendBulk(b, r.k.node)
+		b = appendBulk(b, a.key)
+		b = appendBulkConcat(b, record, a.value)
+		b = appendCommand(b, "HGET", r.k.node, r.k.marker)
+		want += 2
 	}
-	b = appendArray(b, 4)
-	b = appendBulk(b, "HSETNX")
-	b = appendBulk(b, r.k.node)
-	b = appendBulk(b, a.key)
-	b = appendBulkConcat(b, record, a.value)
-	b = appendCommand(b, "HGET", r.k.node, r.k.marker)
-	return appendCommand(b, "EXEC"), 5
+	switch {
+	case r.c.fencing && r.c.clockFloor:
+		b = appendArray(b, 6)
+		b = appendBulk(b, "EVALSHA")
+		b = appendBulk(b, advanceScript.sha)
+		b = appendBulk(b, "1")
+		b = appendBulkConcat(b, r.k.token, a.key)
+		b = appendBulkInt(b, floor)
+		b = appendBulkInt(b, r.counterLife().Milliseconds())
+		want++
+	case r.c.fencing:
+		// fence.lua with no floor and a counter that lives for ever
+		// (counterLife): INCR alone.
+		b = appendArray(b, 2)
+		b = appendBulk(b, "INCR")
+		b = appendBulkConcat(b, r.k.token, a.key)
+		want++
+	}
+	return appendCommand(b, "EXEC"), want
 }
 
 // recordLean turns node i's replies to the lean grant into its outcome,
 // and sets a.full when the full script must run there.
-func (a *attempt) recordLean(i int, c *call) {
+func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 	r := a.r
 	a.set[i] = true // a request that timed out may still have set the key
 	fail := func(err error) {
@@ -231,15 +268,35 @@ func (a *attempt) recordLean(i int, c *call) {
 		return
 	}
 	for k, kind := range exec.kinds {
-		if kind == '-' {
-			fail(explain(leanWhat, redisError(exec.elems[k])))
-			return
+		if kind != '-' {
+			continue
 		}
+		err := explain(leanWhat, redisError(exec.elems[k]))
+		if strings.HasPrefix(exec.elems[k], "NOSCRIPT") {
+			// The node lost its scripts (SCRIPT FLUSH, or a restart
+			// behind a proxy) and the advance script did not run: the
+			// transaction cannot be sent again (the SET ran), so the node
+			// fails this try, and gets its scripts now, before what the
+			// try set there is given back with a script.
+			if lerr := c.load(ctx, time.Now().Add(r.timeout(a.o.TTL)), false); lerr != nil {
+				err = errors.Join(err, lerr)
+			}
+		}
+		fail(err)
+		return
 	}
 	if exec.kinds[0] != '+' { // SET NX found the key
 		a.state[i], a.set[i] = held, false
 		a.token[i] = int64(waitRefresh / time.Millisecond)
 		return
+	}
+	if r.c.fencing {
+		t, err := strconv.ParseInt(exec.elems[len(exec.elems)-1], 10, 64)
+		if exec.kinds[len(exec.kinds)-1] != ':' || err != nil {
+			fail(errProtocolf("%s: the fencing counter answered %q", leanWhat, exec.elems[len(exec.elems)-1]))
+			return
+		}
+		a.token[i] = t
 	}
 	if !r.c.quarantine {
 		a.state[i] = granted

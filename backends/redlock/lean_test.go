@@ -60,8 +60,9 @@ func TestLeanPath(t *testing.T) {
 	slices.Sort(parts)
 	t.Logf("commands per node per Acquire + Release: %.1f (%s)", total, strings.Join(parts, ", "))
 	// The transaction (MULTI, SET, HSETNX, HGET, EXEC) and release.lua
-	// (EVALSHA, GET, ZRANGE, HDEL, DEL, HDEL, HRANDFIELD, and HGET, TIME
-	// and HDEL when the sweep picks another lock's record): 12 to 15.
+	// (EVALSHA, GET, ZRANGE, HDEL, DEL, HDEL, and one time in sweepBatch
+	// HRANDFIELD, TIME and HDEL for the sweep): 10 to 14, and more when a
+	// try falls back to the full path on a loaded machine.
 	if total > 15 {
 		t.Errorf("%.1f commands per node per Acquire + Release, want at most 15", total)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,7 @@ type hold struct {
 	handoff    string // the value of a hand-off to the Acquire it came from, which it frees too (see release.lua)
 	ttl        time.Duration
 	on         []bool      // the nodes that may hold the key for us: Extend and Release ask them
-	lean       bool        // granted on the lean path: its release sweeps a record (see lean.go)
+	lean       bool        // granted on the lean path: its release may sweep records (see sweepBatch)
 	left       atomic.Bool // the key's turn has been handed on
 	ended      atomic.Bool // the lease ended other than by Release
 	lease      *locker.Handle
@@ -186,11 +187,18 @@ func (h *hold) giveBack() {
 }
 
 // releaseAll releases the key on the calls not skipped; one granted on
-// the lean path sweeps a record too, as a grant of the full path does.
+// the lean path sweeps records too, as a grant of the full path does:
+// sweepBatch of them, one time in sweepBatch.
 func (h *hold) releaseAll(ctx context.Context, calls []call) (ok, notOurs int, errs []error) {
 	return h.r.release(ctx, calls, releaseRequest{key: h.key, value: h.value, also: h.handoff,
-		reserve: h.r.reserveFor(h.ttl), sweep: h.lean}, true)
+		reserve: h.r.reserveFor(h.ttl), sweep: h.lean && rand.IntN(sweepBatch) == 0}, true)
 }
+
+// sweepBatch is how many records a release that sweeps looks at (see
+// release.lua). A full grant looks at one each time; a lean one at none,
+// and one release in sweepBatch of a lean lease looks at sweepBatch: as
+// many records over many grants, for a fraction of the commands.
+const sweepBatch = 8
 
 // calls returns the calls of a release of h: to the nodes that may hold
 // the key for it, and to the key's queue nodes, where it may be queued.
@@ -277,7 +285,7 @@ type releaseRequest struct {
 	id         string // our waiter id, to leave the key's queue; "" to keep our place
 	reserve    time.Duration
 	home       int
-	sweep      bool // sweep one expired record (a lease granted on the lean path)
+	sweep      bool // sweep expired records (a lease granted on the lean path, now and then)
 }
 
 func (q *releaseRequest) build(i int, c *call) {
@@ -300,7 +308,11 @@ func (q *releaseRequest) build(i int, c *call) {
 	b = appendBulk(b, flag(r.c.quarantine))
 	b = appendBulk(b, q.run(c.node))
 	b = appendBulk(b, q.also)
-	b = appendBulk(b, flag(q.sweep))
+	if q.sweep {
+		b = appendBulkInt(b, sweepBatch)
+	} else {
+		b = appendBulk(b, "0")
+	}
 	c.buf = b
 	c.p.want = 1
 }

@@ -109,7 +109,7 @@ func resolve(opts []Option) (config, error) {
 }
 
 // WithFencing makes every lease carry a fencing token: a per-key counter
-// on each node, advanced by the acquire script; the lease's token is the
+// on each node, advanced by every grant there; the lease's token is the
 // maximum over the majority that granted it, written back to a majority
 // before Acquire returns, so any later grant, whose majority overlaps this
 // one, returns a larger token. A counter lives as long as its node's data:

@@ -13,7 +13,8 @@ import (
 
 // TestGrantRecordsSwept: the records of locks that expired without a
 // release (the restart quarantine's, on each node's state) do not pile
-// up: every grant sweeps one record picked at random if it expired, so
+// up: every full grant sweeps one record picked at random if it expired,
+// and one release in sweepBatch of a lean grant sweeps sweepBatch, so
 // grants and releases of new keys bring 200 expired records down.
 func TestGrantRecordsSwept(t *testing.T) {
 	nodes, addrs := fresh(t, 3, redisOptions{})

@@ -7,7 +7,9 @@ import (
 )
 
 // script is a Lua script run with EVALSHA, loaded on every connection when
-// it is dialled, and re-loaded if a node answers NOSCRIPT.
+// it is dialled, and re-loaded if a node answers NOSCRIPT. Redis runs a
+// script alone, so scripts share code by concatenation: the acquire
+// script and the lean path's fencing script both begin with fence.lua.
 type script struct {
 	src string
 	sha string
@@ -19,8 +21,12 @@ func newScript(src string) *script {
 }
 
 var (
+	//go:embed scripts/fence.lua
+	fenceLua string
 	//go:embed scripts/acquire.lua
 	acquireLua string
+	//go:embed scripts/advance.lua
+	advanceLua string
 	//go:embed scripts/extend.lua
 	extendLua string
 	//go:embed scripts/release.lua
@@ -34,7 +40,8 @@ var (
 	//go:embed scripts/bootstrap.lua
 	bootstrapLua string
 
-	acquireScript   = newScript(acquireLua)
+	acquireScript   = newScript(fenceLua + acquireLua)
+	advanceScript   = newScript(fenceLua + advanceLua)
 	extendScript    = newScript(extendLua)
 	releaseScript   = newScript(releaseLua)
 	leanScript      = newScript(releaseLeanLua)
@@ -42,5 +49,5 @@ var (
 	probeScript     = newScript(probeLua)
 	bootstrapScript = newScript(bootstrapLua)
 
-	allScripts = []*script{acquireScript, extendScript, releaseScript, leanScript, raiseScript, probeScript, bootstrapScript}
+	allScripts = []*script{acquireScript, advanceScript, extendScript, releaseScript, leanScript, raiseScript, probeScript, bootstrapScript}
 )

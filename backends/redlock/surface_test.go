@@ -238,7 +238,9 @@ func TestErrorsWrapSentinels(t *testing.T) {
 // Redlock's configuration — a wrong password, an ACL that refuses INFO
 // (the restart quarantine needs it), EVALSHA, or MULTI or HSETNX (the
 // lean path's transaction: what TestLeanRefusedByACL would start a server
-// for) — cannot be cured by
+// for), or INCR with fencing tokens (inside the lean path's advance
+// script, or in its transaction without the clock floor) — cannot be
+// cured by
 // retrying: Acquire, even on a context that never ends, fails at once with
 // an error wrapping ErrConfig that says what the user lacks.
 func TestMisconfigurationFailsAtOnce(t *testing.T) {
@@ -251,6 +253,7 @@ func TestMisconfigurationFailsAtOnce(t *testing.T) {
 		{"ACL", "SETUSER", "noeval", "on", ">secret", "~*", "&*", "+@all", "-evalsha"},
 		{"ACL", "SETUSER", "nomulti", "on", ">secret", "~*", "&*", "+@all", "-multi"},
 		{"ACL", "SETUSER", "nohsetnx", "on", ">secret", "~*", "&*", "+@all", "-hsetnx"},
+		{"ACL", "SETUSER", "noincr", "on", ">secret", "~*", "&*", "+@all", "-incr"},
 	} {
 		if err := direct(t, nodes[0]).Do(ctx, toAny(acl)...).Err(); err != nil {
 			t.Fatal(err)
@@ -259,18 +262,23 @@ func TestMisconfigurationFailsAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name, user, pass string
 		want             []string
+		opts             []redlock.Option
 	}{
-		{"wrong password", "locker", "wrong", []string{"WRONGPASS"}},
-		{"ACL without INFO", "noinfo", "secret", []string{"ACL", "+info"}},
-		{"ACL without EVALSHA", "noeval", "secret", []string{"ACL", "+evalsha"}},
+		{"wrong password", "locker", "wrong", []string{"WRONGPASS"}, nil},
+		{"ACL without INFO", "noinfo", "secret", []string{"ACL", "+info"}, nil},
+		{"ACL without EVALSHA", "noeval", "secret", []string{"ACL", "+evalsha"}, nil},
 		// The lean path's transaction (issue 29; TestLeanRefusedByACL).
-		{"ACL without MULTI", "nomulti", "secret", []string{"ACL", "+multi"}},
-		{"ACL without HSETNX", "nohsetnx", "secret", []string{"ACL", "+hsetnx"}},
+		{"ACL without MULTI", "nomulti", "secret", []string{"ACL", "+multi"}, nil},
+		{"ACL without HSETNX", "nohsetnx", "secret", []string{"ACL", "+hsetnx"}, nil},
+		// The lean path's advance script, with fencing.
+		{"ACL without INCR, fencing", "noincr", "secret", []string{"ACL", "+incr"}, []redlock.Option{redlock.WithFencing(true)}},
+		{"ACL without INCR, fencing without the clock floor", "noincr", "secret", []string{"ACL", "+incr"},
+			[]redlock.Option{redlock.WithFencing(true), redlock.WithClockFloor(false)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: nodes[0].Addr(), Username: tc.user, Password: tc.pass})
 			defer client.Close()
-			rl, err := redlock.New([]*redis.Client{client})
+			rl, err := redlock.New([]*redis.Client{client}, tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
--- Acquire a Redlock key on one node.
+-- Acquire a Redlock key on one node. fence.lua precedes this file.
 -- KEYS[1] the lock key, KEYS[2] its fencing counter, KEYS[3] the node's
 -- state (hash: the marker, and a record of each lock granted here),
 -- KEYS[4] the key's waiters (zset: waiter id -> arrival), KEYS[5] their
@@ -126,14 +126,4 @@ end
 if ARGV[5] ~= '1' then
   return 0
 end
-local token = redis.call('INCR', KEYS[2])
-local floor = tonumber(ARGV[6])
-if token < floor then
-  -- Every node of one grant gets the same floor: they agree on the token.
-  redis.call('SET', KEYS[2], ARGV[6])
-  token = floor
-end
-if ARGV[7] ~= '0' then
-  redis.call('PEXPIRE', KEYS[2], ARGV[7])
-end
-return token
+return fence(KEYS[2], ARGV[6], ARGV[7])

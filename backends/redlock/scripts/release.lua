@@ -15,9 +15,13 @@
 -- ARGV[9] another value of ours the key may hold, or '': the hand-off
 -- value of the Acquire the lease came from (a hand-off it did not claim
 -- here), or of a waiter that gives up.
--- ARGV[10] '1': also sweep one record of a lock that expired without a
--- release (the lease was granted on the lean path, which does not; see
--- acquire.lua's sweep).
+-- ARGV[10] how many records to sweep ('0': none): look at that many
+-- records of the node's state picked at random, and delete those of locks
+-- that expired without a release (the lease was granted on the lean path,
+-- which does not sweep; see acquire.lua's sweep, which looks at one per
+-- grant). The client asks for a sweep of several in a few of its releases
+-- rather than one in each: the records looked at are as many, the
+-- commands that look fewer.
 -- Returns 1 when released, 2 when released and reserved or handed to the
 -- next waiter, 0 when the key was not ours.
 --
@@ -35,14 +39,21 @@
 -- key is only reserved for the waiter (every other client is refused)
 -- until it claims it or the reservation expires.
 local records = ARGV[7] == '1'
-if records and ARGV[10] == '1' then
-  local f = redis.call('HRANDFIELD', KEYS[4])
-  if f and f ~= string.sub(KEYS[4], 1, -5) and f ~= KEYS[1] then
-    local r = redis.call('HGET', KEYS[4], f)
-    local t = redis.call('TIME')
-    if r and tonumber(string.match(r, '^%d+')) <= tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then
-      redis.call('HDEL', KEYS[4], f)
+if records and ARGV[10] ~= '0' then
+  local picked = redis.call('HRANDFIELD', KEYS[4], ARGV[10], 'WITHVALUES')
+  local marker = string.sub(KEYS[4], 1, -5)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local expired = {}
+  for i = 1, #picked, 2 do
+    local f = picked[i]
+    local expiry = tonumber(string.match(picked[i + 1], '^%d+'))
+    if f ~= marker and f ~= KEYS[1] and expiry and expiry <= now then
+      expired[#expired + 1] = f
     end
+  end
+  if #expired > 0 then
+    redis.call('HDEL', KEYS[4], unpack(expired))
   end
 end
 local cur = redis.call('GET', KEYS[1])
