@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/worker"
@@ -27,7 +27,7 @@ import (
 // A fault that cuts clients one by one (SplitNets) gets each worker in a
 // network namespace of its own on the peer network of nodes.
 func (r *Runner) processes(ctx context.Context, id string, c Case, spec workloads.Spec, cfg backends.Config, n *nemesis.Nemesis,
-	nodes []*compose.Node) (*workloads.Outcome, error) {
+	nodes []nemesis.Node) (*workloads.Outcome, error) {
 	if spec.Rate > 0 {
 		return nil, configErrorf("an open loop (rate %v) runs with clients as goroutines", spec.Rate)
 	}
@@ -38,7 +38,11 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 	judgeAddr := r.Judge.Addr()
 	var split *splitClients
 	if c.Fault.SplitNets {
-		if split, err = newSplitClients(nodes, judgeAddr); err != nil {
+		servers, err := kinds.ComposeNodes(nodes)
+		if err != nil {
+			return nil, fmt.Errorf("fault %s: %w", c.Fault.Spec, err)
+		}
+		if split, err = newSplitClients(servers, judgeAddr); err != nil {
 			return nil, fmt.Errorf("fault %s: %w", c.Fault.Spec, err)
 		}
 		defer split.Close()
@@ -66,7 +70,7 @@ func (r *Runner) processes(ctx context.Context, id string, c Case, spec workload
 			start = func(cmd *exec.Cmd) error {
 				cn, err := split.start(i, cmd)
 				if err == nil {
-					n.AddClientNet(info.FirstProcess+i, cn)
+					n.AddClientNet(info.FirstProcess+i, kinds.ClientNet{Net: cn})
 				}
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/suites"
@@ -220,7 +221,7 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 		if got, want := target.Shape(), plainShape(b); got.Nodes != want.Nodes || got.Caps != want.Caps {
 			t.Fatalf("the servers' shape %+v differs from the one the suites plan with, %+v", got, want)
 		}
-		sets = append(sets, target.Sentinel)
+		sets = append(sets, sentinelSet(t, target))
 	}
 	if sets[1] == sets[0] || sets[2] == sets[1] || sets[3] != sets[2] {
 		t.Fatalf("sets none, failover, none, none: %p %p %p %p; want a new one for the failover and for the case after it, then shared", sets[0], sets[1], sets[2], sets[3])
@@ -229,9 +230,19 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if durable.Sentinel == sets[3] {
+	if sentinelSet(t, durable) == sets[3] {
 		t.Fatal("the durable profile shares the fast profile's servers")
 	}
+}
+
+// sentinelSet returns the Sentinel set of target, as compose started it.
+func sentinelSet(t *testing.T, target nemesis.Target) *compose.SentinelSet {
+	t.Helper()
+	s, ok := target.Sentinel.(kinds.SentinelSet)
+	if !ok {
+		t.Fatalf("the target's failover set is %T, not a Sentinel set", target.Sentinel)
+	}
+	return s.Set
 }
 
 // TestClustersStartSentinelForItsFault: a case whose fault needs its
@@ -282,7 +293,7 @@ func TestClustersStartSentinelForItsFault(t *testing.T) {
 		if err := f.Applies(target); err != nil {
 			t.Errorf("%s: %v", tc.fault, err)
 		}
-		if len(cfg.Addrs) != 3 || cfg.Params["master"] != target.Sentinel.MasterName {
+		if len(cfg.Addrs) != 3 || cfg.Params["master"] != sentinelSet(t, target).MasterName {
 			t.Errorf("%s: the clients are given %v, params %v: want the 3 sentinels and the master's name", tc.fault, cfg.Addrs, cfg.Params)
 		}
 	}
@@ -366,7 +377,11 @@ func TestClustersRenewRestartedRedlockNodes(t *testing.T) {
 		if err := lease.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		return target.Nodes
+		nodes, err := kinds.ComposeNodes(target.Nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nodes
 	}
 	first := setup()
 	if again := setup(); again[0] != first[0] {

@@ -176,7 +176,7 @@ func (c *Clusters) cluster(ctx context.Context, b Backend, k kinds.Kind, prof pr
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.set[key]
-	if cl != nil && (cl.profile != prof || d.Admit != nil && restarted(cl.Target.Nodes, cl.admitted) || cl.spent || fresh) {
+	if cl != nil && (cl.profile != prof || d.Admit != nil && restarted(cl.Nodes, cl.admitted) || cl.spent || fresh) {
 		if err := cl.stop(); err != nil {
 			return nil, err
 		}
@@ -204,7 +204,7 @@ func (c *Clusters) cluster(ctx context.Context, b Backend, k kinds.Kind, prof pr
 			c.hosts.started(cl.Processes)
 		}
 		c.set[key] = cl
-		if err := cl.admit(d.Servers, cl.Target.Nodes, ttl); err != nil {
+		if err := cl.admit(d.Servers, cl.Nodes, ttl); err != nil {
 			return nil, err
 		}
 	}
@@ -261,11 +261,11 @@ func offers(b Backend, needs nemesis.Needs) (nemesis.Needs, error) {
 
 // probe reads what one node holds of a case's keys through backend d's
 // Probe, or is nil when d has none.
-func probe(d backends.Descriptor, cfg backends.Config) func(context.Context, *compose.Node, string) (nemesis.Stored, error) {
+func probe(d backends.Descriptor, cfg backends.Config) func(context.Context, nemesis.Node, string) (nemesis.Stored, error) {
 	if d.Probe == nil {
 		return nil
 	}
-	return func(ctx context.Context, n *compose.Node, substr string) (nemesis.Stored, error) {
+	return func(ctx context.Context, n nemesis.Node, substr string) (nemesis.Stored, error) {
 		return d.Probe(ctx, backends.Config{Addrs: []string{n.ServerAddr()}, Params: cfg.Params}, substr)
 	}
 }
@@ -309,8 +309,12 @@ func (c *Clusters) Lost(b Backend) {
 // safety net between cases. The nodes of a cluster that Lost retired stay
 // down.
 func (c *Clusters) Repair(ctx context.Context, t nemesis.Target) error {
+	nodes, err := kinds.ComposeNodes(t.Nodes)
+	if err != nil {
+		return err
+	}
 	var errs []error
-	for _, n := range t.Nodes {
+	for _, n := range nodes {
 		c.mu.Lock()
 		retired := c.retired[n]
 		c.mu.Unlock()
@@ -332,7 +336,7 @@ func (c *Clusters) Repair(ctx context.Context, t nemesis.Target) error {
 	}
 	var down []*compose.Node
 	c.mu.Lock()
-	for _, n := range t.Nodes {
+	for _, n := range nodes {
 		if !n.Running() && !c.retired[n] {
 			down = append(down, n)
 		}
@@ -342,12 +346,12 @@ func (c *Clusters) Repair(ctx context.Context, t nemesis.Target) error {
 		// Together: members of a quorum come back only with one another.
 		errs = append(errs, compose.StartAll(ctx, down...))
 	}
-	err := errors.Join(errs...)
+	err = errors.Join(errs...)
 	if err != nil {
 		// Servers that could not be brought back (an ensemble that did
 		// not elect again in time on a busy machine) are replaced before
 		// the next case rather than handed to it broken.
-		c.retire(t.Nodes)
+		c.retire(nodes)
 	}
 	return err
 }

@@ -69,10 +69,16 @@ func NewClientNet(nodes []*Node) (*ClientNet, error) {
 	return p.addClient()
 }
 
-// InPeerNetwork reports whether n is a member of a peer network of this
-// machine, the same as first's: a client namespace can join them both.
-func (n *Node) InPeerNetwork(first *Node) bool {
-	return n != nil && first != nil && n.spec.place == nil && n.spec.net != nil && n.spec.net == first.spec.net
+// PeerNetwork returns the prefix of the peer network of this machine the
+// node is a member of, which a client namespace can join (NewClientNet),
+// or the zero Prefix when it is in none (started without one, or placed
+// on a host). Nodes whose prefixes are equal and valid share a network:
+// one client namespace reaches them all.
+func (n *Node) PeerNetwork() netip.Prefix {
+	if n == nil || n.spec.place != nil || n.spec.net == nil {
+		return netip.Prefix{}
+	}
+	return n.spec.net.prefix()
 }
 
 // addClient creates a client namespace and links it to the router.

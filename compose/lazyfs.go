@@ -16,6 +16,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockbench/lockbench/internal/server"
 )
 
 // A lazyFS is a lazy filesystem, Jepsen's LazyFS idea in Go: a FUSE
@@ -176,14 +178,9 @@ func abortFUSE(mnt string) error {
 }
 
 // Unsynced is what a lazy filesystem holds in memory only: the writes,
-// truncations and allocations its servers made and did not sync.
-type Unsynced struct {
-	// Files counts the files with unsynced changes.
-	Files int
-	// Bytes is the size of their unsynced writes, in whole 4 KiB pages (a
-	// truncation counts no bytes).
-	Bytes int64
-}
+// truncations and allocations its servers made and did not sync. It is
+// server.Unsynced, which a fault reads without importing compose.
+type Unsynced = server.Unsynced
 
 // unsynced sums what the files hold in memory.
 func (l *lazyFS) unsynced() Unsynced {

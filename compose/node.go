@@ -126,6 +126,10 @@ func (n *Node) Failed() bool {
 	return failed
 }
 
+// String returns the node's name: a node names itself where it is not
+// known as a *Node (a nemesis's target).
+func (n *Node) String() string { return n.Name }
+
 // Addr is the address clients should dial: the proxy in front of the node
 // if it has one, the server itself otherwise.
 func (n *Node) Addr() string {

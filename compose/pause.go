@@ -1,12 +1,8 @@
 package compose
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -37,57 +33,6 @@ func (n *Node) Pause() error {
 
 // pauseTimeout bounds how long Pause waits for every thread to stop.
 const pauseTimeout = 30 * time.Second
-
-// WaitStopped waits up to d until no thread of process pid runs: each is
-// stopped by a signal (SIGSTOP), or has exited. Whoever stops a process
-// to pause it needs this before counting it paused.
-func WaitStopped(pid int, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		running, err := runningThreads(pid)
-		if err != nil || running == 0 {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("process %d: %d threads still running %v after SIGSTOP", pid, running, d)
-		}
-		<-tick.C
-	}
-}
-
-// runningThreads counts the threads of process pid that are not stopped
-// (state T) or dead (Z, X). A process that has gone has none.
-func runningThreads(pid int) (int, error) {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	tasks, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	running := 0
-	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
-		if err != nil {
-			continue // the thread has exited
-		}
-		// The state follows the command name, which is in parentheses
-		// and may itself contain them.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) {
-			return 0, fmt.Errorf("%s/%s/stat: cannot parse %q", dir, t.Name(), b)
-		}
-		switch b[i+2] {
-		case 'T', 'Z', 'X', 'x':
-		default:
-			running++
-		}
-	}
-	return running, nil
-}
 
 // Resume continues a paused server with SIGCONT.
 func (n *Node) Resume() error {

@@ -194,6 +194,19 @@ func (x *Proxy) add(name, typ, stream, attrs string) error {
 // started without one.
 func (n *Node) Proxy() *Proxy { return n.proxy }
 
+// HasProxy reports whether the node was started behind a proxy, which
+// Delay, Partition and Heal act through.
+func (n *Node) HasProxy() bool { return n.proxy != nil }
+
+// ProxyFaults lists the faults in force on the node's proxy (see
+// Proxy.Faults): what a fault made through the proxy is read back from.
+func (n *Node) ProxyFaults(ctx context.Context) ([]string, error) {
+	if n.proxy == nil {
+		return nil, fmt.Errorf("compose: %s has no proxy", n.Name)
+	}
+	return n.proxy.Faults(ctx)
+}
+
 // Partition cuts clients off from the node through its proxy (see
 // Proxy.Partition): the proxy keeps every client's TCP connection open,
 // so no session, keepalive or pool notices; CutClients cuts for real. The

@@ -6,21 +6,25 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/server"
 )
 
 // ErrExited is wrapped by the error of a start (Node.Start, StartAll)
 // whose server process exited before it was ready: the server refused to
 // run — its data (etcd refusing a torn WAL, a PostgreSQL PANIC on a
 // missing control file), its config, its port. The error carries the last
-// lines of the server's log, which say why.
-var ErrExited = errors.New("exited before it was ready")
+// lines of the server's log, which say why. It is server.ErrExited, which
+// a fault tests for without importing compose.
+var ErrExited = server.ErrExited
 
 // ErrNotReady is wrapped, beside the context's error, by the error of a
 // start whose server still ran when the wait for it ended (ReadyTimeout,
 // or the caller's context): it was slow — a loaded machine, a log to
 // replay — or its readiness could not be seen (its clients cut off). The
-// harness gave up on it; the server refused nothing.
-var ErrNotReady = errors.New("was still running but not ready")
+// harness gave up on it; the server refused nothing. It is
+// server.ErrNotReady.
+var ErrNotReady = server.ErrNotReady
 
 // orDefault returns v, or def when v is the zero value.
 func orDefault[T comparable](v, def T) T {

@@ -72,6 +72,8 @@ type Cluster struct {
 	// Target is what the faults break (the runner adds the backend's
 	// Priority, Probe and Why).
 	Target nemesis.Target
+	// Nodes are Target's nodes, as compose started them.
+	Nodes []*compose.Node
 	// Processes are every server process of the cluster: its nodes, and
 	// any that run beside them (a Sentinel set's sentinels).
 	Processes []*compose.Node
@@ -85,7 +87,7 @@ type Cluster struct {
 // Nodes is a cluster of independent nodes (or members whose leader the
 // kind's target does not find): its target, and its processes.
 func Nodes(nodes []*compose.Node) *Cluster {
-	return &Cluster{Target: nemesis.Target{Nodes: nodes}, Processes: nodes}
+	return &Cluster{Target: nemesis.Target{Nodes: AsNodes(nodes)}, Nodes: nodes, Processes: nodes}
 }
 
 // Addrs are the addresses the clients of cl dial: Dial when set, else
@@ -97,7 +99,7 @@ func (cl *Cluster) Addrs(proxied bool) []string {
 		return cl.Dial
 	}
 	var out []string
-	for _, n := range cl.Target.Nodes {
+	for _, n := range cl.Nodes {
 		if proxied {
 			out = append(out, n.Addr())
 		} else {
@@ -229,13 +231,13 @@ var Available = sync.OnceValue(func() map[nemesis.Capability]error {
 // peer network here, or when each has a host of its own (which rules on
 // their hosts need).
 func Elected(nodes []*compose.Node, q interface {
-	nemesis.Leader
-	nemesis.Members
+	composeLeader
+	composeMembers
 }, spec Spec) *Cluster {
 	cl := Nodes(nodes)
-	cl.Target.Leader, cl.Target.Elects = q, true
+	cl.Target.Leader, cl.Target.Elects = Leads(q), true
 	if PeersCut(spec) {
-		cl.Target.Members = q
+		cl.Target.Members = members{q}
 	}
 	return cl
 }

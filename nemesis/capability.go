@@ -48,7 +48,7 @@ const (
 	MovableClock
 	// ClientNets: every node is a member of one peer network of this
 	// machine, which each client process can join in a network namespace
-	// of its own (compose.ClientNet), so that a fault cuts one client off
+	// of its own (a ClientNet), so that a fault cuts one client off
 	// from chosen nodes while the other clients keep them (split views).
 	ClientNets
 	// ClientQuorum: the lock's client asks a set of independent nodes

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/workloads"
 )
@@ -148,13 +147,13 @@ func failover(e Env) plan {
 			nm.fail(fmt.Errorf("the master %s is none of the set's nodes", old))
 			return
 		}
-		inj := nm.inject("replication cut, master killed, replica promoted", e.describe(fctx, []*compose.Node{n}))
+		inj := nm.inject("replication cut, master killed, replica promoted", e.describe(fctx, []Node{n}))
 		defer inj.end()
-		for _, l := range t.Sentinel.ReplicationLinks {
+		for _, l := range t.Sentinel.ReplicationLinks() {
 			nm.fail(l.Partition())
 		}
 		defer func() {
-			for _, l := range t.Sentinel.ReplicationLinks {
+			for _, l := range t.Sentinel.ReplicationLinks() {
 				nm.fail(l.Heal())
 			}
 		}()
@@ -193,7 +192,7 @@ func failover(e Env) plan {
 			return
 		}
 		p := proof{effect: fmt.Sprintf("master %s (%s, pid %d) killed; the sentinels promoted %s %v later",
-			n.Name, old, pid, promoted, time.Since(from).Round(10*time.Millisecond))}
+			n, old, pid, promoted, time.Since(from).Round(10*time.Millisecond))}
 		if len(after) == 0 {
 			p.precondition = "no section granted after the replication cut was open when the master died"
 			p.whyNot = p.precondition

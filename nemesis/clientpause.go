@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/remote"
@@ -214,5 +213,5 @@ func (l localProcess) StopAtGrant(context.Context) error {
 	}
 	// A worker stops itself within the window from the arm's receipt or
 	// ignores the arm; a second more covers the signal's delivery.
-	return compose.WaitStopped(l.p.Pid, worker.ArmWindow+time.Second)
+	return waitStopped(l.p.Pid, worker.ArmWindow+time.Second)
 }

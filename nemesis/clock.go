@@ -7,17 +7,15 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/lockbench/lockbench/compose"
 )
 
 // The clock faults: the wall clock of the targeted server processes jumps
-// or runs fast, for real (compose's clock preload; the servers of these
-// cases only run under it). What a server does with its wall clock is its
+// or runs fast, for real (a clock preload, the Clock capability; the
+// servers of these cases only run under it). What a server does with its wall clock is its
 // own business — Redis expires keys by it, PostgreSQL's now() is it, a
 // ZooKeeper leader stamps znodes with it and times sessions on its
 // monotonic clock — and is what the cases measure. The effect is read
-// back from the servers: their own clocks (compose.Node.ServerTime), and
+// back from the servers: their own clocks (Clock.ServerTime), and
 // the held key's remaining life on each.
 
 var clockJump = &Scenario{
@@ -45,7 +43,7 @@ var clockJump = &Scenario{
 				if err != nil {
 					return "", fmt.Errorf("reading the servers' clocks before the jump: %w", err)
 				}
-				err = eachErr(a.nodes, func(n *compose.Node) error { return n.JumpClock(by) })
+				err = eachCap(a.nodes, MovableClock, func(c Clock) error { return c.JumpClock(by) })
 				a.struck()
 				if err != nil {
 					return "", err
@@ -60,9 +58,9 @@ var clockJump = &Scenario{
 					// A clock read costs a round trip, and ZooKeeper's is
 					// stamped in ms: a jump is seen within 250 ms of its size.
 					if d := moved - by; d < -250*time.Millisecond || d > 250*time.Millisecond {
-						return "", fmt.Errorf("%s's server clock moved %v, not the %v it was jumped", n.Name, moved.Round(time.Millisecond), by)
+						return "", fmt.Errorf("%s's server clock moved %v, not the %v it was jumped", n, moved.Round(time.Millisecond), by)
 					}
-					out = append(out, fmt.Sprintf("%s's server clock moved %v forward", n.Name, moved.Round(time.Millisecond)))
+					out = append(out, fmt.Sprintf("%s's server clock moved %v forward", n, moved.Round(time.Millisecond)))
 				}
 				return strings.Join(out, "; "), nil
 			}),
@@ -91,7 +89,7 @@ var clockRate = &Scenario{
 			label: fmt.Sprintf("clock ran at %g× (%s)", rate, which), lasts: e.window(), hold: e.Spec.TTL * 3 / 4, exclusion: true, pick: pick,
 			do: func(ctx context.Context, a attempt) (string, error) {
 				a.struck()
-				if err := eachErr(a.nodes, func(n *compose.Node) error { return n.SetClockRate(rate) }); err != nil {
+				if err := eachCap(a.nodes, MovableClock, func(c Clock) error { return c.SetClockRate(rate) }); err != nil {
 					return "", err
 				}
 				// The rate as the servers read it: their clocks over a
@@ -115,14 +113,14 @@ var clockRate = &Scenario{
 						hi = moved / float64(d)
 					}
 					if hi < 0.85*rate || lo > 1.15*rate {
-						return "", fmt.Errorf("%s's server clock ran at %.2f–%.2f× real time, not %g×", n.Name, lo, hi, rate)
+						return "", fmt.Errorf("%s's server clock ran at %.2f–%.2f× real time, not %g×", n, lo, hi, rate)
 					}
-					out = append(out, fmt.Sprintf("%s's server clock ran at %.2f–%.2f× real time", n.Name, lo, hi))
+					out = append(out, fmt.Sprintf("%s's server clock ran at %.2f–%.2f× real time", n, lo, hi))
 				}
 				return strings.Join(out, "; "), nil
 			},
-			undo: func(_ context.Context, nodes []*compose.Node) error {
-				return eachErr(nodes, func(n *compose.Node) error { return n.SetClockRate(1) })
+			undo: func(_ context.Context, nodes []Node) error {
+				return eachCap(nodes, MovableClock, func(c Clock) error { return c.SetClockRate(1) })
 			},
 		})
 	},
@@ -141,12 +139,12 @@ func checkClock(size string) func(url.Values) error {
 // a minority or a majority, the leader first where there is one (a
 // ZooKeeper ensemble reads only its leader's wall clock, to stamp
 // znodes).
-func (e Env) clockTargets() (func(context.Context, int) ([]*compose.Node, error), string) {
+func (e Env) clockTargets() (func(context.Context, int) ([]Node, error), string) {
 	k, which := len(e.Target.Nodes)/2+1, "majority"
 	if e.Params.Get("nodes") == "minority" {
 		k, which = max((len(e.Target.Nodes)-1)/2, 1), "minority"
 	}
-	return func(ctx context.Context, _ int) ([]*compose.Node, error) {
+	return func(ctx context.Context, _ int) ([]Node, error) {
 		l, err := e.Target.leader(ctx)
 		if err != nil {
 			return nil, err
@@ -154,22 +152,26 @@ func (e Env) clockTargets() (func(context.Context, int) ([]*compose.Node, error)
 		if l == nil {
 			return e.pick(e.Target.Nodes, k), nil
 		}
-		var others []*compose.Node
+		var others []Node
 		for _, n := range e.Target.Nodes {
 			if n != l {
 				others = append(others, n)
 			}
 		}
-		return append([]*compose.Node{l}, e.pick(others, k-1)...), nil
+		return append([]Node{l}, e.pick(others, k-1)...), nil
 	}, which
 }
 
 // offsets reads how far each server's clock is ahead of this host's.
-func offsets(ctx context.Context, nodes []*compose.Node) ([]time.Duration, error) {
+func offsets(ctx context.Context, nodes []Node) ([]time.Duration, error) {
 	out := make([]time.Duration, len(nodes))
-	err := eachIndexed(nodes, func(i int, n *compose.Node) error {
+	err := eachIndexed(nodes, func(i int, n Node) error {
+		c, ok := n.(Clock)
+		if !ok {
+			return fmt.Errorf("%s lacks the capability %v", n, MovableClock)
+		}
 		from := time.Now()
-		t, err := n.ServerTime(ctx)
+		t, err := c.ServerTime(ctx)
 		if err != nil {
 			return err
 		}
@@ -186,11 +188,15 @@ type serverRead struct {
 }
 
 // serverTimes reads each server's clock, at once.
-func serverTimes(ctx context.Context, nodes []*compose.Node) ([]serverRead, error) {
+func serverTimes(ctx context.Context, nodes []Node) ([]serverRead, error) {
 	out := make([]serverRead, len(nodes))
-	err := eachIndexed(nodes, func(i int, n *compose.Node) error {
+	err := eachIndexed(nodes, func(i int, n Node) error {
+		c, ok := n.(Clock)
+		if !ok {
+			return fmt.Errorf("%s lacks the capability %v", n, MovableClock)
+		}
 		out[i].before = time.Now()
-		t, err := n.ServerTime(ctx)
+		t, err := c.ServerTime(ctx)
 		out[i].server, out[i].after = t, time.Now()
 		return err
 	})

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/internal/server"
 )
 
 // The faults that may cost servers their data, each on a majority of the
@@ -27,7 +27,7 @@ var restart = &Scenario{
 		"it keeps what it persists at shutdown (nothing for Redis without persistence, everything elsewhere)",
 	MinTTL:   2 * time.Second,
 	Requires: Servers,
-	plan:     downAndUp("restarted", func(nodes []*compose.Node) error { return eachErr(nodes, (*compose.Node).Stop) }),
+	plan:     downAndUp("restarted", func(nodes []Node) error { return eachErr(nodes, Node.Stop) }),
 }
 
 var crash = &Scenario{
@@ -38,7 +38,7 @@ var crash = &Scenario{
 		"the kernel kept every write the server made, synced or not (a process crash, not a machine's)",
 	MinTTL:   2 * time.Second,
 	Requires: Servers,
-	plan:     downAndUp("crashed", func(nodes []*compose.Node) error { return compose.KillAll(nodes...) }),
+	plan:     downAndUp("crashed", killAll),
 }
 
 var powerLoss = &Scenario{
@@ -59,13 +59,13 @@ var powerLoss = &Scenario{
 			label += fmt.Sprintf(", back after %v", delay)
 		}
 		return e.onMajority(label, func(ctx context.Context, a attempt) (string, error) {
-			dropped, err := compose.PowerLossAll(a.nodes...)
+			dropped, err := powerLossAll(a.nodes)
 			if err != nil {
 				return "", err
 			}
 			var out []string
 			for i, n := range a.nodes {
-				out = append(out, fmt.Sprintf("%s dropped %d unsynced bytes in %d files", n.Name, dropped[i].Bytes, dropped[i].Files))
+				out = append(out, fmt.Sprintf("%s dropped %d unsynced bytes in %d files", n, dropped[i].Bytes, dropped[i].Files))
 			}
 			if delay > 0 {
 				sleepUntil(ctx, time.Now().Add(delay))
@@ -75,21 +75,45 @@ var powerLoss = &Scenario{
 	},
 }
 
+// powerLossAll cuts the power of the nodes at once: all die before any
+// loses its unsynced writes (Disk.PowerLoss). It returns what each lost,
+// in the order of nodes. They stay down; startAll brings them back.
+func powerLossAll(nodes []Node) ([]server.Unsynced, error) {
+	disks := make([]Disk, len(nodes))
+	for i, n := range nodes {
+		d, ok := n.(Disk)
+		if !ok || !d.HasLazyFS() {
+			return nil, fmt.Errorf("%s has no lazy filesystem: a power loss cannot drop its unsynced writes", n)
+		}
+		disks[i] = d
+	}
+	if err := killAll(nodes); err != nil {
+		return nil, err
+	}
+	lost := make([]server.Unsynced, len(nodes))
+	err := eachIndexed(nodes, func(i int, _ Node) error {
+		var err error
+		lost[i], err = disks[i].PowerLoss()
+		return err
+	})
+	return lost, err
+}
+
 // startAgain starts the nodes a fault brought down and tells what their
-// failure to come back means. A server that exited (compose.ErrExited)
+// failure to come back means. A server that exited (server.ErrExited)
 // refused what its disk kept: that is the fault's outcome, and the servers
 // are lost (its log's last lines say why). One still starting when the
-// wait ended (compose.ErrNotReady) was slow — a loaded machine, a log to
+// wait ended (server.ErrNotReady) was slow — a loaded machine, a log to
 // replay — which is the harness giving up, not the server refusing: the
 // injection failed, and says how long it waited.
-func startAgain(ctx context.Context, nodes []*compose.Node) error {
-	err := compose.StartAll(ctx, nodes...)
+func startAgain(ctx context.Context, nodes []Node) error {
+	err := startAll(ctx, nodes)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, compose.ErrExited):
+	case errors.Is(err, server.ErrExited):
 		return lost{err}
-	case errors.Is(err, compose.ErrNotReady):
+	case errors.Is(err, server.ErrNotReady):
 		return fmt.Errorf("slow to start again, not refused: %w", err)
 	}
 	return err
@@ -98,7 +122,7 @@ func startAgain(ctx context.Context, nodes []*compose.Node) error {
 // downAndUp plans a fault that takes a random majority of the nodes down
 // with down and starts them again at once on the same disk (startAgain):
 // restart and crash, which differ only in how the servers go down.
-func downAndUp(label string, down func([]*compose.Node) error) func(Env) plan {
+func downAndUp(label string, down func([]Node) error) func(Env) plan {
 	return func(e Env) plan {
 		return e.onMajority(label, func(ctx context.Context, a attempt) (string, error) {
 			if err := down(a.nodes); err != nil {
@@ -119,7 +143,7 @@ func downAndUp(label string, down func([]*compose.Node) error) func(Env) plan {
 func (e Env) onMajority(label string, op func(ctx context.Context, a attempt) (string, error)) plan {
 	return e.drive(strike{
 		label: label, hold: e.Spec.TTL * 3 / 4, exclusion: true, danger: true,
-		pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
+		pick: func(context.Context, int) ([]Node, error) { return e.majority(), nil },
 		do: e.keysAcross(func(ctx context.Context, a attempt) (string, error) {
 			a.struck()
 			return op(ctx, a)
@@ -180,7 +204,7 @@ func (e Env) keysAcross(op func(ctx context.Context, a attempt) (string, error))
 				proc = fmt.Sprintf(" (pid %d → %d)", pids[i], pid)
 			}
 			out = append(out, fmt.Sprintf("%s%s: %s %v before; %d of them kept as they were; %v "+
-				"after", n.Name, proc, what, before[i], after[i].Kept(before[i]), after[i]))
+				"after", n, proc, what, before[i], after[i].Kept(before[i]), after[i]))
 		}
 		return strings.Join(out, "; "), opErr
 	}
@@ -188,13 +212,13 @@ func (e Env) keysAcross(op func(ctx context.Context, a attempt) (string, error))
 
 // stored reads what each node holds of the keys containing substr, at
 // once.
-func (e Env) stored(ctx context.Context, nodes []*compose.Node, substr string) ([]Stored, error) {
+func (e Env) stored(ctx context.Context, nodes []Node, substr string) ([]Stored, error) {
 	out := make([]Stored, len(nodes))
-	err := eachIndexed(nodes, func(i int, n *compose.Node) error {
+	err := eachIndexed(nodes, func(i int, n Node) error {
 		var err error
 		out[i], err = e.Target.Probe(ctx, n, substr)
 		if err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
+			return fmt.Errorf("%s: %w", n, err)
 		}
 		return nil
 	})

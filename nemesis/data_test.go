@@ -49,13 +49,13 @@ func TestStartAgainTellsRefusedFromSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	err = startAgain(ctx, []*compose.Node{refused})
+	err = startAgain(ctx, []Node{refused})
 	var l lost
 	if !errors.As(err, &l) || !strings.Contains(l.Error(), "the servers did not come back") || !strings.Contains(l.Error(), "pg_control") {
 		t.Fatalf("a server that refused its data: %v; want lost, with the log's reason", err)
 	}
 	wait, cancel := context.WithTimeout(ctx, 2*time.Second)
-	err = startAgain(wait, []*compose.Node{slow})
+	err = startAgain(wait, []Node{slow})
 	cancel()
 	t.Logf("slow: %v", err)
 	if err == nil || errors.As(err, &l) || !errors.Is(err, compose.ErrNotReady) || !strings.Contains(err.Error(), "slow") || !waited.MatchString(err.Error()) {

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lockbench/lockbench/compose"
 )
 
 // mixed is Jepsen's nemesis schedule: for the whole case, an injection
@@ -179,9 +177,9 @@ func composed(class string, parts []strike) strike {
 	c.label = strings.Join(labels, " + ")
 	// picked holds each part's targets for the injection under way: drive
 	// runs one injection at a time.
-	picked := make([][]*compose.Node, len(parts))
-	c.pick = func(ctx context.Context, i int) ([]*compose.Node, error) {
-		var all []*compose.Node
+	picked := make([][]Node, len(parts))
+	c.pick = func(ctx context.Context, i int) ([]Node, error) {
+		var all []Node
 		for j, p := range parts {
 			nodes, err := p.pick(ctx, i)
 			if err != nil {
@@ -194,7 +192,7 @@ func composed(class string, parts []strike) strike {
 				}
 			}
 		}
-		slices.SortFunc(all, func(a, b *compose.Node) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(all, func(a, b Node) int { return strings.Compare(a.String(), b.String()) })
 		return all, nil
 	}
 	c.do = func(ctx context.Context, a attempt) (string, error) {
@@ -229,7 +227,7 @@ func composed(class string, parts []strike) strike {
 		}
 		return strings.Join(effects, "; "), nil
 	}
-	c.undo = func(ctx context.Context, _ []*compose.Node) error {
+	c.undo = func(ctx context.Context, _ []Node) error {
 		var errs []error
 		for j := len(parts) - 1; j >= 0; j-- {
 			if p := parts[j]; p.undo != nil {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"github.com/lockbench/lockbench/compose"
 )
 
 // TestMixedDrawsWhatApplies: a mixed schedule draws only the classes
@@ -80,14 +78,14 @@ func TestComposedStrike(t *testing.T) {
 	var log []string
 	part := func(name string, node int, lasts time.Duration) strike {
 		s := strike{label: name, lasts: lasts, exclusion: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) { return fakeNodes[node : node+1], nil },
+			pick: func(context.Context, int) ([]Node, error) { return fakeNodes[node : node+1], nil },
 			do: func(_ context.Context, a attempt) (string, error) {
 				a.struck()
 				log = append(log, name+" "+names(a.nodes))
 				return name + "d", nil
 			}}
 		if lasts > 0 {
-			s.undo = func(_ context.Context, nodes []*compose.Node) error {
+			s.undo = func(_ context.Context, nodes []Node) error {
 				log = append(log, "heal "+name+" "+names(nodes))
 				return nil
 			}

@@ -80,7 +80,6 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -97,12 +96,15 @@ func faultErrorf(format string, args ...any) error {
 
 // Target is what a scenario can break: the servers behind one backend,
 // whatever their topology, and the controls their cluster has. Only Nodes
-// is needed; the rest is set where the cluster has it.
+// is needed; the rest is set where the cluster has it. Nodes and controls
+// are what the nemesis asks of them (Node and its capabilities, Leader,
+// Members, FailoverSet), so that any server can be a target: package kinds
+// builds the targets of the servers lockbench starts.
 type Target struct {
 	// Nodes are the servers a scenario may pick from: Redis masters,
 	// quorum members, a PostgreSQL server, a Sentinel set's master and
 	// replicas.
-	Nodes []*compose.Node
+	Nodes []Node
 	// Priority lists the indices in Nodes of the nodes the backend prefers
 	// (where Redlock's fast path and hand-off live), so that an injection
 	// says when it hit one.
@@ -114,11 +116,11 @@ type Target struct {
 	// leader faults apply.
 	Elects bool
 	// Members, when set, cuts and heals the traffic between the members
-	// (ZooKeeper and etcd in network namespaces of their own, compose's
-	// PeerNetwork).
+	// (ZooKeeper and etcd in network namespaces of their own).
 	Members Members
-	// Sentinel, when set, is the Sentinel set whose master failover loses.
-	Sentinel *compose.SentinelSet
+	// Sentinel, when set, is the set whose master failover loses (a
+	// Sentinel set).
+	Sentinel FailoverSet
 	// Quorum is set when the backend's client asks a quorum of the
 	// independent nodes itself (Redlock, redsync): ClientQuorum.
 	Quorum bool
@@ -129,31 +131,14 @@ type Target struct {
 	// contain substr, as the backend stores them (its descriptor's
 	// Probe, on that node alone): what a fault that may lose or expire
 	// keys is read back from.
-	Probe func(ctx context.Context, n *compose.Node, substr string) (Stored, error)
+	Probe func(ctx context.Context, n Node, substr string) (Stored, error)
 }
 
 // Stored is what one server holds of a case's keys (backends.Stored).
 type Stored = backends.Stored
 
-// Leader finds the current leader (or master) of a cluster: compose's
-// Ensemble, EtcdCluster and SentinelSet.
-type Leader interface {
-	Leader(ctx context.Context) (*compose.Node, error)
-}
-
-// Members cuts a cluster's members apart from each other and heals them:
-// compose's Ensemble and EtcdCluster started with PeerNetwork.
-type Members interface {
-	Partition(groups ...[]*compose.Node) error
-	HealPartition() error
-	AwaitServing(ctx context.Context) error
-	// Isolated returns nil when member n says it lost its peers (no
-	// quorum, no leader), and why not otherwise: the proof of a cut.
-	Isolated(ctx context.Context, n *compose.Node) error
-}
-
 // leader returns the target's leader, or nil without one.
-func (t Target) leader(ctx context.Context) (*compose.Node, error) {
+func (t Target) leader(ctx context.Context) (Node, error) {
 	if t.Leader == nil {
 		return nil, nil
 	}
@@ -186,8 +171,13 @@ func (t Target) Shape() Shape {
 	}
 	sh.Caps = Servers | ClientLinks | Proxy | LosableData | MovableClock
 	for _, n := range t.Nodes {
+		c, cuts := n.(ClientCutter)
+		p, proxied := n.(Proxied)
+		d, disk := n.(Disk)
+		k, clock := n.(Clock)
 		each := map[Capability]bool{
-			ClientLinks: n.Cuttable(), Proxy: n.Proxy() != nil, LosableData: n.HasLazyFS(), MovableClock: n.HasFakeClock(),
+			ClientLinks: cuts && c.Cuttable(), Proxy: proxied && p.HasProxy(), LosableData: disk && d.HasLazyFS(),
+			MovableClock: clock && k.HasFakeClock(),
 		}
 		for c, has := range each {
 			if !has {
@@ -197,7 +187,7 @@ func (t Target) Shape() Shape {
 	}
 	for c, has := range map[Capability]bool{
 		Minority: len(t.Nodes) >= 3, Leadership: t.Leader != nil, Election: t.Elects, PeerLinks: t.Members != nil,
-		Failover:   t.Sentinel != nil && len(t.Sentinel.ReplicationLinks) > 0,
+		Failover:   t.Sentinel != nil && len(t.Sentinel.ReplicationLinks()) > 0,
 		ClientNets: t.clientNets(), ClientQuorum: t.Quorum,
 	} {
 		if has {
@@ -253,7 +243,7 @@ type Scenario struct {
 	// must run its clients as processes.
 	Processes bool
 	// SplitNets means the runner starts each client process in a network
-	// namespace of its own on the nodes' peer network (compose.ClientNet)
+	// namespace of its own on the nodes' peer network (a ClientNet)
 	// and hands it over (Nemesis.AddClientNet): split views.
 	SplitNets bool
 	// Needs is what the case's servers must be started with.

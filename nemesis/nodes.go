@@ -3,12 +3,12 @@ package nemesis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/results"
 )
@@ -33,38 +33,40 @@ func (e Env) slots(length, gap time.Duration) []time.Duration {
 }
 
 // pick draws k of nodes at random (all of them when k ≥ len(nodes)).
-func (e Env) pick(nodes []*compose.Node, k int) []*compose.Node {
+func (e Env) pick(nodes []Node, k int) []Node {
 	idx := e.Rand.Perm(len(nodes))
-	var out []*compose.Node
+	var out []Node
 	for _, i := range idx[:min(k, len(nodes))] {
 		out = append(out, nodes[i])
 	}
-	slices.SortFunc(out, func(a, b *compose.Node) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.String(), b.String()) })
 	return out
 }
 
 // minority draws a minority of the servers: (n−1)/2 of n, or the one
 // server of a single-node backend.
-func (e Env) minority() []*compose.Node {
+func (e Env) minority() []Node {
 	nodes := e.Target.Nodes
 	return e.pick(nodes, max((len(nodes)-1)/2, 1))
 }
 
 // majority draws a majority of the servers: n/2+1 of n.
-func (e Env) majority() []*compose.Node {
+func (e Env) majority() []Node {
 	nodes := e.Target.Nodes
 	return e.pick(nodes, len(nodes)/2+1)
 }
 
 // describe records what an injection hits: node names, and whether the
 // leader or a priority node is among them.
-func (e Env) describe(ctx context.Context, nodes []*compose.Node) results.Target {
+func (e Env) describe(ctx context.Context, nodes []Node) results.Target {
 	t := results.Target{}
 	leader, _ := e.Target.leader(ctx)
 	for _, n := range nodes {
-		t.Nodes = append(t.Nodes, n.Name)
-		if h, ok := n.Host().(*remote.SSH); ok {
-			t.Hosts = append(t.Hosts, h.Name())
+		t.Nodes = append(t.Nodes, n.String())
+		if p, ok := n.(Placed); ok {
+			if h, ok := p.Host().(*remote.SSH); ok {
+				t.Hosts = append(t.Hosts, h.Name())
+			}
 		}
 		t.Leader = t.Leader || (leader != nil && n == leader)
 		for _, i := range e.Target.Priority {
@@ -75,22 +77,50 @@ func (e Env) describe(ctx context.Context, nodes []*compose.Node) results.Target
 }
 
 // names joins node names for a window's label.
-func names(nodes []*compose.Node) string {
+func names(nodes []Node) string {
 	var s []string
 	for _, n := range nodes {
-		s = append(s, n.Name)
+		s = append(s, n.String())
 	}
 	return strings.Join(s, ", ")
 }
 
 // eachErr applies op to every node at once and waits: faults on several
 // nodes strike together, as in a rack power loss. It joins the errors.
-func eachErr(nodes []*compose.Node, op func(*compose.Node) error) error {
-	return eachIndexed(nodes, func(_ int, n *compose.Node) error { return op(n) })
+func eachErr(nodes []Node, op func(Node) error) error {
+	return eachIndexed(nodes, func(_ int, n Node) error { return op(n) })
+}
+
+// eachCap applies op to every node's capability C at once (eachErr): a
+// node that lacks it is an error naming the capability c, which a
+// scenario that requires c meets only on a target built wrong (Shape
+// reads the same interfaces).
+func eachCap[C any](nodes []Node, c Capability, op func(C) error) error {
+	return eachErr(nodes, func(n Node) error {
+		x, ok := n.(C)
+		if !ok {
+			return fmt.Errorf("%s lacks the capability %v", n, c)
+		}
+		return op(x)
+	})
+}
+
+// killAll kills the nodes at once, as a crash of their machines that
+// keeps their disks (and page caches) would: no node sees another die
+// first. It waits for every one to exit.
+func killAll(nodes []Node) error { return eachErr(nodes, Node.Kill) }
+
+// startAll starts the stopped nodes together and waits until each is
+// ready (Node.Start): members of a quorum that lost its majority become
+// ready only once enough of them run, so they cannot be started one
+// after another. A running node is left as it is. The error joins each
+// node's.
+func startAll(ctx context.Context, nodes []Node) error {
+	return eachErr(nodes, func(n Node) error { return n.Start(ctx) })
 }
 
 // eachIndexed is eachErr with each node's index.
-func eachIndexed(nodes []*compose.Node, op func(int, *compose.Node) error) error {
+func eachIndexed(nodes []Node, op func(int, Node) error) error {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {

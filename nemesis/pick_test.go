@@ -11,8 +11,8 @@ import (
 	"github.com/lockbench/lockbench/workloads"
 )
 
-func fiveNodes() []*compose.Node {
-	nodes := make([]*compose.Node, 5)
+func fiveNodes() []Node {
+	nodes := make([]Node, 5)
 	for i := range nodes {
 		nodes[i] = &compose.Node{Name: string(rune('a' + i))}
 	}

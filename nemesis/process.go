@@ -1,14 +1,15 @@
 package nemesis
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/worker"
@@ -48,7 +49,7 @@ func (l localProcess) Pause(context.Context) error {
 	} else if err != nil {
 		return err
 	}
-	return compose.WaitStopped(l.p.Pid, 10*time.Second)
+	return waitStopped(l.p.Pid, 10*time.Second)
 }
 
 func (l localProcess) Resume(context.Context) error {
@@ -122,4 +123,57 @@ func (n *Nemesis) Pause(process int, d time.Duration) error {
 	}
 	inj.prove(proof{tested: true, precondition: pre, effect: fmt.Sprintf("every thread of process %d stopped (state T)", process)})
 	return nil
+}
+
+// waitStopped waits up to d until no thread of process pid, of this
+// machine, runs: each is stopped by a signal (SIGSTOP), or has exited. A
+// client process is counted paused only then: the kernel stops a process
+// when one of its threads, woken by the signal, runs, and on a loaded
+// machine the others meanwhile go on.
+func waitStopped(pid int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		running, err := runningThreads(pid)
+		if err != nil || running == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d: %d threads still running %v after SIGSTOP", pid, running, d)
+		}
+		<-tick.C
+	}
+}
+
+// runningThreads counts the threads of process pid that are not stopped
+// (state T) or dead (Z, X). A process that has gone has none.
+func runningThreads(pid int) (int, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	running := 0
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
+		if err != nil {
+			continue // the thread has exited
+		}
+		// The state follows the command name, which is in parentheses
+		// and may itself contain them.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return 0, fmt.Errorf("%s/%s/stat: cannot parse %q", dir, t.Name(), b)
+		}
+		switch b[i+2] {
+		case 'T', 'Z', 'X', 'x':
+		default:
+			running++
+		}
+	}
+	return running, nil
 }

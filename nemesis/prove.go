@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
 )
 
@@ -58,7 +57,7 @@ type strike struct {
 	// open (Env.lostSection).
 	danger bool
 	// pick draws the targets of injection i.
-	pick func(ctx context.Context, i int) ([]*compose.Node, error)
+	pick func(ctx context.Context, i int) ([]Node, error)
 	// do breaks the targets, calls a.struck at the moment of the strike
 	// (right before a signal or a cut that takes at once; right after a
 	// kill that a long-held section outlives), reads back what it did, and
@@ -70,12 +69,12 @@ type strike struct {
 	do func(ctx context.Context, a attempt) (effect string, err error)
 	// undo heals a lasting fault after its window; nil for an instant
 	// one.
-	undo func(ctx context.Context, nodes []*compose.Node) error
+	undo func(ctx context.Context, nodes []Node) error
 }
 
 // attempt is one injection as do sees it.
 type attempt struct {
-	nodes []*compose.Node
+	nodes []Node
 	// key is the key of the section the strike met ("" when none).
 	key string
 	// substr is what the case's keys on the servers contain: key, or the

@@ -75,7 +75,7 @@ func loadOf(t *testing.T, d time.Duration, think time.Duration) workloads.Spec {
 	return spec
 }
 
-var fakeNodes = []*compose.Node{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+var fakeNodes = []Node{&compose.Node{Name: "a"}, &compose.Node{Name: "b"}, &compose.Node{Name: "c"}}
 
 // TestDriveProvesItsInjections: each injection waits for a grant, strikes
 // while that section is open (held long), records what it met and what
@@ -88,7 +88,7 @@ func TestDriveProvesItsInjections(t *testing.T) {
 	e := Env{Target: Target{Nodes: fakeNodes}, Spec: spec, Lease: 200 * time.Millisecond, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))}
 	var keys []string
 	n := driven(e, strike{label: "poked", hold: 100 * time.Millisecond, exclusion: true,
-		pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
+		pick: func(context.Context, int) ([]Node, error) { return e.majority(), nil },
 		do: func(_ context.Context, a attempt) (string, error) {
 			keys = append(keys, a.key)
 			a.struck()
@@ -123,7 +123,7 @@ func TestDriveCountsOnlyWhatTested(t *testing.T) {
 	spec := loadOf(t, time.Second, time.Hour) // each client grants once, then thinks
 	e := Env{Target: Target{Nodes: fakeNodes}, Spec: spec, Lease: 200 * time.Millisecond, Injections: 1, Rand: rand.New(rand.NewPCG(1, 2)), wait: 300 * time.Millisecond}
 	n := driven(e, strike{label: "poked", exclusion: true,
-		pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+		pick: func(context.Context, int) ([]Node, error) { return e.minority(), nil },
 		do:   func(_ context.Context, a attempt) (string, error) { a.struck(); return "poked", nil }})
 	_, rec := runStretched(t, n, spec)
 	if len(rec.Targets) != 2 {
@@ -156,7 +156,7 @@ func TestDriveStopsAtAFailureOrALoss(t *testing.T) {
 		spec := loadOf(t, time.Second, 0)
 		e := Env{Target: Target{Nodes: fakeNodes}, Spec: spec, Lease: 200 * time.Millisecond, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))}
 		n := driven(e, strike{label: "poked", exclusion: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+			pick: func(context.Context, int) ([]Node, error) { return e.minority(), nil },
 			do:   func(_ context.Context, a attempt) (string, error) { a.struck(); return "", tc.err }})
 		_, rec := runStretched(t, n, spec)
 		var u untested
@@ -198,7 +198,7 @@ func TestDangerWindow(t *testing.T) {
 			spec := loadOf(t, 1200*time.Millisecond, 0)
 			e := Env{Target: Target{Nodes: fakeNodes}, Spec: spec, Lease: 200 * time.Millisecond, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))}
 			n := driven(e, strike{label: "down and up", hold: 100 * time.Millisecond, exclusion: true, danger: true,
-				pick: func(context.Context, int) ([]*compose.Node, error) { return e.majority(), nil },
+				pick: func(context.Context, int) ([]Node, error) { return e.majority(), nil },
 				do: func(ctx context.Context, a attempt) (string, error) {
 					a.struck()
 					sleepUntil(ctx, time.Now().Add(tc.recovery)) // the nodes coming back

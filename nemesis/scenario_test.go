@@ -17,6 +17,8 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/kinds"
+	sentinelkind "github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
@@ -48,7 +50,7 @@ func run(t *testing.T, nodes []*compose.Node, fault string, params map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := nemesis.Target{Nodes: nodes, Priority: []int{0}, Probe: probe("redlock")}
+	target := nemesis.Target{Nodes: kinds.AsNodes(nodes), Priority: []int{0}, Probe: probe("redlock")}
 	cfg := backends.Config{Params: map[string]string{"bootstrap": "force", "maxttl": "2s"}}
 	for k, v := range params {
 		cfg.Params[k] = v
@@ -118,7 +120,11 @@ func runTTL(t *testing.T, backend string, cfg backends.Config, target nemesis.Ta
 	if err := errors.Join(runErr, err); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range target.Nodes {
+	servers, err := kinds.ComposeNodes(target.Nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range servers {
 		if !n.Running() || n.Paused() {
 			t.Errorf("%s was left down by %s", n.Name, fault)
 		}
@@ -128,12 +134,12 @@ func runTTL(t *testing.T, backend string, cfg backends.Config, target nemesis.Ta
 
 // probe reads a node as backend name's descriptor does, as the runner
 // gives it to the nemesis.
-func probe(name string) func(context.Context, *compose.Node, string) (nemesis.Stored, error) {
+func probe(name string) func(context.Context, nemesis.Node, string) (nemesis.Stored, error) {
 	d, ok := backends.Lookup(name)
 	if !ok {
 		panic("no backend " + name)
 	}
-	return func(ctx context.Context, n *compose.Node, substr string) (nemesis.Stored, error) {
+	return func(ctx context.Context, n nemesis.Node, substr string) (nemesis.Stored, error) {
 		return d.Probe(ctx, backends.Config{Addrs: []string{n.ServerAddr()}}, substr)
 	}
 }
@@ -379,7 +385,8 @@ func TestSentinelRealFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			target := nemesis.Target{Nodes: set.Nodes(), Leader: set, Sentinel: set, Probe: probe("sentinel")}
+			target := sentinelkind.Target(set)
+			target.Probe = probe("sentinel")
 			cfg := backends.Config{Addrs: set.SentinelAddrs(), Params: map[string]string{"master": set.MasterName}}
 			out := runOn(t, "sentinel", cfg, target, tc.fault)
 			if len(out.Failures) > 0 {
@@ -445,7 +452,7 @@ func TestPowerLossTestedInItsDangerWindow(t *testing.T) {
 		for _, n := range nodes {
 			cfg.Addrs = append(cfg.Addrs, n.ServerAddr())
 		}
-		target := nemesis.Target{Nodes: nodes, Priority: []int{0}, Probe: probe("redlock")}
+		target := nemesis.Target{Nodes: kinds.AsNodes(nodes), Priority: []int{0}, Probe: probe("redlock")}
 		out := runTTL(t, "redlock", cfg, target, tc.fault, tc.ttl, 4*tc.ttl)
 		if len(out.Targets) == 0 || len(out.Failures) > 0 {
 			t.Fatalf("%s: injections %+v, failures %v", tc.fault, out.Targets, out.Failures)

@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/lockbench/lockbench/compose"
 )
 
 // The scenarios that break servers, each a strike that drive repeats on
@@ -24,25 +22,25 @@ var serverPause = &Scenario{
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "paused", lasts: e.window(), exclusion: true,
-			pick: func(ctx context.Context, i int) ([]*compose.Node, error) {
+			pick: func(ctx context.Context, i int) ([]Node, error) {
 				if i%2 == 0 || len(e.Target.Nodes) == 1 {
 					if l, err := e.Target.leader(ctx); l != nil || err != nil {
-						return []*compose.Node{l}, err
+						return []Node{l}, err
 					}
 				}
 				return e.minority(), nil
 			},
 			do: func(_ context.Context, a attempt) (string, error) {
 				a.struck()
-				err := eachErr(a.nodes, (*compose.Node).Pause)
+				err := eachErr(a.nodes, Node.Pause)
 				if err != nil {
 					return "", err
 				}
-				return perNodeEffect(a.nodes, func(n *compose.Node) string {
-					return fmt.Sprintf("every thread of %s (pid %d) stopped", n.Name, n.PID())
+				return perNodeEffect(a.nodes, func(n Node) string {
+					return fmt.Sprintf("every thread of %s (pid %d) stopped", n, n.PID())
 				}), nil
 			},
-			undo: func(_ context.Context, nodes []*compose.Node) error { return eachErr(nodes, (*compose.Node).Resume) },
+			undo: func(_ context.Context, nodes []Node) error { return eachErr(nodes, Node.Resume) },
 		})
 	},
 }
@@ -59,9 +57,9 @@ var crashMinority = &Scenario{
 			// that another client can ask for its key while the minority
 			// is down and it is still open: the danger window.
 			label: "down", lasts: e.window(), hold: e.Spec.TTL * 3 / 4, exclusion: true, danger: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
+			pick: func(context.Context, int) ([]Node, error) { return e.minority(), nil },
 			do:   kill,
-			undo: func(ctx context.Context, nodes []*compose.Node) error { return compose.StartAll(ctx, nodes...) },
+			undo: startAll,
 		})
 	},
 }
@@ -80,36 +78,36 @@ var partition = &Scenario{
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "cut off from the clients", lasts: cutWindow(e.Target.Shape(), e.Lease), exclusion: true,
-			pick: func(ctx context.Context, _ int) ([]*compose.Node, error) {
+			pick: func(ctx context.Context, _ int) ([]Node, error) {
 				if e.Target.Sentinel != nil {
 					// A Sentinel set's clients talk to its master alone: a
 					// replica cut off from them cuts no client off.
 					l, err := e.Target.leader(ctx)
-					return []*compose.Node{l}, err
+					return []Node{l}, err
 				}
 				return e.minority(), nil
 			},
 			do: func(ctx context.Context, a attempt) (string, error) {
 				a.struck()
-				if err := eachErr(a.nodes, (*compose.Node).CutClients); err != nil {
+				if err := eachCap(a.nodes, ClientLinks, ClientCutter.CutClients); err != nil {
 					return "", err
 				}
 				// The proof: a connection from the clients' host times out.
-				err := eachErr(a.nodes, func(n *compose.Node) error { return n.Unreachable(ctx, cutProof) })
+				err := eachCap(a.nodes, ClientLinks, func(c ClientCutter) error { return c.Unreachable(ctx, cutProof) })
 				if err != nil {
 					return "", fmt.Errorf("a client could still reach its server: %w", err)
 				}
 				cut := time.Now()
-				effect := perNodeEffect(a.nodes, func(n *compose.Node) string {
-					return fmt.Sprintf("%s unreachable from the clients (a connection timed out after %v)", n.Name, cutProof)
+				effect := perNodeEffect(a.nodes, func(n Node) string {
+					return fmt.Sprintf("%s unreachable from the clients (a connection timed out after %v)", n, cutProof)
 				})
 				if s := e.Target.Sentinel; s != nil {
 					return effect + "; " + sentinelsThrough(ctx, s, a.nodes[0], cut), nil
 				}
 				return effect, nil
 			},
-			undo: func(_ context.Context, nodes []*compose.Node) error {
-				return eachErr(nodes, (*compose.Node).HealClients)
+			undo: func(_ context.Context, nodes []Node) error {
+				return eachCap(nodes, ClientLinks, ClientCutter.HealClients)
 			},
 		})
 	},
@@ -137,15 +135,15 @@ func cutWindow(sh Shape, lease time.Duration) time.Duration {
 // master's clients), what the sentinels of s make of it: whether they
 // promote another node, and when. Where they sit relative to the cut
 // (on the clients' host here, on the servers' hosts over an inventory:
-// SentinelSet.SentinelsSide) decides whether they lose the master. It
+// FailoverSet.Side) decides whether they lose the master. It
 // says so in words.
-func sentinelsThrough(ctx context.Context, s *compose.SentinelSet, master *compose.Node, cut time.Time) string {
-	head := fmt.Sprintf("%s cut off from its clients (the paths between the Redis nodes are not cut); %s", master.Name, s.SentinelsSide)
+func sentinelsThrough(ctx context.Context, s FailoverSet, master Node, cut time.Time) string {
+	head := fmt.Sprintf("%s cut off from its clients (the paths between the Redis nodes are not cut); %s", master, s.Side())
 	for {
 		if addr, err := s.CurrentMaster(ctx); err == nil && addr != master.ServerAddr() {
 			name := addr
 			if n := s.Node(addr); n != nil {
-				name = n.Name
+				name = n.String()
 			}
 			return fmt.Sprintf("%s, and reported %s as the master %v after the cut: a failover", head, name,
 				time.Since(cut).Round(10*time.Millisecond))
@@ -170,9 +168,9 @@ var latency = &Scenario{
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "+50ms", lasts: e.window(),
-			pick: func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil },
-			do:   proxied(func(n *compose.Node) error { return n.Delay(50 * time.Millisecond) }, "delay"),
-			undo: func(_ context.Context, nodes []*compose.Node) error { return eachErr(nodes, (*compose.Node).Heal) },
+			pick: func(context.Context, int) ([]Node, error) { return e.minority(), nil },
+			do:   proxied(func(p Proxied) error { return p.Delay(50 * time.Millisecond) }, "delay"),
+			undo: func(_ context.Context, nodes []Node) error { return eachCap(nodes, Proxy, Proxied.Heal) },
 		})
 	},
 }
@@ -184,9 +182,9 @@ var partitionLeader = &Scenario{
 		"member) for 2 s, then healed",
 	Requires: Election | PeerLinks, QuorumDuration: quorumCase,
 	plan: func(e Env) plan {
-		return e.peerCut("cut off from the other members", func(ctx context.Context, _ int) ([]*compose.Node, error) {
+		return e.peerCut("cut off from the other members", func(ctx context.Context, _ int) ([]Node, error) {
 			l, err := e.Target.leader(ctx)
-			return []*compose.Node{l}, err
+			return []Node{l}, err
 		})
 	},
 }
@@ -198,7 +196,7 @@ var partitionHalves = &Scenario{
 		"reach each other, for 2 s, then healed",
 	Requires: Election | PeerLinks, QuorumDuration: quorumCase,
 	plan: func(e Env) plan {
-		return e.peerCut("split from the majority", func(context.Context, int) ([]*compose.Node, error) { return e.minority(), nil })
+		return e.peerCut("split from the majority", func(context.Context, int) ([]Node, error) { return e.minority(), nil })
 	},
 }
 
@@ -211,9 +209,9 @@ var leaderKill = &Scenario{
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "leader down", lasts: e.window(), exclusion: true,
-			pick: func(ctx context.Context, _ int) ([]*compose.Node, error) {
+			pick: func(ctx context.Context, _ int) ([]Node, error) {
 				l, err := e.Target.leader(ctx)
-				return []*compose.Node{l}, err
+				return []Node{l}, err
 			},
 			do: func(ctx context.Context, a attempt) (string, error) {
 				effect, err := kill(ctx, a)
@@ -225,13 +223,13 @@ var leaderKill = &Scenario{
 				from := time.Now()
 				for ctx.Err() == nil {
 					if l, err := e.Target.leader(ctx); err == nil && l != nil && l != a.nodes[0] {
-						return fmt.Sprintf("%s; %s led %v later", effect, l.Name, time.Since(from).Round(10*time.Millisecond)), nil
+						return fmt.Sprintf("%s; %s led %v later", effect, l, time.Since(from).Round(10*time.Millisecond)), nil
 					}
 					sleepUntil(ctx, time.Now().Add(50*time.Millisecond))
 				}
 				return effect + "; no other member led within the window", nil
 			},
-			undo: func(ctx context.Context, nodes []*compose.Node) error { return compose.StartAll(ctx, nodes...) },
+			undo: startAll,
 		})
 	},
 }
@@ -243,15 +241,15 @@ func kill(_ context.Context, a attempt) (string, error) {
 		pids[i] = n.PID()
 	}
 	a.struck()
-	if err := compose.KillAll(a.nodes...); err != nil {
+	if err := killAll(a.nodes); err != nil {
 		return "", err
 	}
 	var out []string
 	for i, n := range a.nodes {
 		if n.Running() {
-			return "", fmt.Errorf("%s is still running after its kill", n.Name)
+			return "", fmt.Errorf("%s is still running after its kill", n)
 		}
-		out = append(out, fmt.Sprintf("%s (pid %d) killed", n.Name, pids[i]))
+		out = append(out, fmt.Sprintf("%s (pid %d) killed", n, pids[i]))
 	}
 	return strings.Join(out, "; "), nil
 }
@@ -259,15 +257,15 @@ func kill(_ context.Context, a attempt) (string, error) {
 // proxied is the strike of a fault made in the nodes' proxies (op), read
 // back from them: each proxy must have a fault whose name starts with
 // want in force.
-func proxied(op func(*compose.Node) error, want string) func(context.Context, attempt) (string, error) {
+func proxied(op func(Proxied) error, want string) func(context.Context, attempt) (string, error) {
 	return func(ctx context.Context, a attempt) (string, error) {
 		a.struck()
-		if err := eachErr(a.nodes, op); err != nil {
+		if err := eachCap(a.nodes, Proxy, op); err != nil {
 			return "", err
 		}
 		var out []string
 		for _, n := range a.nodes {
-			faults, err := n.Proxy().Faults(ctx)
+			faults, err := n.(Proxied).ProxyFaults(ctx)
 			if err != nil {
 				return "", err
 			}
@@ -276,9 +274,9 @@ func proxied(op func(*compose.Node) error, want string) func(context.Context, at
 				ok = ok || strings.HasPrefix(f, want)
 			}
 			if !ok {
-				return "", fmt.Errorf("the proxy of %s has no %s in force (%v)", n.Name, want, faults)
+				return "", fmt.Errorf("the proxy of %s has no %s in force (%v)", n, want, faults)
 			}
-			out = append(out, fmt.Sprintf("%s's proxy: %s", n.Name, strings.Join(faults, ", ")))
+			out = append(out, fmt.Sprintf("%s's proxy: %s", n, strings.Join(faults, ", ")))
 		}
 		return strings.Join(out, "; "), nil
 	}
@@ -289,7 +287,7 @@ func proxied(op func(*compose.Node) error, want string) func(context.Context, at
 // the window, and waits until every member serves again before the next
 // injection (a connection that lived through the cut recovers only at its
 // next retransmission).
-func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.Node, error)) plan {
+func (e Env) peerCut(label string, pick func(context.Context, int) ([]Node, error)) plan {
 	p := e.Target.Members
 	return e.drive(strike{
 		label: label, lasts: e.window(), exclusion: true, pick: pick,
@@ -320,21 +318,21 @@ func (e Env) peerCut(label string, pick func(context.Context, int) ([]*compose.N
 					sleepUntil(ctx, time.Now().Add(20*time.Millisecond))
 				}
 				if last != nil {
-					return "", fmt.Errorf("%s did not lose its peers within the window: %w", n.Name, last)
+					return "", fmt.Errorf("%s did not lose its peers within the window: %w", n, last)
 				}
 				out = append(out, fmt.Sprintf("%s lost its peers %v after the cut (it says so; putting the cut in force took "+
-					"%v)", n.Name, time.Since(from).Round(10*time.Millisecond), took))
+					"%v)", n, time.Since(from).Round(10*time.Millisecond), took))
 			}
 			return strings.Join(out, "; "), nil
 		},
-		undo: func(ctx context.Context, _ []*compose.Node) error {
+		undo: func(ctx context.Context, _ []Node) error {
 			return errors.Join(p.HealPartition(), p.AwaitServing(ctx))
 		},
 	})
 }
 
 // perNodeEffect joins what each node says.
-func perNodeEffect(nodes []*compose.Node, say func(*compose.Node) string) string {
+func perNodeEffect(nodes []Node, say func(Node) string) string {
 	var out []string
 	for _, n := range nodes {
 		out = append(out, say(n))

@@ -6,17 +6,16 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/lockbench/lockbench/compose"
 )
 
 // Split views: each client process sits in a network
-// namespace of its own on the nodes' peer network (compose.ClientNet), and
+// namespace of its own on the nodes' peer network (a ClientNet), and
 // a fault cuts one client off from chosen nodes while every other client
 // keeps them. A Redlock client counts a majority of the nodes it reaches:
 // two clients that reach different majorities each count one.
@@ -27,10 +26,17 @@ func (t Target) clientNets() bool {
 	if len(t.Nodes) == 0 || t.Sentinel != nil {
 		return false
 	}
+	var net netip.Prefix
 	for _, n := range t.Nodes {
-		if !n.InPeerNetwork(t.Nodes[0]) {
+		m, ok := n.(PeerMember)
+		if !ok {
 			return false
 		}
+		p := m.PeerNetwork()
+		if !p.IsValid() || net.IsValid() && p != net {
+			return false
+		}
+		net = p
 	}
 	return true
 }
@@ -39,15 +45,15 @@ func (t Target) clientNets() bool {
 // judge, as the runner hands them over (AddClientNet).
 type clientNets struct {
 	mu sync.Mutex
-	m  map[int]*compose.ClientNet
+	m  map[int]ClientNet
 }
 
 // sorted returns the process numbers and their namespaces, in order.
-func (c *clientNets) sorted() ([]int, []*compose.ClientNet) {
+func (c *clientNets) sorted() ([]int, []ClientNet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	procs := slices.Sorted(maps.Keys(c.m))
-	nets := make([]*compose.ClientNet, len(procs))
+	nets := make([]ClientNet, len(procs))
 	for i, p := range procs {
 		nets[i] = c.m[p]
 	}
@@ -66,11 +72,11 @@ func (c *clientNets) healAll() error {
 
 // AddClientNet gives n the network namespace client process (its number
 // on the judge) runs in: the clients a split view may cut.
-func (n *Nemesis) AddClientNet(process int, cn *compose.ClientNet) {
+func (n *Nemesis) AddClientNet(process int, cn ClientNet) {
 	n.nets.mu.Lock()
 	defer n.nets.mu.Unlock()
 	if n.nets.m == nil {
-		n.nets.m = map[int]*compose.ClientNet{}
+		n.nets.m = map[int]ClientNet{}
 	}
 	n.nets.m[process] = cn
 }
@@ -79,15 +85,15 @@ func (n *Nemesis) AddClientNet(process int, cn *compose.ClientNet) {
 // namespace, loses which nodes.
 type clientCut struct {
 	process int
-	net     *compose.ClientNet
-	nodes   []*compose.Node
+	net     ClientNet
+	nodes   []Node
 }
 
 // cutClients applies cuts, then proves them: each cut client fails to
 // dial the nodes it lost (a timeout, as a dropped packet makes) and still
 // reaches the others, and a client not cut (another cut's, or one left
 // whole) still reaches every node lost. It returns the effect in words.
-func cutClients(ctx context.Context, a attempt, cuts []clientCut, others []*compose.ClientNet, nodes []*compose.Node) (string, error) {
+func cutClients(ctx context.Context, a attempt, cuts []clientCut, others []ClientNet, nodes []Node) (string, error) {
 	a.struck()
 	for _, c := range cuts {
 		if err := c.net.Cut(c.nodes...); err != nil {
@@ -100,11 +106,11 @@ func cutClients(ctx context.Context, a attempt, cuts []clientCut, others []*comp
 			err := c.net.Reaches(ctx, n, cutProof)
 			switch lost := slices.Contains(c.nodes, n); {
 			case lost && err == nil:
-				return "", fmt.Errorf("client %d could still reach %s", c.process, n.Name)
+				return "", fmt.Errorf("client %d could still reach %s", c.process, n)
 			case lost && !timedOut(err):
-				return "", fmt.Errorf("client %d to %s: %w; want a timeout", c.process, n.Name, err)
+				return "", fmt.Errorf("client %d to %s: %w; want a timeout", c.process, n, err)
 			case !lost && err != nil:
-				return "", fmt.Errorf("client %d lost %s, which it was not cut from: %w", c.process, n.Name, err)
+				return "", fmt.Errorf("client %d lost %s, which it was not cut from: %w", c.process, n, err)
 			}
 		}
 		said = append(said, fmt.Sprintf("client %d (%s) cut from %s (a connection timed out after %v), reaches %s",
@@ -116,7 +122,7 @@ func cutClients(ctx context.Context, a attempt, cuts []clientCut, others []*comp
 				if err := o.Reaches(ctx, n, time.Second); err != nil && !slices.ContainsFunc(cuts, func(x clientCut) bool {
 					return x.net == o && slices.Contains(x.nodes, n)
 				}) {
-					return "", fmt.Errorf("client %s, not cut from %s, cannot reach it: %w", o.Addr(), n.Name, err)
+					return "", fmt.Errorf("client %s, not cut from %s, cannot reach it: %w", o.Addr(), n, err)
 				}
 			}
 		}
@@ -134,8 +140,8 @@ func timedOut(err error) bool {
 }
 
 // otherNets are the namespaces of cuts other than c.
-func otherNets(cuts []clientCut, c clientCut) []*compose.ClientNet {
-	var out []*compose.ClientNet
+func otherNets(cuts []clientCut, c clientCut) []ClientNet {
+	var out []ClientNet
 	for _, x := range cuts {
 		if x.net != c.net {
 			out = append(out, x.net)
@@ -145,8 +151,8 @@ func otherNets(cuts []clientCut, c clientCut) []*compose.ClientNet {
 }
 
 // without returns nodes less those in cut.
-func without(nodes, cut []*compose.Node) []*compose.Node {
-	var out []*compose.Node
+func without(nodes, cut []Node) []Node {
+	var out []Node
 	for _, n := range nodes {
 		if !slices.Contains(cut, n) {
 			out = append(out, n)
@@ -157,7 +163,7 @@ func without(nodes, cut []*compose.Node) []*compose.Node {
 
 // drawClients draws k distinct client namespaces of the case, and returns
 // the rest.
-func (e Env) drawClients(k int) ([]int, []*compose.ClientNet, []*compose.ClientNet, error) {
+func (e Env) drawClients(k int) ([]int, []ClientNet, []ClientNet, error) {
 	procs, nets := e.nets.sorted()
 	if len(nets) < k {
 		return nil, nil, nil, fmt.Errorf("%d clients in namespaces of their own, want %d (the runner starts them so for this fault)",
@@ -165,7 +171,7 @@ func (e Env) drawClients(k int) ([]int, []*compose.ClientNet, []*compose.ClientN
 	}
 	idx := e.Rand.Perm(len(nets))
 	var ps []int
-	var picked, rest []*compose.ClientNet
+	var picked, rest []ClientNet
 	for j, i := range idx {
 		if j < k {
 			ps, picked = append(ps, procs[i]), append(picked, nets[i])
@@ -199,7 +205,7 @@ var splitView = &Scenario{
 		lostA, lostB := nodes[len(nodes)-k:], nodes[:k]
 		return e.drive(strike{
 			label: "split between two clients", lasts: e.window(), exclusion: true,
-			pick: func(context.Context, int) ([]*compose.Node, error) {
+			pick: func(context.Context, int) ([]Node, error) {
 				return append(slices.Clone(lostB), lostA...), nil
 			},
 			do: func(ctx context.Context, a attempt) (string, error) {
@@ -209,7 +215,7 @@ var splitView = &Scenario{
 				}
 				return cutClients(ctx, a, []clientCut{{ps[0], picked[0], lostA}, {ps[1], picked[1], lostB}}, rest, nodes)
 			},
-			undo: func(context.Context, []*compose.Node) error { return e.nets.healAll() },
+			undo: func(context.Context, []Node) error { return e.nets.healAll() },
 		})
 	},
 }
@@ -227,12 +233,12 @@ var clientLeader = &Scenario{
 	plan: func(e Env) plan {
 		return e.drive(strike{
 			label: "cut from one client", lasts: e.window(), exclusion: true,
-			pick: func(ctx context.Context, _ int) ([]*compose.Node, error) {
+			pick: func(ctx context.Context, _ int) ([]Node, error) {
 				l, err := e.Target.leader(ctx)
 				if l == nil && err == nil {
 					err = errors.New("no leader")
 				}
-				return []*compose.Node{l}, err
+				return []Node{l}, err
 			},
 			do: func(ctx context.Context, a attempt) (string, error) {
 				ps, picked, rest, err := e.drawClients(1)
@@ -241,7 +247,7 @@ var clientLeader = &Scenario{
 				}
 				return cutClients(ctx, a, []clientCut{{ps[0], picked[0], a.nodes}}, rest, e.Target.Nodes)
 			},
-			undo: func(context.Context, []*compose.Node) error { return e.nets.healAll() },
+			undo: func(context.Context, []Node) error { return e.nets.healAll() },
 		})
 	},
 }

@@ -64,10 +64,17 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 		return nil, err
 	}
 	return &kinds.Cluster{
-		Target:    nemesis.Target{Nodes: set.Nodes(), Leader: set, Sentinel: set},
+		Target:    Target(set),
+		Nodes:     set.Nodes(),
 		Processes: append(slices.Clone(set.Nodes()), set.Sentinels...),
 		Dial:      set.SentinelAddrs(), Master: set.MasterName,
 	}, nil
+}
+
+// Target is what the faults break of set: its Redis nodes, the master the
+// sentinels report as its leader, and the set to fail over.
+func Target(set *compose.SentinelSet) nemesis.Target {
+	return nemesis.Target{Nodes: kinds.AsNodes(set.Nodes()), Leader: kinds.Leads(set), Sentinel: kinds.SentinelSet{Set: set}}
 }
 
 // on is a Sentinel set on the inventory's placements (the master on the
