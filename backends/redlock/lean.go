@@ -16,9 +16,9 @@ import (
 //
 // The acquire script (acquire.lua) does, on each node, the quarantine
 // check, the grant's record, the sweep of one stale record, the queue
-// and the fencing counter: about 17 µs of a server's CPU more than the
-// SET NX PX of the published algorithm. An uncontended grant needs little
-// of it. Its first try sends each node one transaction of plain commands
+// and the fencing counter: a server spends more on it than on the SET NX
+// PX of the published algorithm (docs/measurements.md, "lean path"). An
+// uncontended grant needs little of it. Its first try sends each node one transaction of plain commands
 // instead,
 //
 //	MULTI; SET key value NX PX ttl; HSETNX state key '<expiry> <value>'; HGET state marker;
@@ -57,8 +57,8 @@ import (
 //
 // A try that finds the key held, a record there already, a marker to
 // raise, or too few nodes granting gives back what it set (release_lean:
-// the key was free, so freeing it hands nothing on) and the attempt goes on at once
-// with a try of the full path, which queues, judges the record, raises
+// the key was free, so freeing it hands nothing on) and the attempt goes
+// on at once with a try of the full path, which queues, judges the record, raises
 // the marker and explains a refusal. A key whose lean try found it held
 // takes the full path directly for hotFor, so that a hot key's waiters
 // do not pay a lean round before each full one.
@@ -67,9 +67,8 @@ import (
 // granted on it is released by release.lua, as any other: a release must
 // hand the key to its waiters on every node that has them, and a small
 // script that left that to a second round lost the hand-off on the nodes
-// whose answer came after the round had its majority (a key stuck until
-// its TTL on queue nodes: 117 ops/s and a p99 of 1.8 s on one hot key
-// with 16 Redlocks). It also sweeps expired records there, now and then
+// whose answer came after the round had its majority (a key stuck on
+// its queue nodes until its TTL). It also sweeps expired records there, now and then
 // (see sweepBatch), which the lean grant does not. release_lean.lua only
 // gives back what a lean try set.
 //

@@ -29,7 +29,7 @@ import (
 // or, interleaved (every contender measured in turns of half a second, so
 // that the machine's load weighs on all alike), for the table:
 //
-//	go test -run InterleavedComparison -v ./backends/redlock -args -compare=20s
+//	go test -run InterleavedComparison -v ./backends/redlockbackend -args -compare=20s
 //
 // Every benchmark reports ops/s and the latency percentiles (µs) of an
 // operation (Acquire + Release); the 16-process one also the connections
@@ -195,7 +195,7 @@ var compare = flag.Duration("compare", 0, "run TestInterleavedComparison for thi
 // logs both contenders' throughput, its ratio and the p50 and p99
 // latency. Skipped unless asked:
 //
-//	go test -run InterleavedComparison -v ./backends/redlock -args -compare=20s
+//	go test -run InterleavedComparison -v ./backends/redlockbackend -args -compare=20s
 func TestInterleavedComparison(t *testing.T) {
 	if *compare <= 0 {
 		t.Skip("set -compare to the time per scenario")
@@ -275,7 +275,7 @@ func asContender(t *testing.T, c contender, shared, hot bool) locktest.Contender
 // what bounds throughput once the CPUs are saturated. Skipped unless
 // -compare is set:
 //
-//	go test -run CPUPerOperation -v ./backends/redlock -args -compare=1s
+//	go test -run CPUPerOperation -v ./backends/redlockbackend -args -compare=1s
 func TestCPUPerOperation(t *testing.T) {
 	if *compare <= 0 {
 		t.Skip("set -compare")

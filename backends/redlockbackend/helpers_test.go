@@ -46,7 +46,7 @@ func fresh(t *testing.T, n int, o compose.RedisOptions) ([]*compose.Node, []stri
 // quorumFirst runs the tests' Redlocks WithQuorumFirst(true) (unless a
 // test sets it itself): the whole suite, in that mode,
 //
-//	go test ./backends/redlock -args -quorumfirst
+//	go test ./backends/redlockbackend -args -quorumfirst
 var quorumFirst = flag.Bool("quorumfirst", false, "make the tests' Redlocks WithQuorumFirst(true)")
 
 // newRedlock returns a Redlock over addrs with clients of its own, both
