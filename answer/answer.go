@@ -182,13 +182,14 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 		unrun = append(unrun, cutNeeds(b)...)
 	}
 	// Nor while a candidate that could still join them is not judged yet
-	// for want of cases a round can run: one on the team's servers when
-	// the pick is, any otherwise.
+	// because planned cases of it did not run: one on the team's servers
+	// when the pick is, any otherwise. (One not judged for what no round
+	// can add, a variant never run without faults, waits for nothing.)
 	judged := judgedNeeds(pending)
 	ownTier := len(p.Have) > 0 && owned(tier[0], p.Have) == 1
 	var contenders []string
 	for _, s := range pending {
-		if slices.ContainsFunc(judged, func(n results.Need) bool { return n.A == s.b.name }) && (!ownTier || owned(s.b, p.Have) == 1) {
+		if len(s.b.cut) > 0 && (!ownTier || owned(s.b, p.Have) == 1) {
 			contenders = append(contenders, s.b.name)
 		}
 	}

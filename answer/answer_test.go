@@ -448,3 +448,16 @@ func TestCandidateNeverRunIsNotJudged(t *testing.T) {
 		t.Errorf("z a candidate without being named: %q", a.Correctness.Unqualified)
 	}
 }
+
+// TestUnjudgedVariantDoesNotHoldTheAnswer: a variant never run without
+// faults is not judged for efficiency, but no round runs what it lacks:
+// its faulted class that tested nothing must not keep a decided answer
+// undecided (make bench's sentinel?wait=1, run 8401929d).
+func TestUnjudgedVariantDoesNotHoldTheAnswer(t *testing.T) {
+	variant := faulted("v", "failover", "none", "x")
+	a := decideCases(t, results.Profile{Intent: results.IntentEfficiency},
+		free("fast", true, 4400, 4300, 4500, 4450, 4350, 4420), free("slow", true, 730, 760, 700, 710, 740, 720), one(variant))
+	if ch := a.Efficiency; len(ch.Pick) == 0 || ch.Pick[0] != "fast" || !ch.Decided {
+		t.Errorf("pick %v decided %v (%q): want fast, decided", ch.Pick, ch.Decided, ch.Reasons)
+	}
+}
