@@ -33,22 +33,14 @@ func TestLeanPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for range 5 {
-		op()
-	}
-	const n = 100
-	before := commandStats(t, a)
-	for range n {
-		op()
-	}
-	d := commandStats(t, a)
+	count := commandsPerOp(t, a, op)
 	per := map[string]float64{}
 	total := 0.0
-	for name, calls := range d {
+	for name := range commandStats(t, a) {
 		if name == "info" || name == "hello" {
 			continue // the test's own
 		}
-		if x := float64(calls-before[name]) / float64(n*len(a)); x > 0 {
+		if x := count(name); x > 0 {
 			per[name] = x
 			total += x
 		}
@@ -153,6 +145,23 @@ func TestLeanStaleRecord(t *testing.T) {
 
 // commandStats returns the calls of each command, summed over the nodes
 // at addrs (INFO commandstats).
+// commandsPerOp runs op 5 times to warm up, then 100 times, and returns
+// the calls of a command per node per op in those 100, from INFO
+// commandstats.
+func commandsPerOp(t testing.TB, addrs []string, op func()) func(name string) float64 {
+	t.Helper()
+	for range 5 {
+		op()
+	}
+	const n = 100
+	before := commandStats(t, addrs)
+	for range n {
+		op()
+	}
+	after := commandStats(t, addrs)
+	return func(name string) float64 { return float64(after[name]-before[name]) / float64(n*len(addrs)) }
+}
+
 func commandStats(t testing.TB, addrs []string) map[string]int64 {
 	t.Helper()
 	s := map[string]int64{}

@@ -66,16 +66,7 @@ func TestLeanFencedPath(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for range 5 {
-				op()
-			}
-			const n = 100
-			before := commandStats(t, a)
-			for range n {
-				op()
-			}
-			after := commandStats(t, a)
-			per := func(name string) float64 { return float64(after[name]-before[name]) / float64(n*len(a)) }
+			per := commandsPerOp(t, a, op)
 			t.Logf("per node per Acquire + Release: multi %.2f, evalsha %.2f, incr %.2f, hset %.2f, exists %.2f",
 				per("multi"), per("evalsha"), per("incr"), per("hset"), per("exists"))
 			// A node that answers a try later than the per-node timeout (a
