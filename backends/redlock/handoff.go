@@ -386,7 +386,12 @@ func (a *attempt) handed(ctx context.Context) locker.Lease {
 			if !time.Now().Before(validUntil) {
 				return nil
 			}
-			h := &hold{r: r, key: a.key, value: value, handoff: value, ttl: a.o.TTL, on: nodes}
+			on := a.spread(ctx, nodes)
+			if !time.Now().Before(validUntil) {
+				a.unspread(ctx, nodes, on)
+				return nil
+			}
+			h := &hold{r: r, key: a.key, value: value, handoff: value, ttl: a.o.TTL, on: on}
 			g := locker.Grant{Key: a.key, ValidUntil: validUntil}
 			h.lease = locker.NewLease(r.life, h, g, a.o)
 			r.holds.add(h)
