@@ -22,9 +22,13 @@ import (
 // with the hand-off value and the Acquire's TTL, and without a waiter (no
 // queue is kept there): what an ordinary try asks of such a node, so the
 // restart quarantine's check, the grant's record and the judgement of a
-// record already there stay the script's. A node where the key has
-// another value (a release still on its way there, a newcomer's try)
-// keeps it: the spread is best effort and never makes the grant fail. It
+// record already there stay the script's. Unlike a try, it takes the key
+// where another value has it: the queue nodes, a majority, hold it for
+// this Acquire, so no other value is a live grant's — it is the value of
+// a release still on its way there, or of a try that fails (the client
+// that released the key and asks for it again at once is usually first
+// on the nodes the release freed, and would keep the spread out). The
+// spread is best effort: a node that fails it never makes the grant fail. It
 // is sent before the lease exists and waited for, for a quarter of the
 // node timeout at most and not for the nodes that are not answering: one
 // round trip more for the hand-off, and a node that is down or hung
@@ -65,8 +69,8 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 	}
 	// The acquire script sets the try's value: the hand-off value here.
 	try := a.value
-	a.value = a.handoff
-	defer func() { a.value = try }()
+	a.value, a.spreading = a.handoff, true
+	defer func() { a.value, a.spreading = try, false }()
 	a.rounds++
 	wait := r.timeout(a.o.TTL) / 4
 	if !awaited {
