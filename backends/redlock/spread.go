@@ -47,12 +47,46 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 	if r.c.quorumFirst {
 		return on
 	}
+	clear(a.state)
+	clear(a.set)
+	clear(a.cause)
+	// The acquire script sets the try's value: the hand-off value here.
+	try := a.value
+	a.value = a.handoff
+	defer func() { a.value = try }()
+	a.take(ctx, func(i int) bool { return !told[i] && !r.queues(a.home, i) })
+	for i, set := range a.set {
+		on[i] = on[i] || set
+	}
+	return on
+}
+
+// takeHeld takes the key, after a try of a waiter that a quorum granted
+// (it claimed a key handed or reserved to it, or was first on its queue
+// nodes), on the nodes where it found another value: a quorum holds the
+// key for this try, so no other value is a live grant's (see spread),
+// and a claimed key lives on every node that answers, as a handed one.
+// Not with fencing tokens (the nodes' counters would need the token's
+// write-back), WithWait or WithQuorumFirst.
+func (a *attempt) takeHeld(ctx context.Context) {
+	r := a.r
+	if !a.queue || r.c.fencing || r.c.waitReplicas > 0 || r.c.quorumFirst || a.count(held) == 0 {
+		return
+	}
+	a.take(ctx, func(i int) bool { return a.state[i] == held })
+}
+
+// take runs the acquire script with a.value, taking the key whatever it
+// holds (see spread), on the nodes for which which(i) holds and that
+// vote, and records their outcomes; it waits for those that answer, for
+// a quarter of the node timeout at most.
+func (a *attempt) take(ctx context.Context, which func(int) bool) {
+	r := a.r
 	now := time.Now()
 	some, awaited := false, false
 	for i := range a.calls {
 		c := &a.calls[i]
-		c.skip, c.extra, c.slow = told[i] || r.queues(a.home, i), 0, false
-		a.state[i], a.set[i], a.cause[i] = notAsked, false, nil
+		c.skip, c.extra, c.slow = !which(i), 0, false
 		if c.skip {
 			continue
 		}
@@ -61,16 +95,15 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 			c.skip = true
 			continue
 		}
+		a.state[i], a.set[i], a.cause[i] = notAsked, false, nil
 		a.runs[i], a.slow[i] = run, !c.node.answering(now)
 		some, awaited = true, awaited || !a.slow[i]
 	}
 	if !some {
-		return on
+		return
 	}
-	// The acquire script sets the try's value: the hand-off value here.
-	try := a.value
-	a.value, a.spreading = a.handoff, true
-	defer func() { a.value, a.spreading = try, false }()
+	a.spreading = true
+	defer func() { a.spreading = false }()
 	a.rounds++
 	wait := r.timeout(a.o.TTL) / 4
 	if !awaited {
@@ -92,17 +125,13 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 	for i := range a.calls {
 		c := &a.calls[i]
 		switch {
-		case c.skip:
-			continue
-		case a.state[i] != notAsked:
+		case c.skip || a.state[i] != notAsked:
 		case errors.Is(c.err, errNoReply):
 			a.set[i] = true // it may still set the key
 		default: // timed out: it may still set the key
 			a.record(i, c)
 		}
-		on[i] = on[i] || a.set[i]
 	}
-	return on
 }
 
 // unspread gives back what spread set, when the lease it was for is not
