@@ -53,6 +53,8 @@ type attempt struct {
 	queued  bool          // some node queued it: give the place up on failure
 	pause   time.Duration // after a refusal: until the key expires on a majority, when queued
 
+	spreading bool // the try's value is a.handoff, set on the nodes other than the queue nodes (see spread)
+
 	tries    int
 	rounds   int // sent to the nodes, for the redlock.acquire.rounds metric
 	wake     chan struct{}

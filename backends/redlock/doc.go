@@ -57,7 +57,10 @@
 //     less than the time between the two grants.
 //   - Hand-off: waiters of a key queue on a majority of the nodes, first
 //     come first served across processes; a release hands the key to the
-//     first waiter still trying and wakes it, without a new round.
+//     first waiter still trying and wakes it, without a new round; the
+//     waiter sets it on the other nodes too before its Acquire returns,
+//     so that a handed key lives on every node that answers, as a
+//     granted one does.
 //
 // # The assumption fencing rests on
 //

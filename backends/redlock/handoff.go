@@ -26,6 +26,10 @@ import (
 // attempt.handed for why that is safe), and otherwise claims it with its
 // next attempt. Every other client is refused meanwhile: the queue nodes
 // are a majority, so a newcomer can get the other nodes at most, too few.
+// Before it holds the key, the waiter sets it on those other nodes too
+// (attempt.spread), so that a queue node that forgets the key early (a
+// clock that jumps, a restart or an eviction nothing detects) does not
+// give a newcomer a majority with the nodes that never had it.
 // A Redlock blocks on its own wake-up list (BLPOP) on every node, with one
 // connection to each that it dials once and keeps: no connection per
 // Acquire, a release wakes exactly the waiter it hands the key to, in
@@ -362,9 +366,14 @@ func sleep(ctx context.Context, d time.Duration) {
 // its own value), and released it since; the last try itself ran on
 // those nodes before the hand-off, so it claimed nothing there. Nobody
 // else frees a handed key: no client releases that value but the lease
-// made of this Acquire, and cede when the Acquire gave up. Not with
-// fencing tokens (the token must be written back to a majority: the try's
-// round does it) nor WithWait (the replicas must acknowledge the grant).
+// made of this Acquire, and cede when the Acquire gave up. Before the
+// lease exists the key is set on the other nodes too (spread): those
+// keys live a TTL from when they are set, past the lease's validity, and
+// the lease is released there as well; if the validity ran out meanwhile
+// they are given back and no lease is made. Not with fencing tokens (the
+// token must be written back to a majority: the try's round does it, and
+// asks every node) nor WithWait (the replicas must acknowledge the
+// grant).
 func (a *attempt) handed(ctx context.Context) locker.Lease {
 	r := a.r
 	if !a.watching || a.tries == 0 || r.c.fencing || r.c.waitReplicas > 0 {
@@ -386,7 +395,12 @@ func (a *attempt) handed(ctx context.Context) locker.Lease {
 			if !time.Now().Before(validUntil) {
 				return nil
 			}
-			h := &hold{r: r, key: a.key, value: value, handoff: value, ttl: a.o.TTL, on: nodes}
+			on := a.spread(ctx, nodes)
+			if !time.Now().Before(validUntil) {
+				a.unspread(ctx, nodes, on)
+				return nil
+			}
+			h := &hold{r: r, key: a.key, value: value, handoff: value, ttl: a.o.TTL, on: on}
 			g := locker.Grant{Key: a.key, ValidUntil: validUntil}
 			h.lease = locker.NewLease(r.life, h, g, a.o)
 			r.holds.add(h)

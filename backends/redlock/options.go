@@ -161,8 +161,9 @@ func WithQuarantine(enable bool) Option {
 // clock jumps forward, it restarts with the restart quarantine off, a
 // fault nothing detects) lets another client assemble a majority with
 // the nodes that never had it; with every node asked, an uncontended
-// grant survives two such nodes of five. (A key handed from one waiter
-// to the next lives on its queue nodes, a bare majority, either way.)
+// grant survives two such nodes of five. (So does a key handed from one
+// waiter to the next: it lives on every node that answers without this
+// option, on its queue nodes, a bare majority, with it.)
 // What it buys: an Acquire and Release make three of five nodes run a
 // script instead of five, and a refused try sets the key nowhere, so
 // there is nothing to release (measured in the repository's
