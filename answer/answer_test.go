@@ -461,3 +461,23 @@ func TestUnjudgedVariantDoesNotHoldTheAnswer(t *testing.T) {
 		t.Errorf("pick %v decided %v (%q): want fast, decided", ch.Pick, ch.Decided, ch.Reasons)
 	}
 }
+
+// TestSpeedStaysOnFreshTrials: a later round that runs fault-free cases
+// of more backends on shared servers (the candidates it had to judge,
+// on the hot key) does not move the speed comparison off the workload
+// whose trials ran on fresh servers (run of advise --intent efficiency
+// --budget 5m: redis against the lease table became "1 trial on the same
+// servers, not compared").
+func TestSpeedStaysOnFreshTrials(t *testing.T) {
+	cases := slices.Concat(free("redis", true, 5900, 6000, 5950, 6040), free("table", true, 3600, 3200, 3660, 3500))
+	for _, b := range []string{"redis", "table", "x", "y", "z"} {
+		c := free(b, false, 380)[0]
+		c.Workload = workloadHot
+		cases = append(cases, c)
+	}
+	a := decideCases(t, results.Profile{Intent: results.IntentEfficiency}, cases)
+	if !hasSeparation(a.Efficiency, "redis", "table", results.MeasureSpeed) {
+		t.Errorf("redis not set apart from the table on speed from 4 fresh trials a side: %+v (%q)", a.Efficiency.Separations,
+			a.Efficiency.Reasons)
+	}
+}

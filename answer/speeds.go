@@ -13,11 +13,12 @@ import (
 
 // reference picks the workload and durability profile speeds are
 // compared on: among the real locks' valid fault-free cases, the ones
-// the most backends ran, many keys rather than the hot key on a tie (on
-// one hot key the hold is measured, not the lock), then by name.
+// the most backends ran on fresh servers, then the most backends at all,
+// many keys rather than the hot key on a tie (on one hot key the hold is
+// measured, not the lock), then by name.
 func (ev *evidence) reference(f *results.File) {
 	type wd struct{ w, d string }
-	ran := map[wd]map[string]bool{}
+	ran, fresh := map[wd]map[string]bool{}, map[wd]map[string]bool{}
 	for i := range f.Cases {
 		c := &f.Cases[i]
 		if c.Invalid || c.Control || classOf(c) != faultNone {
@@ -25,20 +26,27 @@ func (ev *evidence) reference(f *results.File) {
 		}
 		k := wd{workloadOf(c), c.Durability}
 		if ran[k] == nil {
-			ran[k] = map[string]bool{}
+			ran[k], fresh[k] = map[string]bool{}, map[string]bool{}
 		}
 		ran[k][c.Backend] = true
+		if c.FreshServers {
+			fresh[k][c.Backend] = true
+		}
 	}
-	best, most := wd{}, -1
+	// The workload most backends ran on fresh servers, whose trials the
+	// test can compare; then the one most ran at all (a later round's
+	// fault-free cases of candidates it had to judge run on shared
+	// servers, and must not take the comparison away from the trials).
+	best, most, mostFresh := wd{}, -1, -1
 	keys := make([]wd, 0, len(ran))
 	for k := range ran {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b wd) int { return cmp.Or(cmp.Compare(a.w, b.w), cmp.Compare(a.d, b.d)) })
 	for _, k := range keys {
-		n := len(ran[k])
-		if n > most || (n == most && best.w == workloadHot && k.w != workloadHot) {
-			best, most = k, n
+		n, nf := len(ran[k]), len(fresh[k])
+		if c := cmp.Or(cmp.Compare(nf, mostFresh), cmp.Compare(n, most)); c > 0 || (c == 0 && best.w == workloadHot && k.w != workloadHot) {
+			best, most, mostFresh = k, n, nf
 		}
 	}
 	ev.workload, ev.durability = best.w, best.d
