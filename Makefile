@@ -1,6 +1,6 @@
 # lockbench: which distributed lock should this service use?
 #   make bench   answer which lock to use (lockbench advise on the default profile) and write the report
-#   make bench-full  the same with every client-pause point, the lease loads under more faults, every durability profile on every backend and every clock fault
+#   make bench-full  the same with every client-pause point, the lease loads under more faults, every durability profile on every backend and every clock fault, then every lock's envelope
 #   make bench-envelope  where each lock breaks: lockbench envelope on pauses and clock jumps (ENVELOPE_BUDGET, 10m)
 #   make test    vet and test everything against real servers (-race): CI's suite
 #   make unit    the tests that need no server (go test -short), in about a minute and a half
@@ -77,9 +77,14 @@ bench-quick: deps build
 
 # Every client-pause point, the lease loads under more faults, every
 # durability profile on every backend, every clock fault, split views,
-# long holds and mixed schedules: about four times make bench's planned load.
+# long holds and mixed schedules: about four times make bench's planned
+# load; then every lock's envelope on every family (FULL_ENVELOPE_BUDGET,
+# 60m), into OUT/envelope.
+FULL_ENVELOPE_BUDGET ?= 60m
+ENVELOPE_ALL = redis,redlock,redsync,rueidislock,sentinel,zookeeper,etcd,'postgres?mode=lease','postgres?mode=advisory'
 bench-full: deps build
 	$(BIN)/lockbench run --suite full --out $(OUT)
+	$(BIN)/lockbench envelope --backend $(ENVELOPE_ALL) --budget $(FULL_ENVELOPE_BUDGET) --out $(OUT)/envelope
 	@ln -sfn $(notdir $(OUT)) results/latest
 
 # The safety envelopes (lockbench envelope): for each backend of the

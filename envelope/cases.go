@@ -57,9 +57,14 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 	}
 	clients := max(c.Clients, 2)
 	hold, _ := workloads.Constant(time.Millisecond) // lockbench run's default, so that the replay is the probe
+	spec := workloads.Spec{Workload: workloads.Hot, Clients: clients, TTL: c.Family.TTL, Duration: time.Second, Hold: hold}
+	load := ""
+	if c.Family.LongHolds {
+		spec.AutoExtend, spec.HoldFor = true, 3*c.Family.TTL
+		load = fmt.Sprintf(" --auto-extend --hold-left %v", spec.HoldFor)
+	}
 	bc := bench.Case{Backend: c.Backend, Fault: fault, Guards: c.Guards, ClientsAs: results.ClientsProcesses,
-		Durability: results.DurabilityFast, Injections: n,
-		Spec: workloads.Spec{Workload: workloads.Hot, Clients: clients, TTL: c.Family.TTL, Duration: time.Second, Hold: hold}}
+		Durability: results.DurabilityFast, Injections: n, Spec: spec}
 	sub := fmt.Sprintf("%s-%02d", c.Sub, c.count)
 	c.count++
 	dir := filepath.Join(c.Dir, "points", sub)
@@ -77,8 +82,8 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 	f, err := r.Run(ctx, []bench.Case{bc})
 	c.last = time.Since(start)
 	pt.Replay = []string{fmt.Sprintf("lockbench run --backend '%s' --workload hot --fault '%s' "+
-		"--clients %d --ttl %v --duration 1s --injections %d --guard %s --seed %d --out DIR",
-		c.Backend.Spec, fault.Spec, clients, c.Family.TTL, n, guardList(c.Guards), seed)}
+		"--clients %d --ttl %v%s --duration 1s --injections %d --guard %s --seed %d --out DIR",
+		c.Backend.Spec, fault.Spec, clients, c.Family.TTL, load, n, guardList(c.Guards), seed)}
 	if skipped != nil {
 		return pt, errors.Join(skipped, err)
 	}

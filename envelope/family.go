@@ -15,12 +15,16 @@ import (
 // searched, and the way the debate says it breaks a lock.
 type Family struct {
 	// Name names the family in results and charts (client-pause,
-	// clock-jump, clock-jump-minority).
+	// client-pause-acquire, clock-jump, clock-jump-minority, clock-rate).
 	Name string
 	// Fault is the fault spec the size's param is added to.
 	Fault string
 	// Param is the param that sizes the fault, in Units of the lock.
 	Param string
+	// Offset is added to a size to make Param's value: a clock's rate is
+	// 1 + the key lifetimes it gains per key lifetime. Zero for the
+	// families whose param is their size.
+	Offset float64
 	// Unit is what a size of 1 is: the lease (pauses) or the key's
 	// lifetime on the servers (clock jumps).
 	Unit string
@@ -29,6 +33,9 @@ type Family struct {
 	// TTL is the lease the cases ask for (a fault raises it to its
 	// MinTTL).
 	TTL time.Duration
+	// LongHolds makes the holders hold three TTLs with leases that extend
+	// themselves (a pause inside an Extend needs an extension to land in).
+	LongHolds bool
 	// Mechanism is the debate's account of how this family breaks a
 	// lock, for the report.
 	Mechanism string
@@ -47,6 +54,22 @@ var families = map[string][]Family{
 			"and the holder woke and wrote late (an expired holder, which only a fencing token stops); " +
 			"a lock bug here would be a grant inside the lease the lock promised",
 	}},
+	"client-pause-acquire": {{
+		Name: "client-pause-acquire", Fault: "client-pause?at=acquire", Param: "x", Unit: "lease", Min: 1.0 / 16, Max: 3,
+		TTL: time.Second,
+		Mechanism: "a client's process was stopped inside Acquire, while it waited or after the servers granted it and before Acquire " +
+			"returned: a lock that checks the time its grant took (Redlock's validity) refuses a grant that outlived its lease, " +
+			"one that does not returns it expired, and its holder, told it holds the key, enters its section after another client " +
+			"was granted it",
+	}},
+	"client-pause-extend": {{
+		Name: "client-pause-extend", Fault: "client-pause?at=extend", Param: "x", Unit: "lease", Min: 1.0 / 16, Max: 3,
+		TTL: time.Second, LongHolds: true,
+		Mechanism: "a holder of three TTLs, its lease extending itself, was stopped while an extension was in flight: past its " +
+			"lease, the key expired and another client was granted it; a lock bug is an extension that kept the key for the " +
+			"paused holder after that grant (an extension granted without checking that the lease was still its own), " +
+			"a late write one its holder made before its lease told it the key was gone",
+	}},
 	"clock-jump": {{
 		Name: "clock-jump", Fault: "clock-jump?nodes=majority", Param: "by", Unit: "key lifetime", Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
 		Mechanism: "the servers' wall clock jumped forward while a holder held: a key timed by that clock expired early, " +
@@ -58,10 +81,20 @@ var families = map[string][]Family{
 			"since a new grant needs a majority and the jumped minority alone is not one",
 		multiNode: true,
 	}},
+	"clock-rate": {{
+		Name: "clock-rate", Fault: "clock-rate?nodes=majority", Param: "rate", Offset: 1, Unit: "key lifetime",
+		Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
+		Mechanism: "the servers' wall clock ran fast, gaining the size's key lifetimes per key lifetime, for a lease (at least a " +
+			"second) while a holder held its section for three quarters of its TTL: a key timed by that clock expired before the " +
+			"section ended once the clock gained a third, and another client was granted it; a lock whose leases count down on a " +
+			"monotonic clock is not reached",
+	}},
 }
 
 // Names are the fault names Families takes.
-func Names() []string { return []string{"client-pause", "clock-jump"} }
+func Names() []string {
+	return []string{"client-pause", "client-pause-acquire", "client-pause-extend", "clock-jump", "clock-rate"}
+}
 
 // Families returns the families of the fault names given, for backend b:
 // a family that needs several nodes is left out for a lock on one.
@@ -92,7 +125,7 @@ func (f Family) spec(size float64) string {
 	if strings.Contains(f.Fault, "?") {
 		sep = "&"
 	}
-	return fmt.Sprintf("%s%s%s=%g", f.Fault, sep, f.Param, size)
+	return fmt.Sprintf("%s%s%s=%g", f.Fault, sep, f.Param, f.Offset+size)
 }
 
 // fits says why the family's fault cannot strike backend b's servers

@@ -193,6 +193,9 @@ func answerSection(d *document, ds *dataset, rec *Recommendation) {
 		d.blocks = append(d.blocks, answers{items: decisionBoxes(a)})
 		s = "Decided on the evidence below by the procedure stated under \"How the answer is decided\" (results.json holds it as data, under " +
 			"answer); the tables under \"Evidence per backend\" show each backend's standing."
+		if len(ds.File.Envelopes) == 0 {
+			s += " " + EnvelopesLeft
+		}
 	} else {
 		d.blocks = append(d.blocks, answers{items: []answerBox{
 			{"For efficiency — a rare double grant is tolerable", rec.Efficiency.Answer, rec.Efficiency.Evidence},

@@ -14,7 +14,8 @@ import (
 // says how it was decided, and the terminal prints it; the report's own
 // recommendation stays below as the evidence per backend, and is no
 // second answer: no backend marked recommended, no older rules, no
-// second recommendation in the terminal's summary.
+// second recommendation in the terminal's summary. Without envelopes it
+// says what it left to them.
 func TestRendersDecidedAnswer(t *testing.T) {
 	f := twoLocks(t).without(func(*results.Case) bool { return false })
 	f.Answer = &results.Answer{Alpha: 0.05, Looks: []results.Look{{N: 1, Cases: len(f.Cases), Spent: 0.025}},
@@ -39,6 +40,13 @@ func TestRendersDecidedAnswer(t *testing.T) {
 		} else if i < answerAt {
 			t.Errorf("%q comes before the answer", want)
 		}
+	}
+	if !strings.Contains(md, "make bench-envelope") {
+		t.Errorf("report.md does not say that an answer without envelopes leaves where each lock breaks to make bench-envelope")
+	}
+	f.Envelopes = []results.Envelope{{Backend: "fast", Family: "client-pause", Unit: "lease", LeaseMS: 1000}}
+	if md := render(t, f); strings.Contains(md, "left to make bench-envelope") {
+		t.Errorf("report.md of an answer with its envelopes says they were left out")
 	}
 	for _, second := range []string{"Recommendation in full", "yes — recommended", "Rule 5"} {
 		if strings.Contains(md, second) {

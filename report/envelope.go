@@ -11,6 +11,11 @@ import (
 	"github.com/lockbench/lockbench/results"
 )
 
+// EnvelopesLeft says what an answer without envelopes leaves to them.
+const EnvelopesLeft = "This run tried each fault at one size; where each lock breaks against a fault's size is left to " +
+	"make bench-envelope (lockbench envelope, about 10 minutes), which lockbench advise --envelopes DIR then measures " +
+	"your profile against."
+
 // EnvelopeText writes, per lock and fault family of f's envelopes, where
 // lock bugs and late writes started, with the mechanism that explains it.
 func EnvelopeText(w io.Writer, f *results.File) error {

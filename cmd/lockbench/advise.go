@@ -225,6 +225,8 @@ func (f *adviseFlags) run(cmd *cobra.Command) error {
 		if err := adviseEnvelopes(stdout, f.envelopes, f.out, file); err != nil {
 			return err
 		}
+	} else {
+		fmt.Fprintln(stdout, report.EnvelopesLeft)
 	}
 	fmt.Fprintf(stdout, "results: %s\n", filepath.Join(f.out, "results.json"))
 	if !f.noReport {

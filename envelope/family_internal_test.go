@@ -1,0 +1,62 @@
+package envelope
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	_ "github.com/lockbench/lockbench/backends/all"
+	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/nemesis"
+)
+
+// TestFamiliesSizeTheirFault: every family's fault parses at the ends of
+// its range, and carries its size (plus its offset: a clock's rate is 1 +
+// what it gains) in its param; a family that needs several nodes is left
+// out for a lock on one.
+func TestFamiliesSizeTheirFault(t *testing.T) {
+	for _, spec := range []string{"redlock", "redis"} {
+		b, err := bench.ParseBackend(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fams, err := Families(Names(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range fams {
+			names = append(names, f.Name)
+			for _, size := range []float64{f.Min, 1, f.Max} {
+				fault, err := nemesis.Parse(f.spec(size))
+				if err != nil {
+					t.Fatalf("%s at %g: %v", f.Name, size, err)
+				}
+				_, query, _ := strings.Cut(fault.Spec, "?")
+				v, err := url.ParseQuery(query)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := strconv.ParseFloat(v.Get(f.Param), 64)
+				if err != nil || got != f.Offset+size {
+					t.Errorf("%s at %g: %s=%q, want %g", f.Name, size, f.Param, v.Get(f.Param), f.Offset+size)
+				}
+			}
+		}
+		want := "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-minority clock-rate"
+		if spec == "redis" {
+			want = "client-pause client-pause-acquire client-pause-extend clock-jump clock-rate"
+		}
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("%s: families %q, want %q", spec, got, want)
+		}
+	}
+	if _, err := Families([]string{"clock-skew"}, bench.Backend{}); err == nil || !strings.Contains(err.Error(), `"clock-skew"`) {
+		t.Errorf("an unknown family: %v, want an error naming it", err)
+	}
+	rate := families["clock-rate"][0]
+	if got := rate.spec(0.25); got != "clock-rate?nodes=majority&rate=1.25" {
+		t.Errorf("clock-rate at 0.25: %q", got)
+	}
+}
