@@ -78,7 +78,7 @@ func Run(ctx context.Context, o Options) ([]results.Envelope, []results.Case, er
 		if j.f.Unit != "lease" {
 			lease = max(bench.KeyLife(j.b, j.f.TTL), j.f.TTL)
 		}
-		env := results.Envelope{Backend: j.b.Spec, Family: j.f.Name, Fault: j.f.Fault, Param: j.f.Param, Unit: j.f.Unit,
+		env := results.Envelope{Backend: j.b.Spec, Family: j.f.Name, Fault: j.f.Fault, Param: j.f.Param, Offset: j.f.Offset, Unit: j.f.Unit,
 			Mechanism: j.f.Mechanism, LeaseMS: float64(lease) / float64(time.Millisecond), MinSize: j.f.Min, MaxSize: j.f.Max,
 			Resolution: Resolution}
 		if why := j.f.fits(j.b); why != "" {

@@ -60,7 +60,7 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 			if ev != results.EventLockBug {
 				title = "late writes, guard " + strings.TrimPrefix(ev, "late-write:")
 			}
-			pl := newPlot(title, fmt.Sprintf("%s size / %s", fam, es[0].Unit), "share of tested injections")
+			pl := newPlot(title, envelopeAxis(fam, es[0]), "share of tested injections")
 			pl.X.Scale = plot.LogScale{}
 			pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
 			pl.Y.Min, pl.Y.Max = 0, 1
@@ -151,4 +151,14 @@ func reverse(xs plotter.XYs) plotter.XYs {
 		out[len(xs)-1-i] = v
 	}
 	return out
+}
+
+// envelopeAxis labels the size axis of family fam's chart: the size in
+// its unit, or, for a family whose param is offset from its size (a
+// clock's rate), what the size is.
+func envelopeAxis(fam string, e results.Envelope) string {
+	if e.Offset != 0 {
+		return fmt.Sprintf("%s − %g: %ss gained per %s", e.Param, e.Offset, e.Unit, e.Unit)
+	}
+	return fmt.Sprintf("%s size / %s", fam, e.Unit)
 }

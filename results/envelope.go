@@ -19,6 +19,10 @@ type Envelope struct {
 	Family string `json:"family"`
 	Fault  string `json:"fault"`
 	Param  string `json:"param"`
+	// Offset is added to a size to make Param's value: a clock rate is 1
+	// + the key lifetimes it gains per key lifetime. Zero when Param is
+	// the size.
+	Offset float64 `json:"offset,omitempty"`
 	// Unit says what a size of 1 is ("lease", "key lifetime").
 	Unit string `json:"unit"`
 	// Mechanism is what the debate names as the way this family breaks a
