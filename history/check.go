@@ -297,7 +297,7 @@ func (c *counter) grant(o Op) {
 	c.sections[o.Section] = s
 	c.r.Sections++
 	c.departed(o)
-	ret := returned(o)
+	ret := order(o)
 	s.overtaken = len(k.returns) > 0 && k.latestLo > ret.hi
 	k.returns = append(k.returns, ret)
 	k.latestLo = max(k.latestLo, ret.lo)
@@ -325,7 +325,8 @@ func (c *counter) grant(o Op) {
 
 // overlap counts and classifies the grant of s while k had active
 // sections. Each pair is ordered by the lock's own bounds — when each
-// Acquire returned (returned) — not by the judge's order of arrival: a
+// Acquire returned, or its lease had ended before (order) — not by the
+// judge's order of arrival: a
 // holder stopped between its Acquire's return and its report arrives
 // after grants that came later, and is the earlier grant of the pair. The
 // later grant is judged against the earlier's contract (its grant's line,
@@ -378,10 +379,11 @@ func (c *counter) overlap(o Op, k *keyState, s *section) {
 	}
 }
 
-// pair classifies two sections of a key active at once, in the order of
-// their Acquires' returns, and returns the contract line that decided.
+// pair classifies two sections of a key active at once, in the lock's
+// order of their grants (order), and returns the contract line that
+// decided.
 func (c *counter) pair(a, b *section) (Class, span) {
-	ra, rb := returned(a.grant), returned(b.grant)
+	ra, rb := order(a.grant), order(b.grant)
 	switch {
 	case ra.hi < rb.lo:
 		return c.against(a, b)

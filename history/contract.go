@@ -75,6 +75,22 @@ func returned(o Op) span {
 	return span{min(o.Invoke+took(o), hi), hi}
 }
 
+// order is when a grant took its place in the lock's order of grants:
+// when its Acquire returned (returned), or, when its own lease had
+// certainly ended before that — a holder stopped inside Acquire after
+// the lock granted it, its lease running out in the stop — no later
+// than the end of that lease, since the lock granted the key before the
+// lease it counts from the grant ran out. Such a grant is the earlier of
+// any pair whose other grant returned after its lease ended, however
+// late its Acquire returned: its holder then acts as an expired holder.
+func order(o Op) span {
+	r, l := returned(o), contractLine(o)
+	if l.hi < r.lo {
+		return span{called(o).lo, l.hi}
+	}
+	return r
+}
+
 // contractLine is the earliest moment, by the contract, at which a
 // grant's key may go to someone else: the start of its promise plus the
 // Promise. The promise starts at the call, or later where the lease itself

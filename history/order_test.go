@@ -154,3 +154,48 @@ func TestLateReportEndsItsIncident(t *testing.T) {
 		t.Errorf("incidents %d (expired holder %d), episodes %+v; want 2, 2", r.Incidents, r.IncidentsExpiredHolder, r.Episodes)
 	}
 }
+
+// TestStoppedInsideAcquire: a holder stopped inside Acquire after the
+// lock granted it (etcd, client-pause?at=acquire of 3 leases) returns
+// long after its lease ended, while a grant the lock made after that end
+// is active: its grant came first in the lock's order, however late its
+// Acquire returned, and its section is an expired holder's. A late return
+// whose lease had not ended is judged by the returns, as before: a double
+// grant.
+func TestStoppedInsideAcquire(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		valid   int64 // the stopped holder's ValidUntil (ms)
+		want    Class
+		lockBug int64
+	}{
+		{"its lease ended inside the stop: an expired holder", 100, ExpiredHolder, 0},
+		{"its lease still running at its return: a double grant", 400, LockBug, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b builder
+			b.next = 1
+			stopped := Op{Process: 1, F: Acquire, Type: OK, Key: "k", Section: 1, Invoke: 0, Complete: 301 * ms,
+				WorkerInvoke: base, WorkerComplete: base + 300*ms, Token: 1, HasToken: true,
+				ValidUntil: tc.valid * ms, WorkerValidUntil: base + tc.valid*ms, Promise: 100 * ms, MaxValidity: 100 * ms,
+				Returned: 300 * ms}
+			s := b.grant(2, "k", 140, 150, 2, 1150)
+			b.read(2, "k", s, 151, 0)
+			stopped.Index = len(b.ops)
+			b.ops = append(b.ops, stopped)
+			b.read(1, "k", 1, 302, 0)
+			b.write(1, "k", 1, 303, 1)
+			b.end(1, "k", 1, 304)
+			b.write(2, "k", s, 310, 2)
+			b.end(2, "k", s, 311)
+			r := Check(b.ops, "", true)
+			if r.Overlaps != 1 || r.OverlapsLockBug != tc.lockBug || len(r.Episodes) != 1 || r.Episodes[0].Class != tc.want {
+				t.Errorf("overlaps %d (lock bug %d), episodes %+v; want one %s\n%v", r.Overlaps, r.OverlapsLockBug, r.Episodes, tc.want, r.Examples)
+			}
+			if tc.want == ExpiredHolder && (r.StaleAccepted != 1 || r.TokenRegressions != 0) {
+				t.Errorf("stale accepted %d, token regressions %d; want the stopped holder's write stale and tokens in order\n%v",
+					r.StaleAccepted, r.TokenRegressions, r.Examples)
+			}
+		})
+	}
+}
