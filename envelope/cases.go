@@ -60,7 +60,9 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 	spec := workloads.Spec{Workload: workloads.Hot, Clients: clients, TTL: c.Family.TTL, Duration: time.Second, Hold: hold}
 	load := ""
 	if c.Family.LongHolds {
-		spec.AutoExtend, spec.HoldFor = true, 3*c.Family.TTL
+		// Cases of two holds at least, so that a short pause still finds
+		// an extension in flight to land in.
+		spec.AutoExtend, spec.HoldFor, spec.Duration = true, 3*c.Family.TTL, 6*c.Family.TTL
 		load = fmt.Sprintf(" --auto-extend --hold-left %v", spec.HoldFor)
 	}
 	bc := bench.Case{Backend: c.Backend, Fault: fault, Guards: c.Guards, ClientsAs: results.ClientsProcesses,
@@ -82,8 +84,8 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 	f, err := r.Run(ctx, []bench.Case{bc})
 	c.last = time.Since(start)
 	pt.Replay = []string{fmt.Sprintf("lockbench run --backend '%s' --workload hot --fault '%s' "+
-		"--clients %d --ttl %v%s --duration 1s --injections %d --guard %s --seed %d --out DIR",
-		c.Backend.Spec, fault.Spec, clients, c.Family.TTL, load, n, guardList(c.Guards), seed)}
+		"--clients %d --ttl %v%s --duration %v --injections %d --guard %s --seed %d --out DIR",
+		c.Backend.Spec, fault.Spec, clients, c.Family.TTL, load, spec.Duration, n, guardList(c.Guards), seed)}
 	if skipped != nil {
 		return pt, errors.Join(skipped, err)
 	}

@@ -263,14 +263,34 @@ func (r *run) bisect(ctx context.Context, ev string, topUp bool) error {
 			if hi == 0 {
 				return nil // the smallest size shows it
 			}
-			if ok, err := r.ensure(ctx, 0, r.s.N); err != nil || !ok {
+			ok, err := r.ensure(ctx, 0, r.s.N)
+			if err != nil || r.out {
 				return err
 			}
-			if s, _ := r.seen(0, ev); s {
+			if s, _ := r.seen(0, ev); ok && s {
 				hi = 0
 				continue
 			}
-			lo = 0
+			if ok {
+				lo = 0
+			}
+			// The smallest size tested nothing (a fault too short to land
+			// in its cases): the clean end is sought among the sizes
+			// between it and hi, from the middle.
+			for lo < 0 {
+				mid := r.pick(0, hi)
+				if mid < 0 {
+					return nil
+				}
+				if _, err := r.ensure(ctx, mid, r.s.N); err != nil || r.out {
+					return err
+				}
+				if s, ok := r.seen(mid, ev); ok && s {
+					hi = mid
+				} else if ok {
+					lo = mid
+				}
+			}
 		}
 		for hi-lo > 1 {
 			mid := r.pick(lo, hi)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/lockbench/lockbench/envelope"
@@ -140,6 +141,34 @@ func TestSearchStopsOnItsBudget(t *testing.T) {
 	}
 	if len(res.Points) != 3 || res.Boundaries[0].Resolved || len(res.Notes) == 0 {
 		t.Fatalf("points %+v, boundaries %+v, notes %v", res.Points, res.Boundaries, res.Notes)
+	}
+}
+
+// TestSearchPastAnUntestableSmallEnd: the smallest sizes test nothing
+// (a fault too short to land in its cases, as a pause inside an Extend
+// of 1/16 lease): the search gives them up and brackets the boundary
+// among the sizes above them, instead of stopping at the largest size.
+func TestSearchPastAnUntestableSmallEnd(t *testing.T) {
+	var probes int
+	p := planted(step(1, 1), step(1, 1), &probes)
+	short := envelope.ProberFunc(func(ctx context.Context, size float64, n int, seed uint64) (results.EnvelopePoint, error) {
+		if size < 0.2 {
+			probes++
+			return results.EnvelopePoint{Size: size, Seeds: []uint64{seed}}, nil
+		}
+		return p.Probe(ctx, size, n, seed)
+	})
+	res, err := search.Run(context.Background(), short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range res.Boundaries {
+		if b.First != 1 || !(b.Safe >= 0.8 && b.Safe < 1) || !b.Resolved {
+			t.Errorf("boundary %+v: want first at 1, none just below it, resolved", b)
+		}
+	}
+	if len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "tested") {
+		t.Errorf("notes %v: want the untestable size named", res.Notes)
 	}
 }
 

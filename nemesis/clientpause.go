@@ -93,7 +93,10 @@ func clientPausePlan(e Env) plan {
 				if point != history.PointExtend {
 					p, ok = aimAcquire(ctx, nm, c, e, t+d)
 				} else {
-					p, ok = aimExtend(ctx, nm, c, t+d)
+					// An extension is in flight for a round trip every
+					// TTL/3 of a hold: an aim shorter than half a lease
+					// (a short pause's) would mostly find none.
+					p, ok = aimExtend(ctx, nm, c, t+max(d, e.Lease/2))
 				}
 				if !ok {
 					continue // no client there in this slot: the case says how many pauses it made
