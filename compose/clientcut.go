@@ -25,9 +25,9 @@ const clientCutPref = partitionPref + 1
 //
 // The cut takes in the node's proxy, if it has one (the proxy runs on this
 // host), but not the node's peers: members of a quorum still reach each
-// other. The node must run in a network namespace: a server started with
-// Netns, or a member of a cluster started with PeerNetwork. (Partition,
-// through a proxy, keeps every TCP connection open.)
+// other. The node must run in a network namespace: it must have been
+// started with Netns. (Partition, through a proxy, keeps every TCP
+// connection open.)
 //
 // A node placed on a host (Placement) is cut off from its client hosts
 // instead: on its host its answers to them are dropped, on theirs what
@@ -39,7 +39,7 @@ func (n *Node) CutClients() error {
 		return n.cutPlaced(true)
 	}
 	if n.spec.net == nil {
-		return fmt.Errorf("compose: %s runs in this host's network namespace: start it with Netns (or PeerNetwork) to cut its clients "+
+		return fmt.Errorf("compose: %s runs in this host's network namespace: start it with Netns to cut its clients "+
 			"off", n.Name)
 	}
 	return n.spec.net.cutClients(n.spec.member, true)

@@ -80,7 +80,7 @@ func TestPostgresAdvisoryLockUnderCut(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { e.Close() })
-			n, err := e.Postgres(ctx, PostgresOptions{Netns: true, Config: tc.settings})
+			n, err := e.Postgres(ctx, Spec{Netns: true}, PostgresOptions{Config: tc.settings})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,7 +24,7 @@ import (
 func TestCutClients(t *testing.T) {
 	needPeerNetwork(t)
 	ctx := context.Background()
-	nodes, err := composetest.ForTest(t).Redis(ctx, 2, compose.RedisOptions{Netns: true, Proxied: true})
+	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 2, Netns: true, Proxied: true}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestCutClients(t *testing.T) {
 // TestCutClientsNeedsANamespace checks that a node on this host's network
 // cannot be cut, and says how.
 func TestCutClientsNeedsANamespace(t *testing.T) {
-	nodes, err := composetest.ForTest(t).Redis(context.Background(), 1, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(context.Background(), compose.Spec{Nodes: 1}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestCloseRemovesNetnsNodeFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := e.Redis(context.Background(), 1, compose.RedisOptions{Netns: true, FakeClock: true})
+	nodes, err := e.Redis(context.Background(), compose.Spec{Nodes: 1, Netns: true, FakeClock: true}, compose.RedisOptions{})
 	if err != nil {
 		e.Close()
 		t.Fatal(err)

@@ -14,8 +14,8 @@ import (
 )
 
 // A ClientNet is a network namespace of one client process of its own,
-// joined to the router of a cluster's peer network (PeerNetwork, or Redis
-// nodes started with Netns) at an address of its own:
+// joined to the router of the network of a cluster started with Netns,
+// at an address of its own:
 //
 //	client k ═ eth0 ── c<k> ── router ── m<i> ═ eth0 ── member i
 //
@@ -59,7 +59,7 @@ func NewClientNet(nodes []*Node) (*ClientNet, error) {
 		case n == nil:
 			return nil, errors.New("compose: client network: a nil node")
 		case n.spec.place != nil || n.spec.net == nil:
-			return nil, fmt.Errorf("compose: client network: %s is in no peer network of this machine (start it with Netns or PeerNetwork)", n.Name)
+			return nil, fmt.Errorf("compose: client network: %s is in no peer network of this machine (start it with Netns)", n.Name)
 		case p == nil:
 			p = n.spec.net
 		case n.spec.net != p:

@@ -26,7 +26,7 @@ func TestClientNetSplitView(t *testing.T) {
 		t.Skip(err)
 	}
 	ctx := context.Background()
-	nodes, err := composetest.ForTest(t).Redis(ctx, 3, compose.RedisOptions{Netns: true})
+	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 3, Netns: true}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,21 +50,21 @@ func TestFakeClock(t *testing.T) {
 		start func(t *testing.T, ctx context.Context) *compose.Node
 	}{
 		{"redis", func(t *testing.T, ctx context.Context) *compose.Node {
-			ns, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{FakeClock: true})
+			ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.RedisOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return ns[0]
 		}},
 		{"postgres", func(t *testing.T, ctx context.Context) *compose.Node {
-			n, err := composetest.ForTest(t).Postgres(ctx, compose.PostgresOptions{FakeClock: true})
+			n, err := composetest.ForTest(t).Postgres(ctx, compose.Spec{FakeClock: true}, compose.PostgresOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}},
 		{"zookeeper", func(t *testing.T, ctx context.Context) *compose.Node {
-			z, err := composetest.ForTest(t).ZooKeeper(ctx, 1, compose.ZooKeeperOptions{FakeClock: true})
+			z, err := composetest.ForTest(t).ZooKeeper(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.ZooKeeperOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestFakeClock(t *testing.T) {
 // longer TTL loses the jump, and a jump back gives the time back.
 func TestRedisClockJumpExpiresKeys(t *testing.T) {
 	ctx := context.Background()
-	ns, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{FakeClock: true})
+	ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestRedisClockJumpExpiresKeys(t *testing.T) {
 // stays.
 func TestZooKeeperSessionIgnoresClockJump(t *testing.T) {
 	ctx := context.Background()
-	z, err := composetest.ForTest(t).ZooKeeper(ctx, 1, compose.ZooKeeperOptions{FakeClock: true})
+	z, err := composetest.ForTest(t).ZooKeeper(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.ZooKeeperOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestZooKeeperSessionIgnoresClockJump(t *testing.T) {
 // one.
 func TestFakeClockNeedsTheOption(t *testing.T) {
 	ctx := context.Background()
-	ns, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
+	ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestFakeClockNeedsTheOption(t *testing.T) {
 // TestClockRateRejectsBadRates checks SetClockRate's input.
 func TestClockRateRejectsBadRates(t *testing.T) {
 	ctx := context.Background()
-	ns, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{FakeClock: true})
+	ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestClockRateRejectsBadRates(t *testing.T) {
 func BenchmarkFakeClock(b *testing.B) {
 	for _, fake := range []bool{false, true} {
 		b.Run("redis/fakeclock="+map[bool]string{false: "false", true: "true"}[fake], func(b *testing.B) {
-			ns, err := composetest.ForTest(b).Redis(context.Background(), 1, compose.RedisOptions{FakeClock: fake})
+			ns, err := composetest.ForTest(b).Redis(context.Background(), compose.Spec{Nodes: 1, FakeClock: fake}, compose.RedisOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -257,7 +257,8 @@ func BenchmarkFakeClock(b *testing.B) {
 	for _, fake := range []bool{false, true} {
 		b.Run("postgres/fakeclock="+map[bool]string{false: "false", true: "true"}[fake], func(b *testing.B) {
 			ctx := context.Background()
-			n, err := composetest.ForTest(b).Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityFast, FakeClock: fake})
+			s := compose.Spec{Durability: compose.DurabilityFast, FakeClock: fake}
+			n, err := composetest.ForTest(b).Postgres(ctx, s, compose.PostgresOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -277,7 +278,7 @@ func BenchmarkFakeClock(b *testing.B) {
 // leader's shows in every znode.
 func TestZooKeeperStampsWithTheLeadersClock(t *testing.T) {
 	ctx := context.Background()
-	z, err := composetest.ForTest(t).ZooKeeper(ctx, 3, compose.ZooKeeperOptions{FakeClock: true})
+	z, err := composetest.ForTest(t).ZooKeeper(ctx, compose.Spec{Nodes: 3, FakeClock: true}, compose.ZooKeeperOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

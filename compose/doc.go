@@ -23,9 +23,11 @@
 // (a master, replicas and sentinels, optionally with proxied replication
 // links for lost-write failovers), Env.ZooKeeper and Env.Etcd (quorum
 // ensembles whose members start together) and Env.Postgres (one server,
-// durable or fast). Each waits until its servers
-// serve, and offers what faults need: the current master or leader, and
-// waits for a new one.
+// durable or fast). Each takes a Spec, what every kind shares (how many
+// nodes, their durability, the mechanisms below, where they run), and
+// options of its own kind; each waits until its servers serve, and offers
+// what faults need: the current master or leader, and waits for a new
+// one.
 //
 // Node controls are the fault catalogue's primitives: Kill, Stop, Start,
 // Restart (with or without its data), Wipe, Pause and Resume
@@ -36,7 +38,7 @@
 // one member at a time).
 //
 // Three facilities make the faults real, each only for the servers that
-// ask for it in their options:
+// ask for it in their Spec:
 //
 //   - LazyFS puts a node's dir on a lazy FUSE filesystem (Jepsen's LazyFS
 //     idea) that keeps every write in memory until the file is fsynced;
@@ -48,22 +50,20 @@
 //     clock, read from a page file that Node.JumpClock and
 //     Node.SetClockRate rewrite through the host's Remote. Go servers
 //     (etcd members) cannot be reached by a preload.
-//   - Netns (and PeerNetwork) run servers in network namespaces of their
-//     own, reachable from this host by routes, so that Node.CutClients
+//   - Netns runs servers in network namespaces of their own, reachable
+//     from this host by routes, so that Node.CutClients
 //     cuts their clients off silently, as a partition does. A server
 //     placed on a host is cut off from its client hosts by blackhole rules
 //     aimed at its port on both sides (remote.CutPaths).
 //
-// Redis, PostgreSQL, ZooKeeper and etcd servers can be placed on other
-// hosts (RedisOptions.On, PostgresOptions.On, ZooKeeperOptions.On,
-// EtcdOptions.On): `lockbench run --inventory` starts them there. The
+// Every kind's servers can be placed on other hosts (Spec.On): `lockbench run --inventory` starts them there. The
 // members of a quorum placed each on a host of its own are partitioned by
 // blackhole rules on their hosts aimed at each other's peer ports
 // (Placement.PeerPorts), the rules that cut a placed node's clients off.
 //
 // Partitions between the members of a quorum (etcd, ZooKeeper) need more
 // than a proxy, since members dial each other both ways: a cluster started
-// with PeerNetwork runs each member in a network namespace of its own,
+// with Netns runs each member in a network namespace of its own,
 // behind a router namespace, and its Partition drops the packets between
 // chosen groups of members silently, in both directions, while clients on
 // this host still reach every member (EtcdCluster.Partition,

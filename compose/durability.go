@@ -8,7 +8,7 @@ import (
 // Durability is when a server makes a write durable: what it keeps if its
 // machine loses power (Node.PowerLoss) rather than only its process (Kill
 // keeps the kernel's page cache, so a killed server loses nothing it
-// wrote, fsynced or not). Every server kind takes one in its options:
+// wrote, fsynced or not). Every server kind takes one in its Spec:
 //
 //	            fast                    periodic                              durable
 //	Redis       no persistence          appendonly, appendfsync everysec      appendonly, appendfsync always

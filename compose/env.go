@@ -29,7 +29,7 @@ type Env struct {
 	mu      sync.Mutex
 	nodes   []*Node
 	proxies *proxies
-	nets    []*peerNet // the PeerNetwork clusters' networks
+	nets    []*peerNet // the Netns clusters' networks
 	// placedPeers cut the members of clusters placed on hosts apart.
 	placedPeers []*placedPeers
 	// hostLinks hold back the replication of Sentinel sets on hosts.
@@ -104,7 +104,7 @@ func (e *Env) add(n *Node) error {
 }
 
 // Close kills every node's process group, stops every proxy, removes the
-// PeerNetwork clusters' networks (namespaces, links, routes) and the dirs
+// Netns clusters' networks (namespaces, links, routes) and the dirs
 // of nodes that live outside the run dir. It waits for the processes to
 // exit. Calls after the first return nil.
 func (e *Env) Close() error {
@@ -211,7 +211,7 @@ func removeDir(h remote.Remote, dirs ...string) error {
 	return nil
 }
 
-// peerNet builds a network for a PeerNetwork cluster of n members, which
+// peerNet builds a network for a Netns cluster of n members, which
 // Close removes.
 func (e *Env) peerNet(n int) (*peerNet, error) {
 	p, err := newPeerNet(n)

@@ -18,7 +18,19 @@ import (
 	"time"
 )
 
-// EtcdOptions configures an etcd cluster.
+// EtcdOptions is what an etcd cluster takes beyond a Spec.
+//
+// Of a Spec's mechanisms, a cluster takes every one but FakeClock, which
+// is an error: a member is a Go program, which reads the clock from the
+// vDSO without going through libc, so no preload reaches it (Chaos Mesh's
+// TimeChaos patches the vDSO instead); its leases count down on the
+// leader's monotonic clock anyway, which a wall-clock jump does not move.
+// With Netns each member listens on the standard ports 2379 (clients)
+// and 2380 (peers) of its address. Placed on hosts (On), each member
+// listens on its host's address at the placement's Port (clients) and
+// first PeerPort (peers, 2380 if none), and keeps its data under the
+// placement's Dir; Binary must name the etcd-member program on the host
+// (a run over an inventory uploads this machine's there).
 type EtcdOptions struct {
 	// HeartbeatInterval is the members' raft heartbeat; 0 means 50 ms.
 	HeartbeatInterval time.Duration
@@ -26,48 +38,19 @@ type EtcdOptions struct {
 	// it calls an election; 0 means 300 ms, so that a new leader is
 	// elected well within a second of a leader's death.
 	ElectionTimeout time.Duration
-	// Proxied starts each member behind a Proxy for its clients (members
-	// reach each other directly), so that clients can be cut off from, or
-	// slowed to, any of them.
-	Proxied bool
-	// PeerNetwork starts each member in a network namespace of its own,
-	// at an address of its own, so that the cluster can be partitioned:
-	// members cut off from each other while clients (on this host) still
-	// reach every one (EtcdCluster.Partition). Members listen on the
-	// standard ports 2379 (clients) and 2380 (peers) of their address. It
-	// needs root and the ip command: see PeerNetworkAvailable.
-	PeerNetwork bool
-	// Durability is when the members fsync: never (fast,
-	// --unsafe-no-fsync: neither the WAL nor bbolt; a killed process loses
-	// nothing, a power loss does) or at every raft write (durable, the
-	// zero value's: the WAL is
-	// fdatasynced before a write is acknowledged; bbolt commits, with an
-	// fdatasync, every 100 ms). etcd has no periodic mode: asking for one
-	// is an error wrapping ErrNoDurability.
-	Durability Durability
-	// LazyFS puts each member's dir on a lazy filesystem, so that
-	// Node.PowerLoss drops what it did not fsync. It needs root and
-	// /dev/fuse (LazyFSAvailable).
-	//
-	// There is no FakeClock: a member is a Go program, which reads the
-	// clock from the vDSO without going through libc, so no preload
-	// reaches it (Chaos Mesh's TimeChaos patches the vDSO instead). Its
-	// leases count down on the leader's monotonic clock anyway, which a
-	// wall-clock jump does not move.
-	LazyFS bool
 	// LogLevel is the members' log level (debug, info, warn, error); ""
 	// means warn.
 	LogLevel string
-	// On, when set, places the members on hosts, one Placement each (see
-	// Placement): n must be len(On). Each member listens on its host's
-	// address, at the placement's Port (clients) and first PeerPort
-	// (peers, 2380 if none), and advertises them; its data is under the
-	// placement's Dir. Binary must name the etcd-member program on the
-	// host (a run over an inventory uploads this machine's there).
-	// Members on hosts of their own can be partitioned (Partition) by
-	// rules on their hosts. Proxied, PeerNetwork and LazyFS apply to
-	// members on this machine only.
-	On []Placement
+}
+
+// etcdRules are what an etcd cluster accepts of a Spec. Its durable
+// profile fdatasyncs the WAL before a write is acknowledged (bbolt
+// commits, with an fdatasync, every 100 ms); its fast one is
+// --unsafe-no-fsync, neither the WAL nor bbolt.
+var etcdRules = kindRules{
+	nodes: "etcd members", min: 1, odd: true, durability: DurabilityDurable,
+	noPeriodic:  "a member fdatasyncs its WAL at every raft write or never (--unsafe-no-fsync)",
+	noFakeClock: "no clock preload reaches a Go program, which reads its clocks through the vDSO, not libc",
 }
 
 // EtcdCluster is a cluster of etcd members, each a process of
@@ -76,14 +59,14 @@ type EtcdCluster struct {
 	// Nodes are the members, in --initial-cluster order.
 	Nodes []*Node
 
-	net      *peerNet   // nil unless started with PeerNetwork
-	cutter   peerCutter // what Partition cuts with; nil without PeerNetwork or hosts
+	net      *peerNet   // nil unless started with Netns
+	cutter   peerCutter // what Partition cuts with; nil without Netns or hosts
 	dataDirs []string   // each member's data dir, on its host
 }
 
-// Etcd starts a cluster of n members (n odd) and waits until each reports
-// itself healthy on /health, which a member does once the cluster has a
-// leader and it can serve a linearizable read.
+// Etcd starts a cluster of s.Nodes members (an odd number) and waits
+// until each reports itself healthy on /health, which a member does once
+// the cluster has a leader and it can serve a linearizable read.
 //
 // A member restarted without its data (Node.Restart(ctx, false)) cannot
 // rejoin as itself — etcd refuses a member that was bootstrapped before —
@@ -99,23 +82,17 @@ type EtcdCluster struct {
 // build` refreshes), else etcd-member next to the running executable or
 // to $LOCKBENCH_BINARY; nothing is built at run time, and without one the
 // error says where it looked.
-func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, error) {
-	if n < 1 || n%2 == 0 {
-		return nil, fmt.Errorf("compose: %d etcd members: want an odd number, at least 1", n)
+func (e *Env) Etcd(ctx context.Context, s Spec, o EtcdOptions) (*EtcdCluster, error) {
+	s, err := s.resolve(etcdRules)
+	if err != nil {
+		return nil, err
 	}
+	n := s.Nodes
 	hb := orDefault(o.HeartbeatInterval, 50*time.Millisecond)
 	el := orDefault(o.ElectionTimeout, 300*time.Millisecond)
 	if hb < time.Millisecond || el < 5*hb {
 		return nil, fmt.Errorf("compose: etcd heartbeat %v, election timeout %v: want a heartbeat of 1ms or more and an election timeout of at "+
 			"least 5 heartbeats", hb, el)
-	}
-	d, err := durability(o.Durability, DurabilityDurable)
-	if err != nil {
-		return nil, err
-	}
-	if d == DurabilityPeriodic {
-		return nil, fmt.Errorf("compose: etcd has no periodic durability: a member fdatasyncs its WAL at every raft write or never "+
-			"(--unsafe-no-fsync): %w", ErrNoDurability)
 	}
 	level := orDefault(o.LogLevel, "warn")
 	switch level {
@@ -123,29 +100,16 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 	default:
 		return nil, fmt.Errorf("compose: etcd log level %q: want debug, info, warn or error", level)
 	}
-	if o.On != nil {
-		if len(o.On) != n {
-			return nil, fmt.Errorf("compose: %d etcd members on %d placements: want one each", n, len(o.On))
-		}
-		if o.Proxied || o.PeerNetwork {
-			return nil, errors.New("compose: etcd members placed on hosts: Proxied and PeerNetwork apply to members on this machine only")
-		}
-	}
-	if o.PeerNetwork {
-		if err := PeerNetworkAvailable(); err != nil {
-			return nil, err
-		}
-	}
 	var bin string
-	if o.On == nil {
+	if s.On == nil {
 		if bin, err = etcdMemberBinary(); err != nil {
 			return nil, err
 		}
 	}
 	c := &EtcdCluster{}
 	var l layout
-	if o.On != nil {
-		if l, err = layOutOn("etcd", o.On, 2380); err != nil {
+	if s.On != nil {
+		if l, err = layOutOn("etcd", s.On, 2380); err != nil {
 			return nil, err
 		}
 		for _, p := range l.places {
@@ -153,7 +117,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 				return nil, fmt.Errorf("compose: etcd member placed on %s: no Binary (the etcd-member program on the host)", p.Host.Name())
 			}
 		}
-	} else if l, err = e.layOut(n, o.PeerNetwork, 2379, 2380); err != nil { // client, peer
+	} else if l, err = e.layOut(n, s.Netns, 2379, 2380); err != nil { // client, peer
 		return nil, err
 	}
 	c.net = l.net
@@ -175,7 +139,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 		c.dataDirs = append(c.dataDirs, dataDir)
 		initial, state, started := strings.Join(cluster, ","), "new", false
 		specs[i] = spec{
-			name: name, port: client, bin: bin, lazyFS: o.LazyFS,
+			name: name, port: client, bin: bin, lazyFS: s.LazyFS,
 			// A member restarted without its data cannot rejoin as
 			// itself ("already bootstrapped"): as an operator would, it
 			// is replaced by a new member at the same address.
@@ -212,7 +176,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 					"--heartbeat-interval", fmt.Sprint(hb.Milliseconds()),
 					"--election-timeout", fmt.Sprint(el.Milliseconds()),
 					"--log-level", level,
-					fmt.Sprintf("--unsafe-no-fsync=%v", d == DurabilityFast),
+					fmt.Sprintf("--unsafe-no-fsync=%v", s.Durability == DurabilityFast),
 				}
 			},
 			ready: func(ctx context.Context) error { return etcdHealthy(ctx, hostAddr(hosts[i], client)) },
@@ -222,7 +186,7 @@ func (e *Env) Etcd(ctx context.Context, n int, o EtcdOptions) (*EtcdCluster, err
 			specs[i].bin = l.places[i].Binary
 		}
 	}
-	nodes, err := e.startNodes(ctx, specs, o.Proxied)
+	nodes, err := e.startNodes(ctx, specs, s.Proxied)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func TestEtcdSingle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(ctx, 1, compose.EtcdOptions{Proxied: true})
+	c, err := env.Etcd(ctx, compose.Spec{Nodes: 1, Proxied: true}, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,11 +82,12 @@ func TestEtcdSingle(t *testing.T) {
 func TestEtcdBadSize(t *testing.T) {
 	env := composetest.ForTest(t)
 	for _, n := range []int{0, 2, -3} {
-		if _, err := env.Etcd(context.Background(), n, compose.EtcdOptions{}); err == nil {
+		if _, err := env.Etcd(context.Background(), compose.Spec{Nodes: n}, compose.EtcdOptions{}); err == nil {
 			t.Errorf("Etcd(%d) succeeded", n)
 		}
 	}
-	if _, err := env.Etcd(context.Background(), 1, compose.EtcdOptions{HeartbeatInterval: 100 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond}); err == nil {
+	o := compose.EtcdOptions{HeartbeatInterval: 100 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond}
+	if _, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1}, o); err == nil {
 		t.Error("an election timeout of 2 heartbeats was accepted")
 	}
 }
@@ -95,7 +96,7 @@ func TestEtcdLeaderKillPauseRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(ctx, 3, compose.EtcdOptions{})
+	c, err := env.Etcd(ctx, compose.Spec{Nodes: 3}, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

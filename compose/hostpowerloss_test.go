@@ -43,9 +43,9 @@ func TestPlacedPowerLoss(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := composetest.ForTest(t)
 			dir := "/tmp/lockbench/" + tc.name
-			nodes, err := env.Redis(ctx, 1, compose.RedisOptions{Durability: tc.durability, LazyFS: true, Config: tc.config, On: []compose.Placement{{
+			nodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, Durability: tc.durability, LazyFS: true, On: []compose.Placement{{
 				Host: host, Addr: lab.Hosts[0].Addr, Port: 6379, Dir: dir, Lockbench: bin,
-			}}})
+			}}}, compose.RedisOptions{Config: tc.config})
 			if err != nil {
 				t.Fatal(err)
 			}

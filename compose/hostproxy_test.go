@@ -91,11 +91,11 @@ func TestPlacedProxy(t *testing.T) {
 	addr := lab.Hosts[0].Addr
 	const port, proxyPort = 6379, 16379
 	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{On: []compose.Placement{{
+	nodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, On: []compose.Placement{{
 		Host: server, Addr: addr, Port: port, Dir: "/tmp/lockbench/redis", Lockbench: bin,
 		Clients: []compose.Peer{{Host: client, Addr: lab.Hosts[1].Addr}},
 		Proxy:   &compose.PlacedProxy{Port: proxyPort},
-	}}})
+	}}}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,11 +165,11 @@ func TestPlacedProxy(t *testing.T) {
 	if pgBin, err := compose.PostgresBinary(); err != nil {
 		t.Logf("no PostgreSQL through a proxy: %v", err)
 	} else {
-		_, err := env.Postgres(ctx, compose.PostgresOptions{On: &compose.Placement{
+		_, err := env.Postgres(ctx, compose.Spec{On: []compose.Placement{{
 			Host: server, Addr: addr, Port: 5432, Dir: "/tmp/lockbench/postgres", Binary: pgBin, Lockbench: bin,
 			Clients: []compose.Peer{{Host: client, Addr: lab.Hosts[1].Addr}},
 			Proxy:   &compose.PlacedProxy{Port: 15432},
-		}})
+		}}}, compose.PostgresOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

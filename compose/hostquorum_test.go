@@ -57,11 +57,11 @@ func TestPlacedQuorums(t *testing.T) {
 		zkOn = append(zkOn, compose.Placement{Host: hosts[i], Addr: h.Addr, Port: 2181, Dir: "/tmp/lockbench/zookeeper"})
 	}
 	env := composetest.ForTest(t)
-	etcd, err := env.Etcd(ctx, 3, compose.EtcdOptions{On: etcdOn})
+	etcd, err := env.Etcd(ctx, compose.Spec{Nodes: 3, On: etcdOn}, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	zk, err := env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{On: zkOn})
+	zk, err := env.ZooKeeper(ctx, compose.Spec{Nodes: 3, On: zkOn}, compose.ZooKeeperOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

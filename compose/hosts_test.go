@@ -47,9 +47,9 @@ func TestPlaced(t *testing.T) {
 	}
 	clients := []compose.Peer{{Host: hosts[2], Addr: lab.Hosts[2].Addr}}
 	env := composetest.ForTest(t)
-	redisNodes, err := env.Redis(ctx, 1, compose.RedisOptions{FakeClock: true, Durability: compose.DurabilityDurable, On: []compose.Placement{{
+	redisNodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true, Durability: compose.DurabilityDurable, On: []compose.Placement{{
 		Host: hosts[0], Addr: lab.Hosts[0].Addr, Port: 6379, Dir: "/tmp/lockbench/redis", Clients: clients,
-	}}})
+	}}}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,9 +57,9 @@ func TestPlaced(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	pg, err := env.Postgres(ctx, compose.PostgresOptions{FakeClock: true, On: &compose.Placement{
+	pg, err := env.Postgres(ctx, compose.Spec{FakeClock: true, On: []compose.Placement{{
 		Host: hosts[1], Addr: lab.Hosts[1].Addr, Port: 5432, Dir: "/tmp/lockbench/postgres", Binary: pgBin, Clients: clients,
-	}})
+	}}}, compose.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func placedSentinel(t *testing.T, ctx context.Context, env *compose.Env, lab *re
 		p.Port, p.Dir = 26379, "/tmp/lockbench/sentinel"
 		sentinelsOn = append(sentinelsOn, p)
 	}
-	s, err := env.Sentinel(ctx, compose.SentinelOptions{FakeClock: true, On: on, SentinelsOn: sentinelsOn})
+	s, err := env.Sentinel(ctx, compose.Spec{FakeClock: true, On: on}, compose.SentinelOptions{SentinelsOn: sentinelsOn})
 	if err != nil {
 		t.Fatal(err)
 	}

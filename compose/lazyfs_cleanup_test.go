@@ -105,7 +105,7 @@ func TestLazyFSAfterParentKilled(t *testing.T) {
 		}
 	}
 	// The next lazy filesystem sweeps the dead mounts.
-	if _, err := composetest.ForTest(t).Redis(context.Background(), 1, compose.RedisOptions{LazyFS: true}); err != nil {
+	if _, err := composetest.ForTest(t).Redis(context.Background(), compose.Spec{Nodes: 1, LazyFS: true}, compose.RedisOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range mounts {

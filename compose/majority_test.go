@@ -32,7 +32,7 @@ var quorumSystems = []quorumSystem{
 	{
 		name: "zookeeper",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) ([]*compose.Node, error) {
-			z, err := e.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{Durability: d, LazyFS: true})
+			z, err := e.ZooKeeper(ctx, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, compose.ZooKeeperOptions{})
 			if err != nil {
 				return nil, err
 			}
@@ -63,7 +63,7 @@ var quorumSystems = []quorumSystem{
 	{
 		name: "etcd",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) ([]*compose.Node, error) {
-			c, err := e.Etcd(ctx, 3, compose.EtcdOptions{Durability: d, LazyFS: true})
+			c, err := e.Etcd(ctx, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, compose.EtcdOptions{})
 			if err != nil {
 				return nil, err
 			}

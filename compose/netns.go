@@ -98,7 +98,7 @@ func ip(ns *netns, cmds []string, pass ...*os.File) error {
 	return nil
 }
 
-// peerNetProbe says once per process whether PeerNetwork can work here,
+// peerNetProbe says once per process whether Netns can work here,
 // by doing in small what a peer network does: two namespaces, a veth pair
 // between them, a blackhole policy rule (which needs a kernel with policy
 // routing).
@@ -130,8 +130,8 @@ func probePeerNet() error {
 	}, b.f)
 }
 
-// PeerNetworkAvailable returns nil when this process can start clusters
-// with PeerNetwork (EtcdOptions, ZooKeeperOptions), and otherwise why not:
+// PeerNetworkAvailable returns nil when this process can start servers
+// with Netns (Spec.Netns), and otherwise why not:
 // it needs Linux network namespaces, the privilege to create them (root,
 // or CAP_SYS_ADMIN and CAP_NET_ADMIN) and the ip command (iproute2). It
 // tries once per process, by creating and configuring a namespace. Tests

@@ -27,8 +27,8 @@ type spec struct {
 	// host is the address the server listens on; "" means 127.0.0.1.
 	host string
 	// net, when set, is the network whose member-th namespace the server
-	// runs in (a PeerNetwork cluster's member, a server started with
-	// Netns); nil is this process's namespace.
+	// runs in (a node started with Netns); nil is this process's
+	// namespace.
 	net    *peerNet
 	member int
 	// place, when set, puts the server on another host (or a dir of the
@@ -140,7 +140,7 @@ func (n *Node) Addr() string {
 }
 
 // ServerAddr is the server's own address, bypassing any proxy: on
-// 127.0.0.1, the member's own address in a PeerNetwork cluster, or its
+// 127.0.0.1, the member's own address in a Netns cluster, or its
 // host's for a node placed on one.
 func (n *Node) ServerAddr() string { return hostAddr(n.spec.host, n.Port) }
 

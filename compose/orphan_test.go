@@ -71,7 +71,7 @@ func orphanParent(dir, kind string) {
 	var live, pids []int
 	switch kind {
 	case "postgres":
-		n, err := env.Postgres(ctx, compose.PostgresOptions{})
+		n, err := env.Postgres(ctx, compose.Spec{}, compose.PostgresOptions{})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
@@ -98,7 +98,7 @@ func orphanParent(dir, kind string) {
 	default:
 		// Kind "lazyfs": on lazy filesystems, under the clock preload.
 		lazy := kind == "lazyfs"
-		nodes, err := env.Redis(ctx, 2, compose.RedisOptions{LazyFS: lazy, FakeClock: lazy})
+		nodes, err := env.Redis(ctx, compose.Spec{Nodes: 2, LazyFS: lazy, FakeClock: lazy}, compose.RedisOptions{})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)

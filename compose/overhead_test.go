@@ -24,7 +24,8 @@ func BenchmarkLazyFS(b *testing.B) {
 	for _, d := range []compose.Durability{compose.DurabilityDurable, compose.DurabilityPeriodic} {
 		for _, lazy := range []bool{false, true} {
 			b.Run(fmt.Sprintf("redis/%s/lazyfs=%v", d, lazy), func(b *testing.B) {
-				ns, err := composetest.ForTest(b).Redis(context.Background(), 1, compose.RedisOptions{Durability: d, LazyFS: lazy})
+				s := compose.Spec{Nodes: 1, Durability: d, LazyFS: lazy}
+				ns, err := composetest.ForTest(b).Redis(context.Background(), s, compose.RedisOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -35,7 +36,8 @@ func BenchmarkLazyFS(b *testing.B) {
 	for _, lazy := range []bool{false, true} {
 		b.Run(fmt.Sprintf("postgres/durable/lazyfs=%v", lazy), func(b *testing.B) {
 			ctx := context.Background()
-			n, err := composetest.ForTest(b).Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityDurable, LazyFS: lazy})
+			s := compose.Spec{Durability: compose.DurabilityDurable, LazyFS: lazy}
+			n, err := composetest.ForTest(b).Postgres(ctx, s, compose.PostgresOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,7 +15,7 @@ import (
 // more group together, so Partition(minority) splits the cluster into that
 // minority and the rest. A Partition replaces the one in force;
 // HealPartition lifts it. The cluster must have been started with
-// PeerNetwork, or on hosts (EtcdOptions.On), each member on a host of its
+// Netns, or on hosts (Spec.On), each member on a host of its
 // own: rules on the members' hosts then cut their peer ports (see
 // Placement.PeerPorts), and each cut is proven from the members' hosts
 // before Partition returns.
@@ -49,7 +49,7 @@ func (c *EtcdCluster) AwaitServing(ctx context.Context) error { return awaitServ
 
 // Partition cuts the ensemble's servers into groups that cannot reach each
 // other, as EtcdCluster.Partition does (see there); the ensemble must have
-// been started with PeerNetwork or on hosts (ZooKeeperOptions.On).
+// been started with Netns or on hosts (Spec.On).
 func (z *Ensemble) Partition(groups ...[]*Node) error {
 	return partition("ZooKeeper ensemble", z.cutter, z.Nodes, groups)
 }
@@ -73,14 +73,14 @@ func (z *Ensemble) AwaitServing(ctx context.Context) error { return awaitServing
 
 func partition(what string, c peerCutter, nodes []*Node, groups [][]*Node) error {
 	if c == nil {
-		return fmt.Errorf("compose: this %s was started neither with PeerNetwork nor on hosts: its members cannot be partitioned", what)
+		return fmt.Errorf("compose: this %s was started neither with Netns nor on hosts: its members cannot be partitioned", what)
 	}
 	return c.partition(nodes, groups)
 }
 
 func heal(what string, c peerCutter) error {
 	if c == nil {
-		return fmt.Errorf("compose: this %s was started neither with PeerNetwork nor on hosts: there is no partition to heal", what)
+		return fmt.Errorf("compose: this %s was started neither with Netns nor on hosts: there is no partition to heal", what)
 	}
 	return c.heal()
 }

@@ -29,7 +29,7 @@ func needPeerNetwork(t *testing.T) {
 }
 
 // quorum is what the partition tests need of an etcd cluster or a
-// ZooKeeper ensemble started with PeerNetwork.
+// ZooKeeper ensemble started with Netns.
 type quorum struct {
 	nodes         []*compose.Node
 	leader        func(context.Context) (*compose.Node, error)
@@ -370,7 +370,7 @@ func TestEtcdPeerPartitions(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 37 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
 	// Proxied too: clients go through the proxies, members talk directly.
-	c, err := env.Etcd(context.Background(), 3, compose.EtcdOptions{PeerNetwork: true, Proxied: true})
+	c, err := env.Etcd(context.Background(), compose.Spec{Nodes: 3, Netns: true, Proxied: true}, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestZooKeeperPeerPartitions(t *testing.T) {
 	needPeerNetwork(t)
 	composetest.StartsServersWithin(t, 5*time.Minute) // 101 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
-	z, err := env.ZooKeeper(context.Background(), 3, compose.ZooKeeperOptions{PeerNetwork: true, Proxied: true})
+	z, err := env.ZooKeeper(context.Background(), compose.Spec{Nodes: 3, Netns: true, Proxied: true}, compose.ZooKeeperOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestZooKeeperPeerPartitions(t *testing.T) {
 func TestPartitionNeedsPeerNetwork(t *testing.T) {
 	t.Parallel()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(context.Background(), 1, compose.EtcdOptions{})
+	c, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1}, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,8 +402,8 @@ func TestPartitionNeedsPeerNetwork(t *testing.T) {
 		"Partition":     c.Partition(c.Nodes),
 		"HealPartition": c.HealPartition(),
 	} {
-		if err == nil || !strings.Contains(err.Error(), "PeerNetwork") {
-			t.Errorf("%s without PeerNetwork: %v; want an error naming PeerNetwork", name, err)
+		if err == nil || !strings.Contains(err.Error(), "Netns") {
+			t.Errorf("%s without Netns: %v; want an error naming Netns", name, err)
 		}
 	}
 }
@@ -418,7 +418,7 @@ func TestEtcdPeerPartitionHalvesWithLeader(t *testing.T) {
 	needPeerNetwork(t)
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(ctx, 5, compose.EtcdOptions{PeerNetwork: true})
+	c, err := env.Etcd(ctx, compose.Spec{Nodes: 5, Netns: true}, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/lockbench/lockbench/internal/claims"
 )
 
-// A peerNet is the network of a cluster started with PeerNetwork: each
+// A peerNet is the network of a cluster started with Netns: each
 // member in a network namespace of its own, joined by a veth pair to a
 // router namespace that forwards between the members and to the host,
 // where clients (and the members' client proxies) run:
@@ -287,7 +287,7 @@ func deleteLink(name string) error {
 // the claims file (so it needs it) and in this one through a map.
 func claimPeerSlot() (int, error) {
 	if err := claims.Open(); err != nil {
-		return 0, fmt.Errorf("compose: PeerNetwork needs the claims file to keep concurrent runs' networks apart: %w", err)
+		return 0, fmt.Errorf("compose: Netns needs the claims file to keep concurrent runs' networks apart: %w", err)
 	}
 	peerSlotsMu.Lock()
 	defer peerSlotsMu.Unlock()

@@ -96,7 +96,7 @@ func peerNetParent(dir string) {
 	env, err := compose.New(dir)
 	if err == nil {
 		var c *compose.EtcdCluster
-		if c, err = env.Etcd(context.Background(), 1, compose.EtcdOptions{PeerNetwork: true}); err == nil {
+		if c, err = env.Etcd(context.Background(), compose.Spec{Nodes: 1, Netns: true}, compose.EtcdOptions{}); err == nil {
 			var m peerMarks
 			if m, err = marksOf(c.Nodes[0]); err == nil {
 				fmt.Println(m)
@@ -109,10 +109,10 @@ func peerNetParent(dir string) {
 	os.Exit(1)
 }
 
-// TestPeerNetworkCleanup checks that a PeerNetwork cluster leaves nothing
+// TestPeerNetworkCleanup checks that a Netns cluster leaves nothing
 // behind — no process, host link or namespace — when its Env is closed,
 // and when the process that started it is killed (SIGKILL: no cleanup
-// code runs), once the next PeerNetwork cluster has started.
+// code runs), once the next Netns cluster has started.
 func TestPeerNetworkCleanup(t *testing.T) {
 	needPeerNetwork(t)
 	// Not parallel: a namespace's inode may be reused by another one
@@ -122,7 +122,7 @@ func TestPeerNetworkCleanup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := env.Etcd(context.Background(), 1, compose.EtcdOptions{PeerNetwork: true, Proxied: true})
+		c, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1, Netns: true, Proxied: true}, compose.EtcdOptions{})
 		if err != nil {
 			env.Close()
 			t.Fatal(err)
@@ -174,7 +174,7 @@ func TestPeerNetworkCleanup(t *testing.T) {
 		_ = parent.Wait()
 		// The next cluster (any Env) removes what the dead one left.
 		env := composetest.ForTest(t)
-		if _, err := env.Etcd(context.Background(), 1, compose.EtcdOptions{PeerNetwork: true}); err != nil {
+		if _, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1, Netns: true}, compose.EtcdOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		m.checkGone(t)
@@ -191,8 +191,8 @@ func peerNetUnprivileged(dir string) {
 	}
 	defer env.Close()
 	ctx := context.Background()
-	_, etcdErr := env.Etcd(ctx, 3, compose.EtcdOptions{PeerNetwork: true})
-	_, zkErr := env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{PeerNetwork: true})
+	_, etcdErr := env.Etcd(ctx, compose.Spec{Nodes: 3, Netns: true}, compose.EtcdOptions{})
+	_, zkErr := env.ZooKeeper(ctx, compose.Spec{Nodes: 3, Netns: true}, compose.ZooKeeperOptions{})
 	for name, err := range map[string]error{"available": compose.PeerNetworkAvailable(), "etcd": etcdErr, "zookeeper": zkErr} {
 		fmt.Printf("%s: %v\n", name, err)
 	}

@@ -22,49 +22,36 @@ import (
 	"github.com/lockbench/lockbench/remote"
 )
 
-// PostgresOptions configures a PostgreSQL server.
+// PostgresOptions is what a PostgreSQL server takes beyond a Spec, whose
+// Nodes is 1: compose starts one server, without replicas.
+//
+// Of a Spec's mechanisms, the server takes every one. Its fast durability
+// is fsync=off, synchronous_commit=off and full_page_writes=off: a commit
+// is acknowledged before its WAL reaches the disk, and even before it
+// leaves the server's memory (the WAL writer flushes every 200 ms), so a
+// server that is killed loses the transactions of its last moments — the
+// lease rows it had just granted. Periodic keeps fsync=on with
+// synchronous_commit=off, so a commit returns before its WAL is flushed,
+// which the WAL writer does every wal_writer_delay (200 ms; up to three of
+// them pass before a commit is on disk). Durable, the default, is fsync=on
+// and synchronous_commit=on: a commit returns once its WAL is fsynced,
+// and a killed server recovers every transaction it acknowledged.
+// FakeClock moves the clock now() reads. With Netns the server listens on
+// port 5432 of its address, and an advisory lock whose holder is cut off
+// (Node.CutClients) is freed only when the server's TCP keepalives give
+// up on the holder's session (tcp_keepalives_idle, _interval and _count
+// in Config; the system's defaults take over two hours). Placed on a host
+// (On), it runs there as Programs.PostgresUser, from Placement.Binary
+// (the postgres program, initdb beside it), and trusts connections from
+// the client hosts and the control node only.
 type PostgresOptions struct {
-	// Durability is when the server fsyncs (see Durability). Fast is
-	// fsync=off, synchronous_commit=off and full_page_writes=off: a
-	// commit is acknowledged before its WAL reaches the disk, and even
-	// before it leaves the server's memory (the WAL writer flushes every
-	// 200 ms), so a server that is killed loses the transactions of its
-	// last moments — the lease rows it had just granted. Periodic keeps
-	// fsync=on with synchronous_commit=off, so a commit returns before its
-	// WAL is flushed, which the WAL writer does every wal_writer_delay
-	// (200 ms; up to three of them pass before a commit is on disk).
-	// Durable (the zero value's) is fsync=on and synchronous_commit=on: a
-	// commit returns once its WAL is fsynced, and a killed server
-	// recovers every transaction it acknowledged.
-	Durability Durability
-	// LazyFS puts the server's dir on a lazy filesystem, so that
-	// Node.PowerLoss drops what it did not fsync. It needs root and
-	// /dev/fuse (LazyFSAvailable).
-	LazyFS bool
-	// FakeClock runs the server under compose's clock preload, so that
-	// Node.JumpClock and Node.SetClockRate move its wall clock (now() reads it). It
-	// needs a C compiler (Programs.CC).
-	FakeClock bool
-	// Proxied starts the server behind a Proxy, so that it can be
-	// partitioned from, or slowed for, its clients.
-	Proxied bool
-	// Netns starts the server in a network namespace of its own, at an
-	// address of its own (port 5432), reachable from this host by routes,
-	// so that Node.CutClients cuts its clients off for real: an advisory
-	// lock is then freed only when the server's TCP keepalives give up on
-	// its holder's session (tcp_keepalives_idle, _interval and _count in
-	// Config; the system's defaults take over two hours). It needs root
-	// and the ip command: see PeerNetworkAvailable.
-	Netns bool
 	// Config holds extra server settings (postgres -c name=value), e.g.
 	// {"max_connections", "500"}.
 	Config [][2]string
-	// On, when set, puts the server on a host (see Placement): it runs
-	// there as Programs.PostgresUser, from Placement.Binary (the postgres program,
-	// initdb beside it), and trusts connections from the client hosts and
-	// the control node only. Proxied, Netns and LazyFS do not apply.
-	On *Placement
 }
+
+// postgresRules are what a PostgreSQL server accepts of a Spec.
+var postgresRules = kindRules{nodes: "PostgreSQL servers", min: 1, max: 1, def: 1, durability: DurabilityDurable}
 
 // postgresRole is the database superuser initdb makes, whom compose's
 // servers trust and PostgresURL connects as.
@@ -99,13 +86,13 @@ const PostgresMaxConnections = 300
 // Restart(ctx, false) wipes the dir and starts a new, empty cluster: what a
 // server that lost its disk, or a fresh server put at its address, looks
 // like — every table is gone with its rows, and their counters start over.
-func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
-	d, err := durability(o.Durability, DurabilityDurable)
+func (e *Env) Postgres(ctx context.Context, s Spec, o PostgresOptions) (*Node, error) {
+	s, err := s.resolve(postgresRules)
 	if err != nil {
 		return nil, err
 	}
-	if o.On != nil {
-		return e.postgresOn(ctx, o, d)
+	if s.On != nil {
+		return e.postgresOn(ctx, s, o)
 	}
 	bin, err := postgresBinDir(e.Programs.PostgresBinDir)
 	if err != nil {
@@ -115,42 +102,42 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := e.layOut(1, o.Netns, 5432)
+	l, err := e.layOut(1, s.Netns, 5432)
 	if err != nil {
 		return nil, err
 	}
 	host, port := l.hosts[0], l.ports[0][0]
 	name := e.newNames("postgres", 1)[0]
-	s := spec{
+	sp := spec{
 		name: name, port: port, bin: filepath.Join(bin, "postgres"),
 		user: account,
 		// A fast shutdown: SIGTERM would wait for every client to leave.
 		term:      syscall.SIGINT,
 		ready:     postgresReady(hostAddr(host, port)),
 		clock:     postgresTime,
-		lazyFS:    o.LazyFS,
-		fakeClock: o.FakeClock,
+		lazyFS:    s.LazyFS,
+		fakeClock: s.FakeClock,
 	}
-	l.place(&s, 0)
+	l.place(&sp, 0)
 	if account != "" {
 		dir, err := os.MkdirTemp("", "lockbench-"+name+"-")
 		if err != nil {
 			return nil, fmt.Errorf("compose: dir of %s: %w", name, err)
 		}
-		s.dir = dir
+		sp.dir = dir
 	}
 	// initdb trusts 127.0.0.1; a server started with Netns is reached
 	// from this host's address in 198.18.0.0/15 (see peerNet), a range no
 	// real network uses.
 	trust := []string{"198.18.0.0/15"}
-	s.args = func() []string {
-		dir := s.dir
+	sp.args = func() []string {
+		dir := sp.dir
 		if dir == "" {
 			dir = filepath.Join(e.Dir, name)
 		}
-		return postgresArgs(filepath.Join(dir, "data"), host, port, d, o.Config)
+		return postgresArgs(filepath.Join(dir, "data"), host, port, s.Durability, o.Config)
 	}()
-	s.prepare = func(ctx context.Context, n *Node) error {
+	sp.prepare = func(ctx context.Context, n *Node) error {
 		dir := n.Dir
 		if n.lazy != nil {
 			// Straight to the disk: what initdb writes is on it before
@@ -162,28 +149,25 @@ func (e *Env) Postgres(ctx context.Context, o PostgresOptions) (*Node, error) {
 		}
 		return initdb(ctx, n, filepath.Join(bin, "initdb"), dir, account, trust)
 	}
-	node, err := e.startNode(ctx, s, o.Proxied)
+	node, err := e.startNode(ctx, sp, s.Proxied)
 	if err != nil {
 		return nil, err
 	}
-	if s.dir != "" {
+	if sp.dir != "" {
 		// Where someone looking at the run dir expects the node's files.
-		_ = os.Symlink(s.dir, filepath.Join(e.Dir, name))
+		_ = os.Symlink(sp.dir, filepath.Join(e.Dir, name))
 	}
 	return node, nil
 }
 
-// postgresOn starts a server placed on a host, run as Programs.PostgresUser.
-func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (*Node, error) {
-	p := o.On
+// postgresOn starts a server placed on a host (s resolved), run as
+// Programs.PostgresUser.
+func (e *Env) postgresOn(ctx context.Context, s Spec, o PostgresOptions) (*Node, error) {
+	p := &s.On[0]
 	if err := p.check("PostgreSQL"); err != nil {
 		return nil, err
 	}
-	switch {
-	case o.Proxied, o.Netns:
-		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Proxied and Netns apply to servers on this machine "+
-			"only", p.Host.Name())
-	case p.Binary == "" || !path.IsAbs(p.Binary):
+	if p.Binary == "" || !path.IsAbs(p.Binary) {
 		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Binary %q: want the absolute path of its postgres program (initdb "+
 			"is beside it)", p.Host.Name(), p.Binary)
 	}
@@ -199,20 +183,20 @@ func (e *Env) postgresOn(ctx context.Context, o PostgresOptions, d Durability) (
 		trust = append(trust, netip.PrefixFrom(p.Addr, p.Addr.BitLen()).String())
 	}
 	host := p.Addr.String()
-	s := spec{
+	sp := spec{
 		name: e.newNames("postgres", 1)[0], port: p.Port, host: host, bin: p.Binary, place: p,
-		user: e.Programs.PostgresUser, term: syscall.SIGINT, fakeClock: o.FakeClock, lazyFS: o.LazyFS,
+		user: e.Programs.PostgresUser, term: syscall.SIGINT, fakeClock: s.FakeClock, lazyFS: s.LazyFS,
 		ready: postgresReady(hostAddr(host, p.Port)), clock: postgresTime,
-		args: postgresArgs(path.Join(p.Dir, "data"), host, p.Port, d, o.Config),
+		args: postgresArgs(path.Join(p.Dir, "data"), host, p.Port, s.Durability, o.Config),
 	}
-	s.prepare = func(ctx context.Context, n *Node) error {
+	sp.prepare = func(ctx context.Context, n *Node) error {
 		dir := n.Dir
 		if n.lazy != nil {
 			dir = diskOf(dir) // straight to the disk, as on this machine
 		}
 		return initdb(ctx, n, path.Join(path.Dir(p.Binary), "initdb"), dir, e.Programs.PostgresUser, trust)
 	}
-	return e.startNode(ctx, s, false)
+	return e.startNode(ctx, sp, false)
 }
 
 // controlAddr is this machine's address as host h sees it, when h knows

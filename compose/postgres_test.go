@@ -81,7 +81,7 @@ func TestPostgresKillRestartPause(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute) // 74 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	n, err := env.Postgres(ctx, compose.PostgresOptions{})
+	n, err := env.Postgres(ctx, compose.Spec{}, compose.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,8 @@ func TestPostgresFastProfileProxied(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 24 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	n, err := env.Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityFast, Proxied: true, Config: [][2]string{{"application_name", "compose-test"}}})
+	n, err := env.Postgres(ctx, compose.Spec{Durability: compose.DurabilityFast, Proxied: true},
+		compose.PostgresOptions{Config: [][2]string{{"application_name", "compose-test"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

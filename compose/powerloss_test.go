@@ -51,7 +51,7 @@ var durableServers = []durableServer{
 	{
 		name: "redis",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			ns, err := e.Redis(ctx, 1, compose.RedisOptions{Durability: d, LazyFS: true})
+			ns, err := e.Redis(ctx, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, compose.RedisOptions{})
 			if err != nil {
 				return nil, err
 			}
@@ -64,7 +64,7 @@ var durableServers = []durableServer{
 	{
 		name: "postgres",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			return e.Postgres(ctx, compose.PostgresOptions{Durability: d, LazyFS: true})
+			return e.Postgres(ctx, compose.Spec{Durability: d, LazyFS: true}, compose.PostgresOptions{})
 		},
 		open: func(t *testing.T, n *compose.Node) journal {
 			c, err := pgx.Connect(context.Background(), compose.PostgresURL(n.Addr()))
@@ -77,7 +77,7 @@ var durableServers = []durableServer{
 	{
 		name: "zookeeper",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			z, err := e.ZooKeeper(ctx, 1, compose.ZooKeeperOptions{Durability: d, LazyFS: true})
+			z, err := e.ZooKeeper(ctx, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, compose.ZooKeeperOptions{})
 			if err != nil {
 				return nil, err
 			}
@@ -95,7 +95,7 @@ var durableServers = []durableServer{
 	{
 		name: "etcd",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			c, err := e.Etcd(ctx, 1, compose.EtcdOptions{Durability: d, LazyFS: true})
+			c, err := e.Etcd(ctx, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, compose.EtcdOptions{})
 			if err != nil {
 				return nil, err
 			}

@@ -27,7 +27,7 @@ func TestStartTellsRefusedFromSlow(t *testing.T) {
 	ctx := context.Background()
 	e := composetest.ForTest(t)
 	t.Run("refused", func(t *testing.T) {
-		n, err := e.Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityFast})
+		n, err := e.Postgres(ctx, compose.Spec{Durability: compose.DurabilityFast}, compose.PostgresOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestStartTellsRefusedFromSlow(t *testing.T) {
 		}
 	})
 	t.Run("slow", func(t *testing.T) {
-		n, err := e.Postgres(ctx, compose.PostgresOptions{Netns: true, Durability: compose.DurabilityFast})
+		n, err := e.Postgres(ctx, compose.Spec{Netns: true, Durability: compose.DurabilityFast}, compose.PostgresOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

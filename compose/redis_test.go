@@ -26,7 +26,7 @@ func client(t *testing.T, addr string) *redis.Client {
 func TestRedisKillRestart(t *testing.T) {
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, 2, compose.RedisOptions{Durability: compose.DurabilityDurable})
+	nodes, err := env.Redis(ctx, compose.Spec{Nodes: 2, Durability: compose.DurabilityDurable}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestRedisKillRestart(t *testing.T) {
 func TestRedisPauseResume(t *testing.T) {
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{})
+	nodes, err := env.Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRedisPauseResume(t *testing.T) {
 func TestProxyPartitionDelayHeal(t *testing.T) {
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, 1, compose.RedisOptions{Proxied: true})
+	nodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, Proxied: true}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestPruneKeepsOnlyLogsAndFailedData(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := e.Redis(ctx, 2, compose.RedisOptions{Durability: compose.DurabilityDurable})
+	nodes, err := e.Redis(ctx, compose.Spec{Nodes: 2, Durability: compose.DurabilityDurable}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,36 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SentinelOptions configures a master–replica set watched by Redis
-// Sentinel. The zero value is a usable small set: one master, one replica,
-// three sentinels.
+// SentinelOptions is what a master–replica set watched by Redis Sentinel
+// takes beyond a Spec, whose Nodes counts the master and its replicas.
+// The zero values are a usable small set: one master, one replica, three
+// sentinels.
+//
+// The Spec's mechanisms apply to the Redis nodes. LazyFS puts the dir of
+// each (its data, and the redis.conf Sentinel rewrites) on a lazy
+// filesystem; the sentinels keep their files on the disk: what they know
+// is no lock's data. FakeClock moves the nodes' clocks (the master
+// expires its keys by its own; a replica deletes what its master's
+// expiries tell it to); the sentinels run on the real clock, since a
+// sentinel whose clock jumps enters its TILT mode and acts on nothing for
+// 30 s, another fault, which would hide what the master's clock alone
+// does. Proxied puts the sentinels behind proxies too; they report the
+// servers' own addresses, so dial through SentinelSet.Dial.
+//
+// Netns puts each Redis node in a namespace of its own, announcing its
+// address there (replica-announce-ip) and replicating through the
+// namespaces' router; the sentinels stay on this host, beside the
+// clients. So a cut of a node's clients (CutClients) keeps its
+// replication up but cuts the sentinels off from it too, as a partition
+// between an application's hosts and its Redis master does: the sentinels
+// mark a cut master down after DownAfter and promote a replica unless the
+// cut heals first (CurrentMaster reads the outcome back).
+//
+// On places the master on On[0] and a replica on each other placement,
+// each announcing its placement's address; a replica's replication link
+// (ReplicationLinks) is then a pair of blackhole rules on its host and
+// the master's. On needs SentinelsOn.
 type SentinelOptions struct {
-	// Replicas is the number of replicas of the master; 0 means 1.
-	Replicas int
 	// Sentinels is the number of redis-sentinel processes; 0 means 3. The
 	// quorum is a majority of them.
 	Sentinels int
@@ -33,8 +57,6 @@ type SentinelOptions struct {
 	// FailoverTimeout is Sentinel's failover-timeout; 0 means 5 s, or
 	// 10 min with ProxiedReplication (see there).
 	FailoverTimeout time.Duration
-	// Durability is when every Redis node fsyncs, as in RedisOptions.
-	Durability Durability
 	// ProxiedReplication makes each replica replicate from the master
 	// through its own Proxy (SentinelSet.ReplicationLinks), so that a
 	// fault can hold replication back while clients keep writing to the
@@ -49,68 +71,11 @@ type SentinelOptions struct {
 	// on one machine elections do not fail. The links carry only the
 	// initial master's replication: replicas reconfigured by a failover
 	// replicate from the new master directly.
+	//
+	// The proxies run on this host, where a cut of a node's clients would
+	// take the replication with it: ProxiedReplication excludes Netns and
+	// placement on hosts.
 	ProxiedReplication bool
-	// Proxied starts every Redis node and sentinel behind a Proxy, so that
-	// clients can be cut off from, or slowed to, any of them. Sentinels
-	// report the servers' own addresses; dial through SentinelSet.Dial to
-	// reach the proxies instead.
-	Proxied bool
-	// LazyFS puts the dir of each Redis node, master and replicas (its
-	// data, and the redis.conf Sentinel rewrites), on a lazy filesystem,
-	// as RedisOptions.LazyFS does, so that Node.PowerLoss drops what the
-	// node did not fsync. The sentinels keep their files on the disk:
-	// what they know (the epoch, the master) is no lock's data. Which of
-	// the nodes lose power is the caller's choice: the master and its
-	// replicas together is a rack that loses power, the one loss that
-	// Sentinel cannot fail over around (the master alone, killed, is
-	// what a failover is for).
-	LazyFS bool
-	// FakeClock runs each Redis node, master and replicas, under the clock
-	// preload, as RedisOptions.FakeClock does, so that Node.JumpClock and
-	// Node.SetClockRate move its wall clock: the master expires its keys
-	// by it, as single Redis does (a replica expires nothing of its own;
-	// it deletes what its master's expiries tell it to).
-	//
-	// The sentinels run on the real clock. The fault the Redlock debate
-	// is about is the clock of the server that holds the key; a sentinel
-	// whose clock jumps enters its TILT mode (its timer saw time move back,
-	// or by more than 2 s) and acts on nothing for 30 s, which is another
-	// fault, and would hide what the master's clock alone does.
-	FakeClock bool
-	// Netns starts each Redis node in a network namespace of its own, at
-	// an address of its own (port 6379), reachable from this host by
-	// routes, as RedisOptions.Netns does, so that Node.CutClients cuts it
-	// off for real. Each node announces that address (replica-announce-ip),
-	// which the sentinels report and clients dial. The sentinels stay on
-	// this host, beside the clients, and reach the nodes by the same
-	// routes; replication runs between the namespaces, through their
-	// router, not through this host.
-	//
-	// So a cut of a node's clients (CutClients) keeps its replication up
-	// but cuts the sentinels off from it too, as a partition between an
-	// application's hosts and its Redis master does: the sentinels mark a
-	// cut master down after DownAfter and promote a replica, unless the
-	// cut heals first. That failover is a real partition's outcome, not
-	// a side effect to avoid; whoever cuts reads it back from the
-	// sentinels (CurrentMaster).
-	//
-	// Netns excludes ProxiedReplication, whose proxies run on this host,
-	// where a cut would take the replication with it. It needs root and the
-	// ip command: see PeerNetworkAvailable.
-	Netns bool
-	// On, when set, places the Redis nodes on hosts, one Placement each:
-	// the master on On[0], a replica on each of the others (Replicas is
-	// then len(On)-1, or 0). Each node listens on its placement's address
-	// and Port and announces that address (replica-announce-ip), so that
-	// the sentinels report, and clients on other hosts dial, where it
-	// really is. Each replica's replication link (ReplicationLinks) is then
-	// a pair of blackhole rules, on its host and on the master's, that a
-	// fault puts in force. LazyFS serves each node's dir from the lazy
-	// filesystem's daemon on its host, as for other placed servers
-	// (Placement.Lockbench); Proxied, Netns and ProxiedReplication apply
-	// to sets on this machine only. See SentinelsOn for the sentinels,
-	// which On needs.
-	On []Placement
 	// SentinelsOn places the sentinels, one per placement (Sentinels is
 	// then len(SentinelsOn), or 0), each listening on its placement's
 	// address and Port (26379 is Sentinel's own) and announcing that
@@ -123,9 +88,14 @@ type SentinelOptions struct {
 	// master; a held-back replication link (ReplicationLinks) cuts the
 	// sentinel beside the replica off from the master's port too. Put a
 	// sentinel on a host of its own (or a client host) to choose
-	// otherwise.
+	// otherwise. It goes with a Spec's On.
 	SentinelsOn []Placement
 }
+
+// sentinelRules are what a Sentinel set accepts of a Spec: every
+// mechanism; with Netns each Redis node listens on port 6379 of its
+// address.
+var sentinelRules = kindRules{nodes: "Redis nodes in a Sentinel set", min: 2, def: 2, durability: DurabilityFast}
 
 // SentinelSet is a Redis master with replicas and the sentinels that watch
 // them and promote a replica when the master fails.
@@ -169,14 +139,15 @@ type ReplicationLink interface {
 	Heal() error
 }
 
-// Sentinel starts a Redis master, o.Replicas replicas and o.Sentinels
+// Sentinel starts a Redis master and s.Nodes-1 replicas and o.Sentinels
 // sentinels on 127.0.0.1 (the Redis nodes in network namespaces of their
 // own with Netns), or on hosts (On, SentinelsOn), and waits until every
 // replica's link to the master is up and every sentinel knows the master,
 // every replica and the other sentinels — until a failover can succeed.
-func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, error) {
-	if o.Replicas < 0 {
-		return nil, fmt.Errorf("compose: %d Sentinel replicas: need at least 1", o.Replicas)
+func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*SentinelSet, error) {
+	s, err := s.resolve(sentinelRules)
+	if err != nil {
+		return nil, err
 	}
 	if o.Sentinels < 0 {
 		return nil, fmt.Errorf("compose: %d sentinels: need at least 1", o.Sentinels)
@@ -184,14 +155,14 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 	if o.DownAfter < 0 || o.FailoverTimeout < 0 {
 		return nil, fmt.Errorf("compose: negative Sentinel timeout (down-after %v, failover-timeout %v)", o.DownAfter, o.FailoverTimeout)
 	}
-	replicas := orDefault(o.Replicas, 1)
+	replicas := s.Nodes - 1
 	sentinels := orDefault(o.Sentinels, 3)
-	placed := o.On != nil || o.SentinelsOn != nil
+	placed := s.On != nil || o.SentinelsOn != nil
 	if placed {
-		if err := o.checkPlaced(); err != nil {
+		if err := o.checkPlaced(s); err != nil {
 			return nil, err
 		}
-		replicas, sentinels = len(o.On)-1, len(o.SentinelsOn)
+		sentinels = len(o.SentinelsOn)
 	}
 	name := o.MasterName
 	if name == "" {
@@ -208,20 +179,16 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			failoverTimeout = 10 * time.Minute
 		}
 	}
-	if o.Netns && o.ProxiedReplication {
+	if s.Netns && o.ProxiedReplication {
 		return nil, errors.New("compose: a Sentinel set with Netns and ProxiedReplication: the replication links' proxies run on this host, " +
 			"where a cut of a node's clients would cut its replication too; choose one")
-	}
-	d, err := durability(o.Durability, DurabilityFast)
-	if err != nil {
-		return nil, err
 	}
 	var (
 		l, sl                 layout
 		redisBin, sentinelBin string
 	)
 	if placed {
-		if l, err = layOutOn("Sentinel", o.On); err != nil {
+		if l, err = layOutOn("Sentinel", s.On); err != nil {
 			return nil, err
 		}
 		if sl, err = layOutOn("sentinel", o.SentinelsOn); err != nil {
@@ -234,14 +201,14 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		if sentinelBin, err = exec.LookPath(e.Programs.RedisSentinel); err != nil {
 			return nil, fmt.Errorf("compose: %w (install Debian's redis-sentinel: make deps)", err)
 		}
-		if l, err = e.layOut(1+replicas, o.Netns, 6379); err != nil {
+		if l, err = e.layOut(s.Nodes, s.Netns, 6379); err != nil {
 			return nil, err
 		}
 		if sl, err = e.layOut(sentinels, false, 0); err != nil {
 			return nil, err
 		}
 	}
-	s := &SentinelSet{MasterName: name, quorum: sentinels/2 + 1, SentinelsSide: sentinelsSide(placed, o.Netns)}
+	set := &SentinelSet{MasterName: name, quorum: sentinels/2 + 1, SentinelsSide: sentinelsSide(placed, s.Netns)}
 
 	// Each Redis node runs from its own redis.conf, which Sentinel
 	// rewrites (CONFIG REWRITE) when it promotes or repoints the node, so
@@ -252,7 +219,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		self, started := hostAddr(host, port), false
 		sp := spec{
 			name: name, kind: kindRedis, port: port, bin: redisBin,
-			ready: redisReady(self), clock: redisTime, lazyFS: o.LazyFS, fakeClock: o.FakeClock,
+			ready: redisReady(self), clock: redisTime, lazyFS: s.LazyFS, fakeClock: s.FakeClock,
 		}
 		l.place(&sp, i)
 		if sp.place != nil {
@@ -270,7 +237,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 				// reinstalls, it takes its master from the sentinels.
 				askCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				defer cancel()
-				if cur, err := s.currentMaster(askCtx, ""); err == nil {
+				if cur, err := set.currentMaster(askCtx, ""); err == nil {
 					upstream = cur
 				}
 			}
@@ -278,7 +245,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			// The dir by its full path: a node on a lazy filesystem starts
 			// outside it (see Node.spawn). It announces the address it
 			// listens on, which the sentinels report and clients dial.
-			args := append(redisArgs(host, port, n.Dir, d),
+			args := append(redisArgs(host, port, n.Dir, s.Durability),
 				"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
 				"--replica-announce-ip", host, "--replica-announce-port", strconv.Itoa(port))
 			if upstream != "" && upstream != self {
@@ -289,12 +256,12 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 		}
 		return sp
 	}
-	s.Master, err = e.startNode(ctx, redisSpec(0, e.newNames("redis-master", 1)[0], ""), o.Proxied)
+	set.Master, err = e.startNode(ctx, redisSpec(0, e.newNames("redis-master", 1)[0], ""), s.Proxied)
 	if err != nil {
 		return nil, err
 	}
 	for i, rname := range e.newNames("redis-replica", replicas) {
-		upstream := s.Master.ServerAddr()
+		upstream := set.Master.ServerAddr()
 		var link *Proxy
 		if o.ProxiedReplication {
 			if link, err = e.Proxy(rname+"-link", upstream); err != nil {
@@ -302,29 +269,29 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			}
 			upstream = link.Addr()
 		}
-		n, err := e.startNode(ctx, redisSpec(1+i, rname, upstream), o.Proxied)
+		n, err := e.startNode(ctx, redisSpec(1+i, rname, upstream), s.Proxied)
 		if err != nil {
 			return nil, err
 		}
-		s.Replicas = append(s.Replicas, n)
+		set.Replicas = append(set.Replicas, n)
 		switch {
 		case link != nil:
-			s.ReplicationLinks = append(s.ReplicationLinks, link)
+			set.ReplicationLinks = append(set.ReplicationLinks, link)
 		case placed:
-			s.ReplicationLinks = append(s.ReplicationLinks, e.newHostLink(s.Master, n))
+			set.ReplicationLinks = append(set.ReplicationLinks, e.newHostLink(set.Master, n))
 		}
 	}
 	// Sentinels see the replicas in the master's INFO as soon as they
 	// connect when the links are up first; otherwise they wait for the
 	// next INFO, 10 s later.
-	if err := poll(ctx, ReadyTimeout, s.replicationUp); err != nil {
+	if err := poll(ctx, ReadyTimeout, set.replicationUp); err != nil {
 		return nil, fmt.Errorf("compose: Sentinel replicas not in sync: %w", err)
 	}
 
-	initial := s.Master.ServerAddr()
+	initial := set.Master.ServerAddr()
 	for i, sname := range e.newNames("sentinel", sentinels) {
 		host, port := sl.hosts[i], sl.ports[i][0]
-		sp := spec{name: sname, port: port, host: host, bin: sentinelBin, ready: s.sentinelAnswers(hostAddr(host, port))}
+		sp := spec{name: sname, port: port, host: host, bin: sentinelBin, ready: set.sentinelAnswers(hostAddr(host, port))}
 		sl.place(&sp, i)
 		const conf = "sentinel.conf"
 		sp.args = []string{e.nodeFile(sp, conf)}
@@ -343,7 +310,7 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			master := initial
 			askCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			if cur, err := s.currentMaster(askCtx, sname); err == nil {
+			if cur, err := set.currentMaster(askCtx, sname); err == nil {
 				master = cur
 			}
 			mhost, mport, _ := net.SplitHostPort(master)
@@ -353,22 +320,22 @@ func (e *Env) Sentinel(ctx context.Context, o SentinelOptions) (*SentinelSet, er
 			// where it does not listen.
 			text := fmt.Sprintf("port %d\nbind %s\ndaemonize no\nprotected-mode no\nlogfile \"\"\ndir %q\nsentinel announce-ip "+
 				"%s\n", port, host, n.Dir, host) +
-				fmt.Sprintf("sentinel monitor %s %s %s %d\n", name, mhost, mport, s.quorum) +
+				fmt.Sprintf("sentinel monitor %s %s %s %d\n", name, mhost, mport, set.quorum) +
 				fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", name, downAfter.Milliseconds()) +
 				fmt.Sprintf("sentinel failover-timeout %s %d\n", name, failoverTimeout.Milliseconds()) +
 				fmt.Sprintf("sentinel parallel-syncs %s 1\n", name)
 			return n.writeFiles(ctx, map[string]string{conf: text})
 		}
-		n, err := e.startNode(ctx, sp, o.Proxied)
+		n, err := e.startNode(ctx, sp, s.Proxied)
 		if err != nil {
 			return nil, err
 		}
-		s.Sentinels = append(s.Sentinels, n)
+		set.Sentinels = append(set.Sentinels, n)
 	}
-	if err := poll(ctx, ReadyTimeout, s.sentinelsReady); err != nil {
+	if err := poll(ctx, ReadyTimeout, set.sentinelsReady); err != nil {
 		return nil, fmt.Errorf("compose: sentinels of %s not ready: %w", name, err)
 	}
-	return s, nil
+	return set, nil
 }
 
 // probeOptions are go-redis options for compose's own short probes.

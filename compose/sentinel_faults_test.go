@@ -33,7 +33,7 @@ func TestSentinelPowerLoss(t *testing.T) {
 		t.Run(string(tc.d), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, err := composetest.ForTest(t).Sentinel(ctx, compose.SentinelOptions{LazyFS: true, Durability: tc.d})
+			s, err := composetest.ForTest(t).Sentinel(ctx, compose.Spec{LazyFS: true, Durability: tc.d}, compose.SentinelOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestSentinelClockJump(t *testing.T) {
 		t.Skip(err)
 	}
 	ctx := context.Background()
-	s, err := composetest.ForTest(t).Sentinel(ctx, compose.SentinelOptions{FakeClock: true})
+	s, err := composetest.ForTest(t).Sentinel(ctx, compose.Spec{FakeClock: true}, compose.SentinelOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +124,11 @@ func TestSentinelCutClients(t *testing.T) {
 	needPeerNetwork(t)
 	ctx := context.Background()
 	e := composetest.ForTest(t)
-	if _, err := e.Sentinel(ctx, compose.SentinelOptions{Netns: true, ProxiedReplication: true}); err == nil || !strings.Contains(err.Error(), "ProxiedReplication") {
+	_, err := e.Sentinel(ctx, compose.Spec{Netns: true}, compose.SentinelOptions{ProxiedReplication: true})
+	if err == nil || !strings.Contains(err.Error(), "ProxiedReplication") {
 		t.Fatalf("a set in namespaces with its replication through this host's proxies: %v; want an error naming ProxiedReplication", err)
 	}
-	s, err := e.Sentinel(ctx, compose.SentinelOptions{Netns: true})
+	s, err := e.Sentinel(ctx, compose.Spec{Netns: true}, compose.SentinelOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,13 @@ import (
 	"github.com/lockbench/lockbench/compose/composetest"
 )
 
-func startSentinel(t *testing.T, o compose.SentinelOptions) *compose.SentinelSet {
+func startSentinel(t *testing.T, spec compose.Spec, o compose.SentinelOptions) *compose.SentinelSet {
 	t.Helper()
-	s, err := composetest.ForTest(t).Sentinel(context.Background(), o)
+	s, err := composetest.ForTest(t).Sentinel(context.Background(), spec, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Sentinels) != 3 || len(s.Replicas) != max(o.Replicas, 1) || s.MasterName == "" {
+	if len(s.Sentinels) != 3 || len(s.Replicas) != max(spec.Nodes, 2)-1 || s.MasterName == "" {
 		t.Fatalf("set has %d sentinels, %d replicas, master name %q", len(s.Sentinels), len(s.Replicas), s.MasterName)
 	}
 	return s
@@ -49,7 +49,7 @@ func waitReplicated(t *testing.T, master *redis.Client, n int) {
 func TestSentinelReplicates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.SentinelOptions{Replicas: 2, ProxiedReplication: true})
+	s := startSentinel(t, compose.Spec{Nodes: 3}, compose.SentinelOptions{ProxiedReplication: true})
 	if got, err := s.CurrentMaster(ctx); err != nil || got != s.Master.ServerAddr() {
 		t.Fatalf("CurrentMaster = %q, %v; want %s", got, err, s.Master.ServerAddr())
 	}
@@ -103,7 +103,7 @@ func TestSentinelReplicates(t *testing.T) {
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.SentinelOptions{Proxied: true})
+	s := startSentinel(t, compose.Spec{Proxied: true}, compose.SentinelOptions{})
 	fc := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: s.MasterName, SentinelAddrs: s.SentinelAddrs(), Dialer: s.Dial,
 		MaxRetries: 3, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
@@ -162,7 +162,7 @@ func TestSentinelFailover(t *testing.T) {
 func TestSentinelKillMaster(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.SentinelOptions{})
+	s := startSentinel(t, compose.Spec{}, compose.SentinelOptions{})
 	if err := s.Master.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestSentinelKillMaster(t *testing.T) {
 func TestSentinelLostWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.SentinelOptions{ProxiedReplication: true})
+	s := startSentinel(t, compose.Spec{}, compose.SentinelOptions{ProxiedReplication: true})
 	link, ok := s.ReplicationLinks[0].(*compose.Proxy)
 	if !ok || link.Upstream != s.Master.ServerAddr() {
 		t.Fatalf("replication link = %+v, want a proxy to the master", link)

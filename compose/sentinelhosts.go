@@ -14,14 +14,13 @@ import (
 )
 
 // checkPlaced says what is wrong with the placement of a Sentinel set on
-// hosts: which options it excludes, and the counts it fixes.
-func (o *SentinelOptions) checkPlaced() error {
+// hosts (s resolved, its Redis nodes' count checked against On): what
+// it excludes, and the sentinels' count it fixes.
+func (o *SentinelOptions) checkPlaced(s Spec) error {
 	var errs []error
-	switch {
-	case len(o.On) < 2:
-		errs = append(errs, fmt.Errorf("%d Redis placements (On): want a master and at least one replica", len(o.On)))
-	case o.Replicas != 0 && o.Replicas != len(o.On)-1:
-		errs = append(errs, fmt.Errorf("%d replicas on %d placements: want one each, the master first", o.Replicas, len(o.On)))
+	if s.On == nil {
+		errs = append(errs, fmt.Errorf("%d sentinel placements (SentinelsOn) but no Redis placements (On): the Redis nodes of a set whose "+
+			"sentinels are on hosts go on hosts too", len(o.SentinelsOn)))
 	}
 	switch {
 	case len(o.SentinelsOn) == 0:
@@ -29,7 +28,7 @@ func (o *SentinelOptions) checkPlaced() error {
 	case o.Sentinels != 0 && o.Sentinels != len(o.SentinelsOn):
 		errs = append(errs, fmt.Errorf("%d sentinels on %d placements: want one each", o.Sentinels, len(o.SentinelsOn)))
 	}
-	if o.Proxied || o.Netns || o.ProxiedReplication {
+	if s.Proxied || s.Netns || o.ProxiedReplication {
 		errs = append(errs, errors.New("Proxied, Netns and ProxiedReplication apply to sets on this machine only"))
 	}
 	if err := errors.Join(errs...); err != nil {

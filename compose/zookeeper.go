@@ -16,55 +16,36 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// ZooKeeperOptions configures a ZooKeeper ensemble.
+// ZooKeeperOptions is what a ZooKeeper ensemble takes beyond a Spec.
+//
+// Of a Spec's mechanisms, an ensemble takes every one. FakeClock moves
+// the wall clock a server stamps znodes with; sessions are timed on the
+// monotonic clock. With Netns each server listens on the standard ports
+// 2181 (clients), 2888 (quorum) and 3888 (election) of its address.
+// Placed on hosts (On), each server listens on its host's address at the
+// placement's Port (clients) and PeerPorts (quorum and election: 2888 and
+// 3888 if none); its myid, zoo.cfg (naming every server at its host's
+// address) and data are in the placement's Dir. Binary is the java
+// program on the host ("" finds java on its PATH); the classpath is
+// ZooKeeperClasspath, Debian's zookeeper package, there.
 type ZooKeeperOptions struct {
 	// TickTime is ZooKeeper's unit of time; 0 means 200 ms. Sessions may
 	// last from 2 ticks to 60 s, so a small tick makes session-expiry
 	// tests fast. initLimit is 10 ticks and syncLimit 5.
 	TickTime time.Duration
-	// Proxied starts each server behind a Proxy for its clients (the
-	// servers reach each other directly), so that clients can be cut off
-	// from, or slowed to, any of them.
-	Proxied bool
-	// PeerNetwork starts each server in a network namespace of its own,
-	// at an address of its own, so that the ensemble can be partitioned:
-	// servers cut off from each other while clients (on this host) still
-	// reach every one (Ensemble.Partition). Servers listen on the
-	// standard ports 2181 (clients), 2888 (quorum) and 3888 (election) of
-	// their address. It needs root and the ip command: see
-	// PeerNetworkAvailable.
-	PeerNetwork bool
-	// Durability is when the servers fsync their transaction log: never
-	// (fast, forceSync=no: a killed process loses nothing, the kernel
-	// keeps the data; a power loss does) or at every commit (durable,
-	// forceSync=yes, the zero value's). ZooKeeper has no periodic mode:
-	// asking for one is an error wrapping ErrNoDurability.
-	Durability Durability
-	// LazyFS puts each server's dir on a lazy filesystem, so that
-	// Node.PowerLoss drops what it did not fsync. It needs root and
-	// /dev/fuse (LazyFSAvailable).
-	LazyFS bool
-	// FakeClock runs the server under compose's clock preload, so that
-	// Node.JumpClock and Node.SetClockRate move its wall clock (it stamps znodes with it; sessions are timed on the monotonic clock). It
-	// needs a C compiler (Programs.CC).
-	FakeClock bool
 	// LogLevel is the log4j level of the servers' logs; "" means WARN.
 	LogLevel string
 	// JVMFlags replace the default JVM flags, which favour a fast start
 	// and a small heap (C1 compiler only, serial GC, 256 MB) over peak
 	// throughput; pass e.g. {"-Xmx1g"} for benchmarks.
 	JVMFlags []string
-	// On, when set, places the servers on hosts, one Placement each (see
-	// Placement): n must be len(On). Each server listens on its host's
-	// address, at the placement's Port (clients) and PeerPorts (quorum
-	// and election: 2888 and 3888 if none); its myid, zoo.cfg (naming
-	// every server at its host's address) and data are in the
-	// placement's Dir. Binary is the java program on the host ("" finds
-	// java on its PATH); the classpath is ZooKeeperClasspath, Debian's
-	// zookeeper package, there. Servers on hosts of their own can be
-	// partitioned (Partition) by rules on their hosts. Proxied,
-	// PeerNetwork and LazyFS apply to servers on this machine only.
-	On []Placement
+}
+
+// zkRules are what a ZooKeeper ensemble accepts of a Spec. Its durable
+// profile is forceSync=yes, its fast one forceSync=no.
+var zkRules = kindRules{
+	nodes: "ZooKeeper servers", min: 1, odd: true, durability: DurabilityDurable,
+	noPeriodic: "a server fsyncs its transaction log at every commit (forceSync=yes) or never (forceSync=no)",
 }
 
 // zkDefaultJVMFlags start a server in under a second on a small machine.
@@ -76,29 +57,23 @@ type Ensemble struct {
 	// Nodes are the servers; Nodes[i] has myid i+1.
 	Nodes []*Node
 
-	net    *peerNet   // nil unless started with PeerNetwork
-	cutter peerCutter // what Partition cuts with; nil without PeerNetwork or hosts
+	net    *peerNet   // nil unless started with Netns
+	cutter peerCutter // what Partition cuts with; nil without Netns or hosts
 }
 
-// ZooKeeper starts an ensemble of n servers (n odd; 1 runs a standalone
-// server) and waits until each serves clients: it reports its mode
-// (standalone, leader or follower) to the srvr command, which a server
-// does only once it has joined a quorum.
-func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemble, error) {
-	if n < 1 || n%2 == 0 {
-		return nil, fmt.Errorf("compose: %d ZooKeeper servers: want an odd number, at least 1", n)
-	}
-	tick := orDefault(o.TickTime, 200*time.Millisecond)
-	if tick < time.Millisecond {
-		return nil, fmt.Errorf("compose: ZooKeeper tick time %v: want at least 1ms", o.TickTime)
-	}
-	d, err := durability(o.Durability, DurabilityDurable)
+// ZooKeeper starts an ensemble of s.Nodes servers (an odd number; 1 runs
+// a standalone server) and waits until each serves clients: it reports
+// its mode (standalone, leader or follower) to the srvr command, which a
+// server does only once it has joined a quorum.
+func (e *Env) ZooKeeper(ctx context.Context, s Spec, o ZooKeeperOptions) (*Ensemble, error) {
+	s, err := s.resolve(zkRules)
 	if err != nil {
 		return nil, err
 	}
-	if d == DurabilityPeriodic {
-		return nil, fmt.Errorf("compose: ZooKeeper has no periodic durability: a server fsyncs its transaction log at every commit "+
-			"(forceSync=yes) or never (forceSync=no): %w", ErrNoDurability)
+	n := s.Nodes
+	tick := orDefault(o.TickTime, 200*time.Millisecond)
+	if tick < time.Millisecond {
+		return nil, fmt.Errorf("compose: ZooKeeper tick time %v: want at least 1ms", o.TickTime)
 	}
 	level := orDefault(o.LogLevel, "WARN")
 	switch strings.ToUpper(level) {
@@ -106,21 +81,8 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	default:
 		return nil, fmt.Errorf("compose: ZooKeeper log level %q: want TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF", level)
 	}
-	if o.On != nil {
-		if len(o.On) != n {
-			return nil, fmt.Errorf("compose: %d ZooKeeper servers on %d placements: want one each", n, len(o.On))
-		}
-		if o.Proxied || o.PeerNetwork {
-			return nil, errors.New("compose: ZooKeeper servers placed on hosts: Proxied and PeerNetwork apply to servers on this machine only")
-		}
-	}
-	if o.PeerNetwork {
-		if err := PeerNetworkAvailable(); err != nil {
-			return nil, err
-		}
-	}
 	var java string
-	if o.On == nil {
+	if s.On == nil {
 		if java, err = exec.LookPath(e.Programs.Java); err != nil {
 			return nil, fmt.Errorf("compose: %w (ZooKeeper needs Java: make deps)", err)
 		}
@@ -132,11 +94,11 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 	}
 	z := &Ensemble{}
 	var l layout
-	if o.On != nil {
-		if l, err = layOutOn("ZooKeeper", o.On, 2888, 3888); err != nil {
+	if s.On != nil {
+		if l, err = layOutOn("ZooKeeper", s.On, 2888, 3888); err != nil {
 			return nil, err
 		}
-	} else if l, err = e.layOut(n, o.PeerNetwork, 2181, 2888, 3888); err != nil { // client, peer, election
+	} else if l, err = e.layOut(n, s.Netns, 2181, 2888, 3888); err != nil { // client, peer, election
 		return nil, err
 	}
 	z.net = l.net
@@ -166,7 +128,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			"-cp", strings.Join(e.Programs.ZooKeeperClasspath, string(os.PathListSeparator)),
 			"org.apache.zookeeper.server.quorum.QuorumPeerMain",
 			filepath.Join(dir, "zoo.cfg"))
-		cfg := zkConfig(dir, hosts[i], client, tick, d) + servers.String()
+		cfg := zkConfig(dir, hosts[i], client, tick, s.Durability) + servers.String()
 		log4j := "log4j.rootLogger=" + strings.ToUpper(level) + ", CONSOLE\n" +
 			"log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\n" +
 			"log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n" +
@@ -174,7 +136,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 		myid := strconv.Itoa(i + 1)
 		specs[i] = spec{
 			name: name, port: client, bin: java, args: args,
-			lazyFS: o.LazyFS, fakeClock: o.FakeClock, clock: zkTime,
+			lazyFS: s.LazyFS, fakeClock: s.FakeClock, clock: zkTime,
 			// Written before every start, so that a server restarted
 			// without its data still knows who it is.
 			prepare: func(ctx context.Context, n *Node) error {
@@ -190,7 +152,7 @@ func (e *Env) ZooKeeper(ctx context.Context, n int, o ZooKeeperOptions) (*Ensemb
 			specs[i].bin = l.places[i].binary(e.Programs.Java)
 		}
 	}
-	nodes, err := e.startNodes(ctx, specs, o.Proxied)
+	nodes, err := e.startNodes(ctx, specs, s.Proxied)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func TestZooKeeperStandalone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	z, err := env.ZooKeeper(ctx, 1, compose.ZooKeeperOptions{Proxied: true})
+	z, err := env.ZooKeeper(ctx, compose.Spec{Nodes: 1, Proxied: true}, compose.ZooKeeperOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestZooKeeperStandalone(t *testing.T) {
 func TestZooKeeperBadSize(t *testing.T) {
 	env := composetest.ForTest(t)
 	for _, n := range []int{0, 2, -1} {
-		if _, err := env.ZooKeeper(context.Background(), n, compose.ZooKeeperOptions{}); err == nil {
+		if _, err := env.ZooKeeper(context.Background(), compose.Spec{Nodes: n}, compose.ZooKeeperOptions{}); err == nil {
 			t.Errorf("ZooKeeper(%d) succeeded", n)
 		}
 	}
@@ -102,7 +102,7 @@ func TestZooKeeperLeaderKillRestart(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute) // 40 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	z, err := env.ZooKeeper(ctx, 3, compose.ZooKeeperOptions{})
+	z, err := env.ZooKeeper(ctx, compose.Spec{Nodes: 3}, compose.ZooKeeperOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

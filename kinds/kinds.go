@@ -245,6 +245,18 @@ func Elected(nodes []*compose.Node, q interface {
 // Here reports whether spec starts its nodes on this machine.
 func (s Spec) Here() bool { return s.On == nil }
 
+// Compose is the compose.Spec that starts the nodes s asks for as a kind
+// starts them unless it says otherwise: s's count, durability and
+// mechanisms; here each behind its proxy (a fault works through it) and
+// in a network namespace of its own when s needs one; or on the hosts
+// s.On names.
+func (s Spec) Compose() compose.Spec {
+	return compose.Spec{
+		Nodes: s.Count, Durability: s.Durability, LazyFS: s.Needs.LazyFS, FakeClock: s.Needs.FakeClock,
+		Proxied: s.Here(), Netns: s.Needs.Netns && s.Here(), On: s.On,
+	}
+}
+
 // PeersCut reports whether members started per spec can be cut apart:
 // here, when this machine gives them network namespaces; on hosts, when
 // each has a host of its own.

@@ -31,11 +31,11 @@ func TestStartAgainTellsRefusedFromSlow(t *testing.T) {
 	}
 	ctx := context.Background()
 	e := composetest.ForTest(t)
-	refused, err := e.Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityFast})
+	refused, err := e.Postgres(ctx, compose.Spec{Durability: compose.DurabilityFast}, compose.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow, err := e.Postgres(ctx, compose.PostgresOptions{Netns: true, Durability: compose.DurabilityFast})
+	slow, err := e.Postgres(ctx, compose.Spec{Netns: true, Durability: compose.DurabilityFast}, compose.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ type Leader interface {
 }
 
 // Members cuts a cluster's members apart from each other and heals them:
-// compose's Ensemble and EtcdCluster started with PeerNetwork, wrapped by
+// compose's Ensemble and EtcdCluster started with Netns, wrapped by
 // package kinds.
 type Members interface {
 	// Partition cuts the traffic between the groups, each a set of the

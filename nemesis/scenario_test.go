@@ -147,7 +147,7 @@ func probe(name string) func(context.Context, nemesis.Node, string) (nemesis.Sto
 func redis5(t *testing.T) []*compose.Node {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, 5, compose.RedisOptions{Proxied: true})
+	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 5, Proxied: true}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,21 +313,21 @@ func TestRealFaults(t *testing.T) {
 	for _, tc := range []struct {
 		fault string
 		d     compose.Durability
-		opts  compose.RedisOptions
+		spec  compose.Spec
 		says  []string
 	}{
 		// Durable: every acknowledged write survives, so the quarantine
 		// aside no key is granted twice.
-		{"power-loss", compose.DurabilityDurable, compose.RedisOptions{LazyFS: true}, []string{"unsynced bytes", "kept as they were"}},
-		{"clock-jump?by=2", compose.DurabilityFast, compose.RedisOptions{FakeClock: true}, []string{"server clock moved", "kept as they were"}},
-		{"partition", compose.DurabilityFast, compose.RedisOptions{Netns: true}, []string{"unreachable from the clients"}},
+		{"power-loss", compose.DurabilityDurable, compose.Spec{LazyFS: true}, []string{"unsynced bytes", "kept as they were"}},
+		{"clock-jump?by=2", compose.DurabilityFast, compose.Spec{FakeClock: true}, []string{"server clock moved", "kept as they were"}},
+		{"partition", compose.DurabilityFast, compose.Spec{Netns: true}, []string{"unreachable from the clients"}},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			o := tc.opts
-			o.Proxied, o.Durability = true, tc.d
-			nodes, err := composetest.ForTest(t).Redis(ctx, 5, o)
+			s := tc.spec
+			s.Nodes, s.Proxied, s.Durability = 5, true, tc.d
+			nodes, err := composetest.ForTest(t).Redis(ctx, s, compose.RedisOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -370,18 +370,19 @@ func TestSentinelRealFaults(t *testing.T) {
 	realFaults(t)
 	for _, tc := range []struct {
 		fault string
-		opts  compose.SentinelOptions
+		spec  compose.Spec
 		says  []string
 	}{
-		{"power-loss", compose.SentinelOptions{LazyFS: true}, []string{"unsynced bytes", "redis-master-0", "redis-replica-0", "kept as they were"}},
-		{"clock-jump?by=2&nodes=minority", compose.SentinelOptions{FakeClock: true}, []string{"redis-master-0's server clock moved", "kept as they were"}},
-		{"clock-rate", compose.SentinelOptions{FakeClock: true}, []string{"redis-master-0's server clock ran at"}},
-		{"partition", compose.SentinelOptions{Netns: true}, []string{"unreachable from the clients", "the sentinels run on the clients' host, on the clients' side of a cut"}},
+		{"power-loss", compose.Spec{LazyFS: true}, []string{"unsynced bytes", "redis-master-0", "redis-replica-0", "kept as they were"}},
+		{"clock-jump?by=2&nodes=minority", compose.Spec{FakeClock: true}, []string{"redis-master-0's server clock moved", "kept as they were"}},
+		{"clock-rate", compose.Spec{FakeClock: true}, []string{"redis-master-0's server clock ran at"}},
+		{"partition", compose.Spec{Netns: true}, []string{"unreachable from the clients",
+			"the sentinels run on the clients' host, on the clients' side of a cut"}},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			set, err := composetest.ForTest(t).Sentinel(ctx, tc.opts)
+			set, err := composetest.ForTest(t).Sentinel(ctx, tc.spec, compose.SentinelOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -432,7 +433,8 @@ func TestPowerLossTestedInItsDangerWindow(t *testing.T) {
 	realFaults(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, 5, compose.RedisOptions{LazyFS: true, Proxied: true, Durability: compose.DurabilityDurable})
+	s := compose.Spec{Nodes: 5, LazyFS: true, Proxied: true, Durability: compose.DurabilityDurable}
+	nodes, err := composetest.ForTest(t).Redis(ctx, s, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

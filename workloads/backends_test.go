@@ -24,7 +24,7 @@ func redisAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, n, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: n}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

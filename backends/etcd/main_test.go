@@ -19,7 +19,7 @@ import (
 // and the benchmarks share, with fsync on, as a server is run; fault tests
 // start their own clusters.
 var shared = composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
-	c, err := e.Etcd(ctx, 1, compose.EtcdOptions{})
+	c, err := e.Etcd(ctx, compose.Spec{Nodes: 1}, compose.EtcdOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,8 @@ func cluster(t testing.TB, n int, proxied bool) *compose.EtcdCluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := composetest.ForTest(t).Etcd(ctx, n, compose.EtcdOptions{Proxied: proxied, Durability: compose.DurabilityFast})
+	s := compose.Spec{Nodes: n, Proxied: proxied, Durability: compose.DurabilityFast}
+	c, err := composetest.ForTest(t).Etcd(ctx, s, compose.EtcdOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

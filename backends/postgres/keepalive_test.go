@@ -105,7 +105,7 @@ func TestAdvisoryKeepaliveUnderCut(t *testing.T) {
 	if err := compose.PeerNetworkAvailable(); err != nil {
 		t.Skip(err)
 	}
-	n := server(t, compose.PostgresOptions{Netns: true, Durability: compose.DurabilityFast})
+	n := server(t, compose.Spec{Netns: true, Durability: compose.DurabilityFast}, compose.PostgresOptions{})
 	bounded, plain := open(t, n.Addr(), Advisory, map[string]string{"keepalive": "3s"}), open(t, n.Addr(), Advisory, nil)
 	t.Cleanup(func() { plain.Close(); bounded.Close() })
 	ctx := context.Background()

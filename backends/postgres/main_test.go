@@ -19,7 +19,7 @@ import (
 // benchmarks share, under the fast profile, so that a loaded disk does not
 // stall the short TTLs of the tests; fault tests start their own.
 var shared = composetest.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
-	n, err := e.Postgres(ctx, compose.PostgresOptions{Durability: compose.DurabilityFast})
+	n, err := e.Postgres(ctx, compose.Spec{Durability: compose.DurabilityFast}, compose.PostgresOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -29,11 +29,11 @@ var shared = composetest.NewShared(func(ctx context.Context, e *compose.Env) (st
 func TestMain(m *testing.M) { os.Exit(composetest.RunTests(m, shared)) }
 
 // server starts a server of the test's own.
-func server(t testing.TB, o compose.PostgresOptions) *compose.Node {
+func server(t testing.TB, s compose.Spec, o compose.PostgresOptions) *compose.Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := composetest.ForTest(t).Postgres(ctx, o)
+	n, err := composetest.ForTest(t).Postgres(ctx, s, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func TestConformance(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 24 s on a 2-core machine loaded about 10×
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ const closeBound = 10 * time.Second
 func TestCloseWithServersGone(t *testing.T) {
 	for _, fault := range []string{"pause", "partition", "restart"} {
 		t.Run(fault, func(t *testing.T) {
-			nodes, addrs := fresh(t, 5, compose.RedisOptions{Proxied: true})
+			nodes, addrs := fresh(t, 5, compose.Spec{Proxied: true})
 			ignore := goleak.IgnoreCurrent()
 			other := newRedlock(t, addrs)
 			rl := newRedlock(t, addrs)

@@ -24,7 +24,7 @@ import (
 func TestSlowNodeCostsOthersNothing(t *testing.T) {
 	for _, fault := range []string{"partition", "pause"} {
 		t.Run(fault, func(t *testing.T) {
-			nodes, addrs := fresh(t, 5, compose.RedisOptions{Proxied: true})
+			nodes, addrs := fresh(t, 5, compose.Spec{Proxied: true})
 			rl := newRedlock(t, addrs)
 			warm(t, rl, addrs)
 			slow := canonical(nodes)[0] // the first node each round sends to
@@ -68,7 +68,7 @@ func TestSlowNodeCostsOthersNothing(t *testing.T) {
 func TestExtendAfterExpiryGivesBack(t *testing.T) {
 	const ttl = 2 * time.Second
 	const delay = 1500 * time.Millisecond // replies of the watchdog's extension, sent at ttl/3, arrive after ttl
-	nodes, addrs := fresh(t, 5, compose.RedisOptions{Proxied: true})
+	nodes, addrs := fresh(t, 5, compose.Spec{Proxied: true})
 	// A node timeout above the delay, so that the slow extension counts.
 	a := newRedlock(t, addrs, redlock.WithNodeTimeout(2*delay))
 	b := newRedlock(t, addrs)
@@ -119,7 +119,7 @@ func TestUnconfirmedRelease(t *testing.T) {
 	const ttl = 30 * time.Second
 	const budget = time.Minute // composetest's deadline kills the servers by then
 	t.Run("cancelled context", func(t *testing.T) {
-		_, addrs := fresh(t, 5, compose.RedisOptions{})
+		_, addrs := fresh(t, 5, compose.Spec{})
 		a, b := newRedlock(t, addrs), newRedlock(t, addrs)
 		ctx, cancel := context.WithTimeout(context.Background(), budget)
 		defer cancel()
@@ -147,7 +147,7 @@ func TestUnconfirmedRelease(t *testing.T) {
 		got.Release(ctx)
 	})
 	t.Run("nodes cut off until Close", func(t *testing.T) {
-		nodes, addrs := fresh(t, 5, compose.RedisOptions{Proxied: true})
+		nodes, addrs := fresh(t, 5, compose.Spec{Proxied: true})
 		a, b := newRedlock(t, addrs), newRedlock(t, addrs)
 		ctx, cancel := context.WithTimeout(context.Background(), budget)
 		defer cancel()

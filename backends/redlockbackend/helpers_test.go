@@ -24,12 +24,13 @@ import (
 
 // fresh starts n new Redis masters for one test, admits them to the
 // quorum once (they are new) and returns them with their addresses (the
-// proxies' when o.Proxied).
-func fresh(t *testing.T, n int, o compose.RedisOptions) ([]*compose.Node, []string) {
+// proxies' when s.Proxied).
+func fresh(t *testing.T, n int, s compose.Spec) ([]*compose.Node, []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, n, o)
+	s.Nodes = n
+	nodes, err := composetest.ForTest(t).Redis(ctx, s, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func hasGoroutine(fn string) bool { return strings.Contains(goroutines(), fn) }
 
 // shared5 are five bootstrapped Redis masters the benchmarks share.
 var shared5 = composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
-	nodes, err := e.Redis(ctx, 5, compose.RedisOptions{})
+	nodes, err := e.Redis(ctx, compose.Spec{Nodes: 5}, compose.RedisOptions{})
 	if err != nil {
 		return nil, err
 	}

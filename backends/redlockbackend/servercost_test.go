@@ -40,7 +40,7 @@ func TestServerCostPerGrant(t *testing.T) {
 	}
 	const rounds = 4
 	ctx := context.Background()
-	nodes, err := composetest.ForTest(t).Redis(ctx, 5, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 5}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func startNodes(tb testing.TB, n int) ([]*compose.Node, []string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(tb).Redis(ctx, n, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(tb).Redis(ctx, compose.Spec{Nodes: n}, compose.RedisOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}

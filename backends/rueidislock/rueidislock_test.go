@@ -25,7 +25,7 @@ import (
 // benchmarks share: rueidislock and our redis backend use the first, our
 // Redlock all five.
 var nodes = composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
-	ns, err := e.Redis(ctx, 5, compose.RedisOptions{})
+	ns, err := e.Redis(ctx, compose.Spec{Nodes: 5}, compose.RedisOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ var benchParams = []map[string]string{{"wait": "0"}, {"wait": "1"}}
 
 // BenchmarkUncontended: one client, Acquire+Release of its own key.
 func BenchmarkUncontended(b *testing.B) {
-	s := startSet(b, compose.SentinelOptions{})
+	s := startSet(b, compose.Spec{}, compose.SentinelOptions{})
 	for _, p := range benchParams {
 		b.Run("wait="+p["wait"], func(b *testing.B) { runClients(b, s, p, 1, true, false) })
 	}
@@ -44,7 +44,7 @@ func BenchmarkUncontended(b *testing.B) {
 // BenchmarkHotKey: 16 clients on one key, sharing one Locker (goroutines
 // of one process) or each with its own (16 processes).
 func BenchmarkHotKey(b *testing.B) {
-	s := startSet(b, compose.SentinelOptions{})
+	s := startSet(b, compose.Spec{}, compose.SentinelOptions{})
 	for _, p := range benchParams {
 		for _, shared := range []bool{true, false} {
 			name := fmt.Sprintf("wait=%s/lockers=16", p["wait"])

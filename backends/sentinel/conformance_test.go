@@ -19,15 +19,15 @@ import (
 )
 
 // startSet starts a master–replica set with its sentinels for one test.
-func startSet(tb testing.TB, o compose.SentinelOptions) *compose.SentinelSet {
+func startSet(tb testing.TB, s compose.Spec, o compose.SentinelOptions) *compose.SentinelSet {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := composetest.ForTest(tb).Sentinel(ctx, o)
+	set, err := composetest.ForTest(tb).Sentinel(ctx, s, o)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return s
+	return set
 }
 
 // open opens the registered backend on s with params; the caller closes it.
@@ -67,7 +67,7 @@ func stealOnMaster(s *compose.SentinelSet) func(testing.TB, string) {
 }
 
 func TestConformance(t *testing.T) {
-	s := startSet(t, compose.SentinelOptions{})
+	s := startSet(t, compose.Spec{}, compose.SentinelOptions{})
 	for _, params := range []map[string]string{
 		{"wait": "0"}, // and the default master name, which is compose's
 		{"wait": "1", "waittimeout": "100ms", "master": s.MasterName},

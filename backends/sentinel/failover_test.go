@@ -49,7 +49,7 @@ func exists(t *testing.T, addr, key string) bool {
 // still holds its key for it: it can be extended and released, and nobody
 // else gets it.
 func TestFailoverFollowsMaster(t *testing.T) {
-	s := startSet(t, compose.SentinelOptions{})
+	s := startSet(t, compose.Spec{}, compose.SentinelOptions{})
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs after the lockers' Close
 	a, b := openT(t, s, nil), openT(t, s, nil)
@@ -126,7 +126,7 @@ func TestFailoverFollowsMaster(t *testing.T) {
 func TestLostWriteFailover(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 21 s on a 2-core machine loaded about 10×
 	t.Run("wait=0", func(t *testing.T) {
-		s := startSet(t, compose.SentinelOptions{ProxiedReplication: true})
+		s := startSet(t, compose.Spec{}, compose.SentinelOptions{ProxiedReplication: true})
 		a, b := openT(t, s, nil), openT(t, s, nil)
 		first := acquireUnreplicated(t, s, a, nil)
 		failoverByCrash(t, s)
@@ -138,7 +138,7 @@ func TestLostWriteFailover(t *testing.T) {
 	})
 
 	t.Run("wait=1", func(t *testing.T) {
-		s := startSet(t, compose.SentinelOptions{ProxiedReplication: true})
+		s := startSet(t, compose.Spec{}, compose.SentinelOptions{ProxiedReplication: true})
 		a := openT(t, s, map[string]string{"wait": "1", "waittimeout": "100ms"})
 		warm(t, a)
 		// The warm-up's release must reach the replica before the cut, or
@@ -182,7 +182,7 @@ func TestLostWriteFailover(t *testing.T) {
 	})
 
 	t.Run("wait=1,replicas=2", func(t *testing.T) {
-		s := startSet(t, compose.SentinelOptions{Replicas: 2, ProxiedReplication: true})
+		s := startSet(t, compose.Spec{Nodes: 3}, compose.SentinelOptions{ProxiedReplication: true})
 		params := map[string]string{"wait": "1", "waittimeout": "100ms"}
 		a, b := openT(t, s, params), openT(t, s, nil)
 		// Replica 1 is held back; replica 0 acknowledges, so WAIT 1 succeeds.

@@ -23,15 +23,17 @@ import (
 // tests, another the benchmarks; fault tests start their own ensembles.
 var (
 	testServer  = sharedServer(testOptions(false))
-	benchServer = sharedServer(compose.ZooKeeperOptions{})
+	benchServer = sharedServer(compose.Spec{}, compose.ZooKeeperOptions{})
 )
 
 func TestMain(m *testing.M) { os.Exit(composetest.RunTests(m, testServer, benchServer)) }
 
-// sharedServer is a standalone server run with o, shared by the tests.
-func sharedServer(o compose.ZooKeeperOptions) *composetest.Shared[[]string] {
+// sharedServer is a standalone server run as s and o say, shared by the
+// tests.
+func sharedServer(s compose.Spec, o compose.ZooKeeperOptions) *composetest.Shared[[]string] {
+	s.Nodes = 1
 	return composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
-		z, err := e.ZooKeeper(ctx, 1, o)
+		z, err := e.ZooKeeper(ctx, s, o)
 		if err != nil {
 			return nil, err
 		}
@@ -57,8 +59,8 @@ func benchStandalone(tb testing.TB) []string {
 // off, so that a loaded disk does not stall extensions and heartbeats past
 // the short TTLs and sessions of the tests (a killed server still keeps
 // what it wrote).
-func testOptions(proxied bool) compose.ZooKeeperOptions {
-	return compose.ZooKeeperOptions{TickTime: 100 * time.Millisecond, Proxied: proxied, Durability: compose.DurabilityFast}
+func testOptions(proxied bool) (compose.Spec, compose.ZooKeeperOptions) {
+	return compose.Spec{Proxied: proxied, Durability: compose.DurabilityFast}, compose.ZooKeeperOptions{TickTime: 100 * time.Millisecond}
 }
 
 // ensemble starts n ZooKeeper servers for the test, with testOptions.
@@ -66,7 +68,9 @@ func ensemble(t testing.TB, n int, proxied bool) *compose.Ensemble {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	z, err := composetest.ForTest(t).ZooKeeper(ctx, n, testOptions(proxied))
+	s, o := testOptions(proxied)
+	s.Nodes = n
+	z, err := composetest.ForTest(t).ZooKeeper(ctx, s, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 func TestRedlockBootstrap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, 3, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 3}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func start(t *testing.T, args ...string) *exec.Cmd {
 func TestTwoHostsShareAJudge(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute) // 40 s on a 2-core machine loaded about 10×
 	ctx := composetest.Context(t)
-	nodes, err := composetest.ForTest(t).Redis(ctx, 1, compose.RedisOptions{})
+	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func helper(t *testing.T) {
 func TestHelperStartsServers(t *testing.T) {
 	helper(t)
 	e := ForTest(t)
-	if _, err := e.Redis(context.Background(), 1, compose.RedisOptions{}); err != nil {
+	if _, err := e.Redis(context.Background(), compose.Spec{Nodes: 1}, compose.RedisOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("started a server")
@@ -65,7 +65,7 @@ func TestSkippedUnderShort(t *testing.T) {
 func TestHelperBlocksOnItsServer(t *testing.T) {
 	helper(t)
 	e := ForTest(t)
-	nodes, err := e.Redis(context.Background(), 1, compose.RedisOptions{})
+	nodes, err := e.Redis(context.Background(), compose.Spec{Nodes: 1}, compose.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

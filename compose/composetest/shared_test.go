@@ -21,7 +21,7 @@ func TestShared(t *testing.T) {
 	var node *compose.Node
 	shared := composetest.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
 		starts++
-		nodes, err := e.Redis(ctx, 1, compose.RedisOptions{})
+		nodes, err := e.Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
 		if err != nil {
 			return "", err
 		}

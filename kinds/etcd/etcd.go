@@ -42,11 +42,11 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 	if spec.Needs.FakeClock {
 		return nil, fmt.Errorf("etcd: %s", NoClock)
 	}
-	o := compose.EtcdOptions{Durability: spec.Durability, LazyFS: spec.Needs.LazyFS, On: spec.On}
+	cs := spec.Compose()
 	if spec.Here() {
-		o.Proxied, o.PeerNetwork = true, kinds.PeersCut(spec)
+		cs.Netns = kinds.PeersCut(spec)
 	}
-	e, err := env.Etcd(ctx, spec.Count, o)
+	e, err := env.Etcd(ctx, cs, compose.EtcdOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -43,13 +43,7 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 	if spec.Count != 1 {
 		return nil, fmt.Errorf("postgres: %d PostgreSQL servers: lockbench starts one", spec.Count)
 	}
-	o := compose.PostgresOptions{Durability: spec.Durability, LazyFS: spec.Needs.LazyFS, FakeClock: spec.Needs.FakeClock}
-	if spec.Here() {
-		o.Proxied, o.Netns = true, spec.Needs.Netns
-	} else {
-		o.On = &spec.On[0]
-	}
-	n, err := env.Postgres(ctx, o)
+	n, err := env.Postgres(ctx, spec.Compose(), compose.PostgresOptions{})
 	if err != nil {
 		return nil, err
 	}

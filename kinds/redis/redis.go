@@ -58,8 +58,7 @@ func Offers(n int) kinds.Offer {
 // in a network namespace of its own when spec needs one), or on the
 // hosts spec.On names.
 func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
-	nodes, err := env.Redis(ctx, spec.Count, compose.RedisOptions{Proxied: spec.Here(), Durability: spec.Durability,
-		LazyFS: spec.Needs.LazyFS, FakeClock: spec.Needs.FakeClock, Netns: spec.Needs.Netns && spec.Here(), On: spec.On})
+	nodes, err := env.Redis(ctx, spec.Compose(), compose.RedisOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -54,12 +54,13 @@ func Offers(n int) kinds.Offer {
 // partition of the clients leaves up — or on the hosts spec.On names
 // (see on). Its clients ask its sentinels for the master.
 func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
-	o := compose.SentinelOptions{Replicas: spec.Count - 1, ProxiedReplication: !spec.Needs.Netns, Durability: spec.Durability,
-		LazyFS: spec.Needs.LazyFS, FakeClock: spec.Needs.FakeClock, Netns: spec.Needs.Netns}
+	cs := spec.Compose()
+	cs.Proxied = false // its clients follow the master the sentinels name, around any proxy
+	o := compose.SentinelOptions{ProxiedReplication: !spec.Needs.Netns}
 	if !spec.Here() {
-		o = on(spec)
+		cs, o = on(cs)
 	}
-	set, err := env.Sentinel(ctx, o)
+	set, err := env.Sentinel(ctx, cs, o)
 	if err != nil {
 		return nil, err
 	}
@@ -82,16 +83,16 @@ func Target(set *compose.SentinelSet) nemesis.Target {
 // node: at the port its entry names (Placement.PeerPorts, from
 // sentinel_port) or Sentinel's 26379, in the data dir's sibling
 // "<data>-sentinel".
-func on(spec kinds.Spec) compose.SentinelOptions {
-	pl := slices.Clone(spec.On)
-	for i := range pl {
+func on(cs compose.Spec) (compose.Spec, compose.SentinelOptions) {
+	cs.On = slices.Clone(cs.On)
+	for i := range cs.On {
 		// No proxy: its clients follow the master the sentinels name,
 		// around any proxy (and a sentinel beside a node would take
 		// the node's proxy port).
-		pl[i].Proxy = nil
+		cs.On[i].Proxy = nil
 	}
-	o := compose.SentinelOptions{Durability: spec.Durability, FakeClock: spec.Needs.FakeClock, LazyFS: spec.Needs.LazyFS, On: pl}
-	for _, p := range pl {
+	var o compose.SentinelOptions
+	for _, p := range cs.On {
 		port := 26379
 		if len(p.PeerPorts) > 0 && p.PeerPorts[0] != 0 {
 			port = p.PeerPorts[0]
@@ -99,5 +100,5 @@ func on(spec kinds.Spec) compose.SentinelOptions {
 		p.Port, p.PeerPorts, p.Dir = port, nil, p.Dir+"-sentinel"
 		o.SentinelsOn = append(o.SentinelsOn, p)
 	}
-	return o
+	return cs, o
 }

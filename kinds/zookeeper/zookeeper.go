@@ -34,11 +34,11 @@ func Offers(n int) kinds.Offer {
 // its members in network namespaces of their own when this machine
 // allows it, or on the hosts spec.On names.
 func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
-	o := compose.ZooKeeperOptions{Durability: spec.Durability, LazyFS: spec.Needs.LazyFS, FakeClock: spec.Needs.FakeClock, On: spec.On}
+	cs := spec.Compose()
 	if spec.Here() {
-		o.Proxied, o.PeerNetwork = true, kinds.PeersCut(spec)
+		cs.Netns = kinds.PeersCut(spec)
 	}
-	z, err := env.ZooKeeper(ctx, spec.Count, o)
+	z, err := env.ZooKeeper(ctx, cs, compose.ZooKeeperOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,99 @@
+package compose
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/remote"
+)
+
+// TestSpecResolve checks how each kind resolves a Spec: the count and
+// durability it fills in, and an error naming what the kind cannot start
+// with, before anything starts.
+func TestSpecResolve(t *testing.T) {
+	place := func(n int) []Placement {
+		out := make([]Placement, n)
+		for i := range out {
+			out[i] = Placement{Host: remote.Local{}, Addr: netip.MustParseAddr("127.0.0.1"), Port: 7000 + i, Dir: "/tmp/x"}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		k       kindRules
+		s       Spec
+		nodes   int
+		d       Durability
+		wantErr string
+		noDur   bool
+	}{
+		{name: "redis: a count", k: redisRules, s: Spec{Nodes: 2}, nodes: 2, d: DurabilityFast},
+		{name: "redis: no count", k: redisRules, s: Spec{}, wantErr: "0 Redis nodes: want at least 1"},
+		{name: "redis: negative", k: redisRules, s: Spec{Nodes: -1}, wantErr: "-1 Redis nodes"},
+		{name: "redis: placed, counted by On", k: redisRules, s: Spec{On: place(3)}, nodes: 3, d: DurabilityFast},
+		{name: "redis: placed, one each", k: redisRules, s: Spec{Nodes: 2, On: place(3)}, wantErr: "2 Redis nodes on 3 placements"},
+		{name: "redis: placed with a proxy here", k: redisRules, s: Spec{On: place(1), Proxied: true}, wantErr: "with Proxied"},
+		{name: "redis: placed in a namespace", k: redisRules, s: Spec{On: place(1), Netns: true, Proxied: true},
+			wantErr: "with Proxied and Netns"},
+		{name: "redis: unknown durability", k: redisRules, s: Spec{Nodes: 1, Durability: "sometimes"}, wantErr: `durability "sometimes"`},
+		{name: "sentinel: the smallest set", k: sentinelRules, s: Spec{}, nodes: 2, d: DurabilityFast},
+		{name: "sentinel: no replica", k: sentinelRules, s: Spec{Nodes: 1}, wantErr: "1 Redis nodes in a Sentinel set: want at least 2"},
+		{name: "etcd: even", k: etcdRules, s: Spec{Nodes: 2}, wantErr: "2 etcd members: want an odd number"},
+		{name: "etcd: durable by default", k: etcdRules, s: Spec{Nodes: 3}, nodes: 3, d: DurabilityDurable},
+		{name: "etcd: fast", k: etcdRules, s: Spec{Nodes: 1, Durability: DurabilityFast}, nodes: 1, d: DurabilityFast},
+		{name: "etcd: periodic", k: etcdRules, s: Spec{Nodes: 1, Durability: DurabilityPeriodic}, wantErr: "no periodic", noDur: true},
+		{name: "etcd: FakeClock", k: etcdRules, s: Spec{Nodes: 1, FakeClock: true}, wantErr: "etcd members with FakeClock"},
+		{name: "zookeeper: FakeClock", k: zkRules, s: Spec{Nodes: 1, FakeClock: true}, nodes: 1, d: DurabilityDurable},
+		{name: "zookeeper: periodic", k: zkRules, s: Spec{Nodes: 3, Durability: DurabilityPeriodic}, wantErr: "forceSync", noDur: true},
+		{name: "zookeeper: placed, odd", k: zkRules, s: Spec{On: place(2)}, wantErr: "2 ZooKeeper servers: want an odd number"},
+		{name: "postgres: one by default", k: postgresRules, s: Spec{}, nodes: 1, d: DurabilityDurable},
+		{name: "postgres: three", k: postgresRules, s: Spec{Nodes: 3}, wantErr: "3 PostgreSQL servers: want at most 1"},
+		{name: "postgres: placed on two", k: postgresRules, s: Spec{On: place(2)}, wantErr: "2 PostgreSQL servers: want at most 1"},
+		{name: "postgres: placed", k: postgresRules, s: Spec{On: place(1), Durability: DurabilityPeriodic}, nodes: 1, d: DurabilityPeriodic},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.s.resolve(tc.k)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("resolve = %+v, %v; want an error containing %q", got, err, tc.wantErr)
+				}
+				if tc.noDur && !errors.Is(err, ErrNoDurability) {
+					t.Errorf("%v does not wrap ErrNoDurability", err)
+				}
+				return
+			}
+			if err != nil || got.Nodes != tc.nodes || got.Durability != tc.d {
+				t.Fatalf("resolve = %d nodes, %q, %v; want %d, %q", got.Nodes, got.Durability, err, tc.nodes, tc.d)
+			}
+		})
+	}
+}
+
+// TestSentinelPlacedChecks checks what a Sentinel set on hosts refuses
+// beyond what every kind does: sentinels without Redis nodes on hosts,
+// Redis nodes without sentinels, and the proxied replication links.
+func TestSentinelPlacedChecks(t *testing.T) {
+	on := []Placement{{Dir: "/a"}, {Dir: "/b"}}
+	for _, tc := range []struct {
+		name string
+		s    Spec
+		o    SentinelOptions
+		want string
+	}{
+		{name: "sentinels only", s: Spec{Nodes: 2}, o: SentinelOptions{SentinelsOn: on}, want: "no Redis placements (On)"},
+		{name: "nodes only", s: Spec{On: on}, want: "no sentinel placements (SentinelsOn)"},
+		{name: "sentinel count", s: Spec{On: on}, o: SentinelOptions{Sentinels: 3, SentinelsOn: on}, want: "3 sentinels on 2 placements"},
+		{name: "proxied replication", s: Spec{On: on}, o: SentinelOptions{SentinelsOn: on, ProxiedReplication: true},
+			want: "ProxiedReplication apply to sets on this machine only"},
+		{name: "sentinels placed, nodes proxied here", s: Spec{Nodes: 2, Proxied: true}, o: SentinelOptions{SentinelsOn: on},
+			want: "Proxied, Netns and ProxiedReplication"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.o.checkPlaced(tc.s); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("checkPlaced = %v; want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
