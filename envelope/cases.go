@@ -63,7 +63,8 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 		// Cases of two holds at least, so that a short pause still finds
 		// an extension in flight to land in.
 		spec.AutoExtend, spec.HoldFor, spec.Duration = true, 3*c.Family.TTL, 6*c.Family.TTL
-		load = fmt.Sprintf(" --auto-extend --hold-left %v", spec.HoldFor)
+		spec.AcquireTimeout = 4*spec.HoldFor + 5*time.Second // behind the other clients' holds
+		load = fmt.Sprintf(" --auto-extend --hold-left %v --acquire-timeout %v", spec.HoldFor, spec.AcquireTimeout)
 	}
 	bc := bench.Case{Backend: c.Backend, Fault: fault, Guards: c.Guards, ClientsAs: results.ClientsProcesses,
 		Durability: results.DurabilityFast, Injections: n, Spec: spec}

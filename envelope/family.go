@@ -15,7 +15,8 @@ import (
 // searched, and the way the debate says it breaks a lock.
 type Family struct {
 	// Name names the family in results and charts (client-pause,
-	// client-pause-acquire, clock-jump, clock-jump-minority, clock-rate).
+	// client-pause-acquire, client-pause-extend, clock-jump,
+	// clock-jump-minority, clock-rate, restart-delay).
 	Name string
 	// Fault is the fault spec the size's param is added to.
 	Fault string
@@ -26,7 +27,7 @@ type Family struct {
 	// families whose param is their size.
 	Offset float64
 	// Unit is what a size of 1 is: the lease (pauses) or the key's
-	// lifetime on the servers (clock jumps).
+	// lifetime on the servers (clock faults, restart delays).
 	Unit string
 	// Min and Max are the sizes searched.
 	Min, Max float64
@@ -34,7 +35,8 @@ type Family struct {
 	// MinTTL).
 	TTL time.Duration
 	// LongHolds makes the holders hold three TTLs with leases that extend
-	// themselves (a pause inside an Extend needs an extension to land in).
+	// themselves: a pause inside an Extend needs an extension to land in,
+	// and a restart's delay a section still open when the nodes return.
 	LongHolds bool
 	// Mechanism is the debate's account of how this family breaks a
 	// lock, for the report.
@@ -70,6 +72,14 @@ var families = map[string][]Family{
 			"paused holder after that grant (an extension granted without checking that the lease was still its own), " +
 			"a late write one its holder made before its lease told it the key was gone",
 	}},
+	"restart-delay": {{
+		Name: "restart-delay", Fault: "power-loss", Param: "delay", Unit: "key lifetime", Min: 1.0 / 16, Max: 2,
+		TTL: 2 * time.Second, LongHolds: true,
+		Mechanism: "a majority of the nodes lost power (their unsynced writes with it) while a holder of three TTLs held, its " +
+			"lease extending itself, and started again after the delay: a lock whose restarted nodes grant the key at once " +
+			"grants it inside the holder's lease unless the delay outlasts that lease (antirez's delayed restart); one whose " +
+			"restarted nodes refuse for a max TTL (Redlock's quarantine) waits whatever the delay",
+	}},
 	"clock-jump": {{
 		Name: "clock-jump", Fault: "clock-jump?nodes=majority", Param: "by", Unit: "key lifetime", Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
 		Mechanism: "the servers' wall clock jumped forward while a holder held: a key timed by that clock expired early, " +
@@ -93,7 +103,7 @@ var families = map[string][]Family{
 
 // Names are the fault names Families takes.
 func Names() []string {
-	return []string{"client-pause", "client-pause-acquire", "client-pause-extend", "clock-jump", "clock-rate"}
+	return []string{"client-pause", "client-pause-acquire", "client-pause-extend", "clock-jump", "clock-rate", "restart-delay"}
 }
 
 // Families returns the families of the fault names given, for backend b:

@@ -33,6 +33,10 @@ type danger struct {
 	// clients in Acquire, at the strike of a fault whose nodes stay down
 	// (its danger begins at the strike, not after a recovery).
 	from *look
+	// serving, when set, says whether the servers the fault brought down
+	// serve again: a client asking before then asks servers that are
+	// down, which reaches no danger (a grant does, whenever it comes).
+	serving func() bool
 	// raced, ended and late say why not: the sections ended within one
 	// look of a grant, before anything was granted (or asked), or the case
 	// ended first; gone, when set, says it for sections already ended at
@@ -70,7 +74,7 @@ func reachedWhileOpen(ctx context.Context, nm *Nemesis, d danger) (bool, string)
 		}
 		granted := d.granted(l)
 		asked := ""
-		if len(open) > 0 && !granted && d.asked != nil {
+		if len(open) > 0 && !granted && d.asked != nil && (d.serving == nil || d.serving()) {
 			asked = d.asked(open, now.acquiring)
 		}
 		switch {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockbench/lockbench/judge"
@@ -177,8 +178,11 @@ func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i in
 				atStrike *judge.Live
 				first    *look // at the strike, for the danger of a lasting fault
 			)
+			var grantsAtStrike atomic.Int64 // of the key the strike met; -1 before it
+			grantsAtStrike.Store(-1)
 			a := attempt{nodes: nodes, key: met.key, substr: cmp.Or(met.key, nm.keyPrefix()), struck: func() {
 				if atStrike == nil {
+					grantsAtStrike.Store(nm.grantsOf(met.key))
 					x := look{live: nm.live()}
 					if s.danger && s.lasts > 0 {
 						x.acquiring = nm.acquiring()
@@ -186,6 +190,24 @@ func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i in
 					atStrike, first = &x.live, &x
 				}
 			}}
+			// The danger window of a fault that strikes at once opens when
+			// its servers serve again, which can be before do has seen them
+			// ready: it is watched from the strike on — a grant of the
+			// key whenever it comes, a client asking once do returned.
+			var (
+				reach   chan proof
+				stop    = func() {}
+				serving atomic.Bool
+			)
+			if s.danger && met.ok && s.lasts == 0 {
+				d := e.lostSection(nm, met, 0, nil)
+				d.granted = func(judge.Live) bool {
+					g := grantsAtStrike.Load()
+					return g >= 0 && nm.grantsOf(met.key) > g
+				}
+				d.serving = serving.Load
+				reach, stop = watchDanger(ctx, nm, d)
+			}
 			until := time.Now().Add(s.lasts)
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
 			if s.lasts > 0 {
@@ -194,18 +216,10 @@ func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i in
 			effect, err := s.do(dctx, a)
 			cancel()
 			a.struck()
-			var reach chan proof // the danger window, watched from here on
-			if s.danger && met.ok && err == nil {
-				reach = make(chan proof, 1)
-				var from *look
-				if s.lasts > 0 {
-					from = first
-				}
-				d := e.lostSection(nm, met, nm.grantsOf(met.key), from)
-				go func() {
-					ok, said := reachedWhileOpen(ctx, nm, d)
-					reach <- proof{tested: ok, whyNot: said}
-				}()
+			serving.Store(true)
+			if s.danger && met.ok && err == nil && s.lasts > 0 {
+				// A lasting fault's danger begins at its strike, its nodes down.
+				reach, stop = watchDanger(ctx, nm, e.lostSection(nm, met, nm.grantsOf(met.key), first))
 			}
 			if s.lasts > 0 {
 				sleepUntil(ctx, until) // healed early if the case ends first
@@ -222,14 +236,17 @@ func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i in
 			var l lost
 			switch {
 			case errors.As(err, &l):
+				stop()
 				p.effect = strings.TrimPrefix(strings.Join([]string{effect, l.Error()}, "; "), "; ")
 				inj.prove(p)
 				nm.lose(l.Error())
 				nm.note("injection %d: %s; the case has no more injections", inj.index+1, l.Error())
 				return
 			case errors.As(err, &u):
+				stop()
 				p.tested, p.whyNot = false, u.why
 			case err != nil:
+				stop()
 				// The case is invalid: no more injections.
 				nm.fail(fmt.Errorf("%s %s: %w", names(nodes), s.label, err))
 				p.tested, p.whyNot = false, "the fault failed: "+err.Error()
@@ -237,6 +254,7 @@ func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i in
 				return
 			case reach != nil:
 				r := <-reach
+				stop()
 				switch {
 				case !p.tested:
 				case r.tested:
@@ -251,6 +269,18 @@ func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i in
 		}
 		nm.at(ctx, prevEnd+e.tail())
 	}}
+}
+
+// watchDanger watches d's danger window until it is reached or cannot
+// be (or ctx ends, or stop is called), and sends what it found.
+func watchDanger(ctx context.Context, nm *Nemesis, d danger) (reach chan proof, stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	reach = make(chan proof, 1)
+	go func() {
+		ok, said := reachedWhileOpen(wctx, nm, d)
+		reach <- proof{tested: ok, whyNot: said}
+	}()
+	return reach, cancel
 }
 
 // met is what an injection met before it struck.

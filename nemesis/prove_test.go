@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/lockbench/lockbench/backends/noop"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/workloads"
 )
 
@@ -30,6 +32,26 @@ func runStretched(t *testing.T, n *Nemesis, spec workloads.Spec) (*judge.Result,
 // case, and returns the judge's result and n's record.
 func runCase(t *testing.T, n *Nemesis, spec workloads.Spec) (*judge.Result, Record) {
 	t.Helper()
+	return runGated(t, n, spec, nil)
+}
+
+// gated is a client's lock on a fake cluster whose servers a fault can
+// bring down: while down is locked, no Acquire is granted, as no lock
+// grants with its servers down.
+type gated struct {
+	locker.Locker
+	down *sync.RWMutex
+}
+
+func (g gated) Acquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
+	g.down.RLock()
+	defer g.down.RUnlock()
+	return g.Locker.Acquire(ctx, key, opts...)
+}
+
+// runGated is runCase with each client's lock gated by down, when set.
+func runGated(t *testing.T, n *Nemesis, spec workloads.Spec, down *sync.RWMutex) (*judge.Result, Record) {
+	t.Helper()
 	j, err := judge.New(judge.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +66,11 @@ func runCase(t *testing.T, n *Nemesis, spec workloads.Spec) (*judge.Result, Reco
 	n.Attach(ctx, c, spec.Duration)
 	clients := make([]workloads.Client, spec.Clients)
 	for i := range clients {
-		l := noop.New()
+		var l locker.Locker = noop.New()
 		defer l.Close()
+		if down != nil {
+			l = gated{l, down}
+		}
 		clients[i] = workloads.Client{Process: info.FirstProcess + i, Locker: l, Judge: c.Local("local", info.FirstProcess+i)}
 	}
 	runErr := workloads.Run(ctx, spec, clients)
@@ -202,14 +227,18 @@ func TestDangerWindow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := loadOf(t, 1200*time.Millisecond, 0)
 			e := Env{Target: Target{Nodes: fakeNodes}, Spec: spec, Lease: 200 * time.Millisecond, Injections: 2, Rand: rand.New(rand.NewPCG(1, 2))}
+			var down sync.RWMutex
 			n := driven(e, strike{label: "down and up", hold: 100 * time.Millisecond, exclusion: true, danger: true,
 				pick: func(context.Context, int) ([]Node, error) { return e.majority(), nil },
 				do: func(ctx context.Context, a attempt) (string, error) {
+					down.Lock()
+					defer down.Unlock()
 					a.struck()
 					sleepUntil(ctx, time.Now().Add(tc.recovery)) // the nodes coming back
 					return "back", nil
 				}})
-			_, rec := runStretched(t, n, spec)
+			spec.Duration = n.Duration()
+			_, rec := runGated(t, n, spec, &down)
 			if len(rec.Targets) == 0 || len(rec.Failures) != 0 {
 				t.Fatalf("record %+v: want injections, no failure", rec)
 			}

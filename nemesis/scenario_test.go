@@ -470,7 +470,10 @@ func TestPowerLossTestedInItsDangerWindow(t *testing.T) {
 				t.Errorf("%s: injection %+v: tested without the danger window reached", tc.fault, tg)
 			case *tg.Tested && strings.HasSuffix(tc.fault, "delay=1"):
 				t.Errorf("%s: injection %+v: tested, though its nodes stayed down longer than the section", tc.fault, tg)
-			case !*tg.Tested && strings.Contains(tg.Precondition, "open when the fault struck") && !strings.Contains(tg.WhyNot, tc.says):
+			case !*tg.Tested && strings.Contains(tg.Precondition, "open when the fault struck") && !strings.Contains(tg.WhyNot, tc.says) &&
+				!strings.Contains(tg.WhyNot, "the case ended before"):
+				// The nodes still down when the case ended: its section
+				// outlasted by the recovery and the case both.
 				t.Errorf("%s: injection %+v: untested, without saying %q", tc.fault, tg, tc.says)
 			}
 		}

@@ -328,8 +328,13 @@ func (e *engine) section(c *client, lease locker.Lease, x *extensions, invoke, c
 		return fmt.Errorf("client %d: read: %w", c.Process, err)
 	}
 	hold := grant.Hold
-	if hold <= 0 {
+	switch {
+	case hold <= 0:
 		hold = e.holdFor(c, lease)
+	case e.spec.HoldFor > hold:
+		// A fault's hold asks for a section still open when it strikes,
+		// never for a shorter one than the load's long hold.
+		hold = e.spec.HoldFor
 	}
 	if err := e.hold(c, lease, x, grant.Section, hold); err != nil {
 		return err
