@@ -242,9 +242,41 @@ func (r *run) bisect(ctx context.Context, ev string, topUp bool) error {
 	}
 	if hi < 0 {
 		// The largest size first: if it shows nothing, nothing smaller is
-		// probed for this event.
-		if ok, err := r.ensure(ctx, top, r.s.N); err != nil || !ok {
-			return err
+		// probed for this event. If it tests nothing (a restart delayed
+		// past every section), the largest size that tests stands for it,
+		// sought by halving.
+		bad := -1 // the smallest size known to test nothing
+		for {
+			ok, err := r.ensure(ctx, top, r.s.N)
+			if err != nil || r.out {
+				return err
+			}
+			if ok {
+				break
+			}
+			if bad, top = top, r.pick(-1, top); top < 0 {
+				return nil
+			}
+		}
+		// Halving may have gone far below the largest size that tests:
+		// back up towards it while nothing shows.
+		for bad > top+1 {
+			if s, _ := r.seen(top, ev); s {
+				break
+			}
+			mid := r.pick(top, bad)
+			if mid < 0 {
+				break
+			}
+			ok, err := r.ensure(ctx, mid, r.s.N)
+			if err != nil || r.out {
+				return err
+			}
+			if ok {
+				top = mid
+			} else {
+				bad = mid
+			}
 		}
 		if s, _ := r.seen(top, ev); !s {
 			if !topUp {

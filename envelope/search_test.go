@@ -172,6 +172,46 @@ func TestSearchPastAnUntestableSmallEnd(t *testing.T) {
 	}
 }
 
+// TestSearchBelowAnUntestableTop: the largest sizes test nothing (a
+// restart delayed past every section: no section is open when the
+// servers return): the search finds a size below them that tests, and
+// brackets the boundary there; a lock with no event is clean up to the
+// largest size that tested.
+func TestSearchBelowAnUntestableTop(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		bug   func(float64) float64
+		first float64 // 0: none
+	}{
+		{"a step below the untestable sizes", step(0.25, 1), 0.25},
+		{"no event at any size that tests", step(99, 1), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var probes int
+			p := planted(tc.bug, tc.bug, &probes)
+			late := envelope.ProberFunc(func(ctx context.Context, size float64, n int, seed uint64) (results.EnvelopePoint, error) {
+				if size > 1 {
+					probes++
+					return results.EnvelopePoint{Size: size, Injections: n, Seeds: []uint64{seed}}, nil
+				}
+				return p.Probe(ctx, size, n, seed)
+			})
+			res, err := search.Run(context.Background(), late)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range res.Boundaries {
+				switch {
+				case tc.first > 0 && (b.First != tc.first || !b.Resolved):
+					t.Errorf("boundary %+v: want first at %g, resolved", b, tc.first)
+				case tc.first == 0 && (!b.None || b.Safe > 1 || b.Safe < 0.8):
+					t.Errorf("boundary %+v: want none up to the largest size that tested, 1 or just below", b)
+				}
+			}
+		})
+	}
+}
+
 func TestSearchRefusesABadGrid(t *testing.T) {
 	for _, s := range []envelope.Search{
 		{Min: 0, Max: 1, Resolution: 2, N: 1, SafeN: 1},
