@@ -16,7 +16,7 @@ import (
 type Family struct {
 	// Name names the family in results and charts (client-pause,
 	// client-pause-acquire, client-pause-extend, clock-jump,
-	// clock-jump-minority, clock-rate, restart-delay).
+	// clock-jump-minority, clock-jump-back, clock-rate, restart-delay).
 	Name string
 	// Fault is the fault spec the size's param is added to.
 	Fault string
@@ -91,6 +91,13 @@ var families = map[string][]Family{
 			"since a new grant needs a majority and the jumped minority alone is not one",
 		multiNode: true,
 	}},
+	"clock-jump-back": {{
+		Name: "clock-jump-back", Fault: "clock-jump?back=1&nodes=majority", Param: "by", Unit: "key lifetime",
+		Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
+		Mechanism: "the servers' wall clock jumped back while a holder held: a key timed by that clock outlives its TTL by the " +
+			"jump, so nobody is granted it early; what a backward step costs is the key's availability after a holder that " +
+			"stops renewing it, not exclusion",
+	}},
 	"clock-rate": {{
 		Name: "clock-rate", Fault: "clock-rate?nodes=majority", Param: "rate", Offset: 1, Unit: "key lifetime",
 		Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
@@ -103,7 +110,8 @@ var families = map[string][]Family{
 
 // Names are the fault names Families takes.
 func Names() []string {
-	return []string{"client-pause", "client-pause-acquire", "client-pause-extend", "clock-jump", "clock-rate", "restart-delay"}
+	return []string{"client-pause", "client-pause-acquire", "client-pause-extend", "clock-jump", "clock-jump-back", "clock-rate",
+		"restart-delay"}
 }
 
 // Families returns the families of the fault names given, for backend b:

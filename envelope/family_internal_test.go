@@ -44,9 +44,9 @@ func TestFamiliesSizeTheirFault(t *testing.T) {
 				}
 			}
 		}
-		want := "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-minority clock-rate restart-delay"
+		want := "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-minority clock-jump-back clock-rate restart-delay"
 		if spec == "redis" {
-			want = "client-pause client-pause-acquire client-pause-extend clock-jump clock-rate restart-delay"
+			want = "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-back clock-rate restart-delay"
 		}
 		if got := strings.Join(names, " "); got != want {
 			t.Errorf("%s: families %q, want %q", spec, got, want)

@@ -21,23 +21,32 @@ import (
 var clockJump = &Scenario{
 	Name: "clock-jump",
 	span: instantly,
-	Doc: "the wall clock of a random minority or majority of the nodes (the leader first, where there is one) jumps forward by a " +
-		"number of key lifetimes, for real, while a holder is inside its section",
+	Doc: "the wall clock of a random minority or majority of the nodes (the leader first, where there is one) jumps forward (or " +
+		"back) by a number of key lifetimes, for real, while a holder is inside its section",
 	Params: map[string]string{"by": "the jump in key lifetimes: the TTL, or longer where the backend keeps its keys longer (default 1)",
-		"nodes": "minority or majority (default)"},
+		"nodes": "minority or majority (default)", "back": "1 jumps the clock back instead of forward"},
 	MinTTL:   2 * time.Second,
 	Needs:    Needs{FakeClock: true},
 	Requires: Servers | MovableClock,
-	check:    checkClock("by"),
+	check: func(v url.Values) error {
+		if b := v.Get("back"); b != "" && b != "0" && b != "1" {
+			return fmt.Errorf("back=%q: want 1 (back) or 0 (forward)", b)
+		}
+		return checkClock("by")(v)
+	},
 	plan: func(e Env) plan {
 		// The jump is sized from how long the keys live on the servers,
 		// not from the lease the holder is promised: a lock that keeps
 		// its keys longer than its leases (rueidislock) must not be
 		// spared by a jump its keys outlive.
 		by := time.Duration(float(e.Params, "by", 1) * float64(max(e.KeyLife, e.Spec.TTL)))
+		way, sign := "forward", "+"
+		if e.Params.Get("back") == "1" {
+			by, way, sign = -by, "back", "−"
+		}
 		pick, which := e.clockTargets()
 		return e.drive(strike{
-			label: fmt.Sprintf("clock jumped +%v (%s)", by, which), hold: e.Spec.TTL * 3 / 4, exclusion: true, pick: pick,
+			label: fmt.Sprintf("clock jumped %s%v (%s)", sign, by.Abs(), which), hold: e.Spec.TTL * 3 / 4, exclusion: true, pick: pick,
 			do: e.keysAcross(func(ctx context.Context, a attempt) (string, error) {
 				before, err := offsets(ctx, a.nodes)
 				if err != nil {
@@ -60,7 +69,7 @@ var clockJump = &Scenario{
 					if d := moved - by; d < -250*time.Millisecond || d > 250*time.Millisecond {
 						return "", fmt.Errorf("%s's server clock moved %v, not the %v it was jumped", n, moved.Round(time.Millisecond), by)
 					}
-					out = append(out, fmt.Sprintf("%s's server clock moved %v forward", n, moved.Round(time.Millisecond)))
+					out = append(out, fmt.Sprintf("%s's server clock moved %v %s", n, moved.Abs().Round(time.Millisecond), way))
 				}
 				return strings.Join(out, "; "), nil
 			}),

@@ -35,7 +35,10 @@ func TestParse(t *testing.T) {
 	if err != nil || f.Class() != "clock-jump" || f.Spec != "clock-jump?by=0.5&nodes=minority" || f.Params.Get("by") != "0.5" {
 		t.Fatalf("Parse = %+v, %v", f, err)
 	}
-	for _, bad := range []string{"clock-jump?by=-1", "clock-jump?nodes=all", "clock-rate?rate=0", "power-loss?delay=-1", "power-loss?by=1", "client-pause?y=2", "client-pause?at=never", "none?x=1", "meteor", "client-pause?x=%zz"} {
+	if f, err := nemesis.Parse("clock-jump?back=1&by=0.5"); err != nil || f.Params.Get("back") != "1" {
+		t.Errorf("a backward jump: %+v, %v", f, err)
+	}
+	for _, bad := range []string{"clock-jump?by=-1", "clock-jump?back=2", "clock-jump?nodes=all", "clock-rate?rate=0", "power-loss?delay=-1", "power-loss?by=1", "client-pause?y=2", "client-pause?at=never", "none?x=1", "meteor", "client-pause?x=%zz"} {
 		if _, err := nemesis.Parse(bad); !errors.Is(err, nemesis.ErrFault) {
 			t.Errorf("Parse(%q) = %v, want ErrFault", bad, err)
 		}
