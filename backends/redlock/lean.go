@@ -55,10 +55,17 @@ import (
 // its lease exists, so the next grant's majority meets a node whose
 // counter is at least that token, and its own token is above it.
 //
-// A try that finds the key held, a record there already, a marker to
-// raise, or too few nodes granting gives back what it set (release_lean:
-// the key was free, so freeing it hands nothing on) and the attempt goes
-// on at once with a try of the full path, which queues, judges the record, raises
+// A try that a quorum granted while other nodes hold another value (the
+// key handed or reserved to waiters there, or a try that fails) keeps
+// its grant and, in an Acquire without fencing tokens, takes the key on
+// those nodes, awaiting first the answers its round did not wait for
+// (see takeHeld): else the key lives on a bare majority, and a minority
+// of it that forgets the key (a clock jump) lets a waiter take it with
+// the nodes that never had it. A try that finds the key held on too many
+// nodes for a quorum, a record there already, a marker to raise, or too
+// few nodes granting gives back what it set (release_lean: the key was
+// free, so freeing it hands nothing on) and the attempt goes on at once
+// with a try of the full path, which queues, judges the record, raises
 // the marker and explains a refusal. A key whose lean try found it held
 // takes the full path directly for hotFor, so that a hot key's waiters
 // do not pay a lean round before each full one.
@@ -174,6 +181,9 @@ func (a *attempt) runLean(ctx context.Context) (locker.Lease, error) {
 		}
 	}
 	if !a.full && a.count(granted) >= r.quorum {
+		// Granted by a quorum: the key is taken where another value has
+		// it, as after a waiter's try (see takeHeld).
+		a.takeHeld(ctx, func(i int, c *call) { a.recordLean(ctx, i, c) })
 		// A token that fails to reach a majority gives the grant back: the
 		// full try that follows explains a refusal.
 		if token, err := a.fence(ctx); err == nil {

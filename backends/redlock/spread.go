@@ -61,9 +61,10 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 	return on
 }
 
-// takeHeld takes the key, after a try of a waiter that a quorum granted
-// (it claimed a key handed or reserved to it, or was first on its queue
-// nodes), on the nodes where it found another value: a quorum holds the
+// takeHeld takes the key, after a try of an Acquire that a quorum
+// granted (a waiter's that claimed a key handed or reserved to it, or was
+// first on its queue nodes; or a lean try that met other values), on the
+// nodes where it found another value: a quorum holds the
 // key for this try, so no other value is a live grant's (see spread),
 // and a claimed key lives on every node that answers, as a handed one.
 // The round stopped at the quorum's last grant, so the other nodes'
