@@ -154,8 +154,12 @@ func settle(calls []call, wait time.Duration, awaited func(int) bool, onReply fu
 	if signal == nil {
 		return
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		open := false
 		for i := range calls {
@@ -174,6 +178,9 @@ func settle(calls []call, wait time.Duration, awaited func(int) bool, onReply fu
 		}
 		if !open {
 			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
 		}
 		select {
 		case <-signal:
