@@ -5,6 +5,7 @@ package redlock_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +132,53 @@ func TestClaimedKeyOnEveryNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoLeanTryAfterAHandOff: a client whose release handed the key to a
+// waiter asks for it again at once. Its try takes the full path, which
+// queues behind the waiters and awaits every node's answer, not the lean
+// one, which grants on the quorum it read: the nodes run no transaction
+// (MULTI/EXEC) for it.
+func TestNoLeanTryAfterAHandOff(t *testing.T) {
+	if *quorumFirst {
+		t.Skip("WithQuorumFirst takes no lean path")
+	}
+	nodes, a := fresh(t, 5, redisOptions{})
+	h, w := newRedlock(t, a), newRedlock(t, a)
+	const key = "after"
+	lease, _ := handedLease(t, h, w, nodes, key, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := execCalls(ctx, t, nodes)
+	again, err := h.Acquire(ctx, key, locker.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := execCalls(ctx, t, nodes); after != before {
+		t.Errorf("the nodes ran %d transactions for the Acquire after a hand-off: a lean try", after-before)
+	}
+}
+
+// execCalls returns how many EXECs the nodes have run (INFO
+// commandstats), summed.
+func execCalls(ctx context.Context, t *testing.T, nodes []*server) int {
+	t.Helper()
+	total := 0
+	for _, n := range nodes {
+		info, err := direct(t, n).Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := infoField(info, "cmdstat_exec")
+		calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+		k, _ := strconv.Atoi(calls)
+		total += k
+	}
+	return total
 }
