@@ -154,7 +154,7 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 	if a.count(granted) < a.r.quorum {
 		return nil, a.fail(ctx, "")
 	}
-	a.takeHeld(ctx)
+	a.takeHeld(ctx, a.record)
 	token, err := a.fence(ctx)
 	if err != nil {
 		return nil, a.fail(ctx, err.Error())

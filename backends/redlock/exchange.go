@@ -135,6 +135,61 @@ func exchange(ctx context.Context, calls []call, timeout time.Duration, need int
 	}
 }
 
+// settle waits for the replies a round stopped waiting for (the calls
+// that got errNoReply): it hands each one that has come, or comes within
+// wait, to onReply, as exchange would have, and waits while a call for
+// which awaited(i) holds has not answered. The calls still unanswered then
+// keep errNoReply.
+func settle(calls []call, wait time.Duration, awaited func(int) bool, onReply func(int, *call)) {
+	var signal chan struct{}
+	for i := range calls {
+		if c := &calls[i]; !c.skip && c.p != nil && c.err == errNoReply {
+			// From now on each reply of the round pokes it: one that came
+			// before is seen done below.
+			signal = c.p.round.signal
+			c.p.round.left.Store(1)
+			break
+		}
+	}
+	if signal == nil {
+		return
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		open := false
+		for i := range calls {
+			c := &calls[i]
+			if c.skip || c.p == nil || c.err != errNoReply {
+				continue
+			}
+			if !c.p.done.Load() {
+				open = open || awaited(i)
+				continue
+			}
+			if c.err = c.p.err; c.err == nil {
+				c.rep = c.p.rep[:c.p.want]
+			}
+			onReply(i, c)
+		}
+		if !open {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		}
+		select {
+		case <-signal:
+		case <-timer.C:
+			return
+		}
+	}
+}
+
 // expire gives the calls still unanswered err.
 func expire(calls []call, err error) {
 	for i := range calls {

@@ -55,13 +55,22 @@ import (
 // its lease exists, so the next grant's majority meets a node whose
 // counter is at least that token, and its own token is above it.
 //
-// A try that finds the key held, a record there already, a marker to
-// raise, or too few nodes granting gives back what it set (release_lean:
-// the key was free, so freeing it hands nothing on) and the attempt goes
-// on at once with a try of the full path, which queues, judges the record, raises
-// the marker and explains a refusal. A key whose lean try found it held
-// takes the full path directly for hotFor, so that a hot key's waiters
-// do not pay a lean round before each full one.
+// A try that a quorum granted while other nodes hold another value (the
+// key handed or reserved to waiters there, or a try that fails) keeps its
+// grant and, in an Acquire without fencing tokens, takes the key on those
+// nodes, awaiting first the answers its round did not wait for (see
+// takeHeld) — when an answer read (one that came after the round's last
+// included) says so: an uncontended grant waits for no more answers than a
+// quorum's. Else the key lives on a bare majority, and a minority of it
+// that forgets the key (a clock jump) lets a waiter take it with the nodes
+// that never had it. A try that finds the key held on too many nodes for a
+// quorum, a record there already, a marker to raise, or too few nodes
+// granting gives back what it set (release_lean: the key was free, so
+// freeing it hands nothing on) and the attempt goes on at once with a try
+// of the full path, which queues, judges the record, raises the marker and
+// explains a refusal. A key whose lean try found it held takes the full
+// path directly for hotFor, so that a hot key's waiters do not pay a lean
+// round before each full one.
 //
 // The lean path is not taken with WithWait or WithQuorumFirst. A lease
 // granted on it is released by release.lua, as any other: a release must
@@ -174,6 +183,15 @@ func (a *attempt) runLean(ctx context.Context) (locker.Lease, error) {
 		}
 	}
 	if !a.full && a.count(granted) >= r.quorum {
+		// Granted by a quorum: where another value has the key (among
+		// the answers read, those that came after the round's last
+		// included), it is taken, as after a waiter's try (see
+		// takeHeld). An uncontended grant does not wait for the rest.
+		recordLean := func(i int, c *call) { a.recordLean(ctx, i, c) }
+		settle(a.calls, 0, func(int) bool { return false }, recordLean)
+		if a.count(held) > 0 {
+			a.takeHeld(ctx, recordLean)
+		}
 		// A token that fails to reach a majority gives the grant back: the
 		// full try that follows explains a refusal.
 		if token, err := a.fence(ctx); err == nil {

@@ -243,6 +243,7 @@ func (r *Redlock) release(ctx context.Context, calls []call, rel releaseRequest,
 		rel.id = r.id
 	}
 	asked, answered, released := 0, 0, 0
+	handedOn := false
 	for i := range calls {
 		if !calls[i].skip {
 			asked++
@@ -254,10 +255,11 @@ func (r *Redlock) release(ctx context.Context, calls []call, rel releaseRequest,
 	// It wakes once the nodes that have not answered are too few for a
 	// quorum against anyone else.
 	exchange(ctx, calls, releaseTimeout, max(asked-(len(r.nodes)-r.quorum), 1), rel.build, func(_ int, c *call) bool {
-		switch answer(c) {
+		switch n := answer(c); n {
 		case 1, 2: // released, released and reserved for a waiter
 			released++
 			answered++
+			handedOn = handedOn || n == 2
 		case 0: // not ours
 			answered++
 		}
@@ -267,6 +269,14 @@ func (r *Redlock) release(ctx context.Context, calls []call, rel releaseRequest,
 		// takes a majority of the nodes asked saying so.
 		return asked-answered <= len(r.nodes)-r.quorum && (released > 0 || answered >= min(asked, r.quorum))
 	})
+	if handedOn {
+		// Others wait for the key: this Redlock's next Acquire of it
+		// takes the full path, which queues behind them and, when a
+		// quorum grants it anyway, awaits every node's answer and takes
+		// the key where a waiter has it (see takeHeld), rather than a
+		// lean try that keeps the key on the quorum it read.
+		r.hot.mark(rel.key, time.Now())
+	}
 	return tally(calls)
 }
 

@@ -61,19 +61,32 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 	return on
 }
 
-// takeHeld takes the key, after a try of a waiter that a quorum granted
-// (it claimed a key handed or reserved to it, or was first on its queue
-// nodes), on the nodes where it found another value: a quorum holds the
+// takeHeld takes the key, after a try of an Acquire that a quorum
+// granted (a waiter's that claimed a key handed or reserved to it, or was
+// first on its queue nodes; or a lean try that met other values), on the
+// nodes where it found another value: a quorum holds the
 // key for this try, so no other value is a live grant's (see spread),
 // and a claimed key lives on every node that answers, as a handed one.
-// Not with fencing tokens (the nodes' counters would need the token's
+// The round stopped at the quorum's last grant, so the other nodes'
+// answers are awaited first, for a quarter of the node timeout at most
+// and not from the nodes that were not answering: a value found there
+// is taken too, and so is the key on a node whose answer does not come
+// (it may have found another value). recordReply records a node's
+// answer to the try (record, or recordLean for a lean try). Not with
+// fencing tokens (the nodes' counters would need the token's
 // write-back), WithWait or WithQuorumFirst.
-func (a *attempt) takeHeld(ctx context.Context) {
+func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 	r := a.r
-	if !a.queue || r.c.fencing || r.c.waitReplicas > 0 || r.c.quorumFirst || a.count(held) == 0 {
+	if !a.queue || r.c.fencing || r.c.waitReplicas > 0 || r.c.quorumFirst {
 		return
 	}
-	a.take(ctx, func(i int) bool { return a.state[i] == held })
+	if a.count(late) > 0 {
+		settle(a.calls, r.timeout(a.o.TTL)/4, func(i int) bool { return !a.slow[i] }, recordReply)
+	}
+	if a.count(held)+a.count(late) == 0 {
+		return
+	}
+	a.take(ctx, func(i int) bool { return a.state[i] == held || a.state[i] == late })
 }
 
 // take runs the acquire script with a.value, taking the key whatever it
