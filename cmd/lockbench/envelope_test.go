@@ -16,7 +16,7 @@ func TestEnvelopeRefusesBadInput(t *testing.T) {
 		{[]string{"--backend", "redis"}, `"out"`},
 		{[]string{"--out", dir}, "--backend"},
 		{[]string{"--out", dir, "--backend", "redsi"}, "redsi"},
-		{[]string{"--out", dir, "--backend", "redis", "--fault", "clock-rate"}, `"clock-rate"`},
+		{[]string{"--out", dir, "--backend", "redis", "--fault", "clock-skew"}, `"clock-skew"`},
 		{[]string{"--out", dir, "--backend", "redis", "--guard", "fencing"}, "fencing"},
 		{[]string{"--out", dir, "--backend", "redis", "--budget", "0s"}, "--budget 0s"},
 		{[]string{"--out", dir, "--backend", "redis", "--injections", "4", "--safe-injections", "2"}, "--injections 4"},
