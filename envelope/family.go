@@ -16,7 +16,8 @@ import (
 type Family struct {
 	// Name names the family in results and charts (client-pause,
 	// client-pause-acquire, client-pause-extend, clock-jump,
-	// clock-jump-minority, clock-jump-back, clock-rate, restart-delay).
+	// clock-jump-minority, clock-jump-back, clock-rate, restart-delay,
+	// partition, split-view).
 	Name string
 	// Fault is the fault spec the size's param is added to.
 	Fault string
@@ -80,6 +81,25 @@ var families = map[string][]Family{
 			"grants it inside the holder's lease unless the delay outlasts that lease (antirez's delayed restart); one whose " +
 			"restarted nodes refuse for a max TTL (Redlock's quarantine) waits whatever the delay",
 	}},
+	"partition": {{
+		Name: "partition", Fault: "partition", Param: "x", Unit: "lease", Min: 1.0 / 2, Max: 4, TTL: 2 * time.Second,
+		LongHolds: true,
+		Mechanism: "every client was cut off from a minority of the nodes (from the single server, a Sentinel set's master) while a " +
+			"holder of three TTLs held, its lease extending itself: a majority lock goes on extending on the nodes it still reaches, " +
+			"so nobody else is granted the key; a lock on one server cannot extend past the cut, its lease ends a lease after " +
+			"its last extension and its key on the server with it, so a late write is one its holder made after its lease " +
+			"told it the key was gone, and a lock bug a grant inside the lease it was promised",
+	}},
+	"split-view": {{
+		Name: "split-view", Fault: "split-view", Param: "x", Unit: "lease", Min: 1.0 / 2, Max: 4, TTL: 2 * time.Second,
+		LongHolds: true,
+		Mechanism: "two clients saw different majorities of the nodes (of 5, {0,1,2} and {2,3,4}; of 3, {0,1} and {1,2}) for the " +
+			"size's leases while a holder of three TTLs held, its lease extending itself: the two majorities share a node, which " +
+			"keeps the holder's key while the holder can extend it there, so a majority lock grants the other client nothing; " +
+			"a lock bug is a second majority gathered while the first holder's lease runs (the shared node's key forgotten or " +
+			"handed over), a late write one the holder made after its lease ended",
+		multiNode: true,
+	}},
 	"clock-jump": {{
 		Name: "clock-jump", Fault: "clock-jump?nodes=majority", Param: "by", Unit: "key lifetime", Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
 		Mechanism: "the servers' wall clock jumped forward while a holder held: a key timed by that clock expired early, " +
@@ -111,7 +131,7 @@ var families = map[string][]Family{
 // Names are the fault names Families takes.
 func Names() []string {
 	return []string{"client-pause", "client-pause-acquire", "client-pause-extend", "clock-jump", "clock-jump-back", "clock-rate",
-		"restart-delay"}
+		"restart-delay", "partition", "split-view"}
 }
 
 // Families returns the families of the fault names given, for backend b:

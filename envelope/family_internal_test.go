@@ -44,9 +44,10 @@ func TestFamiliesSizeTheirFault(t *testing.T) {
 				}
 			}
 		}
-		want := "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-minority clock-jump-back clock-rate restart-delay"
+		want := "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-minority clock-jump-back clock-rate restart-delay " +
+			"partition split-view"
 		if spec == "redis" {
-			want = "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-back clock-rate restart-delay"
+			want = "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-back clock-rate restart-delay partition"
 		}
 		if got := strings.Join(names, " "); got != want {
 			t.Errorf("%s: families %q, want %q", spec, got, want)
@@ -54,6 +55,20 @@ func TestFamiliesSizeTheirFault(t *testing.T) {
 	}
 	if _, err := Families([]string{"clock-skew"}, bench.Backend{}); err == nil || !strings.Contains(err.Error(), `"clock-skew"`) {
 		t.Errorf("an unknown family: %v, want an error naming it", err)
+	}
+	// The cuts fit the locks whose clients they can cut: split views need
+	// several nodes on one peer network.
+	for _, c := range []struct{ family, backend, why string }{
+		{"partition", "redis", ""}, {"partition", "zookeeper", ""}, {"split-view", "redlock", ""}, {"split-view", "etcd", ""},
+		{"split-view", "sentinel", "at least 3 nodes"},
+	} {
+		b, err := bench.ParseBackend(c.backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := families[c.family][0].fits(b); c.why == "" && got != "" || c.why != "" && !strings.Contains(got, c.why) {
+			t.Errorf("%s on %s: fits says %q, want %q", c.family, c.backend, got, c.why)
+		}
 	}
 	rate := families["clock-rate"][0]
 	if got := rate.spec(0.25); got != "clock-rate?nodes=majority&rate=1.25" {

@@ -39,15 +39,16 @@
 //	clock-rate       the wall clock of a minority or majority runs fast for a while; params rate (default 2) and nodes
 //	crash-minority   a minority of the nodes (any of them: the leader, Redlock's priority node) dies for a while, then restarts with its data
 //	partition        the clients are cut off from a minority of the nodes (the single server, a Sentinel set's master and its sentinels with
-//	                 it): routes dropped, no clean close
+//	                 it): routes dropped, no clean close; param x (the cut's length in leases)
 //	latency          responses from a minority of the nodes (the single server) are slowed by 50 ms
 //	partition-leader the ZooKeeper or etcd leader is cut off from the other members (clients still reach it), then healed
 //	partition-halves the ZooKeeper or etcd members are split into a minority and a majority, then healed
 //	leader-kill      the ZooKeeper or etcd leader dies, then restarts with its data
 //	mixed            a seeded schedule of the classes above that apply, an injection every few seconds, composed pairs included
 //	                 (server-pause+partition, restart+partition, clock-jump+restart); each injection records its class; param seconds
-//	split-view       two clients, each in a namespace of its own, are cut from different minorities: of 5 nodes A sees {0,1,2}, B {2,3,4}
-//	client-leader    one client, in a namespace of its own, is cut from the leader alone; the others keep it
+//	split-view       two clients, each in a namespace of its own, are cut from different minorities: of 5 nodes A sees {0,1,2}, B {2,3,4};
+//	                 param x
+//	client-leader    one client, in a namespace of its own, is cut from the leader alone; the others keep it; param x
 //
 // Every injection proves it tested something (see prove.go): it waits
 // for the lock to grant, strikes while a section of the faulted key is

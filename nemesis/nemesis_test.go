@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/nemesis"
 )
@@ -38,9 +39,39 @@ func TestParse(t *testing.T) {
 	if f, err := nemesis.Parse("clock-jump?back=1&by=0.5"); err != nil || f.Params.Get("back") != "1" {
 		t.Errorf("a backward jump: %+v, %v", f, err)
 	}
-	for _, bad := range []string{"clock-jump?by=-1", "clock-jump?back=2", "clock-jump?nodes=all", "clock-rate?rate=0", "power-loss?delay=-1", "power-loss?by=1", "client-pause?y=2", "client-pause?at=never", "none?x=1", "meteor", "client-pause?x=%zz"} {
+	for _, bad := range []string{"clock-jump?by=-1", "clock-jump?back=2", "clock-jump?nodes=all", "clock-rate?rate=0", "power-loss?delay=-1", "power-loss?by=1", "client-pause?y=2", "client-pause?at=never", "none?x=1", "meteor", "client-pause?x=%zz",
+		"partition?x=0", "split-view?x=-1", "client-leader?x=many"} {
 		if _, err := nemesis.Parse(bad); !errors.Is(err, nemesis.ErrFault) {
 			t.Errorf("Parse(%q) = %v, want ErrFault", bad, err)
+		}
+	}
+}
+
+// TestCutLength: a cut's x sizes how long it lasts, in leases, whatever
+// the default window would be (a second at least, 4 s on a Sentinel set).
+func TestCutLength(t *testing.T) {
+	sentinel := nemesis.Shape{Nodes: 2, Caps: nemesis.Servers | nemesis.Leadership | nemesis.Failover | nemesis.ClientLinks}
+	redlock := nemesis.Shape{Nodes: 5, Caps: nemesis.Servers | nemesis.Minority | nemesis.ClientLinks | nemesis.ClientNets}
+	lease := 400 * time.Millisecond
+	for _, c := range []struct {
+		spec string
+		sh   nemesis.Shape
+		cut  time.Duration // the injection's span is the cut and half a lease
+	}{
+		{"partition", redlock, time.Second},
+		{"partition", sentinel, 4 * time.Second},
+		{"partition?x=0.5", redlock, lease / 2},
+		{"partition?x=0.5", sentinel, lease / 2},
+		{"split-view", redlock, time.Second},
+		{"split-view?x=3", redlock, 3 * lease},
+		{"client-leader?x=2", redlock, 2 * lease},
+	} {
+		f, err := nemesis.Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := f.MinDuration(c.sh, lease, 3), 3*(c.cut+lease/2)*4/3; got != want {
+			t.Errorf("%s: MinDuration of 3 injections = %v, want %v", c.spec, got, want)
 		}
 	}
 }

@@ -66,18 +66,22 @@ var crashMinority = &Scenario{
 
 var partition = &Scenario{
 	Name: "partition",
-	span: func(_ url.Values, sh Shape, lease time.Duration) time.Duration { return cutWindow(sh, lease) + lease/2 },
-	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for a lease (at least a second), or from " +
-		"a Sentinel set's master for 4 s: " +
+	span: func(p url.Values, sh Shape, lease time.Duration) time.Duration {
+		return cutLength(p, sh, lease) + lease/2
+	},
+	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for x leases, by default a lease (at " +
+		"least a second), or 4 s from a Sentinel set's master: " +
 		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as " +
 		"in a real partition); " +
 		"a Sentinel set's sentinels run on the clients' host and are cut off from the master too, so they may fail it over within the window " +
 		"(on hosts they sit beside the Redis nodes and keep seeing it; each injection says whether they failed it over)",
+	Params:   cutParams,
+	check:    checkCut,
 	Needs:    Needs{Netns: true},
 	Requires: Servers | ClientLinks,
 	plan: func(e Env) plan {
 		return e.drive(strike{
-			label: "cut off from the clients", lasts: cutWindow(e.Target.Shape(), e.Lease), exclusion: true,
+			label: "cut off from the clients", lasts: cutLength(e.Params, e.Target.Shape(), e.Lease), exclusion: true,
 			pick: func(ctx context.Context, _ int) ([]Node, error) {
 				if e.Target.Sentinel != nil {
 					// A Sentinel set's clients talk to its master alone: a
@@ -129,6 +133,24 @@ func cutWindow(sh Shape, lease time.Duration) time.Duration {
 		return max(windowFor(sh, lease), sentinelFailover)
 	}
 	return windowFor(sh, lease)
+}
+
+// The cuts (partition, split-view, client-leader) take their length in
+// leases as param x, which the envelope's partition families size; a cut
+// without it lasts cutWindow.
+var cutParams = map[string]string{"x": "how long the cut lasts, in leases (default: a lease, at least a second; 4 s for a Sentinel " +
+	"set's master)"}
+
+// checkCut refuses a cut length that is not a positive number of leases.
+func checkCut(v url.Values) error { return checkFloat(v, "x") }
+
+// cutLength is how long a cut with params p lasts on a cluster of shape
+// sh, for a backend whose lease is lease: x leases, or cutWindow.
+func cutLength(p url.Values, sh Shape, lease time.Duration) time.Duration {
+	if p.Has("x") {
+		return time.Duration(float(p, "x", 1) * float64(lease))
+	}
+	return cutWindow(sh, lease)
 }
 
 // sentinelsThrough watches, until ctx ends (the window of a cut of the

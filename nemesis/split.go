@@ -182,19 +182,21 @@ func (e Env) drawClients(k int) ([]int, []ClientNet, []ClientNet, error) {
 	return ps, picked, rest, nil
 }
 
-// splitSpan is how long one injection of a split needs: its window and
-// half a lease after.
-func splitSpan(_ url.Values, sh Shape, lease time.Duration) time.Duration {
-	return windowFor(sh, lease) + lease/2
+// splitSpan is how long one injection of a split needs: its cut and half
+// a lease after.
+func splitSpan(p url.Values, sh Shape, lease time.Duration) time.Duration {
+	return cutLength(p, sh, lease) + lease/2
 }
 
 var splitView = &Scenario{
 	Name: "split-view",
 	span: splitSpan,
-	Doc: "two clients, each in a network namespace of its own, are cut from different minorities of the nodes for a lease " +
-		"(at least a second): " +
+	Doc: "two clients, each in a network namespace of its own, are cut from different minorities of the nodes for x leases, by " +
+		"default a lease (at least a second): " +
 		"of 5 nodes client A loses {3,4} and client B {0,1}, so A sees {0,1,2} and B {2,3,4}, overlapping majorities " +
 		"(of 3 members A loses member 2, B member 0); every other client, and this host, keep every node",
+	Params:    cutParams,
+	check:     checkCut,
 	Needs:     Needs{Netns: true},
 	Processes: true,
 	SplitNets: true,
@@ -204,7 +206,7 @@ var splitView = &Scenario{
 		k := (len(nodes) - 1) / 2
 		lostA, lostB := nodes[len(nodes)-k:], nodes[:k]
 		return e.drive(strike{
-			label: "split between two clients", lasts: e.window(), exclusion: true,
+			label: "split between two clients", lasts: cutLength(e.Params, e.Target.Shape(), e.Lease), exclusion: true,
 			pick: func(context.Context, int) ([]Node, error) {
 				return append(slices.Clone(lostB), lostA...), nil
 			},
@@ -225,14 +227,16 @@ var clientLeader = &Scenario{
 	span: splitSpan,
 	Doc: "one client, in a network namespace of its own, is cut from the leader alone (the ZooKeeper or etcd leader, a " +
 		"Sentinel set's master) " +
-		"for a lease (at least a second), while it reaches every other member and every other client reaches the leader",
+		"for x leases, by default a lease (at least a second), while it reaches every other member and every other client reaches the leader",
+	Params:    cutParams,
+	check:     checkCut,
 	Needs:     Needs{Netns: true},
 	Processes: true,
 	SplitNets: true,
 	Requires:  Leadership | ClientNets,
 	plan: func(e Env) plan {
 		return e.drive(strike{
-			label: "cut from one client", lasts: e.window(), exclusion: true,
+			label: "cut from one client", lasts: cutLength(e.Params, e.Target.Shape(), e.Lease), exclusion: true,
 			pick: func(ctx context.Context, _ int) ([]Node, error) {
 				l, err := e.Target.leader(ctx)
 				if l == nil && err == nil {
