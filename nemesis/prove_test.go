@@ -37,16 +37,42 @@ func runCase(t *testing.T, n *Nemesis, spec workloads.Spec) (*judge.Result, Reco
 
 // gated is a client's lock on a fake cluster whose servers a fault can
 // bring down: while down is locked, no Acquire is granted, as no lock
-// grants with its servers down.
+// grants with its servers down. A grant counts from when the judge hears
+// of it (its Grant report, gatedConn), so a grant holds the gate open
+// until then: a fault that locks down strikes after every grant made
+// before it is on the judge's books, never between the two.
 type gated struct {
 	locker.Locker
 	down *sync.RWMutex
+	held *bool // a grant not yet reported holds down's read lock
 }
 
 func (g gated) Acquire(ctx context.Context, key string, opts ...locker.Option) (locker.Lease, error) {
 	g.down.RLock()
-	defer g.down.RUnlock()
-	return g.Locker.Acquire(ctx, key, opts...)
+	l, err := g.Locker.Acquire(ctx, key, opts...)
+	if err != nil {
+		g.down.RUnlock()
+		return nil, err
+	}
+	*g.held = true // the client's next call on the judge is its Grant
+	return l, nil
+}
+
+// gatedConn is the judge's connection of a gated client: its Grant
+// report lets the gate go.
+type gatedConn struct {
+	judge.Conn
+	g gated
+}
+
+func (c gatedConn) Grant(ctx context.Context, r judge.GrantReport) (judge.Grant, error) {
+	defer func() {
+		if *c.g.held {
+			*c.g.held = false
+			c.g.down.RUnlock()
+		}
+	}()
+	return c.Conn.Grant(ctx, r)
 }
 
 // runGated is runCase with each client's lock gated by down, when set.
@@ -68,10 +94,12 @@ func runGated(t *testing.T, n *Nemesis, spec workloads.Spec, down *sync.RWMutex)
 	for i := range clients {
 		var l locker.Locker = noop.New()
 		defer l.Close()
+		var conn judge.Conn = c.Local("local", info.FirstProcess+i)
 		if down != nil {
-			l = gated{l, down}
+			g := gated{l, down, new(bool)}
+			l, conn = g, gatedConn{conn, g}
 		}
-		clients[i] = workloads.Client{Process: info.FirstProcess + i, Locker: l, Judge: c.Local("local", info.FirstProcess+i)}
+		clients[i] = workloads.Client{Process: info.FirstProcess + i, Locker: l, Judge: conn}
 	}
 	runErr := workloads.Run(ctx, spec, clients)
 	rec := n.Stop()
