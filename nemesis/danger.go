@@ -101,20 +101,24 @@ func reachedWhileOpen(ctx context.Context, nm *Nemesis, d danger) (bool, string)
 // open, from the moment the servers it left serve (a majority back up, a
 // minority down): reached when another client is granted m's key, or, on
 // the one hot key every acquire asks for, is inside Acquire, while m is
-// still open. keyGrants is how many grants of m's key the judge had made
-// when the servers began to serve so.
+// still open. grantsBefore is how many grants of m's key the judge had
+// made when the danger began (the servers serving so, or the strike of a
+// fault that strikes at once), -1 until then.
 //
 // lasting is set for a fault whose nodes stay down through its window (a
 // minority's crash), to the look at its strike: its danger begins there,
 // and a section that ended did so while they were down.
-func (e Env) lostSection(nm *Nemesis, m met, keyGrants int64, lasting *look) danger {
+func (e Env) lostSection(nm *Nemesis, m met, grantsBefore func() int64, lasting *look) danger {
 	ended := "recovery outlasted the section: "
 	if lasting != nil {
 		ended = "the section ended while the nodes were down: "
 	}
 	d := danger{
-		lost:    map[int64]bool{m.section: true},
-		granted: func(judge.Live) bool { return nm.grantsOf(m.key) > keyGrants },
+		lost: map[int64]bool{m.section: true},
+		granted: func(judge.Live) bool {
+			g := grantsBefore()
+			return g >= 0 && nm.grantsOf(m.key) > g
+		},
 		raced: fmt.Sprintf("section %d ended as its key was granted again (within one look at the judge's view): not counted",
 			m.section),
 		ended: fmt.Sprintf("%ssection %d ended before another client asked for its key or was granted it",

@@ -200,11 +200,7 @@ func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i in
 				serving atomic.Bool
 			)
 			if s.danger && met.ok && s.lasts == 0 {
-				d := e.lostSection(nm, met, 0, nil)
-				d.granted = func(judge.Live) bool {
-					g := grantsAtStrike.Load()
-					return g >= 0 && nm.grantsOf(met.key) > g
-				}
+				d := e.lostSection(nm, met, grantsAtStrike.Load, nil)
 				d.serving = serving.Load
 				reach, stop = watchDanger(ctx, nm, d)
 			}
@@ -219,7 +215,8 @@ func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i in
 			serving.Store(true)
 			if s.danger && met.ok && err == nil && s.lasts > 0 {
 				// A lasting fault's danger begins at its strike, its nodes down.
-				reach, stop = watchDanger(ctx, nm, e.lostSection(nm, met, nm.grantsOf(met.key), first))
+				g := nm.grantsOf(met.key)
+				reach, stop = watchDanger(ctx, nm, e.lostSection(nm, met, func() int64 { return g }, first))
 			}
 			if s.lasts > 0 {
 				sleepUntil(ctx, until) // healed early if the case ends first
