@@ -15,7 +15,7 @@ import (
 // TestSplitViewRedlock runs one split-view injection on Redlock's five
 // nodes with four worker processes, each in a client namespace of its
 // own, reporting to the judge through the relay: the injection is tested
-// and proven — one client's dials to redis-3 and redis-4 time out while
+// and proven — one client's (the holder's) dials to redis-3 and redis-4 time out while
 // it reaches the other three, another's to redis-0 and redis-1, and the
 // two clients left whole reach every node.
 func TestSplitViewRedlock(t *testing.T) {
@@ -41,7 +41,7 @@ func TestSplitViewRedlock(t *testing.T) {
 		t.Fatalf("injection not tested: %+v", x)
 	}
 	for _, want := range []string{
-		"cut from redis-3, redis-4 (a connection timed out", "reaches redis-0, redis-1, redis-2",
+		"the holder) cut from redis-3, redis-4 (a connection timed out", "reaches redis-0, redis-1, redis-2",
 		"cut from redis-0, redis-1 (a connection timed out", "reaches redis-2, redis-3, redis-4", "2 other clients reach every node",
 	} {
 		if !strings.Contains(x.Effect, want) {

@@ -46,8 +46,8 @@
 //	leader-kill      the ZooKeeper or etcd leader dies, then restarts with its data
 //	mixed            a seeded schedule of the classes above that apply, an injection every few seconds, composed pairs included
 //	                 (server-pause+partition, restart+partition, clock-jump+restart); each injection records its class; param seconds
-//	split-view       two clients, each in a namespace of its own, are cut from different minorities: of 5 nodes A sees {0,1,2}, B {2,3,4};
-//	                 param x
+//	split-view       two clients (the holder first), each in a namespace of its own, are cut from different minorities: of 5 nodes
+//	                 A sees {0,1,2}, B {2,3,4}; param x
 //	client-leader    one client, in a namespace of its own, is cut from the leader alone; the others keep it; param x
 //
 // Every injection proves it tested something (see prove.go): it waits

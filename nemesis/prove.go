@@ -76,8 +76,10 @@ type strike struct {
 // attempt is one injection as do sees it.
 type attempt struct {
 	nodes []Node
-	// key is the key of the section the strike met ("" when none).
-	key string
+	// key is the key of the section the strike met ("" when none), and
+	// holder the process holding it (-1 when none).
+	key    string
+	holder int
 	// substr is what the case's keys on the servers contain: key, or the
 	// case's key prefix when the strike met no section.
 	substr string
@@ -180,7 +182,11 @@ func (e Env) driveEach(at []time.Duration, longest time.Duration, next func(i in
 			)
 			var grantsAtStrike atomic.Int64 // of the key the strike met; -1 before it
 			grantsAtStrike.Store(-1)
-			a := attempt{nodes: nodes, key: met.key, substr: cmp.Or(met.key, nm.keyPrefix()), struck: func() {
+			holder := -1
+			if met.ok {
+				holder = met.process
+			}
+			a := attempt{nodes: nodes, key: met.key, holder: holder, substr: cmp.Or(met.key, nm.keyPrefix()), struck: func() {
 				if atStrike == nil {
 					grantsAtStrike.Store(nm.grantsOf(met.key))
 					x := look{live: nm.live()}
@@ -286,6 +292,7 @@ type met struct {
 	why     string // when not ok
 	key     string
 	section int64
+	process int           // the section's holder
 	granted time.Duration // since the start
 	waited  time.Duration
 }
@@ -301,7 +308,7 @@ func (nm *Nemesis) meet(ctx context.Context, hold, wait time.Duration) met {
 	defer t.Stop()
 	select {
 	case ev := <-grants:
-		return met{ok: true, key: ev.Key, section: ev.Section, granted: ev.Granted, waited: ev.Granted - from}
+		return met{ok: true, key: ev.Key, section: ev.Section, process: ev.Process, granted: ev.Granted, waited: ev.Granted - from}
 	case <-t.C:
 	case <-ctx.Done():
 	}

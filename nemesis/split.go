@@ -113,8 +113,12 @@ func cutClients(ctx context.Context, a attempt, cuts []clientCut, others []Clien
 				return "", fmt.Errorf("client %d lost %s, which it was not cut from: %w", c.process, n, err)
 			}
 		}
-		said = append(said, fmt.Sprintf("client %d (%s) cut from %s (a connection timed out after %v), reaches %s",
-			c.process, c.net.Addr(), names(c.nodes), cutProof, names(without(nodes, c.nodes))))
+		who := fmt.Sprintf("client %d (%s)", c.process, c.net.Addr())
+		if c.process == a.holder {
+			who = fmt.Sprintf("client %d (%s, the holder)", c.process, c.net.Addr())
+		}
+		said = append(said, fmt.Sprintf("%s cut from %s (a connection timed out after %v), reaches %s",
+			who, names(c.nodes), cutProof, names(without(nodes, c.nodes))))
 	}
 	for _, c := range cuts {
 		for _, o := range append(slices.Clone(others), otherNets(cuts, c)...) {
@@ -161,15 +165,21 @@ func without(nodes, cut []Node) []Node {
 	return out
 }
 
-// drawClients draws k distinct client namespaces of the case, and returns
-// the rest.
-func (e Env) drawClients(k int) ([]int, []ClientNet, []ClientNet, error) {
+// drawClients draws k distinct client namespaces of the case, the
+// holder's first when it has one (a split that leaves the holder whole
+// tests its lock less: the holder keeps every node), and returns the
+// rest.
+func (e Env) drawClients(k, holder int) ([]int, []ClientNet, []ClientNet, error) {
 	procs, nets := e.nets.sorted()
 	if len(nets) < k {
 		return nil, nil, nil, fmt.Errorf("%d clients in namespaces of their own, want %d (the runner starts them so for this fault)",
 			len(nets), k)
 	}
 	idx := e.Rand.Perm(len(nets))
+	if h := slices.Index(procs, holder); h >= 0 {
+		j := slices.Index(idx, h)
+		idx[0], idx[j] = idx[j], idx[0]
+	}
 	var ps []int
 	var picked, rest []ClientNet
 	for j, i := range idx {
@@ -191,8 +201,8 @@ func splitSpan(p url.Values, sh Shape, lease time.Duration) time.Duration {
 var splitView = &Scenario{
 	Name: "split-view",
 	span: splitSpan,
-	Doc: "two clients, each in a network namespace of its own, are cut from different minorities of the nodes for x leases, by " +
-		"default a lease (at least a second): " +
+	Doc: "two clients, each in a network namespace of its own (the holder of the key the strike met first), are cut from " +
+		"different minorities of the nodes for x leases, by default a lease (at least a second): " +
 		"of 5 nodes client A loses {3,4} and client B {0,1}, so A sees {0,1,2} and B {2,3,4}, overlapping majorities " +
 		"(of 3 members A loses member 2, B member 0); every other client, and this host, keep every node",
 	Params:    cutParams,
@@ -211,7 +221,7 @@ var splitView = &Scenario{
 				return append(slices.Clone(lostB), lostA...), nil
 			},
 			do: func(ctx context.Context, a attempt) (string, error) {
-				ps, picked, rest, err := e.drawClients(2)
+				ps, picked, rest, err := e.drawClients(2, a.holder)
 				if err != nil {
 					return "", err
 				}
@@ -245,7 +255,10 @@ var clientLeader = &Scenario{
 				return []Node{l}, err
 			},
 			do: func(ctx context.Context, a attempt) (string, error) {
-				ps, picked, rest, err := e.drawClients(1)
+				// Any client: the holder (its session moving to another
+				// member) or one asking through a member that lost the
+				// leader are both the fault's case.
+				ps, picked, rest, err := e.drawClients(1, -1)
 				if err != nil {
 					return "", err
 				}
