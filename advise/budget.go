@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -171,17 +172,15 @@ func (pl *Plan) whole(cases []bench.Case) time.Duration {
 // judge, and a start of its servers (startCost) when it needs others.
 const caseOverhead = 500 * time.Millisecond
 
-// startCost is how long starting backend b's servers takes here.
+// startCost is how long starting backend b's servers takes here (its
+// kind's StartCost).
 func startCost(b bench.Backend) time.Duration {
 	s := b.Descriptor.Servers
-	per := map[backends.Kind]time.Duration{
-		backends.Redis: 300 * time.Millisecond, backends.Sentinel: 4 * time.Second, backends.ZooKeeper: 6 * time.Second,
-		backends.Etcd: 4 * time.Second, backends.Postgres: 3 * time.Second,
-	}[s.Kind]
-	if s.Kind == backends.Redis {
-		return per * time.Duration(max(s.Count, 1))
+	k, err := kinds.Lookup(s.Kind)
+	if err != nil || k.StartCost == nil {
+		return 0 // no servers, or servers lockbench does not start
 	}
-	return per
+	return k.StartCost(s.Count)
 }
 
 // Estimate is how long cases take to run here, in order: each case's

@@ -17,8 +17,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/bench"
+	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
 )
@@ -40,9 +40,14 @@ const (
 	TokenReadWrite = results.TokenReadWrite
 )
 
-// Kinds are the server kinds a team can say it runs (Profile.Have).
-var Kinds = []string{
-	string(backends.Redis), string(backends.Sentinel), string(backends.Postgres), string(backends.ZooKeeper), string(backends.Etcd),
+// Kinds are the server kinds a team can say it runs (Profile.Have): the
+// kinds lockbench starts.
+func Kinds() []string {
+	var out []string
+	for _, k := range kinds.Names() {
+		out = append(out, string(k))
+	}
+	return out
 }
 
 // Profile is what a service asks of its lock: what the answer is for
@@ -90,7 +95,7 @@ type Profile struct {
 // unavailability.
 func Default() Profile {
 	return Profile{
-		Intent: IntentBoth, Have: slices.Clone(Kinds), HoldP50: time.Millisecond, HoldP99: time.Millisecond, TTL: time.Second,
+		Intent: IntentBoth, Have: Kinds(), HoldP50: time.Millisecond, HoldP99: time.Millisecond, TTL: time.Second,
 		Clients: 16, Keys: 100, KeyDist: string(workloads.UniformKeys), Token: TokenWrite,
 		MaxPause: 1500 * time.Millisecond, ClockStep: 500 * time.Millisecond, Unavailability: 5 * time.Second,
 	}
@@ -218,8 +223,8 @@ func (p Profile) Validate() error {
 		bad("intent %q: want %s, %s or %s", p.Intent, IntentEfficiency, IntentCorrectness, IntentBoth)
 	}
 	for _, h := range p.Have {
-		if !slices.Contains(Kinds, h) {
-			bad("have %q: want some of %s", h, strings.Join(Kinds, ", "))
+		if !slices.Contains(Kinds(), h) {
+			bad("have %q: want some of %s", h, strings.Join(Kinds(), ", "))
 		}
 	}
 	for _, spec := range p.Backends {

@@ -8,6 +8,8 @@
 package kinds
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"net/netip"
@@ -50,6 +52,21 @@ type Kind struct {
 	// can be cut): a fault that needs its clients cut off asks nothing
 	// more of them.
 	PeerNetwork bool
+	// StartCost is how long starting a cluster of count servers of the
+	// kind takes on a 2-core machine: what a plan (advise) estimates a
+	// fresh start at. Nil is a start too quick to count.
+	StartCost func(count int) time.Duration
+}
+
+// Every is a StartCost of d for each server.
+func Every(d time.Duration) func(int) time.Duration {
+	return func(count int) time.Duration { return time.Duration(max(count, 1)) * d }
+}
+
+// Once is a StartCost of d for the whole cluster: its servers start
+// side by side.
+func Once(d time.Duration) func(int) time.Duration {
+	return func(int) time.Duration { return d }
 }
 
 // Spec is how to start one cluster of a kind: its size, durability, the

@@ -3,6 +3,8 @@
 package etcd
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 
@@ -14,7 +16,7 @@ import (
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.Etcd, Offers: Offers, Start: Start,
+	kinds.Register(kinds.Kind{Name: backends.Etcd, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second),
 		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.Etcd), Program: compose.EtcdMember,
 		OnHost: func() inventory.Needs { return inventory.Needs{Uploaded: "etcd-member"} }})
 }

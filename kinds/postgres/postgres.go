@@ -3,6 +3,8 @@
 package postgres
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 
@@ -16,7 +18,7 @@ import (
 func init() {
 	// The inventory names its postgres; it runs as PostgreSQL's own
 	// account, which refuses root.
-	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start,
+	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start, StartCost: kinds.Once(3 * time.Second),
 		OnHost: func() inventory.Needs { return inventory.Needs{Account: compose.DefaultPrograms().PostgresUser} }})
 }
 

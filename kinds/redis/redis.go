@@ -4,6 +4,8 @@
 package redis
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 
@@ -15,7 +17,7 @@ import (
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers, Start: Start,
+	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers, Start: Start, StartCost: kinds.Every(300 * time.Millisecond),
 		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.DefaultPrograms().RedisServer} }})
 }
 

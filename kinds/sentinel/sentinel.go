@@ -4,6 +4,8 @@
 package sentinel
 
 import (
+	"time"
+
 	"context"
 	"slices"
 
@@ -16,7 +18,7 @@ import (
 
 func init() {
 	// A sentinel on a host runs redis-server --sentinel.
-	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start,
+	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second),
 		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.DefaultPrograms().RedisServer} }})
 }
 

@@ -3,6 +3,8 @@
 package zookeeper
 
 import (
+	"time"
+
 	"context"
 
 	"github.com/lockbench/lockbench/backends"
@@ -13,7 +15,7 @@ import (
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.ZooKeeper, Offers: Offers, Start: Start,
+	kinds.Register(kinds.Kind{Name: backends.ZooKeeper, Offers: Offers, Start: Start, StartCost: kinds.Once(6 * time.Second),
 		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.ZooKeeper),
 		OnHost: func() inventory.Needs {
 			return inventory.Needs{Binary: compose.DefaultPrograms().Java, Files: compose.DefaultPrograms().ZooKeeperClasspath}
