@@ -82,7 +82,7 @@ The profile in YAML (every field optional; durations as 200ms, 5s):
 	d := advise.Default()
 	fl.StringVar(&f.profile, "profile", "", "the service's profile in YAML (flags override its fields)")
 	fl.StringVar(&f.p.Intent, "intent", d.Intent, "what the lock is for: efficiency, correctness or both")
-	fl.StringSliceVar(&f.p.Have, "have", d.Have, "server kinds the team runs: redis, sentinel, postgres, zookeeper, etcd")
+	fl.StringSliceVar(&f.p.Have, "have", d.Have, "server kinds the team runs: "+strings.Join(advise.Kinds(), ", "))
 	fl.StringSliceVar(&f.p.Backends, "backend", nil, "candidate backends (default: every backend of make bench)")
 	fl.StringVar(&f.hold, "hold", "1ms", "hold time: P50 or P50,P99")
 	fl.DurationVar(&f.p.TTL, "ttl", d.TTL, "lease TTL the service asks for")
