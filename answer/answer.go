@@ -143,7 +143,7 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 	}
 	if len(tier) == 0 {
 		ch.Decided = len(pending) == 0
-		ch.Reasons = noneQualifies(cands, pending, intent)
+		ch.Reasons = noneQualifies(cands, pending, p, intent)
 		if w := fenceWords(out, p); w != "" && intent == results.IntentCorrectness {
 			ch.Reasons = slices.Insert(ch.Reasons, 1, w)
 		}

@@ -481,3 +481,39 @@ func TestSpeedStaysOnFreshTrials(t *testing.T) {
 			a.Efficiency.Reasons)
 	}
 }
+
+// TestNoneQualifiesNamesTheNearestToAdd: when no candidate on the
+// servers the team runs qualifies, the answer names, of those it would
+// add and could still qualify, the one fewest planned cases away (issue
+// 28's correctness Done-when); never one that is out for good.
+func TestNoneQualifiesNamesTheNearestToAdd(t *testing.T) {
+	kind := func(k string, cs []results.Case) []results.Case {
+		for i := range cs {
+			cs[i].ServerKind = k
+		}
+		return cs
+	}
+	f := &results.File{}
+	f.Cases = append(f.Cases, kind("redis", correct("mine", faulted("mine", "clock-jump", "fence", "b..")))...)
+	f.Cases = append(f.Cases, kind("etcd", correct("near"))...)
+	f.Cases = append(f.Cases, kind("sentinel", correct("lost", faulted("lost", "failover", "fence", "bbb")))...)
+	f.Skipped = []results.Skip{
+		{Backend: "near", FaultClass: "clock-jump", Fault: "clock-jump", Cut: true, Reason: "left out", ServerKind: "etcd"},
+		{Backend: "far", FaultClass: "client-pause", Fault: "client-pause", Cut: true, Reason: "left out", ServerKind: "zookeeper"},
+		{Backend: "far", FaultClass: "restart", Fault: "restart", Cut: true, Reason: "left out", ServerKind: "zookeeper"},
+	}
+	p := results.Profile{Intent: results.IntentCorrectness, Token: results.TokenWrite, Have: []string{"redis"},
+		Backends: []string{"mine", "far", "near", "lost"}}
+	a, err := Decide(f, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := a.Correctness
+	words := strings.Join(ch.Reasons, "\n")
+	if len(ch.Pick) != 0 || !strings.Contains(words, "Of the candidates you would add, the nearest is near, on etcd: not judged") {
+		t.Errorf("pick %v, reasons:\n%s\nwant none, and near named the nearest to add", ch.Pick, words)
+	}
+	if strings.Contains(words, "nearest is far") || strings.Contains(words, "nearest is lost") {
+		t.Errorf("reasons:\n%s\nwant near, not far (two cases away) or lost (out for good)", words)
+	}
+}

@@ -10,20 +10,35 @@ import (
 	"github.com/lockbench/lockbench/stats"
 )
 
-// noneQualifies says why no candidate qualifies, and the nearest one
-// further evidence could still qualify.
-func noneQualifies(cands []*backend, pending []standing, intent string) []string {
+// noneQualifies says why no candidate qualifies, which ones further
+// evidence could still qualify — those on the servers the team runs
+// first — and, of those it would add, the nearest: the one with the
+// fewest planned cases not yet run.
+func noneQualifies(cands []*backend, pending []standing, p results.Profile, intent string) []string {
 	if len(cands) == 0 {
 		return []string{"No candidate: the run holds no backend the profile asks about (controls never qualify)."}
 	}
 	out := []string{fmt.Sprintf("No candidate qualifies for %s locks: each one is out, or not judged yet, for the reason listed under "+
 		"unqualified.", intent)}
-	if len(pending) > 0 {
+	var yours, added []standing
+	for _, s := range pending {
+		if owned(s.b, p.Have) == 1 {
+			yours = append(yours, s)
+		} else {
+			added = append(added, s)
+		}
+	}
+	if len(yours) > 0 {
 		var names []string
-		for _, s := range pending {
+		for _, s := range yours {
 			names = append(names, s.b.name)
 		}
 		out = append(out, fmt.Sprintf("Not judged yet, so more evidence could still qualify them: %s.", strings.Join(names, ", ")))
+	}
+	if len(added) > 0 {
+		near := slices.MinFunc(added, func(a, b standing) int { return len(a.b.cut) - len(b.b.cut) })
+		out = append(out, fmt.Sprintf("Of the candidates you would add, the nearest is %s, on %s: %s.", near.b.name,
+			orWord(near.b.kind, "servers of its own"), near.reason))
 	}
 	return out
 }
