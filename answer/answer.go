@@ -143,11 +143,11 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 	}
 	if len(tier) == 0 {
 		ch.Decided = len(pending) == 0
-		ch.Reasons = noneQualifies(cands, pending, p, intent)
+		ch.Needs = judgedNeeds(pending)
+		ch.Reasons = noneQualifies(cands, pending, ch.Needs, p, intent)
 		if w := fenceWords(out, p); w != "" && intent == results.IntentCorrectness {
 			ch.Reasons = slices.Insert(ch.Reasons, 1, w)
 		}
-		ch.Needs = judgedNeeds(pending)
 		return ch
 	}
 	// With the servers the team runs named, the answer is among the

@@ -484,7 +484,7 @@ func TestSpeedStaysOnFreshTrials(t *testing.T) {
 
 // TestNoneQualifiesNamesTheNearestToAdd: when no candidate on the
 // servers the team runs qualifies, the answer names, of those it would
-// add and could still qualify, the one fewest planned cases away (issue
+// add and could still qualify, the one fewest classes from judged (issue
 // 28's correctness Done-when); never one that is out for good.
 func TestNoneQualifiesNamesTheNearestToAdd(t *testing.T) {
 	kind := func(k string, cs []results.Case) []results.Case {

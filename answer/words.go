@@ -12,9 +12,9 @@ import (
 
 // noneQualifies says why no candidate qualifies, which ones further
 // evidence could still qualify — those on the servers the team runs
-// first — and, of those it would add, the nearest: the one with the
-// fewest planned cases not yet run.
-func noneQualifies(cands []*backend, pending []standing, p results.Profile, intent string) []string {
+// first — and, of those it would add, the nearest: the one whose
+// judging needs (needs) the fewest classes.
+func noneQualifies(cands []*backend, pending []standing, needs []results.Need, p results.Profile, intent string) []string {
 	if len(cands) == 0 {
 		return []string{"No candidate: the run holds no backend the profile asks about (controls never qualify)."}
 	}
@@ -36,7 +36,16 @@ func noneQualifies(cands []*backend, pending []standing, p results.Profile, inte
 		out = append(out, fmt.Sprintf("Not judged yet, so more evidence could still qualify them: %s.", strings.Join(names, ", ")))
 	}
 	if len(added) > 0 {
-		near := slices.MinFunc(added, func(a, b standing) int { return len(a.b.cut) - len(b.b.cut) })
+		classes := func(s standing) int {
+			n := 0
+			for _, x := range needs {
+				if x.A == s.b.name {
+					n++
+				}
+			}
+			return n
+		}
+		near := slices.MinFunc(added, func(a, b standing) int { return classes(a) - classes(b) })
 		out = append(out, fmt.Sprintf("Of the candidates you would add, the nearest is %s, on %s: %s.", near.b.name,
 			orWord(near.b.kind, "servers of its own"), near.reason))
 	}
