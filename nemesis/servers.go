@@ -66,9 +66,7 @@ var crashMinority = &Scenario{
 
 var partition = &Scenario{
 	Name: "partition",
-	span: func(p url.Values, sh Shape, lease time.Duration) time.Duration {
-		return cutLength(p, sh, lease) + lease/2
-	},
+	span: cutSpan,
 	Doc: "the clients are cut off from a random minority of the nodes, or from the single server, for x leases, by default a lease (at " +
 		"least a second), or 4 s from a Sentinel set's master: " +
 		"the router between them drops every packet both ways, so neither side gets a clean close (sessions, keepalives and pools behave as " +
@@ -81,7 +79,7 @@ var partition = &Scenario{
 	Requires: Servers | ClientLinks,
 	plan: func(e Env) plan {
 		return e.drive(strike{
-			label: "cut off from the clients", lasts: cutLength(e.Params, e.Target.Shape(), e.Lease), exclusion: true,
+			label: "cut off from the clients", lasts: e.cut(), exclusion: true,
 			pick: func(ctx context.Context, _ int) ([]Node, error) {
 				if e.Target.Sentinel != nil {
 					// A Sentinel set's clients talk to its master alone: a
@@ -151,6 +149,15 @@ func cutLength(p url.Values, sh Shape, lease time.Duration) time.Duration {
 		return time.Duration(float(p, "x", 1) * float64(lease))
 	}
 	return cutWindow(sh, lease)
+}
+
+// cut is how long e's cut lasts (cutLength).
+func (e Env) cut() time.Duration { return cutLength(e.Params, e.Target.Shape(), e.Lease) }
+
+// cutSpan is how long one injection of a cut needs: the cut and half a
+// lease after.
+func cutSpan(p url.Values, sh Shape, lease time.Duration) time.Duration {
+	return cutLength(p, sh, lease) + lease/2
 }
 
 // sentinelsThrough watches, until ctx ends (the window of a cut of the

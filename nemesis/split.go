@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -113,12 +112,12 @@ func cutClients(ctx context.Context, a attempt, cuts []clientCut, others []Clien
 				return "", fmt.Errorf("client %d lost %s, which it was not cut from: %w", c.process, n, err)
 			}
 		}
-		who := fmt.Sprintf("client %d (%s)", c.process, c.net.Addr())
+		role := ""
 		if c.process == a.holder {
-			who = fmt.Sprintf("client %d (%s, the holder)", c.process, c.net.Addr())
+			role = ", the holder"
 		}
-		said = append(said, fmt.Sprintf("%s cut from %s (a connection timed out after %v), reaches %s",
-			who, names(c.nodes), cutProof, names(without(nodes, c.nodes))))
+		said = append(said, fmt.Sprintf("client %d (%s%s) cut from %s (a connection timed out after %v), reaches %s",
+			c.process, c.net.Addr(), role, names(c.nodes), cutProof, names(without(nodes, c.nodes))))
 	}
 	for _, c := range cuts {
 		for _, o := range append(slices.Clone(others), otherNets(cuts, c)...) {
@@ -192,15 +191,9 @@ func (e Env) drawClients(k, holder int) ([]int, []ClientNet, []ClientNet, error)
 	return ps, picked, rest, nil
 }
 
-// splitSpan is how long one injection of a split needs: its cut and half
-// a lease after.
-func splitSpan(p url.Values, sh Shape, lease time.Duration) time.Duration {
-	return cutLength(p, sh, lease) + lease/2
-}
-
 var splitView = &Scenario{
 	Name: "split-view",
-	span: splitSpan,
+	span: cutSpan,
 	Doc: "two clients, each in a network namespace of its own (the holder of the key the strike met first), are cut from " +
 		"different minorities of the nodes for x leases, by default a lease (at least a second): " +
 		"of 5 nodes client A loses {3,4} and client B {0,1}, so A sees {0,1,2} and B {2,3,4}, overlapping majorities " +
@@ -216,7 +209,7 @@ var splitView = &Scenario{
 		k := (len(nodes) - 1) / 2
 		lostA, lostB := nodes[len(nodes)-k:], nodes[:k]
 		return e.drive(strike{
-			label: "split between two clients", lasts: cutLength(e.Params, e.Target.Shape(), e.Lease), exclusion: true,
+			label: "split between two clients", lasts: e.cut(), exclusion: true,
 			pick: func(context.Context, int) ([]Node, error) {
 				return append(slices.Clone(lostB), lostA...), nil
 			},
@@ -234,7 +227,7 @@ var splitView = &Scenario{
 
 var clientLeader = &Scenario{
 	Name: "client-leader",
-	span: splitSpan,
+	span: cutSpan,
 	Doc: "one client, in a network namespace of its own, is cut from the leader alone (the ZooKeeper or etcd leader, a " +
 		"Sentinel set's master) " +
 		"for x leases, by default a lease (at least a second), while it reaches every other member and every other client reaches the leader",
@@ -246,7 +239,7 @@ var clientLeader = &Scenario{
 	Requires:  Leadership | ClientNets,
 	plan: func(e Env) plan {
 		return e.drive(strike{
-			label: "cut from one client", lasts: cutLength(e.Params, e.Target.Shape(), e.Lease), exclusion: true,
+			label: "cut from one client", lasts: e.cut(), exclusion: true,
 			pick: func(ctx context.Context, _ int) ([]Node, error) {
 				l, err := e.Target.leader(ctx)
 				if l == nil && err == nil {
