@@ -222,9 +222,10 @@ func (p Profile) Validate() error {
 	default:
 		bad("intent %q: want %s, %s or %s", p.Intent, IntentEfficiency, IntentCorrectness, IntentBoth)
 	}
+	known := Kinds()
 	for _, h := range p.Have {
-		if !slices.Contains(Kinds(), h) {
-			bad("have %q: want some of %s", h, strings.Join(Kinds(), ", "))
+		if !slices.Contains(known, h) {
+			bad("have %q: want some of %s", h, strings.Join(known, ", "))
 		}
 	}
 	for _, spec := range p.Backends {

@@ -8,13 +8,12 @@
 package kinds
 
 import (
-	"time"
-
 	"context"
 	"fmt"
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"

@@ -3,10 +3,9 @@
 package etcd
 
 import (
-	"time"
-
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"

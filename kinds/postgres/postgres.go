@@ -3,10 +3,9 @@
 package postgres
 
 import (
-	"time"
-
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"

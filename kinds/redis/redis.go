@@ -4,10 +4,9 @@
 package redis
 
 import (
-	"time"
-
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"

@@ -4,10 +4,9 @@
 package sentinel
 
 import (
-	"time"
-
 	"context"
 	"slices"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"

@@ -3,9 +3,8 @@
 package zookeeper
 
 import (
-	"time"
-
 	"context"
+	"time"
 
 	"github.com/lockbench/lockbench/backends"
 	"github.com/lockbench/lockbench/compose"
