@@ -253,3 +253,39 @@ func TestSentinelLostWrite(t *testing.T) {
 		t.Fatalf("SETNX lock on the new master = %v, %v; want true", ok, err)
 	}
 }
+
+// TestSentinelDownAfter: SetDownAfter reaches every sentinel, and the
+// automatic failover then waits for it (a failover's first wait, which
+// the failover fault's size sets); a wait under a millisecond is refused.
+func TestSentinelDownAfter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := startSentinel(t, compose.Spec{}, compose.SentinelOptions{})
+	if err := s.SetDownAfter(ctx, 0); err == nil || !strings.Contains(err.Error(), "down-after 0s") {
+		t.Errorf("SetDownAfter(0) = %v, want an error naming the value", err)
+	}
+	const wait = 3 * time.Second
+	if err := s.SetDownAfter(ctx, wait); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range s.SentinelAddrs() {
+		c := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		m, err := c.Master(ctx, s.MasterName).Result()
+		c.Close()
+		if err != nil || m["down-after-milliseconds"] != "3000" {
+			t.Errorf("sentinel %s: down-after-milliseconds %q (%v), want 3000", addr, m["down-after-milliseconds"], err)
+		}
+	}
+	if err := s.Master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := s.AwaitNewMaster(ctx, s.Master.ServerAddr()); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("automatic failover after down-after %v took %v", wait, took)
+	if took < wait {
+		t.Errorf("the failover took %v, before the sentinels' down-after of %v", took, wait)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -124,6 +125,29 @@ func (s *SentinelSet) Failover(ctx context.Context) (string, error) {
 	return s.AwaitNewMaster(ctx, old)
 }
 
+// SetDownAfter makes every sentinel consider the master down once it
+// has not answered for d (SENTINEL SET down-after-milliseconds): the
+// wait an automatic failover begins with. It asks them all, and returns
+// the errors of those that refused, each named.
+func (s *SentinelSet) SetDownAfter(ctx context.Context, d time.Duration) error {
+	if d < time.Millisecond {
+		return fmt.Errorf("compose: down-after %v: want at least 1ms", d)
+	}
+	var errs []error
+	for _, sn := range s.Sentinels {
+		c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
+		err := c.Set(ctx, s.MasterName, "down-after-milliseconds", strconv.FormatInt(d.Milliseconds(), 10)).Err()
+		c.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", sn.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("compose: SENTINEL SET %s down-after-milliseconds %d: %w", s.MasterName, d.Milliseconds(), err)
+	}
+	return nil
+}
+
 // AwaitNewMaster waits until every sentinel that answers (a majority at
 // least) reports the same master other than old, and that master answers
 // ROLE as a master; it returns its address. Use it after killing or
@@ -132,8 +156,9 @@ func (s *SentinelSet) Failover(ctx context.Context) (string, error) {
 func (s *SentinelSet) AwaitNewMaster(ctx context.Context, old string) (string, error) {
 	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
 	defer cancel()
+	dl, _ := ctx.Deadline()
 	var master string
-	err := poll(ctx, time.Minute, func(ctx context.Context) error {
+	err := poll(ctx, time.Until(dl), func(ctx context.Context) error {
 		agreed, answers := "", 0
 		for _, sn := range s.Sentinels {
 			c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))

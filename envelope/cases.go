@@ -17,10 +17,15 @@ import (
 	"github.com/lockbench/lockbench/workloads"
 )
 
+// manyKeys are the keys of a probe whose fault needs many (as the
+// suites' uniform loads have).
+const manyKeys = 100
+
 // Cases probes a lock's family with real cases: each probe is one case of
 // the runner (bench), the family's fault at the size probed injected n
-// times into client worker processes on one hot key, judged under each
-// guard, in a run dir of its own whose seed replays it.
+// times into client worker processes on one hot key (or the many keys its
+// fault needs), judged under each guard, in a run dir of its own whose
+// seed replays it.
 type Cases struct {
 	Clusters *bench.Clusters
 	// Worker starts the client processes (worker.Default when zero).
@@ -58,13 +63,19 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 	clients := max(c.Clients, 2)
 	hold, _ := workloads.Constant(time.Millisecond) // lockbench run's default, so that the replay is the probe
 	spec := workloads.Spec{Workload: workloads.Hot, Clients: clients, TTL: c.Family.TTL, Duration: time.Second, Hold: hold}
-	load := ""
+	load := "--workload hot"
+	if w := fault.Workload; w != "" && w != workloads.Hot {
+		// A failover loses keys that were free when replication stopped:
+		// on one hot key the replica keeps the last holder's (its Workload).
+		spec.Workload, spec.Keys = w, manyKeys
+		load = fmt.Sprintf("--workload %s --keys %d", w, manyKeys)
+	}
 	if c.Family.LongHolds {
 		// Cases of two holds at least, so that a short pause still finds
 		// an extension in flight to land in.
 		spec.AutoExtend, spec.HoldFor, spec.Duration = true, 3*c.Family.TTL, 6*c.Family.TTL
 		spec.AcquireTimeout = 4*spec.HoldFor + 5*time.Second // behind the other clients' holds
-		load = fmt.Sprintf(" --auto-extend --hold-left %v --acquire-timeout %v", spec.HoldFor, spec.AcquireTimeout)
+		load += fmt.Sprintf(" --auto-extend --hold-left %v --acquire-timeout %v", spec.HoldFor, spec.AcquireTimeout)
 	}
 	bc := bench.Case{Backend: c.Backend, Fault: fault, Guards: c.Guards, ClientsAs: results.ClientsProcesses,
 		Durability: results.DurabilityFast, Injections: n, Spec: spec}
@@ -84,9 +95,9 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 	start := time.Now()
 	f, err := r.Run(ctx, []bench.Case{bc})
 	c.last = time.Since(start)
-	pt.Replay = []string{fmt.Sprintf("lockbench run --backend '%s' --workload hot --fault '%s' "+
-		"--clients %d --ttl %v%s --duration %v --injections %d --guard %s --seed %d --out DIR",
-		c.Backend.Spec, fault.Spec, clients, c.Family.TTL, load, spec.Duration, n, guardList(c.Guards), seed)}
+	pt.Replay = []string{fmt.Sprintf("lockbench run --backend '%s' %s --fault '%s' "+
+		"--clients %d --ttl %v --duration %v --injections %d --guard %s --seed %d --out DIR",
+		c.Backend.Spec, load, fault.Spec, clients, c.Family.TTL, spec.Duration, n, guardList(c.Guards), seed)}
 	if skipped != nil {
 		return pt, errors.Join(skipped, err)
 	}

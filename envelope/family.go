@@ -17,7 +17,7 @@ type Family struct {
 	// Name names the family in results and charts (client-pause,
 	// client-pause-acquire, client-pause-extend, clock-jump,
 	// clock-jump-minority, clock-jump-back, clock-rate, restart-delay,
-	// partition, split-view).
+	// partition, split-view, failover).
 	Name string
 	// Fault is the fault spec the size's param is added to.
 	Fault string
@@ -100,6 +100,13 @@ var families = map[string][]Family{
 			"handed over), a late write one the holder made after its lease ended",
 		multiNode: true,
 	}},
+	"failover": {{
+		Name: "failover", Fault: "failover", Param: "x", Unit: "lease", Min: 1.0 / 16, Max: 2, TTL: 10 * time.Second,
+		Mechanism: "replication to the replicas was cut, and the master died with sections granted on it alone, held for nine " +
+			"tenths of their lease; the sentinels waited the size's leases (down-after) before they promoted a replica that never " +
+			"saw those sections: once it serves, it grants their keys again, a lock bug while such a section is open, and none " +
+			"once the failover outlasts what is left of the section",
+	}},
 	"clock-jump": {{
 		Name: "clock-jump", Fault: "clock-jump?nodes=majority", Param: "by", Unit: "key lifetime", Min: 1.0 / 16, Max: 2, TTL: 2 * time.Second,
 		Mechanism: "the servers' wall clock jumped forward while a holder held: a key timed by that clock expired early, " +
@@ -131,7 +138,7 @@ var families = map[string][]Family{
 // Names are the fault names Families takes.
 func Names() []string {
 	return []string{"client-pause", "client-pause-acquire", "client-pause-extend", "clock-jump", "clock-jump-back", "clock-rate",
-		"restart-delay", "partition", "split-view"}
+		"restart-delay", "partition", "split-view", "failover"}
 }
 
 // Families returns the families of the fault names given, for backend b:

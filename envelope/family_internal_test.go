@@ -45,9 +45,10 @@ func TestFamiliesSizeTheirFault(t *testing.T) {
 			}
 		}
 		want := "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-minority clock-jump-back clock-rate restart-delay " +
-			"partition split-view"
+			"partition split-view failover"
 		if spec == "redis" {
-			want = "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-back clock-rate restart-delay partition"
+			want = "client-pause client-pause-acquire client-pause-extend clock-jump clock-jump-back clock-rate restart-delay partition " +
+				"failover"
 		}
 		if got := strings.Join(names, " "); got != want {
 			t.Errorf("%s: families %q, want %q", spec, got, want)
@@ -60,7 +61,7 @@ func TestFamiliesSizeTheirFault(t *testing.T) {
 	// several nodes on one peer network.
 	for _, c := range []struct{ family, backend, why string }{
 		{"partition", "redis", ""}, {"partition", "zookeeper", ""}, {"split-view", "redlock", ""}, {"split-view", "etcd", ""},
-		{"split-view", "sentinel", "at least 3 nodes"},
+		{"split-view", "sentinel", "at least 3 nodes"}, {"failover", "sentinel", ""}, {"failover", "redis", "no replica to fail over to"},
 	} {
 		b, err := bench.ParseBackend(c.backend)
 		if err != nil {

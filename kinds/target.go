@@ -127,6 +127,11 @@ func (x SentinelSet) AwaitNewMaster(ctx context.Context, old string) (string, er
 	return x.Set.AwaitNewMaster(ctx, old)
 }
 
+// SetDownAfter sets the sentinels' down-after-milliseconds.
+func (x SentinelSet) SetDownAfter(ctx context.Context, d time.Duration) error {
+	return x.Set.SetDownAfter(ctx, d)
+}
+
 // Node returns the set's node (or sentinel) at addr, or nil.
 func (x SentinelSet) Node(addr string) nemesis.Node { return asNode(x.Set.Node(addr)) }
 

@@ -166,3 +166,33 @@ func TestInapplicableReason(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+// TestFailoverSize: failover's x is the sentinels' wait in leases, and a
+// case stretches so that the wait, the election and a lost section's
+// hold fit after the kill, a third into the case; without x the failover
+// keeps the set's own wait and asks for no length.
+func TestFailoverSize(t *testing.T) {
+	sentinel := nemesis.Shape{Nodes: 2, Caps: nemesis.Servers | nemesis.Leadership | nemesis.Failover}
+	lease := 10 * time.Second
+	for _, c := range []struct {
+		spec string
+		want time.Duration
+	}{
+		{"failover", 0},
+		{"failover?x=0.5", (5*time.Second + lease + 3*time.Second) * 3 / 2},
+		{"failover?x=2", (20*time.Second + lease + 3*time.Second) * 3 / 2},
+	} {
+		f, err := nemesis.Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.MinDuration(sentinel, lease, 1); got != c.want {
+			t.Errorf("%s: MinDuration = %v, want %v", c.spec, got, c.want)
+		}
+	}
+	for _, bad := range []string{"failover?x=0", "failover?x=-1", "failover?down=1"} {
+		if _, err := nemesis.Parse(bad); !errors.Is(err, nemesis.ErrFault) || !strings.Contains(err.Error(), bad[len("failover?"):][:1]) {
+			t.Errorf("Parse(%q) = %v, want ErrFault naming the param", bad, err)
+		}
+	}
+}

@@ -160,6 +160,9 @@ type FailoverSet interface {
 	// AwaitNewMaster waits until the set reports a master other than old,
 	// and returns its address.
 	AwaitNewMaster(ctx context.Context, old string) (string, error)
+	// SetDownAfter sets how long the master must fail to answer before
+	// whatever promotes a replica begins a failover.
+	SetDownAfter(ctx context.Context, d time.Duration) error
 	// Node returns the set's node at addr, or nil when none is there.
 	Node(addr string) Node
 	// ReplicationLinks are the paths the replicas' replication streams
