@@ -96,9 +96,12 @@ func Run(ctx context.Context, o Options) ([]results.Envelope, []results.Case, er
 		if err != nil {
 			return envs, all, err
 		}
-		env.Points, env.Boundaries, env.Notes = res.Points, res.Boundaries, res.Notes
+		env.Points, env.Boundaries, env.Edge, env.Notes = res.Points, res.Boundaries, res.Edge, res.Notes
 		for _, b := range env.Boundaries {
 			logf(o.Log, "envelope: %s %s: %s", j.b.Spec, j.f.Name, b.Describe(j.f.Unit))
+		}
+		if env.Edge != nil {
+			logf(o.Log, "envelope: %s %s: %s", j.b.Spec, j.f.Name, env.Edge.Describe(j.f.Unit))
 		}
 		envs = append(envs, env)
 	}

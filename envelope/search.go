@@ -67,7 +67,10 @@ type Search struct {
 type Result struct {
 	Points     []results.EnvelopePoint
 	Boundaries []results.Boundary
-	Notes      []string
+	// Edge is where the fault stops being a test, when the search met
+	// sizes that tested nothing above sizes that did (or none that did).
+	Edge  *results.TestedEdge
+	Notes []string
 }
 
 // grid returns the sizes of the search: Min × Resolution^k up to Max
@@ -122,16 +125,22 @@ func (s Search) Run(ctx context.Context, p Prober) (Result, error) {
 		return Result{}, err
 	}
 	r := &run{s: s, p: p, sizes: sizes, pts: map[int]*results.EnvelopePoint{}, failed: map[int]bool{}, empty: map[int]int{}}
-	// Every event's bracket first, then the safe ends' top-ups: a search
-	// short of time spends it on brackets, the cheaper evidence.
+	// Every event's bracket first, then where the fault stops testing,
+	// then the safe ends' top-ups: a search short of time spends it on
+	// brackets, the cheaper evidence.
 	for _, topUp := range []bool{false, true} {
 		for _, ev := range s.Events {
 			if err := r.bisect(ctx, ev, topUp); err != nil {
 				return Result{}, err
 			}
 		}
+		if !topUp {
+			if err := r.edge(ctx); err != nil {
+				return Result{}, err
+			}
+		}
 	}
-	res := Result{Notes: r.notes}
+	res := Result{Notes: r.notes, Edge: r.tested()}
 	for k := range sizes {
 		if pt := r.pts[k]; pt != nil {
 			res.Points = append(res.Points, *pt)
@@ -352,6 +361,61 @@ func (r *run) bisect(ctx context.Context, ev string, topUp bool) error {
 		}
 		hi = lo
 	}
+}
+
+// untestable reports whether size k tested nothing in two probes.
+func (r *run) untestable(k int) bool { return r.empty[k] >= 2 && (r.pts[k] == nil || r.pts[k].Tested == 0) }
+
+// edge narrows, when some size tested nothing, the gap between it and the
+// largest size below it that tested, to neighbouring sizes of the grid:
+// the events' bisections leave it wide when an event already shows below
+// (a failover shorter than the lease breaks Sentinel at every size that
+// tests), and that gap is where the fault stops being a test.
+func (r *run) edge(ctx context.Context) error {
+	for !r.out {
+		top, bad := r.edgeBracket()
+		if bad < 0 || top < 0 {
+			return nil
+		}
+		mid := r.pick(top, bad)
+		if mid < 0 {
+			return nil
+		}
+		if _, err := r.ensure(ctx, mid, r.s.N); err != nil {
+			return err
+		}
+		if !r.failed[mid] && (r.pts[mid] == nil || r.pts[mid].Tested == 0) {
+			return nil // the budget ran out inside the probe
+		}
+	}
+	return nil
+}
+
+// edgeBracket is the largest size that tested and the smallest above it
+// that tested nothing (untestable); -1s when either is missing.
+func (r *run) edgeBracket() (top, bad int) {
+	top, bad = -1, -1
+	for k := len(r.sizes) - 1; k >= 0 && top < 0; k-- {
+		if pt := r.pts[k]; pt != nil && pt.Tested > 0 {
+			top = k
+		}
+	}
+	for k := top + 1; top >= 0 && k < len(r.sizes); k++ {
+		if r.untestable(k) {
+			return top, k
+		}
+	}
+	return -1, -1
+}
+
+// tested is the edge the search found, nil when no size it probed tested
+// nothing above the largest that tested.
+func (r *run) tested() *results.TestedEdge {
+	top, bad := r.edgeBracket()
+	if bad < 0 {
+		return nil
+	}
+	return &results.TestedEdge{Last: r.sizes[top], LastTested: r.pts[top].Tested, Untested: r.sizes[bad]}
 }
 
 // cleanBelow is the largest probed size below hi that did not show ev,

@@ -185,6 +185,7 @@ func TestSearchBelowAnUntestableTop(t *testing.T) {
 	}{
 		{"a step below the untestable sizes", step(0.25, 1), 0.25},
 		{"no event at any size that tests", step(99, 1), 0},
+		{"an event at every size that tests", step(0, 1), search.Min},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var probes int
@@ -208,6 +209,12 @@ func TestSearchBelowAnUntestableTop(t *testing.T) {
 					t.Errorf("boundary %+v: want none up to the largest size that tested, 1 or just below", b)
 				}
 			}
+			// Where the fault stops testing is found to the grid's
+			// resolution, whatever the events did below it.
+			if e := res.Edge; e == nil || e.Last != 1 || e.LastTested < search.N || e.Untested != 1.189 {
+				t.Errorf("tested edge %+v, want the last size tested 1 (%d tested at least), none from 1.189", e, search.N)
+			}
+			t.Logf("%d probes", probes)
 		})
 	}
 }

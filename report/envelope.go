@@ -29,6 +29,9 @@ func EnvelopeText(w io.Writer, f *results.File) error {
 		for _, bd := range e.Boundaries {
 			fmt.Fprintf(&b, "    %s\n", bd.Describe(e.Unit))
 		}
+		if e.Edge != nil {
+			fmt.Fprintf(&b, "    %s\n", e.Edge.Describe(e.Unit))
+		}
 		for _, n := range e.Notes {
 			fmt.Fprintf(&b, "    note: %s\n", n)
 		}
@@ -177,6 +180,9 @@ func EnvelopeSection(f *results.File, p *results.Profile, charts map[string]*cha
 			for _, bd := range e.Boundaries {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", e.Backend, bd.Event, strings.TrimPrefix(bd.Describe(e.Unit),
 					bd.Event+": "), strings.Join(pts, ", "))
+			}
+			if e.Edge != nil {
+				fmt.Fprintf(&b, "| %s | tested | %s | |\n", e.Backend, e.Edge.Describe(e.Unit))
 			}
 		}
 		if mech != "" {

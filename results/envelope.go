@@ -43,8 +43,29 @@ type Envelope struct {
 	// Boundaries are one per event the search looked for: lock bugs, and
 	// late writes under each guard.
 	Boundaries []Boundary `json:"boundaries"`
+	// Edge, when the largest sizes tested nothing, is where the fault
+	// stops being a test: past it, it outlasts whatever it could break (a
+	// restart delayed past every open section, a failover past the
+	// sections lost with the master), and no rate is drawn there.
+	Edge *TestedEdge `json:"tested_edge,omitempty"`
 	// Notes say what the search met: its budget ran out, a probe failed.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// TestedEdge is the largest size whose injections tested (Last, with its
+// tested injections) and the smallest size above it where none of two
+// probes' did (Untested).
+type TestedEdge struct {
+	Last       float64 `json:"last"`
+	LastTested int     `json:"last_tested"`
+	Untested   float64 `json:"untested"`
+}
+
+// Describe says the edge in a line: "tested up to 0.71 leases (3
+// tested); none of the injections tested from 0.84 on".
+func (t TestedEdge) Describe(unit string) string {
+	return fmt.Sprintf("tested up to %g %ss (%d tested injections there); from %g on no injection tested: the fault outlasted "+
+		"what it could break", t.Last, unit, t.LastTested, t.Untested)
 }
 
 // EnvelopePoint is one size a search probed: its tested injections and
@@ -151,6 +172,9 @@ func (e Envelope) Check() error {
 				bad("point %d: %d late writes under %s in %d tested", i, k, g, p.Tested)
 			}
 		}
+	}
+	if t := e.Edge; t != nil && (!pos(t.Last) || t.Untested <= t.Last || math.IsInf(t.Untested, 0) || t.LastTested < 1) {
+		bad("tested edge: %d tested at %v, none from %v", t.LastTested, t.Last, t.Untested)
 	}
 	for _, b := range e.Boundaries {
 		for _, v := range []float64{b.Safe, b.First} {

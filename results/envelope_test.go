@@ -20,6 +20,7 @@ func goodEnvelope() results.Envelope {
 		},
 		Boundaries: []results.Boundary{{Event: results.EventLockBug, Safe: 0.21, SafeTested: 6, SafeUpper95: 0.39,
 			First: 0.25, FirstCount: 2, FirstTested: 3, Resolved: true}},
+		Edge: &results.TestedEdge{Last: 1.19, LastTested: 3, Untested: 1.41},
 	}
 }
 
@@ -34,8 +35,10 @@ func TestEnvelopeCheckNamesEachBadValue(t *testing.T) {
 	e.Points[1].LockBugs = 9
 	e.Points[0].LateWrites["none"] = -1
 	e.Boundaries[0].SafeUpper95 = math.NaN()
+	e.Edge.Untested = 1
 	err := e.Check()
-	for _, want := range []string{"sizes -1", "resolution 1", "9 lock bugs in 3", "-1 late writes under none", "bound NaN"} {
+	for _, want := range []string{"sizes -1", "resolution 1", "9 lock bugs in 3", "-1 late writes under none", "bound NaN",
+		"tested edge: 3 tested at 1.19, none from 1"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Check = %v: want it to name %q", err, want)
 		}
@@ -81,6 +84,9 @@ func FuzzReadEnvelopes(f *testing.F) {
 			}
 			for _, b := range e.Boundaries {
 				_ = b.Describe(e.Unit)
+			}
+			if e.Edge != nil {
+				_ = e.Edge.Describe(e.Unit)
 			}
 		}
 		if err := results.Write(path, file); err != nil {
