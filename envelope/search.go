@@ -364,7 +364,9 @@ func (r *run) bisect(ctx context.Context, ev string, topUp bool) error {
 }
 
 // untestable reports whether size k tested nothing in two probes.
-func (r *run) untestable(k int) bool { return r.empty[k] >= 2 && (r.pts[k] == nil || r.pts[k].Tested == 0) }
+func (r *run) untestable(k int) bool {
+	return r.empty[k] >= 2 && (r.pts[k] == nil || r.pts[k].Tested == 0)
+}
 
 // edge narrows, when some size tested nothing, the gap between it and the
 // largest size below it that tested, to neighbouring sizes of the grid:
