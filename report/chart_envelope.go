@@ -22,7 +22,8 @@ var regionColor = color.NRGBA{120, 170, 230, 70}
 // panels (lock bugs; late writes under the first guard searched), the
 // x axis the fault's size in the family's unit (log), one line per lock
 // through its points' observed rates with the 95% bound band, each
-// boundary's first event marked, and the profile's region shaded.
+// boundary's first event marked, where the fault stops testing dashed,
+// and the profile's region shaded.
 func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string]*chart, error) {
 	out := map[string]*chart{}
 	order := map[string]int{}
@@ -42,7 +43,8 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 			Name:  "envelope-" + fam,
 			Title: fmt.Sprintf("Where each lock breaks under %s", fam),
 			Read: "x: the fault's size over the lock's " + es[0].Unit + " (log); y: the share of tested injections followed by the event, " +
-				"each point a probe, the band its exact 95% bounds; a ring marks each lock's first event (its boundary); " +
+				"each point a probe, the band its exact 95% bounds; a ring marks each lock's first event (its boundary), a dashed " +
+				"line the size from which no injection tested; " +
 				"the shaded region, when a profile is given, is the service's own environment.",
 			Width: 12 * vg.Inch, Height: 4.6 * vg.Inch,
 		}
@@ -55,6 +57,7 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 		}
 		var plots []*plot.Plot
 		lg := newLegend()
+		edges := false
 		for i, ev := range events {
 			title := "lock bugs"
 			if ev != results.EventLockBug {
@@ -117,6 +120,16 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 						pl.Add(m)
 					}
 				}
+				if e.Edge != nil {
+					// From here no injection tested: no rate, and no safety either.
+					edge, err := plotter.NewLine(plotter.XYs{{X: e.Edge.Untested, Y: 0}, {X: e.Edge.Untested, Y: 1}})
+					if err == nil {
+						edge.LineStyle = st.line
+						edge.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+						pl.Add(edge)
+						edges = true
+					}
+				}
 				if i == 0 {
 					lg.add(e.Backend, l, s)
 				}
@@ -125,6 +138,9 @@ func envelopeCharts(dir string, f *results.File, p *results.Profile) (map[string
 		}
 		lg.add("ring: first event")
 		lg.add("band: 95% bounds")
+		if edges {
+			lg.add("dashed: nothing tested from here on")
+		}
 		err := ch.render(func(c draw.Canvas) {
 			c = drawTitle(c, ch.Title)
 			w := lg.width(c)

@@ -54,3 +54,43 @@ func TestEnvelopesDrawTheProfilesRegion(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvelopeSaysWhereTestingStops: a family whose largest sizes tested
+// nothing (a failover that outlasts the sections it could break) says
+// where that begins, in the terminal, in the report's table, and as a
+// dashed line on its chart.
+func TestEnvelopeSaysWhereTestingStops(t *testing.T) {
+	e := results.Envelope{Backend: "sentinel", Family: "failover", Fault: "failover", Param: "x", Unit: "lease", LeaseMS: 10000,
+		MinSize: 0.0625, MaxSize: 2, Resolution: math.Pow(2, 0.25),
+		Points: []results.EnvelopePoint{
+			{Size: 0.0625, Tested: 1, Injections: 1, LockBugs: 1},
+			{Size: 0.7071, Tested: 1, Injections: 1, LockBugs: 1},
+			{Size: 0.8409, Tested: 0, Injections: 2},
+			{Size: 2, Tested: 0, Injections: 2},
+		},
+		Boundaries: []results.Boundary{{Event: results.EventLockBug, First: 0.0625, FirstCount: 1, FirstTested: 1, Resolved: true}},
+		Edge:       &results.TestedEdge{Last: 0.7071, LastTested: 1, Untested: 0.8409},
+	}
+	f := &results.File{Envelopes: []results.Envelope{e}}
+	var term strings.Builder
+	if err := report.EnvelopeText(&term, f); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := report.WriteEnvelopes(dir, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "envelope.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "tested up to 0.7071 leases (1 tested injections there); from 0.8409 on none did"
+	for what, got := range map[string]string{"terminal": term.String(), "envelope.md": string(md)} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "charts", "envelope-failover.png")); err != nil {
+		t.Error(err)
+	}
+}

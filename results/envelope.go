@@ -61,10 +61,11 @@ type TestedEdge struct {
 	Untested   float64 `json:"untested"`
 }
 
-// Describe says the edge in a line: "tested up to 0.71 leases (3
-// tested); none of the injections tested from 0.84 on".
+// Describe says the edge in a line: "tested up to 0.71 leases (3 tested
+// injections there); from 0.84 on none did: the fault outlasted what it
+// could break".
 func (t TestedEdge) Describe(unit string) string {
-	return fmt.Sprintf("tested up to %g %ss (%d tested injections there); from %g on no injection tested: the fault outlasted "+
+	return fmt.Sprintf("tested up to %g %ss (%d tested injections there); from %g on none did: the fault outlasted "+
 		"what it could break", t.Last, unit, t.LastTested, t.Untested)
 }
 
