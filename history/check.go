@@ -152,9 +152,10 @@ type keyState struct {
 	grants    int64
 	lastToken uint64
 	haveLast  bool
-	lastRet   span // when the grant that carried lastToken returned
-	// returns are when each grant of the key returned, by its position
-	// (seq − 1); latestLo is the latest lower bound among them.
+	lastRet   span // when the grant that carried lastToken took effect (position)
+	// returns are when each grant of the key took effect (position), by
+	// its place in the judge's order (seq − 1); latestLo is the latest
+	// lower bound among them.
 	returns  []span
 	latestLo int64
 	counter  int64
@@ -297,7 +298,7 @@ func (c *counter) grant(o Op) {
 	c.sections[o.Section] = s
 	c.r.Sections++
 	c.departed(o)
-	ret := order(o)
+	ret := position(o)
 	s.overtaken = len(k.returns) > 0 && k.latestLo > ret.hi
 	k.returns = append(k.returns, ret)
 	k.latestLo = max(k.latestLo, ret.lo)

@@ -91,6 +91,22 @@ func order(o Op) span {
 	return r
 }
 
+// position is when a grant took effect in the lock's order of grants,
+// as its fencing token and the staleness of writes need it: order's span,
+// except that a grant whose lease may have ended before its Acquire
+// returned (its contract line reaches into the return) took effect no
+// earlier than its call and no later than that line or its return. Its
+// return then says nothing of its place among the grants the lock made
+// once its lease had ended, which can return before it does.
+func position(o Op) span {
+	r, l := returned(o), contractLine(o)
+	if l.lo < r.hi {
+		c := called(o).lo
+		return span{c, max(min(r.hi, l.hi), c)}
+	}
+	return r
+}
+
 // contractLine is the earliest moment, by the contract, at which a
 // grant's key may go to someone else: the start of its promise plus the
 // Promise. The promise starts at the call, or later where the lease itself
