@@ -24,14 +24,14 @@ var failoverScenario = &Scenario{
 	Params: map[string]string{"x": "the sentinels' down-after in leases, the sections lost with the master then holding 9/10 of " +
 		"their lease (default: the set's own down-after, 1 s, and holds of half a lease)"},
 	check: func(v url.Values) error { return checkFloat(v, "x") },
-	span: func(p url.Values, _ Shape, lease time.Duration) time.Duration {
+	// One injection a case, whatever the case asks for: the master dies a
+	// third into it, and the rest must hold the sentinels' wait, their
+	// election and a lost section's hold.
+	length: func(p url.Values, lease time.Duration) time.Duration {
 		if !p.Has("x") {
 			return 0
 		}
-		// The master dies a third into the case (failover): the rest must
-		// hold the sentinels' wait, their election and a lost section's
-		// hold, which MinDuration's 4/3 stretches to 3/2.
-		return (failoverWait(p, lease) + lease + failoverElection) * 9 / 8
+		return (failoverWait(p, lease) + lease + failoverElection) * 3 / 2
 	},
 	Fresh:  true,
 	MinTTL: 10 * time.Second,

@@ -34,7 +34,7 @@ var mixed = &Scenario{
 	Requires: Servers,
 	check:    checkSeconds,
 	span:     lasting,
-	length: func(p url.Values) time.Duration {
+	length: func(p url.Values, _ time.Duration) time.Duration {
 		s, _ := strconv.Atoi(p.Get("seconds"))
 		return time.Duration(s) * time.Second
 	},

@@ -273,9 +273,10 @@ type Scenario struct {
 	// gap after it, given the params and the backend's lease: cases
 	// stretch so that every injection fits without meeting the next.
 	span func(p url.Values, sh Shape, lease time.Duration) time.Duration
-	// length, when set, is the shortest case its params ask for (mixed's
-	// seconds): cases stretch to it.
-	length func(p url.Values) time.Duration
+	// length, when set, is the shortest case its params ask for, given
+	// the backend's lease, however many injections the case asks (mixed's
+	// seconds, a failover's wait): cases stretch to it.
+	length func(p url.Values, lease time.Duration) time.Duration
 }
 
 // Needs is what a scenario needs of the servers it breaks, beyond their
@@ -367,7 +368,7 @@ func (f Fault) MinDuration(sh Shape, lease time.Duration, injections int) time.D
 		d = max(d, time.Duration(max(injections, 1))*f.span(f.Params, sh, lease)*4/3)
 	}
 	if f.length != nil {
-		d = max(d, f.length(f.Params))
+		d = max(d, f.length(f.Params, lease))
 	}
 	return d
 }
