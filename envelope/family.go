@@ -173,6 +173,24 @@ func (f Family) spec(size float64) string {
 	return fmt.Sprintf("%s%s%s=%g", f.Fault, sep, f.Param, f.Offset+size)
 }
 
+// probeOverhead is what a probe costs besides its case: servers started
+// or repaired, worker processes, the judge's checks (measured: 3–6 s).
+const probeOverhead = 5 * time.Second
+
+// probeCost is what one probe of n injections of the family costs on
+// backend b at most: its case at the largest size, as the runner
+// stretches it, and the probe's overhead.
+func (f Family) probeCost(b bench.Backend, n int) time.Duration {
+	d := time.Second
+	if f.LongHolds {
+		d = 6 * f.TTL // Cases.Probe's long holds
+	}
+	if fault, err := nemesis.Parse(f.spec(f.Max)); err == nil {
+		d = max(d, fault.MinDuration(bench.Shape(b), bench.Lease(b, max(f.TTL, fault.MinTTL)), n))
+	}
+	return d + probeOverhead
+}
+
 // fits says why the family's fault cannot strike backend b's servers
 // here (etcd's leases on a monotonic clock, a clock preload missing), or
 // "".

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/lockbench/lockbench/backends/all"
 	"github.com/lockbench/lockbench/bench"
@@ -74,5 +75,30 @@ func TestFamiliesSizeTheirFault(t *testing.T) {
 	rate := families["clock-rate"][0]
 	if got := rate.spec(0.25); got != "clock-rate?nodes=majority&rate=1.25" {
 		t.Errorf("clock-rate at 0.25: %q", got)
+	}
+}
+
+// TestProbeCostsFollowTheirCases: a search's share of the budget follows
+// what its probes cost: a delayed restart's cases (holds of three TTLs,
+// the delay in each injection) cost more than a pause's at its largest
+// (3 leases), and a failover's (the sentinels' wait and a lease after the
+// kill) more than twice as much.
+func TestProbeCostsFollowTheirCases(t *testing.T) {
+	cost := func(family, backend string) time.Duration {
+		b, err := bench.ParseBackend(backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return families[family][0].probeCost(b, 3)
+	}
+	pause, restart, failover := cost("client-pause", "redis"), cost("restart-delay", "redis"), cost("failover", "sentinel")
+	t.Logf("probe costs: client-pause %v, restart-delay %v, failover %v", pause, restart, failover)
+	if !(restart > pause && failover > 2*pause) {
+		t.Errorf("probe costs: client-pause %v, restart-delay %v, failover %v: want a restart above a pause, a failover above twice it",
+			pause, restart, failover)
+	}
+	// One failover a case, however many injections a probe asks for.
+	if b, _ := bench.ParseBackend("sentinel"); families["failover"][0].probeCost(b, 1) != failover {
+		t.Error("a failover probe's cost grows with the injections asked")
 	}
 }

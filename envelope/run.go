@@ -25,9 +25,10 @@ type Options struct {
 	// N and SafeN are the tested injections per probe and at a safe end.
 	N, SafeN int
 	Clients  int
-	// Budget is the whole run's time: each search gets an equal share of
-	// what is left when it starts, so a search that ends early leaves its
-	// time to the next.
+	// Budget is the whole run's time: each search gets a share of what is
+	// left when it starts, in proportion to what one of its probes costs
+	// among the searches still to run, so a search that ends early leaves
+	// its time to the next.
 	Budget time.Duration
 	Seed   uint64
 	Dir    string
@@ -53,11 +54,15 @@ func Run(ctx context.Context, o Options) ([]results.Envelope, []results.Case, er
 		}
 	}
 	// Searches whose fault cannot strike the lock here take no share of
-	// the budget.
-	searched := 0
-	for _, j := range jobs {
+	// the budget; the others share it by what one probe of theirs costs,
+	// so that a search whose cases run a minute (a delayed restart, a
+	// failover) gets the probes a pause's search of seconds gets.
+	weight := make([]time.Duration, len(jobs))
+	var left time.Duration // the weight of the searches still to run
+	for i, j := range jobs {
 		if j.f.fits(j.b) == "" {
-			searched++
+			weight[i] = j.f.probeCost(j.b, o.N)
+			left += weight[i]
 		}
 	}
 	if len(jobs) == 0 {
@@ -71,7 +76,7 @@ func Run(ctx context.Context, o Options) ([]results.Envelope, []results.Case, er
 	var envs []results.Envelope
 	var all []results.Case
 	for i, j := range jobs {
-		share := time.Until(end) / time.Duration(max(searched, 1))
+		share := time.Duration(float64(time.Until(end)) * float64(weight[i]) / float64(max(left, 1)))
 		c := &Cases{Clusters: o.Clusters, Worker: o.Worker, Backend: j.b, Family: j.f, Guards: o.Guards, Clients: o.Clients,
 			Dir: o.Dir, Sub: fmt.Sprintf("%02d-%s-%s", i, sanitize(j.b.Spec), j.f.Name), Deadline: time.Now().Add(share)}
 		lease := bench.Lease(j.b, j.f.TTL)
@@ -87,7 +92,7 @@ func Run(ctx context.Context, o Options) ([]results.Envelope, []results.Case, er
 			envs = append(envs, env)
 			continue
 		}
-		searched--
+		left -= weight[i]
 		logf(o.Log, "envelope: %s %s: searching %g–%g %ss (%v) for %v", j.b.Spec, j.f.Name, j.f.Min, j.f.Max, j.f.Unit, lease,
 			share.Round(time.Second))
 		s := Search{Min: j.f.Min, Max: j.f.Max, Resolution: Resolution, N: o.N, SafeN: o.SafeN, Events: events, Seed: o.Seed + uint64(i)*1000003}
