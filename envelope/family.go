@@ -42,6 +42,10 @@ type Family struct {
 	// Mechanism is the debate's account of how this family breaks a
 	// lock, for the report.
 	Mechanism string
+	// Shrinking is set for a family whose danger shrinks as it grows: past
+	// some size the fault outlasts every section it could break and
+	// nothing tests, so its search starts from the smallest size.
+	Shrinking bool
 	// multiNode is set for a family that needs several nodes (a minority
 	// is not the whole of one node).
 	multiNode bool
@@ -75,7 +79,7 @@ var families = map[string][]Family{
 	}},
 	"restart-delay": {{
 		Name: "restart-delay", Fault: "power-loss", Param: "delay", Unit: "key lifetime", Min: 1.0 / 16, Max: 2,
-		TTL: 2 * time.Second, LongHolds: true,
+		TTL: 2 * time.Second, LongHolds: true, Shrinking: true,
 		Mechanism: "a majority of the nodes lost power (their unsynced writes with it) while a holder of three TTLs held, its " +
 			"lease extending itself, and started again after the delay: a lock whose restarted nodes grant the key at once " +
 			"grants it inside the holder's lease unless the delay outlasts that lease (antirez's delayed restart); one whose " +
@@ -101,7 +105,7 @@ var families = map[string][]Family{
 		multiNode: true,
 	}},
 	"failover": {{
-		Name: "failover", Fault: "failover", Param: "x", Unit: "lease", Min: 1.0 / 16, Max: 2, TTL: 10 * time.Second,
+		Name: "failover", Fault: "failover", Param: "x", Unit: "lease", Min: 1.0 / 16, Max: 2, TTL: 10 * time.Second, Shrinking: true,
 		Mechanism: "replication to the replicas was cut, and the master died with sections granted on it alone, held for nine " +
 			"tenths of their lease; the sentinels waited the size's leases (down-after) before they promoted a replica that never " +
 			"saw those sections: once it serves, it grants their keys again, a lock bug while such a section is open, and none " +

@@ -95,7 +95,8 @@ func Run(ctx context.Context, o Options) ([]results.Envelope, []results.Case, er
 		left -= weight[i]
 		logf(o.Log, "envelope: %s %s: searching %g–%g %ss (%v) for %v", j.b.Spec, j.f.Name, j.f.Min, j.f.Max, j.f.Unit, lease,
 			share.Round(time.Second))
-		s := Search{Min: j.f.Min, Max: j.f.Max, Resolution: Resolution, N: o.N, SafeN: o.SafeN, Events: events, Seed: o.Seed + uint64(i)*1000003}
+		s := Search{Min: j.f.Min, Max: j.f.Max, Resolution: Resolution, N: o.N, SafeN: o.SafeN, Events: events, Seed: o.Seed + uint64(i)*1000003,
+			FromBelow: j.f.Shrinking}
 		res, err := s.Run(ctx, logged{c, o.Log, j.b.Spec + " " + j.f.Name})
 		all = append(all, c.Results...)
 		if err != nil {

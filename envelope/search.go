@@ -60,6 +60,11 @@ type Search struct {
 	Events []string
 	// Seed derives each probe's seed.
 	Seed uint64
+	// FromBelow starts at the smallest size, for a fault whose danger
+	// shrinks as it grows (past some size it outlasts what it could break,
+	// and nothing tests): its largest size, where the search would start,
+	// tests nothing by design and costs the most.
+	FromBelow bool
 }
 
 // Result is what a search found: the points and a boundary per event,
@@ -128,6 +133,11 @@ func (s Search) Run(ctx context.Context, p Prober) (Result, error) {
 	// Every event's bracket first, then where the fault stops testing,
 	// then the safe ends' top-ups: a search short of time spends it on
 	// brackets, the cheaper evidence.
+	if s.FromBelow {
+		if _, err := r.ensure(ctx, 0, s.N); err != nil {
+			return Result{}, err
+		}
+	}
 	for _, topUp := range []bool{false, true} {
 		for _, ev := range s.Events {
 			if err := r.bisect(ctx, ev, topUp); err != nil {
@@ -368,8 +378,9 @@ func (r *run) untestable(k int) bool {
 	return r.empty[k] >= 2 && (r.pts[k] == nil || r.pts[k].Tested == 0)
 }
 
-// edge narrows, when some size tested nothing, the gap between it and the
-// largest size below it that tested, to neighbouring sizes of the grid:
+// edge narrows the gap between the largest size that tested and the
+// smallest above it that tested nothing (or the grid's end, not reached
+// yet from below), to neighbouring sizes of the grid:
 // the events' bisections leave it wide when an event already shows below
 // (a failover shorter than the lease breaks Sentinel at every size that
 // tests), and that gap is where the fault stops being a test.
@@ -394,27 +405,32 @@ func (r *run) edge(ctx context.Context) error {
 }
 
 // edgeBracket is the largest size that tested and the smallest above it
-// that tested nothing (untestable); -1s when either is missing.
+// that tested nothing (untestable), or len(sizes) when none above it was
+// found so (a search from below that has not yet reached the top); -1s
+// when no size tested.
 func (r *run) edgeBracket() (top, bad int) {
-	top, bad = -1, -1
+	top = -1
 	for k := len(r.sizes) - 1; k >= 0 && top < 0; k-- {
 		if pt := r.pts[k]; pt != nil && pt.Tested > 0 {
 			top = k
 		}
 	}
-	for k := top + 1; top >= 0 && k < len(r.sizes); k++ {
+	if top < 0 {
+		return -1, -1
+	}
+	for k := top + 1; k < len(r.sizes); k++ {
 		if r.untestable(k) {
 			return top, k
 		}
 	}
-	return -1, -1
+	return top, len(r.sizes)
 }
 
 // tested is the edge the search found, nil when no size it probed tested
 // nothing above the largest that tested.
 func (r *run) tested() *results.TestedEdge {
 	top, bad := r.edgeBracket()
-	if bad < 0 {
+	if bad < 0 || bad == len(r.sizes) {
 		return nil
 	}
 	return &results.TestedEdge{Last: r.sizes[top], LastTested: r.pts[top].Tested, Untested: r.sizes[bad]}

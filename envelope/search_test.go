@@ -219,6 +219,49 @@ func TestSearchBelowAnUntestableTop(t *testing.T) {
 	}
 }
 
+// TestSearchFromBelow: a fault whose danger shrinks as it grows (a
+// failover shorter than the lease breaks the lock at every size that
+// tests; past 1 nothing tests) is searched from its smallest size, never
+// spends a probe at its largest unless the edge search climbs there, and
+// finds the edge to the grid's resolution in fewer probes than a search
+// from the top.
+func TestSearchFromBelow(t *testing.T) {
+	run := func(fromBelow bool) (envelope.Result, []float64) {
+		var sizes []float64
+		var probes int
+		p := planted(step(0, 1), step(0, 1), &probes)
+		prober := envelope.ProberFunc(func(ctx context.Context, size float64, n int, seed uint64) (results.EnvelopePoint, error) {
+			sizes = append(sizes, size)
+			if size > 1 {
+				return results.EnvelopePoint{Size: size, Injections: n, Seeds: []uint64{seed}}, nil
+			}
+			return p.Probe(ctx, size, n, seed)
+		})
+		s := search
+		s.FromBelow = fromBelow
+		res, err := s.Run(context.Background(), prober)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, sizes
+	}
+	res, below := run(true)
+	_, top := run(false)
+	t.Logf("from below: %d probes %v; from the top: %d probes", len(below), below, len(top))
+	if below[0] != search.Min {
+		t.Errorf("first probe at %g, want the smallest size %g", below[0], search.Min)
+	}
+	if e := res.Edge; e == nil || e.Last != 1 || e.Untested != 1.189 {
+		t.Errorf("tested edge %+v, want the last size tested 1, none from 1.189", e)
+	}
+	if b := res.Boundaries[0]; b.First != search.Min || !b.Resolved {
+		t.Errorf("lock-bug boundary %+v: want it at the smallest size", b)
+	}
+	if len(below) >= len(top) {
+		t.Errorf("from below took %d probes, from the top %d: want fewer", len(below), len(top))
+	}
+}
+
 func TestSearchRefusesABadGrid(t *testing.T) {
 	for _, s := range []envelope.Search{
 		{Min: 0, Max: 1, Resolution: 2, N: 1, SafeN: 1},
