@@ -152,15 +152,15 @@ type keyState struct {
 	grants    int64
 	lastToken uint64
 	haveLast  bool
-	lastRet   span // when the grant that carried lastToken took effect (position)
-	// returns are when each grant of the key took effect (position), by
+	lastPos   span // when the grant that carried lastToken took effect (position)
+	// positions are when each grant of the key took effect (position), by
 	// its place in the judge's order (seq − 1); latestLo is the latest
 	// lower bound among them.
-	returns  []span
-	latestLo int64
-	counter  int64
-	accepted int64
-	active   []*section
+	positions []span
+	latestLo  int64
+	counter   int64
+	accepted  int64
+	active    []*section
 	// incident is open while two or more sections are active: the
 	// index of its Episode in the report; -1 when none is open.
 	incident int
@@ -298,10 +298,10 @@ func (c *counter) grant(o Op) {
 	c.sections[o.Section] = s
 	c.r.Sections++
 	c.departed(o)
-	ret := position(o)
-	s.overtaken = len(k.returns) > 0 && k.latestLo > ret.hi
-	k.returns = append(k.returns, ret)
-	k.latestLo = max(k.latestLo, ret.lo)
+	pos := position(o)
+	s.overtaken = len(k.positions) > 0 && k.latestLo > pos.hi
+	k.positions = append(k.positions, pos)
+	k.latestLo = max(k.latestLo, pos.lo)
 	if len(k.active) > 0 {
 		c.overlap(o, k, s)
 	}
@@ -310,7 +310,7 @@ func (c *counter) grant(o Op) {
 		// reported late, which certainly returned before the key's last
 		// token-carrying grant, must carry a smaller token, and leaves
 		// the last one as it is.
-		early := k.haveLast && ret.hi < k.lastRet.lo
+		early := k.haveLast && pos.hi < k.lastPos.lo
 		if k.haveLast && (s.token <= k.lastToken) != early {
 			c.r.TokenRegressions++
 			if c.want(exRegression) {
@@ -318,7 +318,7 @@ func (c *counter) grant(o Op) {
 			}
 		}
 		if !early {
-			k.lastToken, k.haveLast, k.lastRet = s.token, true, ret
+			k.lastToken, k.haveLast, k.lastPos = s.token, true, pos
 		}
 	}
 	k.active = append(k.active, s)

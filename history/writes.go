@@ -47,8 +47,8 @@ func (c *counter) superseded(k *keyState, s *section) bool {
 	if s.overtaken {
 		return true
 	}
-	own := k.returns[s.seq-1]
-	for _, r := range k.returns[s.seq:] {
+	own := k.positions[s.seq-1]
+	for _, r := range k.positions[s.seq:] {
 		if r.hi >= own.lo {
 			return true
 		}
