@@ -61,22 +61,7 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 		return pt, err
 	}
 	clients := max(c.Clients, 2)
-	hold, _ := workloads.Constant(time.Millisecond) // lockbench run's default, so that the replay is the probe
-	spec := workloads.Spec{Workload: workloads.Hot, Clients: clients, TTL: c.Family.TTL, Duration: time.Second, Hold: hold}
-	load := "--workload hot"
-	if w := fault.Workload; w != "" && w != workloads.Hot {
-		// A failover loses keys that were free when replication stopped:
-		// on one hot key the replica keeps the last holder's (its Workload).
-		spec.Workload, spec.Keys = w, manyKeys
-		load = fmt.Sprintf("--workload %s --keys %d", w, manyKeys)
-	}
-	if c.Family.LongHolds {
-		// Cases of two holds at least, so that a short pause still finds
-		// an extension in flight to land in.
-		spec.AutoExtend, spec.HoldFor, spec.Duration = true, 3*c.Family.TTL, 6*c.Family.TTL
-		spec.AcquireTimeout = 4*spec.HoldFor + 5*time.Second // behind the other clients' holds
-		load += fmt.Sprintf(" --auto-extend --hold-left %v --acquire-timeout %v", spec.HoldFor, spec.AcquireTimeout)
-	}
+	spec, load := c.Family.load(fault, clients)
 	bc := bench.Case{Backend: c.Backend, Fault: fault, Guards: c.Guards, ClientsAs: results.ClientsProcesses,
 		Durability: results.DurabilityFast, Injections: n, Spec: spec}
 	sub := fmt.Sprintf("%s-%02d", c.Sub, c.count)
@@ -115,6 +100,28 @@ func (c *Cases) Probe(ctx context.Context, size float64, n int, seed uint64) (re
 		count(&pt, rc)
 	}
 	return pt, nil
+}
+
+// load is the workload a probe of the family's fault runs with clients
+// client processes, and the flags of lockbench run that ask for it.
+func (f Family) load(fault nemesis.Fault, clients int) (workloads.Spec, string) {
+	hold, _ := workloads.Constant(time.Millisecond) // lockbench run's default, so that the replay is the probe
+	spec := workloads.Spec{Workload: workloads.Hot, Clients: clients, TTL: f.TTL, Duration: time.Second, Hold: hold}
+	flags := "--workload hot"
+	if w := fault.Workload; w != "" && w != workloads.Hot {
+		// A failover loses keys that were free when replication stopped:
+		// on one hot key the replica keeps the last holder's (its Workload).
+		spec.Workload, spec.Keys = w, manyKeys
+		flags = fmt.Sprintf("--workload %s --keys %d", w, manyKeys)
+	}
+	if f.LongHolds {
+		// Cases of two holds at least, so that a short pause still finds
+		// an extension in flight to land in.
+		spec.AutoExtend, spec.HoldFor, spec.Duration = true, 3*f.TTL, 6*f.TTL
+		spec.AcquireTimeout = 4*spec.HoldFor + 5*time.Second // behind the other clients' holds
+		flags += fmt.Sprintf(" --auto-extend --hold-left %v --acquire-timeout %v", spec.HoldFor, spec.AcquireTimeout)
+	}
+	return spec, flags
 }
 
 // count adds case rc (one guard's result) to the point: the injections

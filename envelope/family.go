@@ -178,20 +178,19 @@ func (f Family) spec(size float64) string {
 }
 
 // probeOverhead is what a probe costs besides its case: servers started
-// or repaired, worker processes, the judge's checks (measured: 3–6 s).
+// or repaired, worker processes, the judge's checks.
 const probeOverhead = 5 * time.Second
 
 // probeCost is what one probe of n injections of the family costs on
 // backend b at most: its case at the largest size, as the runner
 // stretches it, and the probe's overhead.
 func (f Family) probeCost(b bench.Backend, n int) time.Duration {
-	d := time.Second
-	if f.LongHolds {
-		d = 6 * f.TTL // Cases.Probe's long holds
+	fault, err := nemesis.Parse(f.spec(f.Max))
+	if err != nil {
+		return probeOverhead // TestFamiliesSizeTheirFault parses every family at its ends
 	}
-	if fault, err := nemesis.Parse(f.spec(f.Max)); err == nil {
-		d = max(d, fault.MinDuration(bench.Shape(b), bench.Lease(b, max(f.TTL, fault.MinTTL)), n))
-	}
+	spec, _ := f.load(fault, 2)
+	d := max(spec.Duration, fault.MinDuration(bench.Shape(b), bench.Lease(b, max(f.TTL, fault.MinTTL)), n))
 	return d + probeOverhead
 }
 

@@ -380,10 +380,10 @@ func (r *run) untestable(k int) bool {
 
 // edge narrows the gap between the largest size that tested and the
 // smallest above it that tested nothing (or the grid's end, not reached
-// yet from below), to neighbouring sizes of the grid:
-// the events' bisections leave it wide when an event already shows below
-// (a failover shorter than the lease breaks Sentinel at every size that
-// tests), and that gap is where the fault stops being a test.
+// yet from below), to neighbouring sizes of the grid: the events'
+// bisections leave it wide when an event already shows below (a failover
+// shorter than the lease breaks Sentinel at every size that tests), and
+// that gap is where the fault stops being a test.
 func (r *run) edge(ctx context.Context) error {
 	for !r.out {
 		top, bad := r.edgeBracket()
@@ -394,11 +394,10 @@ func (r *run) edge(ctx context.Context) error {
 		if mid < 0 {
 			return nil
 		}
+		// ensure returns with mid tested, given up (pick skips it), or the
+		// budget spent (the loop ends).
 		if _, err := r.ensure(ctx, mid, r.s.N); err != nil {
 			return err
-		}
-		if !r.failed[mid] && (r.pts[mid] == nil || r.pts[mid].Tested == 0) {
-			return nil // the budget ran out inside the probe
 		}
 	}
 	return nil

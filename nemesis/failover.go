@@ -46,8 +46,8 @@ var failoverScenario = &Scenario{
 }
 
 // failoverElection is what a failover takes beyond the sentinels' wait:
-// their agreement, the election of the one that promotes, the promotion
-// (measured on lockbench's sets: 1.5–2.5 s).
+// their agreement, the election of the one that promotes, the promotion,
+// with a margin (docs/measurements.md has what it takes here).
 const failoverElection = 3 * time.Second
 
 // failoverWait is the sentinels' down-after x asks for, 0 when it asks

@@ -12,6 +12,21 @@ import (
 	"github.com/lockbench/lockbench/results"
 )
 
+// writeEnvelopes writes f's envelope report into a temporary dir and
+// returns the dir and its envelope.md.
+func writeEnvelopes(t *testing.T, f *results.File) (string, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := report.WriteEnvelopes(dir, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "envelope.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, md
+}
+
 // TestEnvelopesDrawTheProfilesRegion: an envelope file with a profile
 // gets a chart per family and a section whose margins cite the profile's
 // pause and clock step against each boundary.
@@ -34,14 +49,7 @@ func TestEnvelopesDrawTheProfilesRegion(t *testing.T) {
 	p := &results.Profile{TTL: results.Duration(10 * time.Second), MaxPause: results.Duration(800 * time.Millisecond),
 		ClockStep: results.Duration(2 * time.Second)}
 	f := &results.File{Envelopes: []results.Envelope{pause, jump}, Profile: p}
-	dir := t.TempDir()
-	if err := report.WriteEnvelopes(dir, f, nil); err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(filepath.Join(dir, "envelope.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, md := writeEnvelopes(t, f)
 	for _, want := range []string{"reach 0.08 leases", "was at 1 leases (12.5× your pauses)", "never reached up to 3 leases",
 		"reach 0.2 key lifetimes", "was at 0.25 key lifetimes (1.2× your clock steps)", "charts/envelope-clock-jump.png"} {
 		if !strings.Contains(string(md), want) {
@@ -76,14 +84,7 @@ func TestEnvelopeSaysWhereTestingStops(t *testing.T) {
 	if err := report.EnvelopeText(&term, f); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := report.WriteEnvelopes(dir, f, nil); err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(filepath.Join(dir, "envelope.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, md := writeEnvelopes(t, f)
 	const want = "tested up to 0.7071 leases (1 tested injections there); from 0.8409 on none did"
 	for what, got := range map[string]string{"terminal": term.String(), "envelope.md": string(md)} {
 		if !strings.Contains(got, want) {
