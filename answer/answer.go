@@ -185,14 +185,22 @@ func decide(ev *evidence, cands []*backend, p results.Profile, intent string, le
 	// because planned cases of it did not run: one on the team's servers
 	// when the pick is, any otherwise. (One not judged for what no round
 	// can add, a variant never run without faults, waits for nothing.)
-	judged := judgedNeeds(pending)
+	// A candidate the team would add cannot join a pick on its servers:
+	// what would judge it is not asked for then, so that the rounds spend
+	// on the comparisons that can change the answer.
 	ownTier := len(p.Have) > 0 && owned(tier[0], p.Have) == 1
+	var joinable []standing
 	var contenders []string
 	for _, s := range pending {
-		if len(s.b.cut) > 0 && (!ownTier || owned(s.b, p.Have) == 1) {
+		if ownTier && owned(s.b, p.Have) == 0 {
+			continue
+		}
+		joinable = append(joinable, s)
+		if len(s.b.cut) > 0 {
 			contenders = append(contenders, s.b.name)
 		}
 	}
+	judged := judgedNeeds(joinable)
 	ch.Decided = len(left) == 1 && len(unrun) == 0 && len(contenders) == 0
 	switch {
 	case len(left) > 1:

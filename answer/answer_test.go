@@ -261,6 +261,40 @@ func TestHave(t *testing.T) {
 	}
 }
 
+// TestWouldAddWaitsForNothing: when a candidate on the team's servers
+// qualifies, one it would add and that the budget left unjudged cannot
+// change the answer: nothing is asked to judge it, and the pick is
+// decided without it.
+func TestWouldAddWaitsForNothing(t *testing.T) {
+	f := &results.File{}
+	for _, c := range free("table", true, 700, 720, 690) {
+		c.ServerKind = "postgres"
+		f.Cases = append(f.Cases, c)
+	}
+	f.Skipped = []results.Skip{{Backend: "etcd", FaultClass: "server-pause", Fault: "server-pause", Cut: true, ServerKind: "etcd",
+		Reason: "not run in round 1: left out for the budget"}}
+	p := results.Profile{Intent: results.IntentEfficiency, Have: []string{"postgres"}, Backends: []string{"table", "etcd"}}
+	a, err := Decide(f, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := a.Efficiency
+	if !slices.Equal(ch.Pick, []string{"table"}) || !ch.Decided {
+		t.Errorf("pick %v decided %v: want table, decided (%q)", ch.Pick, ch.Decided, ch.Reasons)
+	}
+	if i := slices.IndexFunc(ch.Needs, func(n results.Need) bool { return n.A == "etcd" }); i >= 0 {
+		t.Errorf("asked to judge a candidate the team would add: %+v", ch.Needs[i])
+	}
+	// Without the servers named, etcd could still outrank the pick.
+	p.Have = nil
+	if a, err = Decide(f, p); err != nil {
+		t.Fatal(err)
+	}
+	if ch := a.Efficiency; ch.Decided || !slices.ContainsFunc(ch.Needs, func(n results.Need) bool { return n.A == "etcd" }) {
+		t.Errorf("without have: decided %v needs %+v: want etcd judged first", ch.Decided, ch.Needs)
+	}
+}
+
 // TestTieSaysItsPrice: a tie names what would settle it and about how
 // long that runs, from the run's own case durations.
 func TestTieSaysItsPrice(t *testing.T) {
