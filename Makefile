@@ -66,9 +66,9 @@ fuzz:
 	scripts/fuzz.sh
 
 # lockbench advise on its default profile (both intents, every backend of
-# the default suite, its load): the plan, then rounds within 20 minutes.
+# the default suite, its load): the plan, then rounds within 15 minutes.
 bench: deps build
-	$(BIN)/lockbench advise --budget 20m --out $(OUT)
+	$(BIN)/lockbench advise --budget 15m --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest
 
 bench-quick: deps build

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -181,7 +182,7 @@ func (s Suite) skipped(r resolved) []results.Skip {
 			leave, left := r.left[b.Spec][class]
 			switch {
 			case left:
-				reason = fmt.Sprintf("the %s suite leaves %s on %s %s", s.Name, class, b.Spec, leave)
+				reason = s.leaves(class, b.Spec, leave)
 			case !r.runs[b.Spec][class] && r.variant[b.Spec]:
 				reason = fmt.Sprintf("the suite runs the variant %s under %v only", b.Spec, r.order[b.Spec])
 			case !r.runs[b.Spec][class]:
@@ -200,8 +201,26 @@ func (s Suite) skipped(r resolved) []results.Skip {
 				out = append(out, results.Skip{Backend: b.Spec, FaultClass: class, Reason: reason})
 			}
 		}
+		// A class the suite leaves out everywhere is in no fault of its
+		// matrix: each backend still says so.
+		for _, class := range slices.Sorted(maps.Keys(r.left[b.Spec])) {
+			if seen[[2]string{b.Spec, class}] {
+				continue
+			}
+			seen[[2]string{b.Spec, class}] = true
+			reason := s.leaves(class, b.Spec, r.left[b.Spec][class])
+			if f, err := nemesis.Parse(class); err == nil && applicability(b, f) != "" {
+				reason = applicability(b, f) // it could not have run here anyway
+			}
+			out = append(out, results.Skip{Backend: b.Spec, FaultClass: class, Reason: reason})
+		}
 	}
 	return out
+}
+
+// leaves says that the suite leaves class on spec out, and why.
+func (s Suite) leaves(class, spec, why string) string {
+	return fmt.Sprintf("the %s suite leaves %s on %s %s", s.Name, class, spec, why)
 }
 
 // guards are the guards the suite judges fault f under.

@@ -98,7 +98,6 @@ func TestDefaultSuiteCoversTheCatalogue(t *testing.T) {
 		{pair{"etcd", "server-pause"}, []judge.Guard{none, fence}},
 		{pair{"sentinel", "failover"}, []judge.Guard{none, fence}},
 		{pair{"redlock", "restart"}, []judge.Guard{none, fence}},
-		{pair{"redlock?quarantine=false", "restart"}, []judge.Guard{none}},
 		{pair{"redlock", "crash-minority"}, []judge.Guard{fence}},
 		{pair{"etcd", "leader-kill"}, []judge.Guard{fence}},
 		{pair{"zookeeper", "crash-minority"}, []judge.Guard{fence}},
@@ -123,7 +122,8 @@ func TestSkippedSaysWhy(t *testing.T) {
 		{"zookeeper", "power-loss", "redlock"},
 		{"redis", "crash-minority", "at least 3 nodes"},
 		{"noop", "server-pause", "servers"},
-		{"redlock?quarantine=false", "client-pause", "variant"},
+		{"redis", "latency", "make bench-full runs it"},
+		{"zookeeper", "latency", "make bench-full runs it"},
 	} {
 		if r := skipped[[2]string{want.backend, want.class}]; !strings.Contains(r, want.says) {
 			t.Errorf("%s under %s: skipped for %q, want a reason that says %q", want.backend, want.class, r, want.says)
@@ -168,7 +168,7 @@ func TestNewBackendsInTheSuites(t *testing.T) {
 				}
 			}
 			if name == "default" {
-				for _, f := range []string{"client-pause", "server-pause", "restart", "partition", "latency", "clock-jump"} {
+				for _, f := range []string{"client-pause", "server-pause", "restart", "partition", "clock-jump"} {
 					if !faults[spec][f] {
 						t.Errorf("default suite: %s never under %s", spec, f)
 					}
@@ -208,10 +208,11 @@ func TestProfilesWhereTheyMatter(t *testing.T) {
 	def, full := ran(suites.Default()), ran(suites.Full())
 	p, d, f := results.DurabilityPeriodic, results.DurabilityDurable, results.DurabilityFast
 	for _, b := range []string{"redis", "redlock", "redlock?quarantine=false", "redsync", "rueidislock"} {
-		for _, prof := range []string{p, d} {
-			if (b == "redis" || strings.HasPrefix(b, "redlock")) && !def[run{b, "power-loss", prof}] {
-				t.Errorf("the default suite lacks %s under power-loss, %s", b, prof)
-			}
+		if (b == "redis" || b == "redlock") && !def[run{b, "power-loss", p}] {
+			t.Errorf("the default suite lacks %s under power-loss, %s", b, p)
+		}
+		if def[run{b, "power-loss", d}] || b == "redlock?quarantine=false" && def[run{b, "power-loss", p}] {
+			t.Errorf("the default suite runs %s under power-loss beyond periodic on redis and redlock: the full suite's", b)
 		}
 		for _, prof := range []string{f, p, d} {
 			if !full[run{b, "power-loss", prof}] {

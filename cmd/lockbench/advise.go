@@ -64,8 +64,8 @@ The profile in YAML (every field optional; durations as 200ms, 5s):
   max-pause: 2s                # longest GC/VM stall of a holder (0: none)
   clock-step: 0                # largest clock step (0: slew only)
   unavailability: 5s           # acceptable time without grants after a fault`,
-		Example: `  # what make bench runs: the default profile, both intents, within 20 minutes
-  lockbench advise --budget 20m --out results/now
+		Example: `  # what make bench runs: the default profile, both intents, within 15 minutes
+  lockbench advise --budget 15m --out results/now
 
   # the plan for a service, and nothing started
   lockbench advise --intent correctness --have redis,postgres --hold 10ms,200ms --ttl 5s --dry-run
