@@ -75,13 +75,15 @@ func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string, []results.Skip)
 		return pl.classRank(a.class) - pl.classRank(b.class)
 	})
 	keep := map[*cell]bool{}
-	var spent time.Duration
+	var kept []bench.Case
 	var cut []string
 	full := false // past the first cell that does not fit, nothing more is kept: priority, not packing
 	for _, c := range ranked {
 		c.cost = Estimate(c.cases)
-		if !full && spent+c.cost <= limit {
-			keep[c], spent = true, spent+c.cost
+		// What the cells kept so far and this one take in the order they
+		// run: their servers' starts shared, not one per cell.
+		if with := append(slices.Clone(kept), c.cases...); !full && Estimate(with) <= limit {
+			keep[c], kept = true, with
 			continue
 		}
 		full = true

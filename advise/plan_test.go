@@ -211,6 +211,21 @@ func TestPlanBudget(t *testing.T) {
 	}
 }
 
+// TestMakeBenchFitsItsBudget: make bench's plan at its 15 minutes runs
+// the whole catalogue in round 1, its cells counted as they run (one
+// start of servers shared by the cells that need the same ones), not as
+// the sum of each cell alone, which once cut the consensus locks'
+// partition-halves from a round 1 that had the time.
+func TestMakeBenchFitsItsBudget(t *testing.T) {
+	pl, err := advise.New(advise.Default(), 15*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Cut) > 0 || pl.Estimate > 15*time.Minute {
+		t.Errorf("round 1 estimated %v, cut %q", pl.Estimate, pl.Cut)
+	}
+}
+
 // TestEstimateDefaultSuite: the estimate of the default suite's cases
 // (without fresh trials) is within a quarter of make bench's measured
 // 14 min 5 s (run e7950b7d, a quiet machine).
