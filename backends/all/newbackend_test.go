@@ -72,10 +72,15 @@ func TestAddingABackendIsOnePackage(t *testing.T) {
 			faults[c.Backend.Spec] = append(faults[c.Backend.Spec], c.Fault.Spec)
 		}
 	}
-	for _, want := range []string{"none", "client-pause", "server-pause", "restart", "clock-jump", "partition", "latency"} {
+	for _, want := range []string{"none", "client-pause", "server-pause", "restart", "clock-jump", "partition"} {
 		if !slices.Contains(faults[throwaway], want) {
 			t.Errorf("the default suite does not run %s under %s: %v", throwaway, want, faults[throwaway])
 		}
+	}
+	if !slices.ContainsFunc(plan.Skipped, func(s results.Skip) bool {
+		return s.Backend == throwaway && s.FaultClass == "latency" && strings.Contains(s.Reason, "make bench-full runs it")
+	}) {
+		t.Errorf("the default suite does not say it leaves latency on %s to the full suite", throwaway)
 	}
 	if len(faults[throwaway+"?fencing=false"]) == 0 {
 		t.Error("the default suite does not run the variant its rule gives")
