@@ -209,8 +209,10 @@ func (s Suite) skipped(r resolved) []results.Skip {
 			}
 			seen[[2]string{b.Spec, class}] = true
 			reason := s.leaves(class, b.Spec, r.left[b.Spec][class])
-			if f, err := nemesis.Parse(class); err == nil && applicability(b, f) != "" {
-				reason = applicability(b, f) // it could not have run here anyway
+			if f, err := nemesis.Parse(class); err == nil {
+				if why := applicability(b, f); why != "" {
+					reason = why // it could not have run here anyway
+				}
 			}
 			out = append(out, results.Skip{Backend: b.Spec, FaultClass: class, Reason: reason})
 		}
