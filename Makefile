@@ -66,7 +66,8 @@ fuzz:
 	scripts/fuzz.sh
 
 # lockbench advise on its default profile (both intents, every backend of
-# the default suite, its load): the plan, then rounds within 15 minutes.
+# the default suite, its load): the plan, the rounds and the report within
+# 15 minutes (the budget covers the whole command).
 bench: deps build
 	$(BIN)/lockbench advise --budget 15m --out $(OUT)
 	@ln -sfn $(notdir $(OUT)) results/latest

@@ -40,12 +40,13 @@ func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string, []results.Skip)
 	if pl.Budget == 0 {
 		return cases, nil, nil
 	}
-	limit := pl.Budget * 3 / 4
+	rounds := pl.Budget - Closing(pl.Budget)
+	limit := rounds * 3 / 4
 	switch {
-	case Estimate(cases) <= pl.Budget*9/10:
+	case Estimate(cases) <= rounds*9/10:
 		limit = math.MaxInt64 // everything, still in priority order
 	case pl.Profile.isDefault():
-		limit = pl.Budget // make bench: the whole catalogue first, rounds only if time is left
+		limit = rounds // make bench: the whole catalogue first, rounds only if time is left
 	}
 	byKey := map[[2]string]*cell{}
 	var cells []*cell

@@ -98,7 +98,8 @@ type Plan struct {
 	Cases    []bench.Case
 	Estimate time.Duration
 	// RoundOne is how long round 1 starts cases for (zero: until the
-	// budget ends): three quarters of a service's budget, so that the
+	// rounds' time ends): three quarters of the rounds' part of a
+	// service's budget (Closing is kept for the answer), so that the
 	// rounds keep a quarter for what the answer still needs — the
 	// survivors' classes round 1 did not reach — however slow the
 	// machine; make bench runs its whole catalogue first.
@@ -377,7 +378,7 @@ func (pl *Plan) build() error {
 	pl.Skipped = append(pl.Skipped, left...)
 	pl.Estimate = Estimate(pl.Cases)
 	if pl.Budget > 0 && !p.isDefault() {
-		pl.RoundOne = pl.Budget * 3 / 4
+		pl.RoundOne = (pl.Budget - Closing(pl.Budget)) * 3 / 4
 	}
 	return nil
 }

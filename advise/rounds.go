@@ -78,16 +78,18 @@ type RunFunc func(ctx context.Context, cases []bench.Case, startBy time.Time) (*
 // results, more injections and trials for the comparisons that could
 // still change the answer — those that fit what is left of the budget —
 // until the answer is decided, the budget is spent or Looks rounds have
-// run. The budget is a hard cap: a round still running when it ends is
-// cut short there (its results so far kept, the file marked partial)
-// and the last look is on what was measured. It logs each round to log
-// and returns the results and the last verdict.
+// run. The budget covers the whole command: the rounds end Closing
+// before it, a hard cap at which a round still running is cut short (its
+// results so far kept, the file marked partial) and the last look is on
+// what was measured. It logs each round to log and returns the results
+// and the last verdict.
 func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.Writer) (*results.File, Verdict, error) {
 	start := time.Now()
 	parent := ctx
+	limit := pl.Budget - Closing(pl.Budget)
 	if pl.Budget > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, pl.Budget)
+		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
 	cases := pl.Cases
@@ -125,7 +127,7 @@ func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.
 		}
 		left := time.Duration(0)
 		if pl.Budget > 0 {
-			if left = pl.Budget - time.Since(start); left <= 0 {
+			if left = limit - time.Since(start); left <= 0 {
 				fmt.Fprintf(log, "advise: the budget is spent after round %d: %d comparisons undecided\n", look, len(v.Needs))
 				return f, v, nil
 			}
@@ -140,6 +142,13 @@ func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.
 			return f, v, nil
 		}
 	}
+}
+
+// Closing is the part of a budget kept for after the rounds: stopping
+// the servers of a cut round, the last look, results.json and the
+// report; a tenth of budgets under 200 s.
+func Closing(budget time.Duration) time.Duration {
+	return min(20*time.Second, budget/10)
 }
 
 // Words says what n needs in words.

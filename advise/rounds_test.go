@@ -21,13 +21,16 @@ type record struct {
 	// block, when set, makes a round wait for its context to end (a
 	// round the budget cuts).
 	block bool
-	// startBy is each round's time to start cases by.
-	startBy []time.Time
+	// startBy is each round's time to start cases by; deadline its
+	// context's.
+	startBy, deadline []time.Time
 }
 
 func (r *record) run(ctx context.Context, cases []bench.Case, startBy time.Time) (*results.File, error) {
 	r.rounds = append(r.rounds, cases)
 	r.startBy = append(r.startBy, startBy)
+	d, _ := ctx.Deadline()
+	r.deadline = append(r.deadline, d)
 	if r.block {
 		<-ctx.Done()
 		r.file.Partial = true
@@ -103,9 +106,10 @@ func TestRounds(t *testing.T) {
 	if err != nil || len(r.rounds) != 1 || looks != 1 || !f.Partial {
 		t.Errorf("budget cut: %d rounds, %d looks, partial %v, error %v (want 1, 1, true, nil)", len(r.rounds), looks, f.Partial, err)
 	}
-	// A service's budget: round 1 starts cases for three quarters of it,
-	// the rounds after it until the budget ends; make bench's runs its
-	// whole catalogue first.
+	// A service's budget: the rounds end Closing before it, for the
+	// answer and the report; round 1 starts cases for three quarters of
+	// the rounds' time, the rounds after it until their time ends; make
+	// bench's runs its whole catalogue first.
 	pl, err = advise.New(p, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -115,8 +119,15 @@ func TestRounds(t *testing.T) {
 	if _, _, err := pl.Rounds(context.Background(), r.run, decide, io.Discard); err != nil || len(r.startBy) != 2 {
 		t.Fatalf("%d rounds, error %v (want 2)", len(r.startBy), err)
 	}
-	if by := r.startBy[0]; by.Before(before.Add(45*time.Minute)) || by.After(time.Now().Add(45*time.Minute)) || !r.startBy[1].IsZero() {
-		t.Errorf("rounds start cases by %v (want round 1 three quarters of the hour from the start, round 2 unbounded)", r.startBy)
+	rounds := time.Hour - advise.Closing(time.Hour)
+	if by := r.startBy[0]; by.Before(before.Add(rounds*3/4)) || by.After(time.Now().Add(rounds*3/4)) || !r.startBy[1].IsZero() {
+		t.Errorf("rounds start cases by %v (want round 1 three quarters of %v from the start, round 2 unbounded)", r.startBy, rounds)
+	}
+	for _, d := range r.deadline {
+		if d.Before(before.Add(rounds)) || d.After(time.Now().Add(rounds)) {
+			t.Errorf("a round's deadline is %v from the start, want %v (the hour less %v for the answer and the report)",
+				d.Sub(before), rounds, advise.Closing(time.Hour))
+		}
 	}
 	if def, err := advise.New(advise.Default(), 20*time.Minute); err != nil || def.RoundOne != 0 {
 		t.Errorf("make bench's round 1 starts cases for %v (want until the budget ends), error %v", def.RoundOne, err)

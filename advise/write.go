@@ -69,7 +69,8 @@ func (pl *Plan) Write(w io.Writer) error {
 	if pl.Budget == 0 {
 		fmt.Fprintln(&b, "no budget given: the rounds go on until the answer is decided or the looks are spent.")
 	} else {
-		fmt.Fprintf(&b, "the budget is %s: later rounds spend what round 1 leaves on what is still undecided", seconds(pl.Budget))
+		fmt.Fprintf(&b, "the budget is %s, its last %s kept for the answer and the report: later rounds spend what round 1 leaves "+
+			"on what is still undecided", seconds(pl.Budget), seconds(Closing(pl.Budget)))
 		if pl.RoundOne > 0 {
 			fmt.Fprintf(&b, " (round 1 starts no case after %s, however slow the machine)", seconds(pl.RoundOne))
 		}

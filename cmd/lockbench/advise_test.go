@@ -26,7 +26,7 @@ func TestAdviseDryRun(t *testing.T) {
 	took := time.Since(start)
 	t.Logf("dry run in %v:\n%s", took, stdout)
 	for _, want := range []string{"on redis you run", "on postgres you run", "you would add etcd", "client-pause?x=0.3", "clock-rate",
-		"qualification: 10 tested injections", "Round 1:", "estimated", "the budget is 8m0s", "round 1 starts no case after 6m0s", "Left out of round 1 for the budget"} {
+		"qualification: 10 tested injections", "Round 1:", "estimated", "the budget is 8m0s, its last 20s kept for the answer", "round 1 starts no case after 5m45s", "Left out of round 1 for the budget"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("the plan does not say %q", want)
 		}
