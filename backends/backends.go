@@ -39,6 +39,11 @@ type Config struct {
 	TLSFiles *TLSFiles `json:"tls_files,omitempty"`
 	// Params are backend-specific settings by name.
 	Params map[string]string `json:"params,omitempty"`
+	// Clock, when set, is the clock the backend's client measures a
+	// lease's validity on, where its descriptor says it takes one
+	// (Descriptor.ClientClock); nil is time.Now. A worker sets it to a
+	// clock a fault can make miss a stall.
+	Clock func() time.Time `json:"-"`
 }
 
 // Factory opens a Locker from a Config.

@@ -85,6 +85,10 @@ type Descriptor struct {
 	// servers, not assumed. Without it such a fault's effect on the keys
 	// cannot be verified.
 	Probe Prober
+	// ClientClock says that the backend's client measures a lease's
+	// validity on Config.Clock: a fault can make that clock miss a stall
+	// of the client (nemesis.ClientClock).
+	ClientClock bool
 	// Variants are the specs of the backend worth listing or running, in
 	// the order the suites run them; `lockbench backends` lists those
 	// Listed. Nil means the plain backend alone.

@@ -74,8 +74,24 @@ func Listed() []string {
 // registration in kinds), with what its servers can be started with here
 // (a lazy filesystem, the clock preload, network namespaces), which a
 // scenario's Needs then asks for; and, for each capability they lack,
-// why, in the words of the kind or the mechanism that lacks it.
-func Shape(b Backend) nemesis.Shape { return kinds.Shape(b.Descriptor.Servers) }
+// why, in the words of the kind or the mechanism that lacks it. A client
+// that takes the clock it measures validity on adds ClientClock.
+func Shape(b Backend) nemesis.Shape {
+	sh := kinds.Shape(b.Descriptor.Servers)
+	switch {
+	case !sh.Has(nemesis.Servers):
+	case b.Descriptor.ClientClock:
+		sh.Caps |= nemesis.ClientClock
+	default:
+		sh.Why[nemesis.ClientClock] = vDSOClock
+	}
+	return sh
+}
+
+// vDSOClock is why a backend's client has no clock a fault can stand
+// still: it is not ours to give one.
+const vDSOClock = "its client reads Go's own clock, through the vDSO, which neither the clock preload nor a time namespace moves in " +
+	"a running process: only a client that takes the clock it measures validity on (our Redlock) can have it stand still"
 
 // profileFits returns why backend b's servers cannot run under the
 // durability profile, or "" when they can: as their kind says

@@ -142,8 +142,9 @@ func (c *Clusters) Setup(ctx context.Context, b Backend, f nemesis.Fault, durabi
 		return nemesis.Target{}, cfg, err
 	}
 	t := cl.Target
-	t.Priority, t.Probe, t.Why = d.Priority, probe(d, cfg), Shape(b).Why
-	t.Quorum = Shape(b).Has(nemesis.ClientQuorum)
+	sh := Shape(b)
+	t.Priority, t.Probe, t.Why = d.Priority, probe(d, cfg), sh.Why
+	t.Quorum, t.ClientClock = sh.Has(nemesis.ClientQuorum), sh.Has(nemesis.ClientClock)
 	cfg.Addrs = cl.Addrs(f.Proxied)
 	if cl.Master != "" && d.Servers.MasterParam != "" {
 		cfg.Params[d.Servers.MasterParam] = cl.Master

@@ -55,15 +55,19 @@ const (
 	// itself and counts their answers (Redlock, redsync): two clients that
 	// see different majorities can both count one.
 	ClientQuorum
+	// ClientClock: the lock's client measures a lease's validity on a
+	// clock the worker gives it (backends.Config.Clock), which a fault can
+	// make miss a stall of the client (our Redlock).
+	ClientClock
 
-	lastCapability = ClientQuorum
+	lastCapability = ClientClock
 )
 
 // capNames are the capabilities' names, as errors and tests print them.
 var capNames = map[Capability]string{
 	Servers: "servers", Minority: "minority", Leadership: "leadership", Election: "election", PeerLinks: "peer links",
 	Failover: "failover", ClientLinks: "client links", Proxy: "proxy", LosableData: "losable data", MovableClock: "movable clock",
-	ClientNets: "client nets", ClientQuorum: "client quorum",
+	ClientNets: "client nets", ClientQuorum: "client quorum", ClientClock: "client clock",
 }
 
 // lacking is what a cluster lacking a capability is told when neither its
@@ -82,6 +86,7 @@ var lacking = map[Capability]string{
 	ClientNets: "needs every node a member of one peer network of this machine (root and the ip command), " +
 		"which each client process joins in a namespace of its own",
 	ClientQuorum: "applies to locks whose client asks a quorum of independent nodes itself (Redlock, redsync)",
+	ClientClock:  "applies to locks whose client takes the clock it measures a lease's validity on (our Redlock)",
 }
 
 // Takes says what a cluster needs to have capability c (one capability):

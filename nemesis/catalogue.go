@@ -79,6 +79,7 @@ var catalogue = []*Scenario{
 		},
 		plan: clientPausePlan,
 	},
+	clientClock,
 	serverPause,
 	failoverScenario,
 	restart,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lockbench/lockbench/history"
@@ -184,32 +185,51 @@ func aimExtend(ctx context.Context, nm *Nemesis, c judge.Peer, until time.Durati
 
 // armAtGrant makes the next Pause of process arm it to stop itself at
 // its next grant (history.PointGranted) rather than stop it at once.
-func (n *Nemesis) armAtGrant(process int) {
+func (n *Nemesis) armAtGrant(process int) { n.armSelf(process, selfStop{worker.ArmSignal, atGrant}) }
+
+// armSelf makes the next Pause of process arm it with s rather than stop
+// it.
+func (n *Nemesis) armSelf(process int, s selfStop) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.atGrant[process] = true
+	n.selfStops[process] = s
 }
+
+// selfStop is how a Pause arms a client process to stop itself: the
+// signal that arms it, and where it stops, for the injection's proof.
+type selfStop struct {
+	signal syscall.Signal
+	where  string
+}
+
+// The places an armed worker stops itself at.
+const (
+	atGrant = "in Acquire when armed; it stopped itself once Acquire returned a lease, before reporting it (where it landed, " +
+		"the history says)"
+	inClock = "in Acquire when signalled; it stopped itself at once, its lock's clock standing still until it was resumed (where " +
+		"it landed, the history says)"
+)
 
 // A selfStopper is a client process that can be armed to stop itself
-// (worker.ArmSignal), as a worker of this machine can.
+// (worker.ArmSignal, worker.ClockSignal), as a worker of this machine can.
 type selfStopper interface {
-	// StopAtGrant arms the process and returns once it has stopped
+	// StopSelf arms the process with sig and returns once it has stopped
 	// itself, or an error when it has not within worker.ArmWindow (an arm
 	// it then ignores).
-	StopAtGrant(ctx context.Context) error
+	StopSelf(ctx context.Context, sig syscall.Signal) error
 }
 
-// stopAtGrant arms proc and waits until it stopped itself.
-func stopAtGrant(ctx context.Context, proc Process) error {
-	s, ok := proc.(selfStopper)
+// stopSelf arms proc with s and waits until it stopped itself.
+func stopSelf(ctx context.Context, proc Process, s selfStop) error {
+	p, ok := proc.(selfStopper)
 	if !ok {
-		return fmt.Errorf("a pause at %s needs a client process of this machine, which the nemesis can arm", history.PointGranted)
+		return fmt.Errorf("a client that stops itself (%s) needs a client process of this machine, which the nemesis can arm", s.where)
 	}
-	return s.StopAtGrant(ctx)
+	return p.StopSelf(ctx, s.signal)
 }
 
-func (l localProcess) StopAtGrant(context.Context) error {
-	if err := l.p.Signal(worker.ArmSignal); errors.Is(err, os.ErrProcessDone) {
+func (l localProcess) StopSelf(_ context.Context, sig syscall.Signal) error {
+	if err := l.p.Signal(sig); errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("%w: %w", remote.ErrGone, err)
 	} else if err != nil {
 		return err

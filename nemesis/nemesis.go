@@ -125,6 +125,9 @@ type Target struct {
 	// Quorum is set when the backend's client asks a quorum of the
 	// independent nodes itself (Redlock, redsync): ClientQuorum.
 	Quorum bool
+	// ClientClock is set when the backend's client measures a lease's
+	// validity on the clock its worker gives it: ClientClock.
+	ClientClock bool
 	// Why says why the cluster lacks a capability it lacks, in its kind's
 	// words (Shape.Why).
 	Why map[Capability]string
@@ -189,7 +192,7 @@ func (t Target) Shape() Shape {
 	for c, has := range map[Capability]bool{
 		Minority: len(t.Nodes) >= 3, Leadership: t.Leader != nil, Election: t.Elects, PeerLinks: t.Members != nil,
 		Failover:   t.Sentinel != nil && len(t.Sentinel.ReplicationLinks()) > 0,
-		ClientNets: t.clientNets(), ClientQuorum: t.Quorum,
+		ClientNets: t.clientNets(), ClientQuorum: t.Quorum, ClientClock: t.ClientClock,
 	} {
 		if has {
 			sh.Caps |= c

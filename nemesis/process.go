@@ -83,12 +83,12 @@ func (n *Nemesis) Pause(process int, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), worker.ArmWindow+10*time.Second)
 	defer cancel()
 	n.mu.Lock()
-	armed := n.atGrant[process]
-	delete(n.atGrant, process)
+	armed, self := n.selfStops[process]
+	delete(n.selfStops, process)
 	n.mu.Unlock()
 	var err error
-	if armed {
-		err = stopAtGrant(ctx, proc)
+	if self {
+		err = stopSelf(ctx, proc, armed)
 	} else {
 		err = proc.Pause(ctx)
 	}
@@ -118,8 +118,8 @@ func (n *Nemesis) Pause(process int, d time.Duration) error {
 		return err
 	}
 	pre := "inside the section the judge granted it"
-	if armed {
-		pre = "in Acquire when armed; it stopped itself once Acquire returned a lease, before reporting it (where it landed, the history says)"
+	if self {
+		pre = armed.where
 	}
 	inj.prove(proof{tested: true, precondition: pre, effect: fmt.Sprintf("every thread of process %d stopped (state T)", process)})
 	return nil

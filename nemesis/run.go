@@ -45,20 +45,20 @@ type plan struct {
 type Nemesis struct {
 	plan plan
 
-	mu      sync.Mutex
-	c       judge.Peer
-	start   time.Time // zero until the start barrier
-	cancel  func()
-	procs   map[int]Process
-	nets    clientNets
-	atGrant map[int]bool // processes to stop at their next grant (armAtGrant)
-	windows []results.Window
-	open    map[int]openWindow
-	nextID  int
-	failed  []string
-	targets []results.Target
-	notes   []string
-	lost    string
+	mu        sync.Mutex
+	c         judge.Peer
+	start     time.Time // zero until the start barrier
+	cancel    func()
+	procs     map[int]Process
+	nets      clientNets
+	selfStops map[int]selfStop // processes a Pause arms to stop themselves (armSelf)
+	windows   []results.Window
+	open      map[int]openWindow
+	nextID    int
+	failed    []string
+	targets   []results.Target
+	notes     []string
+	lost      string
 	// keyGrants counts the grants of each key, as the section hook saw
 	// them: what a fault's danger window waits for (reachedWhileOpen).
 	keyGrants map[string]int64
@@ -76,7 +76,7 @@ type openWindow struct {
 }
 
 func newNemesis() *Nemesis {
-	return &Nemesis{procs: map[int]Process{}, atGrant: map[int]bool{}, open: map[int]openWindow{}, keyGrants: map[string]int64{}}
+	return &Nemesis{procs: map[int]Process{}, selfStops: map[int]selfStop{}, open: map[int]openWindow{}, keyGrants: map[string]int64{}}
 }
 
 // Record is what a nemesis did in one case.

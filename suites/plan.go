@@ -225,9 +225,10 @@ func (s Suite) leaves(class, spec, why string) string {
 	return fmt.Sprintf("the %s suite leaves %s on %s %s", s.Name, class, spec, why)
 }
 
-// guards are the guards the suite judges fault f under.
+// guards are the guards the suite judges fault f under: a client's stop
+// (a pause, or one its clock misses) under the pause guards too.
 func (s Suite) guards(f nemesis.Fault) []judge.Guard {
-	if f.Class() == "client-pause" {
+	if c := f.Class(); c == "client-pause" || c == "client-clock" {
 		return append(slices.Clone(s.Guards), s.PauseGuards...)
 	}
 	return s.Guards

@@ -112,6 +112,9 @@ func work(ctx context.Context, a Assignment) error {
 		return fmt.Errorf("worker %d: %w", a.Process, err)
 	}
 	defer conn.Close()
+	clock, unclock := newStallClock()
+	defer unclock()
+	a.Config.Clock = clock.now
 	l, err := backends.Open(a.Backend, a.Config)
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", a.Process, err)

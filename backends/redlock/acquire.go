@@ -160,9 +160,9 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 		return nil, a.fail(ctx, err.Error())
 	}
 	validUntil := a.start.Add(a.o.TTL - a.driftAllowance())
-	if !time.Now().Before(validUntil) {
+	if now := a.r.now(); !now.Before(validUntil) {
 		return nil, a.fail(ctx, fmt.Sprintf("validity exhausted: the grant took %v of a %v TTL",
-			time.Since(a.start).Round(time.Microsecond), a.o.TTL))
+			now.Sub(a.start).Round(time.Microsecond), a.o.TTL))
 	}
 	return a.lease(token, validUntil, false), nil
 }
@@ -176,7 +176,7 @@ func (a *attempt) lease(token int64, validUntil time.Time, lean bool) locker.Lea
 		// have had, is freed with the key.
 		h.handoff = a.handoff
 	}
-	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.c.fencing, ValidUntil: validUntil}
+	g := locker.Grant{Key: a.key, Token: uint64(token), HasToken: a.r.c.fencing, ValidUntil: a.r.validUntil(validUntil)}
 	h.lease = locker.NewLease(a.r.life, h, g, a.o)
 	a.r.holds.add(h)
 	return h.lease

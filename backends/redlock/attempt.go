@@ -111,7 +111,7 @@ func (a *attempt) begin() {
 		// Random like a lock value, and unlike any (see handedValue).
 		a.handoff = handedValue + a.value
 	}
-	a.start = time.Now()
+	a.start = a.r.now()
 	clear(a.state)
 	clear(a.set)
 	clear(a.cause)

@@ -392,16 +392,16 @@ func (a *attempt) handed(ctx context.Context) locker.Lease {
 		}
 		if quorum {
 			validUntil := a.start.Add(a.o.TTL - a.driftAllowance())
-			if !time.Now().Before(validUntil) {
+			if !r.now().Before(validUntil) {
 				return nil
 			}
 			on := a.spread(ctx, nodes)
-			if !time.Now().Before(validUntil) {
+			if !r.now().Before(validUntil) {
 				a.unspread(ctx, nodes, on)
 				return nil
 			}
 			h := &hold{r: r, key: a.key, value: value, handoff: value, ttl: a.o.TTL, on: on}
-			g := locker.Grant{Key: a.key, ValidUntil: validUntil}
+			g := locker.Grant{Key: a.key, ValidUntil: r.validUntil(validUntil)}
 			h.lease = locker.NewLease(r.life, h, g, a.o)
 			r.holds.add(h)
 			return h.lease

@@ -196,7 +196,7 @@ func (a *attempt) runLean(ctx context.Context) (locker.Lease, error) {
 		// full try that follows explains a refusal.
 		if token, err := a.fence(ctx); err == nil {
 			validUntil := a.start.Add(a.o.TTL - a.driftAllowance())
-			if time.Now().Before(validUntil) {
+			if r.now().Before(validUntil) {
 				return a.lease(token, validUntil, true), nil
 			}
 		}

@@ -57,14 +57,15 @@ func (h *hold) Extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	defer r.ops.Done()
 	start := time.Now()
 	ctx, span := r.tel.start(ctx, "redlock.Extend", h.key)
-	until, err := h.extend(ctx, ttl, start)
+	until, err := h.extend(ctx, ttl)
 	r.tel.measure(ctx, r.tel.extend, start, err)
 	r.tel.end(span, err)
 	return until, err
 }
 
-func (h *hold) extend(ctx context.Context, ttl time.Duration, start time.Time) (time.Time, error) {
+func (h *hold) extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	r := h.r
+	start := r.now()
 	calls := r.getCalls()
 	defer r.putCalls(calls)
 	for i := range calls {
@@ -90,8 +91,8 @@ func (h *hold) extend(ctx context.Context, ttl time.Duration, start time.Time) (
 	}
 	validUntil := start.Add(ttl - time.Duration(float64(ttl)*r.c.drift) - 2*time.Millisecond)
 	switch {
-	case ok >= r.quorum && time.Now().Before(validUntil):
-		return validUntil, nil
+	case ok >= r.quorum && r.now().Before(validUntil):
+		return r.validUntil(validUntil), nil
 	case notOurs > len(r.nodes)-r.quorum:
 		return time.Time{}, withCauses(fmt.Errorf("%w: %q is ours on %d of %d nodes, quorum %d", locker.ErrNotHeld, h.key, ok,
 			len(r.nodes), r.quorum), errs)

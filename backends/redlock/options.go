@@ -52,6 +52,7 @@ type options struct {
 	waitReplicas int
 	waitTimeout  time.Duration
 	keyPrefix    string
+	clock        func() time.Time
 	telemetryOptions
 }
 
@@ -75,6 +76,9 @@ type config struct {
 	waitReplicas int
 	waitTimeout  time.Duration
 	keyPrefix    string
+	// clock is what a lease's validity is measured on: time.Now unless
+	// WithClock says otherwise.
+	clock func() time.Time
 	telemetryOptions
 }
 
@@ -102,6 +106,7 @@ func resolve(opts []Option) (config, error) {
 		waitReplicas:     o.waitReplicas,
 		waitTimeout:      o.waitTimeout,
 		keyPrefix:        o.keyPrefix,
+		clock:            o.clock,
 		telemetryOptions: o.telemetryOptions,
 	}
 	c.clockFloor = c.fencing && o.clockFloor != off
@@ -203,6 +208,21 @@ func WithDrift(f float64) Option {
 		o.drift = f
 		return nil
 	}
+}
+
+// WithClock sets the clock a lease's validity is measured on: the start
+// of each try, and the checks, when a grant or an extension returns, that
+// its validity has not run out. Redlock's safety assumes that this clock
+// counts all the time that passes (bounded drift, WithDrift); WithClock
+// is for tests of a client whose clock does not — a virtual machine
+// suspended in the middle of an Acquire, whose monotonic clock did not
+// count the suspension. Its readings must carry a monotonic reading, as
+// time.Now's (and Add's on them) do. A lease's ValidUntil stays in
+// time.Now's terms: what is left of its validity by this clock, from
+// time.Now. Everything else (node timeouts, health, grant records) keeps
+// time.Now. nil, the default, is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error { o.clock = now; return nil }
 }
 
 // WithNodeTimeout sets how long a round waits for each node. By default

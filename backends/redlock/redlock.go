@@ -376,6 +376,23 @@ func (r *Redlock) timeout(ttl time.Duration) time.Duration {
 	return min(max(ttl/50, 20*time.Millisecond), 50*time.Millisecond)
 }
 
+// now reads the clock a lease's validity is measured on (WithClock).
+func (r *Redlock) now() time.Time {
+	if r.c.clock != nil {
+		return r.c.clock()
+	}
+	return time.Now()
+}
+
+// validUntil is a validity deadline t of r's clock in time.Now's terms:
+// what is left of it by r's clock, from now.
+func (r *Redlock) validUntil(t time.Time) time.Time {
+	if r.c.clock == nil {
+		return t
+	}
+	return time.Now().Add(t.Sub(r.c.clock()))
+}
+
 // holds is the set of leases a Redlock holds, which Close releases.
 type holds struct {
 	mu sync.Mutex

@@ -33,6 +33,8 @@ func init() {
 		},
 		Admit:        admit,
 		AdmitCommand: bootstrapCommand,
+		// Its client measures a lease's validity on the clock it is given.
+		ClientClock: true,
 		// Without the quarantine, a majority restarted empty grants held
 		// keys again; with plain counters for tokens, nodes restarted
 		// empty forget them: the suites run both for restarts.

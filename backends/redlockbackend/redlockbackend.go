@@ -123,6 +123,9 @@ func options(cfg backends.Config) ([]redlock.Option, error) {
 	if v, ok := cfg.Params["keyprefix"]; ok {
 		opts = append(opts, redlock.WithKeyPrefix(v))
 	}
+	if cfg.Clock != nil {
+		opts = append(opts, redlock.WithClock(cfg.Clock))
+	}
 	return opts, nil
 }
 
