@@ -16,9 +16,10 @@ import (
 // stallingClock is a client's clock that can miss a stall: once armed,
 // its second reading — in an uncontended TryAcquire of a Redlock that has
 // granted before, the check, once the nodes have granted, that the grant
-// is still valid — blocks until the test lets it go, as a virtual machine suspended at that moment would, and then
-// returns the time the reading began when the clock does not count the
-// suspension, or the time it returns when it does.
+// is still valid — blocks until the test lets it go, as a virtual machine
+// suspended at that moment would, and then returns the time the reading
+// began when the clock does not count the suspension, or the time it
+// returns when it does.
 type stallingClock struct {
 	counts  bool          // the clock counts the stall (a process pause)
 	stalled chan struct{} // closed when the reading blocks
@@ -92,9 +93,9 @@ func TestWithClockOffset(t *testing.T) {
 // TestWithClockStall: a client stalled inside TryAcquire, after its
 // nodes granted, until the key has expired there and another client
 // holds it. When the stalled client's clock counts the stall (a process
-// pause), the grant's validity has run out and TryAcquire grants nothing; when
-// it does not (a suspended virtual machine), the client is granted a key
-// another holds: the assumption Redlock's safety rests on, which
+// pause), the grant's validity has run out and TryAcquire grants nothing;
+// when it does not (a suspended virtual machine), the client is granted a
+// key another holds: the assumption Redlock's safety rests on, which
 // WithClock lets a test break.
 func TestWithClockStall(t *testing.T) {
 	_, addrs := fresh(t, 3, redisOptions{})
