@@ -2,7 +2,6 @@ package worker
 
 import (
 	"os"
-	"os/signal"
 	"runtime"
 	"sync"
 	"syscall"
@@ -33,20 +32,7 @@ type stallClock struct {
 // and a func that removes the handler.
 func newStallClock() (*stallClock, func()) {
 	c := &stallClock{}
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, ClockSignal)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-ch:
-				c.stall()
-			case <-done:
-				return
-			}
-		}
-	}()
-	return c, func() { signal.Stop(ch); close(done) }
+	return c, onSignal(ClockSignal, c.stall)
 }
 
 // now reads the clock: Go's, less the stops it missed; while the process

@@ -27,19 +27,7 @@ const ArmWindow = 5 * time.Second
 // client calls at each grant, and a func that removes the handler.
 func stopAtGrant() (granted func(), stop func()) {
 	var armed atomic.Int64 // when the last arm came (Unix ns); 0: none
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, ArmSignal)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-ch:
-				armed.Store(time.Now().UnixNano())
-			case <-done:
-				return
-			}
-		}
-	}()
+	stop = onSignal(ArmSignal, func() { armed.Store(time.Now().UnixNano()) })
 	granted = func() {
 		at := armed.Swap(0)
 		if at == 0 || time.Since(time.Unix(0, at)) > ArmWindow {
@@ -55,5 +43,24 @@ func stopAtGrant() (granted func(), stop func()) {
 		_ = unix.Tgkill(os.Getpid(), unix.Gettid(), syscall.SIGSTOP)
 		runtime.UnlockOSThread()
 	}
-	return granted, func() { signal.Stop(ch); close(done) }
+	return granted, stop
+}
+
+// onSignal calls f, on a goroutine of its own, each time the process
+// receives sig, until the func it returns is called.
+func onSignal(sig os.Signal, f func()) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sig)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ch:
+				f()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
 }
