@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
 )
 
 // clockSlack bounds how far a server's clock reading may be from what a
@@ -57,7 +58,7 @@ func TestFakeClock(t *testing.T) {
 			return ns[0]
 		}},
 		{"postgres", func(t *testing.T, ctx context.Context) *compose.Node {
-			n, err := composetest.ForTest(t).Postgres(ctx, compose.Spec{FakeClock: true}, compose.PostgresOptions{})
+			n, err := postgres.StartServer(ctx, composetest.ForTest(t), compose.Spec{FakeClock: true}, postgres.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +259,7 @@ func BenchmarkFakeClock(b *testing.B) {
 		b.Run("postgres/fakeclock="+map[bool]string{false: "false", true: "true"}[fake], func(b *testing.B) {
 			ctx := context.Background()
 			s := compose.Spec{Durability: compose.DurabilityFast, FakeClock: fake}
-			n, err := composetest.ForTest(b).Postgres(ctx, s, compose.PostgresOptions{})
+			n, err := postgres.StartServer(ctx, composetest.ForTest(b), s, postgres.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

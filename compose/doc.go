@@ -22,8 +22,8 @@
 // Topologies: Env.Redis (independent masters, for Redlock), Env.Sentinel
 // (a master, replicas and sentinels, optionally with proxied replication
 // links for lost-write failovers), Env.ZooKeeper and Env.Etcd (quorum
-// ensembles whose members start together) and Env.Postgres (one server,
-// durable or fast). Each takes a Spec, what every kind shares (how many
+// ensembles whose members start together); kinds/postgres starts one
+// PostgreSQL server, durable or fast, on the toolkit below. Each takes a Spec, what every kind shares (how many
 // nodes, their durability, the mechanisms below, where they run), and
 // options of its own kind; each waits until its servers serve, and offers
 // what faults need: the current master or leader, and waits for a new

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -47,10 +48,10 @@ type EtcdOptions struct {
 // profile fdatasyncs the WAL before a write is acknowledged (bbolt
 // commits, with an fdatasync, every 100 ms); its fast one is
 // --unsafe-no-fsync, neither the WAL nor bbolt.
-var etcdRules = kindRules{
-	nodes: "etcd members", min: 1, odd: true, durability: DurabilityDurable,
-	noPeriodic:  "a member fdatasyncs its WAL at every raft write or never (--unsafe-no-fsync)",
-	noFakeClock: "no clock preload reaches a Go program, which reads its clocks through the vDSO, not libc",
+var etcdRules = Rules{
+	Nodes: "etcd members", Min: 1, Odd: true, Durability: DurabilityDurable,
+	NoPeriodic:  "a member fdatasyncs its WAL at every raft write or never (--unsafe-no-fsync)",
+	NoFakeClock: "no clock preload reaches a Go program, which reads its clocks through the vDSO, not libc",
 }
 
 // EtcdCluster is a cluster of etcd members, each a process of
@@ -59,9 +60,8 @@ type EtcdCluster struct {
 	// Nodes are the members, in --initial-cluster order.
 	Nodes []*Node
 
-	net      *peerNet   // nil unless started with Netns
-	cutter   peerCutter // what Partition cuts with; nil without Netns or hosts
-	dataDirs []string   // each member's data dir, on its host
+	peers    *Peers   // what Partition cuts with
+	dataDirs []string // each member's data dir, on its host
 }
 
 // Etcd starts a cluster of s.Nodes members (an odd number) and waits
@@ -83,18 +83,18 @@ type EtcdCluster struct {
 // to $LOCKBENCH_BINARY; nothing is built at run time, and without one the
 // error says where it looked.
 func (e *Env) Etcd(ctx context.Context, s Spec, o EtcdOptions) (*EtcdCluster, error) {
-	s, err := s.resolve(etcdRules)
+	s, err := s.Resolve(etcdRules)
 	if err != nil {
 		return nil, err
 	}
 	n := s.Nodes
-	hb := orDefault(o.HeartbeatInterval, 50*time.Millisecond)
-	el := orDefault(o.ElectionTimeout, 300*time.Millisecond)
+	hb := cmp.Or(o.HeartbeatInterval, 50*time.Millisecond)
+	el := cmp.Or(o.ElectionTimeout, 300*time.Millisecond)
 	if hb < time.Millisecond || el < 5*hb {
 		return nil, fmt.Errorf("compose: etcd heartbeat %v, election timeout %v: want a heartbeat of 1ms or more and an election timeout of at "+
 			"least 5 heartbeats", hb, el)
 	}
-	level := orDefault(o.LogLevel, "warn")
+	level := cmp.Or(o.LogLevel, "warn")
 	switch level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -107,44 +107,43 @@ func (e *Env) Etcd(ctx context.Context, s Spec, o EtcdOptions) (*EtcdCluster, er
 		}
 	}
 	c := &EtcdCluster{}
-	var l layout
+	var l Layout
 	if s.On != nil {
-		if l, err = layOutOn("etcd", s.On, 2380); err != nil {
+		if l, err = LayOutOn("etcd", s.On, 2380); err != nil {
 			return nil, err
 		}
-		for _, p := range l.places {
+		for _, p := range l.Places {
 			if p.Binary == "" {
 				return nil, fmt.Errorf("compose: etcd member placed on %s: no Binary (the etcd-member program on the host)", p.Host.Name())
 			}
 		}
-	} else if l, err = e.layOut(n, s.Netns, 2379, 2380); err != nil { // client, peer
+	} else if l, err = e.LayOut(n, s.Netns, 2379, 2380); err != nil { // client, peer
 		return nil, err
 	}
-	c.net = l.net
-	hosts := l.hosts
-	names := e.newNames("etcd", n)
+	hosts := l.Hosts
+	names := e.NewNames("etcd", n)
 	cluster := make([]string, n)
 	for i, name := range names {
-		cluster[i] = fmt.Sprintf("%s=http://%s", name, hostAddr(hosts[i], l.ports[i][1]))
+		cluster[i] = fmt.Sprintf("%s=http://%s", name, HostAddr(hosts[i], l.Ports[i][1]))
 	}
 	token := make([]byte, 8)
 	_, _ = rand.Read(token)
-	specs := make([]spec, n)
+	specs := make([]NodeSpec, n)
 	for i, name := range names {
-		client, peer := l.ports[i][0], "http://"+hostAddr(hosts[i], l.ports[i][1])
+		client, peer := l.Ports[i][0], "http://"+HostAddr(hosts[i], l.Ports[i][1])
 		dataDir := filepath.Join(e.Dir, name, "data")
-		if l.places != nil {
-			dataDir = path.Join(l.places[i].Dir, "data")
+		if l.Places != nil {
+			dataDir = path.Join(l.Places[i].Dir, "data")
 		}
 		c.dataDirs = append(c.dataDirs, dataDir)
 		initial, state, started := strings.Join(cluster, ","), "new", false
-		specs[i] = spec{
-			name: name, port: client, bin: bin, lazyFS: s.LazyFS,
+		specs[i] = NodeSpec{
+			Name: name, Port: client, Binary: bin,
 			// A member restarted without its data cannot rejoin as
 			// itself ("already bootstrapped"): as an operator would, it
 			// is replaced by a new member at the same address.
-			prepare: func(ctx context.Context, n *Node) error {
-				kept, err := n.exists(ctx, dataDir)
+			Prepare: func(ctx context.Context, n *Node) error {
+				kept, err := n.Exists(ctx, dataDir)
 				if err != nil {
 					return err
 				}
@@ -164,11 +163,11 @@ func (e *Env) Etcd(ctx context.Context, s Spec, o EtcdOptions) (*EtcdCluster, er
 				initial, state = members, "existing"
 				return nil
 			},
-			argv: func() []string {
+			Argv: func() []string {
 				return []string{
 					"--name", name,
 					"--data-dir", dataDir,
-					"--listen-client-url", "http://" + hostAddr(hosts[i], client),
+					"--listen-client-url", "http://" + HostAddr(hosts[i], client),
 					"--listen-peer-url", peer,
 					"--initial-cluster", initial,
 					"--initial-cluster-state", state,
@@ -179,23 +178,20 @@ func (e *Env) Etcd(ctx context.Context, s Spec, o EtcdOptions) (*EtcdCluster, er
 					fmt.Sprintf("--unsafe-no-fsync=%v", s.Durability == DurabilityFast),
 				}
 			},
-			ready: func(ctx context.Context) error { return etcdHealthy(ctx, hostAddr(hosts[i], client)) },
+			Ready: func(ctx context.Context) error { return etcdHealthy(ctx, HostAddr(hosts[i], client)) },
 		}
-		l.place(&specs[i], i)
-		if l.places != nil {
-			specs[i].bin = l.places[i].Binary
+		l.Place(&specs[i], i)
+		if l.Places != nil {
+			specs[i].Binary = l.Places[i].Binary
 		}
 	}
-	nodes, err := e.startNodes(ctx, specs, s.Proxied)
+	nodes, err := e.StartNodes(ctx, s, specs)
 	if err != nil {
 		return nil, err
 	}
 	c.Nodes = nodes
-	switch {
-	case c.net != nil:
-		c.cutter = c.net
-	case l.places != nil:
-		c.cutter = e.newPlacedPeers(nodes)
+	if c.peers, err = e.NewPeers("etcd cluster", l, nodes); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -213,7 +209,7 @@ func (c *EtcdCluster) othersHaveQuorum(ctx context.Context, self int) error {
 		if i == self {
 			continue
 		}
-		ok, err := c.Nodes[i].exists(ctx, dir)
+		ok, err := c.Nodes[i].Exists(ctx, dir)
 		if err != nil {
 			return err
 		}
@@ -243,7 +239,7 @@ func (c *EtcdCluster) replaceMember(ctx context.Context, self int, name, peer st
 	// A cluster refuses a new member (unhealthy cluster) until its leader
 	// has been connected to a quorum for 5 s: retry, and reuse a member
 	// added by an attempt whose answer was lost.
-	err := poll(ctx, time.Minute, func(ctx context.Context) error {
+	err := Poll(ctx, time.Minute, func(ctx context.Context) error {
 		var errs []error
 		for i, n := range c.Nodes {
 			if i == self {
@@ -377,7 +373,7 @@ func (c *EtcdCluster) Endpoints() []string {
 // the one with the highest raft term. Killed or paused members are
 // skipped; it is an error if none leads.
 func (c *EtcdCluster) Leader(ctx context.Context) (*Node, error) {
-	leader, err := leaderOf(ctx, c.Nodes, func(ctx context.Context, i int) (bool, uint64, error) {
+	leader, err := LeaderOf(ctx, c.Nodes, func(ctx context.Context, i int) (bool, uint64, error) {
 		var st struct {
 			Header struct {
 				MemberID string `json:"member_id"`
@@ -401,5 +397,25 @@ func (c *EtcdCluster) Leader(ctx context.Context) (*Node, error) {
 // the cluster and returns it: what a leader-kill fault waits for. ctx
 // bounds the wait; without a deadline it is one minute.
 func (c *EtcdCluster) AwaitLeader(ctx context.Context, old *Node) (*Node, error) {
-	return awaitNewLeader(ctx, "etcd", c.Leader, old)
+	return AwaitLeader(ctx, "etcd", c.Leader, old)
 }
+
+// Partition cuts the members into groups that cannot reach each other, as
+// Peers.Partition does (see there): the cluster must have been started
+// with Netns or on hosts (Spec.On), each member on a host of its own.
+func (c *EtcdCluster) Partition(groups ...[]*Node) error { return c.peers.Partition(groups...) }
+
+// HealPartition lifts the partition in force, if any (Peers.Heal).
+func (c *EtcdCluster) HealPartition() error { return c.peers.Heal() }
+
+// PartitionLeader cuts the current leader off from every other member
+// (clients still reach it) and returns it: it can no longer commit
+// anything, and the majority elects a new leader.
+func (c *EtcdCluster) PartitionLeader(ctx context.Context) (*Node, error) {
+	return c.peers.PartitionLeader(ctx, c.Leader)
+}
+
+// AwaitServing waits until every running member serves clients again, as
+// after HealPartition or Resume: ctx bounds the wait, and each member may
+// take ReadyTimeout.
+func (c *EtcdCluster) AwaitServing(ctx context.Context) error { return c.peers.AwaitServing(ctx) }

@@ -72,8 +72,10 @@ type Peer struct {
 	Addr netip.Addr
 }
 
-// check says what is wrong with p, for a server of kind what.
-func (p *Placement) check(what string) error {
+// Check says what is wrong with p, for a server of kind what (in its
+// error): what every kind checks of a placement before it starts a
+// server there (LayOutOn checks each).
+func (p *Placement) Check(what string) error {
 	var errs []error
 	switch {
 	case p.Host == nil:
@@ -116,14 +118,6 @@ func (p *Placement) peerPorts(def ...int) []int {
 		out[i] = cmp.Or(p.PeerPorts[i], out[i])
 	}
 	return out
-}
-
-// binary is the server's program on the placed host, or def.
-func (p *Placement) binary(def string) string {
-	if p.Binary != "" {
-		return p.Binary
-	}
-	return def
 }
 
 // cutPaths are the paths a cut of a placed node's clients drops: on its

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
 )
 
 // BenchmarkLazyFS measures what a lazy filesystem costs a server: one
@@ -37,7 +39,7 @@ func BenchmarkLazyFS(b *testing.B) {
 		b.Run(fmt.Sprintf("postgres/durable/lazyfs=%v", lazy), func(b *testing.B) {
 			ctx := context.Background()
 			s := compose.Spec{Durability: compose.DurabilityDurable, LazyFS: lazy}
-			n, err := composetest.ForTest(b).Postgres(ctx, s, compose.PostgresOptions{})
+			n, err := postgres.StartServer(ctx, composetest.ForTest(b), s, postgres.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -68,4 +70,16 @@ func benchRedisSet(b *testing.B, n *compose.Node) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// pgConnect connects to a PostgreSQL server, through addr, until
+// the test ends.
+func pgConnect(t testing.TB, ctx context.Context, addr string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(ctx, postgres.URL(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
 )
 
 func needLazyFS(t *testing.T) {
@@ -64,10 +65,10 @@ var durableServers = []durableServer{
 	{
 		name: "postgres",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			return e.Postgres(ctx, compose.Spec{Durability: d, LazyFS: true}, compose.PostgresOptions{})
+			return postgres.StartServer(ctx, e, compose.Spec{Durability: d, LazyFS: true}, postgres.Options{})
 		},
 		open: func(t *testing.T, n *compose.Node) journal {
-			c, err := pgx.Connect(context.Background(), compose.PostgresURL(n.Addr()))
+			c, err := pgx.Connect(context.Background(), postgres.URL(n.Addr()))
 			if err != nil {
 				t.Fatal(err)
 			}

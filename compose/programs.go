@@ -21,12 +21,6 @@ type Programs struct {
 	// package (whose jar names its other dependencies in its manifest)
 	// and a log4j binding for slf4j, so that the servers log.
 	ZooKeeperClasspath []string
-	// PostgresUser is the account a PostgreSQL server runs as when we are
-	// root (it refuses to run as root), here and on hosts.
-	PostgresUser string
-	// PostgresBinDir is the directory of postgres and initdb; empty means
-	// pg_config --bindir, else the newest /usr/lib/postgresql/*/bin.
-	PostgresBinDir string
 	// CC is the C compiler that builds the clock preload, on each host
 	// where a server runs under it.
 	CC string
@@ -39,8 +33,6 @@ const (
 	RedisSentinelEnv      = "LOCKBENCH_REDIS_SENTINEL"
 	JavaEnv               = "LOCKBENCH_JAVA"
 	ZooKeeperClasspathEnv = "LOCKBENCH_ZOOKEEPER_CLASSPATH"
-	PostgresUserEnv       = "LOCKBENCH_POSTGRES_USER"
-	PostgresBinDirEnv     = "LOCKBENCH_POSTGRES_BIN_DIR"
 	CCEnv                 = "LOCKBENCH_CC"
 )
 
@@ -58,12 +50,11 @@ func DefaultPrograms() Programs {
 			"/usr/share/java/slf4j-log4j12.jar",
 			"/usr/share/java/log4j-1.2.jar",
 		},
-		PostgresUser: "postgres",
-		CC:           "gcc",
+		CC: "gcc",
 	}
 	for env, field := range map[string]*string{
 		RedisServerEnv: &p.RedisServer, RedisSentinelEnv: &p.RedisSentinel, JavaEnv: &p.Java,
-		PostgresUserEnv: &p.PostgresUser, PostgresBinDirEnv: &p.PostgresBinDir, CCEnv: &p.CC,
+		CCEnv: &p.CC,
 	} {
 		if v := os.Getenv(env); v != "" {
 			*field = v

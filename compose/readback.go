@@ -57,7 +57,7 @@ func (x *Proxy) Faults(ctx context.Context) ([]string, error) {
 // took. The server must be reachable from this host (a partition between
 // members does not cut its clients off).
 func (z *Ensemble) Isolated(ctx context.Context, n *Node) error {
-	ctx, cancel := withDefaultTimeout(ctx, time.Second)
+	ctx, cancel := WithDefaultTimeout(ctx, time.Second)
 	defer cancel()
 	out, err := fourLetterWord(ctx, n.ServerAddr(), "srvr")
 	if err != nil {
@@ -80,7 +80,7 @@ func (z *Ensemble) Isolated(ctx context.Context, n *Node) error {
 // the leader it still follows otherwise: the proof that a partition
 // between members took.
 func (c *EtcdCluster) Isolated(ctx context.Context, n *Node) error {
-	ctx, cancel := withDefaultTimeout(ctx, time.Second)
+	ctx, cancel := WithDefaultTimeout(ctx, time.Second)
 	defer cancel()
 	var st struct {
 		Header struct {

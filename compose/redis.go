@@ -1,10 +1,10 @@
 package compose
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -20,65 +20,42 @@ type RedisOptions struct {
 
 // redisRules are what standalone Redis nodes accept of a Spec: every
 // mechanism; with Netns each listens on port 6379 of its address.
-var redisRules = kindRules{nodes: "Redis nodes", min: 1, durability: DurabilityFast}
+var redisRules = Rules{Nodes: "Redis nodes", Min: 1, Durability: DurabilityFast}
 
 // Redis starts s.Nodes standalone redis-server nodes (independent
 // masters, as Redlock wants them) and waits until each answers PING.
 // Redis expires keys by its wall clock, which FakeClock moves.
 func (e *Env) Redis(ctx context.Context, s Spec, o RedisOptions) ([]*Node, error) {
-	s, err := s.resolve(redisRules)
+	s, err := s.Resolve(redisRules)
 	if err != nil {
 		return nil, err
 	}
+	var (
+		bin string
+		l   Layout
+	)
 	if s.On != nil {
-		return e.redisOn(ctx, s, o)
-	}
-	bin, err := exec.LookPath(e.Programs.RedisServer)
-	if err != nil {
+		l, err = LayOutOn("Redis", s.On)
+	} else if bin, err = exec.LookPath(e.Programs.RedisServer); err != nil {
 		return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
+	} else {
+		l, err = e.LayOut(s.Nodes, s.Netns, 6379)
 	}
-	l, err := e.layOut(s.Nodes, s.Netns, 6379)
 	if err != nil {
 		return nil, err
 	}
 	nodes := make([]*Node, s.Nodes)
-	for i, name := range e.newNames("redis", s.Nodes) {
-		host, port := l.hosts[i], l.ports[i][0]
-		sp := spec{
-			name: name, kind: kindRedis, port: port, bin: bin, args: redisConfigArgs(host, port, filepath.Join(e.Dir, name), s.Durability, o),
-			ready:  redisReady(hostAddr(host, port)),
-			clock:  redisTime,
-			lazyFS: s.LazyFS, fakeClock: s.FakeClock,
+	for i, name := range e.NewNames("redis", s.Nodes) {
+		host, port := l.Hosts[i], l.Ports[i][0]
+		ns := NodeSpec{Name: name, Port: port, Binary: bin, Ready: redisReady(HostAddr(host, port)), Clock: redisTime}
+		l.Place(&ns, i)
+		if l.Places != nil {
+			ns.Binary = cmp.Or(l.Places[i].Binary, e.Programs.RedisServer)
 		}
-		l.place(&sp, i)
-		node, err := e.startNode(ctx, sp, s.Proxied)
-		if err != nil {
+		ns.Args = redisConfigArgs(host, port, e.NodeDir(ns), s.Durability, o)
+		if nodes[i], err = e.StartNode(ctx, s, ns); err != nil {
 			return nil, err
 		}
-		nodes[i] = node
-	}
-	return nodes, nil
-}
-
-// redisOn starts Redis nodes placed on hosts (s resolved).
-func (e *Env) redisOn(ctx context.Context, s Spec, o RedisOptions) ([]*Node, error) {
-	nodes := make([]*Node, s.Nodes)
-	for i, name := range e.newNames("redis", s.Nodes) {
-		p := &s.On[i]
-		if err := p.check("Redis"); err != nil {
-			return nil, err
-		}
-		host := p.Addr.String()
-		sp := spec{
-			name: name, kind: kindRedis, port: p.Port, host: host, bin: p.binary(e.Programs.RedisServer), place: p,
-			args:  redisConfigArgs(host, p.Port, p.Dir, s.Durability, o),
-			ready: redisReady(hostAddr(host, p.Port)), clock: redisTime, fakeClock: s.FakeClock, lazyFS: s.LazyFS,
-		}
-		node, err := e.startNode(ctx, sp, false)
-		if err != nil {
-			return nil, err
-		}
-		nodes[i] = node
 	}
 	return nodes, nil
 }

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,7 +96,7 @@ type SentinelOptions struct {
 // sentinelRules are what a Sentinel set accepts of a Spec: every
 // mechanism; with Netns each Redis node listens on port 6379 of its
 // address.
-var sentinelRules = kindRules{nodes: "Redis nodes in a Sentinel set", min: 2, def: 2, durability: DurabilityFast}
+var sentinelRules = Rules{Nodes: "Redis nodes in a Sentinel set", Min: 2, Default: 2, Durability: DurabilityFast}
 
 // SentinelSet is a Redis master with replicas and the sentinels that watch
 // them and promote a replica when the master fails.
@@ -145,7 +146,7 @@ type ReplicationLink interface {
 // replica's link to the master is up and every sentinel knows the master,
 // every replica and the other sentinels — until a failover can succeed.
 func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*SentinelSet, error) {
-	s, err := s.resolve(sentinelRules)
+	s, err := s.Resolve(sentinelRules)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +157,7 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 		return nil, fmt.Errorf("compose: negative Sentinel timeout (down-after %v, failover-timeout %v)", o.DownAfter, o.FailoverTimeout)
 	}
 	replicas := s.Nodes - 1
-	sentinels := orDefault(o.Sentinels, 3)
+	sentinels := cmp.Or(o.Sentinels, 3)
 	placed := s.On != nil || o.SentinelsOn != nil
 	if placed {
 		if err := o.checkPlaced(s); err != nil {
@@ -171,7 +172,7 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 	if strings.ContainsAny(name, " \t\r\n\"'") {
 		return nil, fmt.Errorf("compose: Sentinel master name %q: no spaces or quotes", name)
 	}
-	downAfter := orDefault(o.DownAfter, time.Second)
+	downAfter := cmp.Or(o.DownAfter, time.Second)
 	failoverTimeout := o.FailoverTimeout
 	if failoverTimeout == 0 {
 		failoverTimeout = 5 * time.Second
@@ -184,14 +185,14 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 			"where a cut of a node's clients would cut its replication too; choose one")
 	}
 	var (
-		l, sl                 layout
+		l, sl                 Layout
 		redisBin, sentinelBin string
 	)
 	if placed {
-		if l, err = layOutOn("Sentinel", s.On); err != nil {
+		if l, err = LayOutOn("Sentinel", s.On); err != nil {
 			return nil, err
 		}
-		if sl, err = layOutOn("sentinel", o.SentinelsOn); err != nil {
+		if sl, err = LayOutOn("sentinel", o.SentinelsOn); err != nil {
 			return nil, err
 		}
 	} else {
@@ -201,10 +202,10 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 		if sentinelBin, err = exec.LookPath(e.Programs.RedisSentinel); err != nil {
 			return nil, fmt.Errorf("compose: %w (install Debian's redis-sentinel: make deps)", err)
 		}
-		if l, err = e.layOut(s.Nodes, s.Netns, 6379); err != nil {
+		if l, err = e.LayOut(s.Nodes, s.Netns, 6379); err != nil {
 			return nil, err
 		}
-		if sl, err = e.layOut(sentinels, false, 0); err != nil {
+		if sl, err = e.LayOut(sentinels, false, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -214,21 +215,21 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 	// rewrites (CONFIG REWRITE) when it promotes or repoints the node, so
 	// that a node restarted with its data keeps its role, as in a real
 	// deployment.
-	redisSpec := func(i int, name, replicaOf string) spec {
-		host, port := l.hosts[i], l.ports[i][0]
-		self, started := hostAddr(host, port), false
-		sp := spec{
-			name: name, kind: kindRedis, port: port, bin: redisBin,
-			ready: redisReady(self), clock: redisTime, lazyFS: s.LazyFS, fakeClock: s.FakeClock,
+	redisSpec := func(i int, name, replicaOf string) NodeSpec {
+		host, port := l.Hosts[i], l.Ports[i][0]
+		self, started := HostAddr(host, port), false
+		sp := NodeSpec{
+			Name: name, Port: port, Binary: redisBin,
+			Ready: redisReady(self), Clock: redisTime,
 		}
-		l.place(&sp, i)
-		if sp.place != nil {
-			sp.bin = sp.place.binary(e.Programs.RedisServer)
+		l.Place(&sp, i)
+		if l.Places != nil {
+			sp.Binary = cmp.Or(l.Places[i].Binary, e.Programs.RedisServer)
 		}
 		const conf = "redis.conf"
-		sp.args = []string{e.nodeFile(sp, conf)}
-		sp.prepare = func(ctx context.Context, n *Node) error {
-			if ok, err := n.exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
+		sp.Args = []string{path.Join(e.NodeDir(sp), conf)}
+		sp.Prepare = func(ctx context.Context, n *Node) error {
+			if ok, err := n.Exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
 				return err
 			}
 			upstream := replicaOf
@@ -252,15 +253,15 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 				host, p, _ := net.SplitHostPort(upstream)
 				args = append(args, "--replicaof", host, p)
 			}
-			return n.writeFiles(ctx, map[string]string{conf: redisConf(args)})
+			return n.WriteFiles(ctx, map[string]string{conf: redisConf(args)})
 		}
 		return sp
 	}
-	set.Master, err = e.startNode(ctx, redisSpec(0, e.newNames("redis-master", 1)[0], ""), s.Proxied)
+	set.Master, err = e.StartNode(ctx, s, redisSpec(0, e.NewNames("redis-master", 1)[0], ""))
 	if err != nil {
 		return nil, err
 	}
-	for i, rname := range e.newNames("redis-replica", replicas) {
+	for i, rname := range e.NewNames("redis-replica", replicas) {
 		upstream := set.Master.ServerAddr()
 		var link *Proxy
 		if o.ProxiedReplication {
@@ -269,7 +270,7 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 			}
 			upstream = link.Addr()
 		}
-		n, err := e.startNode(ctx, redisSpec(1+i, rname, upstream), s.Proxied)
+		n, err := e.StartNode(ctx, s, redisSpec(1+i, rname, upstream))
 		if err != nil {
 			return nil, err
 		}
@@ -278,33 +279,37 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 		case link != nil:
 			set.ReplicationLinks = append(set.ReplicationLinks, link)
 		case placed:
-			set.ReplicationLinks = append(set.ReplicationLinks, e.newHostLink(set.Master, n))
+			hl, err := e.NewHostLink(set.Master, n)
+			if err != nil {
+				return nil, err
+			}
+			set.ReplicationLinks = append(set.ReplicationLinks, hl)
 		}
 	}
 	// Sentinels see the replicas in the master's INFO as soon as they
 	// connect when the links are up first; otherwise they wait for the
 	// next INFO, 10 s later.
-	if err := poll(ctx, ReadyTimeout, set.replicationUp); err != nil {
+	if err := Poll(ctx, ReadyTimeout, set.replicationUp); err != nil {
 		return nil, fmt.Errorf("compose: Sentinel replicas not in sync: %w", err)
 	}
 
 	initial := set.Master.ServerAddr()
-	for i, sname := range e.newNames("sentinel", sentinels) {
-		host, port := sl.hosts[i], sl.ports[i][0]
-		sp := spec{name: sname, port: port, host: host, bin: sentinelBin, ready: set.sentinelAnswers(hostAddr(host, port))}
-		sl.place(&sp, i)
+	for i, sname := range e.NewNames("sentinel", sentinels) {
+		host, port := sl.Hosts[i], sl.Ports[i][0]
+		sp := NodeSpec{Name: sname, Port: port, Host: host, Binary: sentinelBin, Ready: set.sentinelAnswers(HostAddr(host, port))}
+		sl.Place(&sp, i)
 		const conf = "sentinel.conf"
-		sp.args = []string{e.nodeFile(sp, conf)}
+		sp.Args = []string{path.Join(e.NodeDir(sp), conf)}
 		if sp.place != nil {
-			// redis-sentinel is redis-server under another name: the
+			// redis-sentinel is redis-server under another Name: the
 			// host needs the one program only.
-			sp.bin, sp.args = sp.place.binary(e.Programs.RedisServer), append(sp.args, "--sentinel")
+			sp.Binary, sp.Args = cmp.Or(sp.place.Binary, e.Programs.RedisServer), append(sp.Args, "--sentinel")
 		}
-		sp.prepare = func(ctx context.Context, n *Node) error {
+		sp.Prepare = func(ctx context.Context, n *Node) error {
 			// A sentinel rewrites its file with what it learns: keep it
 			// across Restart(true). A fresh one monitors the master the
 			// others report.
-			if ok, err := n.exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
+			if ok, err := n.Exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
 				return err
 			}
 			master := initial
@@ -324,16 +329,18 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 				fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", name, downAfter.Milliseconds()) +
 				fmt.Sprintf("sentinel failover-timeout %s %d\n", name, failoverTimeout.Milliseconds()) +
 				fmt.Sprintf("sentinel parallel-syncs %s 1\n", name)
-			return n.writeFiles(ctx, map[string]string{conf: text})
+			return n.WriteFiles(ctx, map[string]string{conf: text})
 		}
-		n, err := e.startNode(ctx, sp, s.Proxied)
+		// The sentinels keep their files on the disk and run on the real
+		// clock (see SentinelOptions).
+		n, err := e.StartNode(ctx, Spec{Proxied: s.Proxied}, sp)
 		if err != nil {
 			return nil, err
 		}
 		set.Sentinels = append(set.Sentinels, n)
 	}
-	if err := poll(ctx, ReadyTimeout, set.sentinelsReady); err != nil {
-		return nil, fmt.Errorf("compose: sentinels of %s not ready: %w", name, err)
+	if err := Poll(ctx, ReadyTimeout, set.sentinelsReady); err != nil {
+		return nil, fmt.Errorf("compose: sentinels of %s not Ready: %w", name, err)
 	}
 	return set, nil
 }

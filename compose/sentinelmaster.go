@@ -97,7 +97,7 @@ func (s *SentinelSet) currentMaster(ctx context.Context, skip string) (string, e
 // that answers ROLE as a master. It returns the new master's address.
 // ctx bounds the wait; without a deadline it is one minute.
 func (s *SentinelSet) Failover(ctx context.Context) (string, error) {
-	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
+	ctx, cancel := WithDefaultTimeout(ctx, time.Minute)
 	defer cancel()
 	old, err := s.CurrentMaster(ctx)
 	if err != nil {
@@ -106,7 +106,7 @@ func (s *SentinelSet) Failover(ctx context.Context) (string, error) {
 	// A sentinel refuses (NOGOODSLAVE, INPROG) until it sees a promotable
 	// replica and no failover is running: try them in turn until one
 	// accepts.
-	err = poll(ctx, time.Minute, func(ctx context.Context) error {
+	err = Poll(ctx, time.Minute, func(ctx context.Context) error {
 		var errs []error
 		for _, sn := range s.Sentinels {
 			c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
@@ -154,11 +154,11 @@ func (s *SentinelSet) SetDownAfter(ctx context.Context, d time.Duration) error {
 // partitioning the master to wait for the automatic failover. ctx bounds
 // the wait; without a deadline it is one minute.
 func (s *SentinelSet) AwaitNewMaster(ctx context.Context, old string) (string, error) {
-	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
+	ctx, cancel := WithDefaultTimeout(ctx, time.Minute)
 	defer cancel()
 	dl, _ := ctx.Deadline()
 	var master string
-	err := poll(ctx, time.Until(dl), func(ctx context.Context) error {
+	err := Poll(ctx, time.Until(dl), func(ctx context.Context) error {
 		agreed, answers := "", 0
 		for _, sn := range s.Sentinels {
 			c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))

@@ -22,7 +22,7 @@ func TestSpecResolve(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		k       kindRules
+		k       Rules
 		s       Spec
 		nodes   int
 		d       Durability
@@ -48,13 +48,9 @@ func TestSpecResolve(t *testing.T) {
 		{name: "zookeeper: FakeClock", k: zkRules, s: Spec{Nodes: 1, FakeClock: true}, nodes: 1, d: DurabilityDurable},
 		{name: "zookeeper: periodic", k: zkRules, s: Spec{Nodes: 3, Durability: DurabilityPeriodic}, wantErr: "forceSync", noDur: true},
 		{name: "zookeeper: placed, odd", k: zkRules, s: Spec{On: place(2)}, wantErr: "2 ZooKeeper servers: want an odd number"},
-		{name: "postgres: one by default", k: postgresRules, s: Spec{}, nodes: 1, d: DurabilityDurable},
-		{name: "postgres: three", k: postgresRules, s: Spec{Nodes: 3}, wantErr: "3 PostgreSQL servers: want at most 1"},
-		{name: "postgres: placed on two", k: postgresRules, s: Spec{On: place(2)}, wantErr: "2 PostgreSQL servers: want at most 1"},
-		{name: "postgres: placed", k: postgresRules, s: Spec{On: place(1), Durability: DurabilityPeriodic}, nodes: 1, d: DurabilityPeriodic},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.s.resolve(tc.k)
+			got, err := tc.s.Resolve(tc.k)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("resolve = %+v, %v; want an error containing %q", got, err, tc.wantErr)

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,9 +44,9 @@ type ZooKeeperOptions struct {
 
 // zkRules are what a ZooKeeper ensemble accepts of a Spec. Its durable
 // profile is forceSync=yes, its fast one forceSync=no.
-var zkRules = kindRules{
-	nodes: "ZooKeeper servers", min: 1, odd: true, durability: DurabilityDurable,
-	noPeriodic: "a server fsyncs its transaction log at every commit (forceSync=yes) or never (forceSync=no)",
+var zkRules = Rules{
+	Nodes: "ZooKeeper servers", Min: 1, Odd: true, Durability: DurabilityDurable,
+	NoPeriodic: "a server fsyncs its transaction log at every commit (forceSync=yes) or never (forceSync=no)",
 }
 
 // zkDefaultJVMFlags start a server in under a second on a small machine.
@@ -57,8 +58,7 @@ type Ensemble struct {
 	// Nodes are the servers; Nodes[i] has myid i+1.
 	Nodes []*Node
 
-	net    *peerNet   // nil unless started with Netns
-	cutter peerCutter // what Partition cuts with; nil without Netns or hosts
+	peers *Peers // what Partition cuts with
 }
 
 // ZooKeeper starts an ensemble of s.Nodes servers (an odd number; 1 runs
@@ -66,16 +66,16 @@ type Ensemble struct {
 // its mode (standalone, leader or follower) to the srvr command, which a
 // server does only once it has joined a quorum.
 func (e *Env) ZooKeeper(ctx context.Context, s Spec, o ZooKeeperOptions) (*Ensemble, error) {
-	s, err := s.resolve(zkRules)
+	s, err := s.Resolve(zkRules)
 	if err != nil {
 		return nil, err
 	}
 	n := s.Nodes
-	tick := orDefault(o.TickTime, 200*time.Millisecond)
+	tick := cmp.Or(o.TickTime, 200*time.Millisecond)
 	if tick < time.Millisecond {
 		return nil, fmt.Errorf("compose: ZooKeeper tick time %v: want at least 1ms", o.TickTime)
 	}
-	level := orDefault(o.LogLevel, "WARN")
+	level := cmp.Or(o.LogLevel, "WARN")
 	switch strings.ToUpper(level) {
 	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF":
 	default:
@@ -93,34 +93,33 @@ func (e *Env) ZooKeeper(ctx context.Context, s Spec, o ZooKeeperOptions) (*Ensem
 		}
 	}
 	z := &Ensemble{}
-	var l layout
+	var l Layout
 	if s.On != nil {
-		if l, err = layOutOn("ZooKeeper", s.On, 2888, 3888); err != nil {
+		if l, err = LayOutOn("ZooKeeper", s.On, 2888, 3888); err != nil {
 			return nil, err
 		}
-	} else if l, err = e.layOut(n, s.Netns, 2181, 2888, 3888); err != nil { // client, peer, election
+	} else if l, err = e.LayOut(n, s.Netns, 2181, 2888, 3888); err != nil { // client, peer, election
 		return nil, err
 	}
-	z.net = l.net
-	hosts := l.hosts
-	names := e.newNames("zookeeper", n)
+	hosts := l.Hosts
+	names := e.NewNames("zookeeper", n)
 	var servers strings.Builder
 	if n > 1 {
 		for i := range n {
-			fmt.Fprintf(&servers, "server.%d=%s:%d:%d\n", i+1, hosts[i], l.ports[i][1], l.ports[i][2])
+			fmt.Fprintf(&servers, "server.%d=%s:%d:%d\n", i+1, hosts[i], l.Ports[i][1], l.Ports[i][2])
 		}
 	}
 	jvm := o.JVMFlags
 	if jvm == nil {
 		jvm = zkDefaultJVMFlags
 	}
-	specs := make([]spec, n)
+	specs := make([]NodeSpec, n)
 	for i, name := range names {
 		dir := filepath.Join(e.Dir, name)
-		if l.places != nil {
-			dir = l.places[i].Dir
+		if l.Places != nil {
+			dir = l.Places[i].Dir
 		}
-		client := l.ports[i][0]
+		client := l.Ports[i][0]
 		args := append(append([]string(nil), jvm...),
 			"-Djava.net.preferIPv4Stack=true",
 			"-Dzookeeper.jmx.log4j.disable=true",
@@ -134,34 +133,30 @@ func (e *Env) ZooKeeper(ctx context.Context, s Spec, o ZooKeeperOptions) (*Ensem
 			"log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n" +
 			"log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n\n"
 		myid := strconv.Itoa(i + 1)
-		specs[i] = spec{
-			name: name, port: client, bin: java, args: args,
-			lazyFS: s.LazyFS, fakeClock: s.FakeClock, clock: zkTime,
+		specs[i] = NodeSpec{
+			Name: name, Port: client, Binary: java, Args: args, Clock: zkTime,
 			// Written before every start, so that a server restarted
 			// without its data still knows who it is.
-			prepare: func(ctx context.Context, n *Node) error {
-				return n.writeFiles(ctx, map[string]string{"myid": myid + "\n", "zoo.cfg": cfg, "log4j.properties": log4j})
+			Prepare: func(ctx context.Context, n *Node) error {
+				return n.WriteFiles(ctx, map[string]string{"myid": myid + "\n", "zoo.cfg": cfg, "log4j.properties": log4j})
 			},
-			ready: func(ctx context.Context) error {
-				_, err := zkMode(ctx, hostAddr(hosts[i], client))
+			Ready: func(ctx context.Context) error {
+				_, err := zkMode(ctx, HostAddr(hosts[i], client))
 				return err
 			},
 		}
-		l.place(&specs[i], i)
-		if l.places != nil {
-			specs[i].bin = l.places[i].binary(e.Programs.Java)
+		l.Place(&specs[i], i)
+		if l.Places != nil {
+			specs[i].Binary = cmp.Or(l.Places[i].Binary, e.Programs.Java)
 		}
 	}
-	nodes, err := e.startNodes(ctx, specs, s.Proxied)
+	nodes, err := e.StartNodes(ctx, s, specs)
 	if err != nil {
 		return nil, err
 	}
 	z.Nodes = nodes
-	switch {
-	case z.net != nil:
-		z.cutter = z.net
-	case l.places != nil:
-		z.cutter = e.newPlacedPeers(nodes)
+	if z.peers, err = e.NewPeers("ZooKeeper ensemble", l, nodes); err != nil {
+		return nil, err
 	}
 	return z, nil
 }
@@ -217,7 +212,7 @@ func (z *Ensemble) Mode(ctx context.Context, n *Node) (string, error) {
 // Servers that do not answer — killed, paused or electing — are skipped;
 // it is an error if none leads.
 func (z *Ensemble) Leader(ctx context.Context) (*Node, error) {
-	leader, err := leaderOf(ctx, z.Nodes, func(ctx context.Context, i int) (bool, uint64, error) {
+	leader, err := LeaderOf(ctx, z.Nodes, func(ctx context.Context, i int) (bool, uint64, error) {
 		mode, zxid, err := zkStatus(ctx, z.Nodes[i].ServerAddr())
 		return mode == "leader" || mode == "standalone", zxid >> 32, err
 	})
@@ -231,7 +226,7 @@ func (z *Ensemble) Leader(ctx context.Context) (*Node, error) {
 // leads the ensemble and returns it: what a leader-kill fault waits for.
 // ctx bounds the wait; without a deadline it is one minute.
 func (z *Ensemble) AwaitLeader(ctx context.Context, old *Node) (*Node, error) {
-	return awaitNewLeader(ctx, "ZooKeeper", z.Leader, old)
+	return AwaitLeader(ctx, "ZooKeeper", z.Leader, old)
 }
 
 // zkTime writes /lockbench-clock through the server at addr and returns
@@ -324,3 +319,23 @@ func fourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
 	}
 	return string(b), nil
 }
+
+// Partition cuts the members into groups that cannot reach each other, as
+// Peers.Partition does (see there): the cluster must have been started
+// with Netns or on hosts (Spec.On), each member on a host of its own.
+func (z *Ensemble) Partition(groups ...[]*Node) error { return z.peers.Partition(groups...) }
+
+// HealPartition lifts the partition in force, if any (Peers.Heal).
+func (z *Ensemble) HealPartition() error { return z.peers.Heal() }
+
+// PartitionLeader cuts the current leader off from every other member
+// (clients still reach it) and returns it: it can no longer commit
+// anything, and the majority elects a new leader.
+func (z *Ensemble) PartitionLeader(ctx context.Context) (*Node, error) {
+	return z.peers.PartitionLeader(ctx, z.Leader)
+}
+
+// AwaitServing waits until every running member serves clients again, as
+// after HealPartition or Resume: ctx bounds the wait, and each member may
+// take ReadyTimeout.
+func (z *Ensemble) AwaitServing(ctx context.Context) error { return z.peers.AwaitServing(ctx) }

@@ -12,6 +12,10 @@ package composetest
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +74,41 @@ func ForTest(tb testing.TB) *compose.Env {
 	})
 	servertest.Watch(tb, e)
 	return e
+}
+
+// ProcessAlive reports whether process pid runs on this machine: it
+// exists and is no zombie (one that has exited and waits to be reaped).
+// Tests check with it that a server's processes went with a Kill or an
+// Env's Close.
+func ProcessAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b))
+	return len(fields) > 2 && fields[2] != "Z"
+}
+
+// Children lists the processes of this machine whose parent is pid.
+func Children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, d := range entries {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

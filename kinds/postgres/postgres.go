@@ -18,7 +18,7 @@ func init() {
 	// The inventory names its postgres; it runs as PostgreSQL's own
 	// account, which refuses root.
 	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start, StartCost: kinds.Once(3 * time.Second),
-		OnHost: func() inventory.Needs { return inventory.Needs{Account: compose.DefaultPrograms().PostgresUser} }})
+		OnHost: func() inventory.Needs { return inventory.Needs{Account: DefaultPrograms().User} }})
 }
 
 // Offers is what one PostgreSQL server offers the faults: every fault of
@@ -44,7 +44,7 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 	if spec.Count != 1 {
 		return nil, fmt.Errorf("postgres: %d PostgreSQL servers: lockbench starts one", spec.Count)
 	}
-	n, err := env.Postgres(ctx, spec.Compose(), compose.PostgresOptions{})
+	n, err := StartServer(ctx, env, spec.Compose(), Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,61 @@
+package kinds_test
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/remote"
+)
+
+// TestSpecResolve checks how each kind resolves a compose.Spec against its
+// Rules: the count and durability it fills in, and an error naming what
+// the kind cannot start with, before anything starts.
+func TestSpecResolve(t *testing.T) {
+	place := func(n int) []compose.Placement {
+		out := make([]compose.Placement, n)
+		for i := range out {
+			out[i] = compose.Placement{Host: remote.Local{}, Addr: netip.MustParseAddr("127.0.0.1"), Port: 7000 + i, Dir: "/tmp/x"}
+		}
+		return out
+	}
+	type Spec = compose.Spec
+	const (
+		DurabilityFast     = compose.DurabilityFast
+		DurabilityPeriodic = compose.DurabilityPeriodic
+		DurabilityDurable  = compose.DurabilityDurable
+	)
+	for _, tc := range []struct {
+		name    string
+		k       compose.Rules
+		s       Spec
+		nodes   int
+		d       compose.Durability
+		wantErr string
+		noDur   bool
+	}{
+		{name: "postgres: one by default", k: postgres.Rules, s: Spec{}, nodes: 1, d: DurabilityDurable},
+		{name: "postgres: three", k: postgres.Rules, s: Spec{Nodes: 3}, wantErr: "3 PostgreSQL servers: want at most 1"},
+		{name: "postgres: placed on two", k: postgres.Rules, s: Spec{On: place(2)}, wantErr: "2 PostgreSQL servers: want at most 1"},
+		{name: "postgres: placed", k: postgres.Rules, s: Spec{On: place(1), Durability: DurabilityPeriodic}, nodes: 1, d: DurabilityPeriodic},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.s.Resolve(tc.k)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Resolve = %+v, %v; want an error containing %q", got, err, tc.wantErr)
+				}
+				if tc.noDur && !errors.Is(err, compose.ErrNoDurability) {
+					t.Errorf("%v does not wrap ErrNoDurability", err)
+				}
+				return
+			}
+			if err != nil || got.Nodes != tc.nodes || got.Durability != tc.d {
+				t.Fatalf("Resolve = %d nodes, %q, %v; want %d, %q", got.Nodes, got.Durability, err, tc.nodes, tc.d)
+			}
+		})
+	}
+}
