@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
 // clockSlack bounds how far a server's clock reading may be from what a
@@ -65,7 +65,7 @@ func TestFakeClock(t *testing.T) {
 			return n
 		}},
 		{"zookeeper", func(t *testing.T, ctx context.Context) *compose.Node {
-			z, err := composetest.ForTest(t).ZooKeeper(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.ZooKeeperOptions{})
+			z, err := zookeeper.StartEnsemble(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1, FakeClock: true}, zookeeper.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,50 +164,6 @@ func TestRedisClockJumpExpiresKeys(t *testing.T) {
 	}
 }
 
-// TestZooKeeperSessionIgnoresClockJump checks that ZooKeeper times
-// sessions on its monotonic clock: a session of 2 s outlives a jump of the
-// server's wall clock by an hour, forward or back, and its ephemeral node
-// stays.
-func TestZooKeeperSessionIgnoresClockJump(t *testing.T) {
-	ctx := context.Background()
-	z, err := composetest.ForTest(t).ZooKeeper(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.ZooKeeperOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, events, err := zk.Connect(z.Addrs(), 2*time.Second, zk.WithLogger(zkNoLog{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	zkRetry(t, "create the ephemeral node", func() error {
-		_, err := c.Create("/holder", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-		return err
-	})
-	session := c.SessionID()
-	for _, d := range []time.Duration{time.Hour, -2 * time.Hour} {
-		if err := z.Nodes[0].JumpClock(d); err != nil {
-			t.Fatal(err)
-		}
-		// Three session timeouts on the real clock: an expiry by the
-		// wall clock would have happened.
-		deadline := time.After(6 * time.Second)
-	wait:
-		for {
-			select {
-			case ev := <-events:
-				if ev.State == zk.StateExpired {
-					t.Fatalf("the session expired after a jump of the server's clock by %v", d)
-				}
-			case <-deadline:
-				break wait
-			}
-		}
-		if ok, _, err := c.Exists("/holder"); err != nil || !ok || c.SessionID() != session {
-			t.Fatalf("after a jump by %v: ephemeral node exists %v (%v), session %x (was %x)", d, ok, err, c.SessionID(), session)
-		}
-	}
-}
-
 // TestFakeClockNeedsTheOption checks that the clock controls refuse a
 // node started without FakeClock, saying why an etcd member cannot have
 // one.
@@ -279,7 +235,7 @@ func BenchmarkFakeClock(b *testing.B) {
 // leader's shows in every znode.
 func TestZooKeeperStampsWithTheLeadersClock(t *testing.T) {
 	ctx := context.Background()
-	z, err := composetest.ForTest(t).ZooKeeper(ctx, compose.Spec{Nodes: 3, FakeClock: true}, compose.ZooKeeperOptions{})
+	z, err := zookeeper.StartEnsemble(ctx, composetest.ForTest(t), compose.Spec{Nodes: 3, FakeClock: true}, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
@@ -61,7 +62,7 @@ func TestPlacedQuorums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zk, err := env.ZooKeeper(ctx, compose.Spec{Nodes: 3, On: zkOn}, compose.ZooKeeperOptions{})
+	zk, err := zookeeper.StartEnsemble(ctx, env, compose.Spec{Nodes: 3, On: zkOn}, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

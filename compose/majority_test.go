@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
 // A quorumSystem is a consensus cluster under faults of a majority.
@@ -32,7 +33,7 @@ var quorumSystems = []quorumSystem{
 	{
 		name: "zookeeper",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) ([]*compose.Node, error) {
-			z, err := e.ZooKeeper(ctx, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, compose.ZooKeeperOptions{})
+			z, err := zookeeper.StartEnsemble(ctx, e, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, zookeeper.Options{})
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +115,7 @@ func withZK(nodes []*compose.Node, f func(*zk.Conn) error) error {
 	for _, n := range nodes {
 		addrs = append(addrs, n.Addr())
 	}
-	c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zkNoLog{}))
+	c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zookeeper.NoLog{}))
 	if err != nil {
 		return err
 	}

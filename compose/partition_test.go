@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
 // needPeerNetwork marks the test as one that starts servers (so a
@@ -97,7 +98,7 @@ func etcdQuorum(t *testing.T, c *compose.EtcdCluster) *quorum {
 	}
 }
 
-func zkQuorum(z *compose.Ensemble) *quorum {
+func zkQuorum(z *zookeeper.Ensemble) *quorum {
 	return &quorum{
 		nodes: z.Nodes, leader: z.Leader, awaitLeader: z.AwaitLeader,
 		partition: z.Partition, heal: z.HealPartition, awaitServing: z.AwaitServing,
@@ -107,7 +108,7 @@ func zkQuorum(z *compose.Ensemble) *quorum {
 			for _, n := range via {
 				addrs = append(addrs, n.Addr())
 			}
-			c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zkNoLog{}))
+			c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zookeeper.NoLog{}))
 			if err != nil {
 				return err
 			}
@@ -382,7 +383,7 @@ func TestZooKeeperPeerPartitions(t *testing.T) {
 	needPeerNetwork(t)
 	composetest.StartsServersWithin(t, 5*time.Minute) // 101 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
-	z, err := env.ZooKeeper(context.Background(), compose.Spec{Nodes: 3, Netns: true, Proxied: true}, compose.ZooKeeperOptions{})
+	z, err := zookeeper.StartEnsemble(context.Background(), env, compose.Spec{Nodes: 3, Netns: true, Proxied: true}, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
 // peerMarks is what a PeerNetwork member leaves on the machine while it
@@ -192,7 +193,7 @@ func peerNetUnprivileged(dir string) {
 	defer env.Close()
 	ctx := context.Background()
 	_, etcdErr := env.Etcd(ctx, compose.Spec{Nodes: 3, Netns: true}, compose.EtcdOptions{})
-	_, zkErr := env.ZooKeeper(ctx, compose.Spec{Nodes: 3, Netns: true}, compose.ZooKeeperOptions{})
+	_, zkErr := zookeeper.StartEnsemble(ctx, env, compose.Spec{Nodes: 3, Netns: true}, zookeeper.Options{})
 	for name, err := range map[string]error{"available": compose.PeerNetworkAvailable(), "etcd": etcdErr, "zookeeper": zkErr} {
 		fmt.Printf("%s: %v\n", name, err)
 	}

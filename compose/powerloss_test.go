@@ -18,6 +18,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
 func needLazyFS(t *testing.T) {
@@ -78,14 +79,14 @@ var durableServers = []durableServer{
 	{
 		name: "zookeeper",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			z, err := e.ZooKeeper(ctx, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, compose.ZooKeeperOptions{})
+			z, err := zookeeper.StartEnsemble(ctx, e, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, zookeeper.Options{})
 			if err != nil {
 				return nil, err
 			}
 			return z.Nodes[0], nil
 		},
 		open: func(t *testing.T, n *compose.Node) journal {
-			c, _, err := zk.Connect([]string{n.Addr()}, 4*time.Second, zk.WithLogger(zkNoLog{}))
+			c, _, err := zk.Connect([]string{n.Addr()}, 4*time.Second, zk.WithLogger(zookeeper.NoLog{}))
 			if err != nil {
 				t.Fatal(err)
 			}

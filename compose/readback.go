@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -48,29 +47,6 @@ func (x *Proxy) Faults(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// Isolated returns nil when server n of the ensemble says it has lost its
-// quorum (srvr: it is not serving requests, as a server cut off from a
-// majority of the ensemble says within syncLimit ticks), and an error
-// saying what it is otherwise: the proof that a partition between members
-// took. The server must be reachable from this host (a partition between
-// members does not cut its clients off).
-func (z *Ensemble) Isolated(ctx context.Context, n *Node) error {
-	ctx, cancel := WithDefaultTimeout(ctx, time.Second)
-	defer cancel()
-	out, err := fourLetterWord(ctx, n.ServerAddr(), "srvr")
-	if err != nil {
-		return fmt.Errorf("compose: %s: %w", n.Name, err)
-	}
-	if strings.Contains(out, "not currently serving") {
-		return nil
-	}
-	mode, _, err := zkStatus(ctx, n.ServerAddr())
-	if err != nil {
-		return fmt.Errorf("compose: %s: %w", n.Name, err)
-	}
-	return fmt.Errorf("compose: %s still serves, as %s", n.Name, mode)
 }
 
 // Isolated returns nil when member n of the cluster says it has no leader

@@ -45,9 +45,6 @@ func TestSpecResolve(t *testing.T) {
 		{name: "etcd: fast", k: etcdRules, s: Spec{Nodes: 1, Durability: DurabilityFast}, nodes: 1, d: DurabilityFast},
 		{name: "etcd: periodic", k: etcdRules, s: Spec{Nodes: 1, Durability: DurabilityPeriodic}, wantErr: "no periodic", noDur: true},
 		{name: "etcd: FakeClock", k: etcdRules, s: Spec{Nodes: 1, FakeClock: true}, wantErr: "etcd members with FakeClock"},
-		{name: "zookeeper: FakeClock", k: zkRules, s: Spec{Nodes: 1, FakeClock: true}, nodes: 1, d: DurabilityDurable},
-		{name: "zookeeper: periodic", k: zkRules, s: Spec{Nodes: 3, Durability: DurabilityPeriodic}, wantErr: "forceSync", noDur: true},
-		{name: "zookeeper: placed, odd", k: zkRules, s: Spec{On: place(2)}, wantErr: "2 ZooKeeper servers: want an odd number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.s.Resolve(tc.k)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 	"github.com/lockbench/lockbench/remote"
 )
 
@@ -41,6 +42,9 @@ func TestSpecResolve(t *testing.T) {
 		{name: "postgres: three", k: postgres.Rules, s: Spec{Nodes: 3}, wantErr: "3 PostgreSQL servers: want at most 1"},
 		{name: "postgres: placed on two", k: postgres.Rules, s: Spec{On: place(2)}, wantErr: "2 PostgreSQL servers: want at most 1"},
 		{name: "postgres: placed", k: postgres.Rules, s: Spec{On: place(1), Durability: DurabilityPeriodic}, nodes: 1, d: DurabilityPeriodic},
+		{name: "zookeeper: FakeClock", k: zookeeper.Rules, s: Spec{Nodes: 1, FakeClock: true}, nodes: 1, d: DurabilityDurable},
+		{name: "zookeeper: periodic", k: zookeeper.Rules, s: Spec{Nodes: 3, Durability: DurabilityPeriodic}, wantErr: "forceSync", noDur: true},
+		{name: "zookeeper: placed, odd", k: zookeeper.Rules, s: Spec{On: place(2)}, wantErr: "2 ZooKeeper servers: want an odd number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.s.Resolve(tc.k)

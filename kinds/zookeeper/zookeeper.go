@@ -17,7 +17,7 @@ func init() {
 	kinds.Register(kinds.Kind{Name: backends.ZooKeeper, Offers: Offers, Start: Start, StartCost: kinds.Once(6 * time.Second),
 		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.ZooKeeper),
 		OnHost: func() inventory.Needs {
-			return inventory.Needs{Binary: compose.DefaultPrograms().Java, Files: compose.DefaultPrograms().ZooKeeperClasspath}
+			return inventory.Needs{Binary: DefaultPrograms().Java, Files: DefaultPrograms().Classpath}
 		}})
 }
 
@@ -39,7 +39,7 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 	if spec.Here() {
 		cs.Netns = kinds.PeersCut(spec)
 	}
-	z, err := env.ZooKeeper(ctx, cs, compose.ZooKeeperOptions{})
+	z, err := StartEnsemble(ctx, env, cs, Options{})
 	if err != nil {
 		return nil, err
 	}
