@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
@@ -64,7 +65,7 @@ var quorumSystems = []quorumSystem{
 	{
 		name: "etcd",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) ([]*compose.Node, error) {
-			c, err := e.Etcd(ctx, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, compose.EtcdOptions{})
+			c, err := etcd.StartCluster(ctx, e, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, etcd.Options{})
 			if err != nil {
 				return nil, err
 			}

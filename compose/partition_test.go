@@ -11,9 +11,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
@@ -52,7 +54,19 @@ type quorum struct {
 // from the quorum, it never completes.
 const writeTimeout = 3 * time.Second
 
-func etcdQuorum(t *testing.T, c *compose.EtcdCluster) *quorum {
+// etcdClient is a client of the etcd members at endpoints, closed when t
+// ends.
+func etcdClient(t *testing.T, endpoints ...string) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func etcdQuorum(t *testing.T, c *etcd.Cluster) *quorum {
 	// One client asks every member for its status, each directly.
 	var eps []string
 	for _, n := range c.Nodes {
@@ -371,7 +385,7 @@ func TestEtcdPeerPartitions(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 37 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
 	// Proxied too: clients go through the proxies, members talk directly.
-	c, err := env.Etcd(context.Background(), compose.Spec{Nodes: 3, Netns: true, Proxied: true}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: 3, Netns: true, Proxied: true}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +409,7 @@ func TestZooKeeperPeerPartitions(t *testing.T) {
 func TestPartitionNeedsPeerNetwork(t *testing.T) {
 	t.Parallel()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: 1}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +433,7 @@ func TestEtcdPeerPartitionHalvesWithLeader(t *testing.T) {
 	needPeerNetwork(t)
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(ctx, compose.Spec{Nodes: 5, Netns: true}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(ctx, env, compose.Spec{Nodes: 5, Netns: true}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

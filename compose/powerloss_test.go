@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
 	"github.com/lockbench/lockbench/kinds/postgres"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
@@ -97,7 +98,7 @@ var durableServers = []durableServer{
 	{
 		name: "etcd",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			c, err := e.Etcd(ctx, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, compose.EtcdOptions{})
+			c, err := etcd.StartCluster(ctx, e, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, etcd.Options{})
 			if err != nil {
 				return nil, err
 			}

@@ -40,11 +40,6 @@ func TestSpecResolve(t *testing.T) {
 		{name: "redis: unknown durability", k: redisRules, s: Spec{Nodes: 1, Durability: "sometimes"}, wantErr: `durability "sometimes"`},
 		{name: "sentinel: the smallest set", k: sentinelRules, s: Spec{}, nodes: 2, d: DurabilityFast},
 		{name: "sentinel: no replica", k: sentinelRules, s: Spec{Nodes: 1}, wantErr: "1 Redis nodes in a Sentinel set: want at least 2"},
-		{name: "etcd: even", k: etcdRules, s: Spec{Nodes: 2}, wantErr: "2 etcd members: want an odd number"},
-		{name: "etcd: durable by default", k: etcdRules, s: Spec{Nodes: 3}, nodes: 3, d: DurabilityDurable},
-		{name: "etcd: fast", k: etcdRules, s: Spec{Nodes: 1, Durability: DurabilityFast}, nodes: 1, d: DurabilityFast},
-		{name: "etcd: periodic", k: etcdRules, s: Spec{Nodes: 1, Durability: DurabilityPeriodic}, wantErr: "no periodic", noDur: true},
-		{name: "etcd: FakeClock", k: etcdRules, s: Spec{Nodes: 1, FakeClock: true}, wantErr: "etcd members with FakeClock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.s.Resolve(tc.k)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/kinds/etcd"
 	"github.com/lockbench/lockbench/kinds/postgres"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 	"github.com/lockbench/lockbench/remote"
@@ -45,6 +46,11 @@ func TestSpecResolve(t *testing.T) {
 		{name: "zookeeper: FakeClock", k: zookeeper.Rules, s: Spec{Nodes: 1, FakeClock: true}, nodes: 1, d: DurabilityDurable},
 		{name: "zookeeper: periodic", k: zookeeper.Rules, s: Spec{Nodes: 3, Durability: DurabilityPeriodic}, wantErr: "forceSync", noDur: true},
 		{name: "zookeeper: placed, odd", k: zookeeper.Rules, s: Spec{On: place(2)}, wantErr: "2 ZooKeeper servers: want an odd number"},
+		{name: "etcd: even", k: etcd.Rules, s: Spec{Nodes: 2}, wantErr: "2 etcd members: want an odd number"},
+		{name: "etcd: durable by default", k: etcd.Rules, s: Spec{Nodes: 3}, nodes: 3, d: DurabilityDurable},
+		{name: "etcd: fast", k: etcd.Rules, s: Spec{Nodes: 1, Durability: DurabilityFast}, nodes: 1, d: DurabilityFast},
+		{name: "etcd: periodic", k: etcd.Rules, s: Spec{Nodes: 1, Durability: DurabilityPeriodic}, wantErr: "no periodic", noDur: true},
+		{name: "etcd: FakeClock", k: etcd.Rules, s: Spec{Nodes: 1, FakeClock: true}, wantErr: "etcd members with FakeClock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.s.Resolve(tc.k)

@@ -8,6 +8,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/internal/server"
 	"github.com/lockbench/lockbench/kinds"
+	"github.com/lockbench/lockbench/kinds/etcd"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 	"github.com/lockbench/lockbench/nemesis"
 )
@@ -26,7 +27,7 @@ var (
 	_ nemesis.PeerMember   = (*compose.Node)(nil)
 	_ nemesis.Placed       = (*compose.Node)(nil)
 
-	_ nemesis.Leader      = kinds.Leads((*compose.EtcdCluster)(nil))
+	_ nemesis.Leader      = kinds.Leads((*etcd.Cluster)(nil))
 	_ nemesis.Leader      = kinds.Leads((*zookeeper.Ensemble)(nil))
 	_ nemesis.Leader      = kinds.Leads((*compose.SentinelSet)(nil))
 	_ nemesis.FailoverSet = kinds.SentinelSet{}

@@ -16,7 +16,7 @@ import (
 
 func init() {
 	kinds.Register(kinds.Kind{Name: backends.Etcd, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second),
-		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.Etcd), Program: compose.EtcdMember,
+		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.Etcd), Program: Member,
 		OnHost: func() inventory.Needs { return inventory.Needs{Uploaded: "etcd-member"} }})
 }
 
@@ -47,7 +47,7 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 	if spec.Here() {
 		cs.Netns = kinds.PeersCut(spec)
 	}
-	e, err := env.Etcd(ctx, cs, compose.EtcdOptions{})
+	e, err := StartCluster(ctx, env, cs, Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package compose_test
+package etcd_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
 )
 
 func etcdClient(t *testing.T, endpoints ...string) *clientv3.Client {
@@ -62,7 +63,7 @@ func TestEtcdSingle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(ctx, compose.Spec{Nodes: 1, Proxied: true}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(ctx, env, compose.Spec{Nodes: 1, Proxied: true}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +83,12 @@ func TestEtcdSingle(t *testing.T) {
 func TestEtcdBadSize(t *testing.T) {
 	env := composetest.ForTest(t)
 	for _, n := range []int{0, 2, -3} {
-		if _, err := env.Etcd(context.Background(), compose.Spec{Nodes: n}, compose.EtcdOptions{}); err == nil {
+		if _, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: n}, etcd.Options{}); err == nil {
 			t.Errorf("Etcd(%d) succeeded", n)
 		}
 	}
-	o := compose.EtcdOptions{HeartbeatInterval: 100 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond}
-	if _, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1}, o); err == nil {
+	o := etcd.Options{HeartbeatInterval: 100 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond}
+	if _, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: 1}, o); err == nil {
 		t.Error("an election timeout of 2 heartbeats was accepted")
 	}
 }
@@ -96,7 +97,7 @@ func TestEtcdLeaderKillPauseRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(ctx, compose.Spec{Nodes: 3}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(ctx, env, compose.Spec{Nodes: 3}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
