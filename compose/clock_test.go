@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
@@ -51,7 +52,7 @@ func TestFakeClock(t *testing.T) {
 		start func(t *testing.T, ctx context.Context) *compose.Node
 	}{
 		{"redis", func(t *testing.T, ctx context.Context) *compose.Node {
-			ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.RedisOptions{})
+			ns, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1, FakeClock: true}, rediskind.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,11 +137,11 @@ func TestFakeClock(t *testing.T) {
 // longer TTL loses the jump, and a jump back gives the time back.
 func TestRedisClockJumpExpiresKeys(t *testing.T) {
 	ctx := context.Background()
-	ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.RedisOptions{})
+	ns, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1, FakeClock: true}, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, c := ns[0], client(t, ns[0].Addr())
+	n, c := ns[0], composetest.RedisClient(t, ns[0].Addr())
 	if err := c.Set(ctx, "minute", "v", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestRedisClockJumpExpiresKeys(t *testing.T) {
 // one.
 func TestFakeClockNeedsTheOption(t *testing.T) {
 	ctx := context.Background()
-	ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
+	ns, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1}, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestFakeClockNeedsTheOption(t *testing.T) {
 // TestClockRateRejectsBadRates checks SetClockRate's input.
 func TestClockRateRejectsBadRates(t *testing.T) {
 	ctx := context.Background()
-	ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.RedisOptions{})
+	ns, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1, FakeClock: true}, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestClockRateRejectsBadRates(t *testing.T) {
 func BenchmarkFakeClock(b *testing.B) {
 	for _, fake := range []bool{false, true} {
 		b.Run("redis/fakeclock="+map[bool]string{false: "false", true: "true"}[fake], func(b *testing.B) {
-			ns, err := composetest.ForTest(b).Redis(context.Background(), compose.Spec{Nodes: 1, FakeClock: fake}, compose.RedisOptions{})
+			ns, err := rediskind.StartServers(context.Background(), composetest.ForTest(b), compose.Spec{Nodes: 1, FakeClock: fake}, rediskind.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

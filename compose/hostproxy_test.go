@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
@@ -92,11 +93,11 @@ func TestPlacedProxy(t *testing.T) {
 	addr := lab.Hosts[0].Addr
 	const port, proxyPort = 6379, 16379
 	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, On: []compose.Placement{{
+	nodes, err := redis.StartServers(ctx, env, compose.Spec{Nodes: 1, On: []compose.Placement{{
 		Host: server, Addr: addr, Port: port, Dir: "/tmp/lockbench/redis", Lockbench: bin,
 		Clients: []compose.Peer{{Host: client, Addr: lab.Hosts[1].Addr}},
 		Proxy:   &compose.PlacedProxy{Port: proxyPort},
-	}}}, compose.RedisOptions{})
+	}}}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
@@ -48,9 +49,9 @@ func TestPlaced(t *testing.T) {
 	}
 	clients := []compose.Peer{{Host: hosts[2], Addr: lab.Hosts[2].Addr}}
 	env := composetest.ForTest(t)
-	redisNodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true, Durability: compose.DurabilityDurable, On: []compose.Placement{{
+	redisNodes, err := redis.StartServers(ctx, env, compose.Spec{Nodes: 1, FakeClock: true, Durability: compose.DurabilityDurable, On: []compose.Placement{{
 		Host: hosts[0], Addr: lab.Hosts[0].Addr, Port: 6379, Dir: "/tmp/lockbench/redis", Clients: clients,
-	}}}, compose.RedisOptions{})
+	}}}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

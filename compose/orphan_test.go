@@ -19,6 +19,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
 
 // TestMain lets the test binary play a parent that starts servers and is
@@ -99,7 +100,7 @@ func orphanParent(dir, kind string) {
 	default:
 		// Kind "lazyfs": on lazy filesystems, under the clock preload.
 		lazy := kind == "lazyfs"
-		nodes, err := env.Redis(ctx, compose.Spec{Nodes: 2, LazyFS: lazy, FakeClock: lazy}, compose.RedisOptions{})
+		nodes, err := redis.StartServers(ctx, env, compose.Spec{Nodes: 2, LazyFS: lazy, FakeClock: lazy}, redis.Options{})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)

@@ -11,6 +11,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
 )
 
 // BenchmarkLazyFS measures what a lazy filesystem costs a server: one
@@ -27,7 +28,7 @@ func BenchmarkLazyFS(b *testing.B) {
 		for _, lazy := range []bool{false, true} {
 			b.Run(fmt.Sprintf("redis/%s/lazyfs=%v", d, lazy), func(b *testing.B) {
 				s := compose.Spec{Nodes: 1, Durability: d, LazyFS: lazy}
-				ns, err := composetest.ForTest(b).Redis(context.Background(), s, compose.RedisOptions{})
+				ns, err := rediskind.StartServers(context.Background(), composetest.ForTest(b), s, rediskind.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}

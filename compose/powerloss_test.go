@@ -19,6 +19,7 @@ import (
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/etcd"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
@@ -54,7 +55,7 @@ var durableServers = []durableServer{
 	{
 		name: "redis",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			ns, err := e.Redis(ctx, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, compose.RedisOptions{})
+			ns, err := rediskind.StartServers(ctx, e, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, rediskind.Options{})
 			if err != nil {
 				return nil, err
 			}

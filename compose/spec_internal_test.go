@@ -2,24 +2,14 @@ package compose
 
 import (
 	"errors"
-	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/lockbench/lockbench/remote"
 )
 
 // TestSpecResolve checks how each kind resolves a Spec: the count and
 // durability it fills in, and an error naming what the kind cannot start
 // with, before anything starts.
 func TestSpecResolve(t *testing.T) {
-	place := func(n int) []Placement {
-		out := make([]Placement, n)
-		for i := range out {
-			out[i] = Placement{Host: remote.Local{}, Addr: netip.MustParseAddr("127.0.0.1"), Port: 7000 + i, Dir: "/tmp/x"}
-		}
-		return out
-	}
 	for _, tc := range []struct {
 		name    string
 		k       Rules
@@ -29,15 +19,6 @@ func TestSpecResolve(t *testing.T) {
 		wantErr string
 		noDur   bool
 	}{
-		{name: "redis: a count", k: redisRules, s: Spec{Nodes: 2}, nodes: 2, d: DurabilityFast},
-		{name: "redis: no count", k: redisRules, s: Spec{}, wantErr: "0 Redis nodes: want at least 1"},
-		{name: "redis: negative", k: redisRules, s: Spec{Nodes: -1}, wantErr: "-1 Redis nodes"},
-		{name: "redis: placed, counted by On", k: redisRules, s: Spec{On: place(3)}, nodes: 3, d: DurabilityFast},
-		{name: "redis: placed, one each", k: redisRules, s: Spec{Nodes: 2, On: place(3)}, wantErr: "2 Redis nodes on 3 placements"},
-		{name: "redis: placed with a proxy here", k: redisRules, s: Spec{On: place(1), Proxied: true}, wantErr: "with Proxied"},
-		{name: "redis: placed in a namespace", k: redisRules, s: Spec{On: place(1), Netns: true, Proxied: true},
-			wantErr: "with Proxied and Netns"},
-		{name: "redis: unknown durability", k: redisRules, s: Spec{Nodes: 1, Durability: "sometimes"}, wantErr: `durability "sometimes"`},
 		{name: "sentinel: the smallest set", k: sentinelRules, s: Spec{}, nodes: 2, d: DurabilityFast},
 		{name: "sentinel: no replica", k: sentinelRules, s: Spec{Nodes: 1}, wantErr: "1 Redis nodes in a Sentinel set: want at least 2"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/kinds/etcd"
 	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 	"github.com/lockbench/lockbench/remote"
 )
@@ -51,6 +52,15 @@ func TestSpecResolve(t *testing.T) {
 		{name: "etcd: fast", k: etcd.Rules, s: Spec{Nodes: 1, Durability: DurabilityFast}, nodes: 1, d: DurabilityFast},
 		{name: "etcd: periodic", k: etcd.Rules, s: Spec{Nodes: 1, Durability: DurabilityPeriodic}, wantErr: "no periodic", noDur: true},
 		{name: "etcd: FakeClock", k: etcd.Rules, s: Spec{Nodes: 1, FakeClock: true}, wantErr: "etcd members with FakeClock"},
+		{name: "redis: a count", k: redis.Rules, s: Spec{Nodes: 2}, nodes: 2, d: DurabilityFast},
+		{name: "redis: no count", k: redis.Rules, s: Spec{}, wantErr: "0 Redis nodes: want at least 1"},
+		{name: "redis: negative", k: redis.Rules, s: Spec{Nodes: -1}, wantErr: "-1 Redis nodes"},
+		{name: "redis: placed, counted by On", k: redis.Rules, s: Spec{On: place(3)}, nodes: 3, d: DurabilityFast},
+		{name: "redis: placed, one each", k: redis.Rules, s: Spec{Nodes: 2, On: place(3)}, wantErr: "2 Redis nodes on 3 placements"},
+		{name: "redis: placed with a proxy here", k: redis.Rules, s: Spec{On: place(1), Proxied: true}, wantErr: "with Proxied"},
+		{name: "redis: placed in a namespace", k: redis.Rules, s: Spec{On: place(1), Netns: true, Proxied: true},
+			wantErr: "with Proxied and Netns"},
+		{name: "redis: unknown durability", k: redis.Rules, s: Spec{Nodes: 1, Durability: "sometimes"}, wantErr: `durability "sometimes"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.s.Resolve(tc.k)

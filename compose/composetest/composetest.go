@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/internal/servertest"
 )
@@ -111,4 +113,15 @@ func Children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// RedisClient is a client of the Redis server at addr that gives up on
+// a request within 300 ms and never retries (a fault shows at once),
+// closed when tb ends.
+func RedisClient(tb testing.TB, addr string) *redis.Client {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
+		DialTimeout: 300 * time.Millisecond})
+	tb.Cleanup(func() { c.Close() })
+	return c
 }

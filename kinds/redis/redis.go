@@ -17,7 +17,7 @@ import (
 
 func init() {
 	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers, Start: Start, StartCost: kinds.Every(300 * time.Millisecond),
-		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.DefaultPrograms().RedisServer} }})
+		OnHost: func() inventory.Needs { return inventory.Needs{Binary: DefaultPrograms().Server} }})
 }
 
 // Offers is what n independent Redis masters offer the faults: each can be
@@ -59,7 +59,7 @@ func Offers(n int) kinds.Offer {
 // in a network namespace of its own when spec needs one), or on the
 // hosts spec.On names.
 func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
-	nodes, err := env.Redis(ctx, spec.Compose(), compose.RedisOptions{})
+	nodes, err := StartServers(ctx, env, spec.Compose(), Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -12,13 +12,14 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/inventory"
 	"github.com/lockbench/lockbench/kinds"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
 func init() {
 	// A sentinel on a host runs redis-server --sentinel.
 	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second),
-		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.DefaultPrograms().RedisServer} }})
+		OnHost: func() inventory.Needs { return inventory.Needs{Binary: redis.DefaultPrograms().Server} }})
 }
 
 // Offers is what a Sentinel set of n Redis nodes (a master and n-1
