@@ -23,7 +23,7 @@ import (
 // neither side saw a clean close. The proxy in front of the node is cut
 // too.
 func TestCutClients(t *testing.T) {
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	ctx := context.Background()
 	nodes, err := redis.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 2, Netns: true, Proxied: true}, redis.Options{})
 	if err != nil {
@@ -63,10 +63,10 @@ func TestCutClients(t *testing.T) {
 	if reply, err := request("PING", time.Second); !isTimeout(err) {
 		t.Fatalf("PING on an open connection during the cut: %q, %v; want a timeout", reply, err)
 	}
-	if err := composetest.RedisClient(t, n.Addr()).Ping(ctx).Err(); !isTimeout(err) {
+	if err := composetest.RedisClient(t, n.Addr(), 300*time.Millisecond).Ping(ctx).Err(); !isTimeout(err) {
 		t.Fatalf("PING through the node's proxy during the cut: %v; want a timeout", err)
 	}
-	if err := composetest.RedisClient(t, other.ServerAddr()).Ping(ctx).Err(); err != nil {
+	if err := composetest.RedisClient(t, other.ServerAddr(), 300*time.Millisecond).Ping(ctx).Err(); err != nil {
 		t.Fatalf("the other node during the cut: %v", err)
 	}
 
@@ -80,7 +80,7 @@ func TestCutClients(t *testing.T) {
 	if reply, err := request("", 30*time.Second); err != nil || reply != "+PONG\r\n" {
 		t.Fatalf("the reply to the PING sent during the cut, after the heal: %q, %v", reply, err)
 	}
-	list, err := composetest.RedisClient(t, n.ServerAddr()).ClientList(ctx).Result()
+	list, err := composetest.RedisClient(t, n.ServerAddr(), 300*time.Millisecond).ClientList(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func isTimeout(err error) bool {
 // (it once tried to enter them, and left PostgreSQL's data dir and every
 // clock page behind).
 func TestCloseRemovesNetnsNodeFiles(t *testing.T) {
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	if err := compose.FakeClockAvailable(); err != nil {
 		t.Skip(err)
 	}

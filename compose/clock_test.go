@@ -141,7 +141,7 @@ func TestRedisClockJumpExpiresKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, c := ns[0], composetest.RedisClient(t, ns[0].Addr())
+	n, c := ns[0], composetest.RedisClient(t, ns[0].Addr(), 300*time.Millisecond)
 	if err := c.Set(ctx, "minute", "v", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}

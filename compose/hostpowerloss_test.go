@@ -24,7 +24,7 @@ import (
 // process and no mount on the host, and Prune no file.
 func TestPlacedPowerLoss(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute)
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	lab := remotetest.New(t, 1)
 	ctx := composetest.Context(t)
 	host := lab.Dial(t, 0, "root")

@@ -38,7 +38,7 @@ func mounted(t *testing.T, dir string) bool {
 // keep a dead mount's connection open.
 func TestLazyFSAfterParentKilled(t *testing.T) {
 	composetest.StartsServers(t)
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	parent := exec.Command(os.Args[0], "-test.run=^$")
 	parent.Env = append(os.Environ(), "COMPOSE_ORPHAN_PARENT="+t.TempDir(), "COMPOSE_ORPHAN_KIND=lazyfs")
 	out, err := parent.StdoutPipe()

@@ -150,7 +150,7 @@ func withEtcd(nodes []*compose.Node, f func(*clientv3.Client) error) error {
 //     the power loss is shown to have dropped unsynced writes; an etcd
 //     majority without data cannot come back at all, and compose says so.
 func TestMajorityFaults(t *testing.T) {
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	const writes = 100
 	for _, s := range quorumSystems {
 		for _, tc := range []struct {

@@ -26,7 +26,7 @@ func TestProxyPartitionDelayHeal(t *testing.T) {
 	if n.Addr() == n.ServerAddr() {
 		t.Fatal("a proxied node's Addr is the server's own")
 	}
-	c := composetest.RedisClient(t, n.Addr())
+	c := composetest.RedisClient(t, n.Addr(), 300*time.Millisecond)
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestProxyPartitionDelayHeal(t *testing.T) {
 	if !errors.As(err, &netErr) || !netErr.Timeout() {
 		t.Fatalf("PING across a partition = %v, want a timeout", err)
 	}
-	if err := composetest.RedisClient(t, n.ServerAddr()).Ping(ctx).Err(); err != nil {
+	if err := composetest.RedisClient(t, n.ServerAddr(), 300*time.Millisecond).Ping(ctx).Err(); err != nil {
 		t.Fatalf("the server itself should still answer: %v", err)
 	}
 	if err := n.Heal(); err != nil {

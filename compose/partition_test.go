@@ -19,18 +19,6 @@ import (
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
-// needPeerNetwork marks the test as one that starts servers (so a
-// parallel test calls it after t.Parallel, which may wait for the other
-// tests), and skips it, saying why, where clusters cannot be partitioned
-// (not root, no netns, no ip command).
-func needPeerNetwork(t *testing.T) {
-	t.Helper()
-	composetest.StartsServers(t)
-	if err := compose.PeerNetworkAvailable(); err != nil {
-		t.Skip(err)
-	}
-}
-
 // quorum is what the partition tests need of an etcd cluster or a
 // ZooKeeper ensemble started with Netns.
 type quorum struct {
@@ -381,7 +369,7 @@ func testPartitions(t *testing.T, q *quorum) {
 
 func TestEtcdPeerPartitions(t *testing.T) {
 	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	composetest.StartsServersWithin(t, 2*time.Minute) // 37 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
 	// Proxied too: clients go through the proxies, members talk directly.
@@ -394,7 +382,7 @@ func TestEtcdPeerPartitions(t *testing.T) {
 
 func TestZooKeeperPeerPartitions(t *testing.T) {
 	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	composetest.StartsServersWithin(t, 5*time.Minute) // 101 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
 	z, err := zookeeper.StartEnsemble(context.Background(), env, compose.Spec{Nodes: 3, Netns: true, Proxied: true}, zookeeper.Options{})
@@ -430,7 +418,7 @@ func TestPartitionNeedsPeerNetwork(t *testing.T) {
 // the heal all five follow one leader.
 func TestEtcdPeerPartitionHalvesWithLeader(t *testing.T) {
 	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	ctx := context.Background()
 	env := composetest.ForTest(t)
 	c, err := etcd.StartCluster(ctx, env, compose.Spec{Nodes: 5, Netns: true}, etcd.Options{})

@@ -116,7 +116,7 @@ func peerNetParent(dir string) {
 // and when the process that started it is killed (SIGKILL: no cleanup
 // code runs), once the next Netns cluster has started.
 func TestPeerNetworkCleanup(t *testing.T) {
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	// Not parallel: a namespace's inode may be reused by another one
 	// created meanwhile, which would read as a leftover.
 	t.Run("Close", func(t *testing.T) {

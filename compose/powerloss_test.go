@@ -23,13 +23,6 @@ import (
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
-func needLazyFS(t *testing.T) {
-	t.Helper()
-	if err := compose.LazyFSAvailable(); err != nil {
-		t.Skip(err)
-	}
-}
-
 // A journal is a server's append-only record of numbered writes, one per
 // trial, that a test counts after a power loss.
 type journal interface {
@@ -122,7 +115,7 @@ var durableServers = []durableServer{
 // under the durable one, and under the periodic one less than everything
 // (the last moment's writes) in at least one of three trials.
 func TestPowerLoss(t *testing.T) {
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	for _, s := range durableServers {
 		for _, d := range compose.Durabilities() {
 			t.Run(s.name+"/"+string(d), func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/lockbench/lockbench/kinds/etcd"
 	"github.com/lockbench/lockbench/kinds/postgres"
 	"github.com/lockbench/lockbench/kinds/redis"
+	"github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 	"github.com/lockbench/lockbench/remote"
 )
@@ -61,6 +62,8 @@ func TestSpecResolve(t *testing.T) {
 		{name: "redis: placed in a namespace", k: redis.Rules, s: Spec{On: place(1), Netns: true, Proxied: true},
 			wantErr: "with Proxied and Netns"},
 		{name: "redis: unknown durability", k: redis.Rules, s: Spec{Nodes: 1, Durability: "sometimes"}, wantErr: `durability "sometimes"`},
+		{name: "sentinel: the smallest set", k: sentinel.Rules, s: Spec{}, nodes: 2, d: DurabilityFast},
+		{name: "sentinel: no replica", k: sentinel.Rules, s: Spec{Nodes: 1}, wantErr: "1 Redis nodes in a Sentinel set: want at least 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.s.Resolve(tc.k)

@@ -9,6 +9,7 @@ import (
 	"github.com/lockbench/lockbench/internal/server"
 	"github.com/lockbench/lockbench/kinds"
 	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 	"github.com/lockbench/lockbench/nemesis"
 )
@@ -29,8 +30,8 @@ var (
 
 	_ nemesis.Leader      = kinds.Leads((*etcd.Cluster)(nil))
 	_ nemesis.Leader      = kinds.Leads((*zookeeper.Ensemble)(nil))
-	_ nemesis.Leader      = kinds.Leads((*compose.SentinelSet)(nil))
-	_ nemesis.FailoverSet = kinds.SentinelSet{}
+	_ nemesis.Leader      = kinds.Leads((*sentinel.Set)(nil))
+	_ nemesis.FailoverSet = sentinel.FailoverSet{}
 	_ nemesis.ClientNet   = kinds.ClientNet{}
 )
 

@@ -383,7 +383,7 @@ func TestSentinelRealFaults(t *testing.T) {
 		t.Run(tc.fault, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			set, err := composetest.ForTest(t).Sentinel(ctx, tc.spec, compose.SentinelOptions{})
+			set, err := sentinelkind.StartSet(ctx, composetest.ForTest(t), tc.spec, sentinelkind.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -115,13 +115,33 @@ func Children(pid int) []int {
 	return out
 }
 
-// RedisClient is a client of the Redis server at addr that gives up on
-// a request within 300 ms and never retries (a fault shows at once),
-// closed when tb ends.
-func RedisClient(tb testing.TB, addr string) *redis.Client {
+// RedisClient is a client of the Redis server at addr that gives up on a
+// dial or a request within timeout and never retries (a fault shows at
+// once), closed when tb ends.
+func RedisClient(tb testing.TB, addr string, timeout time.Duration) *redis.Client {
 	tb.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
-		DialTimeout: 300 * time.Millisecond})
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: timeout, WriteTimeout: timeout, DialTimeout: timeout})
 	tb.Cleanup(func() { c.Close() })
 	return c
+}
+
+// NeedsPeerNetwork marks tb as a test that starts servers in network
+// namespaces of their own (StartsServers), and skips it, saying why,
+// where this machine cannot build them (not root, no netns, no ip
+// command). A parallel test calls it after t.Parallel.
+func NeedsPeerNetwork(tb testing.TB) {
+	tb.Helper()
+	StartsServers(tb)
+	if err := compose.PeerNetworkAvailable(); err != nil {
+		tb.Skip(err)
+	}
+}
+
+// NeedsLazyFS skips tb, saying why, where this machine cannot mount a
+// lazy filesystem (compose.LazyFSAvailable).
+func NeedsLazyFS(tb testing.TB) {
+	tb.Helper()
+	if err := compose.LazyFSAvailable(); err != nil {
+		tb.Skip(err)
+	}
 }

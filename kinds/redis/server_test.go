@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,7 +24,7 @@ func TestRedisKillRestart(t *testing.T) {
 		t.Fatalf("two nodes share an address or a name: %s %s", nodes[0].Addr(), nodes[0].Name)
 	}
 	n := nodes[0]
-	c := composetest.RedisClient(t, n.Addr())
+	c := composetest.RedisClient(t, n.Addr(), 300*time.Millisecond)
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestRedisKillRestart(t *testing.T) {
 	if err := c.Get(ctx, "k").Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("after a restart without data: GET k = %v; want redis.Nil", err)
 	}
-	if v, err := composetest.RedisClient(t, nodes[1].Addr()).Ping(ctx).Result(); err != nil || v != "PONG" {
+	if v, err := composetest.RedisClient(t, nodes[1].Addr(), 300*time.Millisecond).Ping(ctx).Result(); err != nil || v != "PONG" {
 		t.Fatalf("the other node was disturbed: %v %v", v, err)
 	}
 }
@@ -65,7 +66,7 @@ func TestRedisPauseResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := nodes[0]
-	c := composetest.RedisClient(t, n.Addr())
+	c := composetest.RedisClient(t, n.Addr(), 300*time.Millisecond)
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}

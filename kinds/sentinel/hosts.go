@@ -1,14 +1,16 @@
-package compose
+package sentinel
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/lockbench/lockbench/compose"
 )
 
 // checkPlaced says what is wrong with the placement of a Sentinel set on
 // hosts (s resolved, its Redis nodes' count checked against On): what
 // it excludes, and the sentinels' count it fixes.
-func (o *SentinelOptions) checkPlaced(s Spec) error {
+func (o *Options) checkPlaced(s compose.Spec) error {
 	var errs []error
 	if s.On == nil {
 		errs = append(errs, fmt.Errorf("%d sentinel placements (SentinelsOn) but no Redis placements (On): the Redis nodes of a set whose "+
@@ -24,7 +26,7 @@ func (o *SentinelOptions) checkPlaced(s Spec) error {
 		errs = append(errs, errors.New("Proxied, Netns and ProxiedReplication apply to sets on this machine only"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("compose: Sentinel set on hosts: %w", err)
+		return fmt.Errorf("sentinel: Sentinel set on hosts: %w", err)
 	}
 	return nil
 }
