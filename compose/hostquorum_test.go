@@ -16,8 +16,8 @@ import (
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
 
-// placedQuorum is what TestPlacedQuorums does to a cluster: compose's
-// EtcdCluster and Ensemble.
+// placedQuorum is what TestPlacedQuorums does to a cluster: an etcd.Cluster
+// and a zookeeper.Ensemble.
 type placedQuorum interface {
 	Leader(ctx context.Context) (*compose.Node, error)
 	AwaitLeader(ctx context.Context, old *compose.Node) (*compose.Node, error)

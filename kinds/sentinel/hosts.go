@@ -31,7 +31,7 @@ func (o *Options) checkPlaced(s compose.Spec) error {
 	return nil
 }
 
-// sentinelsSide is SentinelSet.SentinelsSide for a set placed on hosts,
+// sentinelsSide is Set.SentinelsSide for a set placed on hosts,
 // or on this machine with its Redis nodes in namespaces (netns) or not.
 func sentinelsSide(placed, netns bool) string {
 	switch {

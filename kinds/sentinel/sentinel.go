@@ -1,6 +1,7 @@
 // Package sentinel is the server kind of a Redis master with replicas,
 // watched by redis-sentinel processes that promote a replica when the
-// master fails: it registers what such a set offers the faults.
+// master fails: it starts such a set on compose's toolkit (StartSet, Set)
+// and registers what the set offers the faults.
 package sentinel
 
 import (
@@ -18,7 +19,7 @@ import (
 
 func init() {
 	// A sentinel on a host runs redis-server --sentinel.
-	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second),
+	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second), Versions: redis.Versions,
 		OnHost: func() inventory.Needs { return inventory.Needs{Binary: redis.DefaultPrograms().Server} }})
 }
 

@@ -33,7 +33,7 @@ import (
 // sentinel whose clock jumps enters its TILT mode and acts on nothing for
 // 30 s, another fault, which would hide what the master's clock alone
 // does. Proxied puts the sentinels behind proxies too; they report the
-// servers' own addresses, so dial through SentinelSet.Dial.
+// servers' own addresses, so dial through Set.Dial.
 //
 // Netns puts each Redis node in a namespace of its own, announcing its
 // address there (replica-announce-ip) and replicating through the
@@ -63,7 +63,7 @@ type Options struct {
 	// 10 min with ProxiedReplication (see there).
 	FailoverTimeout time.Duration
 	// ProxiedReplication makes each replica replicate from the master
-	// through its own Proxy (SentinelSet.ReplicationLinks), so that a
+	// through its own Proxy (Set.ReplicationLinks), so that a
 	// fault can hold replication back while clients keep writing to the
 	// master: the write a failover then loses. Sentinels and clients still
 	// reach every node directly.
