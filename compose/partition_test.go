@@ -11,11 +11,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/etcd/etcdtest"
 	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
@@ -42,25 +42,13 @@ type quorum struct {
 // from the quorum, it never completes.
 const writeTimeout = 3 * time.Second
 
-// etcdClient is a client of the etcd members at endpoints, closed when t
-// ends.
-func etcdClient(t *testing.T, endpoints ...string) *clientv3.Client {
-	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func etcdQuorum(t *testing.T, c *etcd.Cluster) *quorum {
 	// One client asks every member for its status, each directly.
 	var eps []string
 	for _, n := range c.Nodes {
 		eps = append(eps, n.ServerAddr())
 	}
-	cli := etcdClient(t, eps...)
+	cli := etcdtest.Client(t, eps...)
 	status := func(ctx context.Context, n *compose.Node) (*clientv3.StatusResponse, error) {
 		return cli.Status(ctx, n.ServerAddr())
 	}
@@ -73,7 +61,7 @@ func etcdQuorum(t *testing.T, c *etcd.Cluster) *quorum {
 			for _, n := range via {
 				eps = append(eps, n.Addr())
 			}
-			cli := etcdClient(t, eps...)
+			cli := etcdtest.Client(t, eps...)
 			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
 			_, err := cli.Put(ctx, key, "v")

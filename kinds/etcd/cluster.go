@@ -365,20 +365,31 @@ func (c *Cluster) Endpoints() []string {
 	return eps
 }
 
+// status is what a member says of itself and its leader
+// (/v3/maintenance/status): their ids, "" or "0" for no leader.
+type status struct {
+	Header struct {
+		MemberID string `json:"member_id"`
+	} `json:"header"`
+	Leader   string `json:"leader"`
+	RaftTerm string `json:"raftTerm"`
+}
+
+// memberStatus asks the member at addr for its status.
+func memberStatus(ctx context.Context, addr string) (status, error) {
+	var st status
+	err := call(ctx, addr, "/v3/maintenance/status", struct{}{}, &st)
+	return st, err
+}
+
 // Leader returns the member that leads the cluster: of the members that
 // answer a status request within a second and report themselves leader,
 // the one with the highest raft term. Killed or paused members are
 // skipped; it is an error if none leads.
 func (c *Cluster) Leader(ctx context.Context) (*compose.Node, error) {
 	leader, err := compose.LeaderOf(ctx, c.Nodes, func(ctx context.Context, i int) (bool, uint64, error) {
-		var st struct {
-			Header struct {
-				MemberID string `json:"member_id"`
-			} `json:"header"`
-			Leader   string `json:"leader"`
-			RaftTerm string `json:"raftTerm"`
-		}
-		if err := call(ctx, c.Nodes[i].ServerAddr(), "/v3/maintenance/status", struct{}{}, &st); err != nil {
+		st, err := memberStatus(ctx, c.Nodes[i].ServerAddr())
+		if err != nil {
 			return false, 0, err
 		}
 		term, _ := strconv.ParseUint(st.RaftTerm, 10, 64)
@@ -426,14 +437,8 @@ func (c *Cluster) AwaitServing(ctx context.Context) error { return c.peers.Await
 func (c *Cluster) Isolated(ctx context.Context, n *compose.Node) error {
 	ctx, cancel := compose.WithDefaultTimeout(ctx, time.Second)
 	defer cancel()
-	var st struct {
-		Header struct {
-			MemberID string `json:"member_id"`
-		} `json:"header"`
-		Leader   string `json:"leader"`
-		RaftTerm string `json:"raftTerm"`
-	}
-	if err := call(ctx, n.ServerAddr(), "/v3/maintenance/status", struct{}{}, &st); err != nil {
+	st, err := memberStatus(ctx, n.ServerAddr())
+	if err != nil {
 		return fmt.Errorf("etcd: %s: %w", n.Name, err)
 	}
 	if st.Leader == "" || st.Leader == "0" {

@@ -7,22 +7,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/etcd/etcdtest"
 )
-
-func etcdClient(t *testing.T, endpoints ...string) *clientv3.Client {
-	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // etcdPut writes key through c, retrying for up to 20 s while the cluster
 // elects a leader or the client finds a live endpoint.
@@ -49,7 +39,7 @@ func etcdGet(t *testing.T, endpoint, key string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	resp, err := etcdClient(t, endpoint).Get(ctx, key, clientv3.WithSerializable())
+	resp, err := etcdtest.Client(t, endpoint).Get(ctx, key, clientv3.WithSerializable())
 	if err != nil {
 		t.Fatalf("get %s from %s: %v", key, endpoint, err)
 	}
@@ -73,7 +63,7 @@ func TestEtcdSingle(t *testing.T) {
 	if l, err := c.Leader(ctx); err != nil || l != c.Nodes[0] {
 		t.Fatalf("Leader = %v, %v; want the only member", l, err)
 	}
-	cli := etcdClient(t, c.Endpoints()...)
+	cli := etcdtest.Client(t, c.Endpoints()...)
 	etcdPut(t, cli, "k", "v")
 	if got := etcdGet(t, c.Endpoints()[0], "k"); got != "v" {
 		t.Fatalf("get k = %q, want v", got)
@@ -101,7 +91,7 @@ func TestEtcdLeaderKillPauseRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli := etcdClient(t, c.Endpoints()...)
+	cli := etcdtest.Client(t, c.Endpoints()...)
 	etcdPut(t, cli, "before", "v")
 
 	leader, err := c.Leader(ctx)
