@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/history"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/kinds"
+	"github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/suites"
@@ -212,7 +213,7 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 	failover, _ := nemesis.Parse("failover")
 	none, _ := nemesis.Parse("none")
 	ctx := composetest.Context(t)
-	var sets []*compose.SentinelSet
+	var sets []*sentinel.Set
 	for _, s := range []nemesis.Fault{none, failover, none, none} {
 		target, _, err := clusters.Setup(ctx, b, s, results.DurabilityFast, time.Second)
 		if err != nil {
@@ -236,9 +237,9 @@ func TestClustersRenewSpentSentinel(t *testing.T) {
 }
 
 // sentinelSet returns the Sentinel set of target, as compose started it.
-func sentinelSet(t *testing.T, target nemesis.Target) *compose.SentinelSet {
+func sentinelSet(t *testing.T, target nemesis.Target) *sentinel.Set {
 	t.Helper()
-	s, ok := target.Sentinel.(kinds.SentinelSet)
+	s, ok := target.Sentinel.(sentinel.FailoverSet)
 	if !ok {
 		t.Fatalf("the target's failover set is %T, not a Sentinel set", target.Sentinel)
 	}

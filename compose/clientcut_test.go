@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
 
 // TestCutClients cuts a Redis node in a network namespace off from this
@@ -22,9 +23,9 @@ import (
 // neither side saw a clean close. The proxy in front of the node is cut
 // too.
 func TestCutClients(t *testing.T) {
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	ctx := context.Background()
-	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 2, Netns: true, Proxied: true}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 2, Netns: true, Proxied: true}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +63,10 @@ func TestCutClients(t *testing.T) {
 	if reply, err := request("PING", time.Second); !isTimeout(err) {
 		t.Fatalf("PING on an open connection during the cut: %q, %v; want a timeout", reply, err)
 	}
-	if err := client(t, n.Addr()).Ping(ctx).Err(); !isTimeout(err) {
+	if err := composetest.RedisClient(t, n.Addr(), 300*time.Millisecond).Ping(ctx).Err(); !isTimeout(err) {
 		t.Fatalf("PING through the node's proxy during the cut: %v; want a timeout", err)
 	}
-	if err := client(t, other.ServerAddr()).Ping(ctx).Err(); err != nil {
+	if err := composetest.RedisClient(t, other.ServerAddr(), 300*time.Millisecond).Ping(ctx).Err(); err != nil {
 		t.Fatalf("the other node during the cut: %v", err)
 	}
 
@@ -79,7 +80,7 @@ func TestCutClients(t *testing.T) {
 	if reply, err := request("", 30*time.Second); err != nil || reply != "+PONG\r\n" {
 		t.Fatalf("the reply to the PING sent during the cut, after the heal: %q, %v", reply, err)
 	}
-	list, err := client(t, n.ServerAddr()).ClientList(ctx).Result()
+	list, err := composetest.RedisClient(t, n.ServerAddr(), 300*time.Millisecond).ClientList(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestCutClients(t *testing.T) {
 // TestCutClientsNeedsANamespace checks that a node on this host's network
 // cannot be cut, and says how.
 func TestCutClientsNeedsANamespace(t *testing.T) {
-	nodes, err := composetest.ForTest(t).Redis(context.Background(), compose.Spec{Nodes: 1}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(context.Background(), composetest.ForTest(t), compose.Spec{Nodes: 1}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func isTimeout(err error) bool {
 // (it once tried to enter them, and left PostgreSQL's data dir and every
 // clock page behind).
 func TestCloseRemovesNetnsNodeFiles(t *testing.T) {
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	if err := compose.FakeClockAvailable(); err != nil {
 		t.Skip(err)
 	}
@@ -123,7 +124,7 @@ func TestCloseRemovesNetnsNodeFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := e.Redis(context.Background(), compose.Spec{Nodes: 1, Netns: true, FakeClock: true}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(context.Background(), e, compose.Spec{Nodes: 1, Netns: true, FakeClock: true}, redis.Options{})
 	if err != nil {
 		e.Close()
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
 
 // TestClientNetSplitView gives two clients namespaces of their own on
@@ -21,12 +22,12 @@ import (
 // namespace reaches the nodes A reaches, and this host at HostAddr (where
 // a judge would listen). After the heal both reach every node.
 func TestClientNetSplitView(t *testing.T) {
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip(err)
 	}
 	ctx := context.Background()
-	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 3, Netns: true}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 3, Netns: true}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestClientNetSplitView(t *testing.T) {
 	reach(a, [3]bool{false, true, true})
 	reach(b, [3]bool{true, true, false})
 	for i, n := range nodes {
-		if err := client(t, n.ServerAddr()).Ping(ctx).Err(); err != nil {
+		if err := composetest.RedisClient(t, n.ServerAddr(), 300*time.Millisecond).Ping(ctx).Err(); err != nil {
 			t.Errorf("this host to node %d during the clients' cuts: %v", i, err)
 		}
 	}

@@ -263,10 +263,10 @@ func (n *Node) ResetClock() error {
 // read only when it leads, and only to stamp znodes. A server kind without
 // one (an etcd member) is an error.
 func (n *Node) ServerTime(ctx context.Context) (time.Time, error) {
-	if n.spec.clock == nil {
+	if n.spec.Clock == nil {
 		return time.Time{}, fmt.Errorf("compose: %s: no way to read its server's clock", n.Name)
 	}
-	t, err := n.spec.clock(ctx, n.ServerAddr())
+	t, err := n.spec.Clock(ctx, n.ServerAddr())
 	if err != nil {
 		return time.Time{}, fmt.Errorf("compose: read the clock of %s: %w", n.Name, err)
 	}

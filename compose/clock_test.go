@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
 // clockSlack bounds how far a server's clock reading may be from what a
@@ -50,21 +52,21 @@ func TestFakeClock(t *testing.T) {
 		start func(t *testing.T, ctx context.Context) *compose.Node
 	}{
 		{"redis", func(t *testing.T, ctx context.Context) *compose.Node {
-			ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.RedisOptions{})
+			ns, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1, FakeClock: true}, rediskind.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return ns[0]
 		}},
 		{"postgres", func(t *testing.T, ctx context.Context) *compose.Node {
-			n, err := composetest.ForTest(t).Postgres(ctx, compose.Spec{FakeClock: true}, compose.PostgresOptions{})
+			n, err := postgres.StartServer(ctx, composetest.ForTest(t), compose.Spec{FakeClock: true}, postgres.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}},
 		{"zookeeper", func(t *testing.T, ctx context.Context) *compose.Node {
-			z, err := composetest.ForTest(t).ZooKeeper(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.ZooKeeperOptions{})
+			z, err := zookeeper.StartEnsemble(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1, FakeClock: true}, zookeeper.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,11 +137,11 @@ func TestFakeClock(t *testing.T) {
 // longer TTL loses the jump, and a jump back gives the time back.
 func TestRedisClockJumpExpiresKeys(t *testing.T) {
 	ctx := context.Background()
-	ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.RedisOptions{})
+	ns, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1, FakeClock: true}, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, c := ns[0], client(t, ns[0].Addr())
+	n, c := ns[0], composetest.RedisClient(t, ns[0].Addr(), 300*time.Millisecond)
 	if err := c.Set(ctx, "minute", "v", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,56 +165,12 @@ func TestRedisClockJumpExpiresKeys(t *testing.T) {
 	}
 }
 
-// TestZooKeeperSessionIgnoresClockJump checks that ZooKeeper times
-// sessions on its monotonic clock: a session of 2 s outlives a jump of the
-// server's wall clock by an hour, forward or back, and its ephemeral node
-// stays.
-func TestZooKeeperSessionIgnoresClockJump(t *testing.T) {
-	ctx := context.Background()
-	z, err := composetest.ForTest(t).ZooKeeper(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.ZooKeeperOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, events, err := zk.Connect(z.Addrs(), 2*time.Second, zk.WithLogger(zkNoLog{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	zkRetry(t, "create the ephemeral node", func() error {
-		_, err := c.Create("/holder", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-		return err
-	})
-	session := c.SessionID()
-	for _, d := range []time.Duration{time.Hour, -2 * time.Hour} {
-		if err := z.Nodes[0].JumpClock(d); err != nil {
-			t.Fatal(err)
-		}
-		// Three session timeouts on the real clock: an expiry by the
-		// wall clock would have happened.
-		deadline := time.After(6 * time.Second)
-	wait:
-		for {
-			select {
-			case ev := <-events:
-				if ev.State == zk.StateExpired {
-					t.Fatalf("the session expired after a jump of the server's clock by %v", d)
-				}
-			case <-deadline:
-				break wait
-			}
-		}
-		if ok, _, err := c.Exists("/holder"); err != nil || !ok || c.SessionID() != session {
-			t.Fatalf("after a jump by %v: ephemeral node exists %v (%v), session %x (was %x)", d, ok, err, c.SessionID(), session)
-		}
-	}
-}
-
 // TestFakeClockNeedsTheOption checks that the clock controls refuse a
 // node started without FakeClock, saying why an etcd member cannot have
 // one.
 func TestFakeClockNeedsTheOption(t *testing.T) {
 	ctx := context.Background()
-	ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
+	ns, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1}, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +188,7 @@ func TestFakeClockNeedsTheOption(t *testing.T) {
 // TestClockRateRejectsBadRates checks SetClockRate's input.
 func TestClockRateRejectsBadRates(t *testing.T) {
 	ctx := context.Background()
-	ns, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true}, compose.RedisOptions{})
+	ns, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1, FakeClock: true}, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +205,7 @@ func TestClockRateRejectsBadRates(t *testing.T) {
 func BenchmarkFakeClock(b *testing.B) {
 	for _, fake := range []bool{false, true} {
 		b.Run("redis/fakeclock="+map[bool]string{false: "false", true: "true"}[fake], func(b *testing.B) {
-			ns, err := composetest.ForTest(b).Redis(context.Background(), compose.Spec{Nodes: 1, FakeClock: fake}, compose.RedisOptions{})
+			ns, err := rediskind.StartServers(context.Background(), composetest.ForTest(b), compose.Spec{Nodes: 1, FakeClock: fake}, rediskind.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -258,7 +216,7 @@ func BenchmarkFakeClock(b *testing.B) {
 		b.Run("postgres/fakeclock="+map[bool]string{false: "false", true: "true"}[fake], func(b *testing.B) {
 			ctx := context.Background()
 			s := compose.Spec{Durability: compose.DurabilityFast, FakeClock: fake}
-			n, err := composetest.ForTest(b).Postgres(ctx, s, compose.PostgresOptions{})
+			n, err := postgres.StartServer(ctx, composetest.ForTest(b), s, postgres.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -278,7 +236,7 @@ func BenchmarkFakeClock(b *testing.B) {
 // leader's shows in every znode.
 func TestZooKeeperStampsWithTheLeadersClock(t *testing.T) {
 	ctx := context.Background()
-	z, err := composetest.ForTest(t).ZooKeeper(ctx, compose.Spec{Nodes: 3, FakeClock: true}, compose.ZooKeeperOptions{})
+	z, err := zookeeper.StartEnsemble(ctx, composetest.ForTest(t), compose.Spec{Nodes: 3, FakeClock: true}, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

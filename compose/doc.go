@@ -1,9 +1,10 @@
-// Package compose runs real clusters on one machine for tests and
-// benchmarks: redis-server, redis-sentinel, ZooKeeper and etcd members and
-// PostgreSQL servers as child processes on 127.0.0.1, each with a free
-// port, its own data dir and log under the run dir (a PostgreSQL server
-// run as another user keeps its data dir outside it), and injects faults
-// into them.
+// Package compose runs real servers for tests and benchmarks, whatever
+// they run, and injects faults into them: each a child process on
+// 127.0.0.1 with a free port, its own data dir and log under the run dir
+// (a server run as another user may keep its data dir outside it), or a
+// process on a host of the caller's choosing. It knows no server kind:
+// each kind's package (kinds/redis, kinds/sentinel, kinds/zookeeper,
+// kinds/etcd, kinds/postgres) starts its servers on the toolkit below.
 //
 // Every control of a node goes through its host's remote.Remote: on this
 // machine remote.Local (in the node's network namespace, if it has one),
@@ -19,15 +20,16 @@
 // postmaster. On another host, a server whose control node vanished runs
 // on until the next run's start finds it by its pidfile and kills it.
 //
-// Topologies: Env.Redis (independent masters, for Redlock), Env.Sentinel
-// (a master, replicas and sentinels, optionally with proxied replication
-// links for lost-write failovers), Env.ZooKeeper and Env.Etcd (quorum
-// ensembles whose members start together) and Env.Postgres (one server,
-// durable or fast). Each takes a Spec, what every kind shares (how many
-// nodes, their durability, the mechanisms below, where they run), and
-// options of its own kind; each waits until its servers serve, and offers
-// what faults need: the current master or leader, and waits for a new
-// one.
+// The toolkit a kind builds on: a Spec, what every kind shares (how many
+// nodes, their durability, the mechanisms below, where they run), checked
+// by Spec.Resolve against the kind's Rules; a Layout of its nodes' addresses
+// and ports (Env.LayOut here, LayOutOn on hosts); a NodeSpec per node (its
+// program, arguments, configuration written by Prepare, readiness probe,
+// clock reader), placed by Layout.Place and started by Env.StartNode or,
+// for the members of a quorum that start together, Env.StartNodes; Peers,
+// which partition a quorum's members; and the waits a cluster's controls
+// use (Poll, LeaderOf, AwaitLeader). Env.Cleanup registers what Close
+// lifts, such as a HostLink's cut.
 //
 // Node controls are the fault catalogue's primitives: Kill, Stop, Start,
 // Restart (with or without its data), Wipe, Pause and Resume
@@ -56,8 +58,9 @@
 //     placed on a host is cut off from its client hosts by blackhole rules
 //     aimed at its port on both sides (remote.CutPaths).
 //
-// Every kind's servers can be placed on other hosts (Spec.On): `lockbench run --inventory` starts them there. The
-// members of a quorum placed each on a host of its own are partitioned by
+// Every kind's servers can be placed on other hosts (Spec.On): `lockbench
+// run --inventory` starts them there. The members of a quorum placed each
+// on a host of its own are partitioned by
 // blackhole rules on their hosts aimed at each other's peer ports
 // (Placement.PeerPorts), the rules that cut a placed node's clients off.
 //
@@ -66,7 +69,6 @@
 // with Netns runs each member in a network namespace of its own,
 // behind a router namespace, and its Partition drops the packets between
 // chosen groups of members silently, in both directions, while clients on
-// this host still reach every member (EtcdCluster.Partition,
-// Ensemble.Partition). It needs root and the ip command
+// this host still reach every member (Peers.Partition). It needs root and the ip command
 // (PeerNetworkAvailable says why not); the namespaces die with the process.
 package compose

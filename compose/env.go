@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,12 +31,11 @@ type Env struct {
 	nodes   []*Node
 	proxies *proxies
 	nets    []*peerNet // the Netns clusters' networks
-	// placedPeers cut the members of clusters placed on hosts apart.
-	placedPeers []*placedPeers
-	// hostLinks hold back the replication of Sentinel sets on hosts.
-	hostLinks []*hostLink
-	names     map[string]int // next index per node name prefix
-	closed    bool
+	// cleanups lift what was registered with Cleanup: cuts between
+	// hosts, in force until Close.
+	cleanups []func() error
+	names    map[string]int // next index per node name prefix
+	closed   bool
 	// extraDirs are dirs made on hosts beside the nodes' (the clock
 	// preload's), which Close removes.
 	extraDirs []hostDir
@@ -78,8 +78,9 @@ func (e *Env) Nodes() []*Node {
 	return append([]*Node(nil), e.nodes...)
 }
 
-// newNames returns n fresh node names "prefix-i", unique in this Env.
-func (e *Env) newNames(prefix string, n int) []string {
+// NewNames returns n fresh node names "prefix-i", unique in this Env:
+// a kind's package names its nodes with them (NodeSpec.Name).
+func (e *Env) NewNames(prefix string, n int) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.names == nil {
@@ -103,6 +104,35 @@ func (e *Env) add(n *Node) error {
 	return nil
 }
 
+// Cleanup registers f for Close to call, before it kills the nodes, the
+// last registered first, as testing.T.Cleanup orders them: what lifts a
+// cut that rules on hosts hold in force (a held-back link, a partition
+// between placed members), which would outlive the run. f registered
+// after Close is called at once, and its error returned.
+func (e *Env) Cleanup(f func() error) error {
+	e.mu.Lock()
+	if !e.closed {
+		e.cleanups = append(e.cleanups, f)
+		e.mu.Unlock()
+		return nil
+	}
+	e.mu.Unlock()
+	return f()
+}
+
+// NodeDir is the dir the node ns describes will have, on its host, known
+// before the node starts: its placement's, its own (NodeSpec.Dir), or
+// <run dir>/<name>.
+func (e *Env) NodeDir(ns NodeSpec) string {
+	switch {
+	case ns.place != nil:
+		return ns.place.Dir
+	case ns.Dir != "":
+		return ns.Dir
+	}
+	return filepath.Join(e.Dir, ns.Name)
+}
+
 // Close kills every node's process group, stops every proxy, removes the
 // Netns clusters' networks (namespaces, links, routes) and the dirs
 // of nodes that live outside the run dir. It waits for the processes to
@@ -114,15 +144,12 @@ func (e *Env) Close() error {
 		return nil
 	}
 	e.closed = true
-	nodes, px, nets, placed, links := e.nodes, e.proxies, e.nets, e.placedPeers, e.hostLinks
+	nodes, px, nets, cleanups := e.nodes, e.proxies, e.nets, e.cleanups
 	e.mu.Unlock()
 
 	var errs []error
-	for _, p := range placed {
-		errs = append(errs, p.heal())
-	}
-	for _, l := range links {
-		errs = append(errs, l.Heal())
+	for _, f := range slices.Backward(cleanups) {
+		errs = append(errs, f())
 	}
 	for _, n := range nodes {
 		if err := n.Kill(); err != nil {
@@ -143,7 +170,7 @@ func (e *Env) Close() error {
 		}
 	}
 	for _, n := range nodes {
-		if n.spec.dir != "" { // a node dir outside the run dir goes with the Env
+		if n.spec.Dir != "" { // a node dir outside the run dir goes with the Env
 			errs = append(errs, removeDirs(n))
 		} else if n.clock != nil {
 			errs = append(errs, removeDir(n.host, clockDir(n)))

@@ -38,12 +38,9 @@ type placedPeers struct {
 
 // newPlacedPeers returns the cutter of members nodes, each placed on a
 // host, which e heals when it closes.
-func (e *Env) newPlacedPeers(nodes []*Node) *placedPeers {
+func (e *Env) newPlacedPeers(nodes []*Node) (*placedPeers, error) {
 	p := &placedPeers{nodes: nodes, cut: map[*Node][]remote.Path{}}
-	e.mu.Lock()
-	e.placedPeers = append(e.placedPeers, p)
-	e.mu.Unlock()
-	return p
+	return p, e.Cleanup(p.heal)
 }
 
 // partition replaces the partition in force by one that separates the

@@ -17,7 +17,7 @@ func TestPlacedPeersRefuse(t *testing.T) {
 	h := remote.Local{}
 	node := func(name, addr string) *Node {
 		a := netip.MustParseAddr(addr)
-		return &Node{Name: name, host: h, spec: spec{place: &Placement{Host: h, Addr: a, Port: 2379, PeerPorts: []int{2380}}}}
+		return &Node{Name: name, host: h, spec: NodeSpec{place: &Placement{Host: h, Addr: a, Port: 2379, PeerPorts: []int{2380}}}}
 	}
 	nodes := []*Node{node("m0", "192.0.2.1"), node("m1", "192.0.2.1"), node("m2", "192.0.2.2")}
 	for _, tc := range []struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
@@ -23,7 +24,7 @@ import (
 // process and no mount on the host, and Prune no file.
 func TestPlacedPowerLoss(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute)
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	lab := remotetest.New(t, 1)
 	ctx := composetest.Context(t)
 	host := lab.Dial(t, 0, "root")
@@ -43,9 +44,9 @@ func TestPlacedPowerLoss(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := composetest.ForTest(t)
 			dir := "/tmp/lockbench/" + tc.name
-			nodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, Durability: tc.durability, LazyFS: true, On: []compose.Placement{{
+			nodes, err := rediskind.StartServers(ctx, env, compose.Spec{Nodes: 1, Durability: tc.durability, LazyFS: true, On: []compose.Placement{{
 				Host: host, Addr: lab.Hosts[0].Addr, Port: 6379, Dir: dir, Lockbench: bin,
-			}}}, compose.RedisOptions{Config: tc.config})
+			}}}, rediskind.Options{Config: tc.config})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
@@ -91,11 +93,11 @@ func TestPlacedProxy(t *testing.T) {
 	addr := lab.Hosts[0].Addr
 	const port, proxyPort = 6379, 16379
 	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, On: []compose.Placement{{
+	nodes, err := redis.StartServers(ctx, env, compose.Spec{Nodes: 1, On: []compose.Placement{{
 		Host: server, Addr: addr, Port: port, Dir: "/tmp/lockbench/redis", Lockbench: bin,
 		Clients: []compose.Peer{{Host: client, Addr: lab.Hosts[1].Addr}},
 		Proxy:   &compose.PlacedProxy{Port: proxyPort},
-	}}}, compose.RedisOptions{})
+	}}}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,20 +164,20 @@ func TestPlacedProxy(t *testing.T) {
 
 	// PostgreSQL through its proxy, from the client host: the proxy
 	// connects from the server's own host, which the server must trust.
-	if pgBin, err := compose.PostgresBinary(); err != nil {
+	if pgBin, err := postgres.Binary(); err != nil {
 		t.Logf("no PostgreSQL through a proxy: %v", err)
 	} else {
-		_, err := env.Postgres(ctx, compose.Spec{On: []compose.Placement{{
+		_, err := postgres.StartServer(ctx, env, compose.Spec{On: []compose.Placement{{
 			Host: server, Addr: addr, Port: 5432, Dir: "/tmp/lockbench/postgres", Binary: pgBin, Lockbench: bin,
 			Clients: []compose.Peer{{Host: client, Addr: lab.Hosts[1].Addr}},
 			Proxy:   &compose.PlacedProxy{Port: 15432},
-		}}}, compose.PostgresOptions{})
+		}}}, postgres.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
 		err = client.Run(ctx, remote.Cmd{Path: path.Join(path.Dir(pgBin), "psql"), Env: []string{"PGCONNECT_TIMEOUT=30"}, Stdout: &out,
-			Args: []string{"-h", addr.String(), "-p", "15432", "-U", compose.DefaultPrograms().PostgresUser, "-d", "postgres", "-Atc", "select 1"}})
+			Args: []string{"-h", addr.String(), "-p", "15432", "-U", postgres.DefaultPrograms().User, "-d", "postgres", "-Atc", "select 1"}})
 		if err != nil || strings.TrimSpace(out.String()) != "1" {
 			t.Errorf("select 1 from %s through the proxy: %q (%v)", lab.Hosts[1].Name, out.String(), err)
 		}

@@ -10,12 +10,14 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
 
-// placedQuorum is what TestPlacedQuorums does to a cluster: compose's
-// EtcdCluster and Ensemble.
+// placedQuorum is what TestPlacedQuorums does to a cluster: an etcd.Cluster
+// and a zookeeper.Ensemble.
 type placedQuorum interface {
 	Leader(ctx context.Context) (*compose.Node, error)
 	AwaitLeader(ctx context.Context, old *compose.Node) (*compose.Node, error)
@@ -38,7 +40,7 @@ func TestPlacedQuorums(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute)
 	lab := remotetest.New(t, 3)
 	ctx := composetest.Context(t)
-	local, err := compose.EtcdMember()
+	local, err := etcd.Member()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +59,11 @@ func TestPlacedQuorums(t *testing.T) {
 		zkOn = append(zkOn, compose.Placement{Host: hosts[i], Addr: h.Addr, Port: 2181, Dir: "/tmp/lockbench/zookeeper"})
 	}
 	env := composetest.ForTest(t)
-	etcd, err := env.Etcd(ctx, compose.Spec{Nodes: 3, On: etcdOn}, compose.EtcdOptions{})
+	etcd, err := etcd.StartCluster(ctx, env, compose.Spec{Nodes: 3, On: etcdOn}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	zk, err := env.ZooKeeper(ctx, compose.Spec{Nodes: 3, On: zkOn}, compose.ZooKeeperOptions{})
+	zk, err := zookeeper.StartEnsemble(ctx, env, compose.Spec{Nodes: 3, On: zkOn}, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

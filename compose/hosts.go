@@ -32,14 +32,13 @@ type Placement struct {
 	// Port is the server's port on Addr, where its clients reach it.
 	Port int
 	// PeerPorts are the ports on Addr where the members of a quorum
-	// reach each other: etcd's peer port; ZooKeeper's quorum and
-	// election ports, in that order (a run over an inventory passes a
-	// Sentinel node's sentinel port here too). A port left out, or 0, is the
-	// kind's standard one (etcd 2380; ZooKeeper 2888 and 3888); ports
-	// beyond the kind's are ignored. A partition between
-	// members (EtcdCluster.Partition, Ensemble.Partition) cuts these
-	// ports only, so that clients and the control node keep reaching
-	// every member.
+	// reach each other, in the order of the kind's (LayOutOn): etcd's
+	// peer port; ZooKeeper's quorum and election ports (a run over an
+	// inventory passes a Sentinel node's sentinel port here too). A port
+	// left out, or 0, is the kind's standard one (etcd 2380; ZooKeeper
+	// 2888 and 3888); ports beyond the kind's are ignored. A partition
+	// between members (Peers.Partition) cuts these ports only, so that
+	// clients and the control node keep reaching every member.
 	PeerPorts []int
 	// Dir is the server's data dir on the host; its pidfile, log and
 	// clock files go beside it (Dir.pid, Dir.log, Dir.clock). Start
@@ -72,8 +71,10 @@ type Peer struct {
 	Addr netip.Addr
 }
 
-// check says what is wrong with p, for a server of kind what.
-func (p *Placement) check(what string) error {
+// Check says what is wrong with p, for a server of kind what (in its
+// error): what every kind checks of a placement before it starts a
+// server there (LayOutOn checks each).
+func (p *Placement) Check(what string) error {
 	var errs []error
 	switch {
 	case p.Host == nil:
@@ -116,14 +117,6 @@ func (p *Placement) peerPorts(def ...int) []int {
 		out[i] = cmp.Or(p.PeerPorts[i], out[i])
 	}
 	return out
-}
-
-// binary is the server's program on the placed host, or def.
-func (p *Placement) binary(def string) string {
-	if p.Binary != "" {
-		return p.Binary
-	}
-	return def
 }
 
 // cutPaths are the paths a cut of a placed node's clients drops: on its

@@ -9,6 +9,8 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
@@ -47,25 +49,25 @@ func TestPlaced(t *testing.T) {
 	}
 	clients := []compose.Peer{{Host: hosts[2], Addr: lab.Hosts[2].Addr}}
 	env := composetest.ForTest(t)
-	redisNodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, FakeClock: true, Durability: compose.DurabilityDurable, On: []compose.Placement{{
+	redisNodes, err := redis.StartServers(ctx, env, compose.Spec{Nodes: 1, FakeClock: true, Durability: compose.DurabilityDurable, On: []compose.Placement{{
 		Host: hosts[0], Addr: lab.Hosts[0].Addr, Port: 6379, Dir: "/tmp/lockbench/redis", Clients: clients,
-	}}}, compose.RedisOptions{})
+	}}}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgBin, err := compose.PostgresBinary()
+	pgBin, err := postgres.Binary()
 	if err != nil {
 		t.Skip(err)
 	}
-	pg, err := env.Postgres(ctx, compose.Spec{FakeClock: true, On: []compose.Placement{{
+	pg, err := postgres.StartServer(ctx, env, compose.Spec{FakeClock: true, On: []compose.Placement{{
 		Host: hosts[1], Addr: lab.Hosts[1].Addr, Port: 5432, Dir: "/tmp/lockbench/postgres", Binary: pgBin, Clients: clients,
-	}}}, compose.PostgresOptions{})
+	}}}, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	user, err := remote.Output(ctx, hosts[1], "stat", "-c", "%U", "/proc/"+strconv.Itoa(pg.PID()))
-	if err != nil || strings.TrimSpace(string(user)) != compose.DefaultPrograms().PostgresUser {
-		t.Errorf("the placed PostgreSQL server runs as %q (%v), want %s", user, err, compose.DefaultPrograms().PostgresUser)
+	if err != nil || strings.TrimSpace(string(user)) != postgres.DefaultPrograms().User {
+		t.Errorf("the placed PostgreSQL server runs as %q (%v), want %s", user, err, postgres.DefaultPrograms().User)
 	}
 	for _, n := range []*compose.Node{redisNodes[0], pg} {
 		t.Run(n.Name, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 )
@@ -32,7 +34,7 @@ func placedSentinel(t *testing.T, ctx context.Context, env *compose.Env, lab *re
 		p.Port, p.Dir = 26379, "/tmp/lockbench/sentinel"
 		sentinelsOn = append(sentinelsOn, p)
 	}
-	s, err := env.Sentinel(ctx, compose.Spec{FakeClock: true, On: on}, compose.SentinelOptions{SentinelsOn: sentinelsOn})
+	s, err := sentinel.StartSet(ctx, env, compose.Spec{FakeClock: true, On: on}, sentinel.Options{SentinelsOn: sentinelsOn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +48,13 @@ func placedSentinel(t *testing.T, ctx context.Context, env *compose.Env, lab *re
 	if len(s.ReplicationLinks) != 1 {
 		t.Fatalf("%d replication links, want 1", len(s.ReplicationLinks))
 	}
-	m := rclient(t, master.ServerAddr())
+	m := composetest.RedisClient(t, master.ServerAddr(), 3*time.Second)
 	if err := m.Set(ctx, "before", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitReplicated(t, m, 1)
+	if got, err := m.Wait(ctx, 1, 3*time.Second).Result(); err != nil || got < 1 { // the replica has the write
+		t.Fatalf("WAIT 1 = %d, %v", got, err)
+	}
 
 	link := s.ReplicationLinks[0]
 	if err := link.Partition(); err != nil {
@@ -80,7 +84,7 @@ func placedSentinel(t *testing.T, ctx context.Context, env *compose.Env, lab *re
 	if err := link.Heal(); err != nil {
 		t.Fatal(err)
 	}
-	r := rclient(t, promoted)
+	r := composetest.RedisClient(t, promoted, 3*time.Second)
 	if n, err := r.Exists(ctx, "before", "lock").Result(); err != nil || n != 1 {
 		t.Errorf("the promoted replica has %d of the keys written before and during the held-back replication (%v): want 1, the lock lost", n, err)
 	}
@@ -88,7 +92,7 @@ func placedSentinel(t *testing.T, ctx context.Context, env *compose.Env, lab *re
 	if err := master.Restart(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	old := rclient(t, master.ServerAddr())
+	old := composetest.RedisClient(t, master.ServerAddr(), 3*time.Second)
 	for {
 		role, err := old.Do(ctx, "ROLE").Slice()
 		if err == nil && len(role) > 0 && role[0] == "slave" {

@@ -422,3 +422,15 @@ func unescapeMountinfo(s string) string {
 	}
 	return b.String()
 }
+
+// Disk is the node's dir as its disk holds it: beneath its lazy
+// filesystem when it has one, else Dir itself. A kind's Prepare writes
+// there what must be on the disk before the server first starts (a
+// database cluster initdb makes), past the filesystem, before anything
+// has looked at it through the mount.
+func (n *Node) Disk() string {
+	if n.lazy == nil {
+		return n.Dir
+	}
+	return diskOf(n.Dir)
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
 
 // mounted reports whether a lazy filesystem is mounted at dir.
@@ -37,7 +38,7 @@ func mounted(t *testing.T, dir string) bool {
 // keep a dead mount's connection open.
 func TestLazyFSAfterParentKilled(t *testing.T) {
 	composetest.StartsServers(t)
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	parent := exec.Command(os.Args[0], "-test.run=^$")
 	parent.Env = append(os.Environ(), "COMPOSE_ORPHAN_PARENT="+t.TempDir(), "COMPOSE_ORPHAN_KIND=lazyfs")
 	out, err := parent.StdoutPipe()
@@ -105,7 +106,7 @@ func TestLazyFSAfterParentKilled(t *testing.T) {
 		}
 	}
 	// The next lazy filesystem sweeps the dead mounts.
-	if _, err := composetest.ForTest(t).Redis(context.Background(), compose.Spec{Nodes: 1, LazyFS: true}, compose.RedisOptions{}); err != nil {
+	if _, err := redis.StartServers(context.Background(), composetest.ForTest(t), compose.Spec{Nodes: 1, LazyFS: true}, redis.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range mounts {

@@ -44,7 +44,7 @@ func TestLazyFSMainArgs(t *testing.T) {
 // mounted.
 func TestLazyFSDaemon(t *testing.T) {
 	composetest.StartsServers(t)
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	ctx := composetest.Context(t)
 	dir := t.TempDir()
 	mnt, sock := filepath.Join(dir, "m"), filepath.Join(dir, "ctl.sock")

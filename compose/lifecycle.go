@@ -51,17 +51,17 @@ func (n *Node) spawn(ctx context.Context) error {
 	if n.Running() {
 		return nil
 	}
-	if n.spec.prepare != nil {
-		if err := n.spec.prepare(ctx, n); err != nil {
+	if n.spec.Prepare != nil {
+		if err := n.spec.Prepare(ctx, n); err != nil {
 			return fmt.Errorf("compose: prepare %s: %w", n.Name, err)
 		}
 	}
-	args := n.spec.args
-	if n.spec.argv != nil {
-		args = n.spec.argv()
+	args := n.spec.Args
+	if n.spec.Argv != nil {
+		args = n.spec.Argv()
 	}
 	d := remote.Daemon{
-		Path: n.spec.bin, Args: args, Env: n.spec.env, Dir: n.Dir, User: n.spec.user,
+		Path: n.spec.Binary, Args: args, Env: n.spec.Env, Dir: n.Dir, User: n.spec.User,
 		Pidfile: n.proc.Pidfile, Log: n.log,
 	}
 	if n.lazy != nil {
@@ -73,7 +73,7 @@ func (n *Node) spawn(ctx context.Context) error {
 	if n.clock != nil {
 		d.Env = append(slices.Clone(d.Env), n.clock.env()...)
 	}
-	header := fmt.Sprintf("=== %s start: %s %v", time.Now().Format(time.RFC3339Nano), n.spec.bin, args)
+	header := fmt.Sprintf("=== %s start: %s %v", time.Now().Format(time.RFC3339Nano), n.spec.Binary, args)
 	if err := n.host.Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", `printf '%s\n' "$1" >> "$2"`, "sh", header, n.log}}); err != nil {
 		return fmt.Errorf("compose: log of %s: %w", n.Name, err)
 	}
@@ -83,7 +83,7 @@ func (n *Node) spawn(ctx context.Context) error {
 	}
 	proc, err := start(ctx, n.host, d)
 	if err != nil {
-		return fmt.Errorf("compose: start %s (%s) on %s: %w", n.Name, n.spec.bin, n.host.Name(), err)
+		return fmt.Errorf("compose: start %s (%s) on %s: %w", n.Name, n.spec.Binary, n.host.Name(), err)
 	}
 	pid, err := proc.Pid(ctx)
 	if err != nil {
@@ -123,7 +123,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 	var looked time.Time
 	for {
 		probeCtx, probeCancel := context.WithTimeout(ctx, time.Second)
-		last = n.spec.ready(probeCtx)
+		last = n.spec.Ready(probeCtx)
 		probeCancel()
 		if last == nil {
 			return nil
@@ -163,7 +163,7 @@ func (n *Node) Kill() error { return n.stop(syscall.SIGKILL) }
 
 // Stop asks the server to shut down (SIGTERM, or the kind's own signal)
 // and waits for it to exit, killing it if it takes longer than 10 s.
-func (n *Node) Stop() error { return n.stop(cmp.Or(n.spec.term, syscall.SIGTERM)) }
+func (n *Node) Stop() error { return n.stop(cmp.Or(n.spec.Term, syscall.SIGTERM)) }
 
 func (n *Node) stop(sig syscall.Signal) error {
 	n.ctl.Lock()

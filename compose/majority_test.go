@@ -14,6 +14,8 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
 // A quorumSystem is a consensus cluster under faults of a majority.
@@ -32,7 +34,7 @@ var quorumSystems = []quorumSystem{
 	{
 		name: "zookeeper",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) ([]*compose.Node, error) {
-			z, err := e.ZooKeeper(ctx, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, compose.ZooKeeperOptions{})
+			z, err := zookeeper.StartEnsemble(ctx, e, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, zookeeper.Options{})
 			if err != nil {
 				return nil, err
 			}
@@ -63,7 +65,7 @@ var quorumSystems = []quorumSystem{
 	{
 		name: "etcd",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) ([]*compose.Node, error) {
-			c, err := e.Etcd(ctx, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, compose.EtcdOptions{})
+			c, err := etcd.StartCluster(ctx, e, compose.Spec{Nodes: 3, Durability: d, LazyFS: true}, etcd.Options{})
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +116,7 @@ func withZK(nodes []*compose.Node, f func(*zk.Conn) error) error {
 	for _, n := range nodes {
 		addrs = append(addrs, n.Addr())
 	}
-	c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zkNoLog{}))
+	c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zookeeper.NoLog{}))
 	if err != nil {
 		return err
 	}
@@ -148,7 +150,7 @@ func withEtcd(nodes []*compose.Node, f func(*clientv3.Client) error) error {
 //     the power loss is shown to have dropped unsynced writes; an etcd
 //     majority without data cannot come back at all, and compose says so.
 func TestMajorityFaults(t *testing.T) {
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	const writes = 100
 	for _, s := range quorumSystems {
 		for _, tc := range []struct {

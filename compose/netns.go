@@ -137,3 +137,15 @@ func probePeerNet() error {
 // tries once per process, by creating and configuring a namespace. Tests
 // that need partitions between members skip with this error.
 func PeerNetworkAvailable() error { return peerNetProbe() }
+
+// executable answers nil when p is a regular file someone may execute.
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
+}

@@ -17,52 +17,59 @@ import (
 	"github.com/lockbench/lockbench/remote"
 )
 
-// spec says how to run one node; the topology files build it.
-type spec struct {
-	name string
-	kind kind
-	// port is the port clients use (the proxy's port when the node is
-	// proxied); the topology may use more ports internally.
-	port int
-	// host is the address the server listens on; "" means 127.0.0.1.
-	host string
+// NodeSpec says how to run one server: what a kind's package builds for
+// each of its nodes and hands to Env.StartNode or Env.StartNodes. Layout.Place
+// fills in where it runs (a network namespace, a host); the Spec it starts
+// with adds the mechanisms (a proxy, a lazy filesystem, the clock preload).
+type NodeSpec struct {
+	// Name identifies the node, e.g. "redis-2": Env.NewNames makes
+	// names unique in an Env.
+	Name string
+	// Port is the port clients use (the proxy's port when the node is
+	// proxied); the server may use more ports internally.
+	Port int
+	// Host is the address the server listens on; "" means 127.0.0.1.
+	Host string
+	// Binary is the server's program, on its host.
+	Binary string
+	// Args are the server's arguments.
+	Args []string
+	// Env is the server's environment beyond its host's.
+	Env []string
+	// Prepare, when set, writes the node's configuration into its dir
+	// before each start (the dir may just have been wiped).
+	Prepare func(ctx context.Context, n *Node) error
+	// Argv, when set, replaces Args at each start, after Prepare: for a
+	// server whose command line depends on what Prepare found.
+	Argv func() []string
+	// Ready returns nil once the node serves requests.
+	Ready func(ctx context.Context) error
+	// Dir, when set, is the node's dir instead of <run dir>/<name>: a
+	// server that runs as another user must be able to reach it, and a
+	// run dir may lie under a dir only we can enter. Env.Close removes
+	// it.
+	Dir string
+	// User, when set, is the account the server runs as (PostgreSQL
+	// refuses to run as root).
+	User string
+	// Term is the signal that asks the server to shut down; 0 means
+	// SIGTERM.
+	Term syscall.Signal
+	// Clock, when set, reads the server's wall clock at addr
+	// (Node.ServerTime).
+	Clock func(ctx context.Context, addr string) (time.Time, error)
+
 	// net, when set, is the network whose member-th namespace the server
 	// runs in (a node started with Netns); nil is this process's
 	// namespace.
 	net    *peerNet
 	member int
-	// place, when set, puts the server on another host (or a dir of the
-	// caller's choosing): see Placement.
+	// place, when set, puts the server on another host: see Placement.
 	place *Placement
-	bin   string
-	args  []string
-	env   []string
-	// prepare writes the node's configuration into its dir before each
-	// start (the dir may just have been wiped).
-	prepare func(ctx context.Context, n *Node) error
-	// argv, when set, replaces args at each start, after prepare: for a
-	// server whose command line depends on what prepare found.
-	argv func() []string
-	// ready returns nil once the node serves requests.
-	ready func(ctx context.Context) error
-	// dir, when set, is the node's dir instead of <run dir>/<name>: a
-	// server that runs as another user must be able to reach it, and a
-	// run dir may lie under a dir only we can enter. Env.Close removes
-	// it.
-	dir string
-	// user, when set, is the account the server runs as: PostgreSQL
-	// refuses to run as root.
-	user string
-	// term is the signal that asks the server to shut down; 0 means
-	// SIGTERM.
-	term syscall.Signal
 	// lazyFS puts the node's dir on a lazy filesystem (PowerLoss).
 	lazyFS bool
 	// fakeClock runs the server under the clock preload (JumpClock).
 	fakeClock bool
-	// clock, when set, reads the server's wall clock at addr
-	// (ServerTime).
-	clock func(ctx context.Context, addr string) (time.Time, error)
 }
 
 // Node is one server process, on this machine or on a host reached
@@ -80,7 +87,7 @@ type Node struct {
 	Port int
 
 	env   *Env
-	spec  spec
+	spec  NodeSpec
 	host  remote.Remote
 	proc  remote.Proc // its pidfile on host
 	log   string      // its log on host
@@ -142,10 +149,11 @@ func (n *Node) Addr() string {
 // ServerAddr is the server's own address, bypassing any proxy: on
 // 127.0.0.1, the member's own address in a Netns cluster, or its
 // host's for a node placed on one.
-func (n *Node) ServerAddr() string { return hostAddr(n.spec.host, n.Port) }
+func (n *Node) ServerAddr() string { return HostAddr(n.spec.Host, n.Port) }
 
-// hostAddr is host:port, host "" being 127.0.0.1.
-func hostAddr(host string, port int) string {
+// HostAddr is host:port, host "" being 127.0.0.1: the address a node
+// listening on host (NodeSpec.Host, a Layout's Hosts) is reached at.
+func HostAddr(host string, port int) string {
 	if host == "" {
 		return addr(port)
 	}
@@ -193,24 +201,10 @@ func logTail(r remote.Remote, log string, max int64) string {
 	return string(out)
 }
 
-// kind is the sort of server a node runs, for controls that only some
-// servers support.
-type kind int
-
-const (
-	kindOther kind = iota
-	kindRedis
-)
-
-// inDir adapts a prepare that writes the node's files with the os
-// package: for the kinds that run on this machine only (no Placement).
-func inDir(f func(dir string) error) func(context.Context, *Node) error {
-	return func(_ context.Context, n *Node) error { return f(n.Dir) }
-}
-
-// exists reports whether file p exists on the node's host: looked at
+// Exists reports whether file p exists on the node's host: looked at
 // here for a node on this machine, through its host for a placed one.
-func (n *Node) exists(ctx context.Context, p string) (bool, error) {
+// A kind's Prepare asks it of the files a node keeps across restarts.
+func (n *Node) Exists(ctx context.Context, p string) (bool, error) {
 	if n.spec.place == nil {
 		_, err := os.Stat(p)
 		return err == nil, nil
@@ -225,9 +219,9 @@ func (n *Node) exists(ctx context.Context, p string) (bool, error) {
 	return true, nil
 }
 
-// writeFiles writes each file (a name and its text) into the node's dir,
-// on its host.
-func (n *Node) writeFiles(ctx context.Context, files map[string]string) error {
+// WriteFiles writes each file (a name and its text) into the node's dir,
+// on its host: what a kind's Prepare writes its configuration with.
+func (n *Node) WriteFiles(ctx context.Context, files map[string]string) error {
 	for name, text := range files {
 		p := path.Join(n.Dir, name)
 		var err error
@@ -243,10 +237,11 @@ func (n *Node) writeFiles(ctx context.Context, files map[string]string) error {
 	return nil
 }
 
-// startNode registers a node in e, puts a proxy in front of it when asked,
-// and starts it.
-func (e *Env) startNode(ctx context.Context, s spec, proxied bool) (*Node, error) {
-	n, err := e.newNode(ctx, s, proxied)
+// StartNode registers the node ns describes in e, with the mechanisms s
+// asks for (Proxied, LazyFS, FakeClock; ns is placed by Layout.Place), and
+// starts it: Node.Start's error when it does not become ready.
+func (e *Env) StartNode(ctx context.Context, s Spec, ns NodeSpec) (*Node, error) {
+	n, err := e.newNode(ctx, s.with(ns), s.Proxied)
 	if err != nil {
 		return nil, err
 	}
@@ -256,13 +251,13 @@ func (e *Env) startNode(ctx context.Context, s spec, proxied bool) (*Node, error
 	return n, nil
 }
 
-// startNodes starts the nodes of specs together and waits until every one
-// is ready. Members of a quorum system (ZooKeeper, etcd) need it: none is
-// ready before a majority runs.
-func (e *Env) startNodes(ctx context.Context, specs []spec, proxied bool) ([]*Node, error) {
+// StartNodes starts the nodes of specs together, as StartNode starts one,
+// and waits until every one is ready. Members of a quorum system
+// (ZooKeeper, etcd) need it: none is ready before a majority runs.
+func (e *Env) StartNodes(ctx context.Context, s Spec, specs []NodeSpec) ([]*Node, error) {
 	nodes := make([]*Node, len(specs))
-	for i, s := range specs {
-		n, err := e.newNode(ctx, s, proxied)
+	for i, ns := range specs {
+		n, err := e.newNode(ctx, s.with(ns), s.Proxied)
 		if err != nil {
 			return nil, err
 		}
@@ -274,27 +269,33 @@ func (e *Env) startNodes(ctx context.Context, specs []spec, proxied bool) ([]*No
 	return nodes, nil
 }
 
+// with is ns with the mechanisms of s that a node starts with.
+func (s Spec) with(ns NodeSpec) NodeSpec {
+	ns.lazyFS, ns.fakeClock = s.LazyFS, s.FakeClock
+	return ns
+}
+
 // newNode registers a node in e, with its dir and, when asked, a proxy in
 // front of it, without starting it.
-func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) {
-	n := &Node{Name: s.name, Dir: filepath.Join(e.Dir, s.name), Port: s.port, env: e, spec: s}
-	n.host, n.proc.Pidfile, n.log = remote.Local{}, filepath.Join(e.Dir, s.name+".pid"), filepath.Join(e.Dir, s.name+".log")
-	if s.dir != "" {
-		n.Dir = s.dir
+func (e *Env) newNode(ctx context.Context, s NodeSpec, proxied bool) (*Node, error) {
+	n := &Node{Name: s.Name, Dir: filepath.Join(e.Dir, s.Name), Port: s.Port, env: e, spec: s}
+	n.host, n.proc.Pidfile, n.log = remote.Local{}, filepath.Join(e.Dir, s.Name+".pid"), filepath.Join(e.Dir, s.Name+".log")
+	if s.Dir != "" {
+		n.Dir = s.Dir
 	}
 	if s.net != nil {
-		n.host = s.net.members[s.member].host(s.name)
+		n.host = s.net.members[s.member].host(s.Name)
 	}
 	if p := s.place; p != nil {
 		n.host, n.Dir = p.Host, p.Dir
 		n.proc.Pidfile, n.log = p.Dir+".pid", p.Dir+".log"
 		if proxied {
 			return nil, fmt.Errorf("compose: %s on %s: a node placed on a host has no proxy here, where its clients cannot reach it (its "+
-				"Placement's Proxy runs one on its host)", s.name, p.Host.Name())
+				"Placement's Proxy runs one on its host)", s.Name, p.Host.Name())
 		}
 		if s.lazyFS && p.Lockbench == "" {
 			return nil, fmt.Errorf("compose: %s on %s: LazyFS needs the lockbench binary on the host (Placement.Lockbench), which serves it "+
-				"there", s.name, p.Host.Name())
+				"there", s.Name, p.Host.Name())
 		}
 	}
 	n.proc.Remote = n.host
@@ -305,7 +306,7 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 		// unmounts it.
 		lazy, err := startLazyDaemon(ctx, n.host, s.place.Lockbench, n.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
+			return nil, fmt.Errorf("compose: %s: %w", s.Name, err)
 		}
 		n.lazy = lazy
 	}
@@ -320,19 +321,19 @@ func (e *Env) newNode(ctx context.Context, s spec, proxied bool) (*Node, error) 
 	case s.lazyFS:
 		lazy, err := newLazyFS(diskOf(n.Dir), n.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
+			return nil, fmt.Errorf("compose: %s: %w", s.Name, err)
 		}
 		n.lazy = lazy
 	}
 	if s.fakeClock {
 		c, err := e.newNodeClock(ctx, n)
 		if err != nil {
-			return nil, fmt.Errorf("compose: %s: %w", s.name, err)
+			return nil, fmt.Errorf("compose: %s: %w", s.Name, err)
 		}
 		n.clock = c
 	}
 	if proxied {
-		p, err := e.Proxy(s.name+"-proxy", n.ServerAddr())
+		p, err := e.Proxy(s.Name+"-proxy", n.ServerAddr())
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
 
 // TestMain lets the test binary play a parent that starts servers and is
@@ -71,13 +73,13 @@ func orphanParent(dir, kind string) {
 	var live, pids []int
 	switch kind {
 	case "postgres":
-		n, err := env.Postgres(ctx, compose.Spec{}, compose.PostgresOptions{})
+		n, err := postgres.StartServer(ctx, env, compose.Spec{}, postgres.Options{})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
 		}
 		// A session, so that a backend process is among the children.
-		conn, err := pgx.Connect(ctx, compose.PostgresURL(n.Addr()))
+		conn, err := pgx.Connect(ctx, postgres.URL(n.Addr()))
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
@@ -88,7 +90,7 @@ func orphanParent(dir, kind string) {
 			os.Exit(1)
 		}
 		live = []int{n.PID(), backend}
-		for _, pid := range children(n.PID()) {
+		for _, pid := range composetest.Children(n.PID()) {
 			if pid != backend {
 				pids = append(pids, pid)
 			}
@@ -98,7 +100,7 @@ func orphanParent(dir, kind string) {
 	default:
 		// Kind "lazyfs": on lazy filesystems, under the clock preload.
 		lazy := kind == "lazyfs"
-		nodes, err := env.Redis(ctx, compose.Spec{Nodes: 2, LazyFS: lazy, FakeClock: lazy}, compose.RedisOptions{})
+		nodes, err := redis.StartServers(ctx, env, compose.Spec{Nodes: 2, LazyFS: lazy, FakeClock: lazy}, redis.Options{})
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
@@ -120,18 +122,8 @@ func orphanParent(dir, kind string) {
 	select {}
 }
 
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	// A zombie has exited; only a live process has a state other than Z.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(b))
-	return len(fields) > 2 && fields[2] != "Z"
-}
+// processAlive is composetest.ProcessAlive, by the name these tests use.
+var processAlive = composetest.ProcessAlive
 
 func TestNoOrphansAfterParentKilled(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 38 s on a 2-core machine loaded about 10×

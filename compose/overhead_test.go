@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
 )
 
 // BenchmarkLazyFS measures what a lazy filesystem costs a server: one
@@ -25,7 +28,7 @@ func BenchmarkLazyFS(b *testing.B) {
 		for _, lazy := range []bool{false, true} {
 			b.Run(fmt.Sprintf("redis/%s/lazyfs=%v", d, lazy), func(b *testing.B) {
 				s := compose.Spec{Nodes: 1, Durability: d, LazyFS: lazy}
-				ns, err := composetest.ForTest(b).Redis(context.Background(), s, compose.RedisOptions{})
+				ns, err := rediskind.StartServers(context.Background(), composetest.ForTest(b), s, rediskind.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -37,7 +40,7 @@ func BenchmarkLazyFS(b *testing.B) {
 		b.Run(fmt.Sprintf("postgres/durable/lazyfs=%v", lazy), func(b *testing.B) {
 			ctx := context.Background()
 			s := compose.Spec{Durability: compose.DurabilityDurable, LazyFS: lazy}
-			n, err := composetest.ForTest(b).Postgres(ctx, s, compose.PostgresOptions{})
+			n, err := postgres.StartServer(ctx, composetest.ForTest(b), s, postgres.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -68,4 +71,16 @@ func benchRedisSet(b *testing.B, n *compose.Node) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// pgConnect connects to a PostgreSQL server, through addr, until
+// the test ends.
+func pgConnect(t testing.TB, ctx context.Context, addr string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(ctx, postgres.URL(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
 }

@@ -14,19 +14,10 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/etcd/etcdtest"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
-
-// needPeerNetwork marks the test as one that starts servers (so a
-// parallel test calls it after t.Parallel, which may wait for the other
-// tests), and skips it, saying why, where clusters cannot be partitioned
-// (not root, no netns, no ip command).
-func needPeerNetwork(t *testing.T) {
-	t.Helper()
-	composetest.StartsServers(t)
-	if err := compose.PeerNetworkAvailable(); err != nil {
-		t.Skip(err)
-	}
-}
 
 // quorum is what the partition tests need of an etcd cluster or a
 // ZooKeeper ensemble started with Netns.
@@ -51,13 +42,13 @@ type quorum struct {
 // from the quorum, it never completes.
 const writeTimeout = 3 * time.Second
 
-func etcdQuorum(t *testing.T, c *compose.EtcdCluster) *quorum {
+func etcdQuorum(t *testing.T, c *etcd.Cluster) *quorum {
 	// One client asks every member for its status, each directly.
 	var eps []string
 	for _, n := range c.Nodes {
 		eps = append(eps, n.ServerAddr())
 	}
-	cli := etcdClient(t, eps...)
+	cli := etcdtest.Client(t, eps...)
 	status := func(ctx context.Context, n *compose.Node) (*clientv3.StatusResponse, error) {
 		return cli.Status(ctx, n.ServerAddr())
 	}
@@ -70,7 +61,7 @@ func etcdQuorum(t *testing.T, c *compose.EtcdCluster) *quorum {
 			for _, n := range via {
 				eps = append(eps, n.Addr())
 			}
-			cli := etcdClient(t, eps...)
+			cli := etcdtest.Client(t, eps...)
 			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
 			_, err := cli.Put(ctx, key, "v")
@@ -97,7 +88,7 @@ func etcdQuorum(t *testing.T, c *compose.EtcdCluster) *quorum {
 	}
 }
 
-func zkQuorum(z *compose.Ensemble) *quorum {
+func zkQuorum(z *zookeeper.Ensemble) *quorum {
 	return &quorum{
 		nodes: z.Nodes, leader: z.Leader, awaitLeader: z.AwaitLeader,
 		partition: z.Partition, heal: z.HealPartition, awaitServing: z.AwaitServing,
@@ -107,7 +98,7 @@ func zkQuorum(z *compose.Ensemble) *quorum {
 			for _, n := range via {
 				addrs = append(addrs, n.Addr())
 			}
-			c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zkNoLog{}))
+			c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zookeeper.NoLog{}))
 			if err != nil {
 				return err
 			}
@@ -366,11 +357,11 @@ func testPartitions(t *testing.T, q *quorum) {
 
 func TestEtcdPeerPartitions(t *testing.T) {
 	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	composetest.StartsServersWithin(t, 2*time.Minute) // 37 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
 	// Proxied too: clients go through the proxies, members talk directly.
-	c, err := env.Etcd(context.Background(), compose.Spec{Nodes: 3, Netns: true, Proxied: true}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: 3, Netns: true, Proxied: true}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,10 +370,10 @@ func TestEtcdPeerPartitions(t *testing.T) {
 
 func TestZooKeeperPeerPartitions(t *testing.T) {
 	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	composetest.StartsServersWithin(t, 5*time.Minute) // 101 s on a 2-core machine loaded about 10×
 	env := composetest.ForTest(t)
-	z, err := env.ZooKeeper(context.Background(), compose.Spec{Nodes: 3, Netns: true, Proxied: true}, compose.ZooKeeperOptions{})
+	z, err := zookeeper.StartEnsemble(context.Background(), env, compose.Spec{Nodes: 3, Netns: true, Proxied: true}, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +385,7 @@ func TestZooKeeperPeerPartitions(t *testing.T) {
 func TestPartitionNeedsPeerNetwork(t *testing.T) {
 	t.Parallel()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: 1}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,10 +406,10 @@ func TestPartitionNeedsPeerNetwork(t *testing.T) {
 // the heal all five follow one leader.
 func TestEtcdPeerPartitionHalvesWithLeader(t *testing.T) {
 	t.Parallel() // before anything that arms a deadline: a paused test waits for the others
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(ctx, compose.Spec{Nodes: 5, Netns: true}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(ctx, env, compose.Spec{Nodes: 5, Netns: true}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

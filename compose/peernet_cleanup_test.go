@@ -17,6 +17,8 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
 // peerMarks is what a PeerNetwork member leaves on the machine while it
@@ -95,8 +97,8 @@ func (m peerMarks) checkGone(t *testing.T) {
 func peerNetParent(dir string) {
 	env, err := compose.New(dir)
 	if err == nil {
-		var c *compose.EtcdCluster
-		if c, err = env.Etcd(context.Background(), compose.Spec{Nodes: 1, Netns: true}, compose.EtcdOptions{}); err == nil {
+		var c *etcd.Cluster
+		if c, err = etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: 1, Netns: true}, etcd.Options{}); err == nil {
 			var m peerMarks
 			if m, err = marksOf(c.Nodes[0]); err == nil {
 				fmt.Println(m)
@@ -114,7 +116,7 @@ func peerNetParent(dir string) {
 // and when the process that started it is killed (SIGKILL: no cleanup
 // code runs), once the next Netns cluster has started.
 func TestPeerNetworkCleanup(t *testing.T) {
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	// Not parallel: a namespace's inode may be reused by another one
 	// created meanwhile, which would read as a leftover.
 	t.Run("Close", func(t *testing.T) {
@@ -122,7 +124,7 @@ func TestPeerNetworkCleanup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1, Netns: true, Proxied: true}, compose.EtcdOptions{})
+		c, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: 1, Netns: true, Proxied: true}, etcd.Options{})
 		if err != nil {
 			env.Close()
 			t.Fatal(err)
@@ -174,7 +176,7 @@ func TestPeerNetworkCleanup(t *testing.T) {
 		_ = parent.Wait()
 		// The next cluster (any Env) removes what the dead one left.
 		env := composetest.ForTest(t)
-		if _, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1, Netns: true}, compose.EtcdOptions{}); err != nil {
+		if _, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: 1, Netns: true}, etcd.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		m.checkGone(t)
@@ -191,8 +193,8 @@ func peerNetUnprivileged(dir string) {
 	}
 	defer env.Close()
 	ctx := context.Background()
-	_, etcdErr := env.Etcd(ctx, compose.Spec{Nodes: 3, Netns: true}, compose.EtcdOptions{})
-	_, zkErr := env.ZooKeeper(ctx, compose.Spec{Nodes: 3, Netns: true}, compose.ZooKeeperOptions{})
+	_, etcdErr := etcd.StartCluster(ctx, env, compose.Spec{Nodes: 3, Netns: true}, etcd.Options{})
+	_, zkErr := zookeeper.StartEnsemble(ctx, env, compose.Spec{Nodes: 3, Netns: true}, zookeeper.Options{})
 	for name, err := range map[string]error{"available": compose.PeerNetworkAvailable(), "etcd": etcdErr, "zookeeper": zkErr} {
 		fmt.Printf("%s: %v\n", name, err)
 	}

@@ -17,14 +17,11 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/postgres"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
-
-func needLazyFS(t *testing.T) {
-	t.Helper()
-	if err := compose.LazyFSAvailable(); err != nil {
-		t.Skip(err)
-	}
-}
 
 // A journal is a server's append-only record of numbered writes, one per
 // trial, that a test counts after a power loss.
@@ -51,7 +48,7 @@ var durableServers = []durableServer{
 	{
 		name: "redis",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			ns, err := e.Redis(ctx, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, compose.RedisOptions{})
+			ns, err := rediskind.StartServers(ctx, e, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, rediskind.Options{})
 			if err != nil {
 				return nil, err
 			}
@@ -64,10 +61,10 @@ var durableServers = []durableServer{
 	{
 		name: "postgres",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			return e.Postgres(ctx, compose.Spec{Durability: d, LazyFS: true}, compose.PostgresOptions{})
+			return postgres.StartServer(ctx, e, compose.Spec{Durability: d, LazyFS: true}, postgres.Options{})
 		},
 		open: func(t *testing.T, n *compose.Node) journal {
-			c, err := pgx.Connect(context.Background(), compose.PostgresURL(n.Addr()))
+			c, err := pgx.Connect(context.Background(), postgres.URL(n.Addr()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,14 +74,14 @@ var durableServers = []durableServer{
 	{
 		name: "zookeeper",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			z, err := e.ZooKeeper(ctx, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, compose.ZooKeeperOptions{})
+			z, err := zookeeper.StartEnsemble(ctx, e, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, zookeeper.Options{})
 			if err != nil {
 				return nil, err
 			}
 			return z.Nodes[0], nil
 		},
 		open: func(t *testing.T, n *compose.Node) journal {
-			c, _, err := zk.Connect([]string{n.Addr()}, 4*time.Second, zk.WithLogger(zkNoLog{}))
+			c, _, err := zk.Connect([]string{n.Addr()}, 4*time.Second, zk.WithLogger(zookeeper.NoLog{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +92,7 @@ var durableServers = []durableServer{
 	{
 		name: "etcd",
 		start: func(ctx context.Context, e *compose.Env, d compose.Durability) (*compose.Node, error) {
-			c, err := e.Etcd(ctx, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, compose.EtcdOptions{})
+			c, err := etcd.StartCluster(ctx, e, compose.Spec{Nodes: 1, Durability: d, LazyFS: true}, etcd.Options{})
 			if err != nil {
 				return nil, err
 			}
@@ -118,7 +115,7 @@ var durableServers = []durableServer{
 // under the durable one, and under the periodic one less than everything
 // (the last moment's writes) in at least one of three trials.
 func TestPowerLoss(t *testing.T) {
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	for _, s := range durableServers {
 		for _, d := range compose.Durabilities() {
 			t.Run(s.name+"/"+string(d), func(t *testing.T) {

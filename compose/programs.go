@@ -1,76 +1,28 @@
 package compose
 
-import (
-	"os"
-	"path/filepath"
-)
+import "os"
 
-// Programs are the programs an Env runs on this machine and what they
-// need: one field per server kind's binary or account, and the C compiler
-// of the clock preload. A server placed on a host may name a binary of
-// its own there (Placement.Binary); where it does not, the same name is
-// used on the host.
+// Programs are the programs compose itself runs, beside the servers: the
+// C compiler of the clock preload. A server's own programs belong to its
+// kind's package (kinds/<kind>: its Programs, DefaultPrograms and
+// environment variables), so that a new kind adds nothing here.
 type Programs struct {
-	// RedisServer is the redis-server binary (Redis and Sentinel sets).
-	RedisServer string
-	// RedisSentinel is the redis-sentinel binary.
-	RedisSentinel string
-	// Java is the java binary that runs ZooKeeper.
-	Java string
-	// ZooKeeperClasspath is the classpath of a ZooKeeper server: Debian's
-	// package (whose jar names its other dependencies in its manifest)
-	// and a log4j binding for slf4j, so that the servers log.
-	ZooKeeperClasspath []string
-	// PostgresUser is the account a PostgreSQL server runs as when we are
-	// root (it refuses to run as root), here and on hosts.
-	PostgresUser string
-	// PostgresBinDir is the directory of postgres and initdb; empty means
-	// pg_config --bindir, else the newest /usr/lib/postgresql/*/bin.
-	PostgresBinDir string
 	// CC is the C compiler that builds the clock preload, on each host
-	// where a server runs under it.
+	// where a server runs under it (unless its Placement names a prebuilt
+	// ClockPreload).
 	CC string
 }
 
-// The environment variables DefaultPrograms reads, one per field of
-// Programs. A classpath is a list of paths (os.PathListSeparator).
-const (
-	RedisServerEnv        = "LOCKBENCH_REDIS_SERVER"
-	RedisSentinelEnv      = "LOCKBENCH_REDIS_SENTINEL"
-	JavaEnv               = "LOCKBENCH_JAVA"
-	ZooKeeperClasspathEnv = "LOCKBENCH_ZOOKEEPER_CLASSPATH"
-	PostgresUserEnv       = "LOCKBENCH_POSTGRES_USER"
-	PostgresBinDirEnv     = "LOCKBENCH_POSTGRES_BIN_DIR"
-	CCEnv                 = "LOCKBENCH_CC"
-)
+// CCEnv is the environment variable DefaultPrograms reads for
+// Programs.CC.
+const CCEnv = "LOCKBENCH_CC"
 
-// DefaultPrograms returns Debian's programs (the ones make deps
-// installs), each replaced by its environment variable when that is set:
-// New gives every Env these.
+// DefaultPrograms returns Debian's gcc (the one make deps installs),
+// replaced by $LOCKBENCH_CC when that is set: New gives every Env these.
 func DefaultPrograms() Programs {
-	p := Programs{
-		RedisServer:   "redis-server",
-		RedisSentinel: "redis-sentinel",
-		Java:          "java",
-		ZooKeeperClasspath: []string{
-			"/etc/zookeeper/conf",
-			"/usr/share/java/zookeeper.jar",
-			"/usr/share/java/slf4j-log4j12.jar",
-			"/usr/share/java/log4j-1.2.jar",
-		},
-		PostgresUser: "postgres",
-		CC:           "gcc",
-	}
-	for env, field := range map[string]*string{
-		RedisServerEnv: &p.RedisServer, RedisSentinelEnv: &p.RedisSentinel, JavaEnv: &p.Java,
-		PostgresUserEnv: &p.PostgresUser, PostgresBinDirEnv: &p.PostgresBinDir, CCEnv: &p.CC,
-	} {
-		if v := os.Getenv(env); v != "" {
-			*field = v
-		}
-	}
-	if v := os.Getenv(ZooKeeperClasspathEnv); v != "" {
-		p.ZooKeeperClasspath = filepath.SplitList(v)
+	p := Programs{CC: "gcc"}
+	if v := os.Getenv(CCEnv); v != "" {
+		p.CC = v
 	}
 	return p
 }

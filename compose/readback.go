@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"strings"
-	"time"
 
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
@@ -48,57 +46,6 @@ func (x *Proxy) Faults(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// Isolated returns nil when server n of the ensemble says it has lost its
-// quorum (srvr: it is not serving requests, as a server cut off from a
-// majority of the ensemble says within syncLimit ticks), and an error
-// saying what it is otherwise: the proof that a partition between members
-// took. The server must be reachable from this host (a partition between
-// members does not cut its clients off).
-func (z *Ensemble) Isolated(ctx context.Context, n *Node) error {
-	ctx, cancel := withDefaultTimeout(ctx, time.Second)
-	defer cancel()
-	out, err := fourLetterWord(ctx, n.ServerAddr(), "srvr")
-	if err != nil {
-		return fmt.Errorf("compose: %s: %w", n.Name, err)
-	}
-	if strings.Contains(out, "not currently serving") {
-		return nil
-	}
-	mode, _, err := zkStatus(ctx, n.ServerAddr())
-	if err != nil {
-		return fmt.Errorf("compose: %s: %w", n.Name, err)
-	}
-	return fmt.Errorf("compose: %s still serves, as %s", n.Name, mode)
-}
-
-// Isolated returns nil when member n of the cluster says it has no leader
-// (its status: a leader cut off from the majority steps down within an
-// election timeout, as raft's CheckQuorum makes it, and a follower cut off
-// gives its leader up when it stands for election), and an error naming
-// the leader it still follows otherwise: the proof that a partition
-// between members took.
-func (c *EtcdCluster) Isolated(ctx context.Context, n *Node) error {
-	ctx, cancel := withDefaultTimeout(ctx, time.Second)
-	defer cancel()
-	var st struct {
-		Header struct {
-			MemberID string `json:"member_id"`
-		} `json:"header"`
-		Leader   string `json:"leader"`
-		RaftTerm string `json:"raftTerm"`
-	}
-	if err := etcdCall(ctx, n.ServerAddr(), "/v3/maintenance/status", struct{}{}, &st); err != nil {
-		return fmt.Errorf("compose: %s: %w", n.Name, err)
-	}
-	if st.Leader == "" || st.Leader == "0" {
-		return nil
-	}
-	if st.Leader == st.Header.MemberID {
-		return fmt.Errorf("compose: %s still leads (term %s)", n.Name, st.RaftTerm)
-	}
-	return fmt.Errorf("compose: %s still follows leader %s (term %s)", n.Name, st.Leader, st.RaftTerm)
 }
 
 // FakeClockAvailable returns nil when servers here can run under the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
 )
 
 // TestStartTellsRefusedFromSlow: a start that fails says whether the
@@ -27,7 +28,7 @@ func TestStartTellsRefusedFromSlow(t *testing.T) {
 	ctx := context.Background()
 	e := composetest.ForTest(t)
 	t.Run("refused", func(t *testing.T) {
-		n, err := e.Postgres(ctx, compose.Spec{Durability: compose.DurabilityFast}, compose.PostgresOptions{})
+		n, err := postgres.StartServer(ctx, e, compose.Spec{Durability: compose.DurabilityFast}, postgres.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +48,7 @@ func TestStartTellsRefusedFromSlow(t *testing.T) {
 		}
 	})
 	t.Run("slow", func(t *testing.T) {
-		n, err := e.Postgres(ctx, compose.Spec{Netns: true, Durability: compose.DurabilityFast}, compose.PostgresOptions{})
+		n, err := postgres.StartServer(ctx, e, compose.Spec{Netns: true, Durability: compose.DurabilityFast}, postgres.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

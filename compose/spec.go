@@ -5,25 +5,21 @@ import (
 	"strings"
 )
 
-// Spec is what every kind of server compose starts shares: how many nodes
-// hold data, when they fsync, the fault mechanisms they start with and
-// where they run. Each kind's start function (Env.Redis, Env.Sentinel,
-// Env.Etcd, Env.ZooKeeper, Env.Postgres) takes a Spec beside options of
-// its own kind. A mechanism a kind cannot start with is an error naming
-// it, never ignored; what a mechanism means for one kind in particular is
-// said at that kind's options.
+// Spec is what every kind of server shares: how many nodes hold data,
+// when they fsync, the fault mechanisms they start with and where they
+// run. Each kind's package (under kinds/) starts its servers from a Spec
+// beside options of its own kind, checked first by Spec.Resolve against
+// the kind's Rules. A mechanism a kind cannot start with is an error
+// naming it, never ignored; what a mechanism means for one kind in
+// particular is said at that kind's options.
 type Spec struct {
-	// Nodes is how many servers hold data: Redis servers, a Sentinel
-	// set's master and replicas, etcd members, ZooKeeper servers, or the
-	// one PostgreSQL server. 0 means len(On) when On is set, else the
-	// kind's smallest where it has one (a Sentinel set's master and one
-	// replica, PostgreSQL's server); Redis, etcd and ZooKeeper need a
-	// count, an odd one for the two that elect a leader.
+	// Nodes is how many servers hold data (a kind's Rules bound it). 0
+	// means len(On) when On is set, else the kind's default, if it has
+	// one (Rules.Default).
 	Nodes int
 	// Durability is when the nodes fsync (see Durability for each kind's
-	// settings); "" is the kind's default: fast for Redis and Sentinel
-	// sets, durable for the others. A profile the kind has no setting for
-	// is an error wrapping ErrNoDurability.
+	// settings); "" is the kind's default (Rules.Durability). A profile
+	// the kind has no setting for is an error wrapping ErrNoDurability.
 	Durability Durability
 	// LazyFS puts each node's dir on a lazy filesystem, so that
 	// Node.PowerLoss drops what the node did not fsync. Here it needs root
@@ -44,8 +40,8 @@ type Spec struct {
 	// address of its own on its software's standard ports, reachable from
 	// this host by routes: Node.CutClients then cuts its clients off
 	// silently, as a partition does, and the members of a quorum can be
-	// cut off from each other (EtcdCluster.Partition, Ensemble.Partition)
-	// while clients still reach every one. It needs root and the ip
+	// cut off from each other (Peers.Partition) while clients still reach
+	// every one. It needs root and the ip
 	// command: see PeerNetworkAvailable.
 	Netns bool
 	// On, when set, places the nodes on hosts, one Placement each (see
@@ -56,57 +52,58 @@ type Spec struct {
 	On []Placement
 }
 
-// kindRules are what a kind of server accepts of a Spec: Spec.resolve
-// checks a Spec against them, so that every kind checks the mechanisms
-// it shares with the others the same way.
-type kindRules struct {
-	// nodes names the kind's data nodes in errors: "etcd members".
-	nodes string
-	// min and max bound Nodes (max 0: no bound); def is Nodes when 0
-	// and nothing is placed (0: the caller must say).
-	min, max, def int
-	// odd asks for an odd number of nodes, for a majority to elect.
-	odd bool
-	// durability is the kind's default profile; noPeriodic, when set,
+// Rules are what a kind of server accepts of a Spec: Spec.Resolve checks
+// a Spec against them, so that every kind checks the mechanisms it shares
+// with the others the same way.
+type Rules struct {
+	// Nodes names the kind's data nodes in errors: "etcd members".
+	Nodes string
+	// Min and Max bound Spec.Nodes (Max 0: no bound); Default is
+	// Spec.Nodes when it is 0 and nothing is placed (0: the caller must
+	// say).
+	Min, Max, Default int
+	// Odd asks for an odd number of nodes, for a majority to elect.
+	Odd bool
+	// Durability is the kind's default profile; NoPeriodic, when set,
 	// says why the kind has no periodic one.
-	durability Durability
-	noPeriodic string
-	// noFakeClock, when set, says why the kind cannot run under the clock
+	Durability Durability
+	NoPeriodic string
+	// NoFakeClock, when set, says why the kind cannot run under the clock
 	// preload.
-	noFakeClock string
+	NoFakeClock string
 }
 
-// resolve checks s for a kind of server and returns it with Nodes and
+// Resolve checks s for a kind of server and returns it with Nodes and
 // Durability filled in: an error names the count, profile or mechanism the
 // kind cannot start with.
-func (s Spec) resolve(k kindRules) (Spec, error) {
+func (s Spec) Resolve(k Rules) (Spec, error) {
 	if s.Nodes == 0 {
-		s.Nodes = k.def
+		s.Nodes = k.Default
 		if s.On != nil {
 			s.Nodes = len(s.On)
 		}
 	}
 	n := s.Nodes
 	switch {
-	case k.odd && (n < k.min || n%2 == 0):
-		return s, fmt.Errorf("compose: %d %s: want an odd number, at least %d", n, k.nodes, k.min)
-	case n < k.min:
-		return s, fmt.Errorf("compose: %d %s: want at least %d", n, k.nodes, k.min)
-	case k.max > 0 && n > k.max:
-		return s, fmt.Errorf("compose: %d %s: want at most %d", n, k.nodes, k.max)
+	case k.Odd && (n < k.Min || n%2 == 0):
+		return s, fmt.Errorf("compose: %d %s: want an odd number, at least %d", n, k.Nodes, k.Min)
+	case n < k.Min:
+		return s, fmt.Errorf("compose: %d %s: want at least %d", n, k.Nodes, k.Min)
+	case k.Max > 0 && n > k.Max:
+		return s, fmt.Errorf("compose: %d %s: want at most %d", n, k.Nodes, k.Max)
 	case s.On != nil && len(s.On) != n:
-		return s, fmt.Errorf("compose: %d %s on %d placements: want one each", n, k.nodes, len(s.On))
+		return s, fmt.Errorf("compose: %d %s on %d placements: want one each", n, k.Nodes, len(s.On))
 	}
-	d, err := durability(s.Durability, k.durability)
+	d, err := durability(s.Durability, k.Durability)
 	if err != nil {
 		return s, err
 	}
-	if d == DurabilityPeriodic && k.noPeriodic != "" {
-		return s, fmt.Errorf("compose: %s: no periodic durability: %s: %w", k.nodes, k.noPeriodic, ErrNoDurability)
+	if d == DurabilityPeriodic && k.NoPeriodic != "" {
+		return s, fmt.Errorf("compose: %s: no periodic durability: %s: %w", k.Nodes, k.NoPeriodic, ErrNoDurability)
 	}
 	s.Durability = d
-	if s.FakeClock && k.noFakeClock != "" {
-		return s, fmt.Errorf("compose: %s with FakeClock: %s", k.nodes, k.noFakeClock)
+	if s.FakeClock && k.NoFakeClock != "" {
+		return s, fmt.Errorf("compose: %s with FakeClock: %s", k.Nodes, k.NoFakeClock)
 	}
 	if s.On != nil {
 		var here []string
@@ -118,7 +115,7 @@ func (s Spec) resolve(k kindRules) (Spec, error) {
 		}
 		if here != nil {
 			return s, fmt.Errorf("compose: %s placed on hosts with %s: Proxied and Netns apply to nodes on this machine only (a placed "+
-				"node's proxy is its Placement's Proxy)", k.nodes, strings.Join(here, " and "))
+				"node's proxy is its Placement's Proxy)", k.Nodes, strings.Join(here, " and "))
 		}
 	}
 	if s.Netns && s.On == nil {

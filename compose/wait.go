@@ -26,18 +26,11 @@ var ErrExited = server.ErrExited
 // server.ErrNotReady.
 var ErrNotReady = server.ErrNotReady
 
-// orDefault returns v, or def when v is the zero value.
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
-// poll calls check every 50 ms until it returns nil, ctx ends or d passes;
-// the error then includes check's last error. Each check gets 3 s.
-func poll(ctx context.Context, d time.Duration, check func(context.Context) error) error {
+// Poll calls check every 50 ms until it returns nil, ctx ends or d passes;
+// the error then wraps ctx's and includes check's last error. Each check
+// gets 3 s. A kind waits with it for what a node's readiness does not
+// cover (a set's replication, its sentinels' agreement).
+func Poll(ctx context.Context, d time.Duration, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -57,22 +50,23 @@ func poll(ctx context.Context, d time.Duration, check func(context.Context) erro
 	}
 }
 
-// withDefaultTimeout bounds ctx by d unless it already has a deadline.
-func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+// WithDefaultTimeout bounds ctx by d unless it already has a deadline:
+// the wait of a cluster's control whose caller gave none.
+func WithDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, d)
 }
 
-// awaitNewLeader polls leader until a node other than old (which may be
+// AwaitLeader polls leader until a node other than old (which may be
 // nil) leads, and returns it; what names the cluster's kind in the error.
 // ctx bounds the wait; without a deadline it is one minute.
-func awaitNewLeader(ctx context.Context, what string, leader func(context.Context) (*Node, error), old *Node) (*Node, error) {
-	ctx, cancel := withDefaultTimeout(ctx, time.Minute)
+func AwaitLeader(ctx context.Context, what string, leader func(context.Context) (*Node, error), old *Node) (*Node, error) {
+	ctx, cancel := WithDefaultTimeout(ctx, time.Minute)
 	defer cancel()
 	var found *Node
-	err := poll(ctx, time.Minute, func(ctx context.Context) error {
+	err := Poll(ctx, time.Minute, func(ctx context.Context) error {
 		l, err := leader(ctx)
 		if err != nil {
 			return err
@@ -89,11 +83,12 @@ func awaitNewLeader(ctx context.Context, what string, leader func(context.Contex
 	return found, nil
 }
 
-// leaderOf asks every node at once, each within a second, whether it
-// leads (and in which term), and returns the leader of the highest term.
+// LeaderOf asks every node at once, each within a second, whether it
+// leads (and in which term), and returns the leader of the highest term:
+// a leader cut off from its followers says it leads until it notices.
 // Nodes that do not answer — killed or paused — are skipped; the error
 // joins their errors when none leads.
-func leaderOf(ctx context.Context, nodes []*Node, leads func(ctx context.Context, i int) (bool, uint64, error)) (*Node, error) {
+func LeaderOf(ctx context.Context, nodes []*Node, leads func(ctx context.Context, i int) (bool, uint64, error)) (*Node, error) {
 	type answer struct {
 		leads bool
 		term  uint64

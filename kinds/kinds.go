@@ -10,7 +10,10 @@ package kinds
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"os/exec"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -51,6 +54,11 @@ type Kind struct {
 	// can be cut): a fault that needs its clients cut off asks nothing
 	// more of them.
 	PeerNetwork bool
+	// Versions, when set, returns the versions of the kind's server
+	// software on this machine, by program ("redis-server"), for a run's
+	// record: what a reader needs to reproduce it. A version that cannot be
+	// read is left out.
+	Versions func(ctx context.Context) map[string]string
 	// StartCost is how long starting a cluster of count servers of the
 	// kind takes on a 2-core machine: what a plan (advise) estimates a
 	// fresh start at. Nil is a start too quick to count.
@@ -256,6 +264,41 @@ func Elected(nodes []*compose.Node, q interface {
 		cl.Target.Members = members{q}
 	}
 	return cl
+}
+
+// Versions returns the versions of the server software of every
+// registered kind (Kind.Versions), merged, each probe bounded by 5 s.
+func Versions(ctx context.Context) map[string]string {
+	mu.RLock()
+	ks := make([]Kind, 0, len(registry))
+	for _, k := range registry {
+		ks = append(ks, k)
+	}
+	mu.RUnlock()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v := map[string]string{}
+	for _, k := range ks {
+		if k.Versions != nil {
+			maps.Copy(v, k.Versions(ctx))
+		}
+	}
+	return v
+}
+
+// Probe runs a program (args) on this machine and returns the first
+// submatch of re in what it prints, or false: how a kind reads its
+// software's version ("redis-server --version", dpkg-query).
+func Probe(ctx context.Context, re string, args ...string) (string, bool) {
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return "", false
+	}
+	m := regexp.MustCompile(re).FindStringSubmatch(string(out))
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
 }
 
 // Here reports whether spec starts its nodes on this machine.

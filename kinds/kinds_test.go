@@ -57,3 +57,14 @@ func TestShape(t *testing.T) {
 		}
 	}
 }
+
+// TestVersions: the registered kinds report the versions of their server
+// software by program, each what this machine has (none is required).
+func TestVersions(t *testing.T) {
+	known := []string{"redis-server", "java", "zookeeper", "postgres", "etcd"}
+	for program, v := range kinds.Versions(t.Context()) {
+		if !slices.Contains(known, program) || v == "" {
+			t.Errorf("version %q of %q: want a version of one of %v", v, program, known)
+		}
+	}
+}

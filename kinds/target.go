@@ -50,17 +50,17 @@ func ComposeNodes(nodes []nemesis.Node) ([]*compose.Node, error) {
 	return out, nil
 }
 
-// asNode returns n as a nemesis.Node, nil when n is: a nil *compose.Node
+// AsNode returns n as a nemesis.Node, nil when n is: a nil *compose.Node
 // in an interface would not compare equal to nil.
-func asNode(n *compose.Node) nemesis.Node {
+func AsNode(n *compose.Node) nemesis.Node {
 	if n == nil {
 		return nil
 	}
 	return n
 }
 
-// composeLeader is a compose cluster that finds its leader: an Ensemble,
-// an EtcdCluster, a SentinelSet.
+// composeLeader is a cluster of compose's nodes that finds its leader: a
+// ZooKeeper ensemble, an etcd cluster, a Sentinel set.
 type composeLeader interface {
 	Leader(ctx context.Context) (*compose.Node, error)
 }
@@ -74,11 +74,11 @@ type leader struct{ l composeLeader }
 
 func (x leader) Leader(ctx context.Context) (nemesis.Node, error) {
 	n, err := x.l.Leader(ctx)
-	return asNode(n), err
+	return AsNode(n), err
 }
 
-// composeMembers is a compose cluster whose members can be cut apart: an
-// Ensemble, an EtcdCluster.
+// composeMembers is a cluster of compose's nodes whose members can be cut
+// apart: a ZooKeeper ensemble, an etcd cluster.
 type composeMembers interface {
 	Partition(groups ...[]*compose.Node) error
 	HealPartition() error
@@ -111,42 +111,6 @@ func (x members) Isolated(ctx context.Context, n nemesis.Node) error {
 	}
 	return x.m.Isolated(ctx, c)
 }
-
-// SentinelSet is a compose Sentinel set as the failover fault breaks it
-// (nemesis.FailoverSet). It is comparable: two wrap the same set when
-// they are equal.
-type SentinelSet struct{ Set *compose.SentinelSet }
-
-// CurrentMaster returns the address of the master the sentinels report.
-func (x SentinelSet) CurrentMaster(ctx context.Context) (string, error) {
-	return x.Set.CurrentMaster(ctx)
-}
-
-// AwaitNewMaster waits until the sentinels report a master other than old.
-func (x SentinelSet) AwaitNewMaster(ctx context.Context, old string) (string, error) {
-	return x.Set.AwaitNewMaster(ctx, old)
-}
-
-// SetDownAfter sets the sentinels' down-after-milliseconds.
-func (x SentinelSet) SetDownAfter(ctx context.Context, d time.Duration) error {
-	return x.Set.SetDownAfter(ctx, d)
-}
-
-// Node returns the set's node (or sentinel) at addr, or nil.
-func (x SentinelSet) Node(addr string) nemesis.Node { return asNode(x.Set.Node(addr)) }
-
-// ReplicationLinks are the replicas' replication links (see
-// compose.SentinelSet.ReplicationLinks).
-func (x SentinelSet) ReplicationLinks() []nemesis.Link {
-	out := make([]nemesis.Link, len(x.Set.ReplicationLinks))
-	for i, l := range x.Set.ReplicationLinks {
-		out[i] = l
-	}
-	return out
-}
-
-// Side says where the sentinels sit relative to a cut of a node's clients.
-func (x SentinelSet) Side() string { return x.Set.SentinelsSide }
 
 // ClientNet is a client process's namespace on a peer network of this
 // machine (compose.ClientNet) as a split view cuts it (nemesis.ClientNet).

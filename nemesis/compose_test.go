@@ -8,6 +8,9 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/internal/server"
 	"github.com/lockbench/lockbench/kinds"
+	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/sentinel"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
@@ -25,10 +28,10 @@ var (
 	_ nemesis.PeerMember   = (*compose.Node)(nil)
 	_ nemesis.Placed       = (*compose.Node)(nil)
 
-	_ nemesis.Leader      = kinds.Leads((*compose.EtcdCluster)(nil))
-	_ nemesis.Leader      = kinds.Leads((*compose.Ensemble)(nil))
-	_ nemesis.Leader      = kinds.Leads((*compose.SentinelSet)(nil))
-	_ nemesis.FailoverSet = kinds.SentinelSet{}
+	_ nemesis.Leader      = kinds.Leads((*etcd.Cluster)(nil))
+	_ nemesis.Leader      = kinds.Leads((*zookeeper.Ensemble)(nil))
+	_ nemesis.Leader      = kinds.Leads((*sentinel.Set)(nil))
+	_ nemesis.FailoverSet = sentinel.FailoverSet{}
 	_ nemesis.ClientNet   = kinds.ClientNet{}
 )
 

@@ -1,4 +1,4 @@
-package nemesis
+package nemesis_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/nemesis"
 )
 
 // waited is how a start that gave up says how long it waited.
@@ -31,11 +33,11 @@ func TestStartAgainTellsRefusedFromSlow(t *testing.T) {
 	}
 	ctx := context.Background()
 	e := composetest.ForTest(t)
-	refused, err := e.Postgres(ctx, compose.Spec{Durability: compose.DurabilityFast}, compose.PostgresOptions{})
+	refused, err := postgres.StartServer(ctx, e, compose.Spec{Durability: compose.DurabilityFast}, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow, err := e.Postgres(ctx, compose.Spec{Netns: true, Durability: compose.DurabilityFast}, compose.PostgresOptions{})
+	slow, err := postgres.StartServer(ctx, e, compose.Spec{Netns: true, Durability: compose.DurabilityFast}, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +51,13 @@ func TestStartAgainTellsRefusedFromSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	err = startAgain(ctx, []Node{refused})
-	var l lost
+	err = nemesis.StartAgain(ctx, []nemesis.Node{refused})
+	var l nemesis.Lost
 	if !errors.As(err, &l) || !strings.Contains(l.Error(), "the servers did not come back") || !strings.Contains(l.Error(), "pg_control") {
 		t.Fatalf("a server that refused its data: %v; want lost, with the log's reason", err)
 	}
 	wait, cancel := context.WithTimeout(ctx, 2*time.Second)
-	err = startAgain(wait, []Node{slow})
+	err = nemesis.StartAgain(wait, []nemesis.Node{slow})
 	cancel()
 	t.Logf("slow: %v", err)
 	if err == nil || errors.As(err, &l) || !errors.Is(err, compose.ErrNotReady) || !strings.Contains(err.Error(), "slow") || !waited.MatchString(err.Error()) {

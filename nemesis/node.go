@@ -126,15 +126,15 @@ type Placed interface {
 	Host() remote.Remote
 }
 
-// Leader finds the current leader (or master) of a cluster: compose's
-// Ensemble, EtcdCluster and SentinelSet, wrapped by package kinds.
+// Leader finds the current leader (or master) of a cluster: a ZooKeeper
+// ensemble, an etcd cluster or a Sentinel set, wrapped by package kinds.
 type Leader interface {
 	// Leader returns the leader among the target's nodes.
 	Leader(ctx context.Context) (Node, error)
 }
 
 // Members cuts a cluster's members apart from each other and heals them:
-// compose's Ensemble and EtcdCluster started with Netns, wrapped by
+// a ZooKeeper ensemble or an etcd cluster started with Netns, wrapped by
 // package kinds.
 type Members interface {
 	// Partition cuts the traffic between the groups, each a set of the

@@ -18,6 +18,7 @@ import (
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
 	"github.com/lockbench/lockbench/kinds"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
 	sentinelkind "github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/nemesis"
 	"github.com/lockbench/lockbench/results"
@@ -147,7 +148,7 @@ func probe(name string) func(context.Context, nemesis.Node, string) (nemesis.Sto
 func redis5(t *testing.T) []*compose.Node {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 5, Proxied: true}, compose.RedisOptions{})
+	nodes, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 5, Proxied: true}, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +328,7 @@ func TestRealFaults(t *testing.T) {
 			defer cancel()
 			s := tc.spec
 			s.Nodes, s.Proxied, s.Durability = 5, true, tc.d
-			nodes, err := composetest.ForTest(t).Redis(ctx, s, compose.RedisOptions{})
+			nodes, err := rediskind.StartServers(ctx, composetest.ForTest(t), s, rediskind.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -382,7 +383,7 @@ func TestSentinelRealFaults(t *testing.T) {
 		t.Run(tc.fault, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			set, err := composetest.ForTest(t).Sentinel(ctx, tc.spec, compose.SentinelOptions{})
+			set, err := sentinelkind.StartSet(ctx, composetest.ForTest(t), tc.spec, sentinelkind.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,7 +435,7 @@ func TestPowerLossTestedInItsDangerWindow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := compose.Spec{Nodes: 5, LazyFS: true, Proxied: true, Durability: compose.DurabilityDurable}
-	nodes, err := composetest.ForTest(t).Redis(ctx, s, compose.RedisOptions{})
+	nodes, err := rediskind.StartServers(ctx, composetest.ForTest(t), s, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

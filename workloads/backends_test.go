@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/judge"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/workloads"
@@ -24,7 +25,7 @@ func redisAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: n}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: n}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,14 @@ import (
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	etcdkind "github.com/lockbench/lockbench/kinds/etcd"
 )
 
 // shared is the one-member cluster the conformance suite, the small tests
 // and the benchmarks share, with fsync on, as a server is run; fault tests
 // start their own clusters.
 var shared = composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
-	c, err := e.Etcd(ctx, compose.Spec{Nodes: 1}, compose.EtcdOptions{})
+	c, err := etcdkind.StartCluster(ctx, e, compose.Spec{Nodes: 1}, etcdkind.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -37,12 +38,12 @@ func single(tb testing.TB) []string {
 // cluster starts n members for the test. fsync is off, so that a loaded
 // disk does not stall elections (a killed member still keeps what it
 // wrote).
-func cluster(t testing.TB, n int, proxied bool) *compose.EtcdCluster {
+func cluster(t testing.TB, n int, proxied bool) *etcdkind.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s := compose.Spec{Nodes: n, Proxied: proxied, Durability: compose.DurabilityFast}
-	c, err := composetest.ForTest(t).Etcd(ctx, s, compose.EtcdOptions{})
+	c, err := etcdkind.StartCluster(ctx, composetest.ForTest(t), s, etcdkind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	postgreskind "github.com/lockbench/lockbench/kinds/postgres"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -33,7 +34,7 @@ func TestAdvisorySessionKilled(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := server(t, compose.Spec{Durability: compose.DurabilityFast}, compose.PostgresOptions{})
+			n := server(t, compose.Spec{Durability: compose.DurabilityFast}, postgreskind.Options{})
 			before := goleak.IgnoreCurrent()
 			a, b := open(t, n.Addr(), Advisory, nil), open(t, n.Addr(), Advisory, nil)
 			key := "killed"
@@ -129,7 +130,7 @@ func mustHold(t *testing.T, l *Locker, key string) {
 func TestServerRestart(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute) // 74 s on a 2-core machine loaded about 10×
 	t.Run("advisory", func(t *testing.T) {
-		n := server(t, compose.Spec{}, compose.PostgresOptions{})
+		n := server(t, compose.Spec{}, postgreskind.Options{})
 		a, b := openClosed(t, n.Addr(), Advisory), openClosed(t, n.Addr(), Advisory)
 		held := locktest.MustAcquire(t, a, "restart", locker.WithTTL(time.Hour))
 		tk := locktest.CutOff(t, held, b, time.Minute, func() error {
@@ -141,7 +142,7 @@ func TestServerRestart(t *testing.T) {
 	})
 	for _, keep := range []bool{true, false} {
 		t.Run(fmt.Sprintf("lease/keepData=%v", keep), func(t *testing.T) {
-			n := server(t, compose.Spec{}, compose.PostgresOptions{})
+			n := server(t, compose.Spec{}, postgreskind.Options{})
 			a, b := openClosed(t, n.Addr(), Lease), openClosed(t, n.Addr(), Lease)
 			ctx := context.Background()
 			held := locktest.MustAcquire(t, a, "restart", locker.WithTTL(time.Minute))
@@ -195,7 +196,7 @@ func TestFastProfileForgetsGrants(t *testing.T) {
 	for _, d := range []compose.Durability{compose.DurabilityDurable, compose.DurabilityFast} {
 		fast := d == compose.DurabilityFast
 		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
-			n := server(t, compose.Spec{Durability: d}, compose.PostgresOptions{Config: [][2]string{{"wal_writer_delay", "10s"}}})
+			n := server(t, compose.Spec{Durability: d}, postgreskind.Options{Config: [][2]string{{"wal_writer_delay", "10s"}}})
 			a, b := openClosed(t, n.Addr(), Lease), openClosed(t, n.Addr(), Lease)
 			ctx := context.Background()
 			// The table, so that the grant below is the only write.

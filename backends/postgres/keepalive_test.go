@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	postgreskind "github.com/lockbench/lockbench/kinds/postgres"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 	"github.com/lockbench/lockbench/remote"
@@ -105,7 +106,7 @@ func TestAdvisoryKeepaliveUnderCut(t *testing.T) {
 	if err := compose.PeerNetworkAvailable(); err != nil {
 		t.Skip(err)
 	}
-	n := server(t, compose.Spec{Netns: true, Durability: compose.DurabilityFast}, compose.PostgresOptions{})
+	n := server(t, compose.Spec{Netns: true, Durability: compose.DurabilityFast}, postgreskind.Options{})
 	bounded, plain := open(t, n.Addr(), Advisory, map[string]string{"keepalive": "3s"}), open(t, n.Addr(), Advisory, nil)
 	t.Cleanup(func() { plain.Close(); bounded.Close() })
 	ctx := context.Background()
@@ -205,7 +206,7 @@ func TestAdvisoryKeepaliveUnderCut(t *testing.T) {
 // — finds it: psql takes it if it can (and gives it back as it leaves).
 func tryInside(t *testing.T, n *compose.Node, key string) bool {
 	t.Helper()
-	bin, err := compose.PostgresBinary()
+	bin, err := postgreskind.Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func tryInside(t *testing.T, n *compose.Node, key string) bool {
 	var out, errOut bytes.Buffer
 	err = n.Host().Run(ctx, remote.Cmd{
 		Path:   filepath.Join(filepath.Dir(bin), "psql"),
-		Args:   []string{"-XAtq", "-d", compose.PostgresURL(n.ServerAddr()), "-c", fmt.Sprintf("SELECT pg_try_advisory_lock(%d)", keyID(key))},
+		Args:   []string{"-XAtq", "-d", postgreskind.URL(n.ServerAddr()), "-c", fmt.Sprintf("SELECT pg_try_advisory_lock(%d)", keyID(key))},
 		Stdout: &out, Stderr: &errOut,
 	})
 	if err != nil {

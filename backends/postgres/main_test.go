@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	postgreskind "github.com/lockbench/lockbench/kinds/postgres"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
 
@@ -19,7 +20,7 @@ import (
 // benchmarks share, under the fast profile, so that a loaded disk does not
 // stall the short TTLs of the tests; fault tests start their own.
 var shared = composetest.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
-	n, err := e.Postgres(ctx, compose.Spec{Durability: compose.DurabilityFast}, compose.PostgresOptions{})
+	n, err := postgreskind.StartServer(ctx, e, compose.Spec{Durability: compose.DurabilityFast}, postgreskind.Options{})
 	if err != nil {
 		return "", err
 	}
@@ -29,11 +30,11 @@ var shared = composetest.NewShared(func(ctx context.Context, e *compose.Env) (st
 func TestMain(m *testing.M) { os.Exit(composetest.RunTests(m, shared)) }
 
 // server starts a server of the test's own.
-func server(t testing.TB, s compose.Spec, o compose.PostgresOptions) *compose.Node {
+func server(t testing.TB, s compose.Spec, o postgreskind.Options) *compose.Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := composetest.ForTest(t).Postgres(ctx, s, o)
+	n, err := postgreskind.StartServer(ctx, composetest.ForTest(t), s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func admin(t testing.TB, addr string) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, compose.PostgresURL(addr))
+	c, err := pgx.Connect(ctx, postgreskind.URL(addr))
 	if err != nil {
 		t.Fatal(err)
 	}

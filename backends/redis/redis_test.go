@@ -10,6 +10,7 @@ import (
 	_ "github.com/lockbench/lockbench/backends/redis"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 	goredis "github.com/redis/go-redis/v9"
@@ -19,7 +20,7 @@ func TestConformance(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 24 s on a 2-core machine loaded about 10×
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

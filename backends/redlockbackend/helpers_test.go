@@ -19,6 +19,7 @@ import (
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -30,7 +31,7 @@ func fresh(t *testing.T, n int, s compose.Spec) ([]*compose.Node, []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s.Nodes = n
-	nodes, err := composetest.ForTest(t).Redis(ctx, s, compose.RedisOptions{})
+	nodes, err := rediskind.StartServers(ctx, composetest.ForTest(t), s, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func hasGoroutine(fn string) bool { return strings.Contains(goroutines(), fn) }
 
 // shared5 are five bootstrapped Redis masters the benchmarks share.
 var shared5 = composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
-	nodes, err := e.Redis(ctx, compose.Spec{Nodes: 5}, compose.RedisOptions{})
+	nodes, err := rediskind.StartServers(ctx, e, compose.Spec{Nodes: 5}, rediskind.Options{})
 	if err != nil {
 		return nil, err
 	}

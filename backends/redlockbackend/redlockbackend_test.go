@@ -13,6 +13,7 @@ import (
 	_ "github.com/lockbench/lockbench/backends/redlockbackend"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
 
 func TestOpenRejectsBadConfig(t *testing.T) {
@@ -41,7 +42,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 func TestBootstrapParam(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 3}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 3}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

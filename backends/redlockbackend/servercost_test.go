@@ -18,6 +18,7 @@ import (
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
 )
 
 // TestServerCostPerGrant measures our Redlock against redsync as a user's
@@ -40,7 +41,7 @@ func TestServerCostPerGrant(t *testing.T) {
 	}
 	const rounds = 4
 	ctx := context.Background()
-	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 5}, compose.RedisOptions{})
+	nodes, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 5}, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lockbench/lockbench/backends/redsync"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -25,7 +26,7 @@ func startNodes(tb testing.TB, n int) ([]*compose.Node, []string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(tb).Redis(ctx, compose.Spec{Nodes: n}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, composetest.ForTest(tb), compose.Spec{Nodes: n}, redis.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

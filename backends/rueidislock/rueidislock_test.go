@@ -17,6 +17,7 @@ import (
 	"github.com/lockbench/lockbench/backends/rueidislock"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -25,7 +26,7 @@ import (
 // benchmarks share: rueidislock and our redis backend use the first, our
 // Redlock all five.
 var nodes = composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
-	ns, err := e.Redis(ctx, compose.Spec{Nodes: 5}, compose.RedisOptions{})
+	ns, err := redis.StartServers(ctx, e, compose.Spec{Nodes: 5}, redis.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
+	sentinelkind "github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
@@ -35,7 +36,7 @@ var benchParams = []map[string]string{{"wait": "0"}, {"wait": "1"}}
 
 // BenchmarkUncontended: one client, Acquire+Release of its own key.
 func BenchmarkUncontended(b *testing.B) {
-	s := startSet(b, compose.Spec{}, compose.SentinelOptions{})
+	s := startSet(b, compose.Spec{}, sentinelkind.Options{})
 	for _, p := range benchParams {
 		b.Run("wait="+p["wait"], func(b *testing.B) { runClients(b, s, p, 1, true, false) })
 	}
@@ -44,7 +45,7 @@ func BenchmarkUncontended(b *testing.B) {
 // BenchmarkHotKey: 16 clients on one key, sharing one Locker (goroutines
 // of one process) or each with its own (16 processes).
 func BenchmarkHotKey(b *testing.B) {
-	s := startSet(b, compose.Spec{}, compose.SentinelOptions{})
+	s := startSet(b, compose.Spec{}, sentinelkind.Options{})
 	for _, p := range benchParams {
 		for _, shared := range []bool{true, false} {
 			name := fmt.Sprintf("wait=%s/lockers=16", p["wait"])
@@ -58,7 +59,7 @@ func BenchmarkHotKey(b *testing.B) {
 
 // runClients runs b.N Acquire+Release operations spread over n clients
 // (sharing one Locker when shared) with locktest.Bench.
-func runClients(b *testing.B, s *compose.SentinelSet, params map[string]string, n int, shared, hot bool) {
+func runClients(b *testing.B, s *sentinelkind.Set, params map[string]string, n int, shared, hot bool) {
 	lockers := locktest.Lockers(b, func(tb testing.TB) locker.Locker { return open(tb, s, params) }, n, shared)
 	locktest.Bench(b, locktest.LockerOps(b, lockers, hot, locker.WithTTL(10*time.Second)))
 }

@@ -14,16 +14,17 @@ import (
 	"github.com/lockbench/lockbench/backends/sentinel"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	sentinelkind "github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/locker"
 	"github.com/lockbench/lockbench/locker/locktest"
 )
 
 // startSet starts a master–replica set with its sentinels for one test.
-func startSet(tb testing.TB, s compose.Spec, o compose.SentinelOptions) *compose.SentinelSet {
+func startSet(tb testing.TB, s compose.Spec, o sentinelkind.Options) *sentinelkind.Set {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	set, err := composetest.ForTest(tb).Sentinel(ctx, s, o)
+	set, err := sentinelkind.StartSet(ctx, composetest.ForTest(tb), s, o)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -31,13 +32,13 @@ func startSet(tb testing.TB, s compose.Spec, o compose.SentinelOptions) *compose
 }
 
 // open opens the registered backend on s with params; the caller closes it.
-func open(tb testing.TB, s *compose.SentinelSet, params map[string]string) locker.Locker {
+func open(tb testing.TB, s *sentinelkind.Set, params map[string]string) locker.Locker {
 	tb.Helper()
 	return backendstest.Open(tb, "sentinel", backends.Config{Addrs: s.SentinelAddrs(), Params: params})
 }
 
 // openT is open with a Close at the end of the test.
-func openT(t *testing.T, s *compose.SentinelSet, params map[string]string) locker.Locker {
+func openT(t *testing.T, s *sentinelkind.Set, params map[string]string) locker.Locker {
 	t.Helper()
 	return backendstest.OpenClosed(t, "sentinel", backends.Config{Addrs: s.SentinelAddrs(), Params: params})
 }
@@ -50,7 +51,7 @@ func direct(t testing.TB, addr string) *goredis.Client {
 }
 
 // stealOnMaster deletes key on the current master, behind its holder's back.
-func stealOnMaster(s *compose.SentinelSet) func(testing.TB, string) {
+func stealOnMaster(s *sentinelkind.Set) func(testing.TB, string) {
 	return func(t testing.TB, key string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -67,7 +68,7 @@ func stealOnMaster(s *compose.SentinelSet) func(testing.TB, string) {
 }
 
 func TestConformance(t *testing.T) {
-	s := startSet(t, compose.Spec{}, compose.SentinelOptions{})
+	s := startSet(t, compose.Spec{}, sentinelkind.Options{})
 	for _, params := range []map[string]string{
 		{"wait": "0"}, // and the default master name, which is compose's
 		{"wait": "1", "waittimeout": "100ms", "master": s.MasterName},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	sentinelkind "github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/locker"
 )
 
@@ -49,7 +50,7 @@ func exists(t *testing.T, addr, key string) bool {
 // still holds its key for it: it can be extended and released, and nobody
 // else gets it.
 func TestFailoverFollowsMaster(t *testing.T) {
-	s := startSet(t, compose.Spec{}, compose.SentinelOptions{})
+	s := startSet(t, compose.Spec{}, sentinelkind.Options{})
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs after the lockers' Close
 	a, b := openT(t, s, nil), openT(t, s, nil)
@@ -126,7 +127,7 @@ func TestFailoverFollowsMaster(t *testing.T) {
 func TestLostWriteFailover(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 21 s on a 2-core machine loaded about 10×
 	t.Run("wait=0", func(t *testing.T) {
-		s := startSet(t, compose.Spec{}, compose.SentinelOptions{ProxiedReplication: true})
+		s := startSet(t, compose.Spec{}, sentinelkind.Options{ProxiedReplication: true})
 		a, b := openT(t, s, nil), openT(t, s, nil)
 		first := acquireUnreplicated(t, s, a, nil)
 		failoverByCrash(t, s)
@@ -138,7 +139,7 @@ func TestLostWriteFailover(t *testing.T) {
 	})
 
 	t.Run("wait=1", func(t *testing.T) {
-		s := startSet(t, compose.Spec{}, compose.SentinelOptions{ProxiedReplication: true})
+		s := startSet(t, compose.Spec{}, sentinelkind.Options{ProxiedReplication: true})
 		a := openT(t, s, map[string]string{"wait": "1", "waittimeout": "100ms"})
 		warm(t, a)
 		// The warm-up's release must reach the replica before the cut, or
@@ -182,7 +183,7 @@ func TestLostWriteFailover(t *testing.T) {
 	})
 
 	t.Run("wait=1,replicas=2", func(t *testing.T) {
-		s := startSet(t, compose.Spec{Nodes: 3}, compose.SentinelOptions{ProxiedReplication: true})
+		s := startSet(t, compose.Spec{Nodes: 3}, sentinelkind.Options{ProxiedReplication: true})
 		params := map[string]string{"wait": "1", "waittimeout": "100ms"}
 		a, b := openT(t, s, params), openT(t, s, nil)
 		// Replica 1 is held back; replica 0 acknowledges, so WAIT 1 succeeds.
@@ -226,7 +227,7 @@ func warm(t *testing.T, l locker.Locker) {
 // acquireUnreplicated has l take "lock" while the replication links named
 // by held (all of them when nil) are cut, and checks that the replicas
 // behind them did not get it.
-func acquireUnreplicated(t *testing.T, s *compose.SentinelSet, l locker.Locker, held []int) locker.Lease {
+func acquireUnreplicated(t *testing.T, s *sentinelkind.Set, l locker.Locker, held []int) locker.Lease {
 	t.Helper()
 	warm(t, l)
 	replicated(t, s.Master.ServerAddr(), len(s.Replicas))
@@ -254,7 +255,7 @@ func acquireUnreplicated(t *testing.T, s *compose.SentinelSet, l locker.Locker, 
 
 // failoverByCrash kills the master and waits for the sentinels to promote
 // a replica, whose address it returns.
-func failoverByCrash(t *testing.T, s *compose.SentinelSet) string {
+func failoverByCrash(t *testing.T, s *sentinelkind.Set) string {
 	t.Helper()
 	if err := s.Master.Kill(); err != nil {
 		t.Fatal(err)
@@ -269,7 +270,7 @@ func failoverByCrash(t *testing.T, s *compose.SentinelSet) string {
 }
 
 // replicaDown waits until every sentinel reports the replica at addr down.
-func replicaDown(t *testing.T, s *compose.SentinelSet, addr string) {
+func replicaDown(t *testing.T, s *sentinelkind.Set, addr string) {
 	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
 	for _, sn := range s.Sentinels {

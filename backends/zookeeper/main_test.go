@@ -17,23 +17,24 @@ import (
 	"github.com/lockbench/lockbench/backends/backendstest"
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	zookeeperkind "github.com/lockbench/lockbench/kinds/zookeeper"
 )
 
 // A shared standalone server runs the conformance suite and the small
 // tests, another the benchmarks; fault tests start their own ensembles.
 var (
 	testServer  = sharedServer(testOptions(false))
-	benchServer = sharedServer(compose.Spec{}, compose.ZooKeeperOptions{})
+	benchServer = sharedServer(compose.Spec{}, zookeeperkind.Options{})
 )
 
 func TestMain(m *testing.M) { os.Exit(composetest.RunTests(m, testServer, benchServer)) }
 
 // sharedServer is a standalone server run as s and o say, shared by the
 // tests.
-func sharedServer(s compose.Spec, o compose.ZooKeeperOptions) *composetest.Shared[[]string] {
+func sharedServer(s compose.Spec, o zookeeperkind.Options) *composetest.Shared[[]string] {
 	s.Nodes = 1
 	return composetest.NewShared(func(ctx context.Context, e *compose.Env) ([]string, error) {
-		z, err := e.ZooKeeper(ctx, s, o)
+		z, err := zookeeperkind.StartEnsemble(ctx, e, s, o)
 		if err != nil {
 			return nil, err
 		}
@@ -59,18 +60,18 @@ func benchStandalone(tb testing.TB) []string {
 // off, so that a loaded disk does not stall extensions and heartbeats past
 // the short TTLs and sessions of the tests (a killed server still keeps
 // what it wrote).
-func testOptions(proxied bool) (compose.Spec, compose.ZooKeeperOptions) {
-	return compose.Spec{Proxied: proxied, Durability: compose.DurabilityFast}, compose.ZooKeeperOptions{TickTime: 100 * time.Millisecond}
+func testOptions(proxied bool) (compose.Spec, zookeeperkind.Options) {
+	return compose.Spec{Proxied: proxied, Durability: compose.DurabilityFast}, zookeeperkind.Options{TickTime: 100 * time.Millisecond}
 }
 
 // ensemble starts n ZooKeeper servers for the test, with testOptions.
-func ensemble(t testing.TB, n int, proxied bool) *compose.Ensemble {
+func ensemble(t testing.TB, n int, proxied bool) *zookeeperkind.Ensemble {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, o := testOptions(proxied)
 	s.Nodes = n
-	z, err := composetest.ForTest(t).ZooKeeper(ctx, s, o)
+	z, err := zookeeperkind.StartEnsemble(ctx, composetest.ForTest(t), s, o)
 	if err != nil {
 		t.Fatal(err)
 	}

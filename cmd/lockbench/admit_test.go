@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
 
 // TestRedlockBootstrap: the admit command that Redlock's descriptor
@@ -18,7 +19,7 @@ import (
 func TestRedlockBootstrap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 3}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 3}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/bench"
-	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -135,11 +135,11 @@ func TestCheckJSON(t *testing.T) {
 }
 
 // TestUnstartedBackendFailsTheRun runs a backend whose servers cannot
-// start (redis-server is not where compose looks) beside the control:
+// start (redis-server is not where the redis kind looks) beside the control:
 // the run goes on, keeps the control's case, and exits non-zero naming
 // the backend at the end — unless --keep-going, which says it still.
 func TestUnstartedBackendFailsTheRun(t *testing.T) {
-	t.Setenv(compose.RedisServerEnv, filepath.Join(t.TempDir(), "no-redis-server"))
+	t.Setenv(redis.ServerEnv, filepath.Join(t.TempDir(), "no-redis-server"))
 	for _, keepGoing := range []bool{false, true} {
 		dir := t.TempDir()
 		args := []string{"run", "--backend", "redis,noop", "--duration", "200ms", "--out", dir, "--no-report"}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
 	"github.com/lockbench/lockbench/history"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -35,7 +36,7 @@ func start(t *testing.T, args ...string) *exec.Cmd {
 func TestTwoHostsShareAJudge(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute) // 40 s on a 2-core machine loaded about 10×
 	ctx := composetest.Context(t)
-	nodes, err := composetest.ForTest(t).Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
 	"github.com/lockbench/lockbench/remote"
 	"github.com/lockbench/lockbench/remote/remotetest"
 	"github.com/lockbench/lockbench/results"
@@ -225,7 +225,7 @@ func TestRunOnHosts(t *testing.T) {
 	// loaded 25–30×.
 	composetest.StartsServersWithin(t, 8*time.Minute)
 	lab := remotetest.New(t, 4)
-	pgBin, err := compose.PostgresBinary()
+	pgBin, err := postgres.Binary()
 	if err != nil {
 		t.Skip(err)
 	}

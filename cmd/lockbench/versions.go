@@ -6,13 +6,13 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/kinds"
 )
 
 // versions reports the versions of lockbench and of the servers it runs,
 // for results.json: what a reader needs to reproduce a run.
 func versions(ctx context.Context) map[string]string {
-	v := compose.Versions(ctx)
+	v := kinds.Versions(ctx)
 	v["go"], v["lockbench"] = runtime.Version(), "devel"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/compose"
+	rediskind "github.com/lockbench/lockbench/kinds/redis"
 )
 
 // grace is servertest's: how long a test whose servers were killed at its
@@ -45,7 +46,7 @@ func helper(t *testing.T) {
 func TestHelperStartsServers(t *testing.T) {
 	helper(t)
 	e := ForTest(t)
-	if _, err := e.Redis(context.Background(), compose.Spec{Nodes: 1}, compose.RedisOptions{}); err != nil {
+	if _, err := rediskind.StartServers(context.Background(), e, compose.Spec{Nodes: 1}, rediskind.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("started a server")
@@ -65,7 +66,7 @@ func TestSkippedUnderShort(t *testing.T) {
 func TestHelperBlocksOnItsServer(t *testing.T) {
 	helper(t)
 	e := ForTest(t)
-	nodes, err := e.Redis(context.Background(), compose.Spec{Nodes: 1}, compose.RedisOptions{})
+	nodes, err := rediskind.StartServers(context.Background(), e, compose.Spec{Nodes: 1}, rediskind.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

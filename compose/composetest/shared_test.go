@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
 
 // TestShared starts a shared Redis node once for any number of Gets, stops
@@ -21,7 +22,7 @@ func TestShared(t *testing.T) {
 	var node *compose.Node
 	shared := composetest.NewShared(func(ctx context.Context, e *compose.Env) (string, error) {
 		starts++
-		nodes, err := e.Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
+		nodes, err := redis.StartServers(ctx, e, compose.Spec{Nodes: 1}, redis.Options{})
 		if err != nil {
 			return "", err
 		}

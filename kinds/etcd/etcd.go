@@ -1,10 +1,12 @@
-// Package etcd is the server kind of an etcd cluster: it registers what
-// a cluster of members offers the faults.
+// Package etcd is the server kind of an etcd cluster: it starts a
+// cluster of members on compose's toolkit (StartCluster, Cluster) and
+// registers what the cluster offers the faults.
 package etcd
 
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/lockbench/lockbench/backends"
@@ -16,8 +18,22 @@ import (
 
 func init() {
 	kinds.Register(kinds.Kind{Name: backends.Etcd, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second),
-		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.Etcd), Program: compose.EtcdMember,
+		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.Etcd), Program: Member, Versions: Versions,
 		OnHost: func() inventory.Needs { return inventory.Needs{Uploaded: "etcd-member"} }})
+}
+
+// Versions reports the etcd version the members run: the module the
+// running binary was built with, which `go build` of cmd/etcd-member
+// shares.
+func Versions(context.Context) map[string]string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "go.etcd.io/etcd/client/v3" {
+				return map[string]string{"etcd": d.Version}
+			}
+		}
+	}
+	return nil
 }
 
 // NoClock is why an etcd member's clock cannot be moved: the one place
@@ -47,7 +63,7 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 	if spec.Here() {
 		cs.Netns = kinds.PeersCut(spec)
 	}
-	e, err := env.Etcd(ctx, cs, compose.EtcdOptions{})
+	e, err := StartCluster(ctx, env, cs, Options{})
 	if err != nil {
 		return nil, err
 	}

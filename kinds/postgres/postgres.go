@@ -1,5 +1,6 @@
 // Package postgres is the server kind of one PostgreSQL server: it
-// registers what the server offers the faults.
+// starts the server on compose's toolkit (StartServer, URL) and registers
+// what the server offers the faults.
 package postgres
 
 import (
@@ -17,8 +18,17 @@ import (
 func init() {
 	// The inventory names its postgres; it runs as PostgreSQL's own
 	// account, which refuses root.
-	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start, StartCost: kinds.Once(3 * time.Second),
-		OnHost: func() inventory.Needs { return inventory.Needs{Account: compose.DefaultPrograms().PostgresUser} }})
+	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start, StartCost: kinds.Once(3 * time.Second), Versions: Versions,
+		OnHost: func() inventory.Needs { return inventory.Needs{Account: DefaultPrograms().User} }})
+}
+
+// Versions reports the version of Debian's postgresql package, which the
+// server runs.
+func Versions(ctx context.Context) map[string]string {
+	if v, ok := kinds.Probe(ctx, `^(\S+)$`, "dpkg-query", "-W", "-f=${Version}", "postgresql"); ok {
+		return map[string]string{"postgres": v}
+	}
+	return nil
 }
 
 // Offers is what one PostgreSQL server offers the faults: every fault of
@@ -44,7 +54,7 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 	if spec.Count != 1 {
 		return nil, fmt.Errorf("postgres: %d PostgreSQL servers: lockbench starts one", spec.Count)
 	}
-	n, err := env.Postgres(ctx, spec.Compose(), compose.PostgresOptions{})
+	n, err := StartServer(ctx, env, spec.Compose(), Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 // Package redis is the server kind of standalone Redis masters,
 // independent of each other (one for the redis backend, five for
-// Redlock's): it registers what a set of them offers the faults.
+// Redlock's): it starts them on compose's toolkit (StartServers) and
+// registers what a set of them offers the faults.
 package redis
 
 import (
@@ -16,8 +17,17 @@ import (
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers, Start: Start, StartCost: kinds.Every(300 * time.Millisecond),
-		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.DefaultPrograms().RedisServer} }})
+	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers, Start: Start, StartCost: kinds.Every(300 * time.Millisecond), Versions: Versions,
+		OnHost: func() inventory.Needs { return inventory.Needs{Binary: DefaultPrograms().Server} }})
+}
+
+// Versions reports the version of this machine's redis-server (what
+// --version prints).
+func Versions(ctx context.Context) map[string]string {
+	if v, ok := kinds.Probe(ctx, `v=(\S+)`, DefaultPrograms().Server, "--version"); ok {
+		return map[string]string{"redis-server": v}
+	}
+	return nil
 }
 
 // Offers is what n independent Redis masters offer the faults: each can be
@@ -59,7 +69,7 @@ func Offers(n int) kinds.Offer {
 // in a network namespace of its own when spec needs one), or on the
 // hosts spec.On names.
 func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
-	nodes, err := env.Redis(ctx, spec.Compose(), compose.RedisOptions{})
+	nodes, err := StartServers(ctx, env, spec.Compose(), Options{})
 	if err != nil {
 		return nil, err
 	}

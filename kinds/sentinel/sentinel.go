@@ -1,6 +1,7 @@
 // Package sentinel is the server kind of a Redis master with replicas,
 // watched by redis-sentinel processes that promote a replica when the
-// master fails: it registers what such a set offers the faults.
+// master fails: it starts such a set on compose's toolkit (StartSet, Set)
+// and registers what the set offers the faults.
 package sentinel
 
 import (
@@ -12,13 +13,14 @@ import (
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/inventory"
 	"github.com/lockbench/lockbench/kinds"
+	"github.com/lockbench/lockbench/kinds/redis"
 	"github.com/lockbench/lockbench/nemesis"
 )
 
 func init() {
 	// A sentinel on a host runs redis-server --sentinel.
-	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second),
-		OnHost: func() inventory.Needs { return inventory.Needs{Binary: compose.DefaultPrograms().RedisServer} }})
+	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second), Versions: redis.Versions,
+		OnHost: func() inventory.Needs { return inventory.Needs{Binary: redis.DefaultPrograms().Server} }})
 }
 
 // Offers is what a Sentinel set of n Redis nodes (a master and n-1
@@ -57,11 +59,11 @@ func Offers(n int) kinds.Offer {
 func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Cluster, error) {
 	cs := spec.Compose()
 	cs.Proxied = false // its clients follow the master the sentinels name, around any proxy
-	o := compose.SentinelOptions{ProxiedReplication: !spec.Needs.Netns}
+	o := Options{ProxiedReplication: !spec.Needs.Netns}
 	if !spec.Here() {
 		cs, o = on(cs)
 	}
-	set, err := env.Sentinel(ctx, cs, o)
+	set, err := StartSet(ctx, env, cs, o)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +77,8 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 
 // Target is what the faults break of set: its Redis nodes, the master the
 // sentinels report as its leader, and the set to fail over.
-func Target(set *compose.SentinelSet) nemesis.Target {
-	return nemesis.Target{Nodes: kinds.AsNodes(set.Nodes()), Leader: kinds.Leads(set), Sentinel: kinds.SentinelSet{Set: set}}
+func Target(set *Set) nemesis.Target {
+	return nemesis.Target{Nodes: kinds.AsNodes(set.Nodes()), Leader: kinds.Leads(set), Sentinel: FailoverSet{Set: set}}
 }
 
 // on is a Sentinel set on the inventory's placements (the master on the
@@ -84,7 +86,7 @@ func Target(set *compose.SentinelSet) nemesis.Target {
 // node: at the port its entry names (Placement.PeerPorts, from
 // sentinel_port) or Sentinel's 26379, in the data dir's sibling
 // "<data>-sentinel".
-func on(cs compose.Spec) (compose.Spec, compose.SentinelOptions) {
+func on(cs compose.Spec) (compose.Spec, Options) {
 	cs.On = slices.Clone(cs.On)
 	for i := range cs.On {
 		// No proxy: its clients follow the master the sentinels name,
@@ -92,7 +94,7 @@ func on(cs compose.Spec) (compose.Spec, compose.SentinelOptions) {
 		// the node's proxy port).
 		cs.On[i].Proxy = nil
 	}
-	var o compose.SentinelOptions
+	var o Options
 	for _, p := range cs.On {
 		port := 26379
 		if len(p.PeerPorts) > 0 && p.PeerPorts[0] != 0 {
@@ -103,3 +105,40 @@ func on(cs compose.Spec) (compose.Spec, compose.SentinelOptions) {
 	}
 	return cs, o
 }
+
+// FailoverSet is a Sentinel set as the failover fault breaks it
+// (nemesis.FailoverSet): its controls name compose's nodes, which it
+// gives the nemesis as nemesis.Nodes. It is comparable: two wrap the same
+// set when they are equal.
+type FailoverSet struct{ Set *Set }
+
+// CurrentMaster returns the address of the master the sentinels report.
+func (x FailoverSet) CurrentMaster(ctx context.Context) (string, error) {
+	return x.Set.CurrentMaster(ctx)
+}
+
+// AwaitNewMaster waits until the sentinels report a master other than old.
+func (x FailoverSet) AwaitNewMaster(ctx context.Context, old string) (string, error) {
+	return x.Set.AwaitNewMaster(ctx, old)
+}
+
+// SetDownAfter sets the sentinels' down-after-milliseconds.
+func (x FailoverSet) SetDownAfter(ctx context.Context, d time.Duration) error {
+	return x.Set.SetDownAfter(ctx, d)
+}
+
+// Node returns the set's node (or sentinel) at addr, or nil.
+func (x FailoverSet) Node(addr string) nemesis.Node { return kinds.AsNode(x.Set.Node(addr)) }
+
+// ReplicationLinks are the replicas' replication links (see
+// Set.ReplicationLinks).
+func (x FailoverSet) ReplicationLinks() []nemesis.Link {
+	out := make([]nemesis.Link, len(x.Set.ReplicationLinks))
+	for i, l := range x.Set.ReplicationLinks {
+		out[i] = l
+	}
+	return out
+}
+
+// Side says where the sentinels sit relative to a cut of a node's clients.
+func (x FailoverSet) Side() string { return x.Set.SentinelsSide }

@@ -1,5 +1,6 @@
-// Package zookeeper is the server kind of a ZooKeeper ensemble: it
-// registers what an ensemble offers the faults.
+// Package zookeeper is the server kind of a ZooKeeper ensemble: it starts
+// an ensemble on compose's toolkit (StartEnsemble, Ensemble) and
+// registers what the ensemble offers the faults.
 package zookeeper
 
 import (
@@ -15,10 +16,23 @@ import (
 
 func init() {
 	kinds.Register(kinds.Kind{Name: backends.ZooKeeper, Offers: Offers, Start: Start, StartCost: kinds.Once(6 * time.Second),
-		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.ZooKeeper),
+		PeerNetwork: true, Unsupported: kinds.NoPeriodic(backends.ZooKeeper), Versions: Versions,
 		OnHost: func() inventory.Needs {
-			return inventory.Needs{Binary: compose.DefaultPrograms().Java, Files: compose.DefaultPrograms().ZooKeeperClasspath}
+			return inventory.Needs{Binary: DefaultPrograms().Java, Files: DefaultPrograms().Classpath}
 		}})
+}
+
+// Versions reports the versions of this machine's java and of Debian's
+// zookeeper package, which the servers run.
+func Versions(ctx context.Context) map[string]string {
+	v := map[string]string{}
+	if java, ok := kinds.Probe(ctx, `version "([^"]+)"`, DefaultPrograms().Java, "-version"); ok {
+		v["java"] = java
+	}
+	if zk, ok := kinds.Probe(ctx, `^(\S+)$`, "dpkg-query", "-W", "-f=${Version}", "zookeeper"); ok {
+		v["zookeeper"] = zk
+	}
+	return v
 }
 
 // Offers is what an ensemble of n servers offers the faults: a leader
@@ -39,7 +53,7 @@ func Start(ctx context.Context, env *compose.Env, spec kinds.Spec) (*kinds.Clust
 	if spec.Here() {
 		cs.Netns = kinds.PeersCut(spec)
 	}
-	z, err := env.ZooKeeper(ctx, cs, compose.ZooKeeperOptions{})
+	z, err := StartEnsemble(ctx, env, cs, Options{})
 	if err != nil {
 		return nil, err
 	}

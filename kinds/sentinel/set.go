@@ -1,21 +1,26 @@
-package compose
+package sentinel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
 
-// SentinelOptions is what a master–replica set watched by Redis Sentinel
-// takes beyond a Spec, whose Nodes counts the master and its replicas.
+// Options is what a master–replica set watched by Redis Sentinel takes
+// beyond a compose.Spec, whose Nodes counts the master and its replicas.
 // The zero values are a usable small set: one master, one replica, three
 // sentinels.
 //
@@ -28,7 +33,7 @@ import (
 // sentinel whose clock jumps enters its TILT mode and acts on nothing for
 // 30 s, another fault, which would hide what the master's clock alone
 // does. Proxied puts the sentinels behind proxies too; they report the
-// servers' own addresses, so dial through SentinelSet.Dial.
+// servers' own addresses, so dial through Set.Dial.
 //
 // Netns puts each Redis node in a namespace of its own, announcing its
 // address there (replica-announce-ip) and replicating through the
@@ -43,7 +48,7 @@ import (
 // each announcing its placement's address; a replica's replication link
 // (ReplicationLinks) is then a pair of blackhole rules on its host and
 // the master's. On needs SentinelsOn.
-type SentinelOptions struct {
+type Options struct {
 	// Sentinels is the number of redis-sentinel processes; 0 means 3. The
 	// quorum is a majority of them.
 	Sentinels int
@@ -58,7 +63,7 @@ type SentinelOptions struct {
 	// 10 min with ProxiedReplication (see there).
 	FailoverTimeout time.Duration
 	// ProxiedReplication makes each replica replicate from the master
-	// through its own Proxy (SentinelSet.ReplicationLinks), so that a
+	// through its own Proxy (Set.ReplicationLinks), so that a
 	// fault can hold replication back while clients keep writing to the
 	// master: the write a failover then loses. Sentinels and clients still
 	// reach every node directly.
@@ -89,15 +94,39 @@ type SentinelOptions struct {
 	// sentinel beside the replica off from the master's port too. Put a
 	// sentinel on a host of its own (or a client host) to choose
 	// otherwise. It goes with a Spec's On.
-	SentinelsOn []Placement
+	SentinelsOn []compose.Placement
+	// Programs are the set's programs on this machine; a field left empty
+	// is DefaultPrograms'.
+	Programs Programs
 }
 
-// sentinelRules are what a Sentinel set accepts of a Spec: every
+// Programs are what a Sentinel set needs on this machine. A node or
+// sentinel placed on a host runs its placement's Binary there, or
+// redis-server (a sentinel as redis-server --sentinel).
+type Programs struct {
+	// Server is the redis-server binary of the Redis nodes.
+	Server string
+	// Sentinel is the redis-sentinel binary.
+	Sentinel string
+}
+
+// SentinelEnv is the environment variable DefaultPrograms reads for
+// Programs.Sentinel; Server is the redis kind's (redis.ServerEnv).
+const SentinelEnv = "LOCKBENCH_REDIS_SENTINEL"
+
+// DefaultPrograms returns Debian's redis-server and redis-sentinel (the
+// ones make deps installs), each replaced by its environment variable
+// when that is set.
+func DefaultPrograms() Programs {
+	return Programs{Server: redis.DefaultPrograms().Server, Sentinel: cmp.Or(os.Getenv(SentinelEnv), "redis-sentinel")}
+}
+
+// Rules are what a Sentinel set accepts of a compose.Spec: every
 // mechanism; with Netns each Redis node listens on port 6379 of its
 // address.
-var sentinelRules = kindRules{nodes: "Redis nodes in a Sentinel set", min: 2, def: 2, durability: DurabilityFast}
+var Rules = compose.Rules{Nodes: "Redis nodes in a Sentinel set", Min: 2, Default: 2, Durability: compose.DurabilityFast}
 
-// SentinelSet is a Redis master with replicas and the sentinels that watch
+// Set is a Redis master with replicas and the sentinels that watch
 // them and promote a replica when the master fails.
 //
 // Every node and sentinel runs from a config file in its dir that Sentinel
@@ -105,16 +134,16 @@ var sentinelRules = kindRules{nodes: "Redis nodes in a Sentinel set", min: 2, de
 // role it last had (a killed master comes back a master until the
 // sentinels demote it, as in production). Restart(ctx, false) loses the
 // file too: the node comes back following the master the sentinels report.
-type SentinelSet struct {
+type Set struct {
 	// MasterName is the name the sentinels know the set by.
 	MasterName string
 	// Master is the initial master; after a failover it may be a replica
 	// (CurrentMaster tells).
-	Master *Node
+	Master *compose.Node
 	// Replicas are the initial replicas of Master.
-	Replicas []*Node
+	Replicas []*compose.Node
 	// Sentinels are the redis-sentinel processes.
-	Sentinels []*Node
+	Sentinels []*compose.Node
 	// ReplicationLinks[i] carries Replicas[i]'s replication stream from
 	// Master: a Proxy when the set was started with ProxiedReplication,
 	// blackhole rules on the two hosts when it was placed on hosts (On);
@@ -139,24 +168,24 @@ type ReplicationLink interface {
 	Heal() error
 }
 
-// Sentinel starts a Redis master and s.Nodes-1 replicas and o.Sentinels
+// StartSet starts, in env, a Redis master and s.Nodes-1 replicas and o.Sentinels
 // sentinels on 127.0.0.1 (the Redis nodes in network namespaces of their
 // own with Netns), or on hosts (On, SentinelsOn), and waits until every
 // replica's link to the master is up and every sentinel knows the master,
 // every replica and the other sentinels — until a failover can succeed.
-func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*SentinelSet, error) {
-	s, err := s.resolve(sentinelRules)
+func StartSet(ctx context.Context, env *compose.Env, s compose.Spec, o Options) (*Set, error) {
+	s, err := s.Resolve(Rules)
 	if err != nil {
 		return nil, err
 	}
 	if o.Sentinels < 0 {
-		return nil, fmt.Errorf("compose: %d sentinels: need at least 1", o.Sentinels)
+		return nil, fmt.Errorf("sentinel: %d sentinels: need at least 1", o.Sentinels)
 	}
 	if o.DownAfter < 0 || o.FailoverTimeout < 0 {
-		return nil, fmt.Errorf("compose: negative Sentinel timeout (down-after %v, failover-timeout %v)", o.DownAfter, o.FailoverTimeout)
+		return nil, fmt.Errorf("sentinel: negative Sentinel timeout (down-after %v, failover-timeout %v)", o.DownAfter, o.FailoverTimeout)
 	}
 	replicas := s.Nodes - 1
-	sentinels := orDefault(o.Sentinels, 3)
+	sentinels := cmp.Or(o.Sentinels, 3)
 	placed := s.On != nil || o.SentinelsOn != nil
 	if placed {
 		if err := o.checkPlaced(s); err != nil {
@@ -169,9 +198,9 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 		name = "lockbench"
 	}
 	if strings.ContainsAny(name, " \t\r\n\"'") {
-		return nil, fmt.Errorf("compose: Sentinel master name %q: no spaces or quotes", name)
+		return nil, fmt.Errorf("sentinel: Sentinel master name %q: no spaces or quotes", name)
 	}
-	downAfter := orDefault(o.DownAfter, time.Second)
+	downAfter := cmp.Or(o.DownAfter, time.Second)
 	failoverTimeout := o.FailoverTimeout
 	if failoverTimeout == 0 {
 		failoverTimeout = 5 * time.Second
@@ -180,55 +209,58 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 		}
 	}
 	if s.Netns && o.ProxiedReplication {
-		return nil, errors.New("compose: a Sentinel set with Netns and ProxiedReplication: the replication links' proxies run on this host, " +
+		return nil, errors.New("sentinel: a Sentinel set with Netns and ProxiedReplication: the replication links' proxies run on this host, " +
 			"where a cut of a node's clients would cut its replication too; choose one")
 	}
 	var (
-		l, sl                 layout
+		l, sl                 compose.Layout
 		redisBin, sentinelBin string
+		progs                 = o.Programs
 	)
+	def := DefaultPrograms()
+	progs.Server, progs.Sentinel = cmp.Or(progs.Server, def.Server), cmp.Or(progs.Sentinel, def.Sentinel)
 	if placed {
-		if l, err = layOutOn("Sentinel", s.On); err != nil {
+		if l, err = compose.LayOutOn("Sentinel", s.On); err != nil {
 			return nil, err
 		}
-		if sl, err = layOutOn("sentinel", o.SentinelsOn); err != nil {
+		if sl, err = compose.LayOutOn("sentinel", o.SentinelsOn); err != nil {
 			return nil, err
 		}
 	} else {
-		if redisBin, err = exec.LookPath(e.Programs.RedisServer); err != nil {
-			return nil, fmt.Errorf("compose: %w (install Debian's redis-server: make deps)", err)
+		if redisBin, err = exec.LookPath(progs.Server); err != nil {
+			return nil, fmt.Errorf("sentinel: %w (install Debian's redis-server: make deps)", err)
 		}
-		if sentinelBin, err = exec.LookPath(e.Programs.RedisSentinel); err != nil {
-			return nil, fmt.Errorf("compose: %w (install Debian's redis-sentinel: make deps)", err)
+		if sentinelBin, err = exec.LookPath(progs.Sentinel); err != nil {
+			return nil, fmt.Errorf("sentinel: %w (install Debian's redis-sentinel: make deps)", err)
 		}
-		if l, err = e.layOut(s.Nodes, s.Netns, 6379); err != nil {
+		if l, err = env.LayOut(s.Nodes, s.Netns, 6379); err != nil {
 			return nil, err
 		}
-		if sl, err = e.layOut(sentinels, false, 0); err != nil {
+		if sl, err = env.LayOut(sentinels, false, 0); err != nil {
 			return nil, err
 		}
 	}
-	set := &SentinelSet{MasterName: name, quorum: sentinels/2 + 1, SentinelsSide: sentinelsSide(placed, s.Netns)}
+	set := &Set{MasterName: name, quorum: sentinels/2 + 1, SentinelsSide: sentinelsSide(placed, s.Netns)}
 
 	// Each Redis node runs from its own redis.conf, which Sentinel
 	// rewrites (CONFIG REWRITE) when it promotes or repoints the node, so
 	// that a node restarted with its data keeps its role, as in a real
 	// deployment.
-	redisSpec := func(i int, name, replicaOf string) spec {
-		host, port := l.hosts[i], l.ports[i][0]
-		self, started := hostAddr(host, port), false
-		sp := spec{
-			name: name, kind: kindRedis, port: port, bin: redisBin,
-			ready: redisReady(self), clock: redisTime, lazyFS: s.LazyFS, fakeClock: s.FakeClock,
+	redisSpec := func(i int, name, replicaOf string) compose.NodeSpec {
+		host, port := l.Hosts[i], l.Ports[i][0]
+		self, started := compose.HostAddr(host, port), false
+		sp := compose.NodeSpec{
+			Name: name, Port: port, Binary: redisBin,
+			Ready: redis.Ready(self), Clock: redis.ServerTime,
 		}
-		l.place(&sp, i)
-		if sp.place != nil {
-			sp.bin = sp.place.binary(e.Programs.RedisServer)
+		l.Place(&sp, i)
+		if l.Places != nil {
+			sp.Binary = cmp.Or(l.Places[i].Binary, progs.Server)
 		}
 		const conf = "redis.conf"
-		sp.args = []string{e.nodeFile(sp, conf)}
-		sp.prepare = func(ctx context.Context, n *Node) error {
-			if ok, err := n.exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
+		sp.Args = []string{path.Join(env.NodeDir(sp), conf)}
+		sp.Prepare = func(ctx context.Context, n *compose.Node) error {
+			if ok, err := n.Exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
 				return err
 			}
 			upstream := replicaOf
@@ -245,31 +277,31 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 			// The dir by its full path: a node on a lazy filesystem starts
 			// outside it (see Node.spawn). It announces the address it
 			// listens on, which the sentinels report and clients dial.
-			args := append(redisArgs(host, port, n.Dir, s.Durability),
+			args := append(redis.Args(host, port, n.Dir, s.Durability),
 				"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
 				"--replica-announce-ip", host, "--replica-announce-port", strconv.Itoa(port))
 			if upstream != "" && upstream != self {
 				host, p, _ := net.SplitHostPort(upstream)
 				args = append(args, "--replicaof", host, p)
 			}
-			return n.writeFiles(ctx, map[string]string{conf: redisConf(args)})
+			return n.WriteFiles(ctx, map[string]string{conf: redisConf(args)})
 		}
 		return sp
 	}
-	set.Master, err = e.startNode(ctx, redisSpec(0, e.newNames("redis-master", 1)[0], ""), s.Proxied)
+	set.Master, err = env.StartNode(ctx, s, redisSpec(0, env.NewNames("redis-master", 1)[0], ""))
 	if err != nil {
 		return nil, err
 	}
-	for i, rname := range e.newNames("redis-replica", replicas) {
+	for i, rname := range env.NewNames("redis-replica", replicas) {
 		upstream := set.Master.ServerAddr()
-		var link *Proxy
+		var link *compose.Proxy
 		if o.ProxiedReplication {
-			if link, err = e.Proxy(rname+"-link", upstream); err != nil {
+			if link, err = env.Proxy(rname+"-link", upstream); err != nil {
 				return nil, err
 			}
 			upstream = link.Addr()
 		}
-		n, err := e.startNode(ctx, redisSpec(1+i, rname, upstream), s.Proxied)
+		n, err := env.StartNode(ctx, s, redisSpec(1+i, rname, upstream))
 		if err != nil {
 			return nil, err
 		}
@@ -278,33 +310,37 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 		case link != nil:
 			set.ReplicationLinks = append(set.ReplicationLinks, link)
 		case placed:
-			set.ReplicationLinks = append(set.ReplicationLinks, e.newHostLink(set.Master, n))
+			hl, err := env.NewHostLink(set.Master, n)
+			if err != nil {
+				return nil, err
+			}
+			set.ReplicationLinks = append(set.ReplicationLinks, hl)
 		}
 	}
 	// Sentinels see the replicas in the master's INFO as soon as they
 	// connect when the links are up first; otherwise they wait for the
 	// next INFO, 10 s later.
-	if err := poll(ctx, ReadyTimeout, set.replicationUp); err != nil {
-		return nil, fmt.Errorf("compose: Sentinel replicas not in sync: %w", err)
+	if err := compose.Poll(ctx, compose.ReadyTimeout, set.replicationUp); err != nil {
+		return nil, fmt.Errorf("sentinel: Sentinel replicas not in sync: %w", err)
 	}
 
 	initial := set.Master.ServerAddr()
-	for i, sname := range e.newNames("sentinel", sentinels) {
-		host, port := sl.hosts[i], sl.ports[i][0]
-		sp := spec{name: sname, port: port, host: host, bin: sentinelBin, ready: set.sentinelAnswers(hostAddr(host, port))}
-		sl.place(&sp, i)
+	for i, sname := range env.NewNames("sentinel", sentinels) {
+		host, port := sl.Hosts[i], sl.Ports[i][0]
+		sp := compose.NodeSpec{Name: sname, Port: port, Host: host, Binary: sentinelBin, Ready: set.sentinelAnswers(compose.HostAddr(host, port))}
+		sl.Place(&sp, i)
 		const conf = "sentinel.conf"
-		sp.args = []string{e.nodeFile(sp, conf)}
-		if sp.place != nil {
+		sp.Args = []string{path.Join(env.NodeDir(sp), conf)}
+		if sl.Places != nil {
 			// redis-sentinel is redis-server under another name: the
 			// host needs the one program only.
-			sp.bin, sp.args = sp.place.binary(e.Programs.RedisServer), append(sp.args, "--sentinel")
+			sp.Binary, sp.Args = cmp.Or(sl.Places[i].Binary, progs.Server), append(sp.Args, "--sentinel")
 		}
-		sp.prepare = func(ctx context.Context, n *Node) error {
+		sp.Prepare = func(ctx context.Context, n *compose.Node) error {
 			// A sentinel rewrites its file with what it learns: keep it
 			// across Restart(true). A fresh one monitors the master the
 			// others report.
-			if ok, err := n.exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
+			if ok, err := n.Exists(ctx, path.Join(n.Dir, conf)); ok || err != nil {
 				return err
 			}
 			master := initial
@@ -324,32 +360,34 @@ func (e *Env) Sentinel(ctx context.Context, s Spec, o SentinelOptions) (*Sentine
 				fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", name, downAfter.Milliseconds()) +
 				fmt.Sprintf("sentinel failover-timeout %s %d\n", name, failoverTimeout.Milliseconds()) +
 				fmt.Sprintf("sentinel parallel-syncs %s 1\n", name)
-			return n.writeFiles(ctx, map[string]string{conf: text})
+			return n.WriteFiles(ctx, map[string]string{conf: text})
 		}
-		n, err := e.startNode(ctx, sp, s.Proxied)
+		// The sentinels keep their files on the disk and run on the real
+		// clock (see SentinelOptions).
+		n, err := env.StartNode(ctx, compose.Spec{Proxied: s.Proxied}, sp)
 		if err != nil {
 			return nil, err
 		}
 		set.Sentinels = append(set.Sentinels, n)
 	}
-	if err := poll(ctx, ReadyTimeout, set.sentinelsReady); err != nil {
-		return nil, fmt.Errorf("compose: sentinels of %s not ready: %w", name, err)
+	if err := compose.Poll(ctx, compose.ReadyTimeout, set.sentinelsReady); err != nil {
+		return nil, fmt.Errorf("sentinel: sentinels of %s not Ready: %w", name, err)
 	}
 	return set, nil
 }
 
-// probeOptions are go-redis options for compose's own short probes.
-func probeOptions(addr string) *redis.Options {
-	return &redis.Options{
+// probeOptions are go-redis options for the set's own short probes.
+func probeOptions(addr string) *goredis.Options {
+	return &goredis.Options{
 		Addr: addr, MaxRetries: -1, PoolSize: 1, DisableIdentity: true,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
 	}
 }
 
 // replicationUp answers nil when every replica reports its master link up.
-func (s *SentinelSet) replicationUp(ctx context.Context) error {
+func (s *Set) replicationUp(ctx context.Context) error {
 	for _, r := range s.Replicas {
-		c := redis.NewClient(probeOptions(r.ServerAddr()))
+		c := goredis.NewClient(probeOptions(r.ServerAddr()))
 		info, err := c.Info(ctx, "replication").Result()
 		c.Close()
 		if err != nil {
@@ -363,9 +401,9 @@ func (s *SentinelSet) replicationUp(ctx context.Context) error {
 }
 
 // sentinelAnswers is a sentinel's own readiness: it answers for the set.
-func (s *SentinelSet) sentinelAnswers(addr string) func(context.Context) error {
+func (s *Set) sentinelAnswers(addr string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		c := redis.NewSentinelClient(probeOptions(addr))
+		c := goredis.NewSentinelClient(probeOptions(addr))
 		defer c.Close()
 		return c.GetMasterAddrByName(ctx, s.MasterName).Err()
 	}
@@ -373,10 +411,10 @@ func (s *SentinelSet) sentinelAnswers(addr string) func(context.Context) error {
 
 // sentinelsReady answers nil when every sentinel reports the initial
 // master, sees every replica healthy and knows every other sentinel.
-func (s *SentinelSet) sentinelsReady(ctx context.Context) error {
+func (s *Set) sentinelsReady(ctx context.Context) error {
 	want := s.Master.ServerAddr()
 	for _, sn := range s.Sentinels {
-		c := redis.NewSentinelClient(probeOptions(sn.ServerAddr()))
+		c := goredis.NewSentinelClient(probeOptions(sn.ServerAddr()))
 		err := func() error {
 			m, err := c.GetMasterAddrByName(ctx, s.MasterName).Result()
 			if err != nil {

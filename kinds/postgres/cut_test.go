@@ -1,4 +1,4 @@
-package compose
+package postgres_test
 
 import (
 	"context"
@@ -9,20 +9,36 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lockbench/lockbench/compose"
+	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
+	"github.com/lockbench/lockbench/remote"
 )
+
+// netnsOf is the network namespace of a node started with Netns: its
+// host's, a remote.Local in that namespace.
+func netnsOf(t *testing.T, n *compose.Node) *os.File {
+	t.Helper()
+	l, ok := n.Host().(remote.Local)
+	if !ok || l.Netns == nil {
+		t.Fatalf("%s runs in no network namespace of its own", n.Name)
+	}
+	return l.Netns
+}
 
 // inside returns a pgx config that dials n from inside its own network
 // namespace: a client on the server's side of any cut of its clients.
-func inside(t *testing.T, n *Node) *pgx.ConnConfig {
+func inside(t *testing.T, n *compose.Node) *pgx.ConnConfig {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(PostgresURL(n.ServerAddr()))
+	cfg, err := pgx.ParseConfig(postgres.URL(n.ServerAddr()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := n.spec.net.members[n.spec.member]
+	ns := netnsOf(t, n)
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
-		err := ns.do(func() error {
+		err := remote.InNetns(ns, func() error {
 			var err error
 			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
 			return err
@@ -33,10 +49,10 @@ func inside(t *testing.T, n *Node) *pgx.ConnConfig {
 }
 
 // sysctl reads a setting of n's network namespace.
-func sysctl(t *testing.T, n *Node, name string) string {
+func sysctl(t *testing.T, n *compose.Node, name string) string {
 	t.Helper()
 	var v []byte
-	err := n.spec.net.members[n.spec.member].do(func() error {
+	err := remote.InNetns(netnsOf(t, n), func() error {
 		var err error
 		v, err = os.ReadFile("/proc/sys/net/ipv4/" + name)
 		return err
@@ -62,7 +78,10 @@ func sysctl(t *testing.T, n *Node, name string) string {
 // backend's keepalive param sets both. A client on the server's side of
 // the cut watches pg_locks.
 func TestPostgresAdvisoryLockUnderCut(t *testing.T) {
-	needPeerNetwork(t) // and not under -short: it starts a server
+	composetest.StartsServers(t)
+	if err := compose.PeerNetworkAvailable(); err != nil {
+		t.Skip(err)
+	}
 	for _, tc := range []struct {
 		name     string
 		settings [][2]string
@@ -75,12 +94,7 @@ func TestPostgresAdvisoryLockUnderCut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			e, err := New(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { e.Close() })
-			n, err := e.Postgres(ctx, Spec{Netns: true}, PostgresOptions{Config: tc.settings})
+			n, err := postgres.StartServer(ctx, composetest.ForTest(t), compose.Spec{Netns: true}, postgres.Options{Config: tc.settings})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +102,7 @@ func TestPostgresAdvisoryLockUnderCut(t *testing.T) {
 				t.Logf("the server's namespace: tcp_keepalive_time %s s, intvl %s s, probes %s",
 					sysctl(t, n, "tcp_keepalive_time"), sysctl(t, n, "tcp_keepalive_intvl"), sysctl(t, n, "tcp_keepalive_probes"))
 			}
-			holder, err := pgx.Connect(ctx, PostgresURL(n.ServerAddr()))
+			holder, err := pgx.Connect(ctx, postgres.URL(n.ServerAddr()))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,8 @@
-package compose
+package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,11 +20,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/remote"
 )
 
-// PostgresOptions is what a PostgreSQL server takes beyond a Spec, whose
-// Nodes is 1: compose starts one server, without replicas.
+// Options is what a PostgreSQL server takes beyond a compose.Spec, whose
+// Nodes is 1: StartServer starts one server, without replicas.
 //
 // Of a Spec's mechanisms, the server takes every one. Its fast durability
 // is fsync=off, synchronous_commit=off and full_page_writes=off: a commit
@@ -41,34 +43,66 @@ import (
 // (Node.CutClients) is freed only when the server's TCP keepalives give
 // up on the holder's session (tcp_keepalives_idle, _interval and _count
 // in Config; the system's defaults take over two hours). Placed on a host
-// (On), it runs there as Programs.PostgresUser, from Placement.Binary
+// (On), it runs there as Programs.User, from Placement.Binary
 // (the postgres program, initdb beside it), and trusts connections from
 // the client hosts and the control node only.
-type PostgresOptions struct {
+type Options struct {
 	// Config holds extra server settings (postgres -c name=value), e.g.
 	// {"max_connections", "500"}.
 	Config [][2]string
+	// Programs are the server's programs and account on this machine;
+	// a field left empty is DefaultPrograms'.
+	Programs Programs
 }
 
-// postgresRules are what a PostgreSQL server accepts of a Spec.
-var postgresRules = kindRules{nodes: "PostgreSQL servers", min: 1, max: 1, def: 1, durability: DurabilityDurable}
+// Programs are what a PostgreSQL server needs on this machine.
+type Programs struct {
+	// User is the account a server runs as when we are root (it refuses
+	// to run as root), here and on hosts.
+	User string
+	// BinDir is the directory of postgres and initdb; empty means
+	// pg_config --bindir, else the newest /usr/lib/postgresql/*/bin.
+	BinDir string
+}
 
-// postgresRole is the database superuser initdb makes, whom compose's
-// servers trust and PostgresURL connects as.
-const postgresRole = "postgres"
+// The environment variables DefaultPrograms reads, one per field of
+// Programs.
+const (
+	UserEnv   = "LOCKBENCH_POSTGRES_USER"
+	BinDirEnv = "LOCKBENCH_POSTGRES_BIN_DIR"
+)
 
-// PostgresMaxConnections is the servers' max_connections: every client
-// of the postgres backend's advisory mode holds a session per lock it
-// holds or waits for, and a run opens up to 64 clients.
-const PostgresMaxConnections = 300
+// DefaultPrograms returns Debian's account (the one its postgresql
+// package makes) and an empty BinDir, each replaced by its environment
+// variable when that is set.
+func DefaultPrograms() Programs {
+	return Programs{User: cmp.Or(os.Getenv(UserEnv), "postgres"), BinDir: os.Getenv(BinDirEnv)}
+}
 
-// Postgres starts one PostgreSQL server (Debian's postgresql package) and
-// waits until it accepts connections. Its cluster is made by initdb in its
+// or fills p's empty fields in from d.
+func (p Programs) or(d Programs) Programs {
+	return Programs{User: cmp.Or(p.User, d.User), BinDir: cmp.Or(p.BinDir, d.BinDir)}
+}
+
+// Rules are what a PostgreSQL server accepts of a compose.Spec.
+var Rules = compose.Rules{Nodes: "PostgreSQL servers", Min: 1, Max: 1, Default: 1, Durability: compose.DurabilityDurable}
+
+// role is the database superuser initdb makes, whom the servers trust and
+// URL connects as.
+const role = "postgres"
+
+// MaxConnections is the servers' max_connections: every client of the
+// postgres backend's advisory mode holds a session per lock it holds or
+// waits for, and a run opens up to 64 clients.
+const MaxConnections = 300
+
+// StartServer starts one PostgreSQL server (Debian's postgresql package)
+// in env and waits until it accepts connections. Its cluster is made by initdb in its
 // dir before the first start, with trust authentication on 127.0.0.1; the
 // superuser is "postgres" and the database "postgres". The server
 // listens on 127.0.0.1 only (no Unix socket) and logs to the node's log.
 //
-// Run as root, the server runs as Programs.PostgresUser, and its dir is made under
+// Run as root, the server runs as Programs.User, and its dir is made under
 // the system's temporary dir, owned by that user, rather than in the run
 // dir, which may lie under a dir that user cannot enter; the run dir then
 // holds a link to it, and Env.Close removes it.
@@ -86,89 +120,79 @@ const PostgresMaxConnections = 300
 // Restart(ctx, false) wipes the dir and starts a new, empty cluster: what a
 // server that lost its disk, or a fresh server put at its address, looks
 // like — every table is gone with its rows, and their counters start over.
-func (e *Env) Postgres(ctx context.Context, s Spec, o PostgresOptions) (*Node, error) {
-	s, err := s.resolve(postgresRules)
+func StartServer(ctx context.Context, env *compose.Env, s compose.Spec, o Options) (*compose.Node, error) {
+	s, err := s.Resolve(Rules)
 	if err != nil {
 		return nil, err
 	}
+	progs := o.Programs.or(DefaultPrograms())
 	if s.On != nil {
-		return e.postgresOn(ctx, s, o)
+		return startOn(ctx, env, s, o, progs)
 	}
-	bin, err := postgresBinDir(e.Programs.PostgresBinDir)
+	bin, err := binDir(progs.BinDir)
 	if err != nil {
 		return nil, err
 	}
-	account, err := postgresAccount(e.Programs.PostgresUser)
+	account, err := accountHere(progs.User)
 	if err != nil {
 		return nil, err
 	}
-	l, err := e.layOut(1, s.Netns, 5432)
+	l, err := env.LayOut(1, s.Netns, 5432)
 	if err != nil {
 		return nil, err
 	}
-	host, port := l.hosts[0], l.ports[0][0]
-	name := e.newNames("postgres", 1)[0]
-	sp := spec{
-		name: name, port: port, bin: filepath.Join(bin, "postgres"),
-		user: account,
+	host, port := l.Hosts[0], l.Ports[0][0]
+	name := env.NewNames("postgres", 1)[0]
+	ns := compose.NodeSpec{
+		Name: name, Port: port, Binary: filepath.Join(bin, "postgres"),
+		User: account,
 		// A fast shutdown: SIGTERM would wait for every client to leave.
-		term:      syscall.SIGINT,
-		ready:     postgresReady(hostAddr(host, port)),
-		clock:     postgresTime,
-		lazyFS:    s.LazyFS,
-		fakeClock: s.FakeClock,
+		Term:  syscall.SIGINT,
+		Ready: ready(compose.HostAddr(host, port)),
+		Clock: serverTime,
 	}
-	l.place(&sp, 0)
+	l.Place(&ns, 0)
 	if account != "" {
 		dir, err := os.MkdirTemp("", "lockbench-"+name+"-")
 		if err != nil {
-			return nil, fmt.Errorf("compose: dir of %s: %w", name, err)
+			return nil, fmt.Errorf("postgres: dir of %s: %w", name, err)
 		}
-		sp.dir = dir
+		ns.Dir = dir
 	}
 	// initdb trusts 127.0.0.1; a server started with Netns is reached
-	// from this host's address in 198.18.0.0/15 (see peerNet), a range no
-	// real network uses.
+	// from this host's address in 198.18.0.0/15 (see compose's peer
+	// network), a range no real network uses.
 	trust := []string{"198.18.0.0/15"}
-	sp.args = func() []string {
-		dir := sp.dir
-		if dir == "" {
-			dir = filepath.Join(e.Dir, name)
-		}
-		return postgresArgs(filepath.Join(dir, "data"), host, port, s.Durability, o.Config)
-	}()
-	sp.prepare = func(ctx context.Context, n *Node) error {
-		dir := n.Dir
-		if n.lazy != nil {
-			// Straight to the disk: what initdb writes is on it before
-			// the server first starts anyway (see Node.Start), and
-			// through FUSE its thousand files take twice as long. Nothing
-			// on the filesystem has been looked at yet, so the kernel has
-			// nothing cached to contradict.
-			dir = diskOf(dir)
-		}
-		return initdb(ctx, n, filepath.Join(bin, "initdb"), dir, account, trust)
+	ns.Args = args(filepath.Join(env.NodeDir(ns), "data"), host, port, s.Durability, o.Config)
+	ns.Prepare = func(ctx context.Context, n *compose.Node) error {
+		// Straight to the disk, past a lazy filesystem: what initdb
+		// writes is on it before the server first starts anyway (see
+		// Node.Start), and through FUSE its thousand files take twice as
+		// long. Nothing on the filesystem has been looked at yet, so the
+		// kernel has nothing cached to contradict.
+		return initdb(ctx, n, filepath.Join(bin, "initdb"), n.Disk(), account, trust)
 	}
-	node, err := e.startNode(ctx, sp, s.Proxied)
+	node, err := env.StartNode(ctx, s, ns)
 	if err != nil {
 		return nil, err
 	}
-	if sp.dir != "" {
+	if ns.Dir != "" {
 		// Where someone looking at the run dir expects the node's files.
-		_ = os.Symlink(sp.dir, filepath.Join(e.Dir, name))
+		_ = os.Symlink(ns.Dir, filepath.Join(env.Dir, name))
 	}
 	return node, nil
 }
 
-// postgresOn starts a server placed on a host (s resolved), run as
-// Programs.PostgresUser.
-func (e *Env) postgresOn(ctx context.Context, s Spec, o PostgresOptions) (*Node, error) {
-	p := &s.On[0]
-	if err := p.check("PostgreSQL"); err != nil {
+// startOn starts a server placed on a host (s resolved), run as
+// progs.User.
+func startOn(ctx context.Context, env *compose.Env, s compose.Spec, o Options, progs Programs) (*compose.Node, error) {
+	l, err := compose.LayOutOn("PostgreSQL", s.On)
+	if err != nil {
 		return nil, err
 	}
+	p := l.Places[0]
 	if p.Binary == "" || !path.IsAbs(p.Binary) {
-		return nil, fmt.Errorf("compose: a PostgreSQL server placed on %s: Binary %q: want the absolute path of its postgres program (initdb "+
+		return nil, fmt.Errorf("postgres: a PostgreSQL server placed on %s: Binary %q: want the absolute path of its postgres program (initdb "+
 			"is beside it)", p.Host.Name(), p.Binary)
 	}
 	trust := []string{}
@@ -182,21 +206,19 @@ func (e *Env) postgresOn(ctx context.Context, s Spec, o PostgresOptions) (*Node,
 		// The proxy beside it connects from the host's own address.
 		trust = append(trust, netip.PrefixFrom(p.Addr, p.Addr.BitLen()).String())
 	}
-	host := p.Addr.String()
-	sp := spec{
-		name: e.newNames("postgres", 1)[0], port: p.Port, host: host, bin: p.Binary, place: p,
-		user: e.Programs.PostgresUser, term: syscall.SIGINT, fakeClock: s.FakeClock, lazyFS: s.LazyFS,
-		ready: postgresReady(hostAddr(host, p.Port)), clock: postgresTime,
-		args: postgresArgs(path.Join(p.Dir, "data"), host, p.Port, s.Durability, o.Config),
+	host := l.Hosts[0]
+	ns := compose.NodeSpec{
+		Name: env.NewNames("postgres", 1)[0], Port: p.Port, Binary: p.Binary,
+		User: progs.User, Term: syscall.SIGINT,
+		Ready: ready(compose.HostAddr(host, p.Port)), Clock: serverTime,
+		Args: args(path.Join(p.Dir, "data"), host, p.Port, s.Durability, o.Config),
 	}
-	sp.prepare = func(ctx context.Context, n *Node) error {
-		dir := n.Dir
-		if n.lazy != nil {
-			dir = diskOf(dir) // straight to the disk, as on this machine
-		}
-		return initdb(ctx, n, path.Join(path.Dir(p.Binary), "initdb"), dir, e.Programs.PostgresUser, trust)
+	l.Place(&ns, 0)
+	ns.Prepare = func(ctx context.Context, n *compose.Node) error {
+		// Straight to the disk, as on this machine.
+		return initdb(ctx, n, path.Join(path.Dir(p.Binary), "initdb"), n.Disk(), progs.User, trust)
 	}
-	return e.startNode(ctx, sp, false)
+	return env.StartNode(ctx, s, ns)
 }
 
 // controlAddr is this machine's address as host h sees it, when h knows
@@ -209,19 +231,18 @@ func controlAddr(h remote.Remote) (netip.Addr, bool) {
 	return c.ControlAddr(), true
 }
 
-// postgresArgs is the command line of a server with its data in data,
-// listening on host:port,
-// syncing as d says, with extra settings.
-func postgresArgs(data, host string, port int, d Durability, extra [][2]string) []string {
+// args is the command line of a server with its data in data, listening
+// on host:port, syncing as d says, with extra settings.
+func args(data, host string, port int, d compose.Durability, extra [][2]string) []string {
 	settings := [][2]string{
 		{"listen_addresses", host},
 		{"unix_socket_directories", ""},
-		{"max_connections", strconv.Itoa(PostgresMaxConnections)},
+		{"max_connections", strconv.Itoa(MaxConnections)},
 	}
 	switch d {
-	case DurabilityFast:
+	case compose.DurabilityFast:
 		settings = append(settings, [2]string{"fsync", "off"}, [2]string{"synchronous_commit", "off"}, [2]string{"full_page_writes", "off"})
-	case DurabilityPeriodic:
+	case compose.DurabilityPeriodic:
 		settings = append(settings, [2]string{"fsync", "on"}, [2]string{"synchronous_commit", "off"})
 	default:
 		settings = append(settings, [2]string{"fsync", "on"}, [2]string{"synchronous_commit", "on"})
@@ -234,20 +255,20 @@ func postgresArgs(data, host string, port int, d Durability, extra [][2]string) 
 	return args
 }
 
-// PostgresBinary is the path of this machine's postgres program (initdb
-// beside it), found as Postgres finds it: a run over hosts whose
-// inventory names no binary assumes the same path there.
-func PostgresBinary() (string, error) {
-	dir, err := postgresBinDir(DefaultPrograms().PostgresBinDir)
+// Binary is the path of this machine's postgres program (initdb beside
+// it), found as StartServer finds it: a run over hosts whose inventory
+// names no binary assumes the same path there.
+func Binary() (string, error) {
+	dir, err := binDir(DefaultPrograms().BinDir)
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(dir, "postgres"), nil
 }
 
-// postgresBinDir finds the directory of initdb and postgres: dir, when
-// it is set (Programs.PostgresBinDir).
-func postgresBinDir(dir string) (string, error) {
+// binDir finds the directory of initdb and postgres: dir, when it is set
+// (Programs.BinDir).
+func binDir(dir string) (string, error) {
 	if dir != "" {
 		return dir, nil
 	}
@@ -261,7 +282,7 @@ func postgresBinDir(dir string) (string, error) {
 	}
 	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 	if len(found) == 0 {
-		return "", errors.New("compose: no PostgreSQL server: neither pg_config --bindir nor /usr/lib/postgresql/*/bin has postgres (install " +
+		return "", errors.New("postgres: no PostgreSQL server: neither pg_config --bindir nor /usr/lib/postgresql/*/bin has postgres (install " +
 			"Debian's postgresql: make deps)")
 	}
 	// The newest version: sort by the number in the version directory.
@@ -273,15 +294,14 @@ func postgresBinDir(dir string) (string, error) {
 	return filepath.Dir(found[len(found)-1]), nil
 }
 
-// postgresAccount returns the account to run the server as on this
-// machine: account (Programs.PostgresUser) when we are root, ""
-// (ourselves) otherwise.
-func postgresAccount(account string) (string, error) {
+// accountHere returns the account to run the server as on this machine:
+// account (Programs.User) when we are root, "" (ourselves) otherwise.
+func accountHere(account string) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", nil
 	}
 	if _, err := user.Lookup(account); err != nil {
-		return "", fmt.Errorf("compose: PostgreSQL refuses to run as root and there is no user %q to run it as: %w (Debian's postgresql "+
+		return "", fmt.Errorf("postgres: PostgreSQL refuses to run as root and there is no user %q to run it as: %w (Debian's postgresql "+
 			"package creates it: make deps)", account, err)
 	}
 	return account, nil
@@ -292,9 +312,9 @@ func postgresAccount(account string) (string, error) {
 // connections from the prefixes in trust besides 127.0.0.1. The dir is
 // given to that account first: a restart without data has just made it
 // anew.
-func initdb(ctx context.Context, n *Node, initdbBin, dir, account string, trust []string) error {
+func initdb(ctx context.Context, n *compose.Node, initdbBin, dir, account string, trust []string) error {
 	var out bytes.Buffer
-	err := n.host.Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", `set -e
+	err := n.Host().Run(ctx, remote.Cmd{Path: "sh", Args: []string{"-c", `set -e
 [ -z "$2" ] || chown -- "$2": "$1"
 chmod 700 "$1"
 if [ -f "$1/data/PG_VERSION" ]; then echo kept; exit 0; fi
@@ -308,26 +328,26 @@ rm -rf -- "$1/data"`, "sh", dir, account}, Stdout: &out})
 	for i, t := range trust {
 		hba[i] = "host all all " + t + " trust"
 	}
-	err = n.host.Run(ctx, remote.Cmd{
+	err = n.Host().Run(ctx, remote.Cmd{
 		Path: "sh", User: account, Dir: path.Dir(dir), // not on a lazy filesystem: see spawn
 		Args: append([]string{"-c", `set -e
 "$1" -D "$2" -U "$3" --auth=trust --encoding=UTF8 --locale=C --no-sync --no-instructions
 f=$2/pg_hba.conf
 shift 3
-for l; do printf '%s\n' "$l" >> "$f"; done`, "sh", initdbBin, data, postgresRole}, hba...),
+for l; do printf '%s\n' "$l" >> "$f"; done`, "sh", initdbBin, data, role}, hba...),
 		Stdout: &out, Stderr: &out,
 	})
 	if err != nil {
-		return fmt.Errorf("initdb %s on %s: %w\n%s", data, n.host.Name(), err, out.String())
+		return fmt.Errorf("initdb %s on %s: %w\n%s", data, n.Host().Name(), err, out.String())
 	}
 	return nil
 }
 
-// postgresReady answers nil once the server at addr accepts a connection,
-// which it does once it has finished starting or recovering.
-func postgresReady(addr string) func(context.Context) error {
+// ready answers nil once the server at addr accepts a connection, which it
+// does once it has finished starting or recovering.
+func ready(addr string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		c, err := pgconn.Connect(ctx, PostgresURL(addr))
+		c, err := pgconn.Connect(ctx, URL(addr))
 		if err != nil {
 			return err
 		}
@@ -335,11 +355,11 @@ func postgresReady(addr string) func(context.Context) error {
 	}
 }
 
-// postgresTime reads the wall clock of the server at addr:
+// serverTime reads the wall clock of the server at addr:
 // clock_timestamp(), which moves within a transaction (now() is the
 // transaction's start, read from the same clock).
-func postgresTime(ctx context.Context, addr string) (time.Time, error) {
-	c, err := pgconn.Connect(ctx, PostgresURL(addr))
+func serverTime(ctx context.Context, addr string) (time.Time, error) {
+	c, err := pgconn.Connect(ctx, URL(addr))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -358,9 +378,9 @@ func postgresTime(ctx context.Context, addr string) (time.Time, error) {
 	return time.UnixMicro(us), nil
 }
 
-// PostgresURL is the connection URL of a server compose started, at addr
-// (a node's Addr or ServerAddr): the superuser and database initdb made,
-// no TLS.
-func PostgresURL(addr string) string {
-	return "postgres://" + postgresRole + "@" + addr + "/postgres?sslmode=disable&connect_timeout=5"
+// URL is the connection URL of a server StartServer started, at addr (a
+// node's Addr or ServerAddr): the superuser and database initdb made, no
+// TLS.
+func URL(addr string) string {
+	return "postgres://" + role + "@" + addr + "/postgres?sslmode=disable&connect_timeout=5"
 }

@@ -1,4 +1,4 @@
-package compose_test
+package sentinel_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/sentinel"
 	"github.com/lockbench/lockbench/remote"
 )
 
@@ -22,7 +23,7 @@ import (
 // gone under the fast profile (neither persists anything), kept under the
 // durable one (appendfsync always).
 func TestSentinelPowerLoss(t *testing.T) {
-	needLazyFS(t)
+	composetest.NeedsLazyFS(t)
 	for _, tc := range []struct {
 		d    compose.Durability
 		kept bool
@@ -33,11 +34,11 @@ func TestSentinelPowerLoss(t *testing.T) {
 		t.Run(string(tc.d), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, err := composetest.ForTest(t).Sentinel(ctx, compose.Spec{LazyFS: true, Durability: tc.d}, compose.SentinelOptions{})
+			s, err := sentinel.StartSet(ctx, composetest.ForTest(t), compose.Spec{LazyFS: true, Durability: tc.d}, sentinel.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := rclient(t, s.Master.Addr())
+			m := composetest.RedisClient(t, s.Master.Addr(), 3*time.Second)
 			if err := m.Set(ctx, "k", "v", time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +54,7 @@ func TestSentinelPowerLoss(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := rclient(t, cur).Exists(ctx, "k").Result()
+			got, err := composetest.RedisClient(t, cur, 3*time.Second).Exists(ctx, "k").Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +74,7 @@ func TestSentinelClockJump(t *testing.T) {
 		t.Skip(err)
 	}
 	ctx := context.Background()
-	s, err := composetest.ForTest(t).Sentinel(ctx, compose.Spec{FakeClock: true}, compose.SentinelOptions{})
+	s, err := sentinel.StartSet(ctx, composetest.ForTest(t), compose.Spec{FakeClock: true}, sentinel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestSentinelClockJump(t *testing.T) {
 			t.Fatalf("sentinel %s runs under the clock preload", n.Name)
 		}
 	}
-	m := rclient(t, s.Master.Addr())
+	m := composetest.RedisClient(t, s.Master.Addr(), 3*time.Second)
 	if err := m.Set(ctx, "k", "v", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +122,14 @@ func TestSentinelClockJump(t *testing.T) {
 // promote the replica; after the heal they make the old master its
 // replica.
 func TestSentinelCutClients(t *testing.T) {
-	needPeerNetwork(t)
+	composetest.NeedsPeerNetwork(t)
 	ctx := context.Background()
 	e := composetest.ForTest(t)
-	_, err := e.Sentinel(ctx, compose.Spec{Netns: true}, compose.SentinelOptions{ProxiedReplication: true})
+	_, err := sentinel.StartSet(ctx, e, compose.Spec{Netns: true}, sentinel.Options{ProxiedReplication: true})
 	if err == nil || !strings.Contains(err.Error(), "ProxiedReplication") {
 		t.Fatalf("a set in namespaces with its replication through this host's proxies: %v; want an error naming ProxiedReplication", err)
 	}
-	s, err := e.Sentinel(ctx, compose.Spec{Netns: true}, compose.SentinelOptions{})
+	s, err := sentinel.StartSet(ctx, e, compose.Spec{Netns: true}, sentinel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestSentinelCutClients(t *testing.T) {
 	if promoted != replica.ServerAddr() {
 		t.Fatalf("the sentinels promoted %s, want the replica %s", promoted, replica.ServerAddr())
 	}
-	if v, err := rclient(t, promoted).Get(ctx, "from-replica-ns").Result(); err != nil || v != "v" {
+	if v, err := composetest.RedisClient(t, promoted, 3*time.Second).Get(ctx, "from-replica-ns").Result(); err != nil || v != "v" {
 		t.Fatalf("the promoted replica lacks the write made on the master during the cut: %q, %v", v, err)
 	}
 	if err := s.Master.HealClients(); err != nil {
@@ -170,7 +171,7 @@ func TestSentinelCutClients(t *testing.T) {
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	oc := rclient(t, old)
+	oc := composetest.RedisClient(t, old, 3*time.Second)
 	for {
 		role, err := oc.Do(wctx, "ROLE").Slice()
 		if err == nil && len(role) > 0 && role[0] == "slave" {

@@ -1,4 +1,4 @@
-package compose
+package etcd
 
 import (
 	"os"
@@ -25,13 +25,13 @@ func TestFindEtcdMemberFromEnv(t *testing.T) {
 		{dir, true},
 		{exe, false},
 	} {
-		t.Setenv(EtcdMemberEnv, tc.path)
-		got, err := findEtcdMember()
+		t.Setenv(MemberEnv, tc.path)
+		got, err := findMember()
 		switch {
 		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), tc.path)):
-			t.Errorf("$%s=%s: got %q, %v; want an error naming the path", EtcdMemberEnv, tc.path, got, err)
+			t.Errorf("$%s=%s: got %q, %v; want an error naming the path", MemberEnv, tc.path, got, err)
 		case !tc.wantErr && (err != nil || got != tc.path):
-			t.Errorf("$%s=%s: got %q, %v; want the path", EtcdMemberEnv, tc.path, got, err)
+			t.Errorf("$%s=%s: got %q, %v; want the path", MemberEnv, tc.path, got, err)
 		}
 	}
 }
@@ -42,18 +42,18 @@ func TestFindEtcdMemberFromEnv(t *testing.T) {
 // names both places and how to build it, rather than running go build.
 func TestFindEtcdMemberBuildsNothing(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(EtcdMemberEnv, "")
+	t.Setenv(MemberEnv, "")
 	t.Setenv(LockbenchBinaryEnv, filepath.Join(dir, "lockbench"))
-	_, err := findEtcdMember()
-	if err == nil || !strings.Contains(err.Error(), EtcdMemberEnv) || !strings.Contains(err.Error(), filepath.Join(dir, "etcd-member")) ||
+	_, err := findMember()
+	if err == nil || !strings.Contains(err.Error(), MemberEnv) || !strings.Contains(err.Error(), filepath.Join(dir, "etcd-member")) ||
 		!strings.Contains(err.Error(), "make build") {
-		t.Fatalf("no member anywhere: %v; want an error naming $%s, %s and make build", err, EtcdMemberEnv, dir)
+		t.Fatalf("no member anywhere: %v; want an error naming $%s, %s and make build", err, MemberEnv, dir)
 	}
 	member := filepath.Join(dir, "etcd-member")
 	if err := os.WriteFile(member, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := findEtcdMember(); err != nil || got != member {
+	if got, err := findMember(); err != nil || got != member {
 		t.Fatalf("member next to lockbench: %q, %v; want %s", got, err, member)
 	}
 }

@@ -10,99 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/redis"
 )
-
-func client(t *testing.T, addr string) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, DialTimeout: 300 * time.Millisecond})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func TestRedisKillRestart(t *testing.T) {
-	ctx := context.Background()
-	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, compose.Spec{Nodes: 2, Durability: compose.DurabilityDurable}, compose.RedisOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if nodes[0].Addr() == nodes[1].Addr() || nodes[0].Name == nodes[1].Name {
-		t.Fatalf("two nodes share an address or a name: %s %s", nodes[0].Addr(), nodes[0].Name)
-	}
-	n := nodes[0]
-	c := client(t, n.Addr())
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-
-	pid := n.PID()
-	if err := n.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if n.Running() || processAlive(pid) {
-		t.Fatalf("process %d still alive after Kill", pid)
-	}
-	if err := c.Ping(ctx).Err(); err == nil {
-		t.Fatal("PING answered by a killed node")
-	}
-
-	if err := n.Restart(ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
-		t.Fatalf("after a restart with data (AOF): GET k = %q, %v; want v", v, err)
-	}
-
-	if err := n.Restart(ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Get(ctx, "k").Err(); !errors.Is(err, redis.Nil) {
-		t.Fatalf("after a restart without data: GET k = %v; want redis.Nil", err)
-	}
-	if v, err := client(t, nodes[1].Addr()).Ping(ctx).Result(); err != nil || v != "PONG" {
-		t.Fatalf("the other node was disturbed: %v %v", v, err)
-	}
-}
-
-func TestRedisPauseResume(t *testing.T) {
-	ctx := context.Background()
-	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, compose.Spec{Nodes: 1}, compose.RedisOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := nodes[0]
-	c := client(t, n.Addr())
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	if !n.Paused() || !n.Running() {
-		t.Fatal("a paused node should report Paused and Running")
-	}
-	err = c.Ping(ctx).Err()
-	var netErr interface{ Timeout() bool }
-	if !errors.As(err, &netErr) || !netErr.Timeout() {
-		t.Fatalf("PING to a paused node = %v, want a timeout", err)
-	}
-	if err := n.Resume(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatalf("PING after Resume: %v", err)
-	}
-}
 
 func TestProxyPartitionDelayHeal(t *testing.T) {
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	nodes, err := env.Redis(ctx, compose.Spec{Nodes: 1, Proxied: true}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, env, compose.Spec{Nodes: 1, Proxied: true}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +26,7 @@ func TestProxyPartitionDelayHeal(t *testing.T) {
 	if n.Addr() == n.ServerAddr() {
 		t.Fatal("a proxied node's Addr is the server's own")
 	}
-	c := client(t, n.Addr())
+	c := composetest.RedisClient(t, n.Addr(), 300*time.Millisecond)
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +39,7 @@ func TestProxyPartitionDelayHeal(t *testing.T) {
 	if !errors.As(err, &netErr) || !netErr.Timeout() {
 		t.Fatalf("PING across a partition = %v, want a timeout", err)
 	}
-	if err := client(t, n.ServerAddr()).Ping(ctx).Err(); err != nil {
+	if err := composetest.RedisClient(t, n.ServerAddr(), 300*time.Millisecond).Ping(ctx).Err(); err != nil {
 		t.Fatalf("the server itself should still answer: %v", err)
 	}
 	if err := n.Heal(); err != nil {
@@ -162,7 +78,7 @@ func TestPruneKeepsOnlyLogsAndFailedData(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nodes, err := e.Redis(ctx, compose.Spec{Nodes: 2, Durability: compose.DurabilityDurable}, compose.RedisOptions{})
+	nodes, err := redis.StartServers(ctx, e, compose.Spec{Nodes: 2, Durability: compose.DurabilityDurable}, redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

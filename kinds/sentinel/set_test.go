@@ -1,4 +1,4 @@
-package compose_test
+package sentinel_test
 
 import (
 	"context"
@@ -13,11 +13,12 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/sentinel"
 )
 
-func startSentinel(t *testing.T, spec compose.Spec, o compose.SentinelOptions) *compose.SentinelSet {
+func startSentinel(t *testing.T, spec compose.Spec, o sentinel.Options) *sentinel.Set {
 	t.Helper()
-	s, err := composetest.ForTest(t).Sentinel(context.Background(), spec, o)
+	s, err := sentinel.StartSet(context.Background(), composetest.ForTest(t), spec, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,15 +26,6 @@ func startSentinel(t *testing.T, spec compose.Spec, o compose.SentinelOptions) *
 		t.Fatalf("set has %d sentinels, %d replicas, master name %q", len(s.Sentinels), len(s.Replicas), s.MasterName)
 	}
 	return s
-}
-
-// rclient is a client for the sentinel tests, whose servers may be busy
-// (a full resync forks) on a loaded machine: it waits up to 3 s.
-func rclient(t *testing.T, addr string) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 3 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second})
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // waitReplicated waits until n replicas have acknowledged every write the
@@ -49,17 +41,17 @@ func waitReplicated(t *testing.T, master *redis.Client, n int) {
 func TestSentinelReplicates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.Spec{Nodes: 3}, compose.SentinelOptions{ProxiedReplication: true})
+	s := startSentinel(t, compose.Spec{Nodes: 3}, sentinel.Options{ProxiedReplication: true})
 	if got, err := s.CurrentMaster(ctx); err != nil || got != s.Master.ServerAddr() {
 		t.Fatalf("CurrentMaster = %q, %v; want %s", got, err, s.Master.ServerAddr())
 	}
-	m := rclient(t, s.Master.Addr())
+	m := composetest.RedisClient(t, s.Master.Addr(), 3*time.Second)
 	if err := m.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitReplicated(t, m, 2)
 	for _, r := range s.Replicas {
-		if v, err := rclient(t, r.Addr()).Get(ctx, "k").Result(); err != nil || v != "v" {
+		if v, err := composetest.RedisClient(t, r.Addr(), 3*time.Second).Get(ctx, "k").Result(); err != nil || v != "v" {
 			t.Fatalf("GET k on %s = %q, %v; want v", r.Name, v, err)
 		}
 	}
@@ -79,7 +71,7 @@ func TestSentinelReplicates(t *testing.T) {
 		}
 	}
 	waitReplicated(t, m, 1)
-	r0, r1 := rclient(t, s.Replicas[0].Addr()), rclient(t, s.Replicas[1].Addr())
+	r0, r1 := composetest.RedisClient(t, s.Replicas[0].Addr(), 3*time.Second), composetest.RedisClient(t, s.Replicas[1].Addr(), 3*time.Second)
 	if n, err := r1.Exists(ctx, "a", "b").Result(); err != nil || n != 2 {
 		t.Fatalf("the replica with a healthy link has %d of 2 keys (%v)", n, err)
 	}
@@ -103,7 +95,7 @@ func TestSentinelReplicates(t *testing.T) {
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.Spec{Proxied: true}, compose.SentinelOptions{})
+	s := startSentinel(t, compose.Spec{Proxied: true}, sentinel.Options{})
 	fc := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: s.MasterName, SentinelAddrs: s.SentinelAddrs(), Dialer: s.Dial,
 		MaxRetries: 3, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
@@ -126,7 +118,7 @@ func TestSentinelFailover(t *testing.T) {
 	if cur, err := s.CurrentMaster(ctx); err != nil || cur != got {
 		t.Fatalf("CurrentMaster after Failover = %q, %v; want %s", cur, err, got)
 	}
-	if err := rclient(t, s.Replicas[0].Addr()).Set(ctx, "k", "v2", 0).Err(); err != nil {
+	if err := composetest.RedisClient(t, s.Replicas[0].Addr(), 3*time.Second).Set(ctx, "k", "v2", 0).Err(); err != nil {
 		t.Fatalf("SET on the new master: %v", err)
 	}
 	// A sentinel restarted with its (rewritten) config, or without it,
@@ -162,7 +154,7 @@ func TestSentinelFailover(t *testing.T) {
 func TestSentinelKillMaster(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.Spec{}, compose.SentinelOptions{})
+	s := startSentinel(t, compose.Spec{}, sentinel.Options{})
 	if err := s.Master.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +177,7 @@ func TestSentinelKillMaster(t *testing.T) {
 	if err := s.Master.Restart(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	old := rclient(t, s.Master.Addr())
+	old := composetest.RedisClient(t, s.Master.Addr(), 3*time.Second)
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond) // probe pacing, not synchronisation
 	defer tick.Stop()
@@ -207,13 +199,13 @@ func TestSentinelKillMaster(t *testing.T) {
 func TestSentinelLostWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.Spec{}, compose.SentinelOptions{ProxiedReplication: true})
+	s := startSentinel(t, compose.Spec{}, sentinel.Options{ProxiedReplication: true})
 	link, ok := s.ReplicationLinks[0].(*compose.Proxy)
 	if !ok || link.Upstream != s.Master.ServerAddr() {
 		t.Fatalf("replication link = %+v, want a proxy to the master", link)
 	}
-	m := rclient(t, s.Master.Addr())
-	r := rclient(t, s.Replicas[0].Addr())
+	m := composetest.RedisClient(t, s.Master.Addr(), 3*time.Second)
+	r := composetest.RedisClient(t, s.Replicas[0].Addr(), 3*time.Second)
 	if err := m.Set(ctx, "before", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +252,7 @@ func TestSentinelLostWrite(t *testing.T) {
 func TestSentinelDownAfter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := startSentinel(t, compose.Spec{}, compose.SentinelOptions{})
+	s := startSentinel(t, compose.Spec{}, sentinel.Options{})
 	if err := s.SetDownAfter(ctx, 0); err == nil || !strings.Contains(err.Error(), "down-after 0s") {
 		t.Errorf("SetDownAfter(0) = %v, want an error naming the value", err)
 	}

@@ -1,4 +1,4 @@
-package compose_test
+package zookeeper_test
 
 import (
 	"context"
@@ -11,15 +11,12 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/zookeeper"
 )
-
-type zkNoLog struct{}
-
-func (zkNoLog) Printf(string, ...any) {}
 
 func zkConnect(t *testing.T, addrs []string) *zk.Conn {
 	t.Helper()
-	c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zkNoLog{}))
+	c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(zookeeper.NoLog{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +68,7 @@ func TestZooKeeperStandalone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	z, err := env.ZooKeeper(ctx, compose.Spec{Nodes: 1, Proxied: true}, compose.ZooKeeperOptions{})
+	z, err := zookeeper.StartEnsemble(ctx, env, compose.Spec{Nodes: 1, Proxied: true}, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +88,7 @@ func TestZooKeeperStandalone(t *testing.T) {
 func TestZooKeeperBadSize(t *testing.T) {
 	env := composetest.ForTest(t)
 	for _, n := range []int{0, 2, -1} {
-		if _, err := env.ZooKeeper(context.Background(), compose.Spec{Nodes: n}, compose.ZooKeeperOptions{}); err == nil {
+		if _, err := zookeeper.StartEnsemble(context.Background(), env, compose.Spec{Nodes: n}, zookeeper.Options{}); err == nil {
 			t.Errorf("ZooKeeper(%d) succeeded", n)
 		}
 	}
@@ -102,7 +99,7 @@ func TestZooKeeperLeaderKillRestart(t *testing.T) {
 	composetest.StartsServersWithin(t, 3*time.Minute) // 40 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	z, err := env.ZooKeeper(ctx, compose.Spec{Nodes: 3}, compose.ZooKeeperOptions{})
+	z, err := zookeeper.StartEnsemble(ctx, env, compose.Spec{Nodes: 3}, zookeeper.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +141,49 @@ func TestZooKeeperLeaderKillRestart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestZooKeeperSessionIgnoresClockJump checks that ZooKeeper times
+// sessions on its monotonic clock: a session of 2 s outlives a jump of the
+// server's wall clock by an hour, forward or back, and its ephemeral node
+// stays.
+func TestZooKeeperSessionIgnoresClockJump(t *testing.T) {
+	ctx := context.Background()
+	z, err := zookeeper.StartEnsemble(ctx, composetest.ForTest(t), compose.Spec{Nodes: 1, FakeClock: true}, zookeeper.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, events, err := zk.Connect(z.Addrs(), 2*time.Second, zk.WithLogger(zookeeper.NoLog{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	zkRetry(t, "create the ephemeral node", func() error {
+		_, err := c.Create("/holder", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		return err
+	})
+	session := c.SessionID()
+	for _, d := range []time.Duration{time.Hour, -2 * time.Hour} {
+		if err := z.Nodes[0].JumpClock(d); err != nil {
+			t.Fatal(err)
+		}
+		// Three session timeouts on the real clock: an expiry by the
+		// wall clock would have happened.
+		deadline := time.After(6 * time.Second)
+	wait:
+		for {
+			select {
+			case ev := <-events:
+				if ev.State == zk.StateExpired {
+					t.Fatalf("the session expired after a jump of the server's clock by %v", d)
+				}
+			case <-deadline:
+				break wait
+			}
+		}
+		if ok, _, err := c.Exists("/holder"); err != nil || !ok || c.SessionID() != session {
+			t.Fatalf("after a jump by %v: ephemeral node exists %v (%v), session %x (was %x)", d, ok, err, c.SessionID(), session)
+		}
 	}
 }

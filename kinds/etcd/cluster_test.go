@@ -1,4 +1,4 @@
-package compose_test
+package etcd_test
 
 import (
 	"context"
@@ -7,21 +7,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/etcd"
+	"github.com/lockbench/lockbench/kinds/etcd/etcdtest"
 )
-
-func etcdClient(t *testing.T, endpoints ...string) *clientv3.Client {
-	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // etcdPut writes key through c, retrying for up to 20 s while the cluster
 // elects a leader or the client finds a live endpoint.
@@ -48,7 +39,7 @@ func etcdGet(t *testing.T, endpoint, key string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	resp, err := etcdClient(t, endpoint).Get(ctx, key, clientv3.WithSerializable())
+	resp, err := etcdtest.Client(t, endpoint).Get(ctx, key, clientv3.WithSerializable())
 	if err != nil {
 		t.Fatalf("get %s from %s: %v", key, endpoint, err)
 	}
@@ -62,7 +53,7 @@ func TestEtcdSingle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(ctx, compose.Spec{Nodes: 1, Proxied: true}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(ctx, env, compose.Spec{Nodes: 1, Proxied: true}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +63,7 @@ func TestEtcdSingle(t *testing.T) {
 	if l, err := c.Leader(ctx); err != nil || l != c.Nodes[0] {
 		t.Fatalf("Leader = %v, %v; want the only member", l, err)
 	}
-	cli := etcdClient(t, c.Endpoints()...)
+	cli := etcdtest.Client(t, c.Endpoints()...)
 	etcdPut(t, cli, "k", "v")
 	if got := etcdGet(t, c.Endpoints()[0], "k"); got != "v" {
 		t.Fatalf("get k = %q, want v", got)
@@ -82,12 +73,12 @@ func TestEtcdSingle(t *testing.T) {
 func TestEtcdBadSize(t *testing.T) {
 	env := composetest.ForTest(t)
 	for _, n := range []int{0, 2, -3} {
-		if _, err := env.Etcd(context.Background(), compose.Spec{Nodes: n}, compose.EtcdOptions{}); err == nil {
+		if _, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: n}, etcd.Options{}); err == nil {
 			t.Errorf("Etcd(%d) succeeded", n)
 		}
 	}
-	o := compose.EtcdOptions{HeartbeatInterval: 100 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond}
-	if _, err := env.Etcd(context.Background(), compose.Spec{Nodes: 1}, o); err == nil {
+	o := etcd.Options{HeartbeatInterval: 100 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond}
+	if _, err := etcd.StartCluster(context.Background(), env, compose.Spec{Nodes: 1}, o); err == nil {
 		t.Error("an election timeout of 2 heartbeats was accepted")
 	}
 }
@@ -96,11 +87,11 @@ func TestEtcdLeaderKillPauseRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	c, err := env.Etcd(ctx, compose.Spec{Nodes: 3}, compose.EtcdOptions{})
+	c, err := etcd.StartCluster(ctx, env, compose.Spec{Nodes: 3}, etcd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli := etcdClient(t, c.Endpoints()...)
+	cli := etcdtest.Client(t, c.Endpoints()...)
 	etcdPut(t, cli, "before", "v")
 
 	leader, err := c.Leader(ctx)

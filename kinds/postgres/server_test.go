@@ -1,11 +1,10 @@
-package compose_test
+package postgres_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,25 +14,14 @@ import (
 
 	"github.com/lockbench/lockbench/compose"
 	"github.com/lockbench/lockbench/compose/composetest"
+	"github.com/lockbench/lockbench/kinds/postgres"
 )
-
-// pgConnect connects to a server compose started, through addr, until
-// the test ends.
-func pgConnect(t testing.TB, ctx context.Context, addr string) *pgx.Conn {
-	t.Helper()
-	c, err := pgx.Connect(ctx, compose.PostgresURL(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return c
-}
 
 // pgQuery runs one statement on a new connection within 3 s.
 func pgQuery(ctx context.Context, addr, sql string, dst ...any) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, compose.PostgresURL(addr))
+	c, err := pgx.Connect(ctx, postgres.URL(addr))
 	if err != nil {
 		return err
 	}
@@ -43,27 +31,6 @@ func pgQuery(ctx context.Context, addr, sql string, dst ...any) error {
 		return err
 	}
 	return c.QueryRow(ctx, sql).Scan(dst...)
-}
-
-// children lists the processes whose parent is pid.
-func children(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, d := range entries {
-		p, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // procState returns the state letter of process pid ("" if it is gone).
@@ -81,14 +48,14 @@ func TestPostgresKillRestartPause(t *testing.T) {
 	composetest.StartsServersWithin(t, 4*time.Minute) // 74 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	n, err := env.Postgres(ctx, compose.Spec{}, compose.PostgresOptions{})
+	n, err := postgres.StartServer(ctx, env, compose.Spec{}, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if os.Geteuid() == 0 {
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.PID()))
 		if err != nil || strings.Contains(string(st), "\nUid:\t0\t") {
-			t.Fatalf("run as root, the server must run as %s: %v\n%s", compose.DefaultPrograms().PostgresUser, err, st)
+			t.Fatalf("run as root, the server must run as %s: %v\n%s", postgres.DefaultPrograms().User, err, st)
 		}
 	}
 	var fsync string
@@ -98,7 +65,7 @@ func TestPostgresKillRestartPause(t *testing.T) {
 	if err := pgQuery(ctx, n.Addr(), "CREATE TABLE kept (v int); INSERT INTO kept VALUES (42)"); err != nil {
 		t.Fatal(err)
 	}
-	kids := children(n.PID())
+	kids := composetest.Children(n.PID())
 	if len(kids) == 0 {
 		t.Fatal("the postmaster has no children")
 	}
@@ -125,14 +92,18 @@ func TestPostgresKillRestartPause(t *testing.T) {
 	}
 
 	// Kill: a crash; nothing of the server is left.
-	c := pgConnect(t, ctx, n.Addr())
+	c, err := pgx.Connect(ctx, postgres.URL(n.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
 	pid := n.PID()
-	kids = children(pid)
+	kids = composetest.Children(pid)
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range append(kids, pid) {
-		if processAlive(p) {
+		if composetest.ProcessAlive(p) {
 			t.Errorf("process %d of the server survived Kill", p)
 		}
 	}
@@ -170,8 +141,8 @@ func TestPostgresFastProfileProxied(t *testing.T) {
 	composetest.StartsServersWithin(t, 2*time.Minute) // 24 s on a 2-core machine loaded about 10×
 	ctx := context.Background()
 	env := composetest.ForTest(t)
-	n, err := env.Postgres(ctx, compose.Spec{Durability: compose.DurabilityFast, Proxied: true},
-		compose.PostgresOptions{Config: [][2]string{{"application_name", "compose-test"}}})
+	n, err := postgres.StartServer(ctx, env, compose.Spec{Durability: compose.DurabilityFast, Proxied: true},
+		postgres.Options{Config: [][2]string{{"application_name", "compose-test"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
