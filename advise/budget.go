@@ -16,8 +16,8 @@ import (
 // that break exclusion first (a lost or expired lock, a lost write, a
 // clock that expires keys early); for efficiency, what costs grants.
 var (
-	priorityCorrectness = []string{"none", "client-pause", "client-clock", "restart", "power-loss", "clock-jump", "failover", "crash-minority", "partition",
-		"server-pause", "leader-kill", "partition-leader", "partition-halves", "latency"}
+	priorityCorrectness = []string{"none", "client-pause", "client-clock", "restart", "power-loss", "clock-jump", "failover",
+		"crash-minority", "partition", "server-pause", "leader-kill", "partition-leader", "partition-halves", "latency"}
 	priorityEfficiency = []string{"none", "server-pause", "restart", "crash-minority", "partition", "client-pause", "failover"}
 )
 

@@ -72,7 +72,8 @@ var Table = []Rule{
 	// apply, and every durability profile under every fault that may cost
 	// servers their data.
 	{In: InFull, Backends: Every, Faults: []string{"none", "client-pause", "client-pause?x=0.5", "client-pause?at=before-read",
-		"client-pause?at=after-write", "client-pause?at=acquire", "client-pause?at=granted", "client-clock", "server-pause", "failover", "restart",
+		"client-pause?at=after-write", "client-pause?at=acquire", "client-pause?at=granted", "client-clock", "server-pause",
+		"failover", "restart",
 		"crash", "crash-minority",
 		"latency", "partition-leader", "partition-halves", "leader-kill", "partition", "clock-jump?by=0.5&nodes=minority",
 		"clock-jump", "clock-rate", "power-loss"}},

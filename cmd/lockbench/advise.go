@@ -94,7 +94,8 @@ The profile in YAML (every field optional; durations as 200ms, 5s):
 	fl.DurationVar(&f.p.MaxPause, "max-pause", d.MaxPause, "longest stall (GC, VM) a holder sees; 0 for none")
 	fl.DurationVar(&f.p.ClockStep, "clock-step", d.ClockStep, "largest step of the servers' clocks; 0 for slew only")
 	fl.DurationVar(&f.p.Unavailability, "unavailability", d.Unavailability, "acceptable time without grants after a fault")
-	fl.DurationVar(&f.budget, "budget", 0, "cap on the whole command's time, the answer and the report included; the plan says what it cannot decide within it (default: no cap)")
+	fl.DurationVar(&f.budget, "budget", 0,
+		"cap on the whole command's time, the answer and the report included; the plan says what it cannot decide within it (default: no cap)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and start nothing")
 	fl.StringVar(&f.out, "out", "", "output dir for results.json and the report (required unless --dry-run)")
 	fl.Uint64Var(&f.seed, "seed", 0, "the run's seed (default random; results.json records it)")

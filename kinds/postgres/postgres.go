@@ -18,7 +18,8 @@ import (
 func init() {
 	// The inventory names its postgres; it runs as PostgreSQL's own
 	// account, which refuses root.
-	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start, StartCost: kinds.Once(3 * time.Second), Versions: Versions,
+	kinds.Register(kinds.Kind{Name: backends.Postgres, Offers: Offers, Start: Start,
+		StartCost: kinds.Once(3 * time.Second), Versions: Versions,
 		OnHost: func() inventory.Needs { return inventory.Needs{Account: DefaultPrograms().User} }})
 }
 

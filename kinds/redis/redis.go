@@ -17,7 +17,8 @@ import (
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers, Start: Start, StartCost: kinds.Every(300 * time.Millisecond), Versions: Versions,
+	kinds.Register(kinds.Kind{Name: backends.Redis, Offers: Offers, Start: Start,
+		StartCost: kinds.Every(300 * time.Millisecond), Versions: Versions,
 		OnHost: func() inventory.Needs { return inventory.Needs{Binary: DefaultPrograms().Server} }})
 }
 

@@ -19,7 +19,8 @@ import (
 
 func init() {
 	// A sentinel on a host runs redis-server --sentinel.
-	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start, StartCost: kinds.Once(4 * time.Second), Versions: redis.Versions,
+	kinds.Register(kinds.Kind{Name: backends.Sentinel, Offers: Offers, Start: Start,
+		StartCost: kinds.Once(4 * time.Second), Versions: redis.Versions,
 		OnHost: func() inventory.Needs { return inventory.Needs{Binary: redis.DefaultPrograms().Server} }})
 }
 
