@@ -40,7 +40,7 @@ func (pl *Plan) fit(cases []bench.Case) ([]bench.Case, []string, []results.Skip)
 	if pl.Budget == 0 {
 		return cases, nil, nil
 	}
-	rounds := pl.Budget - Closing(pl.Budget)
+	rounds := forRounds(pl.Budget)
 	limit := rounds * 3 / 4
 	switch {
 	case Estimate(cases) <= rounds*9/10:

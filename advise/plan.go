@@ -378,7 +378,7 @@ func (pl *Plan) build() error {
 	pl.Skipped = append(pl.Skipped, left...)
 	pl.Estimate = Estimate(pl.Cases)
 	if pl.Budget > 0 && !p.isDefault() {
-		pl.RoundOne = (pl.Budget - Closing(pl.Budget)) * 3 / 4
+		pl.RoundOne = forRounds(pl.Budget) * 3 / 4
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ type RunFunc func(ctx context.Context, cases []bench.Case, startBy time.Time) (*
 func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.Writer) (*results.File, Verdict, error) {
 	start := time.Now()
 	parent := ctx
-	limit := pl.Budget - Closing(pl.Budget)
+	limit := forRounds(pl.Budget)
 	if pl.Budget > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)
@@ -150,6 +150,9 @@ func (pl *Plan) Rounds(ctx context.Context, run RunFunc, decide Decider, log io.
 func Closing(budget time.Duration) time.Duration {
 	return min(20*time.Second, budget/10)
 }
+
+// forRounds is what a budget leaves the rounds: all of it but Closing.
+func forRounds(budget time.Duration) time.Duration { return budget - Closing(budget) }
 
 // Words says what n needs in words.
 func Words(n results.Need) string {

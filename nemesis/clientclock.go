@@ -1,7 +1,6 @@
 package nemesis
 
 import (
-	"context"
 	"net/url"
 	"time"
 
@@ -38,19 +37,5 @@ var clientClock = &Scenario{
 // makes it stop with its clock and resumes it after x leases.
 func clientClockPlan(e Env) plan {
 	d := clientPause(e.Params, e.Lease)
-	at := e.slots(d, clientPauseGap(e.Lease))
-	return plan{schedule: func(ctx context.Context, nm *Nemesis) {
-		for _, t := range at {
-			if !nm.at(ctx, t) {
-				return
-			}
-			c := nm.judgeCase()
-			p, ok := aimAcquire(ctx, nm, c, e, t+d)
-			if !ok {
-				continue // no client in Acquire in this slot: the case says how many stops it made
-			}
-			nm.armSelf(p, selfStop{worker.ClockSignal, inClock})
-			nm.fail(c.Pause(p, d, history.PointAcquire))
-		}
-	}}
+	return aimedPauses(e, e.slots(d, clientPauseGap(e.Lease)), d, history.PointAcquire, &selfStop{worker.ClockSignal, inClock})
 }

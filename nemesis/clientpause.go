@@ -82,32 +82,10 @@ func clientPausePlan(e Env) plan {
 	at := e.slots(d, gap)
 	point := pausePoint(e.Params)
 	switch point {
-	case history.PointAcquire, history.PointGranted, history.PointExtend:
-		return plan{schedule: func(ctx context.Context, nm *Nemesis) {
-			for _, t := range at {
-				if !nm.at(ctx, t) {
-					return
-				}
-				c := nm.judgeCase()
-				var p int
-				var ok bool
-				if point != history.PointExtend {
-					p, ok = aimAcquire(ctx, nm, c, e, t+d)
-				} else {
-					// An extension is in flight for a round trip every
-					// TTL/3 of a hold: an aim shorter than half a lease
-					// (a short pause's) would mostly find none.
-					p, ok = aimExtend(ctx, nm, c, t+max(d, e.Lease/2))
-				}
-				if !ok {
-					continue // no client there in this slot: the case says how many pauses it made
-				}
-				if point == history.PointGranted {
-					nm.armAtGrant(p)
-				}
-				nm.fail(c.Pause(p, d, point))
-			}
-		}}
+	case history.PointGranted:
+		return aimedPauses(e, at, d, point, &selfStop{worker.ArmSignal, atGrant})
+	case history.PointAcquire, history.PointExtend:
+		return aimedPauses(e, at, d, point, nil)
 	}
 	pause := judge.Action{Pause: d, At: point}
 	var (
@@ -126,6 +104,38 @@ func clientPausePlan(e Env) plan {
 		next++
 		free = ev.Granted + d + gap
 		return pause
+	}}
+}
+
+// aimedPauses is the plan of pauses of d the nemesis aims itself, one in
+// each slot of at: at a client in Acquire (acquire, granted), or at a
+// holder whose lease is extending (extend). self, when set, arms the
+// client to stop itself rather than be stopped.
+func aimedPauses(e Env, at []time.Duration, d time.Duration, point history.Point, self *selfStop) plan {
+	return plan{schedule: func(ctx context.Context, nm *Nemesis) {
+		for _, t := range at {
+			if !nm.at(ctx, t) {
+				return
+			}
+			c := nm.judgeCase()
+			var p int
+			var ok bool
+			if point != history.PointExtend {
+				p, ok = aimAcquire(ctx, nm, c, e, t+d)
+			} else {
+				// An extension is in flight for a round trip every
+				// TTL/3 of a hold: an aim shorter than half a lease
+				// (a short pause's) would mostly find none.
+				p, ok = aimExtend(ctx, nm, c, t+max(d, e.Lease/2))
+			}
+			if !ok {
+				continue // no client there in this slot: the case says how many pauses it made
+			}
+			if self != nil {
+				nm.armSelf(p, *self)
+			}
+			nm.fail(c.Pause(p, d, point))
+		}
 	}}
 }
 
@@ -182,10 +192,6 @@ func aimExtend(ctx context.Context, nm *Nemesis, c judge.Peer, until time.Durati
 	}
 	return h.Process, true
 }
-
-// armAtGrant makes the next Pause of process arm it to stop itself at
-// its next grant (history.PointGranted) rather than stop it at once.
-func (n *Nemesis) armAtGrant(process int) { n.armSelf(process, selfStop{worker.ArmSignal, atGrant}) }
 
 // armSelf makes the next Pause of process arm it with s rather than stop
 // it.

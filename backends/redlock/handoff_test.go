@@ -69,11 +69,11 @@ func TestHandoffConnectionsBounded(t *testing.T) {
 	conns := newCounter(t, nodes)
 	for open, warm := -1, 0; warm < 10; warm++ {
 		turns(5)
-		if n := conns.count(t); n != open {
-			open = n
-			continue
+		n := conns.count(t)
+		if n == open {
+			break
 		}
-		break
+		open = n
 	}
 	before, givenUp := conns.count(t), log.count("node unreachable")
 	contended := turns(rounds)
