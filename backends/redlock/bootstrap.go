@@ -149,7 +149,7 @@ func (r *Redlock) bootstrapRound(ctx context.Context, mode string, only []bool, 
 		answers[i] = c.rep[0].s
 		if strings.HasPrefix(answers[i], "evicts ") || strings.HasPrefix(answers[i], "admitted ") {
 			c.node.mu.Lock()
-			c.node.observeLocked(answers[i], now)
+			c.node.observeLocked(answers[i], c.p.queued, now)
 			why := c.node.health.why
 			c.node.mu.Unlock()
 			if why != nil {

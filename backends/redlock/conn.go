@@ -54,6 +54,7 @@ type pending struct {
 	done     atomic.Bool // rep (or err) is complete
 	deadline time.Time   // when the round stops waiting for it
 	round    *round      // the round it belongs to, told of its completion
+	queued   uint64      // its place in the order of the node's requests (node.queued)
 }
 
 // round is what the requests of one exchange share: a channel that wakes
@@ -80,7 +81,7 @@ func (r *round) poke() {
 
 // maxReplies bounds the commands of one request: the scripts reloaded in
 // front of the longest request (the acquire script and WAIT), or the lean
-// grant's transaction with fencing and the restart quarantine.
+// grant's commands with fencing and the restart quarantine.
 const maxReplies = 12
 
 // finish completes p and tells its round. Once done is set, p belongs to

@@ -81,6 +81,7 @@ type node struct {
 	slow   lane // grants that WAIT (WithWait), which block their connection
 	closed bool
 	live   map[*conn]struct{} // every connection whose reader runs: close closes them all
+	queued uint64             // requests queued on the node's connections so far, dials' probes included
 	health health             // restart quarantine; see quarantine.go
 	// recorded is set once an acquire script of this Redlock has run on
 	// the node: it recorded the Redlock's max TTL there (see pick).
@@ -200,6 +201,8 @@ func (n *node) send(p *pending, req []byte, slow bool, run string) error {
 		c.since = now
 		_ = c.nc.SetReadDeadline(p.deadline.Add(n.late))
 	}
+	n.queued++
+	p.queued = n.queued
 	c.queue = append(c.queue, p)
 	c.wbuf = append(c.wbuf, req...)
 	if c.writing {
@@ -286,6 +289,10 @@ func (n *node) dial(l *lane) {
 	if n.r.c.quarantine {
 		hs.probe = n.r.probeRequest("look")
 	}
+	n.mu.Lock()
+	n.queued++ // the probe goes first on the connection
+	asked := n.queued
+	n.mu.Unlock()
 	c, answer, err := dial(ctx, n.opt, hs)
 
 	n.mu.Lock()
@@ -318,7 +325,7 @@ func (n *node) dial(l *lane) {
 		if f := strings.Fields(answer); len(f) > 1 {
 			c.run = f[1]
 		}
-		n.observeLocked(answer, time.Now())
+		n.observeLocked(answer, asked, time.Now())
 	} else {
 		c.run = answer
 	}
@@ -334,6 +341,8 @@ func (n *node) dial(l *lane) {
 			c.since = time.Now()
 			_ = c.nc.SetReadDeadline(w.p.deadline.Add(n.late))
 		}
+		n.queued++
+		w.p.queued = n.queued
 		c.queue = append(c.queue, w.p)
 		c.wbuf = append(c.wbuf, w.req...)
 	}

@@ -76,6 +76,7 @@ type health struct {
 	notBefore time.Time // this client counts no vote of the node before then
 	until     time.Time // the end of the node's quarantine, as last probed
 	why       error     // why the node is not admitted
+	asked     uint64    // the place (node.queued) of the request behind the newest answer observed
 	probing   bool      // a prober runs
 }
 
@@ -111,10 +112,20 @@ func (n *node) votes(now time.Time) (run string, ok bool, why error) {
 }
 
 // observeLocked updates the node's health from a probe's answer (see
-// probe.lua) read at now, and starts the prober if the node is not
-// admitted.
-func (n *node) observeLocked(answer string, now time.Time) {
+// probe.lua) read at now, to the request queued asked-th on the node (see
+// node.queued), and starts the prober if the node is not admitted. An
+// answer to a request queued before that of an answer already observed
+// is dropped: the node's connections are read each by its own goroutine,
+// and the probe of a connection dialled before Bootstrap, answered after
+// it, would otherwise take the admission back and keep the node out for
+// a quarantine. A loss such an answer would have told is told again by
+// every later request (each grant checks the marker).
+func (n *node) observeLocked(answer string, asked uint64, now time.Time) {
 	h := &n.health
+	if asked < h.asked {
+		return
+	}
+	h.asked = asked
 	f := strings.Fields(answer)
 	if len(f) < 3 {
 		h.admitted, h.why = false, errProtocolf("quarantine probe answered %q", answer)
@@ -232,7 +243,7 @@ func (n *node) probe() {
 		n.mu.Lock()
 		next := probeEvery
 		if c.err == nil && c.rep[0].err() == nil {
-			n.observeLocked(c.rep[0].s, now)
+			n.observeLocked(c.rep[0].s, c.p.queued, now)
 			if n.health.admitted {
 				n.health.probing = false
 				n.mu.Unlock()
