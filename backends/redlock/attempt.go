@@ -43,6 +43,7 @@ type attempt struct {
 	slow  []bool   // the node was not answering when the try began: not waited for
 	first []bool   // the nodes a try asks first (see pick)
 	spare int      // how many nodes the try may still ask after those
+	rest  bool     // a contending try asked a quorum first: after a grant, the others too (see contends)
 	home  int      // the first of the key's queue nodes (see handoff.go)
 
 	// queue: the attempt queues on the nodes when the key is held
@@ -117,27 +118,28 @@ func (a *attempt) begin() {
 	clear(a.cause)
 }
 
-// pick chooses the nodes a try asks first: every node, or with
-// WithQuorumFirst a quorum of the nodes that vote and answer, the key's
-// queue nodes first (where the key is handed over, and where its waiters
-// queue), then the nodes that follow them in canonical order. A grant
-// needs a majority only, and every node asked costs a request to run on
-// a server and one to release: asking a quorum first makes an
-// uncontended Acquire and Release run 6 scripts instead of 10, and a
-// contended try, refused by the queue nodes, sets the key nowhere and has
-// nothing to release. The other nodes are asked when one of the first
-// refuses or fails (spare is how many); with fewer than a quorum voting
-// and answering (at start, or with nodes down), every node is asked at
-// once. A node on which no acquire script of this Redlock has run yet is
-// asked first too, once: the script records the Redlock's max TTL on the
-// node, and the restart quarantine needs it on more nodes than a quorum
-// (if the nodes that granted a lease all lose their data, the others
-// still tell how long to keep them out).
+// pick chooses the nodes a try asks first: every node, or a quorum of
+// the nodes that vote and answer, the key's queue nodes first (where the
+// key is handed over, and where its waiters queue), then the nodes that
+// follow them in canonical order — with WithQuorumFirst, and for a try
+// that contends (see contends). A grant needs a majority only, and every
+// node asked costs a request to run on a server and one to release:
+// asking a quorum first makes an uncontended Acquire and Release run 6
+// scripts instead of 10, and a contended try, refused by the queue nodes,
+// sets the key nowhere and has nothing to release. The other nodes are
+// asked when one of the first refuses or fails (spare is how many), and
+// after a contending try's grant (rest: see run); with fewer than a
+// quorum voting and answering (at start, or with nodes down), every node
+// is asked at once. A node on which no acquire script of this Redlock has
+// run yet is asked first too, once: the script records the Redlock's max
+// TTL on the node, and the restart quarantine needs it on more nodes than
+// a quorum (if the nodes that granted a lease all lose their data, the
+// others still tell how long to keep them out).
 func (a *attempt) pick() {
 	r := a.r
 	clear(a.first)
-	a.spare = 0
-	if r.c.quorumFirst {
+	a.spare, a.rest = 0, false
+	if r.c.quorumFirst || a.contends() {
 		now := time.Now()
 		picked, spare := 0, 0
 		for k := range r.nodes {
@@ -156,13 +158,26 @@ func (a *attempt) pick() {
 			}
 		}
 		if picked == r.quorum {
-			a.spare = spare
+			a.spare, a.rest = spare, !r.c.quorumFirst
 			return
 		}
 	}
 	for i := range a.first {
 		a.first[i] = true
 	}
+}
+
+// contends reports whether the try contends for a key that is held: an
+// Acquire's try after its first, or one on a key whose lean try or
+// release found waiters lately (see hotKeys). Such a try is refused by
+// the key's queue nodes as surely as by every node, so it asks them
+// first; when they grant it, the key is then taken on the other nodes
+// too (see run), and lives on as many nodes as a grant of every node
+// asked at once. Not with fencing tokens or WithWait, which take no key
+// over (see takeHeld).
+func (a *attempt) contends() bool {
+	c := &a.r.c
+	return a.queue && !c.fencing && c.waitReplicas == 0 && (a.tries > 1 || a.r.hot.hot(a.key, time.Now()))
 }
 
 // driftAllowance is TTL×drift + 2 ms, what validity loses to clock drift.

@@ -36,9 +36,9 @@
 // quorum first: faster, with less margin). Release deletes the key where
 // it still holds the lease's random value, and says when fewer than a
 // majority confirmed it (then retried in the background and by Close).
-// An uncontended grant costs each node one transaction of plain commands
-// (MULTI, SET NX PX, HSETNX, HGET, EXEC; with fencing, a small script
-// that advances the key's counter too) rather than the acquire script.
+// An uncontended grant costs each node three plain commands (SET NX PX,
+// HSETNX, HGET; with fencing, a small script that advances the key's
+// counter too) rather than the acquire script.
 // Errors say which node said what (locker.NodeError) and wrap a locker
 // sentinel or ErrConfig, ErrInUse or ErrMaybeInUse.
 //
@@ -77,7 +77,7 @@
 //
 // Redis 6.2 or later (tested with 7.0), maxmemory-policy noeviction (or no
 // maxmemory). With ACLs, Redlock's user needs +evalsha +script|load
-// +blpop +hget +multi +exec +set, +hsetnx and +info with the restart
+// +blpop +hget +set, +hsetnx and +info with the restart
 // quarantine, +incr with fencing tokens without the clock floor, and
 // inside its scripts
 // +get +set +del +exists +pttl +pexpire +incr +time +hget +hset +hdel

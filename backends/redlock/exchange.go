@@ -21,6 +21,10 @@ type call struct {
 	rep   []reply // the replies, once complete
 	err   error   // the node could not be reached, failed, or had not answered
 	extra time.Duration
+	// once: the request must not run again (the lean grant, whose SET
+	// runs whatever its script answers): a NOSCRIPT reply goes to onReply
+	// as any other, rather than reload the scripts and send it again.
+	once bool
 }
 
 // nodeErr wraps the call's error with its node's address.
@@ -39,7 +43,8 @@ func (c *call) nodeErr() error {
 // the per-node timeout passes or ctx ends. The calls still unanswered
 // then get errNoReply; their replies are read and dropped when they come.
 // A node that answers NOSCRIPT gets its scripts loaded and the request
-// again. onReply may be nil: wait for every call.
+// again (unless the build set c.once). onReply may be nil: wait for every
+// call.
 //
 // need is how many replies the round needs at least before onReply can
 // say it has its answer (a quorum; 0: every call): the round sleeps until
@@ -58,7 +63,7 @@ func exchange(ctx context.Context, calls []call, timeout time.Duration, need int
 			continue
 		}
 		recycle(c.p)
-		c.err, c.rep, c.p = nil, nil, nil
+		c.err, c.rep, c.p, c.once = nil, nil, nil, false
 		c.buf, c.req, c.run = c.buf[:0], nil, ""
 		if err := ctx.Err(); err != nil {
 			c.err = err
@@ -108,7 +113,7 @@ func exchange(ctx context.Context, calls []call, timeout time.Duration, need int
 			waiting--
 			if c.err = c.p.err; c.err == nil {
 				c.rep = c.p.rep[:c.p.want]
-				if hasNoScript(c.rep) {
+				if !c.once && hasNoScript(c.rep) {
 					c.err = c.reload(ctx, deadline.Add(c.extra))
 				}
 			}

@@ -9,8 +9,8 @@ import (
 )
 
 // Fencing tokens: each node's per-key counter, advanced by the acquire
-// script or, on the lean path, by the advance script inside the grant's
-// transaction (both run fence.lua; without the clock floor the lean path
+// script or, on the lean path, by the advance script after the grant's
+// SET (both run fence.lua; without the clock floor the lean path
 // runs what fence.lua then does, INCR); a grant's token is the highest
 // its majority returned, written back until a majority has it.
 

@@ -137,8 +137,8 @@ func TestClaimedKeyOnEveryNode(t *testing.T) {
 // TestNoLeanTryAfterAHandOff: a client whose release handed the key to a
 // waiter asks for it again at once. Its try takes the full path, which
 // queues behind the waiters and awaits every node's answer, not the lean
-// one, which grants on the quorum it read: the nodes run no transaction
-// (MULTI/EXEC) for it.
+// one, which grants on the quorum it read: the nodes run no lean grant's
+// HSETNX for it.
 func TestNoLeanTryAfterAHandOff(t *testing.T) {
 	if *quorumFirst {
 		t.Skip("WithQuorumFirst takes no lean path")
@@ -152,7 +152,7 @@ func TestNoLeanTryAfterAHandOff(t *testing.T) {
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	before := execCalls(ctx, t, nodes)
+	before := leanGrants(ctx, t, nodes)
 	again, err := h.Acquire(ctx, key, locker.WithTTL(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -160,14 +160,14 @@ func TestNoLeanTryAfterAHandOff(t *testing.T) {
 	if err := again.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if after := execCalls(ctx, t, nodes); after != before {
-		t.Errorf("the nodes ran %d transactions for the Acquire after a hand-off: a lean try", after-before)
+	if after := leanGrants(ctx, t, nodes); after != before {
+		t.Errorf("the nodes ran %d lean grants for the Acquire after a hand-off: a lean try", after-before)
 	}
 }
 
-// execCalls returns how many EXECs the nodes have run (INFO
-// commandstats), summed.
-func execCalls(ctx context.Context, t *testing.T, nodes []*server) int {
+// leanGrants returns how many HSETNX the nodes have run (INFO
+// commandstats), summed: only the lean grant sends it.
+func leanGrants(ctx context.Context, t *testing.T, nodes []*server) int {
 	t.Helper()
 	total := 0
 	for _, n := range nodes {
@@ -175,7 +175,7 @@ func execCalls(ctx context.Context, t *testing.T, nodes []*server) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, _ := infoField(info, "cmdstat_exec")
+		v, _ := infoField(info, "cmdstat_hsetnx")
 		calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
 		k, _ := strconv.Atoi(calls)
 		total += k

@@ -18,21 +18,21 @@ import (
 // check, the grant's record, the sweep of one stale record, the queue
 // and the fencing counter: a server spends more on it than on the SET NX
 // PX of the published algorithm (docs/measurements.md, "lean path"). An
-// uncontended grant needs little of it. Its first try sends each node one transaction of plain commands
-// instead,
+// uncontended grant needs little of it. Its first try sends each node
+// plain commands instead, written at once and run in order,
 //
-//	MULTI; SET key value NX PX ttl; HSETNX state key '<expiry> <value>'; HGET state marker;
-//	EVALSHA advance 1 counter floor life; EXEC
+//	SET key value NX PX ttl; HSETNX state key '<expiry> <value>'; HGET state marker;
+//	EVALSHA advance 1 counter floor life
 //
 // (without the restart quarantine, no HSETNX and HGET; without fencing
 // tokens, no EVALSHA; with them but without the clock floor, INCR counter
 // instead, which is what the advance script does then), and takes
 // client-side the decisions the script takes on the node:
 //
-//   - the quarantine: the marker the node returned (read after the SET,
-//     in the same transaction) must admit the server process the
-//     connection found, as the script's check does; a node whose marker
-//     does not is suspected and given back what was set there;
+//   - the quarantine: the marker the node returned (read after the SET)
+//     must admit the server process the connection found, as the script's
+//     check does; a node whose marker does not is suspected and given back
+//     what was set there;
 //   - the grant's record (the trace that tells a lock key evicted behind
 //     Redlock's back): HSETNX writes it unless a record of the key is
 //     there already — a lock that expired without a release, or one
@@ -47,8 +47,20 @@ import (
 //     returned, written back until a majority has it (fence), as on the
 //     full path.
 //
+// No MULTI makes them one transaction (a server spends on MULTI, EXEC
+// and the queueing of each command as much as on a command): another
+// client's commands may run between them, and nothing that can run there
+// undoes what the checks prove. A restart closes the connection, so the
+// replies never come; a marker read after the SET that names the process
+// the connection found proves the node admitted it after the SET (a node
+// flushed in between has lost its marker, and a script that judged an
+// eviction there removed it); while the key is ours no other grant of it
+// runs on the node, so the record written after the SET is this grant's,
+// and a key evicted before it was written leaves a record of a key that
+// is gone, which the next full grant judges as any other.
+//
 // The counter advances whether or not the SET set the key: the
-// transaction cannot branch, and a counter advanced for no grant (a node
+// commands cannot branch, and a counter advanced for no grant (a node
 // where the key was held, one given back, a try that falls back to the
 // full path, which advances it again) leaves a gap between tokens, never
 // a decrease. Every grant's token is on a majority of the nodes before
@@ -94,7 +106,7 @@ const hotFor = time.Second
 const recordPad = 2 * time.Second
 
 // leanWhat names the lean grant in errors.
-const leanWhat = "the lean grant (MULTI, SET, HSETNX, HGET, EVALSHA or INCR with fencing, EXEC)"
+const leanWhat = "the lean grant (SET, HSETNX, HGET, EVALSHA or INCR with fencing)"
 
 // hotKeys are the keys that take the full path for a while: their last
 // lean try found them held.
@@ -156,7 +168,7 @@ func (a *attempt) runLean(ctx context.Context) (locker.Lease, error) {
 	record := strconv.FormatInt(now.Add(a.o.TTL+recordPad).UnixMilli(), 10) + " "
 	floor := r.floor(now)
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), r.quorum, func(i int, c *call) {
-		c.run = a.runs[i]
+		c.run, c.once = a.runs[i], true
 		c.buf, c.p.want = a.appendLean(c.buf, record, floor)
 	}, func(i int, c *call) bool {
 		a.recordLean(ctx, i, c)
@@ -216,11 +228,10 @@ func (a *attempt) runLean(ctx context.Context) (locker.Lease, error) {
 	return nil, nil
 }
 
-// appendLean appends the lean grant's transaction to b, with floor for
-// its fencing token, and returns how many replies it has.
+// appendLean appends the lean grant's commands to b, with floor for its
+// fencing token, and returns how many replies they have.
 func (a *attempt) appendLean(b []byte, record string, floor int64) ([]byte, int) {
 	r := a.r
-	b = appendCommand(b, "MULTI")
 	b = appendArray(b, 6)
 	b = appendBulk(b, "SET")
 	b = appendBulk(b, a.key)
@@ -228,7 +239,7 @@ func (a *attempt) appendLean(b []byte, record string, floor int64) ([]byte, int)
 	b = appendBulk(b, "NX")
 	b = appendBulk(b, "PX")
 	b = appendBulkInt(b, a.o.TTL.Milliseconds())
-	want := 3
+	want := 1
 	if r.c.quarantine {
 		b = appendArray(b, 4)
 		b = appendBulk(b, "HSETNX")
@@ -256,7 +267,7 @@ func (a *attempt) appendLean(b []byte, record string, floor int64) ([]byte, int)
 		b = appendBulkConcat(b, r.k.token, a.key)
 		want++
 	}
-	return appendCommand(b, "EXEC"), want
+	return b, want
 }
 
 // recordLean turns node i's replies to the lean grant into its outcome,
@@ -274,25 +285,15 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 		return
 	}
 	for _, rep := range c.rep {
-		if err := rep.err(); err != nil {
-			fail(explain(leanWhat, err))
-			return
-		}
-	}
-	exec := c.rep[len(c.rep)-1]
-	if exec.kind != '*' || len(exec.kinds) != len(c.rep)-2 {
-		fail(errProtocolf("%s: EXEC answered %q", leanWhat, exec.s))
-		return
-	}
-	for k, kind := range exec.kinds {
-		if kind != '-' {
+		err := rep.err()
+		if err == nil {
 			continue
 		}
-		err := explain(leanWhat, redisError(exec.elems[k]))
-		if strings.HasPrefix(exec.elems[k], "NOSCRIPT") {
+		err = explain(leanWhat, err)
+		if strings.HasPrefix(rep.s, "NOSCRIPT") {
 			// The node lost its scripts (SCRIPT FLUSH, or a restart
 			// behind a proxy) and the advance script did not run: the
-			// transaction cannot be sent again (the SET ran), so the node
+			// commands cannot be sent again (the SET ran), so the node
 			// fails this try, and gets its scripts now, before what the
 			// try set there is given back with a script.
 			if lerr := c.load(ctx, time.Now().Add(r.timeout(a.o.TTL)), false); lerr != nil {
@@ -302,33 +303,34 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 		fail(err)
 		return
 	}
-	if exec.kinds[0] != '+' { // SET NX found the key
+	if c.rep[0].kind != '+' { // SET NX found the key
 		a.state[i], a.set[i] = held, false
 		a.token[i] = int64(waitRefresh / time.Millisecond)
 		return
 	}
 	if r.c.fencing {
-		t, err := strconv.ParseInt(exec.elems[len(exec.elems)-1], 10, 64)
-		if exec.kinds[len(exec.kinds)-1] != ':' || err != nil {
-			fail(errProtocolf("%s: the fencing counter answered %q", leanWhat, exec.elems[len(exec.elems)-1]))
+		last := c.rep[len(c.rep)-1]
+		if last.kind != ':' {
+			fail(errProtocolf("%s: the fencing counter answered %q", leanWhat, last.s))
 			return
 		}
-		a.token[i] = t
+		a.token[i] = last.n
 	}
 	if !r.c.quarantine {
 		a.state[i] = granted
 		return
 	}
 	// The marker, read after the SET: as the acquire script's check.
-	f := strings.Fields(exec.elems[2])
-	if exec.kinds[2] != '$' || len(f) != 3 || f[0] != a.runs[i] {
+	marker := c.rep[2]
+	f := strings.Fields(marker.s)
+	if marker.kind != '$' || len(f) != 3 || f[0] != a.runs[i] {
 		c.node.suspect(time.Now())
 		a.state[i] = excluded // what it set is given back
 		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errLost}
 		return
 	}
 	a.state[i] = granted
-	a.mine[i] = exec.elems[1] == "1"
+	a.mine[i] = c.rep[1].n == 1
 	if maxTTL, err := strconv.ParseInt(f[1], 10, 64); !a.mine[i] || err != nil || maxTTL < r.c.maxTTL.Milliseconds() {
 		a.full = true // a record to judge, or a max TTL to raise: the script's work
 	}

@@ -115,7 +115,7 @@ func TestCredentialsApplied(t *testing.T) {
 
 // documentedACL is the ACL the package documentation asks for (with a
 // ClientName, without WithWait and databases).
-const documentedACL = "+evalsha +script|load +blpop +hget +multi +exec +hsetnx +info +get +set +del +exists +pttl +pexpire +incr +time " +
+const documentedACL = "+evalsha +script|load +blpop +hget +hsetnx +info +get +set +del +exists +pttl +pexpire +incr +time " +
 	"+hset +hdel +hmget +hrandfield +zadd +zrange +zrem +zscore +rpush +ltrim +client|setname"
 
 // TestTimeoutsApplied: the client's DialTimeout bounds a dial to a hung

@@ -236,10 +236,10 @@ func TestErrorsWrapSentinels(t *testing.T) {
 
 // TestMisconfigurationFailsAtOnce (issue 19, §3): a refusal of
 // Redlock's configuration — a wrong password, an ACL that refuses INFO
-// (the restart quarantine needs it), EVALSHA, or MULTI or HSETNX (the
-// lean path's transaction: what TestLeanRefusedByACL would start a server
-// for), or INCR with fencing tokens (inside the lean path's advance
-// script, or in its transaction without the clock floor) — cannot be
+// (the restart quarantine needs it), EVALSHA, or HSETNX (the lean path's
+// grant: what TestLeanRefusedByACL would start a server for), or INCR
+// with fencing tokens (inside the lean path's advance script, or in its
+// grant without the clock floor) — cannot be
 // cured by
 // retrying: Acquire, even on a context that never ends, fails at once with
 // an error wrapping ErrConfig that says what the user lacks.
@@ -251,7 +251,6 @@ func TestMisconfigurationFailsAtOnce(t *testing.T) {
 		{"ACL", "SETUSER", "locker", "on", ">secret", "~*", "&*", "+@all"},
 		{"ACL", "SETUSER", "noinfo", "on", ">secret", "~*", "&*", "+@all", "-info"},
 		{"ACL", "SETUSER", "noeval", "on", ">secret", "~*", "&*", "+@all", "-evalsha"},
-		{"ACL", "SETUSER", "nomulti", "on", ">secret", "~*", "&*", "+@all", "-multi"},
 		{"ACL", "SETUSER", "nohsetnx", "on", ">secret", "~*", "&*", "+@all", "-hsetnx"},
 		{"ACL", "SETUSER", "noincr", "on", ">secret", "~*", "&*", "+@all", "-incr"},
 	} {
@@ -267,8 +266,7 @@ func TestMisconfigurationFailsAtOnce(t *testing.T) {
 		{"wrong password", "locker", "wrong", []string{"WRONGPASS"}, nil},
 		{"ACL without INFO", "noinfo", "secret", []string{"ACL", "+info"}, nil},
 		{"ACL without EVALSHA", "noeval", "secret", []string{"ACL", "+evalsha"}, nil},
-		// The lean path's transaction (issue 29; TestLeanRefusedByACL).
-		{"ACL without MULTI", "nomulti", "secret", []string{"ACL", "+multi"}, nil},
+		// The lean path's grant (issue 29; TestLeanRefusedByACL).
 		{"ACL without HSETNX", "nohsetnx", "secret", []string{"ACL", "+hsetnx"}, nil},
 		// The lean path's advance script, with fencing.
 		{"ACL without INCR, fencing", "noincr", "secret", []string{"ACL", "+incr"}, []redlock.Option{redlock.WithFencing(true)}},

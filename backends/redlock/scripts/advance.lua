@@ -1,6 +1,6 @@
 -- Advance a fencing counter for a grant of the lean path (see lean.go),
--- inside its transaction, after its SET, with the clock floor (without
--- it, the transaction runs INCR instead): fence.lua precedes this file.
+-- after its SET, with the clock floor (without it, the lean grant runs
+-- INCR instead): fence.lua precedes this file.
 -- KEYS[1] the key's fencing counter; ARGV[1] the floor for the token (the
 -- client's clock in µs), or '0'; ARGV[2] how long (ms) the counter
 -- outlives the grant, '0' for ever. Returns the token. It runs whether or

@@ -67,9 +67,9 @@ if records and not cur then
 end
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 if not head then
-  if ARGV[2] ~= '' then
-    redis.call('HDEL', KEYS[5], ARGV[2])
-  end
+  -- No waiters, so no waiter's ask either: acquire.lua's queue writes
+  -- both, with the same expiry, and every script that dequeues a waiter
+  -- deletes both.
   if ours then
     redis.call('DEL', KEYS[1])
     if records then
