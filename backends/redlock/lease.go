@@ -301,6 +301,17 @@ type releaseRequest struct {
 
 func (q *releaseRequest) build(i int, c *call) {
 	r, key := q.r, q.key
+	c.p.want = 1
+	if !r.queues(q.home, i) && !q.sweep {
+		// No waiter queues on this node: a compare-and-delete, with the
+		// grant's record (release_lean.lua), does what release.lua would.
+		mode := "0"
+		if r.c.quarantine {
+			mode = "3"
+		}
+		c.buf = appendCommand(c.buf, "EVALSHA", leanScript.sha, "2", key, r.k.node, q.value, mode, q.also)
+		return
+	}
 	b := appendArray(c.buf, 18)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, releaseScript.sha)
@@ -325,7 +336,6 @@ func (q *releaseRequest) build(i int, c *call) {
 		b = appendBulk(b, "0")
 	}
 	c.buf = b
-	c.p.want = 1
 }
 
 // run is the run_id the release tells node n to hand the key over for
