@@ -201,10 +201,7 @@ func (n *node) send(p *pending, req []byte, slow bool, run string) error {
 		c.since = now
 		_ = c.nc.SetReadDeadline(p.deadline.Add(n.late))
 	}
-	n.queued++
-	p.queued = n.queued
-	c.queue = append(c.queue, p)
-	c.wbuf = append(c.wbuf, req...)
+	n.enqueueLocked(c, p, req)
 	if c.writing {
 		n.mu.Unlock()
 		return nil
@@ -275,6 +272,15 @@ func (n *node) redialLocked(l *lane) error {
 	return errConnecting
 }
 
+// enqueueLocked queues p's request req on c, to be written, and gives it
+// its place in the order of the node's requests (see observeLocked).
+func (n *node) enqueueLocked(c *conn, p *pending, req []byte) {
+	n.queued++
+	p.queued = n.queued
+	c.queue = append(c.queue, p)
+	c.wbuf = append(c.wbuf, req...)
+}
+
 // dial dials lane l, with its own deadline (the client's DialTimeout),
 // and installs the connection.
 func (n *node) dial(l *lane) {
@@ -341,10 +347,7 @@ func (n *node) dial(l *lane) {
 			c.since = time.Now()
 			_ = c.nc.SetReadDeadline(w.p.deadline.Add(n.late))
 		}
-		n.queued++
-		w.p.queued = n.queued
-		c.queue = append(c.queue, w.p)
-		c.wbuf = append(c.wbuf, w.req...)
+		n.enqueueLocked(c, w.p, w.req)
 	}
 	if len(c.wbuf) > 0 {
 		c.writing = true

@@ -21,7 +21,7 @@ local ours = cur and (cur == ARGV[1] or (ARGV[3] ~= nil and ARGV[3] ~= '' and cu
 if ours then
   redis.call('DEL', KEYS[1])
 end
-if ARGV[2] == '1' and ours or ARGV[2] == '3' and ours then
+if (ARGV[2] == '1' or ARGV[2] == '3') and ours then
   redis.call('HDEL', KEYS[2], KEYS[1])
 elseif ARGV[2] == '2' or ARGV[2] == '3' and not cur then
   local r = redis.call('HGET', KEYS[2], KEYS[1])
