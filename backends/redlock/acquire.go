@@ -265,7 +265,7 @@ func (a *attempt) decided() bool {
 // node whose server process is run (and WAIT when asked for), to b.
 func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte {
 	r := a.r
-	b = appendArray(b, 22)
+	b = appendArray(b, 21)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, acquireScript.sha)
 	b = appendBulk(b, "6")
@@ -292,7 +292,6 @@ func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte
 	b = appendBulkInt(b, waitLease.Milliseconds())
 	b = appendBulk(b, flag(a.tries > 1))
 	b = appendBulk(b, a.handoff)
-	b = appendBulk(b, flag(a.spreading))
 	if r.c.waitReplicas > 0 {
 		b = a.appendWait(b)
 	}

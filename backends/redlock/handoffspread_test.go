@@ -25,7 +25,10 @@ import (
 // value starts with "handed:" on a queue node): a waiter that does not
 // learn of the hand-off from every queue node in time claims the key with
 // a try instead, which sets it everywhere anyway and tests nothing.
-func handedLease(t *testing.T, h, w *redlock.Redlock, nodes []*server, key string, ttl time.Duration) (locker.Lease, []string) {
+// prepare, if any, runs while w waits, before the release.
+func handedLease(t *testing.T, h, w *redlock.Redlock, nodes []*server, key string, ttl time.Duration,
+	prepare ...func(),
+) (locker.Lease, []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -57,6 +60,9 @@ func handedLease(t *testing.T, h, w *redlock.Redlock, nodes []*server, key strin
 			}
 			return true
 		})
+		for _, f := range prepare {
+			f()
+		}
 		if err := held.Release(ctx); err != nil {
 			t.Fatal(err)
 		}

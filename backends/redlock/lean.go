@@ -108,6 +108,9 @@ const recordPad = 2 * time.Second
 // leanWhat names the lean grant in errors.
 const leanWhat = "the lean grant (SET, HSETNX, HGET, EVALSHA or INCR with fencing)"
 
+// takeWhat names take's commands in errors.
+const takeWhat = "the take (HGET, SET, HSET, HGET)"
+
 // hotKeys are the keys that take the full path for a while: their last
 // lean try found them held.
 type hotKeys struct {
@@ -320,10 +323,8 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 		a.state[i] = granted
 		return
 	}
-	// The marker, read after the SET: as the acquire script's check.
-	marker := c.rep[2]
-	f := strings.Fields(marker.s)
-	if marker.kind != '$' || len(f) != 3 || f[0] != a.runs[i] {
+	admitted, covers := a.admits(i, c.rep[2])
+	if !admitted {
 		c.node.suspect(time.Now())
 		a.state[i] = excluded // what it set is given back
 		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errLost}
@@ -331,18 +332,43 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 	}
 	a.state[i] = granted
 	a.mine[i] = c.rep[1].n == 1
-	if maxTTL, err := strconv.ParseInt(f[1], 10, 64); !a.mine[i] || err != nil || maxTTL < r.c.maxTTL.Milliseconds() {
+	if !a.mine[i] || !covers {
 		a.full = true // a record to judge, or a max TTL to raise: the script's work
 	}
 }
 
+// admits reads node i's marker, read after a SET of the lean grant or of
+// take, as the acquire script's check does: whether it admits the server
+// process the connection found, and whether the max TTL it records
+// covers this client's.
+func (a *attempt) admits(i int, marker reply) (admitted, covers bool) {
+	f := strings.Fields(marker.s)
+	if marker.kind != '$' || len(f) != 3 || f[0] != a.runs[i] {
+		return false, false
+	}
+	maxTTL, err := strconv.ParseInt(f[1], 10, 64)
+	return true, err == nil && maxTTL >= a.r.c.maxTTL.Milliseconds()
+}
+
 // undo gives back, without waiting, what a lean try may have set.
 func (a *attempt) undo(ctx context.Context) {
+	a.giveBackOn(ctx, func(i int) bool { return a.set[i] })
+}
+
+// giveBackOn gives back, without waiting, what the lean grant or take set
+// on the nodes for which which(i) holds; they no longer hold it for the
+// attempt.
+func (a *attempt) giveBackOn(ctx context.Context, which func(int) bool) {
 	some := false
 	for i := range a.calls {
-		a.calls[i].skip = !a.set[i]
+		a.calls[i].skip = !which(i)
 		a.calls[i].extra, a.calls[i].slow = 0, false
-		some = some || a.set[i]
+		some = some || !a.calls[i].skip
+	}
+	for i := range a.calls {
+		if !a.calls[i].skip {
+			a.set[i] = false
+		}
 	}
 	if !some {
 		return
@@ -359,19 +385,30 @@ func (a *attempt) appendUndo(b []byte, i int) []byte {
 	mode := "0"
 	switch {
 	case !r.c.quarantine:
+	case a.prior[i] != "":
+		mode = "4"
 	case a.mine[i]:
 		mode = "1"
 	default:
 		mode = "2"
 	}
-	b = appendArray(b, 7)
+	n := 7
+	if mode == "4" {
+		n = 9
+	}
+	b = appendArray(b, n)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, leanScript.sha)
 	b = appendBulk(b, "2")
 	b = appendBulk(b, a.key)
 	b = appendBulk(b, r.k.node)
 	b = appendBulk(b, a.value)
-	return appendBulk(b, mode)
+	b = appendBulk(b, mode)
+	if mode == "4" {
+		b = appendBulk(b, "")
+		b = appendBulk(b, a.prior[i])
+	}
+	return b
 }
 
 // refused returns the error that ends an attempt when too many nodes

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/lockbench/lockbench/locker"
 )
 
 // spread sets a key that a release handed to the attempt's Acquire on
@@ -18,12 +22,11 @@ import (
 // that never had it; with it, a handed key survives as many such nodes as
 // an ordinary grant.
 //
-// Each of those nodes that votes runs the acquire script for the key,
-// with the hand-off value and the Acquire's TTL, and without a waiter (no
-// queue is kept there): what an ordinary try asks of such a node, so the
-// restart quarantine's check, the grant's record and the judgement of a
-// record already there stay the script's. Unlike a try, it takes the key
-// where another value has it: the queue nodes, a majority, hold it for
+// Each of those nodes that votes is sent take's commands for the key,
+// with the hand-off value and the Acquire's TTL (no queue is kept there):
+// the restart quarantine's check and the grant's record, as a lean grant
+// has them, and a record already there left for a full grant to judge.
+// Unlike a try, it takes the key where another value has it: the queue nodes, a majority, hold it for
 // this Acquire, so no other value is a live grant's — it is the value of
 // a release still on its way there, or of a try that fails (the client
 // that released the key and asks for it again at once is usually first
@@ -50,7 +53,7 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 	clear(a.state)
 	clear(a.set)
 	clear(a.cause)
-	// The acquire script sets the try's value: the hand-off value here.
+	// take sets the try's value: the hand-off value here.
 	try := a.value
 	a.value = a.handoff
 	defer func() { a.value = try }()
@@ -89,10 +92,27 @@ func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 	a.take(ctx, func(i int) bool { return a.state[i] == held || a.state[i] == late })
 }
 
-// take runs the acquire script with a.value, taking the key whatever it
-// holds (see spread), on the nodes for which which(i) holds and that
-// vote, and records their outcomes; it waits for those that answer, for
-// a quarter of the node timeout at most.
+// take sets a.value, whatever the key holds (see spread), on the nodes
+// for which which(i) holds and that vote, and records their outcomes; it
+// waits for those that answer, for a quarter of the node timeout at most.
+//
+// It sends each node plain commands, as the lean grant does (see
+// lean.go), rather than the acquire script:
+//
+//	HGET state key; SET key value PX ttl GET; HSET state key '<expiry> <value>'; HGET state marker
+//
+// (without the restart quarantine, the SET alone), and decides from the
+// replies as the acquire script would have: the marker read after the
+// SET must admit the server process the connection found (else the node
+// gets back what was set, and is left out) and record a max TTL that
+// covers this client's; a record the HSET replaced must be ours, or that
+// of a value the key held (a release on its way, a try that fails: the
+// script overwrites it too). A record of another value where the key was
+// free is one the acquire script judges (an eviction?), and a max TTL to
+// raise is the script's work: such a node gets back what was set and the
+// record it had (release_lean), then runs the acquire script, in one
+// request. The take is best effort. It is used without fencing tokens and
+// WithWait only, so nothing else of the script is needed.
 func (a *attempt) take(ctx context.Context, which func(int) bool) {
 	r := a.r
 	now := time.Now()
@@ -108,26 +128,24 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 			c.skip = true
 			continue
 		}
-		a.state[i], a.set[i], a.cause[i] = notAsked, false, nil
+		a.state[i], a.set[i], a.cause[i], a.mine[i], a.prior[i] = notAsked, false, nil, false, ""
 		a.runs[i], a.slow[i] = run, !c.node.answering(now)
 		some, awaited = true, awaited || !a.slow[i]
 	}
 	if !some {
 		return
 	}
-	a.spreading = true
-	defer func() { a.spreading = false }()
 	a.rounds++
 	wait := r.timeout(a.o.TTL) / 4
 	if !awaited {
 		wait = 0 // sent, and not waited for
 	}
+	record := strconv.FormatInt(now.Add(a.o.TTL+recordPad).UnixMilli(), 10) + " "
 	exchange(context.WithoutCancel(ctx), a.calls, wait, 0, func(i int, c *call) {
-		c.run = a.runs[i]
-		c.buf = a.appendAcquire(c.buf, i, c.run, 0)
-		c.p.want = 1
+		c.run, c.once = a.runs[i], true
+		c.buf, c.p.want = a.appendTake(c.buf, record)
 	}, func(i int, c *call) bool {
-		a.record(i, c)
+		a.recordTake(i, c)
 		for i, s := range a.state {
 			if s == notAsked && !a.calls[i].skip && !a.slow[i] {
 				return false
@@ -142,9 +160,105 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 		case errors.Is(c.err, errNoReply):
 			a.set[i] = true // it may still set the key
 		default: // timed out: it may still set the key
-			a.record(i, c)
+			a.recordTake(i, c)
 		}
 	}
+	// A node whose marker fails gets back what was set; one with a record
+	// to judge or a max TTL to raise, that and the record it had, then
+	// the acquire script (the key was free there, or the marker is
+	// raised first), in one request.
+	var redo []bool
+	a.giveBackOn(ctx, func(i int) bool {
+		back := !a.calls[i].skip && a.state[i] == excluded && a.set[i]
+		if back && a.cause[i] == nil {
+			if redo == nil {
+				redo = make([]bool, len(a.calls))
+			}
+			redo[i] = true
+		}
+		return back && a.cause[i] != nil
+	})
+	if redo == nil {
+		return
+	}
+	for i := range a.calls {
+		a.calls[i].skip = !redo[i]
+	}
+	exchange(context.WithoutCancel(ctx), a.calls, wait, 0, func(i int, c *call) {
+		c.run = a.runs[i]
+		c.buf = a.appendUndo(c.buf, i)
+		c.buf = a.appendAcquire(c.buf, i, c.run, 0)
+		c.p.want = 2
+	}, func(i int, c *call) bool {
+		if c.err == nil {
+			c.rep = c.rep[1:] // the acquire script's
+		}
+		a.record(i, c)
+		return false
+	})
+}
+
+// appendTake appends take's commands to b, and returns how many replies
+// they have.
+func (a *attempt) appendTake(b []byte, record string) ([]byte, int) {
+	r := a.r
+	if !r.c.quarantine {
+		return appendCommand(b, "SET", a.key, a.value, "PX", strconv.FormatInt(a.o.TTL.Milliseconds(), 10)), 1
+	}
+	b = appendCommand(b, "HGET", r.k.node, a.key)
+	b = appendArray(b, 6)
+	b = appendBulk(b, "SET")
+	b = appendBulk(b, a.key)
+	b = appendBulk(b, a.value)
+	b = appendBulk(b, "PX")
+	b = appendBulkInt(b, a.o.TTL.Milliseconds())
+	b = appendBulk(b, "GET")
+	b = appendArray(b, 4)
+	b = appendBulk(b, "HSET")
+	b = appendBulk(b, r.k.node)
+	b = appendBulk(b, a.key)
+	b = appendBulkConcat(b, record, a.value)
+	return appendCommand(b, "HGET", r.k.node, r.k.marker), 4
+}
+
+// recordTake turns node i's replies to take's commands into its outcome:
+// granted, failed, or excluded where what was set is given back.
+func (a *attempt) recordTake(i int, c *call) {
+	r := a.r
+	a.set[i] = true // a request that timed out may still have set the key
+	if c.err != nil {
+		a.state[i], a.cause[i] = failed, c.nodeErr()
+		r.tel.nodeError(c.node.addr, errorKind(c.err))
+		return
+	}
+	for _, rep := range c.rep {
+		if err := rep.err(); err != nil {
+			err = explain(takeWhat, err)
+			a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
+			r.tel.nodeError(c.node.addr, errorKind(err))
+			return
+		}
+	}
+	if !r.c.quarantine {
+		a.state[i] = granted
+		return
+	}
+	a.mine[i] = true // the HSET wrote the key's record
+	prior, held := c.rep[0], c.rep[1].kind == '$'
+	judge := prior.kind == '$' && !held && !strings.HasSuffix(prior.s, " "+a.value)
+	admitted, covers := a.admits(i, c.rep[3])
+	if admitted && covers && !judge {
+		a.state[i] = granted
+		return
+	}
+	if !admitted {
+		c.node.suspect(time.Now())
+		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errLost}
+	}
+	if prior.kind == '$' && !strings.HasSuffix(prior.s, " "+a.value) {
+		a.prior[i] = prior.s // put back with the key's give-back
+	}
+	a.state[i] = excluded
 }
 
 // unspread gives back what spread set, when the lease it was for is not

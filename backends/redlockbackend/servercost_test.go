@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,14 +26,16 @@ import (
 // TestServerCostPerGrant measures our Redlock against redsync as a user's
 // program would: five redis-server processes of its own, the documented
 // constructor (redlock.New over one *redis.Client per node, default
-// options; redsync.New over go-redis pools, default options), one
-// goroutine doing Acquire + Release of one key, rounds of -compare each,
-// alternated between the two. Per round it logs the ops/s, and what the
-// servers spent per operation as they see it: their process CPU (from
-// /proc/PID/stat) and INFO commandstats (per command, the calls and µs
-// per call; a script's µs include the commands it calls, which are also
-// counted on their own). At the end, the ratios over the rounds after the
-// first, and the load average. Skipped unless asked:
+// options; redsync.New over go-redis pools, default options), and
+// workers doing Acquire + Release of one key, each with an instance and
+// clients of its own: one worker (uncontended), then 16 (a hot key).
+// Rounds of -compare each alternate between the two. Per round it logs
+// the ops/s, and what the servers spent per operation as they see it:
+// their process CPU (from /proc/PID/stat) and INFO commandstats (per
+// command, the calls and µs per call; a script's µs include the commands
+// it calls, which are also counted on their own). At the end, the ratios
+// over the rounds after the first, and the load average. Skipped unless
+// asked:
 //
 //	LOCKBENCH_TEST_DEADLINE_SCALE=10 go test -run ServerCostPerGrant -v \
 //	    ./backends/redlockbackend -args -compare=3s
@@ -39,7 +43,6 @@ func TestServerCostPerGrant(t *testing.T) {
 	if *compare <= 0 {
 		t.Skip("set -compare to the length of a round")
 	}
-	const rounds = 4
 	ctx := context.Background()
 	nodes, err := rediskind.StartServers(ctx, composetest.ForTest(t), compose.Spec{Nodes: 5}, rediskind.Options{})
 	if err != nil {
@@ -59,73 +62,120 @@ func TestServerCostPerGrant(t *testing.T) {
 			t.Fatalf("process_id: %v", err)
 		}
 	}
-
-	clients := make([]*redis.Client, len(addrs))
-	for i, a := range addrs {
-		clients[i] = redis.NewClient(&redis.Options{Addr: a})
-		t.Cleanup(func() { clients[i].Close() })
-	}
-	rl, err := redlock.New(clients)
+	boot := newClients(addrs)
+	rl, err := redlock.New(boot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rl.Close() })
-	if err := rl.Bootstrap(ctx, redlock.Force()); err != nil {
+	err = rl.Bootstrap(ctx, redlock.Force())
+	rl.Close()
+	closeClients(boot)
+	if err != nil {
 		t.Fatal(err)
 	}
-	pools := make([]rsredis.Pool, len(clients))
-	for i, c := range clients {
-		pools[i] = rsgoredis.NewPool(c)
+	for _, workers := range []int{1, 16} {
+		t.Run(fmt.Sprintf("%d workers, one key", workers), func(t *testing.T) {
+			serverCost(t, addrs, pids, workers)
+		})
 	}
-	rs := redsync.New(pools...)
+}
 
-	type contender struct {
-		name string
-		op   func(key string) error
-	}
-	contenders := []contender{
-		{"redlock", func(key string) error {
+// costOp is one worker's Acquire + Release of key.
+type costOp func(ctx context.Context, key string) error
+
+// costContender makes a worker's costOp, over clients of its own.
+type costContender struct {
+	name string
+	op   func(t *testing.T, addrs []string) costOp
+}
+
+var costContenders = []costContender{
+	{"redlock", func(t *testing.T, addrs []string) costOp {
+		clients := newClients(addrs)
+		t.Cleanup(func() { closeClients(clients) })
+		rl, err := redlock.New(clients)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rl.Close() })
+		return func(ctx context.Context, key string) error {
 			lease, err := rl.Acquire(ctx, key)
 			if err != nil {
 				return err
 			}
 			return lease.Release(ctx)
-		}},
-		{"redsync", func(key string) error {
+		}
+	}},
+	{"redsync", func(t *testing.T, addrs []string) costOp {
+		clients := newClients(addrs)
+		t.Cleanup(func() { closeClients(clients) })
+		pools := make([]rsredis.Pool, len(clients))
+		for i, c := range clients {
+			pools[i] = rsgoredis.NewPool(c)
+		}
+		rs := redsync.New(pools...)
+		return func(ctx context.Context, key string) error {
 			m := rs.NewMutex(key)
 			if err := m.LockContext(ctx); err != nil {
 				return err
 			}
 			_, err := m.UnlockContext(ctx)
 			return err
-		}},
+		}
+	}},
+}
+
+// serverCost runs TestServerCostPerGrant's rounds with workers workers.
+func serverCost(t *testing.T, addrs []string, pids []int, workers int) {
+	const rounds = 4
+	ctx := context.Background()
+	ops := make([][]costOp, len(costContenders))
+	for i, c := range costContenders {
+		for range workers {
+			ops[i] = append(ops[i], c.op(t, addrs))
+		}
 	}
 	type sums struct{ ops, secs, cpu, script float64 }
-	total := make([]sums, len(contenders))
+	total := make([]sums, len(costContenders))
 	for round := range rounds {
-		for k := range contenders {
-			i := (k + round) % len(contenders) // who goes first alternates too
-			c := contenders[i]
-			key := fmt.Sprintf("cost:%s:%d", c.name, time.Now().UnixNano())
+		for k := range costContenders {
+			i := (k + round) % len(costContenders) // who goes first alternates too
+			name := costContenders[i].name
+			key := fmt.Sprintf("cost:%s:%d", name, time.Now().UnixNano())
 			for range 20 { // warm up
-				if err := c.op(key); err != nil {
+				if err := ops[i][0](ctx, key); err != nil {
 					t.Fatal(err)
 				}
 			}
 			cpu0, stats0 := procCPU(t, pids), commandStats(t, addrs)
-			start, n := time.Now(), 0
-			for time.Since(start) < *compare {
-				if err := c.op(key); err != nil {
-					t.Fatal(err)
-				}
-				n++
+			start := time.Now()
+			var (
+				wg    sync.WaitGroup
+				count atomic.Int64
+				first atomic.Value
+			)
+			for _, op := range ops[i] {
+				wg.Go(func() {
+					for time.Since(start) < *compare {
+						if err := op(ctx, key); err != nil {
+							first.CompareAndSwap(nil, err)
+							return
+						}
+						count.Add(1)
+					}
+				})
 			}
+			wg.Wait()
+			if err := first.Load(); err != nil {
+				t.Fatal(err)
+			}
+			n := int(count.Load())
 			secs := time.Since(start).Seconds()
 			cpu1, stats1 := procCPU(t, pids), commandStats(t, addrs)
 			cpu := (cpu1 - cpu0) / float64(n) * 1e6
 			d := stats1.sub(stats0)
 			script := d["evalsha"][1] // redlock: the scripts, whose µs include the commands they call
-			if c.name == "redsync" {
+			if name == "redsync" {
 				script += d["set"][1] // redsync's SET NX PX is a command of its own
 			}
 			if round > 0 {
@@ -135,7 +185,7 @@ func TestServerCostPerGrant(t *testing.T) {
 				total[i].script += script
 			}
 			t.Logf("round %d: %-8s %6.0f ops/s; servers' CPU %6.1f µs/op (5 nodes); commandstats per op: %s",
-				round, c.name, float64(n)/secs, cpu, d.per(n))
+				round, name, float64(n)/secs, cpu, d.per(n))
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")

@@ -17,11 +17,7 @@
 -- ARGV[11] '1': queue the waiter even where it is granted (it has been
 -- refused before: it is contending),
 -- ARGV[12] the value a release that hands the key to this Acquire sets
--- ('handed:' and a random value of its own; '' when it does not queue),
--- ARGV[13] '1': take the key whatever value it has here — the key was
--- handed to the caller on its queue nodes, a majority, so any other value
--- here is no live grant's (a release on its way, a try that fails) and
--- the caller sets its hand-off value on the other nodes (see spread.go).
+-- ('handed:' and a random value of its own; '' when it does not queue).
 -- Returns -2 when the node does not admit this run (it lost its data,
 -- restarted or evicted keys: quarantine); when the key is held (or
 -- reserved or handed to another waiter), -10 - its remaining TTL in ms (-1 if it
@@ -113,9 +109,8 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   end
 else
   -- Held, or reserved or handed: to this waiter (claim it: it did not
-  -- learn of the hand-off from a majority), or another (queue up); or
-  -- spread over (ARGV[13]): taken.
-  if ARGV[13] ~= '1' and not ours(redis.call('GET', KEYS[1])) then
+  -- learn of the hand-off from a majority), or another (queue up).
+  if not ours(redis.call('GET', KEYS[1])) then
     if ARGV[8] ~= '' then
       queue()
     end
