@@ -314,20 +314,24 @@ func (r *Redlock) counterLife() time.Duration {
 	return max(10*r.c.maxTTL, 10*time.Second)
 }
 
+// nodeFailed records that node i failed the try with err: it could not
+// be reached, timed out, or answered an error.
+func (a *attempt) nodeFailed(i int, c *call, err error) {
+	a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
+	a.r.tel.nodeError(c.node.addr, errorKind(err))
+}
+
 // record turns node i's replies into its outcome.
 func (a *attempt) record(i int, c *call) {
 	r := a.r
 	a.set[i] = true // a request that timed out may still have set the key
 	if c.err != nil {
-		a.state[i], a.cause[i] = failed, c.nodeErr()
-		r.tel.nodeError(c.node.addr, errorKind(c.err))
+		a.nodeFailed(i, c, c.err)
 		return
 	}
 	rep := c.rep[0]
 	if err := rep.err(); err != nil {
-		err = explain("the acquire script", err)
-		a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
-		r.tel.nodeError(c.node.addr, errorKind(err))
+		a.nodeFailed(i, c, explain("the acquire script", err))
 		return
 	}
 	if rep.n != -2 {

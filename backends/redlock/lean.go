@@ -278,13 +278,9 @@ func (a *attempt) appendLean(b []byte, record string, floor int64) ([]byte, int)
 func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 	r := a.r
 	a.set[i] = true // a request that timed out may still have set the key
-	fail := func(err error) {
-		a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
-		r.tel.nodeError(c.node.addr, errorKind(err))
-	}
+	fail := func(err error) { a.nodeFailed(i, c, err) }
 	if c.err != nil {
-		a.state[i], a.cause[i] = failed, c.nodeErr()
-		r.tel.nodeError(c.node.addr, errorKind(c.err))
+		fail(c.err)
 		return
 	}
 	for _, rep := range c.rep {

@@ -224,22 +224,18 @@ func (a *attempt) appendTake(b []byte, record string) ([]byte, int) {
 // recordTake turns node i's replies to take's commands into its outcome:
 // granted, failed, or excluded where what was set is given back.
 func (a *attempt) recordTake(i int, c *call) {
-	r := a.r
 	a.set[i] = true // a request that timed out may still have set the key
 	if c.err != nil {
-		a.state[i], a.cause[i] = failed, c.nodeErr()
-		r.tel.nodeError(c.node.addr, errorKind(c.err))
+		a.nodeFailed(i, c, c.err)
 		return
 	}
 	for _, rep := range c.rep {
 		if err := rep.err(); err != nil {
-			err = explain(takeWhat, err)
-			a.state[i], a.cause[i] = failed, &locker.NodeError{Node: c.node.addr, Err: err}
-			r.tel.nodeError(c.node.addr, errorKind(err))
+			a.nodeFailed(i, c, explain(takeWhat, err))
 			return
 		}
 	}
-	if !r.c.quarantine {
+	if !a.r.c.quarantine {
 		a.state[i] = granted
 		return
 	}
