@@ -278,9 +278,8 @@ func (a *attempt) appendLean(b []byte, record string, floor int64) ([]byte, int)
 func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 	r := a.r
 	a.set[i] = true // a request that timed out may still have set the key
-	fail := func(err error) { a.nodeFailed(i, c, err) }
 	if c.err != nil {
-		fail(c.err)
+		a.nodeFailed(i, c, c.err)
 		return
 	}
 	for _, rep := range c.rep {
@@ -299,7 +298,7 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 				err = errors.Join(err, lerr)
 			}
 		}
-		fail(err)
+		a.nodeFailed(i, c, err)
 		return
 	}
 	if c.rep[0].kind != '+' { // SET NX found the key
@@ -310,7 +309,7 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 	if r.c.fencing {
 		last := c.rep[len(c.rep)-1]
 		if last.kind != ':' {
-			fail(errProtocolf("%s: the fencing counter answered %q", leanWhat, last.s))
+			a.nodeFailed(i, c, errProtocolf("%s: the fencing counter answered %q", leanWhat, last.s))
 			return
 		}
 		a.token[i] = last.n

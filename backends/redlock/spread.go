@@ -24,9 +24,10 @@ import (
 //
 // Each of those nodes that votes is sent take's commands for the key,
 // with the hand-off value and the Acquire's TTL (no queue is kept there):
-// the restart quarantine's check and the grant's record, as a lean grant
-// has them, and a record already there left for a full grant to judge.
-// Unlike a try, it takes the key where another value has it: the queue nodes, a majority, hold it for
+// the restart quarantine's check and the grant's record, as a grant has
+// them, and the acquire script's judgement of a record already there
+// (see take). Unlike a try, it takes the key where another value has it:
+// the queue nodes, a majority, hold it for
 // this Acquire, so no other value is a live grant's — it is the value of
 // a release still on its way there, or of a try that fails (the client
 // that released the key and asks for it again at once is usually first
@@ -101,7 +102,7 @@ func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 //
 //	HGET state key; SET key value PX ttl GET; HSET state key '<expiry> <value>'; HGET state marker
 //
-// (without the restart quarantine, the SET alone), and decides from the
+// (without the restart quarantine, the SET alone, whose GET is then unread), and decides from the
 // replies as the acquire script would have: the marker read after the
 // SET must admit the server process the connection found (else the node
 // gets back what was set, and is left out) and record a max TTL that
@@ -163,20 +164,21 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 			a.recordTake(i, c)
 		}
 	}
-	// A node whose marker fails gets back what was set; one with a record
-	// to judge or a max TTL to raise, that and the record it had, then
-	// the acquire script (the key was free there, or the marker is
-	// raised first), in one request.
+	// A node whose marker fails (a cause) gets back what was set; one with
+	// a record to judge or a max TTL to raise (none), that and the record
+	// it had, then the acquire script (the key was free there, or the
+	// marker is raised first), in one request.
 	var redo []bool
-	a.giveBackOn(ctx, func(i int) bool {
-		back := !a.calls[i].skip && a.state[i] == excluded && a.set[i]
-		if back && a.cause[i] == nil {
+	for i := range a.calls {
+		if !a.calls[i].skip && a.state[i] == excluded && a.set[i] && a.cause[i] == nil {
 			if redo == nil {
 				redo = make([]bool, len(a.calls))
 			}
 			redo[i] = true
 		}
-		return back && a.cause[i] != nil
+	}
+	a.giveBackOn(ctx, func(i int) bool {
+		return !a.calls[i].skip && a.state[i] == excluded && a.set[i] && a.cause[i] != nil
 	})
 	if redo == nil {
 		return
@@ -202,10 +204,9 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 // they have.
 func (a *attempt) appendTake(b []byte, record string) ([]byte, int) {
 	r := a.r
-	if !r.c.quarantine {
-		return appendCommand(b, "SET", a.key, a.value, "PX", strconv.FormatInt(a.o.TTL.Milliseconds(), 10)), 1
+	if r.c.quarantine {
+		b = appendCommand(b, "HGET", r.k.node, a.key)
 	}
-	b = appendCommand(b, "HGET", r.k.node, a.key)
 	b = appendArray(b, 6)
 	b = appendBulk(b, "SET")
 	b = appendBulk(b, a.key)
@@ -213,6 +214,9 @@ func (a *attempt) appendTake(b []byte, record string) ([]byte, int) {
 	b = appendBulk(b, "PX")
 	b = appendBulkInt(b, a.o.TTL.Milliseconds())
 	b = appendBulk(b, "GET")
+	if !r.c.quarantine {
+		return b, 1
+	}
 	b = appendArray(b, 4)
 	b = appendBulk(b, "HSET")
 	b = appendBulk(b, r.k.node)
@@ -240,10 +244,11 @@ func (a *attempt) recordTake(i int, c *call) {
 		return
 	}
 	a.mine[i] = true // the HSET wrote the key's record
+	// A record of another value: the key's (held) or one to judge.
 	prior, held := c.rep[0], c.rep[1].kind == '$'
-	judge := prior.kind == '$' && !held && !strings.HasSuffix(prior.s, " "+a.value)
+	foreign := prior.kind == '$' && !strings.HasSuffix(prior.s, " "+a.value)
 	admitted, covers := a.admits(i, c.rep[3])
-	if admitted && covers && !judge {
+	if admitted && covers && !(foreign && !held) {
 		a.state[i] = granted
 		return
 	}
@@ -251,7 +256,7 @@ func (a *attempt) recordTake(i int, c *call) {
 		c.node.suspect(time.Now())
 		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errLost}
 	}
-	if prior.kind == '$' && !strings.HasSuffix(prior.s, " "+a.value) {
+	if foreign {
 		a.prior[i] = prior.s // put back with the key's give-back
 	}
 	a.state[i] = excluded
