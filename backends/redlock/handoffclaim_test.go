@@ -31,7 +31,9 @@ import (
 // same holds: the other nodes pause their clients' writes for a moment
 // (CLIENT PAUSE) as the try is sent, so that it reads the stray values
 // before its quorum (a lean grant does not wait for the answers that come
-// after it).
+// after it). With fencing tokens, the same, and the next grant's token
+// must be above the first's: the nodes where the key was taken hold no
+// token of it.
 func TestClaimedKeyOnEveryNode(t *testing.T) {
 	if *quorumFirst {
 		t.Skip("WithQuorumFirst sets a key on a quorum of the nodes only, claimed or not")
@@ -43,17 +45,20 @@ func TestClaimedKeyOnEveryNode(t *testing.T) {
 		// stray and brief pick the nodes of each value from the key's
 		// queue nodes (three) followed by the others (two).
 		stray, brief []int
+		fenced       bool // with fencing tokens
 	}{
 		{name: "on both other nodes", key: "claim:others", stray: []int{3, 4}, brief: []int{0}},
 		{name: "on one other node", key: "claim:other", stray: []int{3}, brief: []int{0, 1}},
 		{name: "on a queue node and another", key: "claim:mixed", stray: []int{2, 3}, brief: []int{0}},
 		{name: "lean, on both other nodes", key: "lean:others", stray: []int{3, 4}},
 		{name: "lean, on a queue node and another", key: "lean:mixed", stray: []int{0, 4}},
+		{name: "fenced, on both other nodes", key: "fenced:others", stray: []int{3, 4}, brief: []int{0}, fenced: true},
+		{name: "fenced lean, on a queue node and another", key: "fencedlean:mixed", stray: []int{0, 4}, fenced: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes, addrs := fresh(t, 5, redisOptions{})
 			// A node timeout above the pause below.
-			w := newRedlock(t, addrs, redlock.WithNodeTimeout(time.Second))
+			w := newRedlock(t, addrs, redlock.WithNodeTimeout(time.Second), redlock.WithFencing(tc.fenced))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			// A first grant raises the max TTL recorded on the nodes to
@@ -129,6 +134,21 @@ func TestClaimedKeyOnEveryNode(t *testing.T) {
 				if k, err := direct(t, n).Exists(ctx, tc.key).Result(); err != nil || k != 0 {
 					t.Errorf("%s still has the key after the release (%d, %v)", n.Name, k, err)
 				}
+			}
+			if !tc.fenced {
+				return
+			}
+			// The nodes where the key was taken hold no token of the
+			// grant's: the next grant's must still be above it.
+			next, err := w.Acquire(ctx, tc.key, locker.WithTTL(ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer next.Release(ctx)
+			a, okA := lease.Token()
+			b, okB := next.Token()
+			if !okA || !okB || b <= a {
+				t.Errorf("tokens %d (%v) then %d (%v): not increasing", a, okA, b, okB)
 			}
 		})
 	}

@@ -69,7 +69,7 @@ import (
 //
 // A try that a quorum granted while other nodes hold another value (the
 // key handed or reserved to waiters there, or a try that fails) keeps its
-// grant and, in an Acquire without fencing tokens, takes the key on those
+// grant and, in an Acquire, takes the key on those
 // nodes, awaiting first the answers its round did not wait for (see
 // takeHeld) — when an answer read (one that came after the round's last
 // included) says so: an uncontended grant waits for no more answers than a

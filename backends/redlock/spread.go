@@ -76,12 +76,13 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 // and not from the nodes that were not answering: a value found there
 // is taken too, and so is the key on a node whose answer does not come
 // (it may have found another value). recordReply records a node's
-// answer to the try (record, or recordLean for a lean try). Not with
-// fencing tokens (the nodes' counters would need the token's
-// write-back), WithWait or WithQuorumFirst.
+// answer to the try (record, or recordLean for a lean try). With fencing
+// tokens too: take leaves the nodes' counters alone, and the grant's token
+// is still the quorum's that granted it (see fence), which the next
+// grant's majority meets. Not with WithWait or WithQuorumFirst.
 func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 	r := a.r
-	if !a.queue || r.c.fencing || r.c.waitReplicas > 0 || r.c.quorumFirst {
+	if !a.queue || r.c.waitReplicas > 0 || r.c.quorumFirst {
 		return
 	}
 	if a.count(late) > 0 {
@@ -112,8 +113,10 @@ func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 // free is one the acquire script judges (an eviction?), and a max TTL to
 // raise is the script's work: such a node gets back what was set and the
 // record it had (release_lean), then runs the acquire script, in one
-// request. The take is best effort. It is used without fencing tokens and
-// WithWait only, so nothing else of the script is needed.
+// request. The take is best effort. It is used without WithWait only, and
+// sets no fencing token (the node's counter is left as it is: a taken
+// node holds no token for fence to count), so nothing else of the script
+// is needed.
 func (a *attempt) take(ctx context.Context, which func(int) bool) {
 	r := a.r
 	now := time.Now()
@@ -129,7 +132,7 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 			c.skip = true
 			continue
 		}
-		a.state[i], a.set[i], a.cause[i], a.mine[i], a.prior[i] = notAsked, false, nil, false, ""
+		a.state[i], a.set[i], a.cause[i], a.mine[i], a.prior[i], a.token[i] = notAsked, false, nil, false, "", 0
 		a.runs[i], a.slow[i] = run, !c.node.answering(now)
 		some, awaited = true, awaited || !a.slow[i]
 	}
