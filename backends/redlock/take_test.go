@@ -20,13 +20,24 @@ import (
 // there, as it would for any grant. With no eviction since the node's
 // admission, the node holds the handed value and a record naming it; with
 // evictions (the marker's count made to differ from the node's), the
-// node leaves the quorum (its marker goes) and holds no key.
+// node leaves the quorum (its marker goes) and holds no key. With a
+// marker whose max TTL is below the client's instead, the acquire script
+// must raise it there, and the node holds the handed value.
 func TestTakeJudgesARecord(t *testing.T) {
 	if *quorumFirst {
 		t.Skip("WithQuorumFirst spreads no hand-off")
 	}
-	for _, evicted := range []bool{false, true} {
-		t.Run("evicted="+strconv.FormatBool(evicted), func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		record  bool // a record of another value where the key is gone
+		evicted bool // the marker's eviction count differs from the node's
+		low     bool // the marker's max TTL is 1 ms
+	}{
+		{name: "evicted=false", record: true},
+		{name: "evicted=true", record: true, evicted: true},
+		{name: "max TTL below the client's", low: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			nodes, a := fresh(t, 5, redisOptions{})
 			h, w := newRedlock(t, a), newRedlock(t, a)
 			const key = "judged"
@@ -42,25 +53,35 @@ func TestTakeJudgesARecord(t *testing.T) {
 			}
 			x := direct(t, other)
 			state, marker := redlock.DefaultKeyPrefix+"node", redlock.DefaultKeyPrefix
+			var maxTTL int64
 			lease, _ := handedLease(t, h, w, nodes, key, 5*time.Second, func() {
-				// The key gone there, its record naming another value
-				// for a minute more: the release leaves that record.
-				expiry := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)
-				if err := x.Del(ctx, key).Err(); err != nil {
-					t.Fatal(err)
-				}
-				if err := x.HSet(ctx, state, key, expiry+" other").Err(); err != nil {
-					t.Fatal(err)
-				}
-				if !evicted {
-					return
-				}
 				m, err := x.HGet(ctx, state, marker).Result()
 				f := strings.Fields(m)
 				if err != nil || len(f) != 3 {
 					t.Fatalf("%s: marker %q (%v)", other.Name, m, err)
 				}
-				if err := x.HSet(ctx, state, marker, f[0]+" "+f[1]+" 999999").Err(); err != nil {
+				maxTTL, _ = strconv.ParseInt(f[1], 10, 64)
+				if tc.record {
+					// The key gone there, its record naming another
+					// value for a minute more: the release leaves that
+					// record.
+					expiry := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)
+					if err := x.Del(ctx, key).Err(); err != nil {
+						t.Fatal(err)
+					}
+					if err := x.HSet(ctx, state, key, expiry+" other").Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				switch {
+				case tc.evicted:
+					f[2] = "999999"
+				case tc.low:
+					f[1] = "1"
+				default:
+					return
+				}
+				if err := x.HSet(ctx, state, marker, strings.Join(f, " ")).Err(); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -68,12 +89,18 @@ func TestTakeJudgesARecord(t *testing.T) {
 			v, _ := x.Get(ctx, key).Result()
 			rec, _ := x.HGet(ctx, state, key).Result()
 			m, _ := x.HGet(ctx, state, marker).Result()
-			if evicted {
+			switch {
+			case tc.evicted:
 				if v != "" || m != "" {
 					t.Errorf("%s, which evicted keys, holds %q with marker %q: want no key and no marker (quarantine)", other.Name, v, m)
 				}
-			} else if v != handed || !strings.HasSuffix(rec, " "+handed) {
+			case v != handed || !strings.HasSuffix(rec, " "+handed):
 				t.Errorf("%s holds %q with record %q: want the handed value %q and its record", other.Name, v, rec, handed)
+			case tc.low:
+				f := strings.Fields(m)
+				if len(f) != 3 || f[1] != strconv.FormatInt(maxTTL, 10) {
+					t.Errorf("%s: marker %q after the take, want its max TTL raised back to %d", other.Name, m, maxTTL)
+				}
 			}
 			if err := lease.Release(ctx); err != nil {
 				t.Fatal(err)
