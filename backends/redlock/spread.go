@@ -113,10 +113,11 @@ func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 // free is one the acquire script judges (an eviction?), and a max TTL to
 // raise is the script's work: such a node gets back what was set and the
 // record it had (release_lean), then runs the acquire script, in one
-// request. The take is best effort. It is used without WithWait only, and
-// sets no fencing token (the node's counter is left as it is: a taken
-// node holds no token for fence to count), so nothing else of the script
-// is needed.
+// request. The take is best effort. It is used without WithWait only.
+// Its plain commands set no fencing token (the node's counter is left as
+// it is, and the node holds no token for fence to count); a node sent to
+// the acquire script gets one, which fence counts as any granting node's.
+// So nothing else of the script is needed.
 func (a *attempt) take(ctx context.Context, which func(int) bool) {
 	r := a.r
 	now := time.Now()
