@@ -321,6 +321,14 @@ func (a *attempt) nodeFailed(i int, c *call, err error) {
 	a.r.tel.nodeError(c.node.addr, errorKind(err))
 }
 
+// nodeLost records that node i's marker does not admit the server
+// process the client found there (it lost its data, restarted or evicted
+// keys): the node is suspected and left out of the try.
+func (a *attempt) nodeLost(i int, c *call) {
+	c.node.suspect(time.Now())
+	a.state[i], a.cause[i] = excluded, &locker.NodeError{Node: c.node.addr, Err: errLost}
+}
+
 // record turns node i's replies into its outcome.
 func (a *attempt) record(i int, c *call) {
 	r := a.r
@@ -339,9 +347,8 @@ func (a *attempt) record(i int, c *call) {
 	}
 	switch {
 	case rep.n == -2:
-		c.node.suspect(time.Now())
-		a.state[i], a.set[i] = excluded, false // the script sets nothing then
-		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errLost}
+		a.nodeLost(i, c)
+		a.set[i] = false // the script sets nothing then
 		return
 	case rep.n == -1 || rep.n <= -10:
 		a.state[i], a.set[i] = held, false

@@ -320,9 +320,7 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 	}
 	admitted, covers := a.admits(i, c.rep[2])
 	if !admitted {
-		c.node.suspect(time.Now())
-		a.state[i] = excluded // what it set is given back
-		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errLost}
+		a.nodeLost(i, c) // what it set is given back
 		return
 	}
 	a.state[i] = granted

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lockbench/lockbench/locker"
 )
 
 // spread sets a key that a release handed to the attempt's Acquire on
@@ -257,8 +255,7 @@ func (a *attempt) recordTake(i int, c *call) {
 		return
 	}
 	if !admitted {
-		c.node.suspect(time.Now())
-		a.cause[i] = &locker.NodeError{Node: c.node.addr, Err: errLost}
+		a.nodeLost(i, c)
 	}
 	if foreign {
 		a.prior[i] = prior.s // put back with the key's give-back
