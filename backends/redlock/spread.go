@@ -170,18 +170,17 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 	// a record to judge or a max TTL to raise (none), that and the record
 	// it had, then the acquire script (the key was free there, or the
 	// marker is raised first), in one request.
+	back := func(i int) bool { return !a.calls[i].skip && a.state[i] == excluded && a.set[i] }
 	var redo []bool
 	for i := range a.calls {
-		if !a.calls[i].skip && a.state[i] == excluded && a.set[i] && a.cause[i] == nil {
+		if back(i) && a.cause[i] == nil {
 			if redo == nil {
 				redo = make([]bool, len(a.calls))
 			}
 			redo[i] = true
 		}
 	}
-	a.giveBackOn(ctx, func(i int) bool {
-		return !a.calls[i].skip && a.state[i] == excluded && a.set[i] && a.cause[i] != nil
-	})
+	a.giveBackOn(ctx, func(i int) bool { return back(i) && a.cause[i] != nil })
 	if redo == nil {
 		return
 	}
