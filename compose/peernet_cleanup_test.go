@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -257,20 +256,17 @@ func TestPeerNetworkUnprivileged(t *testing.T) {
 	}
 }
 
-// copyExecutable copies the file at from to a new executable at to.
+// copyExecutable makes the file at from an executable at to: a hard link,
+// or where from is on another filesystem a copy made by cp. Neither leaves
+// this process a descriptor open for writing to, which a parallel test's
+// fork could inherit until its exec, making the exec of to fail with
+// "text file busy" (golang.org/issue/22315).
 func copyExecutable(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
+	if err := os.Link(from, to); err == nil {
+		return nil
 	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
-	if err != nil {
-		return err
+	if out, err := exec.Command("cp", from, to).CombinedOutput(); err != nil {
+		return fmt.Errorf("cp %s %s: %w: %s", from, to, err, out)
 	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
+	return nil
 }
