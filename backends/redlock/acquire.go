@@ -216,7 +216,7 @@ func (a *attempt) ask(ctx context.Context, which func(int) bool) {
 	a.rounds++
 	exchange(ctx, a.calls, r.timeout(a.o.TTL), r.quorum, func(i int, c *call) {
 		c.run = a.runs[i]
-		c.buf = a.appendAcquire(c.buf, i, c.run, floor)
+		c.buf = a.appendAcquire(c.buf, i, c.run, floor, false)
 		c.p.want = 1
 		if r.c.waitReplicas > 0 {
 			c.p.want++
@@ -262,10 +262,11 @@ func (a *attempt) decided() bool {
 }
 
 // appendAcquire appends the acquire script's EVALSHA for this try, for a
-// node whose server process is run (and WAIT when asked for), to b.
-func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte {
+// node whose server process is run (and WAIT when asked for), to b; with
+// take, the script takes the key whatever value holds it (see spread).
+func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64, take bool) []byte {
 	r := a.r
-	b = appendArray(b, 21)
+	b = appendArray(b, 22)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, acquireScript.sha)
 	b = appendBulk(b, "6")
@@ -292,6 +293,7 @@ func (a *attempt) appendAcquire(b []byte, i int, run string, floor int64) []byte
 	b = appendBulkInt(b, waitLease.Milliseconds())
 	b = appendBulk(b, flag(a.tries > 1))
 	b = appendBulk(b, a.handoff)
+	b = appendBulk(b, flag(take))
 	if r.c.waitReplicas > 0 {
 		b = a.appendWait(b)
 	}

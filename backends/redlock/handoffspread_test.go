@@ -4,11 +4,10 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/backends/redlock"
 	"github.com/lockbench/lockbench/locker"
@@ -20,22 +19,19 @@ import (
 // key with the nodes that never had it.
 
 // handedLease makes w wait for key while another Redlock holds it, then
-// releases that hold, and returns w's lease and the key's value on each
-// of nodes right after the grant. It tries up to five times for a grant that is a hand-off (the
-// value starts with "handed:" on a queue node): a waiter that does not
-// learn of the hand-off from every queue node in time claims the key with
-// a try instead, which sets it everywhere anyway and tests nothing.
-// prepare, if any, runs while w waits, before the release.
+// releases that hold, and returns w's lease and the value handed to it.
+// It tries up to five times for a grant that is a hand-off (the value
+// starts with "handed:" on a queue node): a waiter that does not learn of
+// the hand-off from every queue node in time claims the key with a try
+// instead, which sets it everywhere anyway and tests nothing. prepare, if
+// any, runs while w waits, before the release. The spread to the other
+// nodes is sent, not waited for: a test awaits what it expects there.
 func handedLease(t *testing.T, h, w *redlock.Redlock, nodes []*server, key string, ttl time.Duration,
 	prepare ...func(),
-) (locker.Lease, []string) {
+) (locker.Lease, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raw := make([]*redis.Client, len(nodes))
-	for i, n := range nodes {
-		raw[i] = direct(t, n)
-	}
 	queue := queueNodes(nodes, key)
 	for range 5 {
 		held, err := h.Acquire(ctx, key, locker.WithTTL(time.Minute))
@@ -70,13 +66,9 @@ func handedLease(t *testing.T, h, w *redlock.Redlock, nodes []*server, key strin
 		if lease == nil {
 			t.FailNow()
 		}
-		values := make([]string, len(raw))
-		for i, c := range raw {
-			values[i], _ = c.Get(ctx, key).Result()
-		}
 		first, _ := direct(t, queue[0]).Get(ctx, key).Result()
 		if strings.HasPrefix(first, "handed:") {
-			return lease, values
+			return lease, first
 		}
 		t.Logf("claimed by a try, not handed over (%q): again", first)
 		if err := lease.Release(ctx); err != nil {
@@ -84,7 +76,7 @@ func handedLease(t *testing.T, h, w *redlock.Redlock, nodes []*server, key strin
 		}
 	}
 	t.Fatal("no hand-off in five releases to a waiting client")
-	return nil, nil
+	return nil, ""
 }
 
 // TestHandedKeyOnEveryNode: after a hand-off the key holds the waiter's
@@ -97,19 +89,10 @@ func TestHandedKeyOnEveryNode(t *testing.T) {
 	nodes, a := fresh(t, 5, redisOptions{})
 	h, w := newRedlock(t, a), newRedlock(t, a)
 	const key = "spread"
-	lease, values := handedLease(t, h, w, nodes, key, 5*time.Second)
+	lease, handed := handedLease(t, h, w, nodes, key, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	handed, _ := direct(t, queueNodes(nodes, key)[0]).Get(ctx, key).Result()
-	for i, v := range values {
-		if v != handed {
-			t.Errorf("%s holds %q, want the handed value %q on every node", nodes[i].Name, v, handed)
-		}
-		rec, err := direct(t, nodes[i]).HGet(ctx, redlock.DefaultKeyPrefix+"node", key).Result()
-		if err != nil || !strings.HasSuffix(rec, " "+v) {
-			t.Errorf("%s: the grant's record is %q (%v), want one naming %q", nodes[i].Name, rec, err, v)
-		}
-	}
+	awaitHeld(ctx, t, nodes, key, handed)
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -133,12 +116,42 @@ func TestHandedKeySurvivesAQueueNodeForgetting(t *testing.T) {
 	nodes, a := fresh(t, 5, redisOptions{})
 	h, w, n := newRedlock(t, a), newRedlock(t, a), newRedlock(t, a)
 	const key = "forget"
-	lease, _ := handedLease(t, h, w, nodes, key, ttl)
+	lease, handed := handedLease(t, h, w, nodes, key, ttl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	defer lease.Release(ctx)
+	awaitHeld(ctx, t, nodes, key, handed)
 	if err := direct(t, queueNodes(nodes, key)[1]).Del(ctx, key).Err(); err != nil {
 		t.Fatal(err)
 	}
 	notGrantedWhileValid(t, n, key, lease, ttl)
+}
+
+// awaitHeld waits until every node holds key with value v and the
+// grant's record naming it, and fails t with what a node holds if that
+// does not come within 10 s.
+func awaitHeld(ctx context.Context, t *testing.T, nodes []*server, key, v string) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		last = ""
+		for _, n := range nodes {
+			got, _ := direct(t, n).Get(ctx, key).Result()
+			rec, err := direct(t, n).HGet(ctx, redlock.DefaultKeyPrefix+"node", key).Result()
+			if got != v || err != nil || !strings.HasSuffix(rec, " "+v) {
+				last = fmt.Sprintf("%s holds %q with the record %q (%v)", n.Name, got, rec, err)
+				break
+			}
+		}
+		if last == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s, want the value %q and a record naming it on every node", last, v)
+		}
+		<-tick.C
+	}
 }

@@ -12,33 +12,33 @@ import (
 // spread sets a key that a release handed to the attempt's Acquire on
 // the nodes other than its queue nodes, as a grant of the attempt's try
 // would have, and returns the nodes that may hold the key for the lease:
-// the queue nodes that handed it over (told), and the others on which the
-// spread may have set it. Without it a handed key lives on the queue
-// nodes only, a bare majority, and one of them that forgets it (its clock
-// jumps forward, it restarts with the restart quarantine off, an eviction
+// the queue nodes that handed it over (told), and the others the spread
+// was sent to. Without it a handed key lives on the queue nodes only, a
+// bare majority, and one of them that forgets it (its clock jumps
+// forward, it restarts with the restart quarantine off, an eviction
 // nothing detects) lets a newcomer assemble a majority with the nodes
 // that never had it; with it, a handed key survives as many such nodes as
 // an ordinary grant.
 //
-// Each of those nodes that votes is sent take's commands for the key,
-// with the hand-off value and the Acquire's TTL (no queue is kept there):
-// the restart quarantine's check and the grant's record, as a grant has
-// them, and the acquire script's judgement of a record already there
-// (see take). Unlike a try, it takes the key where another value has it:
-// the queue nodes, a majority, hold it for
-// this Acquire, so no other value is a live grant's — it is the value of
-// a release still on its way there, or of a try that fails (the client
-// that released the key and asks for it again at once is usually first
-// on the nodes the release freed, and would keep the spread out). The
-// spread is best effort: a node that fails it never makes the grant fail. It
-// is sent before the lease exists and waited for, for a quarter of the
-// node timeout at most and not for the nodes that are not answering: one
-// round trip more for the hand-off, and a node that is down or hung
-// costs nothing. A spread still on its way when the lease begins is as
-// safe as an ordinary grant's late nodes: a newcomer needs a majority,
-// hence a queue node, and those refuse it while the key is handed unless
-// one forgets the key in that round trip; the release that frees the key
-// follows the spread on the same connection.
+// Each of those nodes that votes is sent the acquire script, with the
+// hand-off value and the Acquire's TTL, told to take the key (no queue is
+// kept there): the restart quarantine's check, the judgement of a record
+// already there and the grant's record, as for any grant. Unlike a try,
+// it takes the key where another value has it: the queue nodes, a
+// majority, hold it for this Acquire, so no other value is a live
+// grant's — it is the value of a release still on its way there, or of a
+// try that fails (the client that released the key and asks for it again
+// at once is usually first on the nodes the release freed, and would keep
+// the spread out).
+//
+// The spread is sent, not waited for: the node judges on its own what a
+// client would have judged from its answer, so the answer changes nothing
+// (a node that refuses does not vote, and holds nothing). A spread still
+// on its way when the lease begins is as safe as an ordinary grant's late
+// nodes: a newcomer needs a majority, hence a queue node, and those refuse
+// it while the key is handed unless one forgets the key in that round
+// trip, which a key handed a moment ago with a whole TTL is far from; the
+// release that frees the key follows the spread on the same connection.
 //
 // Not with WithQuorumFirst, whose grants set the key on a quorum only
 // either; with fencing tokens or WithWait there is no hand-off to spread
@@ -49,17 +49,33 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 	if r.c.quorumFirst {
 		return on
 	}
-	clear(a.state)
-	clear(a.set)
-	clear(a.cause)
-	// take sets the try's value: the hand-off value here.
+	now := time.Now()
+	some := false
+	for i := range a.calls {
+		c := &a.calls[i]
+		c.skip, c.extra, c.slow = told[i] || r.queues(a.home, i), 0, false
+		if c.skip {
+			continue
+		}
+		run, ok, _ := c.node.votes(now)
+		if !ok {
+			c.skip = true
+			continue
+		}
+		a.runs[i], on[i], some = run, true, true
+	}
+	if !some {
+		return on
+	}
+	a.rounds++
+	// The script sets the try's value: the hand-off value here.
 	try := a.value
 	a.value = a.handoff
 	defer func() { a.value = try }()
-	a.take(ctx, func(i int) bool { return !told[i] && !r.queues(a.home, i) })
-	for i, set := range a.set {
-		on[i] = on[i] || set
-	}
+	exchange(context.WithoutCancel(ctx), a.calls, 0, 0, func(i int, c *call) {
+		c.run = a.runs[i]
+		c.buf, c.p.want = a.appendAcquire(c.buf, i, c.run, 0, true), 1
+	}, func(int, *call) bool { return true })
 	return on
 }
 
@@ -190,7 +206,7 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 	exchange(context.WithoutCancel(ctx), a.calls, wait, 0, func(i int, c *call) {
 		c.run = a.runs[i]
 		c.buf = a.appendUndo(c.buf, i)
-		c.buf = a.appendAcquire(c.buf, i, c.run, 0)
+		c.buf = a.appendAcquire(c.buf, i, c.run, 0, false)
 		c.p.want = 2
 	}, func(i int, c *call) bool {
 		if c.err == nil {

@@ -17,7 +17,9 @@
 -- ARGV[11] '1': queue the waiter even where it is granted (it has been
 -- refused before: it is contending),
 -- ARGV[12] the value a release that hands the key to this Acquire sets
--- ('handed:' and a random value of its own; '' when it does not queue).
+-- ('handed:' and a random value of its own; '' when it does not queue),
+-- ARGV[13] '1': take the key whatever value holds it (a key handed to
+-- this Acquire by a majority: see spread.go), '0' not.
 -- Returns -2 when the node does not admit this run (it lost its data,
 -- restarted or evicted keys: quarantine); when the key is held (or
 -- reserved or handed to another waiter), -10 - its remaining TTL in ms (-1 if it
@@ -82,10 +84,10 @@ local function queue()
   redis.call('PEXPIRE', KEYS[5], ARGV[10])
   redis.call('PEXPIRE', KEYS[6], ARGV[10])
 end
--- Whether the key, held with value cur, was reserved for this waiter or
--- handed to its Acquire.
+-- Whether the key, held with value cur, is this Acquire's to take:
+-- reserved for this waiter, handed to its Acquire, or taken.
 local function ours(cur)
-  return ARGV[8] ~= '' and (cur == 'reserved:' .. ARGV[8] or cur == ARGV[12])
+  return ARGV[13] == '1' or ARGV[8] ~= '' and (cur == 'reserved:' .. ARGV[8] or cur == ARGV[12])
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if evicted then

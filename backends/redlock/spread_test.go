@@ -13,17 +13,18 @@ import (
 	"github.com/lockbench/lockbench/backends/redlock"
 )
 
-// TestTakeJudgesARecord: after a hand-off, the waiter sets the key on the
-// nodes other than its queue nodes with plain commands (take). On one of
-// them the key is gone while a record of another value says it should be
-// there, as after an eviction: the acquire script must judge that record
-// there, as it would for any grant. With no eviction since the node's
-// admission, the node holds the handed value and a record naming it; with
-// evictions (the marker's count made to differ from the node's), the
-// node leaves the quorum (its marker goes) and holds no key. With a
-// marker whose max TTL is below the client's instead, the acquire script
-// must raise it there, and the node holds the handed value.
-func TestTakeJudgesARecord(t *testing.T) {
+// TestSpreadJudgesARecord: after a hand-off, the waiter sets the key on
+// the nodes other than its queue nodes (spread), with the acquire script
+// told to take the key. On one of them the key is gone while a record of
+// another value says it should be there, as after an eviction: the script
+// must judge that record there, as for any grant. With no eviction since
+// the node's admission, the node holds the handed value and a record
+// naming it; with evictions (the marker's count made to differ from the
+// node's), the node leaves the quorum (its marker goes) and holds no key.
+// With a marker whose max TTL is below the client's instead, the script
+// must raise it there, and the node holds the handed value. Where another
+// value holds the key, the spread takes it: the node holds the handed value.
+func TestSpreadJudgesARecord(t *testing.T) {
 	if *quorumFirst {
 		t.Skip("WithQuorumFirst spreads no hand-off")
 	}
@@ -32,10 +33,12 @@ func TestTakeJudgesARecord(t *testing.T) {
 		record  bool // a record of another value where the key is gone
 		evicted bool // the marker's eviction count differs from the node's
 		low     bool // the marker's max TTL is 1 ms
+		stray   bool // another value holds the key there
 	}{
 		{name: "evicted=false", record: true},
 		{name: "evicted=true", record: true, evicted: true},
 		{name: "max TTL below the client's", low: true},
+		{name: "another value there", stray: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes, a := fresh(t, 5, redisOptions{})
@@ -54,7 +57,9 @@ func TestTakeJudgesARecord(t *testing.T) {
 			x := direct(t, other)
 			state, marker := redlock.DefaultKeyPrefix+"node", redlock.DefaultKeyPrefix
 			var maxTTL int64
-			lease, _ := handedLease(t, h, w, nodes, key, 5*time.Second, func() {
+			tick := time.NewTicker(2 * time.Millisecond)
+			defer tick.Stop()
+			lease, handed := handedLease(t, h, w, nodes, key, 5*time.Second, func() {
 				m, err := x.HGet(ctx, state, marker).Result()
 				f := strings.Fields(m)
 				if err != nil || len(f) != 3 {
@@ -73,6 +78,13 @@ func TestTakeJudgesARecord(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				if tc.stray {
+					// As a try that fails would leave it, or a release
+					// still on its way: the release does not free it.
+					if err := x.Set(ctx, key, "stray", time.Minute).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
 				switch {
 				case tc.evicted:
 					f[2] = "999999"
@@ -85,22 +97,36 @@ func TestTakeJudgesARecord(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
-			handed, _ := direct(t, queue[0]).Get(ctx, key).Result()
-			v, _ := x.Get(ctx, key).Result()
-			rec, _ := x.HGet(ctx, state, key).Result()
-			m, _ := x.HGet(ctx, state, marker).Result()
-			switch {
-			case tc.evicted:
-				if v != "" || m != "" {
-					t.Errorf("%s, which evicted keys, holds %q with marker %q: want no key and no marker (quarantine)", other.Name, v, m)
+			// The spread is sent, not waited for: await the state the
+			// node's judgement leaves, and name what it left instead.
+			var v, rec, m string
+			judged := func() bool {
+				v, _ = x.Get(ctx, key).Result()
+				rec, _ = x.HGet(ctx, state, key).Result()
+				m, _ = x.HGet(ctx, state, marker).Result()
+				switch {
+				case tc.evicted:
+					return v == "" && m == ""
+				case v != handed || !strings.HasSuffix(rec, " "+handed):
+					return false
+				case tc.low:
+					f := strings.Fields(m)
+					return len(f) == 3 && f[1] == strconv.FormatInt(maxTTL, 10)
 				}
+				return true
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for !judged() && time.Now().Before(deadline) {
+				<-tick.C
+			}
+			switch {
+			case judged():
+			case tc.evicted:
+				t.Errorf("%s, which evicted keys, holds %q with marker %q: want no key and no marker (quarantine)", other.Name, v, m)
 			case v != handed || !strings.HasSuffix(rec, " "+handed):
 				t.Errorf("%s holds %q with record %q: want the handed value %q and its record", other.Name, v, rec, handed)
-			case tc.low:
-				f := strings.Fields(m)
-				if len(f) != 3 || f[1] != strconv.FormatInt(maxTTL, 10) {
-					t.Errorf("%s: marker %q after the take, want its max TTL raised back to %d", other.Name, m, maxTTL)
-				}
+			default:
+				t.Errorf("%s: marker %q after the take, want its max TTL raised back to %d", other.Name, m, maxTTL)
 			}
 			if err := lease.Release(ctx); err != nil {
 				t.Fatal(err)
