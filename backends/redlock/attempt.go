@@ -38,7 +38,6 @@ type attempt struct {
 	token []int64  // the node's token, or how long the key has left there when held
 	set   []bool   // we may have set the key there: release it on failure
 	mine  []bool   // the lean grant or take wrote the key's record there (see lean.go)
-	prior []string // the record take replaced there, put back when it gives the key back (see take)
 	full  bool     // the lean try met work for the full script (see lean.go)
 	cause []error  // why a node failed or was excluded
 	slow  []bool   // the node was not answering when the try began: not waited for
@@ -70,7 +69,7 @@ func (r *Redlock) newAttempt(key string, o locker.Options, queue bool) *attempt 
 		a = &attempt{
 			r: r, calls: r.newCalls(),
 			state: make([]uint8, n), runs: make([]string, n), slow: make([]bool, n), first: make([]bool, n), token: make([]int64, n),
-			set: make([]bool, n), mine: make([]bool, n), prior: make([]string, n),
+			set: make([]bool, n), mine: make([]bool, n),
 			cause: make([]error, n), wake: make(chan struct{}, 1),
 		}
 	}
@@ -115,7 +114,6 @@ func (a *attempt) begin() {
 	clear(a.state)
 	clear(a.set)
 	clear(a.cause)
-	clear(a.prior)
 }
 
 // pick chooses the nodes a try asks first: every node, or a quorum of

@@ -32,8 +32,8 @@ import (
 // (CLIENT PAUSE) as the try is sent, so that it reads the stray values
 // before its quorum (a lean grant does not wait for the answers that come
 // after it). With fencing tokens, the same, and the next grant's token
-// must be above the first's: the nodes where the key was taken hold no
-// token of it.
+// must be above the first's, whatever the nodes where the key was taken
+// counted.
 func TestClaimedKeyOnEveryNode(t *testing.T) {
 	if *quorumFirst {
 		t.Skip("WithQuorumFirst sets a key on a quorum of the nodes only, claimed or not")
@@ -138,8 +138,8 @@ func TestClaimedKeyOnEveryNode(t *testing.T) {
 			if !tc.fenced {
 				return
 			}
-			// The nodes where the key was taken hold no token of the
-			// grant's: the next grant's must still be above it.
+			// The next grant's token is above this one, whichever nodes'
+			// counters gave it.
 			next, err := w.Acquire(ctx, tc.key, locker.WithTTL(ttl))
 			if err != nil {
 				t.Fatal(err)

@@ -108,9 +108,6 @@ const recordPad = 2 * time.Second
 // leanWhat names the lean grant in errors.
 const leanWhat = "the lean grant (SET, HSETNX, HGET, EVALSHA or INCR with fencing)"
 
-// takeWhat names take's commands in errors.
-const takeWhat = "the take (HGET, SET, HSET, HGET)"
-
 // hotKeys are the keys that take the full path for a while: their last
 // lean try found them held.
 type hotKeys struct {
@@ -330,8 +327,7 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 	}
 }
 
-// admits reads node i's marker, read after a SET of the lean grant or of
-// take, as the acquire script's check does: whether it admits the server
+// admits reads node i's marker, read after the lean grant's SET, as the acquire script's check does: whether it admits the server
 // process the connection found, and whether the max TTL it records
 // covers this client's.
 func (a *attempt) admits(i int, marker reply) (admitted, covers bool) {
@@ -348,8 +344,8 @@ func (a *attempt) undo(ctx context.Context) {
 	a.giveBackOn(ctx, func(i int) bool { return a.set[i] })
 }
 
-// giveBackOn gives back, without waiting, what the lean grant or take set
-// on the nodes for which which(i) holds; they no longer hold it for the
+// giveBackOn gives back, without waiting, what the attempt set on the
+// nodes for which which(i) holds; they no longer hold it for the
 // attempt.
 func (a *attempt) giveBackOn(ctx context.Context, which func(int) bool) {
 	some := false
@@ -378,30 +374,19 @@ func (a *attempt) appendUndo(b []byte, i int) []byte {
 	mode := "0"
 	switch {
 	case !r.c.quarantine:
-	case a.prior[i] != "":
-		mode = "4"
 	case a.mine[i]:
 		mode = "1"
 	default:
 		mode = "2"
 	}
-	n := 7
-	if mode == "4" {
-		n = 9
-	}
-	b = appendArray(b, n)
+	b = appendArray(b, 7)
 	b = appendBulk(b, "EVALSHA")
 	b = appendBulk(b, leanScript.sha)
 	b = appendBulk(b, "2")
 	b = appendBulk(b, a.key)
 	b = appendBulk(b, r.k.node)
 	b = appendBulk(b, a.value)
-	b = appendBulk(b, mode)
-	if mode == "4" {
-		b = appendBulk(b, "")
-		b = appendBulk(b, a.prior[i])
-	}
-	return b
+	return appendBulk(b, mode)
 }
 
 // refused returns the error that ends an attempt when too many nodes

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -91,9 +89,7 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 // is taken too, and so is the key on a node whose answer does not come
 // (it may have found another value). recordReply records a node's
 // answer to the try (record, or recordLean for a lean try). With fencing
-// tokens too: take leaves the nodes' counters alone, and the grant's token
-// is still the quorum's that granted it (see fence), which the next
-// grant's majority meets. Not with WithWait or WithQuorumFirst.
+// tokens too (see take). Not with WithWait or WithQuorumFirst.
 func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 	r := a.r
 	if !a.queue || r.c.waitReplicas > 0 || r.c.quorumFirst {
@@ -109,29 +105,15 @@ func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 }
 
 // take sets a.value, whatever the key holds (see spread), on the nodes
-// for which which(i) holds and that vote, and records their outcomes; it
-// waits for those that answer, for a quarter of the node timeout at most.
-//
-// It sends each node plain commands, as the lean grant does (see
-// lean.go), rather than the acquire script:
-//
-//	HGET state key; SET key value PX ttl GET; HSET state key '<expiry> <value>'; HGET state marker
-//
-// (without the restart quarantine, the SET alone, whose GET is then unread), and decides from the
-// replies as the acquire script would have: the marker read after the
-// SET must admit the server process the connection found (else the node
-// gets back what was set, and is left out) and record a max TTL that
-// covers this client's; a record the HSET replaced must be ours, or that
-// of a value the key held (a release on its way, a try that fails: the
-// script overwrites it too). A record of another value where the key was
-// free is one the acquire script judges (an eviction?), and a max TTL to
-// raise is the script's work: such a node gets back what was set and the
-// record it had (release_lean), then runs the acquire script, in one
-// request. The take is best effort. It is used without WithWait only.
-// Its plain commands set no fencing token (the node's counter is left as
-// it is, and the node holds no token for fence to count); a node sent to
-// the acquire script gets one, which fence counts as any granting node's.
-// So nothing else of the script is needed.
+// for which which(i) holds and that vote, and records their outcomes as a
+// try's (record); it waits for those that answer, for a quarter of the
+// node timeout at most, and a node whose answer does not come may still
+// set the key. Each node runs the acquire script told to take the key,
+// which judges there what it judges for any grant (the quarantine's
+// marker, a record already there, the max TTL to raise) and, with fencing
+// tokens, advances the node's counter: a token that fence counts as any
+// granting node's, and a counter advanced leaves at most a gap between
+// tokens. Not with WithWait.
 func (a *attempt) take(ctx context.Context, which func(int) bool) {
 	r := a.r
 	now := time.Now()
@@ -147,7 +129,7 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 			c.skip = true
 			continue
 		}
-		a.state[i], a.set[i], a.cause[i], a.mine[i], a.prior[i], a.token[i] = notAsked, false, nil, false, "", 0
+		a.state[i], a.set[i], a.cause[i], a.mine[i], a.token[i] = notAsked, false, nil, false, 0
 		a.runs[i], a.slow[i] = run, !c.node.answering(now)
 		some, awaited = true, awaited || !a.slow[i]
 	}
@@ -159,12 +141,11 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 	if !awaited {
 		wait = 0 // sent, and not waited for
 	}
-	record := strconv.FormatInt(now.Add(a.o.TTL+recordPad).UnixMilli(), 10) + " "
 	exchange(context.WithoutCancel(ctx), a.calls, wait, 0, func(i int, c *call) {
-		c.run, c.once = a.runs[i], true
-		c.buf, c.p.want = a.appendTake(c.buf, record)
+		c.run = a.runs[i]
+		c.buf, c.p.want = a.appendAcquire(c.buf, i, c.run, 0, true), 1
 	}, func(i int, c *call) bool {
-		a.recordTake(i, c)
+		a.record(i, c)
 		for i, s := range a.state {
 			if s == notAsked && !a.calls[i].skip && !a.slow[i] {
 				return false
@@ -179,103 +160,9 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 		case errors.Is(c.err, errNoReply):
 			a.set[i] = true // it may still set the key
 		default: // timed out: it may still set the key
-			a.recordTake(i, c)
+			a.record(i, c)
 		}
 	}
-	// A node whose marker fails (a cause) gets back what was set; one with
-	// a record to judge or a max TTL to raise (none), that and the record
-	// it had, then the acquire script (the key was free there, or the
-	// marker is raised first), in one request.
-	back := func(i int) bool { return !a.calls[i].skip && a.state[i] == excluded && a.set[i] }
-	var redo []bool
-	for i := range a.calls {
-		if back(i) && a.cause[i] == nil {
-			if redo == nil {
-				redo = make([]bool, len(a.calls))
-			}
-			redo[i] = true
-		}
-	}
-	a.giveBackOn(ctx, func(i int) bool { return back(i) && a.cause[i] != nil })
-	if redo == nil {
-		return
-	}
-	for i := range a.calls {
-		a.calls[i].skip = !redo[i]
-	}
-	exchange(context.WithoutCancel(ctx), a.calls, wait, 0, func(i int, c *call) {
-		c.run = a.runs[i]
-		c.buf = a.appendUndo(c.buf, i)
-		c.buf = a.appendAcquire(c.buf, i, c.run, 0, false)
-		c.p.want = 2
-	}, func(i int, c *call) bool {
-		if c.err == nil {
-			c.rep = c.rep[1:] // the acquire script's
-		}
-		a.record(i, c)
-		return false
-	})
-}
-
-// appendTake appends take's commands to b, and returns how many replies
-// they have.
-func (a *attempt) appendTake(b []byte, record string) ([]byte, int) {
-	r := a.r
-	if r.c.quarantine {
-		b = appendCommand(b, "HGET", r.k.node, a.key)
-	}
-	b = appendArray(b, 6)
-	b = appendBulk(b, "SET")
-	b = appendBulk(b, a.key)
-	b = appendBulk(b, a.value)
-	b = appendBulk(b, "PX")
-	b = appendBulkInt(b, a.o.TTL.Milliseconds())
-	b = appendBulk(b, "GET")
-	if !r.c.quarantine {
-		return b, 1
-	}
-	b = appendArray(b, 4)
-	b = appendBulk(b, "HSET")
-	b = appendBulk(b, r.k.node)
-	b = appendBulk(b, a.key)
-	b = appendBulkConcat(b, record, a.value)
-	return appendCommand(b, "HGET", r.k.node, r.k.marker), 4
-}
-
-// recordTake turns node i's replies to take's commands into its outcome:
-// granted, failed, or excluded where what was set is given back.
-func (a *attempt) recordTake(i int, c *call) {
-	a.set[i] = true // a request that timed out may still have set the key
-	if c.err != nil {
-		a.nodeFailed(i, c, c.err)
-		return
-	}
-	for _, rep := range c.rep {
-		if err := rep.err(); err != nil {
-			a.nodeFailed(i, c, explain(takeWhat, err))
-			return
-		}
-	}
-	if !a.r.c.quarantine {
-		a.state[i] = granted
-		return
-	}
-	a.mine[i] = true // the HSET wrote the key's record
-	// A record of another value: the key's (held) or one to judge.
-	prior, held := c.rep[0], c.rep[1].kind == '$'
-	foreign := prior.kind == '$' && !strings.HasSuffix(prior.s, " "+a.value)
-	admitted, covers := a.admits(i, c.rep[3])
-	if admitted && covers && !(foreign && !held) {
-		a.state[i] = granted
-		return
-	}
-	if !admitted {
-		a.nodeLost(i, c)
-	}
-	if foreign {
-		a.prior[i] = prior.s // put back with the key's give-back
-	}
-	a.state[i] = excluded
 }
 
 // unspread gives back what spread set, when the lease it was for is not

@@ -12,8 +12,7 @@
 -- answer was not read: that record may be the only trace of a lock key
 -- evicted behind Redlock's back, which the next full grant judges), '3'
 -- as release.lua does: delete it with the key, and where the key is gone
--- only if it names ARGV[1], '4' if it names ARGV[1], replace it with
--- ARGV[4] (take replaced that record: see spread.go),
+-- only if it names ARGV[1],
 -- ARGV[3] (optional) another value of ours the key may hold, or '' (see
 -- release.lua's ARGV[9]).
 -- Returns 1 when given back, 0 when the key was not ours.
@@ -24,14 +23,10 @@ if ours then
 end
 if (ARGV[2] == '1' or ARGV[2] == '3') and ours then
   redis.call('HDEL', KEYS[2], KEYS[1])
-elseif ARGV[2] == '2' or ARGV[2] == '4' or ARGV[2] == '3' and not cur then
+elseif ARGV[2] == '2' or ARGV[2] == '3' and not cur then
   local r = redis.call('HGET', KEYS[2], KEYS[1])
   if r and string.sub(r, -string.len(ARGV[1]) - 1) == ' ' .. ARGV[1] then
-    if ARGV[2] == '4' then
-      redis.call('HSET', KEYS[2], KEYS[1], ARGV[4])
-    else
-      redis.call('HDEL', KEYS[2], KEYS[1])
-    end
+    redis.call('HDEL', KEYS[2], KEYS[1])
   end
 end
 if ours then
