@@ -77,7 +77,7 @@
 //
 // Redis 6.2 or later (tested with 7.0), maxmemory-policy noeviction (or no
 // maxmemory). With ACLs, Redlock's user needs +evalsha +script|load
-// +blpop +hget +set, +hsetnx +hset and +info with the restart
+// +blpop +hget +set, +hsetnx and +info with the restart
 // quarantine, +incr with fencing tokens without the clock floor, and
 // inside its scripts
 // +get +set +del +exists +pttl +pexpire +incr +time +hget +hset +hdel

@@ -23,7 +23,7 @@ var ErrConfig = errors.New("redlock: a node refused Redlock's configuration")
 
 // aclCommands is what Redlock's user must be allowed to run on every
 // node, scripts included (an ACL applies inside them).
-const aclCommands = "+evalsha +script|load +blpop +hget +set, +hsetnx +hset and +info with the restart quarantine, " +
+const aclCommands = "+evalsha +script|load +blpop +hget +set, +hsetnx and +info with the restart quarantine, " +
 	"+incr with fencing tokens without the clock floor, " +
 	"and inside the scripts " +
 	"+get +set +del +exists +pttl +pexpire +incr +time +hget +hset +hdel +hmget +hrandfield " +

@@ -18,8 +18,10 @@
 -- refused before: it is contending),
 -- ARGV[12] the value a release that hands the key to this Acquire sets
 -- ('handed:' and a random value of its own; '' when it does not queue),
--- ARGV[13] '1': take the key whatever value holds it (a key handed to
--- this Acquire by a majority: see spread.go), '0' not.
+-- ARGV[13] '1': take the key whatever value it has here — a majority
+-- holds the key for this Acquire (a key handed to it, or one its try was
+-- granted), so any other value here is no live grant's (a release on its
+-- way, a try that fails); see spread.go.
 -- Returns -2 when the node does not admit this run (it lost its data,
 -- restarted or evicted keys: quarantine); when the key is held (or
 -- reserved or handed to another waiter), -10 - its remaining TTL in ms (-1 if it
@@ -84,10 +86,10 @@ local function queue()
   redis.call('PEXPIRE', KEYS[5], ARGV[10])
   redis.call('PEXPIRE', KEYS[6], ARGV[10])
 end
--- Whether the key, held with value cur, is this Acquire's to take:
--- reserved for this waiter, handed to its Acquire, or taken.
+-- Whether the key, held with value cur, was reserved for this waiter or
+-- handed to its Acquire.
 local function ours(cur)
-  return ARGV[13] == '1' or ARGV[8] ~= '' and (cur == 'reserved:' .. ARGV[8] or cur == ARGV[12])
+  return ARGV[8] ~= '' and (cur == 'reserved:' .. ARGV[8] or cur == ARGV[12])
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if evicted then
@@ -111,8 +113,9 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   end
 else
   -- Held, or reserved or handed: to this waiter (claim it: it did not
-  -- learn of the hand-off from a majority), or another (queue up).
-  if not ours(redis.call('GET', KEYS[1])) then
+  -- learn of the hand-off from a majority), or another (queue up); or
+  -- taken (ARGV[13]).
+  if ARGV[13] ~= '1' and not ours(redis.call('GET', KEYS[1])) then
     if ARGV[8] ~= '' then
       queue()
     end
