@@ -158,7 +158,7 @@ func (a *attempt) run(ctx context.Context) (locker.Lease, error) {
 		// A contending try, granted by the nodes it asked first: the
 		// key is taken on the others, as a grant of every node would
 		// have set it (see contends and spread).
-		a.take(ctx, func(i int) bool { return a.state[i] == notAsked })
+		a.take(ctx, func(i int) bool { return a.state[i] == notAsked }, true)
 	}
 	a.takeHeld(ctx, a.record)
 	token, err := a.fence(ctx)

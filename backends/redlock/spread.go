@@ -47,33 +47,14 @@ func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 	if r.c.quorumFirst {
 		return on
 	}
-	now := time.Now()
-	some := false
-	for i := range a.calls {
-		c := &a.calls[i]
-		c.skip, c.extra, c.slow = told[i] || r.queues(a.home, i), 0, false
-		if c.skip {
-			continue
-		}
-		run, ok, _ := c.node.votes(now)
-		if !ok {
-			c.skip = true
-			continue
-		}
-		a.runs[i], on[i], some = run, true, true
-	}
-	if !some {
-		return on
-	}
-	a.rounds++
 	// The script sets the try's value: the hand-off value here.
 	try := a.value
 	a.value = a.handoff
 	defer func() { a.value = try }()
-	exchange(context.WithoutCancel(ctx), a.calls, 0, 0, func(i int, c *call) {
-		c.run = a.runs[i]
-		c.buf, c.p.want = a.appendAcquire(c.buf, i, c.run, 0, true), 1
-	}, func(int, *call) bool { return true })
+	a.take(ctx, func(i int) bool { return !told[i] && !r.queues(a.home, i) }, false)
+	for i, set := range a.set {
+		on[i] = on[i] || set
+	}
 	return on
 }
 
@@ -101,7 +82,7 @@ func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 	if a.count(held)+a.count(late) == 0 {
 		return
 	}
-	a.take(ctx, func(i int) bool { return a.state[i] == held || a.state[i] == late })
+	a.take(ctx, func(i int) bool { return a.state[i] == held || a.state[i] == late }, true)
 }
 
 // take sets a.value, whatever the key holds (see spread), on the nodes
@@ -113,8 +94,9 @@ func (a *attempt) takeHeld(ctx context.Context, recordReply func(int, *call)) {
 // marker, a record already there, the max TTL to raise) and, with fencing
 // tokens, advances the node's counter: a token that fence counts as any
 // granting node's, and a counter advanced leaves at most a gap between
-// tokens. Not with WithWait.
-func (a *attempt) take(ctx context.Context, which func(int) bool) {
+// tokens. Without await, the script is sent and not waited for (see
+// spread), and every node it went to may set the key. Not with WithWait.
+func (a *attempt) take(ctx context.Context, which func(int) bool, await bool) {
 	r := a.r
 	now := time.Now()
 	some, awaited := false, false
@@ -137,14 +119,22 @@ func (a *attempt) take(ctx context.Context, which func(int) bool) {
 		return
 	}
 	a.rounds++
+	build := func(i int, c *call) {
+		c.run = a.runs[i]
+		c.buf, c.p.want = a.appendAcquire(c.buf, i, c.run, 0, true), 1
+	}
+	if !await {
+		exchange(context.WithoutCancel(ctx), a.calls, 0, 0, build, func(int, *call) bool { return true })
+		for i := range a.calls {
+			a.set[i] = !a.calls[i].skip
+		}
+		return
+	}
 	wait := r.timeout(a.o.TTL) / 4
 	if !awaited {
 		wait = 0 // sent, and not waited for
 	}
-	exchange(context.WithoutCancel(ctx), a.calls, wait, 0, func(i int, c *call) {
-		c.run = a.runs[i]
-		c.buf, c.p.want = a.appendAcquire(c.buf, i, c.run, 0, true), 1
-	}, func(i int, c *call) bool {
+	exchange(context.WithoutCancel(ctx), a.calls, wait, 0, build, func(i int, c *call) bool {
 		a.record(i, c)
 		for i, s := range a.state {
 			if s == notAsked && !a.calls[i].skip && !a.slow[i] {
