@@ -37,7 +37,7 @@ type attempt struct {
 	runs  []string // the run_id each node's grant is for
 	token []int64  // the node's token, or how long the key has left there when held
 	set   []bool   // we may have set the key there: release it on failure
-	mine  []bool   // the lean grant or take wrote the key's record there (see lean.go)
+	mine  []bool   // the lean grant wrote the key's record there (see lean.go)
 	full  bool     // the lean try met work for the full script (see lean.go)
 	cause []error  // why a node failed or was excluded
 	slow  []bool   // the node was not answering when the try began: not waited for
@@ -171,8 +171,8 @@ func (a *attempt) pick() {
 // the key's queue nodes as surely as by every node, so it asks them
 // first; when they grant it, the key is then taken on the other nodes
 // too (see run), and lives on as many nodes as a grant of every node
-// asked at once. Not with fencing tokens or WithWait, which take no key
-// over (see takeHeld).
+// asked at once. Not with fencing tokens, whose tries ask every node,
+// nor with WithWait, which takes no key over (see takeHeld).
 func (a *attempt) contends() bool {
 	c := &a.r.c
 	return a.queue && !c.fencing && c.waitReplicas == 0 && (a.tries > 1 || a.r.hot.hot(a.key, time.Now()))

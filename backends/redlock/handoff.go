@@ -371,8 +371,8 @@ func sleep(ctx context.Context, d time.Duration) {
 // keys live a TTL from when they are set, past the lease's validity, and
 // the lease is released there as well; if the validity ran out meanwhile
 // they are given back and no lease is made. Not with fencing tokens (the
-// token must be written back to a majority: the try's round does it, and
-// asks every node) nor WithWait (the replicas must acknowledge the
+// token must be written back to a majority: the try that claims the key
+// does it, with fence) nor WithWait (the replicas must acknowledge the
 // grant).
 func (a *attempt) handed(ctx context.Context) locker.Lease {
 	r := a.r

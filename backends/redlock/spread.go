@@ -40,7 +40,7 @@ import (
 //
 // Not with WithQuorumFirst, whose grants set the key on a quorum only
 // either; with fencing tokens or WithWait there is no hand-off to spread
-// (see handed: the try's round, which asks every node, claims the key).
+// (see handed: the try claims the key).
 func (a *attempt) spread(ctx context.Context, told []bool) []bool {
 	r := a.r
 	on := slices.Clone(told)
