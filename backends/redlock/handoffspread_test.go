@@ -133,25 +133,18 @@ func TestHandedKeySurvivesAQueueNodeForgetting(t *testing.T) {
 func awaitHeld(ctx context.Context, t *testing.T, nodes []*server, key, v string) {
 	t.Helper()
 	var last string
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		last = ""
+	held := func() bool {
 		for _, n := range nodes {
 			got, _ := direct(t, n).Get(ctx, key).Result()
 			rec, err := direct(t, n).HGet(ctx, redlock.DefaultKeyPrefix+"node", key).Result()
 			if got != v || err != nil || !strings.HasSuffix(rec, " "+v) {
 				last = fmt.Sprintf("%s holds %q with the record %q (%v)", n.Name, got, rec, err)
-				break
+				return false
 			}
 		}
-		if last == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s, want the value %q and a record naming it on every node", last, v)
-		}
-		<-tick.C
+		return true
+	}
+	if !poll(10*time.Second, held) {
+		t.Fatalf("%s, want the value %q and a record naming it on every node", last, v)
 	}
 }

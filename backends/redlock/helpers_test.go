@@ -130,15 +130,25 @@ func infoField(info, name string) (string, bool) {
 // within: a wait for a condition on the servers, not a sleep.
 func await(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !poll(within, cond) {
+		t.Fatalf("%s: not within %v", what, within)
+	}
+}
+
+// poll checks cond every few milliseconds until it holds, for within at
+// most, and reports whether it did: for a caller that says itself what
+// it found instead.
+func poll(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
+			return false
 		}
 		<-tick.C
 	}
+	return true
 }
 
 // canonical returns the nodes in the order every client of them uses

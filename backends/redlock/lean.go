@@ -327,9 +327,10 @@ func (a *attempt) recordLean(ctx context.Context, i int, c *call) {
 	}
 }
 
-// admits reads node i's marker, read after the lean grant's SET, as the acquire script's check does: whether it admits the server
-// process the connection found, and whether the max TTL it records
-// covers this client's.
+// admits reads node i's marker, read after the lean grant's SET, as the
+// acquire script's check does: whether it admits the server process the
+// connection found, and whether the max TTL it records covers this
+// client's.
 func (a *attempt) admits(i int, marker reply) (admitted, covers bool) {
 	f := strings.Fields(marker.s)
 	if marker.kind != '$' || len(f) != 3 || f[0] != a.runs[i] {

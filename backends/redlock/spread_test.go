@@ -57,8 +57,6 @@ func TestSpreadJudgesARecord(t *testing.T) {
 			x := direct(t, other)
 			state, marker := redlock.DefaultKeyPrefix+"node", redlock.DefaultKeyPrefix
 			var maxTTL int64
-			tick := time.NewTicker(2 * time.Millisecond)
-			defer tick.Stop()
 			lease, handed := handedLease(t, h, w, nodes, key, 5*time.Second, func() {
 				m, err := x.HGet(ctx, state, marker).Result()
 				f := strings.Fields(m)
@@ -115,12 +113,8 @@ func TestSpreadJudgesARecord(t *testing.T) {
 				}
 				return true
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for !judged() && time.Now().Before(deadline) {
-				<-tick.C
-			}
 			switch {
-			case judged():
+			case poll(10*time.Second, judged):
 			case tc.evicted:
 				t.Errorf("%s, which evicted keys, holds %q with marker %q: want no key and no marker (quarantine)", other.Name, v, m)
 			case v != handed || !strings.HasSuffix(rec, " "+handed):
