@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,9 +32,9 @@ import (
 // clients of its own: one worker (uncontended), then 16 (a hot key).
 // Rounds of -compare each alternate between the two. Per round it logs
 // the ops/s, and what the servers spent per operation as they see it:
-// their process CPU (from /proc/PID/stat) and INFO commandstats (per
-// command, the calls and µs per call; a script's µs include the commands
-// it calls, which are also counted on their own). At the end, the ratios
+// their process CPU and wake-ups (see procStat) and INFO commandstats
+// (per command, the calls and µs per call; a script's µs include the
+// commands it calls, which are also counted on their own). At the end, the ratios
 // over the rounds after the first, and the load average. Skipped unless
 // asked:
 //
@@ -135,7 +136,7 @@ func serverCost(t *testing.T, addrs []string, pids []int, workers int) {
 			ops[i] = append(ops[i], c.op(t, addrs))
 		}
 	}
-	type sums struct{ ops, secs, cpu, script float64 }
+	type sums struct{ ops, secs, cpu, wakeups, script float64 }
 	total := make([]sums, len(costContenders))
 	for round := range rounds {
 		for k := range costContenders {
@@ -147,7 +148,7 @@ func serverCost(t *testing.T, addrs []string, pids []int, workers int) {
 					t.Fatal(err)
 				}
 			}
-			cpu0, stats0 := procCPU(t, pids), commandStats(t, addrs)
+			use0, stats0 := procStat(t, pids), commandStats(t, addrs)
 			start := time.Now()
 			var (
 				wg    sync.WaitGroup
@@ -171,8 +172,8 @@ func serverCost(t *testing.T, addrs []string, pids []int, workers int) {
 			}
 			n := int(count.Load())
 			secs := time.Since(start).Seconds()
-			cpu1, stats1 := procCPU(t, pids), commandStats(t, addrs)
-			cpu := (cpu1 - cpu0) / float64(n) * 1e6
+			use1, stats1 := procStat(t, pids), commandStats(t, addrs)
+			cpu := (use1.cpu - use0.cpu) / float64(n) * 1e6
 			d := stats1.sub(stats0)
 			script := d["evalsha"][1] // redlock: the scripts, whose µs include the commands they call
 			if name == "redsync" {
@@ -181,17 +182,18 @@ func serverCost(t *testing.T, addrs []string, pids []int, workers int) {
 			if round > 0 {
 				total[i].ops += float64(n)
 				total[i].secs += secs
-				total[i].cpu += cpu1 - cpu0
+				total[i].cpu += use1.cpu - use0.cpu
+				total[i].wakeups += use1.wakeups - use0.wakeups
 				total[i].script += script
 			}
-			t.Logf("round %d: %-8s %6.0f ops/s; servers' CPU %6.1f µs/op (5 nodes); commandstats per op: %s",
-				round, name, float64(n)/secs, cpu, d.per(n))
+			t.Logf("round %d: %-8s %6.0f ops/s; servers' CPU %6.1f µs/op (5 nodes), %4.1f wake-ups/op; commandstats per op: %s",
+				round, name, float64(n)/secs, cpu, (use1.wakeups-use0.wakeups)/float64(n), d.per(n))
 		}
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	r, s := total[0], total[1]
-	t.Logf("rounds 1-%d, redlock / redsync: ops/s %.2fx; servers' CPU per op %.2fx; commands' µs per op (top level) %.2fx; load average %s",
-		rounds-1, (r.ops/r.secs)/(s.ops/s.secs), (r.cpu/r.ops)/(s.cpu/s.ops), (r.script/r.ops)/(s.script/s.ops),
+	t.Logf("rounds 1-%d, redlock / redsync: ops/s %.2fx; servers' CPU per op %.2fx; their wake-ups per op %.2fx; commands' µs per op (top level) %.2fx; load average %s",
+		rounds-1, (r.ops/r.secs)/(s.ops/s.secs), (r.cpu/r.ops)/(s.cpu/s.ops), (r.wakeups/r.ops)/(s.wakeups/s.ops), (r.script/r.ops)/(s.script/s.ops),
 		strings.Join(strings.Fields(string(load))[:3], " "))
 }
 
@@ -205,27 +207,46 @@ func infoValue(info, name string) string {
 	return ""
 }
 
-// procCPU returns the CPU seconds the processes pids have used, from
-// /proc/PID/stat (utime + stime, in clock ticks of 1/100 s).
-func procCPU(t testing.TB, pids []int) float64 {
-	total := 0.0
+// procUse is what the server processes have used: their CPU seconds
+// and how many times they went to sleep waiting (voluntary context
+// switches: an idle server sleeps in epoll_wait, so each is a wake-up).
+type procUse struct{ cpu, wakeups float64 }
+
+// procStat returns the use of the processes pids, summed over their
+// threads: the CPU from /proc/PID/task/TID/schedstat (nanoseconds on the
+// CPU; /proc/PID/stat counts clock ticks of 10 ms, coarse against a
+// round's second or so of servers' CPU), the wake-ups from its status.
+func procStat(t testing.TB, pids []int) procUse {
+	var u procUse
 	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			t.Fatal(err)
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+		if err != nil || len(tasks) == 0 {
+			t.Fatalf("the threads of process %d: %v", pid, err)
 		}
-		// The fields after the command's name, which is in parentheses:
-		// utime and stime are the 14th and 15th of the line.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		for _, s := range f[11:13] {
-			v, err := strconv.ParseFloat(s, 64)
+		for _, task := range tasks {
+			b, err := os.ReadFile(task + "/schedstat")
 			if err != nil {
-				t.Fatalf("/proc/%d/stat: %v", pid, err)
+				continue // the thread ended
 			}
-			total += v / 100
+			f := strings.Fields(string(b))
+			ns, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				t.Fatalf("%s/schedstat %q: %v", task, b, err)
+			}
+			u.cpu += ns / 1e9
+			status, err := os.ReadFile(task + "/status")
+			if err != nil {
+				continue
+			}
+			v := infoValue(string(status), "voluntary_ctxt_switches")
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s/status: voluntary_ctxt_switches %q: %v", task, v, err)
+			}
+			u.wakeups += n
 		}
 	}
-	return total
+	return u
 }
 
 // cmdStats is the sum over nodes of INFO commandstats: per command, its
