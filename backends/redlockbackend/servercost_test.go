@@ -34,9 +34,9 @@ import (
 // the ops/s, and what the servers spent per operation as they see it:
 // their process CPU and wake-ups (see procStat) and INFO commandstats
 // (per command, the calls and µs per call; a script's µs include the
-// commands it calls, which are also counted on their own). At the end, the ratios
-// over the rounds after the first, and the load average. Skipped unless
-// asked:
+// commands it calls, which are also counted on their own). At the end,
+// the ratios over the rounds after the first, and the load average.
+// Skipped unless asked:
 //
 //	LOCKBENCH_TEST_DEADLINE_SCALE=10 go test -run ServerCostPerGrant -v \
 //	    ./backends/redlockbackend -args -compare=3s
@@ -229,6 +229,9 @@ func procStat(t testing.TB, pids []int) procUse {
 				continue // the thread ended
 			}
 			f := strings.Fields(string(b))
+			if len(f) == 0 {
+				t.Fatalf("%s/schedstat is empty", task)
+			}
 			ns, err := strconv.ParseFloat(f[0], 64)
 			if err != nil {
 				t.Fatalf("%s/schedstat %q: %v", task, b, err)
