@@ -65,11 +65,11 @@ if records and not cur then
     redis.call('HDEL', KEYS[4], KEYS[1])
   end
 end
-local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-if not head then
-  -- No waiters, so no waiter's ask either: acquire.lua's queue writes
-  -- both, with the same expiry, and every script that dequeues a waiter
-  -- deletes both.
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  -- No waiters (Redis deletes a sorted set with its last member), so no
+  -- waiter's ask either: acquire.lua's queue writes both, with the same
+  -- expiry, and every script that dequeues a waiter deletes both. EXISTS,
+  -- not ZRANGE: the uncontended release costs the node less.
   if ours then
     redis.call('DEL', KEYS[1])
     if records then
@@ -95,7 +95,7 @@ if not votes then
   votes = m ~= false and string.sub(m, 1, string.len(ARGV[8]) + 1) == ARGV[8] .. ' '
 end
 while true do
-  head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   if not head then
     break
   end
